@@ -1,0 +1,37 @@
+# Build settings shared by every target of this project, carried by an
+# interface target instead of global flags.
+add_library(redlock_build_flags INTERFACE)
+target_compile_options(redlock_build_flags INTERFACE
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+if(REDLOCK_SANITIZE STREQUAL "address")
+  target_compile_options(redlock_build_flags INTERFACE
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  target_link_options(redlock_build_flags INTERFACE -fsanitize=address,undefined)
+elseif(REDLOCK_SANITIZE STREQUAL "thread")
+  target_compile_options(redlock_build_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  target_link_options(redlock_build_flags INTERFACE -fsanitize=thread)
+elseif(NOT REDLOCK_SANITIZE STREQUAL "")
+  message(FATAL_ERROR "REDLOCK_SANITIZE must be '', 'address' or 'thread', not '${REDLOCK_SANITIZE}'")
+endif()
+
+# redlock_internal_target(<target>): C++20 inside the project (public headers
+# stay C++17-clean), the shared flags, and the source root on the include path.
+function(redlock_internal_target target)
+  set_target_properties(${target} PROPERTIES CXX_STANDARD 20 CXX_STANDARD_REQUIRED ON CXX_EXTENSIONS OFF)
+  target_link_libraries(${target} PRIVATE redlock_build_flags)
+endfunction()
+
+# redlock_add_test(<name> SOURCES ... [LIBS ...] LABELS unit|integration|chaos [TIMEOUT s])
+# One GoogleTest binary registered as one ctest entry with a label.
+function(redlock_add_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  redlock_internal_target(${name})
+  target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gmock GTest::gtest_main)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  add_test(NAME ${name} COMMAND ${name})
+  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+endfunction()

@@ -1,0 +1,181 @@
+// redlock/client.h: locks on N independent Redis masters (the Redlock
+// algorithm).
+//
+// Usage:
+//
+//   redlock::Options options;
+//   options.nodes = *redlock::ParseEndpointList("127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003");
+//   absl::StatusOr<std::unique_ptr<redlock::Client>> client = redlock::Client::Create(options);
+//   if (!client.ok()) return client.status();
+//
+//   absl::StatusOr<redlock::Lease> lease = (*client)->Acquire("orders/42", absl::Seconds(10));
+//   if (absl::IsAborted(lease.status())) { /* someone else holds it */ }
+//   if (!lease.ok()) return lease.status();
+//   ... work that must finish before lease->valid_until() ...
+//   (void)(*client)->Release(*lease);
+//
+// Thread-safety: a Client is safe to use from any number of threads at once.
+// All of them share one connection per node; their commands are pipelined on
+// it. Share one Client per process and per set of nodes.
+//
+// Callbacks of the *Async methods run on the client's I/O thread. They must
+// not block; calling a blocking method of the same client from a callback
+// returns kFailedPrecondition instead of deadlocking. When the client is
+// destroyed, every operation still pending completes with kCancelled before
+// the destructor returns, and no callback runs afterwards.
+//
+// Errors (absl::StatusCode), following DESIGN.md 4.6:
+//   kInvalidArgument     bad resource name or ttl; nothing was sent.
+//   kUnavailable         fewer than a quorum of nodes answered (I/O error,
+//                        timeout, refused connection, authentication failure,
+//                        node marked down by the circuit breaker).
+//   kAborted             a quorum answered, and the resource is held by
+//                        someone else. Retrying later may succeed.
+//   kDeadlineExceeded    a quorum granted but no validity was left (the round
+//                        took longer than ttl minus the drift allowance), or a
+//                        wait deadline passed.
+//   kFailedPrecondition  Extend found that the lease is lost (a quorum no
+//                        longer holds our token); or a blocking call made
+//                        from a callback of this client.
+//   kInternal            unexpected replies or script errors from a quorum.
+//   kCancelled           the client was destroyed while the call was pending.
+// Messages name the operation, the resource, the tally and the first node
+// errors, e.g.
+//   acquire "orders/42": 2 of 5 nodes granted (quorum 3); 127.0.0.1:7003:
+//   connection refused; 127.0.0.1:7004: no reply within 50ms
+
+#ifndef REDLOCK_CLIENT_H_
+#define REDLOCK_CLIENT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "redlock/lease.h"
+#include "redlock/options.h"
+
+namespace redlock {
+
+// What one node says about a resource (Client::Inspect).
+struct NodeView {
+  std::string node;            // "host:port"
+  absl::Status status;         // why the node could not be asked, or OK
+  bool held = false;           // the key exists
+  std::string token;           // its value, when held
+  absl::Duration ttl_left;     // remaining ttl, when held
+  uint64_t fence_counter = 0;  // the fencing counter stored next to the key
+};
+
+// Health of one node's connection, as seen by the client.
+struct NodeHealth {
+  std::string node;           // "host:port"
+  bool connected = false;     // the connection is established and ready
+  bool breaker_open = false;  // requests fail fast until a probe succeeds
+  size_t in_flight = 0;       // commands awaiting a reply
+  std::string last_error;     // the most recent connection or request error
+};
+
+class Client {
+ public:
+  using LeaseCallback = absl::AnyInvocable<void(absl::StatusOr<Lease>)>;
+  using LeasesCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)>;
+  using StatusCallback = absl::AnyInvocable<void(absl::Status)>;
+
+  // Validates `options` (see ValidateOptions) and starts the client: one I/O
+  // thread and one connection per node. Unreachable nodes do not fail
+  // Create; they are retried in the background with backoff.
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Client>> Create(Options options);
+
+  Client() = default;
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  virtual ~Client() = default;
+
+  // One attempt (DESIGN.md 4.2): sends the lock to every node at once, each
+  // with its own Options::node_timeout, and decides as soon as a quorum has
+  // granted or can no longer grant. Validity = ttl - elapsed - drift, which
+  // must be positive. After a failed attempt the keys that were set are
+  // removed from every node.
+  //
+  // REQUIRES: resource is 1..kMaxResourceLength bytes; ttl is a whole number
+  // of milliseconds (finer parts are truncated), larger than the drift
+  // allowance (ttl * clock_drift_factor + clock_drift_floor), at most 2^40 ms.
+  [[nodiscard]] virtual absl::StatusOr<Lease> TryAcquire(absl::string_view resource,
+                                                         absl::Duration ttl) = 0;
+
+  // Up to Options::max_attempts attempts with a random pause
+  // (retry_delay +/- retry_jitter) between them. Returns the last attempt's
+  // error when all fail.
+  [[nodiscard]] virtual absl::StatusOr<Lease> Acquire(absl::string_view resource,
+                                                      absl::Duration ttl) = 0;
+
+  // Keeps trying until it holds the lock or `wait` has passed (then
+  // kDeadlineExceeded, naming the last attempt's error). Between attempts it
+  // waits for a release notification from the nodes or, failing that, a
+  // jittered poll interval; it never busy-polls.
+  [[nodiscard]] virtual absl::StatusOr<Lease> Acquire(absl::string_view resource,
+                                                      absl::Duration ttl,
+                                                      absl::Duration wait) = 0;
+
+  // Sets the keys' ttl to `ttl` again on every node that still holds
+  // lease.token() (never re-creates a missing key). Succeeds with a quorum
+  // and a positive validity measured from the extend's own start, returning
+  // the lease with its new validity. kFailedPrecondition: the lease is lost.
+  [[nodiscard]] virtual absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) = 0;
+
+  // Deletes the key on every node where it still holds lease.token(), and
+  // announces the release to blocked waiters. Idempotent: releasing an
+  // expired, already released or foreign lease is OK. kUnavailable when fewer
+  // than a quorum of nodes confirmed (the lock lingers until its ttl).
+  [[nodiscard]] virtual absl::Status Release(const Lease& lease) = 0;
+
+  // Asynchronous forms of the calls above; `done` runs exactly once.
+  virtual void TryAcquireAsync(absl::string_view resource, absl::Duration ttl,
+                               LeaseCallback done) = 0;
+  virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl,
+                            LeaseCallback done) = 0;
+  virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl,
+                            absl::Duration wait, LeaseCallback done) = 0;
+  virtual void ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) = 0;
+  virtual void ReleaseAsync(const Lease& lease, StatusCallback done) = 0;
+
+  // ---- Entry points for multilock/ (documented in multilock/multi_lock.h) --
+
+  // One attempt at locking every resource of `resources` at once: on each
+  // node, one script sets all the keys (same token) only if none of them
+  // exists, so a node never holds part of the set. Requires `quorum` nodes
+  // (0 = the client's quorum; N = every node). Returns one Lease per resource
+  // in the order given, all with the same token and validity.
+  // REQUIRES: resources non-empty, each valid, no duplicates.
+  virtual void TryAcquireSetAsync(std::vector<std::string> resources, absl::Duration ttl,
+                                  int quorum, LeasesCallback done) = 0;
+  // Extends every lease of a set; a node counts only if it still holds every
+  // key. Returns the leases with their new common validity.
+  virtual void ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                              LeasesCallback done) = 0;
+  // Releases every lease of a set (compare-and-delete per key).
+  virtual void ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) = 0;
+
+  // ---- Introspection ------------------------------------------------------
+
+  // Asks every node whether it holds `resource`, with which token and how
+  // much ttl is left (and the fencing counter). Read-only.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<NodeView>> Inspect(
+      absl::string_view resource) = 0;
+
+  // The client's view of each node's connection.
+  virtual std::vector<NodeHealth> Health() const = 0;
+
+  // The options the client was created with.
+  virtual const Options& options() const = 0;
+};
+
+}  // namespace redlock
+
+#endif  // REDLOCK_CLIENT_H_

@@ -1,0 +1,122 @@
+// The arithmetic and decisions of Redlock, free of I/O (DESIGN.md 4.2, 4.5,
+// 4.6), so unit tests can cover them exhaustively.
+
+#ifndef REDLOCK_INTERNAL_ALGORITHM_H_
+#define REDLOCK_INTERNAL_ALGORITHM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "redlock/options.h"
+
+namespace redlock {
+namespace internal {
+
+// Largest ttl accepted: 2^40 ms (about 35 years), far below what Redis' PX
+// and the steady clock can represent.
+inline constexpr int64_t kMaxTtlMs = int64_t{1} << 40;
+
+// Suffix of a resource's fencing counter key: "<prefix><resource>:fence".
+inline constexpr absl::string_view kFenceSuffix = ":fence";
+
+// Pub/sub channel prefix on which the release script announces a release:
+// channel = kReleaseChannelPrefix + key.
+inline constexpr absl::string_view kReleaseChannelPrefix = "redlock:release:";
+
+// ttl * factor + floor (DESIGN.md 4.2 step 4).
+absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration floor);
+
+// ttl - elapsed - drift. May be zero or negative: no validity left.
+inline absl::Duration Validity(absl::Duration ttl, absl::Duration elapsed, absl::Duration drift) {
+  return ttl - elapsed - drift;
+}
+
+// Checks a ttl for `options` and returns it as whole milliseconds (finer
+// parts truncated). kInvalidArgument when it is not finite, not larger than
+// the drift allowance, or above kMaxTtlMs.
+absl::StatusOr<int64_t> CheckTtl(absl::Duration ttl, const Options& options);
+
+// Checks a resource name: 1..kMaxResourceLength bytes, and with fencing on it
+// must not end in ":fence" (those names are the counters).
+absl::Status CheckResource(absl::string_view resource, const Options& options);
+
+// Quoted resource(s) for messages: "a" or {"a", "b"} (long lists elided).
+std::string DescribeResources(const std::vector<std::string>& resources);
+
+// One fan-out round over N nodes needing `quorum` yes votes. The decision is
+// known as soon as quorum nodes said yes, or N - quorum + 1 said anything
+// else: no waiting for stragglers.
+class Round {
+ public:
+  // How a node answered.
+  enum class Vote {
+    kYes,          // granted / still held / released
+    kRefused,      // a definite "no": held by another token, or lease lost
+    kUnavailable,  // timeout, I/O error, breaker open, busy/loading/auth errors
+    kInternal,     // unexpected reply type or script error
+    kCancelled,    // the client is shutting down
+  };
+  enum class Outcome { kPending, kSucceeded, kFailed };
+
+  Round(int nodes, int quorum) : nodes_(nodes), quorum_(quorum) {}
+
+  // Records node `node`'s answer; `detail` is the error text for votes other
+  // than kYes/kRefused (kept for the first few).
+  Outcome Record(const std::string& node, Vote vote, absl::string_view detail = "");
+
+  Outcome outcome() const;
+  int nodes() const { return nodes_; }
+  int quorum() const { return quorum_; }
+  int yes() const { return yes_; }
+  int refused() const { return refused_; }
+  int answered() const { return yes_ + refused_ + unavailable_ + internal_ + cancelled_; }
+
+  // The status of a failed round, per DESIGN.md 4.6: kCancelled if the
+  // client is shutting down; `refused_code` (kAborted for acquire,
+  // kFailedPrecondition for extend) when a quorum answered and some refused;
+  // kInternal when a quorum answered but with unexpected replies; otherwise
+  // kUnavailable. The message is
+  //   <what>: <yes> of <N> nodes <yes_verb> (quorum <q>)[; <refused_verb> on
+  //   <k> nodes][; <node>: <error>]...
+  absl::Status Failure(absl::string_view what, absl::string_view yes_verb,
+                       absl::string_view refused_verb, absl::StatusCode refused_code) const;
+
+  // "<yes> of <N> nodes <yes_verb> (quorum <q>)" plus node errors, for
+  // messages that are not plain failures.
+  std::string Summary(absl::string_view yes_verb, absl::string_view refused_verb) const;
+
+ private:
+  int nodes_;
+  int quorum_;
+  int yes_ = 0;
+  int refused_ = 0;
+  int unavailable_ = 0;
+  int internal_ = 0;
+  int cancelled_ = 0;
+  std::vector<std::string> errors_;  // "<node>: <detail>", the first kMaxErrors
+  int more_errors_ = 0;
+};
+
+// Classifies a Redis error reply: availability problems (LOADING, READONLY,
+// OOM, NOAUTH, ...) are kUnavailable; anything else (WRONGTYPE, script
+// errors) is kInternal.
+Round::Vote VoteForErrorReply(absl::string_view error);
+
+// Fencing: parses a counter as read in round 1 ("0" when absent). Counters are
+// decimal uint64 without sign or leading zeros.
+absl::StatusOr<uint64_t> ParseCounter(absl::string_view text);
+
+// Fencing: T = 1 + max(counters). kInternal if a counter is already at the
+// maximum (the token space is exhausted, which 2^64 acquisitions never reach
+// in practice but must not wrap).
+absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters);
+
+}  // namespace internal
+}  // namespace redlock
+
+#endif  // REDLOCK_INTERNAL_ALGORITHM_H_

@@ -1,0 +1,786 @@
+#include "redlock/internal/client_impl.h"
+
+#include <algorithm>
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/algorithm.h"
+#include "redlock/internal/engine.h"
+#include "redlock/internal/resp.h"
+#include "redlock/internal/scripts.h"
+#include "redlock/internal/status_macros.h"
+#include "redlock/internal/token.h"
+
+namespace redlock {
+namespace internal {
+namespace {
+
+using Vote = Round::Vote;
+using Outcome = Round::Outcome;
+
+absl::Duration Since(Clock::TimePoint now, Clock::TimePoint start) {
+  return absl::FromChrono(now - start);
+}
+
+// The vote of a node whose reply did not arrive.
+Vote VoteForTransportError(const absl::Status& s) {
+  return absl::IsCancelled(s) ? Vote::kCancelled : Vote::kUnavailable;
+}
+
+std::vector<std::string> FenceKeys(const std::vector<std::string>& keys) {
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) out.push_back(absl::StrCat(k, kFenceSuffix));
+  return out;
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+// ---------------------------------------------------------------------------
+// Acquire: attempts of one round (two with fencing) over all nodes.
+
+class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
+ public:
+  AcquireOp(ClientImpl* client, std::vector<std::string> resources, absl::Duration ttl,
+            int quorum, RetryPolicy policy, Client::LeasesCallback done)
+      : client_(client),
+        resources_(std::move(resources)),
+        ttl_(ttl),
+        ttl_ms_(absl::ToInt64Milliseconds(ttl)),
+        quorum_(quorum),
+        policy_(std::move(policy)),
+        done_(std::move(done)),
+        what_(absl::StrCat("acquire ", DescribeResources(resources_))),
+        round_(client->transport().size(), quorum) {
+    for (const auto& r : resources_) keys_.push_back(client_->Key(r));
+    fencing_ = client_->options().fencing;
+    const Options& o = client_->options();
+    drift_ = DriftAllowance(absl::Milliseconds(ttl_ms_), o.clock_drift_factor, o.clock_drift_floor);
+  }
+
+  // Runs the first attempt's fan-out on the calling thread.
+  void Start() { StartAttempt(); }
+
+ private:
+  struct NodeState {
+    bool granted = false;
+    std::vector<uint64_t> counters;  // fencing round 1
+  };
+
+  Transport& transport() { return client_->transport(); }
+  int n() { return transport().size(); }
+
+  void StartAttempt() {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (transport().stopping()) {
+      SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")));
+      lock.unlock();
+      Deliver();
+      return;
+    }
+    ++attempt_;
+    token_ = NewToken();
+    start_ = client_->clock().Now();
+    phase_ = Phase::kRound1;
+    round_ = Round(n(), quorum_);
+    nodes_.assign(static_cast<size_t>(n()), NodeState{});
+    Command command;
+    if (fencing_) {
+      command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(keys_)),
+                              {token_, std::to_string(ttl_ms_)});
+    } else if (keys_.size() == 1) {
+      // The classic single-key form, identical to every other Redlock client.
+      command.payload = EncodeCommand({"SET", keys_[0], token_, "NX", "PX", std::to_string(ttl_ms_)});
+    } else {
+      command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
+    }
+    command.op = "acquire";
+    // Holding mu_ across the fan-out: replies that arrive meanwhile wait, so
+    // a decision (and the release it may send) never overtakes a SET this
+    // loop has not sent yet.
+    for (int i = 0; i < n(); ++i) {
+      Command c = i + 1 < n() ? command : std::move(command);
+      transport().Send(i, std::move(c),
+                       [self = shared_from_this(), a = attempt_, i](absl::StatusOr<Reply> r) {
+                         self->OnRound1(a, i, std::move(r));
+                       });
+    }
+  }
+
+  void OnRound1(int attempt, int node, absl::StatusOr<Reply> r) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (attempt != attempt_ || phase_ != Phase::kRound1) return;  // decided already
+      const std::string& name = transport().NodeName(node);
+      Vote vote;
+      std::string detail;
+      Classify(r, node, &vote, &detail);
+      Outcome outcome = round_.Record(name, vote, detail);
+      if (outcome == Outcome::kSucceeded) {
+        if (fencing_) {
+          StartRound2Locked();
+        } else {
+          SucceedLocked(round_.yes(), {});
+        }
+      } else if (outcome == Outcome::kFailed) {
+        FailAttemptLocked(round_.Failure(what_, "granted", "held by another client",
+                                         absl::StatusCode::kAborted));
+      }
+    }
+    Deliver();
+  }
+
+  void Classify(const absl::StatusOr<Reply>& r, int node, Vote* vote, std::string* detail) {
+    if (!r.ok()) {
+      *vote = VoteForTransportError(r.status());
+      *detail = std::string(r.status().message());
+      return;
+    }
+    const Reply& reply = *r;
+    if (reply.is_error()) {
+      *vote = VoteForErrorReply(reply.str);
+      *detail = reply.str;
+      return;
+    }
+    if (fencing_) {
+      if (reply.type == Reply::Type::kArray && !reply.elements.empty() &&
+          reply.elements[0].type == Reply::Type::kInteger) {
+        if (reply.elements[0].integer < 0) {
+          *vote = Vote::kRefused;
+          return;
+        }
+        if (reply.elements[0].integer == 1 && reply.elements.size() == keys_.size() + 1) {
+          std::vector<uint64_t> counters;
+          for (size_t j = 1; j < reply.elements.size(); ++j) {
+            absl::StatusOr<uint64_t> c = ParseCounter(reply.elements[j].str);
+            if (!c.ok()) {
+              // The key was set; it is released with the attempt or lease.
+              *vote = Vote::kInternal;
+              *detail = std::string(c.status().message());
+              return;
+            }
+            counters.push_back(*c);
+          }
+          nodes_[static_cast<size_t>(node)].granted = true;
+          nodes_[static_cast<size_t>(node)].counters = std::move(counters);
+          *vote = Vote::kYes;
+          return;
+        }
+      }
+    } else if (keys_.size() == 1) {
+      if (reply.IsStatus("OK")) {
+        nodes_[static_cast<size_t>(node)].granted = true;
+        *vote = Vote::kYes;
+        return;
+      }
+      if (reply.is_nil()) {
+        *vote = Vote::kRefused;
+        return;
+      }
+    } else if (reply.type == Reply::Type::kInteger) {
+      if (reply.integer == 1) {
+        nodes_[static_cast<size_t>(node)].granted = true;
+        *vote = Vote::kYes;
+        return;
+      }
+      if (reply.integer < 0) {
+        *vote = Vote::kRefused;
+        return;
+      }
+    }
+    *vote = Vote::kInternal;
+    *detail = absl::StrCat("unexpected reply ", reply.Describe());
+  }
+
+  // Fencing round 2 (DESIGN.md 4.5): T = 1 + max of the counters read from
+  // exactly the nodes counted so far; only they take part.
+  void StartRound2Locked() {
+    round2_nodes_.clear();
+    std::vector<std::string> fences;
+    for (size_t j = 0; j < keys_.size(); ++j) {
+      std::vector<uint64_t> seen;
+      for (int i = 0; i < n(); ++i) {
+        if (nodes_[static_cast<size_t>(i)].granted) seen.push_back(nodes_[static_cast<size_t>(i)].counters[j]);
+      }
+      absl::StatusOr<uint64_t> t = NextFence(seen);
+      if (!t.ok()) {
+        FailAttemptLocked(absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
+        return;
+      }
+      fences_.push_back(*t);
+      fences.push_back(std::to_string(*t));
+    }
+    for (int i = 0; i < n(); ++i) {
+      if (nodes_[static_cast<size_t>(i)].granted) round2_nodes_.push_back(i);
+    }
+    granted_round1_ = round_.yes();
+    phase_ = Phase::kRound2;
+    round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
+    std::vector<std::string> args;
+    args.push_back(token_);
+    for (auto& f : fences) args.push_back(std::move(f));
+    Command command = ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args);
+    command.op = "fence-commit";
+    for (int i : round2_nodes_) {
+      transport().Send(i, command,
+                       [self = shared_from_this(), a = attempt_, i](absl::StatusOr<Reply> r) {
+                         self->OnRound2(a, i, std::move(r));
+                       });
+    }
+  }
+
+  void OnRound2(int attempt, int node, absl::StatusOr<Reply> r) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (attempt != attempt_ || phase_ != Phase::kRound2) return;
+      Vote vote;
+      std::string detail;
+      if (!r.ok()) {
+        vote = VoteForTransportError(r.status());
+        detail = std::string(r.status().message());
+      } else if (r->is_error()) {
+        vote = VoteForErrorReply(r->str);
+        detail = r->str;
+      } else if (r->type == Reply::Type::kInteger && r->integer == 1) {
+        vote = Vote::kYes;
+      } else if (r->type == Reply::Type::kInteger && r->integer == 0) {
+        vote = Vote::kRefused;
+      } else {
+        vote = Vote::kInternal;
+        detail = absl::StrCat("unexpected reply ", r->Describe());
+      }
+      Outcome outcome = round_.Record(transport().NodeName(node), vote, detail);
+      if (outcome == Outcome::kSucceeded) {
+        SucceedLocked(round_.yes(), fences_);
+      } else if (outcome == Outcome::kFailed) {
+        FailAttemptLocked(round_.Failure(absl::StrCat(what_, " (fencing round)"), "confirmed",
+                                         "lost the key before confirming",
+                                         absl::StatusCode::kAborted));
+      }
+    }
+    Deliver();
+  }
+
+  void SucceedLocked(int granted, const std::vector<uint64_t>& fences) {
+    Clock::TimePoint now = client_->clock().Now();
+    absl::Duration elapsed = Since(now, start_);
+    absl::Duration validity = Validity(absl::Milliseconds(ttl_ms_), elapsed, drift_);
+    if (validity <= absl::ZeroDuration()) {
+      FailAttemptLocked(absl::DeadlineExceededError(absl::StrCat(
+          what_, ": ", round_.Summary(fencing_ ? "confirmed" : "granted", ""),
+          " but no validity was left: the attempt took ", absl::FormatDuration(elapsed), " of the ",
+          ttl_ms_, "ms ttl (drift allowance ", absl::FormatDuration(drift_), ")")));
+      return;
+    }
+    phase_ = Phase::kDone;
+    Clock::TimePoint valid_until = now + absl::ToChronoNanoseconds(validity);
+    std::vector<Lease> leases;
+    leases.reserve(resources_.size());
+    for (size_t j = 0; j < resources_.size(); ++j) {
+      leases.emplace_back(resources_[j], token_, absl::Milliseconds(ttl_ms_), start_, valid_until,
+                          granted, fences.empty() ? 0 : fences[j]);
+    }
+    SetResultLocked(std::move(leases));
+  }
+
+  void FailAttemptLocked(absl::Status status) {
+    phase_ = Phase::kDone;
+    // Remove whatever this attempt set, on every node: those that granted,
+    // and those that may still execute a SET that timed out. The release
+    // follows the SET on the same ordered connection.
+    Command release = ScriptCommand(ReleaseScript(), keys_, {token_, std::string(kReleaseChannelPrefix)});
+    release.cleanup = true;
+    release.op = "release";
+    for (int i = 0; i < n(); ++i) {
+      transport().Send(i, release, [](absl::StatusOr<Reply>) {});
+    }
+    if (absl::IsCancelled(status) || transport().stopping()) {
+      SetResultLocked(std::move(status));
+      return;
+    }
+    Clock::TimePoint now = client_->clock().Now();
+    absl::Duration delay = client_->RetryDelay();
+    if (policy_.deadline.has_value()) {
+      absl::Duration left = absl::FromChrono(*policy_.deadline - now);
+      if (left <= absl::ZeroDuration()) {
+        SetResultLocked(absl::DeadlineExceededError(absl::StrCat(
+            what_, ": not held after waiting ", absl::FormatDuration(policy_.wait), " (",
+            attempt_, attempt_ == 1 ? " attempt" : " attempts", "); last attempt: ",
+            status.message())));
+        return;
+      }
+      delay = std::min(delay, left);
+    } else if (attempt_ >= policy_.max_attempts) {
+      if (attempt_ > 1) {
+        status = absl::Status(status.code(),
+                              absl::StrCat(status.message(), " (after ", attempt_, " attempts)"));
+      }
+      SetResultLocked(std::move(status));
+      return;
+    }
+    transport().RunAfter(delay, [self = shared_from_this()] { self->StartAttempt(); });
+  }
+
+  void SetResultLocked(absl::StatusOr<std::vector<Lease>> result) {
+    phase_ = Phase::kDone;
+    result_.emplace(std::move(result));
+  }
+
+  // Runs the user's callback once, outside mu_.
+  void Deliver() {
+    Client::LeasesCallback done;
+    std::optional<absl::StatusOr<std::vector<Lease>>> result;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!result_.has_value() || !done_) return;
+      done = std::move(done_);
+      result = std::move(result_);
+      result_.reset();
+    }
+    done(*std::move(result));
+  }
+
+  enum class Phase { kRound1, kRound2, kDone };
+
+  ClientImpl* const client_;
+  const std::vector<std::string> resources_;
+  std::vector<std::string> keys_;
+  const absl::Duration ttl_;
+  const int64_t ttl_ms_;
+  const int quorum_;
+  const RetryPolicy policy_;
+  Client::LeasesCallback done_;
+  const std::string what_;
+  bool fencing_ = false;
+  absl::Duration drift_;
+
+  std::mutex mu_;
+  int attempt_ = 0;
+  std::string token_;
+  Clock::TimePoint start_;
+  Phase phase_ = Phase::kDone;
+  Round round_;
+  std::vector<NodeState> nodes_;
+  std::vector<int> round2_nodes_;
+  std::vector<uint64_t> fences_;
+  int granted_round1_ = 0;
+  std::optional<absl::StatusOr<std::vector<Lease>>> result_;
+};
+
+// ---------------------------------------------------------------------------
+// Release and extend: one round of a compare-and-act script.
+
+class KeysOp : public std::enable_shared_from_this<KeysOp> {
+ public:
+  enum class Kind { kRelease, kExtend };
+
+  KeysOp(ClientImpl* client, Kind kind, std::vector<Lease> leases, int64_t ttl_ms, int quorum,
+         absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)> done)
+      : client_(client),
+        kind_(kind),
+        leases_(std::move(leases)),
+        ttl_ms_(ttl_ms),
+        done_(std::move(done)),
+        round_(client->transport().size(), quorum) {
+    std::vector<std::string> resources;
+    for (const Lease& l : leases_) {
+      resources.push_back(l.resource());
+      keys_.push_back(client_->Key(l.resource()));
+    }
+    what_ = absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ", DescribeResources(resources));
+  }
+
+  void Start() {
+    std::unique_lock<std::mutex> lock(mu_);
+    start_ = client_->clock().Now();
+    const std::string& token = leases_[0].token();
+    Command command;
+    if (kind_ == Kind::kRelease) {
+      command = ScriptCommand(ReleaseScript(), keys_, {token, std::string(kReleaseChannelPrefix)});
+      command.cleanup = true;
+      command.op = "release";
+    } else {
+      command = ScriptCommand(ExtendScript(), keys_, {token, std::to_string(ttl_ms_)});
+      command.op = "extend";
+    }
+    Transport& t = client_->transport();
+    for (int i = 0; i < t.size(); ++i) {
+      Command c = i + 1 < t.size() ? command : std::move(command);
+      t.Send(i, std::move(c), [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
+        self->OnReply(i, std::move(r));
+      });
+    }
+  }
+
+ private:
+  void OnReply(int node, absl::StatusOr<Reply> r) {
+    absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)> done;
+    std::optional<absl::StatusOr<std::vector<Lease>>> result;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!done_) return;  // decided already
+      Vote vote;
+      std::string detail;
+      if (!r.ok()) {
+        vote = VoteForTransportError(r.status());
+        detail = std::string(r.status().message());
+      } else if (r->is_error()) {
+        vote = VoteForErrorReply(r->str);
+        detail = r->str;
+      } else if (r->type != Reply::Type::kInteger) {
+        vote = Vote::kInternal;
+        detail = absl::StrCat("unexpected reply ", r->Describe());
+      } else if (kind_ == Kind::kRelease) {
+        vote = Vote::kYes;  // deleted, or already gone: either way not held by us
+      } else {
+        vote = r->integer == 1 ? Vote::kYes : Vote::kRefused;
+      }
+      Outcome outcome = round_.Record(client_->transport().NodeName(node), vote, detail);
+      if (outcome == Outcome::kPending) return;
+      if (kind_ == Kind::kRelease) {
+        if (outcome == Outcome::kSucceeded) {
+          result.emplace(std::vector<Lease>{});
+        } else {
+          result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
+        }
+      } else if (outcome == Outcome::kFailed) {
+        result.emplace(round_.Failure(what_, "still held the lease", "lease lost",
+                                      absl::StatusCode::kFailedPrecondition));
+      } else {
+        result.emplace(Extended());
+      }
+      done = std::move(done_);
+    }
+    done(*std::move(result));
+  }
+
+  absl::StatusOr<std::vector<Lease>> Extended() {
+    const Options& o = client_->options();
+    Clock::TimePoint now = client_->clock().Now();
+    absl::Duration ttl = absl::Milliseconds(ttl_ms_);
+    absl::Duration drift = DriftAllowance(ttl, o.clock_drift_factor, o.clock_drift_floor);
+    absl::Duration elapsed = Since(now, start_);
+    absl::Duration validity = Validity(ttl, elapsed, drift);
+    if (validity <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          what_, ": ", round_.Summary("still held the lease", "lease lost"),
+          " but no validity was left: the extend took ", absl::FormatDuration(elapsed)));
+    }
+    Clock::TimePoint valid_until = now + absl::ToChronoNanoseconds(validity);
+    std::vector<Lease> out;
+    for (const Lease& l : leases_) {
+      out.emplace_back(l.resource(), l.token(), ttl, start_, valid_until, round_.yes(),
+                       l.fencing_token());
+    }
+    return out;
+  }
+
+  ClientImpl* const client_;
+  const Kind kind_;
+  const std::vector<Lease> leases_;
+  std::vector<std::string> keys_;
+  const int64_t ttl_ms_;
+  std::string what_;
+
+  std::mutex mu_;
+  absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)> done_;
+  Clock::TimePoint start_;
+  Round round_;
+};
+
+// Checks a set of leases for ExtendSet/ReleaseSet.
+absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view what) {
+  if (leases.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": no leases"));
+  std::set<std::string> seen;
+  for (const Lease& l : leases) {
+    if (!l.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty lease"));
+    if (l.token() != leases[0].token()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
+    }
+    if (!seen.insert(l.resource()).second) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": resource \"", l.resource(), "\" twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+
+ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+                       Engine* engine)
+    : options_(std::move(options)),
+      quorum_(EffectiveQuorum(options_)),
+      transport_(std::move(transport)),
+      clock_(clock),
+      engine_(engine) {}
+
+ClientImpl::~ClientImpl() { transport_->Shutdown(); }
+
+std::string ClientImpl::Key(absl::string_view resource) const {
+  return absl::StrCat(options_.key_prefix, resource);
+}
+
+absl::Duration ClientImpl::RetryDelay() {
+  static thread_local absl::BitGen gen;
+  absl::Duration jitter = options_.retry_jitter;
+  absl::Duration d = options_.retry_delay;
+  if (jitter > absl::ZeroDuration()) {
+    d += absl::Nanoseconds(
+        absl::Uniform<int64_t>(gen, -absl::ToInt64Nanoseconds(jitter), absl::ToInt64Nanoseconds(jitter) + 1));
+  }
+  return std::max(d, absl::ZeroDuration());
+}
+
+absl::Status ClientImpl::CheckQuorum(int quorum) const {
+  int n = transport_->size();
+  if (quorum == 0 || quorum == quorum_) return absl::OkStatus();
+  if (quorum < 0 || quorum > n || (quorum <= n / 2)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quorum ", quorum, " is not a majority of the ", n, " nodes"));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T, typename StartFn>
+T ClientImpl::Block(StartFn start) {
+  if (transport_->InTransportThread()) {
+    return absl::FailedPreconditionError(
+        "a blocking redlock call was made from a callback of the same client; use the *Async "
+        "form there");
+  }
+  auto waiter = std::make_shared<Waiter<T>>();
+  start([waiter](T value) { waiter->Set(std::move(value)); });
+  return waiter->Wait();
+}
+
+void ClientImpl::StartAcquire(std::vector<std::string> resources, absl::Duration ttl, int quorum,
+                              RetryPolicy policy, LeasesCallback done) {
+  auto op = std::make_shared<AcquireOp>(this, std::move(resources), ttl,
+                                        quorum == 0 ? quorum_ : quorum, std::move(policy),
+                                        std::move(done));
+  op->Start();
+}
+
+namespace {
+
+// Adapts a set callback to the single-lease callback.
+Client::LeasesCallback Single(Client::LeaseCallback done) {
+  return [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
+    if (!r.ok()) {
+      done(r.status());
+    } else {
+      done(std::move((*r)[0]));
+    }
+  };
+}
+
+}  // namespace
+
+void ClientImpl::TryAcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) {
+  AcquireAsync(resource, ttl, absl::ZeroDuration(), std::move(done));
+}
+
+void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) {
+  absl::Status st = CheckResource(resource, options_);
+  absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
+  if (!st.ok() || !ms.ok()) {
+    done(!st.ok() ? st : ms.status());
+    return;
+  }
+  RetryPolicy policy;
+  policy.max_attempts = options_.max_attempts;
+  StartAcquire({std::string(resource)}, absl::Milliseconds(*ms), 0, std::move(policy),
+               Single(std::move(done)));
+}
+
+void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
+                              LeaseCallback done) {
+  absl::Status st = CheckResource(resource, options_);
+  absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
+  if (st.ok() && ms.ok() && (wait < absl::ZeroDuration() || wait == absl::InfiniteDuration())) {
+    st = absl::InvalidArgumentError("wait must be >= 0 and finite");
+  }
+  if (!st.ok() || !ms.ok()) {
+    done(!st.ok() ? st : ms.status());
+    return;
+  }
+  RetryPolicy policy;
+  if (wait == absl::ZeroDuration()) {
+    policy.max_attempts = 1;
+  } else {
+    policy.deadline = clock_->Now() + absl::ToChronoNanoseconds(wait);
+    policy.wait = wait;
+  }
+  StartAcquire({std::string(resource)}, absl::Milliseconds(*ms), 0, std::move(policy),
+               Single(std::move(done)));
+}
+
+void ClientImpl::ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) {
+  ExtendSetAsync({lease}, ttl, 0, Single(std::move(done)));
+}
+
+void ClientImpl::ReleaseAsync(const Lease& lease, StatusCallback done) {
+  ReleaseSetAsync({lease}, 0, std::move(done));
+}
+
+void ClientImpl::TryAcquireSetAsync(std::vector<std::string> resources, absl::Duration ttl,
+                                    int quorum, LeasesCallback done) {
+  absl::Status st = resources.empty() ? absl::InvalidArgumentError("no resources") : CheckQuorum(quorum);
+  std::set<absl::string_view> seen;
+  for (const auto& r : resources) {
+    if (!st.ok()) break;
+    st = CheckResource(r, options_);
+    if (st.ok() && !seen.insert(r).second) {
+      st = absl::InvalidArgumentError(absl::StrCat("resource \"", r, "\" is listed twice"));
+    }
+  }
+  absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
+  if (!st.ok() || !ms.ok()) {
+    done(!st.ok() ? st : ms.status());
+    return;
+  }
+  RetryPolicy policy;
+  StartAcquire(std::move(resources), absl::Milliseconds(*ms), quorum, std::move(policy), std::move(done));
+}
+
+void ClientImpl::ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                                LeasesCallback done) {
+  absl::Status st = CheckLeases(leases, "extend");
+  if (st.ok()) st = CheckQuorum(quorum);
+  absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
+  if (!st.ok() || !ms.ok()) {
+    done(!st.ok() ? st : ms.status());
+    return;
+  }
+  auto op = std::make_shared<KeysOp>(this, KeysOp::Kind::kExtend, std::move(leases), *ms,
+                                     quorum == 0 ? quorum_ : quorum, std::move(done));
+  op->Start();
+}
+
+void ClientImpl::ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) {
+  absl::Status st = CheckLeases(leases, "release");
+  if (st.ok()) st = CheckQuorum(quorum);
+  if (!st.ok()) {
+    done(st);
+    return;
+  }
+  auto op = std::make_shared<KeysOp>(
+      this, KeysOp::Kind::kRelease, std::move(leases), 0, quorum == 0 ? quorum_ : quorum,
+      [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable { done(r.status()); });
+  op->Start();
+}
+
+absl::StatusOr<Lease> ClientImpl::TryAcquire(absl::string_view resource, absl::Duration ttl) {
+  return Block<absl::StatusOr<Lease>>(
+      [&](LeaseCallback cb) { TryAcquireAsync(resource, ttl, std::move(cb)); });
+}
+
+absl::StatusOr<Lease> ClientImpl::Acquire(absl::string_view resource, absl::Duration ttl) {
+  return Block<absl::StatusOr<Lease>>(
+      [&](LeaseCallback cb) { AcquireAsync(resource, ttl, std::move(cb)); });
+}
+
+absl::StatusOr<Lease> ClientImpl::Acquire(absl::string_view resource, absl::Duration ttl,
+                                          absl::Duration wait) {
+  return Block<absl::StatusOr<Lease>>(
+      [&](LeaseCallback cb) { AcquireAsync(resource, ttl, wait, std::move(cb)); });
+}
+
+absl::StatusOr<Lease> ClientImpl::Extend(const Lease& lease, absl::Duration ttl) {
+  return Block<absl::StatusOr<Lease>>(
+      [&](LeaseCallback cb) { ExtendAsync(lease, ttl, std::move(cb)); });
+}
+
+absl::Status ClientImpl::Release(const Lease& lease) {
+  return Block<absl::Status>([&](StatusCallback cb) { ReleaseAsync(lease, std::move(cb)); });
+}
+
+absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view resource) {
+  RETURN_IF_ERROR(CheckResource(resource, options_));
+  if (transport_->InTransportThread()) {
+    return absl::FailedPreconditionError("Inspect called from a callback of the same client");
+  }
+  struct State {
+    std::mutex mu;
+    std::vector<NodeView> views;
+    int left;
+  };
+  auto state = std::make_shared<State>();
+  const int n = transport_->size();
+  state->views.resize(static_cast<size_t>(n));
+  state->left = n;
+  auto waiter = std::make_shared<Waiter<bool>>();
+  std::string key = Key(resource);
+  Command command = ScriptCommand(InspectScript(), {key, absl::StrCat(key, kFenceSuffix)}, {});
+  for (int i = 0; i < n; ++i) {
+    state->views[static_cast<size_t>(i)].node = transport_->NodeName(i);
+    transport_->Send(i, command, [state, waiter, i](absl::StatusOr<Reply> r) {
+      NodeView& v = state->views[static_cast<size_t>(i)];
+      if (!r.ok()) {
+        v.status = r.status();
+      } else if (r->is_error()) {
+        v.status = absl::Status(VoteForErrorReply(r->str) == Vote::kUnavailable
+                                    ? absl::StatusCode::kUnavailable
+                                    : absl::StatusCode::kInternal,
+                                r->str);
+      } else if (r->type != Reply::Type::kArray || r->elements.size() != 3) {
+        v.status = absl::InternalError(absl::StrCat("unexpected reply ", r->Describe()));
+      } else {
+        v.token = r->elements[0].str;
+        v.held = !v.token.empty();
+        int64_t pttl = r->elements[1].integer;
+        v.ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
+        absl::StatusOr<uint64_t> c = ParseCounter(r->elements[2].str);
+        if (c.ok()) v.fence_counter = *c;
+      }
+      std::lock_guard<std::mutex> lock(state->mu);
+      if (--state->left == 0) waiter->Set(true);
+    });
+  }
+  waiter->Wait();
+  std::lock_guard<std::mutex> lock(state->mu);
+  return state->views;
+}
+
+std::vector<NodeHealth> ClientImpl::Health() const {
+  if (engine_ != nullptr) return engine_->Health();
+  std::vector<NodeHealth> out;
+  for (int i = 0; i < transport_->size(); ++i) {
+    NodeHealth h;
+    h.node = transport_->NodeName(i);
+    h.connected = true;
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+}  // namespace internal
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
+  RETURN_IF_ERROR(ValidateOptions(options));
+  internal::Engine::Config config;
+  config.nodes = options.nodes;
+  config.node_timeout = options.node_timeout;
+  config.connect_timeout = options.connect_timeout;
+  config.reconnect_backoff_min = options.reconnect_backoff_min;
+  config.reconnect_backoff_max = options.reconnect_backoff_max;
+  config.breaker_probe_interval = options.breaker_probe_interval;
+  config.max_in_flight_per_node = options.max_in_flight_per_node;
+  ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine, internal::Engine::Start(std::move(config)));
+  if (options.wait_for_connections) {
+    engine->WaitForFirstConnections(options.connect_timeout + absl::Milliseconds(100));
+  }
+  internal::Engine* raw = engine.get();
+  return std::unique_ptr<Client>(new internal::ClientImpl(
+      std::move(options), std::move(engine), internal::SteadyClock::Get(), raw));
+}
+
+}  // namespace redlock

@@ -1,0 +1,108 @@
+// The Client implementation: the Redlock state machines over a Transport.
+
+#ifndef REDLOCK_INTERNAL_CLIENT_IMPL_H_
+#define REDLOCK_INTERNAL_CLIENT_IMPL_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "redlock/client.h"
+#include "redlock/internal/clock.h"
+#include "redlock/internal/transport.h"
+
+namespace redlock {
+namespace internal {
+
+class Engine;
+
+// A one-shot result slot a blocking caller waits on. Shared with the
+// completing thread, so it outlives whichever side finishes last.
+template <typename T>
+class Waiter {
+ public:
+  void Set(T value) {
+    value_.emplace(std::move(value));
+    ready_.store(1, std::memory_order_release);
+    ready_.notify_one();
+  }
+  T Wait() {
+    while (ready_.load(std::memory_order_acquire) == 0) ready_.wait(0, std::memory_order_acquire);
+    return std::move(*value_);
+  }
+
+ private:
+  std::atomic<uint32_t> ready_{0};
+  std::optional<T> value_;
+};
+
+// How many attempts an acquisition makes.
+struct RetryPolicy {
+  int max_attempts = 1;
+  // Set for Acquire(..., wait): attempts continue until this point.
+  std::optional<Clock::TimePoint> deadline;
+  absl::Duration wait = absl::ZeroDuration();
+};
+
+class ClientImpl final : public Client {
+ public:
+  // `engine` is the transport when it is the real engine (for Health), else
+  // null. `clock` must outlive the client.
+  ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+             Engine* engine);
+  ~ClientImpl() override;
+
+  absl::StatusOr<Lease> TryAcquire(absl::string_view resource, absl::Duration ttl) override;
+  absl::StatusOr<Lease> Acquire(absl::string_view resource, absl::Duration ttl) override;
+  absl::StatusOr<Lease> Acquire(absl::string_view resource, absl::Duration ttl,
+                                absl::Duration wait) override;
+  absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) override;
+  absl::Status Release(const Lease& lease) override;
+
+  void TryAcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) override;
+  void AcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) override;
+  void AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
+                    LeaseCallback done) override;
+  void ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) override;
+  void ReleaseAsync(const Lease& lease, StatusCallback done) override;
+
+  void TryAcquireSetAsync(std::vector<std::string> resources, absl::Duration ttl, int quorum,
+                          LeasesCallback done) override;
+  void ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                      LeasesCallback done) override;
+  void ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) override;
+
+  absl::StatusOr<std::vector<NodeView>> Inspect(absl::string_view resource) override;
+  std::vector<NodeHealth> Health() const override;
+  const Options& options() const override { return options_; }
+
+  // Used by the operations.
+  Transport& transport() { return *transport_; }
+  const Clock& clock() const { return *clock_; }
+  int quorum() const { return quorum_; }
+  std::string Key(absl::string_view resource) const;
+  absl::Duration RetryDelay();
+
+  // Starts an acquisition of `resources` (checked, deduplicated by the
+  // caller); `done` gets one lease per resource.
+  void StartAcquire(std::vector<std::string> resources, absl::Duration ttl, int quorum,
+                    RetryPolicy policy, LeasesCallback done);
+
+ private:
+  template <typename T, typename StartFn>
+  T Block(StartFn start);
+  absl::Status CheckQuorum(int quorum) const;
+
+  const Options options_;
+  const int quorum_;
+  std::unique_ptr<Transport> transport_;
+  const Clock* clock_;
+  Engine* engine_;
+};
+
+}  // namespace internal
+}  // namespace redlock
+
+#endif  // REDLOCK_INTERNAL_CLIENT_IMPL_H_

@@ -1,0 +1,41 @@
+// A Redis reply as a plain value, so nothing above the engine sees hiredis.
+
+#ifndef REDLOCK_INTERNAL_REPLY_H_
+#define REDLOCK_INTERNAL_REPLY_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace redlock {
+namespace internal {
+
+struct Reply {
+  enum class Type { kNil, kStatus, kError, kInteger, kString, kArray };
+
+  Type type = Type::kNil;
+  std::string str;  // kStatus, kError, kString
+  int64_t integer = 0;
+  std::vector<Reply> elements;
+
+  static Reply Nil() { return Reply{}; }
+  static Reply Status(std::string s) { return Reply{Type::kStatus, std::move(s), 0, {}}; }
+  static Reply Error(std::string s) { return Reply{Type::kError, std::move(s), 0, {}}; }
+  static Reply Integer(int64_t i) { return Reply{Type::kInteger, {}, i, {}}; }
+  static Reply String(std::string s) { return Reply{Type::kString, std::move(s), 0, {}}; }
+  static Reply Array(std::vector<Reply> e) { return Reply{Type::kArray, {}, 0, std::move(e)}; }
+
+  bool is_error() const { return type == Type::kError; }
+  bool is_nil() const { return type == Type::kNil; }
+  bool IsStatus(const char* s) const { return type == Type::kStatus && str == s; }
+
+  // A short rendering for error messages: `OK`, `(nil)`, `(integer) 1`,
+  // `"value"`, `ERR ...`, `[3 elements]`.
+  std::string Describe() const;
+};
+
+}  // namespace internal
+}  // namespace redlock
+
+#endif  // REDLOCK_INTERNAL_REPLY_H_

@@ -1,0 +1,106 @@
+#include "redlock/internal/scripts.h"
+
+#include "redlock/internal/sha1.h"
+
+namespace redlock {
+namespace internal {
+namespace {
+
+Script Make(const char* name, const char* body) { return Script{name, body, Sha1Hex(body)}; }
+
+}  // namespace
+
+const Script& AcquireSetScript() {
+  static const Script s = Make("acquire", R"lua(
+for i = 1, #KEYS do
+  if redis.call('exists', KEYS[i]) == 1 then return -i end
+end
+for i = 1, #KEYS do
+  redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+return 1
+)lua");
+  return s;
+}
+
+const Script& ReleaseScript() {
+  static const Script s = Make("release", R"lua(
+local n = 0
+for i = 1, #KEYS do
+  if redis.call('get', KEYS[i]) == ARGV[1] then
+    redis.call('del', KEYS[i])
+    redis.call('publish', ARGV[2] .. KEYS[i], ARGV[1])
+    n = n + 1
+  end
+end
+return n
+)lua");
+  return s;
+}
+
+const Script& ExtendScript() {
+  static const Script s = Make("extend", R"lua(
+for i = 1, #KEYS do
+  if redis.call('get', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, #KEYS do
+  redis.call('pexpire', KEYS[i], ARGV[2])
+end
+return 1
+)lua");
+  return s;
+}
+
+const Script& FenceAcquireScript() {
+  static const Script s = Make("fence-acquire", R"lua(
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('exists', KEYS[i]) == 1 then return {-i} end
+end
+for i = 1, n do
+  redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])
+end
+local out = {1}
+for i = 1, n do
+  out[i + 1] = redis.call('get', KEYS[n + i]) or '0'
+end
+return out
+)lua");
+  return s;
+}
+
+const Script& FenceCommitScript() {
+  static const Script s = Make("fence-commit", R"lua(
+local n = #KEYS / 2
+for i = 1, n do
+  if redis.call('get', KEYS[i]) ~= ARGV[1] then return 0 end
+end
+for i = 1, n do
+  local cur = redis.call('get', KEYS[n + i]) or '0'
+  local want = ARGV[i + 1]
+  if #cur < #want or (#cur == #want and cur < want) then
+    redis.call('set', KEYS[n + i], want)
+  end
+end
+return 1
+)lua");
+  return s;
+}
+
+const Script& InspectScript() {
+  static const Script s = Make("inspect", R"lua(
+return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
+        redis.call('get', KEYS[2]) or '0'}
+)lua");
+  return s;
+}
+
+const std::vector<const Script*>& AllScripts() {
+  static const std::vector<const Script*> all = {&AcquireSetScript(), &ReleaseScript(),
+                                                 &ExtendScript(), &FenceAcquireScript(),
+                                                 &FenceCommitScript(), &InspectScript()};
+  return all;
+}
+
+}  // namespace internal
+}  // namespace redlock

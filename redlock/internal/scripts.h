@@ -1,0 +1,61 @@
+// The Lua scripts the client runs on the nodes, named by SHA-1 for EVALSHA.
+//
+// Every script takes the lock keys first in KEYS (one or more: a single
+// resource is a set of one), so the same script serves Client and MultiLock.
+// Fencing scripts take the counter keys after the lock keys. Counters are
+// decimal strings without leading zeros, compared by (length, bytes) in Lua so
+// that 64-bit values never pass through Lua's double-precision numbers.
+
+#ifndef REDLOCK_INTERNAL_SCRIPTS_H_
+#define REDLOCK_INTERNAL_SCRIPTS_H_
+
+#include <string>
+#include <vector>
+
+namespace redlock {
+namespace internal {
+
+struct Script {
+  const char* name;
+  std::string body;
+  std::string sha;  // lowercase hex SHA-1 of body
+};
+
+// KEYS = lock keys; ARGV = token, ttl_ms.
+// Sets every key to the token with PX ttl only if none of them exists.
+// Returns 1 when set, -i when KEYS[i] exists (the first one found).
+const Script& AcquireSetScript();
+
+// KEYS = lock keys; ARGV = token, channel prefix.
+// Deletes each key that still holds the token and publishes the token on
+// channel prefix..key. Returns the number of keys deleted (0 is a success:
+// the lease was already gone).
+const Script& ReleaseScript();
+
+// KEYS = lock keys; ARGV = token, ttl_ms.
+// If every key holds the token, sets their ttl and returns 1; else returns 0
+// and changes nothing (never re-creates a key).
+const Script& ExtendScript();
+
+// Fencing round 1. KEYS = n lock keys then their n counter keys;
+// ARGV = token, ttl_ms. If none of the lock keys exists, sets them all and
+// returns {1, counter_1, ..., counter_n} (counters as strings, "0" when
+// absent); else returns {-i}.
+const Script& FenceAcquireScript();
+
+// Fencing round 2. KEYS = n lock keys then their n counter keys;
+// ARGV = token, T_1, ..., T_n. Only if every lock key still holds the token,
+// raises counter_i to max(counter_i, T_i) and returns 1; else returns 0.
+const Script& FenceCommitScript();
+
+// Read-only. KEYS = lock key, counter key. Returns {value or "", pttl,
+// counter or "0"}.
+const Script& InspectScript();
+
+// Every script above, in the order the engine loads them on connect.
+const std::vector<const Script*>& AllScripts();
+
+}  // namespace internal
+}  // namespace redlock
+
+#endif  // REDLOCK_INTERNAL_SCRIPTS_H_

@@ -1,0 +1,85 @@
+// The node-facing side of the client, as an interface: the real engine
+// (engine.h) talks to redis-server; unit tests drive the algorithm with fake
+// nodes and a fake clock (tests/unit/fake_transport.h).
+
+#ifndef REDLOCK_INTERNAL_TRANSPORT_H_
+#define REDLOCK_INTERNAL_TRANSPORT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "redlock/internal/reply.h"
+#include "redlock/internal/scripts.h"
+
+namespace redlock {
+namespace internal {
+
+// One command for one node.
+struct Command {
+  // The command in RESP.
+  std::string payload;
+  // Set when `payload` is an EVALSHA of this script; on a NOSCRIPT reply the
+  // transport sends the EVAL form instead (a node whose script cache was
+  // flushed) and reloads the scripts on that connection.
+  const Script* script = nullptr;
+  // A cleanup command (a release) goes out even while the node's circuit
+  // breaker is open, as long as its connection is up: it must follow, on the
+  // same ordered connection, a SET that may still be waiting there.
+  bool cleanup = false;
+  // Free-form name for tests and diagnostics ("acquire", "release", ...).
+  const char* op = "";
+};
+
+// EVALSHA script numkeys keys... args...
+Command ScriptCommand(const Script& script, const std::vector<std::string>& keys,
+                      const std::vector<std::string>& args);
+
+// The EVAL form of a Command made by ScriptCommand.
+std::string EvalFallback(const Command& command);
+
+// What a node answered, or why it did not (kUnavailable: timeout, connection
+// failure, circuit breaker, too many requests in flight; kCancelled: the
+// transport is shutting down). A Redis error reply is an OK status holding a
+// Reply of type kError.
+using NodeCallback = absl::AnyInvocable<void(absl::StatusOr<Reply>)>;
+
+class Transport {
+ public:
+  using TimerId = uint64_t;
+
+  virtual ~Transport() = default;
+
+  // Number of nodes and their names ("host:port") for messages.
+  virtual int size() const = 0;
+  virtual const std::string& NodeName(int node) const = 0;
+
+  // Sends `command` to `node`. `done` runs exactly once, on the transport's
+  // thread, never inline from Send. Commands sent to one node are executed
+  // by it in the order of the Send calls.
+  virtual void Send(int node, Command command, NodeCallback done) = 0;
+
+  // Runs `fn` on the transport's thread after `delay`. Cancel returns true
+  // when it removed a timer that had not run yet.
+  virtual TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) = 0;
+  virtual bool Cancel(TimerId id) = 0;
+
+  // True on the transport's own thread (where callbacks run).
+  virtual bool InTransportThread() const = 0;
+
+  // True once shutdown has begun: new operations must not start.
+  virtual bool stopping() const = 0;
+
+  // Completes everything pending with kCancelled (running the callbacks) and
+  // stops. Idempotent. REQUIRES: not called from the transport's thread.
+  virtual void Shutdown() = 0;
+};
+
+}  // namespace internal
+}  // namespace redlock
+
+#endif  // REDLOCK_INTERNAL_TRANSPORT_H_

@@ -1,0 +1,99 @@
+// redlock/lease.h: a held lock.
+//
+// A Lease is a plain value returned by Client::TryAcquire/Acquire/Extend. It
+// is what you pass back to Release and Extend. Copying a lease does not copy
+// the lock: every copy names the same lock on the nodes.
+//
+//   absl::StatusOr<redlock::Lease> lease = client->TryAcquire("orders/42", absl::Seconds(10));
+//   if (!lease.ok()) return lease.status();
+//   if (lease->TimeLeft() < absl::Milliseconds(500)) { /* too late to start work */ }
+//   DoWork(lease->fencing_token());
+//   (void)client->Release(*lease);
+//
+// Thread-safety: a const Lease may be read from any number of threads.
+
+#ifndef REDLOCK_LEASE_H_
+#define REDLOCK_LEASE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include "absl/time/time.h"
+
+namespace redlock {
+
+class Lease {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  // An empty lease: resource() and token() are empty, TimeLeft() is zero.
+  Lease() = default;
+
+  Lease(std::string resource, std::string token, absl::Duration ttl,
+        TimePoint acquired_at, TimePoint valid_until, int nodes_granted,
+        uint64_t fencing_token = 0)
+      : resource_(std::move(resource)),
+        token_(std::move(token)),
+        ttl_(ttl),
+        acquired_at_(acquired_at),
+        valid_until_(valid_until),
+        nodes_granted_(nodes_granted),
+        fencing_token_(fencing_token) {}
+
+  // The resource name as given to Acquire (without Options::key_prefix).
+  const std::string& resource() const { return resource_; }
+
+  // The random value stored under the key on the nodes: 40 hex characters
+  // (20 bytes from the operating system's CSPRNG). Only the holder knows it.
+  const std::string& token() const { return token_; }
+
+  // The ttl the keys were set (or last extended) with.
+  absl::Duration ttl() const { return ttl_; }
+
+  // Steady-clock time at which the successful attempt (or extend) started.
+  TimePoint acquired_at() const { return acquired_at_; }
+
+  // Steady-clock time until which the lock is guaranteed to be held, under
+  // the clock-drift assumption of Options::clock_drift_factor:
+  //   acquired_at + ttl - drift,  where drift = ttl * factor + floor.
+  // Work protected by the lock must finish before this point; past it another
+  // client may hold the lock.
+  TimePoint valid_until() const { return valid_until_; }
+
+  // valid_until() - now, or zero once it has passed.
+  absl::Duration TimeLeft() const { return TimeLeft(std::chrono::steady_clock::now()); }
+  absl::Duration TimeLeft(TimePoint now) const {
+    if (now >= valid_until_) return absl::ZeroDuration();
+    return absl::FromChrono(valid_until_ - now);
+  }
+
+  // How many nodes had granted when the lease was decided (>= the quorum).
+  // Nodes that answer after the decision are not counted; they are still
+  // released by Release.
+  int nodes_granted() const { return nodes_granted_; }
+
+  // With Options::fencing: a number that strictly increases across successive
+  // holders of this resource (see DESIGN.md 4.5 and README "Fencing tokens").
+  // Pass it to the protected resource, which must reject numbers lower than
+  // the highest it has seen. 0 when fencing is off.
+  uint64_t fencing_token() const { return fencing_token_; }
+
+  // True for a lease returned by a successful call (not default-constructed).
+  bool has_value() const { return !token_.empty(); }
+  explicit operator bool() const { return has_value(); }
+
+ private:
+  std::string resource_;
+  std::string token_;
+  absl::Duration ttl_ = absl::ZeroDuration();
+  TimePoint acquired_at_{};
+  TimePoint valid_until_{};
+  int nodes_granted_ = 0;
+  uint64_t fencing_token_ = 0;
+};
+
+}  // namespace redlock
+
+#endif  // REDLOCK_LEASE_H_

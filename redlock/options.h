@@ -1,0 +1,175 @@
+// redlock/options.h: where the Redis masters are and how locks on them behave.
+//
+// Usage:
+//
+//   redlock::Options options;
+//   for (absl::string_view spec : {"127.0.0.1:7001", "127.0.0.1:7002",
+//                                  "redis://:secret@127.0.0.1:7003/2"}) {
+//     absl::StatusOr<redlock::Endpoint> node = redlock::ParseEndpoint(spec);
+//     if (!node.ok()) return node.status();
+//     options.nodes.push_back(*std::move(node));
+//   }
+//   options.node_timeout = absl::Milliseconds(50);
+//   auto client = redlock::Client::Create(options);
+//
+// Every field is validated by Client::Create(); an invalid combination is
+// rejected with kInvalidArgument and nothing is sent to any node.
+
+#ifndef REDLOCK_OPTIONS_H_
+#define REDLOCK_OPTIONS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+
+namespace redlock {
+
+// One independent Redis master.
+struct Endpoint {
+  // Host name or IPv4/IPv6 address. IPv6 literals are written in brackets in
+  // the textual forms ("[::1]:6379") and stored here without them.
+  std::string host;
+  // TCP port, 1..65535.
+  int port = 6379;
+  // ACL user name sent with AUTH (Redis 6+). Empty: AUTH with the password
+  // only (the "default" user), or no AUTH at all if the password is empty too.
+  std::string username;
+  // Password sent with AUTH on every (re)connection. Empty: no AUTH.
+  std::string password;
+  // Logical database selected with SELECT on every (re)connection. Default 0.
+  int db = 0;
+
+  // "host:port" (IPv6 in brackets). Never contains the password; this is the
+  // name of the node in every error message.
+  std::string ToString() const;
+
+  friend bool operator==(const Endpoint& a, const Endpoint& b) {
+    return a.host == b.host && a.port == b.port && a.username == b.username &&
+           a.password == b.password && a.db == b.db;
+  }
+  friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }
+};
+
+// Parses one endpoint. Accepted forms:
+//   host:port
+//   [ipv6]:port
+//   redis://[[user]:password@]host:port[/db]
+// The password may be percent-encoded (needed for '@', ':' and '/').
+// Returns kInvalidArgument with the offending text for anything else (missing
+// port, port out of range, empty host, bad db number, unknown scheme such as
+// rediss:// which needs TLS that this build does not have).
+[[nodiscard]] absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text);
+
+// Parses a comma-separated list of endpoints ("h1:p1,h2:p2,..."), as taken by
+// the command-line tools and the REDLOCK_NODES environment variable. Empty
+// items are an error.
+[[nodiscard]] absl::StatusOr<std::vector<Endpoint>> ParseEndpointList(
+    absl::string_view text);
+
+struct Options {
+  // ---- Nodes and quorum ---------------------------------------------------
+
+  // The independent Redis masters (not replicas of each other: Redlock's
+  // safety rests on their independence). At least one; no node may appear
+  // twice (same host and port).
+  std::vector<Endpoint> nodes;
+
+  // How many nodes must grant for a lock to be held. 0 means a majority,
+  // N/2+1. Otherwise it must be a majority (> N/2) and at most N; quorum == N
+  // is the all-nodes mode (see multilock/multi_lock.h).
+  // Default: 0.
+  int quorum = 0;
+
+  // ---- Timing ---------------------------------------------------------------
+
+  // Deadline for one node to answer one command. A node that has not answered
+  // by then counts as a "no" for that round and its late reply is discarded.
+  // Keep it small compared to the lock ttl: it bounds how much of the ttl a
+  // slow node can eat. Default: 50 ms.
+  absl::Duration node_timeout = absl::Milliseconds(50);
+
+  // Allowance for the rate difference between the clocks of the client and of
+  // the nodes, as a fraction of the ttl. A lease's validity is
+  //   ttl - elapsed - (ttl * clock_drift_factor + clock_drift_floor).
+  // Must be in [0, 1). Default: 0.01.
+  double clock_drift_factor = 0.01;
+
+  // Constant part of the drift allowance (timer granularity of Redis, which
+  // expires keys with millisecond resolution). Must be >= 0. Default: 2 ms.
+  absl::Duration clock_drift_floor = absl::Milliseconds(2);
+
+  // ---- Retries (Acquire without a wait) -------------------------------------
+
+  // Attempts made by Acquire(resource, ttl). TryAcquire always makes one.
+  // Must be >= 1. Default: 3.
+  int max_attempts = 3;
+
+  // Pause between attempts: uniformly random in
+  // [retry_delay - retry_jitter, retry_delay + retry_jitter], clamped at 0.
+  // The randomness keeps competing clients from retrying in lock step.
+  // Defaults: 200 ms and 100 ms.
+  absl::Duration retry_delay = absl::Milliseconds(200);
+  absl::Duration retry_jitter = absl::Milliseconds(100);
+
+  // ---- Keys -------------------------------------------------------------------
+
+  // Prepended to every resource name to form the Redis key. The default
+  // (empty) makes the key exactly the resource name and the value exactly the
+  // random token, the convention of every other Redlock client, so locks taken
+  // by redsync, node-redlock, Redisson's RedLock or redis-plus-plus on the same
+  // nodes and names exclude ours and the reverse. Default: "".
+  std::string key_prefix;
+
+  // Fencing tokens (see lease.h, Lease::fencing_token()). Costs one extra
+  // round trip per acquisition and keeps one counter key per resource on every
+  // node. Default: false.
+  bool fencing = false;
+
+  // ---- Connections --------------------------------------------------------------
+
+  // Deadline for one connection attempt including AUTH, SELECT and loading the
+  // scripts. Default: 1 s.
+  absl::Duration connect_timeout = absl::Seconds(1);
+
+  // Reconnection backoff: the first retry after a failed or lost connection
+  // waits reconnect_backoff_min, each further failure doubles it up to
+  // reconnect_backoff_max. Defaults: 10 ms and 1 s.
+  absl::Duration reconnect_backoff_min = absl::Milliseconds(10);
+  absl::Duration reconnect_backoff_max = absl::Seconds(1);
+
+  // Circuit breaker: after a node misses a deadline or its connection fails,
+  // requests to it fail at once (a "no" vote that costs nothing) until a PING
+  // probe, sent every breaker_probe_interval, is answered within node_timeout.
+  // Default: 100 ms.
+  absl::Duration breaker_probe_interval = absl::Milliseconds(100);
+
+  // Most commands that may wait for a reply on one node's connection (the
+  // rest fail at once with kUnavailable). Bounds memory while a node is
+  // stopped. Must be >= 16. Default: 4096.
+  size_t max_in_flight_per_node = 4096;
+
+  // Wait in Client::Create() for the first connection to every node (a node
+  // that is down does not fail Create: Redlock tolerates a minority down).
+  // Default: true.
+  bool wait_for_connections = true;
+};
+
+// Checks `options` as Client::Create() does. Returns kInvalidArgument naming
+// the first offending field.
+[[nodiscard]] absl::Status ValidateOptions(const Options& options);
+
+// The quorum that `options` resolves to (N/2+1 when options.quorum is 0).
+int EffectiveQuorum(const Options& options);
+
+// Limits on what a resource name may be (see Client::TryAcquire).
+inline constexpr size_t kMaxResourceLength = 4096;
+
+}  // namespace redlock
+
+#endif  // REDLOCK_OPTIONS_H_
