@@ -2,7 +2,7 @@
 # interface target instead of global flags.
 add_library(redlock_build_flags INTERFACE)
 target_compile_options(redlock_build_flags INTERFACE
-  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
+  $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers>)
 if(REDLOCK_SANITIZE STREQUAL "address")
   target_compile_options(redlock_build_flags INTERFACE
     -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)

@@ -77,40 +77,59 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   int n() { return transport().size(); }
 
   void StartAttempt() {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (transport().stopping()) {
-      SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")));
-      lock.unlock();
-      Deliver();
-      return;
-    }
-    ++attempt_;
-    token_ = NewToken();
-    start_ = client_->clock().Now();
-    phase_ = Phase::kRound1;
-    round_ = Round(n(), quorum_);
-    nodes_.assign(static_cast<size_t>(n()), NodeState{});
     Command command;
-    if (fencing_) {
-      command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(keys_)),
-                              {token_, std::to_string(ttl_ms_)});
-    } else if (keys_.size() == 1) {
-      // The classic single-key form, identical to every other Redlock client.
-      command.payload = EncodeCommand({"SET", keys_[0], token_, "NX", "PX", std::to_string(ttl_ms_)});
-    } else {
-      command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
+    int attempt;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (transport().stopping()) {
+        SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")));
+        lock.unlock();
+        Deliver();
+        return;
+      }
+      attempt = ++attempt_;
+      token_ = NewToken();
+      start_ = client_->clock().Now();
+      phase_ = Phase::kRound1;
+      failed_ = false;
+      round_ = Round(n(), quorum_);
+      nodes_.assign(static_cast<size_t>(n()), NodeState{});
+      sent_ = 0;
+      fanout_active_ = true;
+      if (fencing_) {
+        command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(keys_)),
+                                {token_, std::to_string(ttl_ms_)});
+      } else if (keys_.size() == 1) {
+        // The classic single-key form, identical to every other Redlock client.
+        command.payload =
+            EncodeCommand({"SET", keys_[0], token_, "NX", "PX", std::to_string(ttl_ms_)});
+      } else {
+        command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
+      }
+      command.op = "acquire";
     }
-    command.op = "acquire";
-    // Holding mu_ across the fan-out: replies that arrive meanwhile wait, so
-    // a decision (and the release it may send) never overtakes a SET this
-    // loop has not sent yet.
+    // The fan-out runs without mu_, so replies are counted while later nodes
+    // are still being sent to. If the attempt fails meanwhile, the decider
+    // releases the nodes sent so far (sent_) and this loop releases each
+    // node whose send was in progress, and sends no more: a release never
+    // overtakes its SET on a node's ordered connection.
+    auto self = shared_from_this();
     for (int i = 0; i < n(); ++i) {
-      Command c = i + 1 < n() ? command : std::move(command);
-      transport().Send(i, std::move(c),
-                       [self = shared_from_this(), a = attempt_, i](absl::StatusOr<Reply> r) {
-                         self->OnRound1(a, i, std::move(r));
-                       });
+      transport().Send(i, command, [self, attempt, i](absl::StatusOr<Reply> r) {
+        self->OnRound1(attempt, i, std::move(r));
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      sent_ = i + 1;
+      if (failed_) {
+        SendRelease(i);
+        break;
+      }
     }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fanout_active_ = false;
+    }
+    Deliver();
   }
 
   void OnRound1(int attempt, int node, absl::StatusOr<Reply> r) {
@@ -289,17 +308,24 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     SetResultLocked(std::move(leases));
   }
 
-  void FailAttemptLocked(absl::Status status) {
-    phase_ = Phase::kDone;
-    // Remove whatever this attempt set, on every node: those that granted,
-    // and those that may still execute a SET that timed out. The release
-    // follows the SET on the same ordered connection.
-    Command release = ScriptCommand(ReleaseScript(), keys_, {token_, std::string(kReleaseChannelPrefix)});
+  // Removes what this attempt may have set on node i. Cleanup class: it goes
+  // out even to a node marked down, behind a SET that may still be waiting
+  // on the same ordered connection.
+  void SendRelease(int i) {
+    Command release =
+        ScriptCommand(ReleaseScript(), keys_, {token_, std::string(kReleaseChannelPrefix)});
     release.cleanup = true;
     release.op = "release";
-    for (int i = 0; i < n(); ++i) {
-      transport().Send(i, release, [](absl::StatusOr<Reply>) {});
-    }
+    transport().Send(i, std::move(release), [](absl::StatusOr<Reply>) {});
+  }
+
+  void FailAttemptLocked(absl::Status status) {
+    phase_ = Phase::kDone;
+    failed_ = true;
+    // Every node the SET went to: those that granted, and those that may
+    // still execute a SET that timed out. Nodes not sent to yet are handled
+    // by the fan-out loop (StartAttempt).
+    for (int i = 0; i < sent_; ++i) SendRelease(i);
     if (absl::IsCancelled(status) || transport().stopping()) {
       SetResultLocked(std::move(status));
       return;
@@ -332,13 +358,14 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     result_.emplace(std::move(result));
   }
 
-  // Runs the user's callback once, outside mu_.
+  // Runs the user's callback once, outside mu_, and only after the fan-out
+  // loop is done (a callback that releases the lease must not overtake a SET).
   void Deliver() {
     Client::LeasesCallback done;
     std::optional<absl::StatusOr<std::vector<Lease>>> result;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (!result_.has_value() || !done_) return;
+      if (!result_.has_value() || !done_ || fanout_active_) return;
       done = std::move(done_);
       result = std::move(result_);
       result_.reset();
@@ -365,6 +392,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::string token_;
   Clock::TimePoint start_;
   Phase phase_ = Phase::kDone;
+  bool failed_ = false;        // the current attempt failed
+  int sent_ = 0;               // nodes [0, sent_) have this attempt's SET
+  bool fanout_active_ = false; // StartAttempt is still sending
   Round round_;
   std::vector<NodeState> nodes_;
   std::vector<int> round2_nodes_;

@@ -395,7 +395,9 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
         wake = std::min(wake, n.connect_deadline);
         break;
       case Node::State::kReady:
-        if (n.breaker_open && !n.probe_in_flight) wake = std::min(wake, n.next_probe);
+        if (n.breaker_open && !n.probe_in_flight && n.load() < config_.max_in_flight_per_node) {
+          wake = std::min(wake, n.next_probe);
+        }
         break;
     }
   }
@@ -571,8 +573,10 @@ void Engine::OnReadable(Node& n) {
       n.fifo.pop_front();
       if (n.expired > 0) {
         // Its deadline passed: the caller has counted it as a "no" already.
+        // But the node is answering again: probe it now.
         --n.expired;
         if (slot->kind == Slot::Kind::kProbe) n.probe_in_flight = false;
+        n.next_probe = Clock::now();
         continue;
       }
       switch (slot->kind) {
@@ -726,12 +730,8 @@ void Engine::ExpireDeadlines(TimePoint now) {
         Slot& slot = *n.fifo[n.expired];
         ++n.expired;
         if (slot.done) expired.push_back(std::move(slot.done));
-        if (slot.kind == Slot::Kind::kProbe) {
-          // Stays in flight (expired) until its late reply; the next probe
-          // goes out after the interval.
-          n.probe_in_flight = false;
-          n.next_probe = now + absl::ToChronoNanoseconds(config_.breaker_probe_interval);
-        }
+        // An expired probe stays outstanding until its late reply: a new one
+        // could not be answered before it anyway (one ordered stream).
         missed = true;
       }
       for (auto& w : n.waiting) {
@@ -757,8 +757,11 @@ void Engine::MaintainNodes(TimePoint now) {
       std::lock_guard<std::mutex> lock(n.mu);
       write_error = n.write_error;
       state = n.state;
+      // A probe counts against max_in_flight_per_node like any request; a
+      // node with that many unanswered commands is not probed until it
+      // answers some (each late reply triggers a probe).
       probe = state == Node::State::kReady && n.breaker_open && !n.probe_in_flight &&
-              now >= n.next_probe;
+              now >= n.next_probe && n.load() < config_.max_in_flight_per_node;
     }
     if (!write_error.empty()) {
       Disconnect(n, write_error);

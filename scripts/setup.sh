@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for redlock and builds it.
+#
+#   scripts/setup.sh [--build-dir DIR] [--sanitize address|thread] [--build-type TYPE]
+#                    [--no-build] [-DCMAKE_OPTION=VALUE ...]
+#
+# 1. Installs the Debian packages the project needs when run as root; as any
+#    other user it prints the exact apt-get line to run and stops.
+# 2. Configures with CMake and builds everything (library, tests, bench,
+#    chaos, tools, examples) into DIR (default: build).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+build_dir=build
+sanitize=""
+build_type=RelWithDebInfo
+do_build=1
+cmake_args=()
+while (($#)); do
+  case "$1" in
+    --build-dir) build_dir="$2"; shift 2 ;;
+    --sanitize) sanitize="$2"; shift 2 ;;
+    --build-type) build_type="$2"; shift 2 ;;
+    --no-build) do_build=0; shift ;;
+    -D*) cmake_args+=("$1"); shift ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  build-essential cmake pkg-config           # toolchain
+  libhiredis-dev libabsl-dev                 # library dependencies
+  libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
+  nlohmann-json3-dev                         # bench/chaos JSON output
+  redis-server                               # the servers tests and bench start
+  iproute2 iptables                          # chaos partitions (network namespaces)
+  docker-compose                             # offline validation of docker-compose.yml
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -eq 0 ]]; then
+    echo "setup.sh: installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq || echo "setup.sh: apt-get update failed; trying the install anyway" >&2
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "setup.sh: missing Debian packages; install them as root with:" >&2
+    echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    exit 1
+  fi
+fi
+
+((do_build)) || exit 0
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DREDLOCK_SANITIZE="$sanitize" "${cmake_args[@]}" >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Sets everything up (scripts/setup.sh) and runs the test suites:
+# unit (no server), integration (real redis-server fleets) and chaos
+# (short fault-injection scenarios).
+#
+#   scripts/test.sh [setup.sh options...]      e.g. --sanitize address --build-dir build-asan
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh "$@"
+build_dir=build
+while (($#)); do
+  case "$1" in --build-dir) build_dir="$2"; shift 2 ;; *) shift ;; esac
+done
+ctest --test-dir "$build_dir" --output-on-failure --timeout 600

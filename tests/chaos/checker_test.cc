@@ -1,0 +1,794 @@
+// Unit tests of the chaos history format and the S1..S4 checker, on synthetic
+// histories built in code (no server).
+
+#include "chaos/checker.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "chaos/history.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace redlock::chaos {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using ::testing::UnorderedElementsAre;
+
+// Times in the tests are milliseconds after an arbitrary raw-clock origin.
+constexpr int64_t kOrigin = int64_t{1'000'000'000'000};
+int64_t Ms(int64_t ms) { return kOrigin + ms * 1'000'000; }
+
+// Builds histories the way the workload writes them.
+class Builder {
+ public:
+  // An acquire by `process` (op `op`) whose attempt starts at `start`,
+  // granted at `granted`, valid until `valid_until` (all ms). Returns the
+  // token.
+  std::string Grant(const std::string& process, int64_t op, int64_t start,
+                    int64_t granted, int64_t valid_until,
+                    std::optional<uint64_t> fencing = std::nullopt,
+                    const std::string& resource = "r") {
+    const std::string token = absl::StrCat("tok-", process, "-", op);
+    events.push_back(ToEvent(InvokeRecord{.t = Ms(start),
+                                          .process = process,
+                                          .op = op,
+                                          .resource = resource,
+                                          .ttl_ms = 1000}));
+    events.push_back(ToEvent(GrantRecord{.t = Ms(granted),
+                                         .process = process,
+                                         .op = op,
+                                         .resource = resource,
+                                         .token = token,
+                                         .start = Ms(start),
+                                         .valid_until = Ms(valid_until),
+                                         .ttl_ms = 1000,
+                                         .drift_ms = 12,
+                                         .nodes = {0, 1, 2},
+                                         .fencing_token = fencing}));
+    return token;
+  }
+
+  void Fail(const std::string& process, int64_t op, int64_t start, int64_t t) {
+    events.push_back(ToEvent(InvokeRecord{
+        .t = Ms(start), .process = process, .op = op, .resource = "r"}));
+    events.push_back(ToEvent(FailRecord{.t = Ms(t),
+                                        .process = process,
+                                        .op = op,
+                                        .resource = "r",
+                                        .code = "ABORTED",
+                                        .error = "held by someone else"}));
+  }
+
+  void Use(const std::string& process, int64_t op, const std::string& token,
+           int64_t begin, int64_t end, int64_t read, bool accepted = true,
+           std::optional<uint64_t> fencing = std::nullopt,
+           const std::string& resource = "r") {
+    events.push_back(ToEvent(UseRecord{.t = Ms(end),
+                                       .process = process,
+                                       .op = op,
+                                       .resource = resource,
+                                       .token = token,
+                                       .begin = Ms(begin),
+                                       .end = Ms(end),
+                                       .read = read,
+                                       .wrote = read + 1,
+                                       .accepted = accepted,
+                                       .fencing_token = fencing}));
+  }
+
+  void Release(const std::string& process, int64_t op, const std::string& token,
+               int64_t t, const std::string& resource = "r") {
+    events.push_back(ToEvent(ReleaseRecord{.t = Ms(t),
+                                           .process = process,
+                                           .op = op,
+                                           .resource = resource,
+                                           .token = token,
+                                           .end = Ms(t) + 100'000,
+                                           .ok = true}));
+  }
+
+  void Nemesis(int64_t t, const std::string& fault, const std::string& target,
+               FaultPhase phase, const std::string& detail = "") {
+    events.push_back(ToEvent(NemesisRecord{.t = Ms(t),
+                                           .fault = fault,
+                                           .target = target,
+                                           .detail = detail,
+                                           .phase = phase}));
+  }
+
+  void Final(int64_t t, int64_t counter, int64_t initial = 0,
+             const std::string& resource = "r") {
+    events.push_back(ToEvent(FinalRecord{
+        .t = Ms(t), .resource = resource, .counter = counter, .initial = initial}));
+  }
+
+  std::vector<Event> events;
+};
+
+std::vector<const Violation*> Of(const CheckResult& r, Property p) {
+  std::vector<const Violation*> out;
+  for (const Violation& v : r.violations) {
+    if (v.property == p) out.push_back(&v);
+  }
+  return out;
+}
+
+std::vector<std::string> Tokens(const Violation& v) {
+  std::vector<std::string> out;
+  for (const GrantInfo& g : v.grants) out.push_back(g.token);
+  return out;
+}
+
+std::string TempPath(const std::string& name) {
+  return absl::StrCat(::testing::TempDir(), "/redlock_checker_test_", ::getpid(),
+                      "_", name);
+}
+
+void WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << text;
+}
+
+// ---- History format -------------------------------------------------------------
+
+TEST(HistoryTest, RawMonotonicNanosAdvances) {
+  const int64_t a = RawMonotonicNanos();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const int64_t b = RawMonotonicNanos();
+  EXPECT_GT(a, 0);
+  EXPECT_GE(b - a, 1'000'000);
+  const int64_t mapped =
+      RawFromSteady(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  EXPECT_NEAR(static_cast<double>(mapped - RawMonotonicNanos()), 1e9, 1e8);
+}
+
+TEST(HistoryTest, WriterReaderRoundTrip) {
+  const std::string path = TempPath("roundtrip.jsonl");
+  std::remove(path.c_str());
+  int64_t before = 0;
+  {
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> w = HistoryWriter::Open(path);
+    ASSERT_TRUE(w.ok()) << w.status();
+    HistoryWriter& writer = **w;
+    ASSERT_TRUE(writer.WriteInvoke({.t = 10, .process = "c1", .op = 1,
+                                    .resource = "r\"q", .ttl_ms = 500})
+                    .ok());
+    ASSERT_TRUE(writer
+                    .WriteGrant({.t = 20,
+                                 .process = "c1",
+                                 .op = 1,
+                                 .resource = "r\"q",
+                                 .token = "abc",
+                                 .start = 11,
+                                 .valid_until = 400,
+                                 .ttl_ms = 500,
+                                 .drift_ms = 7,
+                                 .nodes = {0, 2, 4},
+                                 .fencing_token = uint64_t{18446744073709551615u}})
+                    .ok());
+    ASSERT_TRUE(writer
+                    .WriteFail({.t = 21, .process = "c2", .op = 9,
+                                .resource = "r\"q", .code = "ABORTED",
+                                .error = "2 of 5 nodes granted\n(quorum 3)"})
+                    .ok());
+    ASSERT_TRUE(writer
+                    .WriteUse({.t = 30, .process = "c1", .op = 1,
+                               .resource = "r\"q", .token = "abc", .begin = 25,
+                               .end = 30, .read = -4, .wrote = -3,
+                               .accepted = false, .fencing_token = 7})
+                    .ok());
+    ASSERT_TRUE(writer
+                    .WriteRelease({.t = 31, .process = "c1", .op = 1,
+                                   .resource = "r\"q", .token = "abc",
+                                   .end = 35, .ok = false})
+                    .ok());
+    ASSERT_TRUE(writer
+                    .WriteNemesis({.t = 40, .fault = "clock_jump",
+                                   .target = "n2", .detail = "+20s",
+                                   .phase = FaultPhase::kStop})
+                    .ok());
+    ASSERT_TRUE(
+        writer.WriteFinal({.t = 50, .resource = "r\"q", .counter = 3, .initial = 1})
+            .ok());
+    // t == 0 is stamped now.
+    before = RawMonotonicNanos();
+    NemesisRecord kill;
+    kill.fault = "kill";
+    kill.target = "n1";
+    ASSERT_TRUE(writer.WriteNemesis(kill).ok());
+    ASSERT_TRUE(writer.Sync().ok());
+  }
+  absl::StatusOr<std::vector<Event>> read = ReadHistory(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_THAT(*read, SizeIs(8));
+  const std::vector<Event>& e = *read;
+
+  EXPECT_EQ(e[0].type, EventType::kInvoke);
+  EXPECT_EQ(e[0].t, 10);
+  EXPECT_EQ(e[0].resource, "r\"q");
+  EXPECT_EQ(e[0].ttl_ms, 500);
+  EXPECT_EQ(e[0].source, path + ":1");
+
+  EXPECT_EQ(e[1].type, EventType::kGrant);
+  EXPECT_EQ(e[1].token, "abc");
+  EXPECT_EQ(e[1].start, 11);
+  EXPECT_EQ(e[1].valid_until, 400);
+  EXPECT_EQ(e[1].drift_ms, 7);
+  EXPECT_THAT(e[1].nodes, ElementsAre(0, 2, 4));
+  EXPECT_EQ(e[1].fencing_token, uint64_t{18446744073709551615u});
+
+  EXPECT_EQ(e[2].type, EventType::kFail);
+  EXPECT_EQ(e[2].code, "ABORTED");
+  EXPECT_EQ(e[2].error, "2 of 5 nodes granted\n(quorum 3)");
+
+  EXPECT_EQ(e[3].type, EventType::kUse);
+  EXPECT_EQ(e[3].begin, 25);
+  EXPECT_EQ(e[3].end, 30);
+  EXPECT_EQ(e[3].read, -4);
+  EXPECT_EQ(e[3].wrote, -3);
+  EXPECT_FALSE(e[3].accepted);
+  EXPECT_EQ(e[3].fencing_token, 7u);
+
+  EXPECT_EQ(e[4].type, EventType::kRelease);
+  EXPECT_EQ(e[4].end, 35);
+  EXPECT_FALSE(e[4].ok);
+
+  EXPECT_EQ(e[5].type, EventType::kNemesis);
+  EXPECT_EQ(e[5].fault, "clock_jump");
+  EXPECT_EQ(e[5].target, "n2");
+  EXPECT_EQ(e[5].detail, "+20s");
+  EXPECT_EQ(e[5].phase, FaultPhase::kStop);
+
+  EXPECT_EQ(e[6].type, EventType::kFinal);
+  EXPECT_EQ(e[6].counter, 3);
+  EXPECT_EQ(e[6].initial, 1);
+
+  EXPECT_EQ(e[7].type, EventType::kNemesis);
+  EXPECT_GE(e[7].t, before);
+  EXPECT_LE(e[7].t, RawMonotonicNanos());
+  EXPECT_EQ(e[7].phase, FaultPhase::kInstant);
+
+  // Formatting what was read gives back the same lines.
+  std::string again;
+  for (const Event& ev : e) again += FormatEventLine(ev);
+  absl::StatusOr<std::vector<Event>> reparsed = ParseHistory(again, "again");
+  ASSERT_TRUE(reparsed.ok()) << reparsed.status();
+  for (size_t i = 0; i < e.size(); ++i) {
+    EXPECT_EQ(FormatEventLine((*reparsed)[i]), FormatEventLine(e[i]));
+  }
+  std::remove(path.c_str());
+}
+
+TEST(HistoryTest, SeveralWritersShareOneFile) {
+  const std::string path = TempPath("shared.jsonl");
+  std::remove(path.c_str());
+  constexpr int kThreads = 4;
+  constexpr int kPerThread = 500;
+  {
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> a = HistoryWriter::Open(path);
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> b = HistoryWriter::Open(path);
+    ASSERT_TRUE(a.ok() && b.ok());
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kThreads; ++i) {
+      HistoryWriter* w = (i % 2 == 0 ? *a : *b).get();
+      threads.emplace_back([w, i] {
+        for (int k = 0; k < kPerThread; ++k) {
+          EXPECT_TRUE(w->WriteInvoke({.process = absl::StrCat("c", i),
+                                      .op = k,
+                                      .resource = std::string(200, 'x'),
+                                      .ttl_ms = 1})
+                          .ok());
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+  absl::StatusOr<std::vector<Event>> read = ReadHistory(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_THAT(*read, SizeIs(kThreads * kPerThread));
+  std::remove(path.c_str());
+}
+
+TEST(HistoryTest, MergesFilesByTimeStably) {
+  const std::string a = TempPath("merge_a.jsonl");
+  const std::string b = TempPath("merge_b.jsonl");
+  WriteFile(a,
+            R"({"t":10,"type":"nemesis","fault":"kill","target":"a1","phase":"instant"}
+{"t":30,"type":"nemesis","fault":"kill","target":"a3","phase":"instant"}
+{"t":30,"type":"nemesis","fault":"kill","target":"a4","phase":"instant"}
+)");
+  WriteFile(b,
+            R"({"t":5,"type":"nemesis","fault":"kill","target":"b0","phase":"instant"}
+
+{"t":20,"type":"nemesis","fault":"kill","target":"b2","phase":"instant"}
+{"t":30,"type":"nemesis","fault":"kill","target":"b5","phase":"instant"})");
+  absl::StatusOr<std::vector<Event>> read = ReadHistory({a, b});
+  ASSERT_TRUE(read.ok()) << read.status();
+  std::vector<std::string> targets;
+  for (const Event& e : *read) targets.push_back(e.target);
+  EXPECT_THAT(targets, ElementsAre("b0", "a1", "b2", "a3", "a4", "b5"));
+  EXPECT_EQ((*read)[0].source, b + ":1");
+  EXPECT_EQ((*read)[2].source, b + ":3");
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+}
+
+TEST(HistoryTest, MalformedLineReportsFileAndLine) {
+  const std::string path = TempPath("malformed.jsonl");
+  WriteFile(path,
+            R"({"t":1,"type":"invoke","process":"c1","op":1,"resource":"r"}
+{"t":2,"type":"grant","process":"c1","op":1,"resource":"r","token":"x"}
+{"t":3,"type":"use","process":"c1","op":1,"resource":"r","token":"x","begin":1,"end":"soon","read":0}
+{"t":4,"type":"release","process":"c1","op":1,"resou
+{"t":5,"type":"future_event","whatever":[1,2,3]}
+[1,2]
+{"t":6,"type":"nemesis","fault":"pause","target":"c1","phase":"sometimes"}
+{"t":7.5,"type":"final","resource":"r","counter":1}
+{"t":8,"type":"final","resource":"r","counter":1,"extra":{"ignored":true}}
+)");
+  absl::StatusOr<std::vector<Event>> strict = ReadHistory(path);
+  ASSERT_FALSE(strict.ok());
+  EXPECT_EQ(strict.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(strict.status().message()),
+              HasSubstr(path + ":2: grant: missing field \"valid_until\""));
+
+  std::vector<std::string> malformed;
+  absl::StatusOr<std::vector<Event>> lenient = ReadHistory(path, &malformed);
+  ASSERT_TRUE(lenient.ok()) << lenient.status();
+  ASSERT_THAT(malformed, SizeIs(6));
+  EXPECT_THAT(malformed[0], HasSubstr(path + ":2:"));
+  EXPECT_THAT(malformed[1], HasSubstr(path + ":3: use: field \"end\" must be an integer"));
+  EXPECT_THAT(malformed[2], HasSubstr(path + ":4: not valid JSON"));
+  EXPECT_THAT(malformed[3], HasSubstr(path + ":6: not a JSON object"));
+  EXPECT_THAT(malformed[4], HasSubstr(path + ":7: nemesis: field \"phase\""));
+  EXPECT_THAT(malformed[5], HasSubstr(path + ":8:"));
+  ASSERT_THAT(*lenient, SizeIs(3));
+  EXPECT_EQ((*lenient)[1].type, EventType::kUnknown);
+  EXPECT_EQ((*lenient)[1].type_name, "future_event");
+  EXPECT_EQ((*lenient)[2].type, EventType::kFinal);
+
+  // The checker survives what was left, and says what it ignored.
+  CheckResult r = Check(*lenient);
+  EXPECT_EQ(r.counts.unknown, 1);
+  EXPECT_EQ(r.counts.indeterminate, 1);
+  EXPECT_THAT(r.warnings, Contains(HasSubstr("future_event")));
+  std::remove(path.c_str());
+}
+
+TEST(HistoryTest, MissingFileIsNotFound) {
+  absl::StatusOr<std::vector<Event>> read = ReadHistory(TempPath("no_such_file"));
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(HistoryTest, HostileLinesNeverCrash) {
+  const std::vector<std::string> lines = {
+      "", "{", "}", "null", "\"str\"", "{\"t\":null,\"type\":\"grant\"}",
+      "{\"t\":1,\"type\":7}", "{\"t\":-1,\"type\":\"use\"}",
+      "{\"t\":99999999999999999999,\"type\":\"final\"}",
+      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":\"r\","
+      "\"token\":\"x\",\"valid_until\":5,\"nodes\":[1,\"a\"]}",
+      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":\"r\","
+      "\"token\":\"x\",\"valid_until\":5,\"fencing_token\":-3}",
+      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":\"r\","
+      "\"token\":\"x\",\"valid_until\":5,\"nodes\":[99999999999]}",
+      std::string(10000, '[') + std::string(10000, ']'),
+      "{\"t\":1,\"type\":\"fail\",\"process\":\"\xff\xfe\",\"op\":1,\"resource\":\"r\"}",
+  };
+  for (const std::string& line : lines) {
+    absl::StatusOr<Event> e = ParseEventLine(line);
+    if (e.ok()) {
+      // Whatever parses formats back (invalid UTF-8 replaced).
+      EXPECT_FALSE(FormatEventLine(*e).empty());
+    }
+  }
+  EXPECT_FALSE(ParseEventLine("{\"t\":1,\"type\":7}").ok());
+}
+
+// ---- Checker ----------------------------------------------------------------------
+
+TEST(CheckerTest, EmptyHistoryIsClean) {
+  CheckResult r = Check({});
+  EXPECT_TRUE(r.ok());
+  EXPECT_EQ(r.counts.events, 0);
+  EXPECT_THAT(FormatReport(r), HasSubstr("PASS"));
+}
+
+TEST(CheckerTest, CleanSequentialHistory) {
+  Builder h;
+  int64_t t = 0;
+  for (int i = 0; i < 5; ++i) {
+    const std::string p = absl::StrCat("c", i % 3);
+    const std::string tok = h.Grant(p, i, t, t + 2, t + 900);
+    h.Use(p, i, tok, t + 3, t + 8, /*read=*/i);
+    h.Release(p, i, tok, t + 10);
+    t += 11;
+  }
+  h.Fail("c2", 100, 3, 5);
+  h.Final(t + 1, 5);
+  CheckResult r = Check(h.events);
+  EXPECT_TRUE(r.ok()) << FormatReport(r);
+  EXPECT_THAT(r.violations, IsEmpty());
+  EXPECT_THAT(r.warnings, IsEmpty());
+  EXPECT_EQ(r.counts.grants, 5);
+  EXPECT_EQ(r.counts.fails, 1);
+  EXPECT_EQ(r.counts.uses, 5);
+  EXPECT_EQ(r.counts.accepted_writes, 5);
+  EXPECT_EQ(r.counts.releases, 5);
+  EXPECT_EQ(r.counts.indeterminate, 0);
+  EXPECT_EQ(r.counts.lost_updates, 0);
+}
+
+TEST(CheckerTest, OverlapIsOneS1WithBothGrants) {
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100);
+  const std::string b = h.Grant("c2", 1, 40, 50, 150);
+  h.Release("c1", 1, a, 80);
+  h.Release("c2", 1, b, 120);
+  CheckResult r = Check(h.events);
+  EXPECT_EQ(r.count(Property::kMutualExclusion), 1);
+  EXPECT_EQ(r.total_violations(), 1);
+  ASSERT_THAT(r.violations, SizeIs(1));
+  const Violation& v = r.violations[0];
+  EXPECT_EQ(v.property, Property::kMutualExclusion);
+  EXPECT_EQ(v.resource, "r");
+  EXPECT_EQ(v.t, Ms(50));
+  EXPECT_EQ(v.t_end, Ms(80));
+  EXPECT_THAT(Tokens(v), ElementsAre(a, b));
+  EXPECT_THAT(v.grants[0].nodes, ElementsAre(0, 1, 2));
+  EXPECT_EQ(v.grants[0].hold_end, Ms(80));
+  const std::string report = FormatReport(r);
+  EXPECT_THAT(report, HasSubstr("FAIL"));
+  EXPECT_THAT(report, HasSubstr(a));
+  EXPECT_THAT(report, HasSubstr(b));
+  // The JSON report is valid JSON with the same content.
+  nlohmann::json j = nlohmann::json::parse(FormatReportJson(r), nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  EXPECT_EQ(j["ok"], false);
+  EXPECT_EQ(j["properties"]["S1"]["violations"], 1);
+  EXPECT_EQ(j["violations"][0]["grants"][1]["token"], b);
+}
+
+TEST(CheckerTest, OtherResourcesDoNotOverlap) {
+  Builder h;
+  h.Grant("c1", 1, 0, 1, 100, std::nullopt, "r1");
+  h.Grant("c2", 1, 0, 1, 100, std::nullopt, "r2");
+  EXPECT_TRUE(Check(h.events).ok());
+}
+
+TEST(CheckerTest, TouchingGrantsAreClean) {
+  Builder h;
+  h.Grant("c1", 1, 0, 1, 100);  // never released, never used: holds to 100
+  const std::string b = h.Grant("c2", 1, 90, 100, 200);
+  h.Use("c2", 1, b, 150, 200, 0);  // a use ending exactly at valid_until
+  h.Grant("c3", 1, 195, 200, 300);
+  CheckResult r = Check(h.events);
+  EXPECT_TRUE(r.ok()) << FormatReport(r);
+}
+
+TEST(CheckerTest, ReleaseShortensTheHold) {
+  Builder released;
+  const std::string a = released.Grant("c1", 1, 0, 1, 1000);
+  released.Use("c1", 1, a, 2, 5, 0);
+  released.Release("c1", 1, a, 10);
+  released.Grant("c2", 1, 11, 20, 1000);
+  EXPECT_TRUE(Check(released.events).ok());
+
+  Builder kept;
+  const std::string k = kept.Grant("c1", 1, 0, 1, 1000);
+  kept.Use("c1", 1, k, 2, 5, 0);
+  kept.Grant("c2", 1, 11, 20, 1000);
+  CheckResult r = Check(kept.events);
+  EXPECT_EQ(r.count(Property::kMutualExclusion), 1);
+  ASSERT_THAT(r.violations, SizeIs(1));
+  EXPECT_EQ(r.violations[0].t_end, Ms(1000));
+}
+
+TEST(CheckerTest, UsePastValidityIsS2AndS1WhenItOverlapsTheNextHolder) {
+  {
+    Builder h;
+    const std::string a = h.Grant("c1", 1, 0, 1, 10);
+    h.Use("c1", 1, a, 5, 15, 0);
+    h.Release("c1", 1, a, 16);
+    h.Grant("c2", 1, 17, 20, 100);
+    CheckResult r = Check(h.events);
+    EXPECT_EQ(r.count(Property::kValidity), 1);
+    EXPECT_EQ(r.count(Property::kMutualExclusion), 0);
+    ASSERT_THAT(Of(r, Property::kValidity), SizeIs(1));
+    const Violation& v = *Of(r, Property::kValidity)[0];
+    EXPECT_EQ(v.t, Ms(10));
+    EXPECT_EQ(v.t_end, Ms(15));
+    EXPECT_THAT(Tokens(v), ElementsAre(a));
+  }
+  {
+    Builder h;
+    const std::string a = h.Grant("c1", 1, 0, 1, 10);
+    h.Use("c1", 1, a, 5, 15, 0);
+    h.Release("c1", 1, a, 16);
+    const std::string b = h.Grant("c2", 1, 8, 12, 100);
+    CheckResult r = Check(h.events);
+    EXPECT_EQ(r.count(Property::kValidity), 1);
+    EXPECT_EQ(r.count(Property::kMutualExclusion), 1);
+    ASSERT_THAT(Of(r, Property::kMutualExclusion), SizeIs(1));
+    const Violation& v = *Of(r, Property::kMutualExclusion)[0];
+    EXPECT_THAT(Tokens(v), ElementsAre(a, b));
+    EXPECT_EQ(v.t, Ms(12));
+    EXPECT_EQ(v.t_end, Ms(15));
+  }
+}
+
+TEST(CheckerTest, SameReadIsALostUpdate) {
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100);
+  const std::string b = h.Grant("c2", 1, 0, 2, 100);
+  h.Use("c1", 1, a, 10, 30, /*read=*/7);
+  h.Use("c2", 1, b, 20, 40, /*read=*/7);
+  h.Release("c1", 1, a, 50);
+  h.Release("c2", 1, b, 50);
+  CheckResult r = Check(h.events);
+  EXPECT_EQ(r.count(Property::kHarm), 1);
+  EXPECT_EQ(r.counts.lost_updates, 1);
+  ASSERT_THAT(Of(r, Property::kHarm), SizeIs(1));
+  const Violation& v = *Of(r, Property::kHarm)[0];
+  EXPECT_THAT(Tokens(v), UnorderedElementsAre(a, b));
+  EXPECT_EQ(v.t, Ms(20));
+  EXPECT_EQ(v.t_end, Ms(30));
+  EXPECT_THAT(v.description, HasSubstr("both read 7"));
+}
+
+TEST(CheckerTest, FinalCounterMismatchIsS3) {
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100);
+  h.Use("c1", 1, a, 10, 20, 10);
+  h.Release("c1", 1, a, 21);
+  const std::string b = h.Grant("c2", 1, 22, 23, 100);
+  h.Use("c2", 1, b, 30, 40, 11);
+  h.Release("c2", 1, b, 41);
+  {
+    Builder ok = h;
+    ok.Final(50, 12, 10);
+    EXPECT_TRUE(Check(ok.events).ok());
+  }
+  Builder lost = h;
+  lost.Final(50, 11, 10);
+  CheckResult r = Check(lost.events);
+  EXPECT_EQ(r.count(Property::kHarm), 1);
+  ASSERT_THAT(Of(r, Property::kHarm), SizeIs(1));
+  EXPECT_THAT(Of(r, Property::kHarm)[0]->description, HasSubstr("1 acknowledged update(s) lost"));
+
+  Builder extra = h;
+  extra.Final(50, 13, 10);
+  EXPECT_EQ(Check(extra.events).count(Property::kHarm), 1);
+}
+
+TEST(CheckerTest, FencingRejectsTheStaleWriteSoS3StaysCleanWhileS1Fires) {
+  // Kleppmann's pause: c1 is paused past its validity; c2 gets the lock with
+  // a higher token and writes; c1 wakes up and writes with its stale token,
+  // which the store rejects.
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100, /*fencing=*/5);
+  h.Nemesis(10, "pause", "c1", FaultPhase::kStart, "SIGSTOP");
+  const std::string b = h.Grant("c2", 1, 110, 120, 300, /*fencing=*/6);
+  h.Use("c2", 1, b, 130, 140, /*read=*/0, /*accepted=*/true, /*fencing=*/6);
+  h.Release("c2", 1, b, 150);
+  h.Nemesis(200, "pause", "c1", FaultPhase::kStop);
+  h.Use("c1", 1, a, 5, 210, /*read=*/0, /*accepted=*/false, /*fencing=*/5);
+  h.Release("c1", 1, a, 220);
+  h.Final(400, 1);
+  CheckResult r = Check(h.events);
+  EXPECT_EQ(r.count(Property::kMutualExclusion), 1) << FormatReport(r);
+  EXPECT_EQ(r.count(Property::kValidity), 1);
+  EXPECT_EQ(r.count(Property::kHarm), 0);
+  EXPECT_EQ(r.count(Property::kFencing), 0);
+  EXPECT_EQ(r.counts.rejected_writes, 1);
+  EXPECT_EQ(r.counts.accepted_writes, 1);
+  ASSERT_THAT(Of(r, Property::kMutualExclusion), SizeIs(1));
+  const Violation& v = *Of(r, Property::kMutualExclusion)[0];
+  EXPECT_THAT(Tokens(v), ElementsAre(a, b));
+  ASSERT_THAT(v.faults, SizeIs(1));
+  EXPECT_EQ(v.faults[0].fault, "pause");
+  EXPECT_EQ(v.faults[0].stop, Ms(200));
+
+  // Without fencing the stale write is accepted and loses c2's update.
+  Builder unfenced;
+  const std::string ua = unfenced.Grant("c1", 1, 0, 1, 100);
+  const std::string ub = unfenced.Grant("c2", 1, 110, 120, 300);
+  unfenced.Use("c2", 1, ub, 130, 140, 0);
+  unfenced.Use("c1", 1, ua, 5, 210, 0);
+  unfenced.Final(400, 1);
+  CheckResult u = Check(unfenced.events);
+  EXPECT_EQ(u.count(Property::kMutualExclusion), 1);
+  EXPECT_EQ(u.count(Property::kHarm), 2);  // same read + final mismatch
+  EXPECT_EQ(u.counts.lost_updates, 1);
+}
+
+TEST(CheckerTest, EqualFencingTokensAreS4) {
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100, 7);
+  h.Release("c1", 1, a, 10);
+  const std::string b = h.Grant("c2", 1, 20, 21, 100, 7);
+  CheckResult r = Check(h.events);
+  EXPECT_EQ(r.count(Property::kFencing), 1);
+  EXPECT_EQ(r.total_violations(), 1);
+  ASSERT_THAT(Of(r, Property::kFencing), SizeIs(1));
+  EXPECT_THAT(Tokens(*Of(r, Property::kFencing)[0]), ElementsAre(a, b));
+  EXPECT_THAT(Of(r, Property::kFencing)[0]->description, HasSubstr("same fencing token 7"));
+}
+
+TEST(CheckerTest, DecreasingFencingTokenIsS4) {
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100, 9);
+  h.Release("c1", 1, a, 10);
+  const std::string b = h.Grant("c2", 1, 20, 21, 100, 4);
+  h.Release("c2", 1, b, 30);
+  // c3's attempt began before c2 was granted: its token only has to exceed
+  // c1's (concurrent attempts may be granted in any token order).
+  h.Grant("c3", 1, 15, 40, 100, 10);
+  CheckResult r = Check(h.events);
+  EXPECT_EQ(r.count(Property::kFencing), 1) << FormatReport(r);
+  ASSERT_THAT(Of(r, Property::kFencing), SizeIs(1));
+  const Violation& v = *Of(r, Property::kFencing)[0];
+  EXPECT_THAT(Tokens(v), ElementsAre(a, b));
+  EXPECT_EQ(v.t, Ms(20));
+}
+
+TEST(CheckerTest, StoreAcceptingAStaleTokenIsS4) {
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100, 1);
+  const std::string b = h.Grant("c2", 1, 0, 2, 100, 2);
+  h.Use("c2", 1, b, 3, 5, 0, true, 2);
+  h.Use("c1", 1, a, 3, 6, 1, true, 1);  // accepted after token 2: stale
+  CheckResult r = Check(h.events);
+  EXPECT_EQ(r.count(Property::kFencing), 1) << FormatReport(r);
+  ASSERT_THAT(Of(r, Property::kFencing), SizeIs(1));
+  EXPECT_THAT(Tokens(*Of(r, Property::kFencing)[0]), ElementsAre(b, a));
+  EXPECT_THAT(Of(r, Property::kFencing)[0]->description,
+              HasSubstr("accepted fencing token 1"));
+}
+
+TEST(CheckerTest, FaultsActiveAtAViolationAreListed) {
+  Builder h;
+  h.Nemesis(0, "kill", "n1", FaultPhase::kInstant);  // 80 s before: too old
+  h.Nemesis(70'000, "partition", "n4", FaultPhase::kStart, "n4 | rest");
+  h.Nemesis(70'500, "partition", "n4", FaultPhase::kStop);  // over before
+  h.Nemesis(75'000, "latency", "n3", FaultPhase::kStart, "50ms");  // never stops
+  h.Nemesis(79'000, "clock_jump", "n2", FaultPhase::kInstant, "+20s");
+  h.Nemesis(79'500, "pause", "c1", FaultPhase::kStart);
+  h.Nemesis(80'100, "pause", "c1", FaultPhase::kStop);
+  h.Nemesis(90'000, "restart", "n1", FaultPhase::kInstant);  // after
+  h.Grant("c1", 1, 79'000, 79'001, 80'090);
+  h.Grant("c2", 1, 80'000, 80'001, 81'000);
+  CheckResult r = Check(h.events);
+  ASSERT_EQ(r.count(Property::kMutualExclusion), 1);
+  const Violation& v = r.violations[0];
+  std::vector<std::string> faults;
+  for (const FaultInfo& f : v.faults) faults.push_back(f.fault + " " + f.target);
+  EXPECT_THAT(faults, ElementsAre("latency n3", "clock_jump n2", "pause c1"));
+  EXPECT_FALSE(v.faults[0].stop.has_value());
+  EXPECT_THAT(FormatReport(r), HasSubstr("clock_jump n2 \"+20s\""));
+
+  CheckOptions narrow;
+  narrow.fault_window = absl::Milliseconds(500);
+  CheckResult n = Check(h.events, narrow);
+  faults.clear();
+  for (const FaultInfo& f : n.violations[0].faults) faults.push_back(f.fault);
+  EXPECT_THAT(faults, ElementsAre("latency", "pause"));
+}
+
+TEST(CheckerTest, MissingAndDuplicateEventsAreWarningsNotCrashes) {
+  Builder h;
+  const std::string a = h.Grant("c1", 1, 0, 1, 100);
+  h.events.push_back(h.events.back());  // duplicate grant line
+  h.Use("c1", 1, a, 2, 3, 0);
+  h.events.push_back(h.events.back());  // duplicate use line
+  h.Use("c9", 4, "tok-never-granted", 2, 3, 1);
+  h.Release("c8", 2, "tok-other", 5);
+  h.Nemesis(6, "pause", "c1", FaultPhase::kStop);
+  h.events.push_back(ToEvent(InvokeRecord{
+      .t = Ms(7), .process = "c7", .op = 1, .resource = "r"}));  // killed
+  h.Final(200, 2);
+  CheckResult r = Check(h.events);
+  EXPECT_TRUE(r.ok()) << FormatReport(r);
+  EXPECT_EQ(r.counts.duplicates, 2);
+  EXPECT_EQ(r.counts.grants, 1);
+  EXPECT_EQ(r.counts.uses, 2);
+  EXPECT_EQ(r.counts.indeterminate, 1);
+  EXPECT_THAT(r.warnings, Contains(HasSubstr("use by c9 op 4 without a grant")));
+  EXPECT_THAT(r.warnings, Contains(HasSubstr("release by c8 op 2 without a grant")));
+  EXPECT_THAT(r.warnings, Contains(HasSubstr("stop of pause c1 without a start")));
+  EXPECT_EQ(r.warning_count, static_cast<int64_t>(r.warnings.size()));
+}
+
+TEST(CheckerTest, ExtremeValuesNeverCrash) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  std::vector<Event> h;
+  h.push_back(ToEvent(GrantRecord{.t = kMin, .process = "a", .op = kMin,
+                                  .resource = "r", .token = "x",
+                                  .start = kMax, .valid_until = kMax,
+                                  .fencing_token = ~uint64_t{0}}));
+  h.push_back(ToEvent(GrantRecord{.t = kMax, .process = "b", .op = kMax,
+                                  .resource = "r", .token = "y",
+                                  .start = kMin, .valid_until = kMin,
+                                  .fencing_token = 0}));
+  h.push_back(ToEvent(UseRecord{.t = 0, .process = "a", .op = kMin,
+                                .resource = "r", .token = "x", .begin = kMax,
+                                .end = kMin, .read = kMax, .wrote = kMin,
+                                .fencing_token = 0}));
+  h.push_back(ToEvent(UseRecord{.t = 0, .process = "b", .op = kMax,
+                                .resource = "r", .token = "y", .begin = kMin,
+                                .end = kMax, .read = kMax, .wrote = kMax,
+                                .fencing_token = ~uint64_t{0}}));
+  h.push_back(ToEvent(FinalRecord{.t = kMax, .resource = "r", .counter = kMin,
+                                  .initial = kMax}));
+  h.push_back(ToEvent(NemesisRecord{.t = kMin, .fault = "kill"}));
+  h.push_back(ToEvent(NemesisRecord{
+      .t = kMin, .fault = "pause", .phase = FaultPhase::kStart}));
+  Event unknown;
+  unknown.t = kMax;
+  h.push_back(unknown);
+  CheckOptions options;
+  options.fault_window = absl::InfiniteDuration();
+  CheckResult r = Check(h, options);
+  EXPECT_FALSE(r.ok());
+  EXPECT_FALSE(FormatReport(r).empty());
+  EXPECT_FALSE(FormatReportJson(r).empty());
+  options.fault_window = -absl::InfiniteDuration();
+  EXPECT_FALSE(Check(h, options).ok());
+}
+
+TEST(CheckerTest, ManyOverlapsAreCountedExactlyAndKeptUpToTheLimit) {
+  Builder h;
+  constexpr int kGrants = 300;  // all overlapping: C(300, 2) pairs
+  for (int i = 0; i < kGrants; ++i) h.Grant("c1", i, i, i + 1, 10'000);
+  CheckOptions options;
+  options.max_violations_per_property = 10;
+  CheckResult r = Check(h.events, options);
+  EXPECT_EQ(r.count(Property::kMutualExclusion), kGrants * (kGrants - 1) / 2);
+  EXPECT_THAT(r.violations, SizeIs(10));
+}
+
+TEST(CheckerTest, HundredThousandGrants) {
+  Builder h;
+  constexpr int kGrants = 100'000;
+  h.events.reserve(kGrants * 4 + 1);
+  for (int i = 0; i < kGrants; ++i) {
+    const int64_t t = int64_t{i} * 10;
+    const std::string p = absl::StrCat("c", i % 16);
+    const std::string tok = h.Grant(p, i, t, t + 1, t + 20, uint64_t(i) + 1);
+    h.Use(p, i, tok, t + 2, t + 8, i, true, uint64_t(i) + 1);
+    h.Release(p, i, tok, t + 9);
+  }
+  h.Final(int64_t{kGrants} * 10 + 5, kGrants);
+  const auto start = std::chrono::steady_clock::now();
+  CheckResult r = Check(h.events);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf("checked %lld events in %.3f s\n",
+              static_cast<long long>(r.counts.events), seconds);
+  EXPECT_TRUE(r.ok()) << FormatReport(r);
+  EXPECT_EQ(r.counts.grants, kGrants);
+  EXPECT_EQ(r.counts.fenced_grants, kGrants);
+}
+
+}  // namespace
+}  // namespace redlock::chaos

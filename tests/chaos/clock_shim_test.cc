@@ -1,0 +1,632 @@
+// Tests of the clock shim (libredlock_clock_shim.so) and ClockControl: the
+// clock_probe program and a throw-away redis-server run under the shim.
+//
+// The test binary itself never runs under the shim (it may be built with a
+// sanitizer); only its children get LD_PRELOAD.
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
+#include <arpa/inet.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <hiredis/hiredis.h>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "chaos/clock_control.h"
+#include "gtest/gtest.h"
+
+extern char** environ;
+
+namespace redlock::chaos {
+namespace {
+
+constexpr int64_t kSecond = 1000000000LL;
+constexpr int64_t kHour = 3600 * kSecond;
+
+// A child process started with fork+exec, killed (SIGKILL) and reaped by pid
+// when the object dies, so every exit path of a test cleans up.
+class Child {
+ public:
+  // Starts `argv` with the current environment plus `env` (replacing names
+  // that exist). Stdout goes to a pipe read by ReadLine() when
+  // `capture_stdout`, else to /dev/null; stderr goes to /dev/null.
+  static std::unique_ptr<Child> Start(
+      const std::vector<std::string>& argv,
+      const std::vector<std::pair<std::string, std::string>>& env,
+      bool capture_stdout) {
+    std::vector<std::string> env_strings;
+    for (char** e = environ; *e != nullptr; ++e) {
+      std::string entry = *e;
+      bool replaced = false;
+      for (const auto& [name, value] : env) {
+        if (entry.compare(0, name.size() + 1, name + "=") == 0) replaced = true;
+      }
+      if (!replaced) env_strings.push_back(std::move(entry));
+    }
+    for (const auto& [name, value] : env) {
+      env_strings.push_back(name + "=" + value);
+    }
+    // Everything the child needs is built before fork(): the child may only
+    // make async-signal-safe calls.
+    std::vector<char*> envp;
+    for (auto& s : env_strings) envp.push_back(s.data());
+    envp.push_back(nullptr);
+    std::vector<std::string> argv_copy = argv;
+    std::vector<char*> argvp;
+    for (auto& s : argv_copy) argvp.push_back(s.data());
+    argvp.push_back(nullptr);
+
+    int out[2] = {-1, -1};
+    if (capture_stdout && ::pipe2(out, O_CLOEXEC) != 0) return nullptr;
+    const pid_t parent = ::getpid();
+    pid_t pid = ::fork();
+    if (pid < 0) {
+      if (capture_stdout) {
+        ::close(out[0]);
+        ::close(out[1]);
+      }
+      return nullptr;
+    }
+    if (pid == 0) {
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(126);
+      int devnull = ::open("/dev/null", O_RDWR);
+      ::dup2(devnull, 0);
+      ::dup2(capture_stdout ? out[1] : devnull, 1);
+      ::dup2(devnull, 2);
+      ::execve(argvp[0], argvp.data(), envp.data());
+      ::_exit(127);
+    }
+    auto child = std::unique_ptr<Child>(new Child(pid));
+    if (capture_stdout) {
+      ::close(out[1]);
+      child->out_fd_ = out[0];
+    }
+    return child;
+  }
+
+  ~Child() {
+    Kill();
+    if (out_fd_ >= 0) ::close(out_fd_);
+  }
+
+  // Next line of stdout without the newline, or nullopt at EOF or when
+  // `timeout` passes first.
+  std::optional<std::string> ReadLine(absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    for (int i = 0; i < 100000; ++i) {
+      size_t nl = buffer_.find('\n');
+      if (nl != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        return line;
+      }
+      const absl::Duration left = deadline - absl::Now();
+      if (left <= absl::ZeroDuration() || out_fd_ < 0) return std::nullopt;
+      pollfd p{out_fd_, POLLIN, 0};
+      int r = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+      if (r < 0 && errno == EINTR) continue;
+      if (r <= 0) return std::nullopt;
+      char buf[4096];
+      ssize_t n = ::read(out_fd_, buf, sizeof(buf));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) return std::nullopt;
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+    return std::nullopt;
+  }
+
+  // Waits for exit; returns the exit status, or -1 on timeout.
+  int Wait(absl::Duration timeout) {
+    const absl::Time deadline = absl::Now() + timeout;
+    for (int i = 0; i < 100000 && pid_ > 0; ++i) {
+      int status = 0;
+      pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      if (absl::Now() > deadline) return -1;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return -1;
+  }
+
+  bool Running() {
+    if (pid_ <= 0) return false;
+    int status = 0;
+    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return false;
+    }
+    return true;
+  }
+
+  void Kill() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    pid_ = -1;
+  }
+
+ private:
+  explicit Child(pid_t pid) : pid_(pid) {}
+  pid_t pid_;
+  int out_fd_ = -1;
+  std::string buffer_;
+};
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl =
+        (std::filesystem::temp_directory_path() / "redlock_clock_XXXXXX")
+            .string();
+    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
+  }
+  ~TempDir() {
+    if (!path_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(path_, ec);
+    }
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+using Reading = std::map<std::string, int64_t>;
+
+std::optional<Reading> ParseProbeLine(const std::string& line) {
+  Reading reading;
+  for (absl::string_view field : absl::StrSplit(line, ' ', absl::SkipEmpty())) {
+    std::vector<absl::string_view> kv = absl::StrSplit(field, '=');
+    int64_t value = 0;
+    if (kv.size() != 2 || !absl::SimpleAtoi(kv[1], &value)) return std::nullopt;
+    reading[std::string(kv[0])] = value;
+  }
+  if (reading.size() != 14) return std::nullopt;
+  return reading;
+}
+
+std::unique_ptr<Child> StartProbe(
+    const std::vector<std::pair<std::string, std::string>>& env,
+    int count = 1, int interval_ms = 0) {
+  std::vector<std::string> argv = {REDLOCK_CLOCK_PROBE_PATH};
+  if (count != 1 || interval_ms != 0) {
+    argv.push_back(std::to_string(count));
+    argv.push_back(std::to_string(interval_ms));
+  }
+  return Child::Start(argv, env, /*capture_stdout=*/true);
+}
+
+// Runs clock_probe once under `env` and returns its reading.
+std::optional<Reading> ProbeOnce(
+    const std::vector<std::pair<std::string, std::string>>& env) {
+  std::unique_ptr<Child> probe = StartProbe(env);
+  if (probe == nullptr) return std::nullopt;
+  std::optional<std::string> line = probe->ReadLine(absl::Seconds(20));
+  if (!line.has_value()) return std::nullopt;
+  return ParseProbeLine(*line);
+}
+
+// The realtime offset a reading shows, in nanoseconds.
+int64_t RealtimeOffset(const Reading& r) {
+  return r.at("realtime") - r.at("real_realtime");
+}
+int64_t MonotonicOffset(const Reading& r) {
+  return r.at("monotonic") - r.at("real_monotonic");
+}
+
+// Asserts every clock of `r` shows the expected offsets, within 1 s.
+void ExpectOffsets(const Reading& r, int64_t realtime, int64_t monotonic) {
+  const int64_t tol = kSecond;
+  EXPECT_NEAR(RealtimeOffset(r), realtime, tol);
+  EXPECT_NEAR(r.at("realtime_coarse") - r.at("real_realtime"), realtime, tol);
+  EXPECT_NEAR(r.at("tai") - r.at("real_tai"), realtime, tol);
+  EXPECT_NEAR(r.at("gettimeofday_us") * 1000 - r.at("real_realtime"), realtime,
+              tol);
+  EXPECT_NEAR(r.at("time") * kSecond - r.at("real_realtime"), realtime,
+              2 * tol);
+  EXPECT_NEAR(MonotonicOffset(r), monotonic, tol);
+  EXPECT_NEAR(r.at("monotonic_coarse") - r.at("real_monotonic"), monotonic,
+              tol);
+  EXPECT_NEAR(r.at("boottime") - r.at("real_boottime"), monotonic, tol);
+  // Never shifted.
+  EXPECT_NEAR(r.at("monotonic_raw") - r.at("real_monotonic_raw"), 0, tol);
+}
+
+class ClockShimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty()) << "mkdtemp failed";
+    auto control = ClockControl::Create(dir_.path() + "/clock");
+    ASSERT_TRUE(control.ok()) << control.status();
+    clock_ = *std::move(control);
+  }
+
+  TempDir dir_;
+  std::unique_ptr<ClockControl> clock_;
+};
+
+TEST(ClockControlTest, EncodesFixedWidthRecord) {
+  ClockState state;
+  state.realtime = absl::Hours(1);
+  const std::string record = ClockControl::EncodeRecord(state);
+  ASSERT_EQ(record.size(), 114u);
+  EXPECT_EQ(record.substr(0, 33), "RLCLOCK1 F - +0000003600000000000");
+  EXPECT_EQ(record.back(), '\n');
+
+  state.mode = ClockState::Mode::kStrobe;
+  state.realtime = absl::Seconds(-5);
+  state.realtime_alt = absl::Seconds(5);
+  state.monotonic = absl::Nanoseconds(-1);
+  state.period = absl::Milliseconds(100);
+  const std::string strobe = ClockControl::EncodeRecord(state);
+  ASSERT_EQ(strobe.size(), 114u);
+  EXPECT_EQ(strobe.substr(0, 97),
+            "RLCLOCK1 S M -0000000005000000000 +0000000005000000000 "
+            "-0000000000000000001 +0000000000100000000 ");
+}
+
+TEST(ClockControlTest, RejectsBadArguments) {
+  EXPECT_EQ(ClockControl::Create("").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ClockControl::Create("/nonexistent-dir/x/clock").status().code(),
+            absl::StatusCode::kUnavailable);
+  TempDir dir;
+  auto clock = ClockControl::Create(dir.path() + "/clock");
+  ASSERT_TRUE(clock.ok()) << clock.status();
+  EXPECT_EQ((*clock)->Strobe(absl::ZeroDuration(), absl::Seconds(1),
+                             absl::ZeroDuration())
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*clock)->SetOffset(absl::Hours(24 * 365 * 40)).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*clock)->SetOffset(absl::InfiniteDuration()).code(),
+            absl::StatusCode::kInvalidArgument);
+  // A rejected change leaves the previous state.
+  ASSERT_TRUE((*clock)->SetOffset(absl::Seconds(7)).ok());
+  EXPECT_FALSE((*clock)->JumpBy(absl::Hours(24 * 365 * 40)).ok());
+  EXPECT_EQ((*clock)->state().realtime, absl::Seconds(7));
+}
+
+TEST(ClockControlTest, ProcessEnvNamesBuiltLibrary) {
+  TempDir dir;
+  auto clock = ClockControl::Create(dir.path() + "/clock");
+  ASSERT_TRUE(clock.ok()) << clock.status();
+  auto env = (*clock)->ProcessEnv();
+  ASSERT_EQ(env.size(), 2u);
+  EXPECT_EQ(env[0].first, "LD_PRELOAD");
+  EXPECT_TRUE(std::filesystem::exists(env[0].second)) << env[0].second;
+  EXPECT_EQ(env[1].first, "REDLOCK_CLOCK_SHIM_FILE");
+  EXPECT_EQ(env[1].second, dir.path() + "/clock");
+}
+
+TEST_F(ClockShimTest, ZeroRecordMeansNoShift) {
+  auto r = ProbeOnce(clock_->ProcessEnv());
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, 0, 0);
+}
+
+TEST_F(ClockShimTest, MissingFileMeansNoShift) {
+  auto env = clock_->ProcessEnv();
+  env[1].second = dir_.path() + "/does-not-exist";
+  auto r = ProbeOnce(env);
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, 0, 0);
+
+  // No REDLOCK_CLOCK_SHIM_FILE at all.
+  env.pop_back();
+  r = ProbeOnce(env);
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, 0, 0);
+}
+
+TEST_F(ClockShimTest, GarbledFileMeansNoShift) {
+  const std::string path = dir_.path() + "/garbled";
+  std::string record = ClockControl::EncodeRecord(
+      ClockState{ClockState::Mode::kFixed, absl::Hours(1)});
+  record[20] = '7';  // checksum no longer matches
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, record.data(), record.size()),
+            static_cast<ssize_t>(record.size()));
+  ::close(fd);
+  auto env = clock_->ProcessEnv();
+  env[1].second = path;
+  auto r = ProbeOnce(env);
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, 0, 0);
+}
+
+TEST_F(ClockShimTest, RealtimeShiftedForwardAndBack) {
+  ASSERT_TRUE(clock_->SetOffset(absl::Hours(1)).ok());
+  auto r = ProbeOnce(clock_->ProcessEnv());
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, kHour, 0);
+
+  ASSERT_TRUE(clock_->SetOffset(absl::Hours(-1)).ok());
+  r = ProbeOnce(clock_->ProcessEnv());
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, -kHour, 0);
+
+  ASSERT_TRUE(clock_->Clear().ok());
+  r = ProbeOnce(clock_->ProcessEnv());
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, 0, 0);
+}
+
+TEST_F(ClockShimTest, MonotonicShiftedOnlyWhenEnabled) {
+  ASSERT_TRUE(clock_->SetOffset(absl::Hours(1), absl::Minutes(10)).ok());
+  auto r = ProbeOnce(clock_->ProcessEnv());
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, kHour, 600 * kSecond);
+
+  ASSERT_TRUE(clock_->SetOffset(absl::Hours(1)).ok());
+  r = ProbeOnce(clock_->ProcessEnv());
+  ASSERT_TRUE(r.has_value());
+  ExpectOffsets(*r, kHour, 0);
+}
+
+TEST_F(ClockShimTest, JumpSeenByRunningProcess) {
+  // Up to 1000 lines 10 ms apart; the test stops it as soon as it has seen
+  // what it needs.
+  std::unique_ptr<Child> probe = StartProbe(clock_->ProcessEnv(), 1000, 10);
+  ASSERT_NE(probe, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    auto line = probe->ReadLine(absl::Seconds(20));
+    ASSERT_TRUE(line.has_value());
+    auto r = ParseProbeLine(*line);
+    ASSERT_TRUE(r.has_value()) << *line;
+    EXPECT_NEAR(RealtimeOffset(*r), 0, kSecond);
+  }
+  // Forward, then back past zero: each jump must show up in a later line.
+  const std::vector<std::pair<absl::Duration, int64_t>> jumps = {
+      {absl::Hours(1), kHour}, {absl::Hours(-2), -kHour}};
+  for (const auto& [delta, expected] : jumps) {
+    ASSERT_TRUE(clock_->JumpBy(delta).ok());
+    bool seen = false;
+    for (int i = 0; i < 1000 && !seen; ++i) {
+      auto line = probe->ReadLine(absl::Seconds(20));
+      ASSERT_TRUE(line.has_value()) << "probe ended before the jump was seen";
+      auto r = ParseProbeLine(*line);
+      ASSERT_TRUE(r.has_value()) << *line;
+      seen = std::llabs(RealtimeOffset(*r) - expected) < kSecond;
+      if (seen) {
+        EXPECT_NEAR(MonotonicOffset(*r), 0, kSecond);
+      }
+    }
+    EXPECT_TRUE(seen) << "jump by " << delta << " never observed";
+  }
+  probe->Kill();
+}
+
+TEST_F(ClockShimTest, StrobeAlternates) {
+  ASSERT_TRUE(clock_
+                  ->Strobe(absl::ZeroDuration(), absl::Hours(1),
+                           absl::Milliseconds(50))
+                  .ok());
+  std::unique_ptr<Child> probe = StartProbe(clock_->ProcessEnv(), 80, 10);
+  ASSERT_NE(probe, nullptr);
+  int zero = 0, shifted = 0, other = 0, flips = 0;
+  std::optional<bool> last;
+  for (int i = 0; i < 80; ++i) {
+    auto line = probe->ReadLine(absl::Seconds(20));
+    ASSERT_TRUE(line.has_value()) << "after " << i << " lines";
+    auto r = ParseProbeLine(*line);
+    ASSERT_TRUE(r.has_value()) << *line;
+    const int64_t offset = RealtimeOffset(*r);
+    bool is_shifted;
+    if (std::llabs(offset) < kSecond) {
+      ++zero;
+      is_shifted = false;
+    } else if (std::llabs(offset - kHour) < kSecond) {
+      ++shifted;
+      is_shifted = true;
+    } else {
+      ++other;
+      continue;
+    }
+    if (last.has_value() && *last != is_shifted) ++flips;
+    last = is_shifted;
+  }
+  EXPECT_EQ(other, 0);
+  EXPECT_GT(zero, 0);
+  EXPECT_GT(shifted, 0);
+  // 80 lines at >= 10 ms span >= 16 phases of 50 ms; ask for far fewer flips.
+  EXPECT_GE(flips, 3);
+  EXPECT_EQ(probe->Wait(absl::Seconds(30)), 0);
+}
+
+// ---- redis-server under the shim ----
+
+int FreeLoopbackPort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  int port = -1;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
+    port = ntohs(addr.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+std::string FindRedisServer() {
+  for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
+    if (::access(p, X_OK) == 0) return p;
+  }
+  return "";
+}
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+struct ContextDeleter {
+  void operator()(redisContext* c) const { redisFree(c); }
+};
+using Context = std::unique_ptr<redisContext, ContextDeleter>;
+
+class ShimmedRedisTest : public ClockShimTest {
+ protected:
+  void SetUp() override {
+    ClockShimTest::SetUp();
+    if (HasFatalFailure()) return;
+    redis_path_ = FindRedisServer();
+    if (redis_path_.empty()) {
+      GTEST_SKIP() << "redis-server not installed";
+    }
+  }
+
+  // Starts redis-server under the shim on a free loopback port and connects.
+  // Retries with another port if the chosen one was taken meanwhile.
+  void StartRedis() {
+    for (int attempt = 0; attempt < 3 && ctx_ == nullptr; ++attempt) {
+      const int port = FreeLoopbackPort();
+      ASSERT_GT(port, 0);
+      server_ = Child::Start(
+          {redis_path_, "--port", std::to_string(port), "--bind", "127.0.0.1",
+           "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir",
+           dir_.path(), "--logfile", dir_.path() + "/redis.log", "--loglevel",
+           "warning"},
+          clock_->ProcessEnv(), /*capture_stdout=*/false);
+      ASSERT_NE(server_, nullptr);
+      // Readiness: PING answered within 20 s (the shim must not hang start-up
+      // the way libfaketime does).
+      const absl::Time deadline = absl::Now() + absl::Seconds(20);
+      for (int i = 0; i < 2000 && absl::Now() < deadline; ++i) {
+        if (!server_->Running()) break;
+        timeval tv{0, 200000};
+        Context ctx(redisConnectWithTimeout("127.0.0.1", port, tv));
+        if (ctx != nullptr && ctx->err == 0) {
+          redisSetTimeout(ctx.get(), timeval{5, 0});
+          Reply pong(static_cast<redisReply*>(redisCommand(ctx.get(), "PING")));
+          if (pong != nullptr && pong->type == REDIS_REPLY_STATUS) {
+            ctx_ = std::move(ctx);
+            break;
+          }
+        }
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+      if (ctx_ == nullptr) server_->Kill();
+    }
+    ASSERT_NE(ctx_, nullptr) << "redis-server under the shim did not answer";
+  }
+
+  Reply Command(const char* format, const char* arg = nullptr) {
+    return Reply(static_cast<redisReply*>(
+        arg == nullptr ? redisCommand(ctx_.get(), format)
+                       : redisCommand(ctx_.get(), format, arg)));
+  }
+
+  // Redis's TIME as nanoseconds since the epoch, or -1.
+  int64_t RedisTime() {
+    Reply r = Command("TIME");
+    if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+      return -1;
+    }
+    int64_t sec = 0, usec = 0;
+    if (!absl::SimpleAtoi(r->element[0]->str, &sec) ||
+        !absl::SimpleAtoi(r->element[1]->str, &usec)) {
+      return -1;
+    }
+    return sec * kSecond + usec * 1000;
+  }
+
+  bool KeyExists(const char* key) {
+    Reply r = Command("GET %s", key);
+    return r != nullptr && r->type == REDIS_REPLY_STRING;
+  }
+
+  void TearDown() override {
+    ctx_.reset();
+    server_.reset();  // SIGKILL + reap by pid
+  }
+
+  std::string redis_path_;
+  std::unique_ptr<Child> server_;
+  Context ctx_;
+};
+
+TEST_F(ShimmedRedisTest, StartsAndReportsShiftedTime) {
+  ASSERT_TRUE(clock_->SetOffset(absl::Hours(1)).ok());
+  StartRedis();
+  if (HasFatalFailure()) return;
+  const int64_t now = absl::ToUnixNanos(absl::Now());
+  const int64_t redis_time = RedisTime();
+  ASSERT_GT(redis_time, 0);
+  EXPECT_NEAR(redis_time - now, kHour, 2 * kSecond);
+
+  ASSERT_TRUE(clock_->JumpBy(absl::Hours(-2)).ok());
+  EXPECT_NEAR(RedisTime() - absl::ToUnixNanos(absl::Now()), -kHour,
+              2 * kSecond);
+}
+
+TEST_F(ShimmedRedisTest, ForwardJumpExpiresKeyEarly) {
+  StartRedis();
+  if (HasFatalFailure()) return;
+  Reply set = Command("SET shim:fwd v PX 20000");
+  ASSERT_NE(set, nullptr);
+  ASSERT_EQ(set->type, REDIS_REPLY_STATUS);
+  ASSERT_TRUE(KeyExists("shim:fwd"));
+  // The node's wall clock leaps 60 s: a 20 s lease is gone at once although
+  // almost no real time passed (Kleppmann's clock-jump scenario).
+  ASSERT_TRUE(clock_->JumpBy(absl::Seconds(60)).ok());
+  EXPECT_FALSE(KeyExists("shim:fwd"));
+}
+
+TEST_F(ShimmedRedisTest, BackwardJumpDoesNotExpireKey) {
+  StartRedis();
+  if (HasFatalFailure()) return;
+  Reply set = Command("SET shim:back v PX 20000");
+  ASSERT_NE(set, nullptr);
+  ASSERT_EQ(set->type, REDIS_REPLY_STATUS);
+  ASSERT_TRUE(clock_->JumpBy(absl::Seconds(-60)).ok());
+  EXPECT_TRUE(KeyExists("shim:back"));
+  // The absolute expiry is now ~80 s away on the node's clock.
+  Reply pttl = Command("PTTL shim:back");
+  ASSERT_NE(pttl, nullptr);
+  ASSERT_EQ(pttl->type, REDIS_REPLY_INTEGER);
+  EXPECT_GT(pttl->integer, 20000);
+  // Back to real time: still there (only a little real time has passed).
+  ASSERT_TRUE(clock_->Clear().ok());
+  EXPECT_TRUE(KeyExists("shim:back"));
+}
+
+}  // namespace
+}  // namespace redlock::chaos

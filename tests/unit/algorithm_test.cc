@@ -1,0 +1,171 @@
+#include "redlock/internal/algorithm.h"
+
+#include <set>
+
+#include "gtest/gtest.h"
+#include "redlock/internal/resp.h"
+#include "redlock/internal/scripts.h"
+#include "redlock/internal/sha1.h"
+#include "redlock/internal/token.h"
+#include "redlock/internal/transport.h"
+
+namespace redlock {
+namespace internal {
+namespace {
+
+using Vote = Round::Vote;
+using Outcome = Round::Outcome;
+
+TEST(Drift, IsTtlTimesFactorPlusFloor) {
+  EXPECT_EQ(DriftAllowance(absl::Seconds(10), 0.01, absl::Milliseconds(2)), absl::Milliseconds(102));
+  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), 0.0, absl::Milliseconds(2)), absl::Milliseconds(2));
+  EXPECT_EQ(Validity(absl::Seconds(10), absl::Milliseconds(30), absl::Milliseconds(102)),
+            absl::Milliseconds(9868));
+  EXPECT_LT(Validity(absl::Milliseconds(100), absl::Milliseconds(99), absl::Milliseconds(3)),
+            absl::ZeroDuration());
+}
+
+TEST(CheckTtl, MustExceedDriftAndBeFiniteAndBounded) {
+  Options o;  // factor 0.01, floor 2ms
+  EXPECT_EQ(*CheckTtl(absl::Seconds(10), o), 10000);
+  EXPECT_EQ(*CheckTtl(absl::Microseconds(10999), o), 10) << "sub-millisecond parts are truncated";
+  // ttl must be > ttl*0.01 + 2ms, i.e. ttl > 2.0202ms: 3ms is the smallest.
+  EXPECT_TRUE(CheckTtl(absl::Milliseconds(3), o).ok());
+  for (absl::Duration bad : {absl::Milliseconds(2), absl::Milliseconds(1), absl::ZeroDuration(),
+                             absl::Milliseconds(-5), absl::InfiniteDuration(),
+                             absl::Milliseconds(kMaxTtlMs + 1)}) {
+    absl::StatusOr<int64_t> r = CheckTtl(bad, o);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+  }
+  EXPECT_NE(CheckTtl(absl::Milliseconds(2), o).status().message().find("drift"), absl::string_view::npos);
+  o.clock_drift_factor = 0.5;
+  EXPECT_FALSE(CheckTtl(absl::Milliseconds(4), o).ok());
+  EXPECT_TRUE(CheckTtl(absl::Milliseconds(5), o).ok());
+}
+
+TEST(CheckResource, EmptyHugeAndReservedNames) {
+  Options o;
+  EXPECT_TRUE(CheckResource("orders/42", o).ok());
+  EXPECT_TRUE(CheckResource(std::string(kMaxResourceLength, 'x'), o).ok());
+  EXPECT_EQ(CheckResource("", o).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckResource(std::string(kMaxResourceLength + 1, 'x'), o).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckResource("x:fence", o).ok()) << "only reserved when fencing is on";
+  o.fencing = true;
+  EXPECT_EQ(CheckResource("x:fence", o).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Round, QuorumSizesAndEarlyDecisions) {
+  for (int n = 1; n <= 7; ++n) {
+    int q = n / 2 + 1;
+    // For: q yes votes decide success, whatever the others do later.
+    Round yes(n, q);
+    for (int i = 0; i < q - 1; ++i) EXPECT_EQ(yes.Record("n", Vote::kYes), Outcome::kPending);
+    EXPECT_EQ(yes.Record("n", Vote::kYes), Outcome::kSucceeded);
+    // Against: n - q + 1 non-yes votes decide failure without waiting.
+    Round no(n, q);
+    for (int i = 0; i < n - q; ++i) EXPECT_EQ(no.Record("n", Vote::kUnavailable, "x"), Outcome::kPending);
+    EXPECT_EQ(no.Record("n", Vote::kRefused), Outcome::kFailed) << n;
+  }
+  // All-nodes mode: the first refusal decides.
+  Round all(5, 5);
+  EXPECT_EQ(all.Record("a", Vote::kYes), Outcome::kPending);
+  EXPECT_EQ(all.Record("b", Vote::kUnavailable, "down"), Outcome::kFailed);
+}
+
+TEST(Round, FailureCodesFollowTheDesignTable) {
+  auto fail = [](std::vector<Vote> votes) {
+    Round r(5, 3);
+    for (Vote v : votes) r.Record("127.0.0.1:7001", v, "boom");
+    EXPECT_EQ(r.outcome(), Outcome::kFailed);
+    return r.Failure("acquire \"r\"", "granted", "held by another client", absl::StatusCode::kAborted);
+  };
+  EXPECT_EQ(fail({Vote::kRefused, Vote::kRefused, Vote::kRefused}).code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(fail({Vote::kYes, Vote::kYes, Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable}).code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(fail({Vote::kUnavailable, Vote::kUnavailable, Vote::kUnavailable}).code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(fail({Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable}).code(),
+            absl::StatusCode::kUnavailable)
+      << "only 1 node answered: not a quorum";
+  EXPECT_EQ(fail({Vote::kInternal, Vote::kInternal, Vote::kInternal}).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(fail({Vote::kCancelled, Vote::kUnavailable, Vote::kUnavailable}).code(),
+            absl::StatusCode::kCancelled);
+}
+
+TEST(Round, MessageNamesTallyAndFirstErrors) {
+  Round r(5, 3);
+  r.Record("127.0.0.1:7001", Vote::kYes);
+  r.Record("127.0.0.1:7002", Vote::kYes);
+  r.Record("127.0.0.1:7003", Vote::kUnavailable, "connection refused");
+  r.Record("127.0.0.1:7004", Vote::kUnavailable, "no reply within 50ms");
+  r.Record("127.0.0.1:7005", Vote::kUnavailable, "no reply within 50ms");
+  absl::Status st = r.Failure("acquire \"orders/42\"", "granted", "held", absl::StatusCode::kAborted);
+  EXPECT_EQ(st.message(),
+            "acquire \"orders/42\": 2 of 5 nodes granted (quorum 3); 127.0.0.1:7003: connection "
+            "refused; 127.0.0.1:7004: no reply within 50ms; 127.0.0.1:7005: no reply within 50ms");
+  Round many(7, 4);
+  for (int i = 0; i < 7; ++i) many.Record("n" + std::to_string(i), Vote::kUnavailable, "x");
+  EXPECT_NE(many.Summary("granted", "held").find("and 4 more errors"), std::string::npos);
+}
+
+TEST(VoteForErrorReply, AvailabilityVersusInternal) {
+  for (const char* e : {"LOADING Redis is loading", "READONLY You can't write", "OOM command not allowed",
+                        "NOAUTH Authentication required.", "BUSY Redis is busy", "MASTERDOWN x"}) {
+    EXPECT_EQ(VoteForErrorReply(e), Vote::kUnavailable) << e;
+  }
+  for (const char* e : {"WRONGTYPE Operation against a key", "ERR Error running script", "NOSCRIPT x"}) {
+    EXPECT_EQ(VoteForErrorReply(e), Vote::kInternal) << e;
+  }
+}
+
+TEST(Fence, CountersAndNext) {
+  EXPECT_EQ(*ParseCounter("0"), 0u);
+  EXPECT_EQ(*ParseCounter("18446744073709551615"), 18446744073709551615ull);
+  for (const char* bad : {"", "-1", "01", "1.5", "abc", "18446744073709551616", " 1"}) {
+    EXPECT_FALSE(ParseCounter(bad).ok()) << bad;
+  }
+  EXPECT_EQ(*NextFence({}), 1u);
+  EXPECT_EQ(*NextFence({3, 9, 4}), 10u);
+  EXPECT_FALSE(NextFence({18446744073709551615ull}).ok());
+}
+
+TEST(Encoding, Sha1KnownVectors) {
+  EXPECT_EQ(Sha1Hex(""), "da39a3ee5e6b4b0d3255bfef95601890afd80709");
+  EXPECT_EQ(Sha1Hex("abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+  EXPECT_EQ(Sha1Hex("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq"),
+            "84983e441c3bd26ebaae4aa1f95129e5e54670f1");
+  EXPECT_EQ(Sha1Hex(std::string(1000000, 'a')), "34aa973cd4c4daa4f61eeb2bdbad27316534016f");
+  // Redis' own example: SCRIPT LOAD "return 1".
+  EXPECT_EQ(Sha1Hex("return 1"), "e0e1f9fabfc9d4800c877a703b823ac0578ff8db");
+}
+
+TEST(Encoding, RespAndEvalFallback) {
+  EXPECT_EQ(EncodeCommand({"SET", "k", "", "NX"}), "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$2\r\nNX\r\n");
+  Command c = ScriptCommand(ReleaseScript(), {"a", "b"}, {"tok"});
+  EXPECT_EQ(c.payload, "*6\r\n$7\r\nEVALSHA\r\n$40\r\n" + ReleaseScript().sha + "\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\nb\r\n$3\r\ntok\r\n");
+  std::string eval = EvalFallback(c);
+  std::string body = ReleaseScript().body;
+  EXPECT_EQ(eval, "*6\r\n$4\r\nEVAL\r\n$" + std::to_string(body.size()) + "\r\n" + body +
+                      "\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\nb\r\n$3\r\ntok\r\n");
+}
+
+TEST(Token, RandomHexOfTwentyBytes) {
+  std::set<std::string> seen;
+  for (int i = 0; i < 1000; ++i) {
+    std::string t = NewToken();
+    ASSERT_EQ(t.size(), 40u);
+    EXPECT_EQ(t.find_first_not_of("0123456789abcdef"), std::string::npos);
+    EXPECT_TRUE(seen.insert(t).second);
+  }
+}
+
+TEST(DescribeResources, QuotesAndElides) {
+  EXPECT_EQ(DescribeResources({"a"}), "\"a\"");
+  EXPECT_EQ(DescribeResources({"a", "b"}), "{\"a\", \"b\"}");
+  EXPECT_EQ(DescribeResources({"a", "b", "c", "d", "e", "f"}), "{\"a\", \"b\", \"c\", \"d\", ... (6 in all)}");
+}
+
+}  // namespace
+}  // namespace internal
+}  // namespace redlock

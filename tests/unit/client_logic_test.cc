@@ -1,0 +1,346 @@
+// The Redlock state machines (DESIGN.md 4.2, 4.3, 4.5) over fake nodes and a
+// fake clock: every decision and every figure is exact here.
+
+#include <optional>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "redlock/internal/client_impl.h"
+#include "tests/unit/fake_transport.h"
+
+namespace redlock {
+namespace {
+
+using internal::ClientImpl;
+using testing::FakeClock;
+using testing::FakeTransport;
+using ::testing::HasSubstr;
+
+class ClientLogicTest : public ::testing::Test {
+ protected:
+  void Make(int nodes, Options o = Options()) {
+    o.nodes.clear();
+    for (int i = 0; i < nodes; ++i) {
+      Endpoint ep;
+      ep.host = "fake" + std::to_string(i);
+      ep.port = 6379;
+      o.nodes.push_back(ep);
+    }
+    ASSERT_TRUE(ValidateOptions(o).ok());
+    transport_ = new FakeTransport(nodes, &clock_);
+    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
+                                           &clock_, nullptr);
+  }
+
+  // Starts an async single attempt and returns the slot its result lands in.
+  std::shared_ptr<std::optional<absl::StatusOr<Lease>>> TryAcquire(const std::string& r,
+                                                                    absl::Duration ttl) {
+    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+    client_->TryAcquireAsync(r, ttl, [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    return out;
+  }
+
+  bool Holds(int node, const std::string& key, const std::string& token) {
+    auto& keys = transport_->node(node).keys;
+    auto it = keys.find(key);
+    return it != keys.end() && it->second.data == token &&
+           (!it->second.expires || *it->second.expires > clock_.Now());
+  }
+  bool HasKey(int node, const std::string& key) { return transport_->node(node).keys.count(key) > 0; }
+
+  FakeClock clock_;
+  FakeTransport* transport_ = nullptr;
+  std::unique_ptr<ClientImpl> client_;
+};
+
+TEST_F(ClientLogicTest, SendsToEveryNodeAtOnceAndDecidesAtQuorum) {
+  Make(5);
+  auto result = TryAcquire("orders/42", absl::Seconds(10));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(transport_->pending(i).size(), 1u) << "fan-out to node " << i;
+  transport_->AnswerAll(0);
+  transport_->AnswerAll(1);
+  EXPECT_FALSE(result->has_value());
+  transport_->AnswerAll(2);
+  ASSERT_TRUE(result->has_value()) << "decided at the third grant, nodes 3 and 4 still pending";
+  ASSERT_TRUE((*result)->ok()) << (*result)->status();
+  EXPECT_EQ((**result)->nodes_granted(), 3);
+  EXPECT_EQ(transport_->pending(3).size(), 1u);
+  // Stragglers that grant later hold our token too; Release removes them.
+  transport_->AnswerAll(3);
+  transport_->AnswerAll(4);
+  Lease lease = ***result;
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(Holds(i, "orders/42", lease.token()));
+  absl::Status released = absl::UnknownError("not yet");
+  client_->ReleaseAsync(lease, [&](absl::Status s) { released = s; });
+  transport_->AnswerEverything();
+  EXPECT_TRUE(released.ok()) << released;
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(HasKey(i, "orders/42"));
+}
+
+TEST_F(ClientLogicTest, ValidityIsTtlMinusElapsedMinusDrift) {
+  Make(5);
+  auto start = clock_.Now();
+  auto result = TryAcquire("r", absl::Seconds(10));
+  clock_.Advance(absl::Seconds(3));  // a slow round
+  for (int i = 0; i < 3; ++i) transport_->AnswerAll(i);
+  ASSERT_TRUE(result->has_value() && (*result)->ok());
+  const Lease& lease = ***result;
+  // 10s - 3s - (10s * 0.01 + 2ms)
+  EXPECT_EQ(lease.TimeLeft(clock_.Now()), absl::Milliseconds(6898));
+  EXPECT_EQ(lease.valid_until(), start + std::chrono::milliseconds(10000 - 102));
+  EXPECT_EQ(lease.acquired_at(), start);
+  EXPECT_EQ(lease.ttl(), absl::Seconds(10));
+  EXPECT_EQ(lease.token().size(), 40u);
+}
+
+TEST_F(ClientLogicTest, NoValidityLeftIsDeadlineExceededAndReleasesEverywhere) {
+  Make(5);
+  auto result = TryAcquire("r", absl::Seconds(1));
+  clock_.Advance(absl::Milliseconds(990));  // 1000 - 990 - 12 < 0
+  for (int i = 0; i < 3; ++i) transport_->AnswerAll(i);
+  ASSERT_TRUE(result->has_value());
+  EXPECT_EQ((*result)->status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string((*result)->status().message()), HasSubstr("no validity was left"));
+  EXPECT_EQ(transport_->sent_count("release"), 5) << "released on all nodes, also those not yet answered";
+  transport_->AnswerEverything();
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
+}
+
+TEST_F(ClientLogicTest, FailsAsSoonAsQuorumIsImpossible) {
+  Make(5);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"someone-else", std::nullopt, false};
+  auto result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerAll(0);
+  transport_->AnswerAll(1);
+  EXPECT_FALSE(result->has_value());
+  transport_->AnswerAll(2);
+  ASSERT_TRUE(result->has_value()) << "three refusals out of five: decided without nodes 3 and 4";
+  EXPECT_EQ((*result)->status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ((*result)->status().message(),
+            "acquire \"r\": 0 of 5 nodes granted (quorum 3); held by another client on 3 nodes");
+  // The stragglers then grant; the release sent after the failure follows
+  // their SET on the same ordered stream and removes it.
+  transport_->AnswerAll(3);
+  transport_->AnswerAll(4);
+  EXPECT_FALSE(HasKey(3, "r"));
+  EXPECT_FALSE(HasKey(4, "r"));
+  EXPECT_EQ(transport_->node(0).keys["r"].data, "someone-else") << "never touches a foreign lock";
+}
+
+TEST_F(ClientLogicTest, TimeoutsMakeUnavailableNamingTheNodes) {
+  Make(5);
+  auto result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerAll(0);
+  transport_->AnswerAll(1);
+  transport_->TimeOutAll(2);
+  transport_->TimeOutAll(3);
+  transport_->TimeOutAll(4);
+  ASSERT_TRUE(result->has_value());
+  EXPECT_EQ((*result)->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ((*result)->status().message(),
+            "acquire \"r\": 2 of 5 nodes granted (quorum 3); fake2:6379: no reply within 50ms; "
+            "fake3:6379: no reply within 50ms; fake4:6379: no reply within 50ms");
+}
+
+TEST_F(ClientLogicTest, StragglerThatExecutedIsReleasedAfterFailure) {
+  Make(3);
+  auto result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerAll(0);
+  transport_->ExecuteSilently(1);  // SET done, reply lost
+  transport_->TimeOutAll(2);
+  ASSERT_TRUE(result->has_value());
+  EXPECT_EQ((*result)->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(HasKey(1, "r"));
+  transport_->AnswerEverything();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
+}
+
+TEST_F(ClientLogicTest, RetriesReleaseBeforeTheNextAttempt) {
+  Options o;
+  o.max_attempts = 3;
+  o.retry_delay = absl::Milliseconds(200);
+  o.retry_jitter = absl::ZeroDuration();
+  Make(3, o);
+  transport_->node(0).keys["r"] = {"other", clock_.Now() + std::chrono::milliseconds(100), false};
+  transport_->node(1).keys["r"] = {"other", clock_.Now() + std::chrono::milliseconds(100), false};
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  transport_->AnswerAll(0);
+  transport_->AnswerAll(1);  // attempt 1 fails: held on 0 and 1
+  EXPECT_FALSE(out->has_value());
+  EXPECT_EQ(transport_->sent_count("release"), 3) << "release on all nodes before any retry";
+  EXPECT_EQ(transport_->sent_count("acquire"), 3);
+  transport_->AnswerEverything();  // node 2's SET, then its release: nothing left
+  EXPECT_FALSE(HasKey(2, "r"));
+  transport_->Advance(absl::Milliseconds(199));
+  EXPECT_EQ(transport_->sent_count("acquire"), 3) << "waits retry_delay";
+  transport_->Advance(absl::Milliseconds(1));  // the foreign lock expired at +100ms
+  EXPECT_EQ(transport_->sent_count("acquire"), 6);
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  ASSERT_TRUE((*out)->ok()) << (*out)->status();
+  EXPECT_TRUE(Holds(0, "r", (**out)->token()));
+}
+
+TEST_F(ClientLogicTest, GivesUpAfterMaxAttempts) {
+  Options o;
+  o.max_attempts = 2;
+  o.retry_jitter = absl::ZeroDuration();
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  transport_->Advance(o.retry_delay);
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("after 2 attempts"));
+  EXPECT_EQ(transport_->sent_count("acquire"), 6);
+  EXPECT_EQ(transport_->timers(), 0u);
+}
+
+TEST_F(ClientLogicTest, WaitModeStopsAtTheDeadline) {
+  Options o;
+  o.retry_delay = absl::Milliseconds(300);
+  o.retry_jitter = absl::ZeroDuration();
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(1),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  for (int step = 0; step < 10 && !out->has_value(); ++step) {
+    transport_->AnswerEverything();
+    transport_->Advance(absl::Milliseconds(300));
+  }
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("not held after waiting 1s"));
+  EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("held by another client"));
+  // Attempts at 0, 300, 600, 900 ms, and one at the 1s deadline.
+  EXPECT_EQ(transport_->sent_count("acquire"), 15);
+}
+
+TEST_F(ClientLogicTest, InvalidInputSendsNothing) {
+  Make(3);
+  auto empty = TryAcquire("", absl::Seconds(1));
+  auto huge = TryAcquire(std::string(kMaxResourceLength + 1, 'x'), absl::Seconds(1));
+  auto short_ttl = TryAcquire("r", absl::Milliseconds(2));
+  for (auto* r : {&empty, &huge, &short_ttl}) {
+    ASSERT_TRUE((*r)->has_value());
+    EXPECT_EQ((**r)->status().code(), absl::StatusCode::kInvalidArgument);
+  }
+  absl::Status st;
+  client_->ReleaseAsync(Lease(), [&](absl::Status s) { st = s; });
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(transport_->pending(i).empty());
+}
+
+TEST_F(ClientLogicTest, ExtendNeedsQuorumOfHoldersAndNeverRecreates) {
+  Make(5);
+  auto result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerEverything();
+  ASSERT_TRUE(result->has_value() && (*result)->ok());
+  Lease lease = ***result;
+  // The key vanishes on three nodes (early expiry after a clock jump).
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys.erase("r");
+  std::optional<absl::StatusOr<Lease>> ext;
+  client_->ExtendAsync(lease, absl::Seconds(10), [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(ext->status().message()), HasSubstr("lease lost on 3 nodes"));
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(HasKey(i, "r")) << "extend must not re-create the key";
+}
+
+TEST_F(ClientLogicTest, ExtendValidityIsMeasuredFromItsOwnStart) {
+  Make(3);
+  auto result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerEverything();
+  Lease lease = ***result;
+  clock_.Advance(absl::Seconds(5));
+  std::optional<absl::StatusOr<Lease>> ext;
+  client_->ExtendAsync(lease, absl::Seconds(20), [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  clock_.Advance(absl::Seconds(1));
+  transport_->AnswerEverything();
+  ASSERT_TRUE(ext.has_value() && ext->ok()) << ext->status();
+  // 20s - 1s elapsed during the extend - (200ms + 2ms)
+  EXPECT_EQ((*ext)->TimeLeft(clock_.Now()), absl::Milliseconds(18798));
+  EXPECT_EQ((*ext)->token(), lease.token());
+  EXPECT_EQ((*ext)->ttl(), absl::Seconds(20));
+}
+
+TEST_F(ClientLogicTest, ReleaseIsIdempotentAndReportsUnavailableBelowQuorum) {
+  Make(5);
+  Lease foreign("r", std::string(40, 'a'), absl::Seconds(1), clock_.Now(), clock_.Now(), 3);
+  transport_->node(0).keys["r"] = {"owner", std::nullopt, false};
+  absl::Status st = absl::UnknownError("pending");
+  client_->ReleaseAsync(foreign, [&](absl::Status s) { st = s; });
+  transport_->AnswerEverything();
+  EXPECT_TRUE(st.ok()) << "releasing a lease we do not hold is fine: " << st;
+  EXPECT_EQ(transport_->node(0).keys["r"].data, "owner");
+  client_->ReleaseAsync(foreign, [&](absl::Status s) { st = s; });
+  transport_->AnswerAll(0);
+  transport_->AnswerAll(1);
+  transport_->TimeOutAll(2);
+  transport_->TimeOutAll(3);
+  transport_->TimeOutAll(4);
+  EXPECT_EQ(st.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(st.message()), HasSubstr("release \"r\": 2 of 5 nodes confirmed"));
+}
+
+TEST_F(ClientLogicTest, WrongTypeOnOneNodeIsAPerNodeFailure) {
+  Make(5);
+  auto result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerEverything();
+  Lease lease = ***result;
+  transport_->node(4).keys["r"] = {"", std::nullopt, true};  // a list, say
+  absl::Status st = absl::UnknownError("pending");
+  client_->ReleaseAsync(lease, [&](absl::Status s) { st = s; });
+  transport_->AnswerEverything();
+  EXPECT_TRUE(st.ok()) << st;
+}
+
+TEST_F(ClientLogicTest, NodeErrorRepliesAreVotesNotCrashes) {
+  Make(5);
+  transport_->node(0).forced_error = "READONLY You can't write against a read only replica.";
+  transport_->node(1).forced_error = "LOADING Redis is loading the dataset in memory";
+  transport_->node(2).forced_error = "OOM command not allowed when used memory > 'maxmemory'.";
+  auto result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerEverything();
+  ASSERT_TRUE(result->has_value());
+  EXPECT_EQ((*result)->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string((*result)->status().message()), HasSubstr("fake0:6379: READONLY"));
+  transport_->node(0).forced_error.clear();
+  transport_->node(1).forced_error.clear();
+  result = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerEverything();
+  EXPECT_TRUE((*result)->ok()) << "4 of 5 healthy again";
+}
+
+TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
+  Make(5);
+  std::optional<absl::StatusOr<std::vector<Lease>>> out;
+  client_->TryAcquireSetAsync({"a", "b"}, absl::Seconds(10), 5,
+                              [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
+  transport_->TimeOutAll(3);
+  ASSERT_TRUE(out.has_value()) << "one unavailable node decides the all-nodes mode at once";
+  EXPECT_EQ(out->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(out->status().message()), HasSubstr("fake3:6379"));
+  transport_->AnswerEverything();
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_FALSE(HasKey(i, "a")) << i;
+    EXPECT_FALSE(HasKey(i, "b")) << i;
+  }
+}
+
+TEST_F(ClientLogicTest, DestroyingTheClientCancelsPendingOperations) {
+  Make(3);
+  auto result = TryAcquire("r", absl::Seconds(10));
+  client_.reset();
+  ASSERT_TRUE(result->has_value());
+  EXPECT_EQ((*result)->status().code(), absl::StatusCode::kCancelled);
+}
+
+}  // namespace
+}  // namespace redlock

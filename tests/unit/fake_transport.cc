@@ -1,0 +1,265 @@
+#include "tests/unit/fake_transport.h"
+
+#include <cstdlib>
+
+#include "absl/strings/numbers.h"
+
+namespace redlock {
+namespace testing {
+
+using internal::Clock;
+using internal::Reply;
+
+std::vector<std::string> ParseResp(const std::string& p) {
+  std::vector<std::string> out;
+  size_t pos = p.find("\r\n");
+  size_t i = pos + 2;
+  while (i < p.size() && p[i] == '$') {
+    size_t eol = p.find("\r\n", i);
+    size_t len = std::strtoul(p.c_str() + i + 1, nullptr, 10);
+    out.push_back(p.substr(eol + 2, len));
+    i = eol + 2 + len + 2;
+  }
+  return out;
+}
+
+const FakeNode::Value* FakeNode::Get(const std::string& key, Clock::TimePoint now) {
+  auto it = keys.find(key);
+  if (it == keys.end()) return nullptr;
+  if (it->second.expires.has_value() && *it->second.expires <= now) {
+    keys.erase(it);
+    return nullptr;
+  }
+  return &it->second;
+}
+
+Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint now) {
+  if (!forced_error.empty()) return Reply::Error(forced_error);
+  const std::string& cmd = argv[0];
+  if (cmd == "SET") {
+    log.push_back("SET");
+    // SET key value NX PX ms
+    if (Get(argv[1], now) != nullptr) return Reply::Nil();
+    Value v;
+    v.data = argv[2];
+    v.expires = now + std::chrono::milliseconds(std::atoll(argv[5].c_str()));
+    keys[argv[1]] = v;
+    return Reply::Status("OK");
+  }
+  if (cmd == "PING") return Reply::Status("PONG");
+  if (cmd != "EVALSHA" && cmd != "EVAL") return Reply::Error("ERR unknown command");
+  const internal::Script* script = nullptr;
+  for (const internal::Script* s : internal::AllScripts()) {
+    if ((cmd == "EVALSHA" && argv[1] == s->sha) || (cmd == "EVAL" && argv[1] == s->body)) script = s;
+  }
+  if (script == nullptr) return Reply::Error("NOSCRIPT No matching script.");
+  log.push_back(script->name);
+  size_t numkeys = std::strtoul(argv[2].c_str(), nullptr, 10);
+  std::vector<std::string> k(argv.begin() + 3, argv.begin() + 3 + static_cast<long>(numkeys));
+  std::vector<std::string> a(argv.begin() + 3 + static_cast<long>(numkeys), argv.end());
+  auto wrongtype = [] { return Reply::Error("WRONGTYPE Operation against a key holding the wrong kind of value"); };
+  auto holds = [&](const std::string& key, const std::string& token, bool* wrong) {
+    const Value* v = Get(key, now);
+    if (v != nullptr && v->is_list) *wrong = true;
+    return v != nullptr && !v->is_list && v->data == token;
+  };
+  std::string name = script->name;
+  if (name == "acquire" || name == "fence-acquire") {
+    size_t n = name == "acquire" ? k.size() : k.size() / 2;
+    for (size_t i = 0; i < n; ++i) {
+      if (Get(k[i], now) != nullptr) {
+        return name == "acquire" ? Reply::Integer(-static_cast<int64_t>(i + 1))
+                                 : Reply::Array({Reply::Integer(-static_cast<int64_t>(i + 1))});
+      }
+    }
+    for (size_t i = 0; i < n; ++i) {
+      Value v;
+      v.data = a[0];
+      v.expires = now + std::chrono::milliseconds(std::atoll(a[1].c_str()));
+      keys[k[i]] = v;
+    }
+    if (name == "acquire") return Reply::Integer(1);
+    std::vector<Reply> out = {Reply::Integer(1)};
+    for (size_t i = 0; i < n; ++i) {
+      const Value* c = Get(k[n + i], now);
+      out.push_back(Reply::String(c == nullptr ? "0" : c->data));
+    }
+    return Reply::Array(std::move(out));
+  }
+  if (name == "release") {
+    int64_t deleted = 0;
+    for (const auto& key : k) {
+      bool wrong = false;
+      if (holds(key, a[0], &wrong)) {
+        keys.erase(key);
+        ++deleted;
+      }
+      if (wrong) return wrongtype();
+    }
+    return Reply::Integer(deleted);
+  }
+  if (name == "extend") {
+    for (const auto& key : k) {
+      bool wrong = false;
+      bool h = holds(key, a[0], &wrong);
+      if (wrong) return wrongtype();
+      if (!h) return Reply::Integer(0);
+    }
+    for (const auto& key : k) keys[key].expires = now + std::chrono::milliseconds(std::atoll(a[1].c_str()));
+    return Reply::Integer(1);
+  }
+  if (name == "fence-commit") {
+    size_t n = k.size() / 2;
+    for (size_t i = 0; i < n; ++i) {
+      bool wrong = false;
+      if (!holds(k[i], a[0], &wrong)) return wrong ? wrongtype() : Reply::Integer(0);
+    }
+    for (size_t i = 0; i < n; ++i) {
+      const Value* c = Get(k[n + i], now);
+      uint64_t cur = 0, want = 0;
+      if (c != nullptr) (void)absl::SimpleAtoi(c->data, &cur);
+      (void)absl::SimpleAtoi(a[i + 1], &want);
+      if (cur < want) keys[k[n + i]] = Value{a[i + 1], std::nullopt, false};
+    }
+    return Reply::Integer(1);
+  }
+  if (name == "inspect") {
+    const Value* v = Get(k[0], now);
+    const Value* c = Get(k[1], now);
+    int64_t pttl = v == nullptr ? -2 : (v->expires ? std::chrono::duration_cast<std::chrono::milliseconds>(*v->expires - now).count() : -1);
+    return Reply::Array({Reply::String(v == nullptr ? "" : v->data), Reply::Integer(pttl),
+                         Reply::String(c == nullptr ? "0" : c->data)});
+  }
+  return Reply::Error("ERR script not modelled");
+}
+
+FakeTransport::FakeTransport(int nodes, FakeClock* clock)
+    : clock_(clock), nodes_(static_cast<size_t>(nodes)), pending_(static_cast<size_t>(nodes)) {
+  for (int i = 0; i < nodes; ++i) names_.push_back(absl::StrCat("fake", i, ":6379"));
+}
+
+void FakeTransport::Send(int node, internal::Command command, internal::NodeCallback done) {
+  ++sent_by_op_[command.op];
+  if (stopping_) {
+    // Never inline: queue as a cancelled completion for the next Answer.
+    pending_[static_cast<size_t>(node)].push_back(Pending{{}, "cancelled", std::move(done)});
+    return;
+  }
+  pending_[static_cast<size_t>(node)].push_back(
+      Pending{ParseResp(command.payload), command.op, std::move(done)});
+}
+
+int FakeTransport::sent_count(const std::string& op) const {
+  auto it = sent_by_op_.find(op);
+  return it == sent_by_op_.end() ? 0 : it->second;
+}
+
+void FakeTransport::Complete(internal::NodeCallback& done, absl::StatusOr<Reply> r) {
+  ++in_callback_;
+  done(std::move(r));
+  --in_callback_;
+}
+
+bool FakeTransport::AnswerOne(int node) {
+  auto& q = pending_[static_cast<size_t>(node)];
+  if (q.empty()) return false;
+  Pending p = std::move(q.front());
+  q.pop_front();
+  if (p.op == "cancelled") {
+    Complete(p.done, absl::CancelledError("the client is shutting down"));
+    return true;
+  }
+  Reply r = nodes_[static_cast<size_t>(node)].Execute(p.argv, clock_->Now());
+  Complete(p.done, std::move(r));
+  return true;
+}
+
+void FakeTransport::AnswerAll(int node) {
+  for (int guard = 0; guard < 100000 && AnswerOne(node); ++guard) {
+  }
+}
+
+void FakeTransport::ExecuteSilently(int node) {
+  auto& q = pending_[static_cast<size_t>(node)];
+  std::deque<Pending> batch;
+  batch.swap(q);
+  for (auto& p : batch) {
+    if (p.op != "cancelled") nodes_[static_cast<size_t>(node)].Execute(p.argv, clock_->Now());
+    Complete(p.done, absl::UnavailableError("no reply within 50ms"));
+  }
+}
+
+void FakeTransport::TimeOutAll(int node) {
+  auto& q = pending_[static_cast<size_t>(node)];
+  std::deque<Pending> batch;
+  batch.swap(q);
+  for (auto& p : batch) Complete(p.done, absl::UnavailableError("no reply within 50ms"));
+}
+
+void FakeTransport::AnswerEverything() {
+  for (int round = 0; round < 1000; ++round) {
+    bool any = false;
+    for (int i = 0; i < size(); ++i) {
+      if (!pending_[static_cast<size_t>(i)].empty()) {
+        any = true;
+        AnswerAll(i);
+      }
+    }
+    if (!any) return;
+  }
+}
+
+internal::Transport::TimerId FakeTransport::RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) {
+  TimerId id = next_timer_++;
+  timers_.emplace(std::make_pair(clock_->Now() + absl::ToChronoNanoseconds(delay), id), std::move(fn));
+  return id;
+}
+
+bool FakeTransport::Cancel(TimerId id) {
+  for (auto it = timers_.begin(); it != timers_.end(); ++it) {
+    if (it->first.second == id) {
+      timers_.erase(it);
+      return true;
+    }
+  }
+  return false;
+}
+
+void FakeTransport::Advance(absl::Duration d) {
+  clock_->Advance(d);
+  for (int guard = 0; guard < 100000 && !timers_.empty() && timers_.begin()->first.first <= clock_->Now(); ++guard) {
+    auto fn = std::move(timers_.begin()->second);
+    timers_.erase(timers_.begin());
+    ++in_callback_;
+    fn();
+    --in_callback_;
+  }
+}
+
+void FakeTransport::Shutdown() {
+  if (stopping_) return;
+  stopping_ = true;
+  for (int round = 0; round < 100; ++round) {
+    auto due = std::move(timers_);
+    timers_.clear();
+    for (auto& [key, fn] : due) {
+      ++in_callback_;
+      fn();
+      --in_callback_;
+    }
+    bool any = false;
+    for (int i = 0; i < size(); ++i) {
+      auto& q = pending_[static_cast<size_t>(i)];
+      while (!q.empty()) {
+        any = true;
+        Pending p = std::move(q.front());
+        q.pop_front();
+        Complete(p.done, absl::CancelledError("the client is shutting down"));
+      }
+    }
+    if (!any && timers_.empty()) return;
+  }
+}
+
+}  // namespace testing
+}  // namespace redlock

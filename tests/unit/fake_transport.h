@@ -1,0 +1,125 @@
+// Fake nodes and a fake clock for unit tests of the Redlock state machines.
+//
+// Each fake node holds a tiny key space and understands exactly the commands
+// the client sends (SET NX PX and the scripts of redlock/internal/scripts.h),
+// so tests can check outcomes by content, not by mocking calls. Requests are
+// queued; the test decides when and how each node answers:
+//
+//   FakeClock clock;
+//   auto* t = new FakeTransport(5, &clock);
+//   ClientImpl client(options, std::unique_ptr<Transport>(t), &clock, nullptr);
+//   client.TryAcquireAsync("r", absl::Seconds(10), [&](auto lease) { ... });
+//   t->AnswerAll(0);        // node 0 executes and replies to what it has
+//   t->TimeOutAll(3);       // node 3's pending requests time out
+//
+// Everything runs on the test thread; callbacks run inside Answer*/TimeOut*/
+// AdvanceTo, which count as "the transport thread".
+
+#ifndef REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_
+#define REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_
+
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/clock.h"
+#include "redlock/internal/scripts.h"
+#include "redlock/internal/transport.h"
+
+namespace redlock {
+namespace testing {
+
+class FakeClock final : public internal::Clock {
+ public:
+  TimePoint Now() const override { return now_; }
+  void Advance(absl::Duration d) { now_ += absl::ToChronoNanoseconds(d); }
+
+ private:
+  TimePoint now_ = TimePoint() + std::chrono::hours(1);
+};
+
+// Splits a RESP array of bulk strings into its arguments.
+std::vector<std::string> ParseResp(const std::string& payload);
+
+class FakeNode {
+ public:
+  struct Value {
+    std::string data;
+    std::optional<internal::Clock::TimePoint> expires;
+    bool is_list = false;  // a key of the wrong type
+  };
+
+  // Executes one command (argv) at time `now`, as Redis would.
+  internal::Reply Execute(const std::vector<std::string>& argv, internal::Clock::TimePoint now);
+
+  std::map<std::string, Value> keys;
+  // When set, every command returns this error reply (READONLY, LOADING...).
+  std::string forced_error;
+  // Commands executed, in order (argv[0] or the script's name).
+  std::vector<std::string> log;
+
+ private:
+  const Value* Get(const std::string& key, internal::Clock::TimePoint now);
+};
+
+class FakeTransport final : public internal::Transport {
+ public:
+  struct Pending {
+    std::vector<std::string> argv;
+    std::string op;
+    internal::NodeCallback done;
+  };
+
+  FakeTransport(int nodes, FakeClock* clock);
+
+  // Transport.
+  int size() const override { return static_cast<int>(nodes_.size()); }
+  const std::string& NodeName(int node) const override { return names_[node]; }
+  void Send(int node, internal::Command command, internal::NodeCallback done) override;
+  TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
+  bool Cancel(TimerId id) override;
+  bool InTransportThread() const override { return in_callback_ > 0; }
+  bool stopping() const override { return stopping_; }
+  void Shutdown() override;
+
+  // Node i executes its oldest pending request and replies. Returns false if
+  // it had none.
+  bool AnswerOne(int node);
+  // Node i executes and replies to everything pending.
+  void AnswerAll(int node);
+  // Node i executes its pending requests but the replies are lost (the
+  // caller sees a timeout): a straggler that did the work.
+  void ExecuteSilently(int node);
+  // Node i's pending requests time out without executing.
+  void TimeOutAll(int node);
+  // Answers everything pending on every node, repeatedly, until quiet.
+  void AnswerEverything();
+  // Moves the clock to `d` later and runs the timers that are due.
+  void Advance(absl::Duration d);
+
+  FakeNode& node(int i) { return nodes_[static_cast<size_t>(i)]; }
+  std::deque<Pending>& pending(int i) { return pending_[static_cast<size_t>(i)]; }
+  int sent_count(const std::string& op) const;
+  size_t timers() const { return timers_.size(); }
+
+ private:
+  void Complete(internal::NodeCallback& done, absl::StatusOr<internal::Reply> r);
+
+  FakeClock* clock_;
+  std::vector<FakeNode> nodes_;
+  std::vector<std::string> names_;
+  std::vector<std::deque<Pending>> pending_;
+  std::map<std::string, int> sent_by_op_;
+  std::map<std::pair<internal::Clock::TimePoint, TimerId>, absl::AnyInvocable<void()>> timers_;
+  TimerId next_timer_ = 1;
+  int in_callback_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace testing
+}  // namespace redlock
+
+#endif  // REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_

@@ -1,0 +1,140 @@
+#include "redlock/options.h"
+
+#include "gtest/gtest.h"
+
+namespace redlock {
+namespace {
+
+TEST(ParseEndpoint, HostPort) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("127.0.0.1:7001");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->host, "127.0.0.1");
+  EXPECT_EQ(ep->port, 7001);
+  EXPECT_EQ(ep->db, 0);
+  EXPECT_TRUE(ep->password.empty());
+  EXPECT_EQ(ep->ToString(), "127.0.0.1:7001");
+}
+
+TEST(ParseEndpoint, HostNameAndWhitespace) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("  redis-1.internal:6380 ");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->host, "redis-1.internal");
+  EXPECT_EQ(ep->port, 6380);
+}
+
+TEST(ParseEndpoint, Ipv6InBrackets) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("[::1]:7001");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->host, "::1");
+  EXPECT_EQ(ep->ToString(), "[::1]:7001");
+}
+
+TEST(ParseEndpoint, RedisUrlWithPasswordAndDb) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("redis://:s3cret@127.0.0.1:7003/2");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->host, "127.0.0.1");
+  EXPECT_EQ(ep->port, 7003);
+  EXPECT_EQ(ep->username, "");
+  EXPECT_EQ(ep->password, "s3cret");
+  EXPECT_EQ(ep->db, 2);
+  EXPECT_EQ(ep->ToString().find("s3cret"), std::string::npos) << "names must not leak passwords";
+}
+
+TEST(ParseEndpoint, RedisUrlWithAclUserAndEscapes) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("REDIS://alice:p%40ss%3Aword@localhost:6379");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->username, "alice");
+  EXPECT_EQ(ep->password, "p@ss:word");
+  EXPECT_EQ(ep->host, "localhost");
+}
+
+TEST(ParseEndpoint, RedisUrlDefaultPort) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("redis://10.0.0.1");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->port, 6379);
+}
+
+TEST(ParseEndpoint, RejectsMalformed) {
+  for (const char* bad : {"", "   ", "localhost", "127.0.0.1:", ":7001", "127.0.0.1:0",
+                          "127.0.0.1:65536", "127.0.0.1:70x", "127.0.0.1:-1", "::1:7001",
+                          "[::1:7001", "[::1]7001", "host name:1", "rediss://h:1", "http://h:1",
+                          "redis://user@h:1", "redis://:@h:1", "redis://h:1/x", "redis://h:1/-1",
+                          "redis://h:1?db=2", "redis://:%zz@h:1", "redis://:a%2@h:1"}) {
+    absl::StatusOr<Endpoint> ep = ParseEndpoint(bad);
+    EXPECT_FALSE(ep.ok()) << "accepted \"" << bad << "\"";
+    if (!ep.ok()) {
+      EXPECT_EQ(ep.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+      EXPECT_NE(ep.status().message().find("malformed endpoint"), absl::string_view::npos);
+    }
+  }
+}
+
+TEST(ParseEndpointList, ParsesAndRejectsEmptyItems) {
+  auto list = ParseEndpointList("127.0.0.1:1,127.0.0.1:2,redis://:pw@127.0.0.1:3");
+  ASSERT_TRUE(list.ok()) << list.status();
+  ASSERT_EQ(list->size(), 3u);
+  EXPECT_EQ((*list)[2].password, "pw");
+  EXPECT_FALSE(ParseEndpointList("").ok());
+  EXPECT_FALSE(ParseEndpointList("127.0.0.1:1,,127.0.0.1:2").ok());
+}
+
+Options FiveNodes() {
+  Options o;
+  for (int i = 0; i < 5; ++i) o.nodes.push_back(*ParseEndpoint("127.0.0.1:" + std::to_string(7001 + i)));
+  return o;
+}
+
+TEST(EffectiveQuorum, MajorityByDefault) {
+  Options o;
+  for (int n = 1; n <= 8; ++n) {
+    o.nodes.clear();
+    for (int i = 0; i < n; ++i) o.nodes.push_back(*ParseEndpoint("127.0.0.1:" + std::to_string(7001 + i)));
+    EXPECT_EQ(EffectiveQuorum(o), n / 2 + 1) << n;
+  }
+  o.quorum = 8;
+  EXPECT_EQ(EffectiveQuorum(o), 8);
+}
+
+TEST(ValidateOptions, AcceptsDefaults) { EXPECT_TRUE(ValidateOptions(FiveNodes()).ok()); }
+
+TEST(ValidateOptions, QuorumMustBeAMajorityOrN) {
+  Options o = FiveNodes();
+  for (int q : {0, 3, 4, 5}) {
+    o.quorum = q;
+    EXPECT_TRUE(ValidateOptions(o).ok()) << q;
+  }
+  for (int q : {-1, 1, 2, 6}) {
+    o.quorum = q;
+    absl::Status st = ValidateOptions(o);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << q;
+  }
+}
+
+TEST(ValidateOptions, RejectsBadFields) {
+  auto check = [](auto mutate, absl::string_view needle) {
+    Options o = FiveNodes();
+    mutate(o);
+    absl::Status st = ValidateOptions(o);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << needle;
+    EXPECT_NE(st.message().find(needle), absl::string_view::npos) << st;
+  };
+  check([](Options& o) { o.nodes.clear(); }, "no nodes");
+  check([](Options& o) { o.nodes.push_back(o.nodes[0]); }, "listed twice");
+  check([](Options& o) { o.nodes[1].host = "127.0.0.1"; o.nodes[1].port = 7001; }, "listed twice");
+  check([](Options& o) { o.nodes[0].port = 0; }, "port");
+  check([](Options& o) { o.nodes[0].username = "u"; }, "username needs a password");
+  check([](Options& o) { o.node_timeout = absl::ZeroDuration(); }, "node_timeout");
+  check([](Options& o) { o.node_timeout = absl::InfiniteDuration(); }, "node_timeout");
+  check([](Options& o) { o.clock_drift_factor = 1.0; }, "clock_drift_factor");
+  check([](Options& o) { o.clock_drift_factor = -0.1; }, "clock_drift_factor");
+  check([](Options& o) { o.clock_drift_floor = absl::Milliseconds(-1); }, "clock_drift_floor");
+  check([](Options& o) { o.max_attempts = 0; }, "max_attempts");
+  check([](Options& o) { o.retry_delay = absl::Milliseconds(-5); }, "retry_delay");
+  check([](Options& o) { o.retry_jitter = absl::InfiniteDuration(); }, "retry_jitter");
+  check([](Options& o) { o.reconnect_backoff_max = absl::Milliseconds(1); }, "reconnect_backoff_max");
+  check([](Options& o) { o.max_in_flight_per_node = 3; }, "max_in_flight_per_node");
+  check([](Options& o) { o.key_prefix = std::string(kMaxResourceLength + 1, 'p'); }, "key_prefix");
+}
+
+}  // namespace
+}  // namespace redlock
