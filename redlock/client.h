@@ -29,8 +29,10 @@
 //   kUnavailable         fewer than a quorum of nodes answered (I/O error,
 //                        timeout, refused connection, authentication failure,
 //                        node marked down by the circuit breaker).
-//   kAborted             a quorum answered, and the resource is held by
-//                        someone else. Retrying later may succeed.
+//   kAborted             the resource is held by someone else: nodes refused,
+//                        and the unavailable ones alone would not have
+//                        prevented the quorum (with a majority quorum: a
+//                        quorum answered). Retrying later may succeed.
 //   kDeadlineExceeded    a quorum granted but no validity was left (the round
 //                        took longer than ttl minus the drift allowance), or a
 //                        wait deadline passed.
@@ -79,6 +81,55 @@ struct NodeHealth {
   bool breaker_open = false;  // requests fail fast until a probe succeeds
   size_t in_flight = 0;       // commands awaiting a reply
   std::string last_error;     // the most recent connection or request error
+};
+
+// Extension policy of Client::AutoRenew.
+struct RenewOptions {
+  // The ttl every extension sets. Zero: the lease's own ttl. Default: zero.
+  absl::Duration ttl = absl::ZeroDuration();
+  // Extend when this fraction of the ttl has passed since the lease was
+  // acquired or last extended. In (0, 1). Default: 1/3, so two extensions
+  // can fail before the lease runs out.
+  double interval_fraction = 1.0 / 3.0;
+  // At most this many extensions; 0 means no limit. Past the limit the lease
+  // simply runs out at its validity, and the lost-lease callback is called
+  // then. Default: 0.
+  int max_renewals = 0;
+};
+
+// A running auto-renewal (see Client::AutoRenew). Destroying the handle stops
+// the renewal; the lease itself stays until its ttl runs out or Release.
+// Thread-safe. The handle may outlive the Client; it is inert afterwards.
+class Renewal {
+ public:
+  virtual ~Renewal() = default;
+  // Stops renewing (idempotent). Does not release the lease.
+  virtual void Stop() = 0;
+  // The lease as last extended (its valid_until moves forward).
+  virtual Lease lease() const = 0;
+  // True until stopped, lost, or the client is destroyed.
+  virtual bool active() const = 0;
+  // Why the renewal ended: OK while active or after Stop()/Release, the
+  // loss otherwise (kFailedPrecondition: a quorum no longer holds the token;
+  // kDeadlineExceeded: the validity ran out before an extension succeeded).
+  virtual absl::Status status() const = 0;
+  // Extensions made so far.
+  virtual int renewals() const = 0;
+};
+
+// Waits for release announcements of a set of resources: the release script
+// publishes on a channel per key, and the client listens on connections of
+// its own (see Options::release_notifications). Used by Acquire with a wait
+// and by MultiLock; available for custom wait loops.
+// REQUIRES: the Client outlives the watch.
+class ReleaseWatch {
+ public:
+  virtual ~ReleaseWatch() = default;
+  // Completes with OK as soon as a release of one of the resources is
+  // announced (including one announced since the previous Wait completed),
+  // or with kDeadlineExceeded after `max_wait`. One wait at a time; `done`
+  // runs on the client's I/O thread.
+  virtual void WaitAsync(absl::Duration max_wait, absl::AnyInvocable<void(absl::Status)> done) = 0;
 };
 
 class Client {
@@ -144,6 +195,22 @@ class Client {
                             absl::Duration wait, LeaseCallback done) = 0;
   virtual void ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) = 0;
   virtual void ReleaseAsync(const Lease& lease, StatusCallback done) = 0;
+
+  // ---- Lifecycle ----------------------------------------------------------
+
+  // Keeps `lease` alive while the holder works (a watchdog): extends it every
+  // ttl * interval_fraction, never re-creating a missing key. On the first
+  // result that shows the lease lost (or its validity running out before an
+  // extension succeeds) it stops and calls `on_lost` once, on the client's
+  // I/O thread. Release(lease) stops it (without calling on_lost), and so do
+  // the handle's Stop() and destructor and the client's destruction. All
+  // renewals share the client's I/O thread and timers: no thread per lease.
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
+      const Lease& lease, RenewOptions options,
+      absl::AnyInvocable<void(absl::Status)> on_lost) = 0;
+
+  // A watch on release announcements of `resources` (see ReleaseWatch).
+  virtual std::unique_ptr<ReleaseWatch> WatchReleases(std::vector<std::string> resources) = 0;
 
   // ---- Entry points for multilock/ (documented in multilock/multi_lock.h) --
 

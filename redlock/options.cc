@@ -213,6 +213,7 @@ absl::Status ValidateOptions(const Options& o) {
     return bad("reconnect_backoff_max must be finite and >= reconnect_backoff_min");
   }
   if (!positive(o.breaker_probe_interval)) return bad("breaker_probe_interval must be positive and finite");
+  if (!positive(o.wait_poll_max)) return bad("wait_poll_max must be positive and finite");
   if (o.max_in_flight_per_node < 16) return bad("max_in_flight_per_node must be >= 16");
   if (o.key_prefix.size() > kMaxResourceLength) {
     return bad("key_prefix is longer than ", kMaxResourceLength, " bytes");

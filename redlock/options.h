@@ -117,6 +117,19 @@ struct Options {
   absl::Duration retry_delay = absl::Milliseconds(200);
   absl::Duration retry_jitter = absl::Milliseconds(100);
 
+  // ---- Blocking acquisition (Acquire with a wait, Mutex::lock) ---------------
+
+  // While waiting for a held resource, subscribe (on each node, on connections
+  // of their own) to the channel the release script publishes on, and try
+  // again as soon as a release is announced. Default: true.
+  bool release_notifications = true;
+
+  // Polling fallback while waiting (a lost notification, a lease that simply
+  // expired, notifications off): the pause between attempts starts at
+  // retry_delay/4, doubles up to this cap, with jitter. Must be > 0.
+  // Default: 250 ms.
+  absl::Duration wait_poll_max = absl::Milliseconds(250);
+
   // ---- Keys -------------------------------------------------------------------
 
   // Prepended to every resource name to form the Redis key. The default

@@ -114,12 +114,20 @@ std::string Round::Summary(absl::string_view yes_verb, absl::string_view refused
 
 absl::Status Round::Failure(absl::string_view what, absl::string_view yes_verb,
                             absl::string_view refused_verb, absl::StatusCode refused_code) const {
+  // Name what made the quorum impossible: if the nodes that could not answer
+  // (or answered garbage) would not have sufficed on their own, the refusals
+  // decided it. With a majority quorum this is DESIGN.md's "a quorum answered
+  // and the resource is held elsewhere"; in the all-nodes mode a single
+  // refusal is enough.
+  const int impossible = nodes_ - quorum_ + 1;
   absl::StatusCode code;
   if (cancelled_ > 0) {
     code = absl::StatusCode::kCancelled;
-  } else if (refused_ > 0 && yes_ + refused_ >= quorum_) {
+  } else if (refused_ > 0 && unavailable_ + internal_ < impossible) {
     code = refused_code;
-  } else if (internal_ > 0 && yes_ + refused_ + internal_ >= quorum_) {
+  } else if (unavailable_ >= impossible) {
+    code = absl::StatusCode::kUnavailable;
+  } else if (internal_ > 0) {
     code = absl::StatusCode::kInternal;
   } else {
     code = absl::StatusCode::kUnavailable;

@@ -76,11 +76,12 @@ class Round {
   int refused() const { return refused_; }
   int answered() const { return yes_ + refused_ + unavailable_ + internal_ + cancelled_; }
 
-  // The status of a failed round, per DESIGN.md 4.6: kCancelled if the
-  // client is shutting down; `refused_code` (kAborted for acquire,
-  // kFailedPrecondition for extend) when a quorum answered and some refused;
-  // kInternal when a quorum answered but with unexpected replies; otherwise
-  // kUnavailable. The message is
+  // The status of a failed round, per DESIGN.md 4.6, naming what made the
+  // quorum impossible: kCancelled if the client is shutting down;
+  // `refused_code` (kAborted for acquire, kFailedPrecondition for extend)
+  // when nodes refused and the unavailable ones alone would not have
+  // prevented the quorum; kUnavailable when they would have; kInternal when
+  // unexpected replies were needed to prevent it. The message is
   //   <what>: <yes> of <N> nodes <yes_verb> (quorum <q>)[; <refused_verb> on
   //   <k> nodes][; <node>: <error>]...
   absl::Status Failure(absl::string_view what, absl::string_view yes_verb,

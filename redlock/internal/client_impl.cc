@@ -62,6 +62,12 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     fencing_ = client_->options().fencing;
     const Options& o = client_->options();
     drift_ = DriftAllowance(absl::Milliseconds(ttl_ms_), o.clock_drift_factor, o.clock_drift_floor);
+    pause_ = std::max(o.retry_delay / 4, absl::Milliseconds(1));
+    if (policy_.deadline.has_value() && o.release_notifications) {
+      // Before the first attempt, so a release that lands between a failed
+      // attempt and the wait is not missed.
+      watch_ = client_->WatchReleases(resources_);
+    }
   }
 
   // Runs the first attempt's fan-out on the calling thread.
@@ -312,8 +318,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // out even to a node marked down, behind a SET that may still be waiting
   // on the same ordered connection.
   void SendRelease(int i) {
-    Command release =
-        ScriptCommand(ReleaseScript(), keys_, {token_, std::string(kReleaseChannelPrefix)});
+    Command release = ScriptCommand(ReleaseScript(), keys_, {token_, ""});
     release.cleanup = true;
     release.op = "release";
     transport().Send(i, std::move(release), [](absl::StatusOr<Reply>) {});
@@ -341,7 +346,15 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
             status.message())));
         return;
       }
-      delay = std::min(delay, left);
+      // Growing, jittered polling pauses (capped at wait_poll_max), cut short
+      // by a release announcement when notifications are on.
+      static thread_local absl::BitGen gen;
+      delay = std::min(pause_ * absl::Uniform(gen, 0.5, 1.5), left);
+      pause_ = std::min(pause_ * 2, client_->options().wait_poll_max);
+      if (watch_ != nullptr) {
+        watch_->WaitAsync(delay, [self = shared_from_this()](absl::Status) { self->StartAttempt(); });
+        return;
+      }
     } else if (attempt_ >= policy_.max_attempts) {
       if (attempt_ > 1) {
         status = absl::Status(status.code(),
@@ -363,13 +376,16 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   void Deliver() {
     Client::LeasesCallback done;
     std::optional<absl::StatusOr<std::vector<Lease>>> result;
+    std::unique_ptr<ReleaseWatch> watch;
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!result_.has_value() || !done_ || fanout_active_) return;
       done = std::move(done_);
       result = std::move(result_);
       result_.reset();
+      watch = std::move(watch_);
     }
+    watch.reset();  // unsubscribes
     done(*std::move(result));
   }
 
@@ -386,6 +402,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   const std::string what_;
   bool fencing_ = false;
   absl::Duration drift_;
+  absl::Duration pause_;
+  std::unique_ptr<ReleaseWatch> watch_;
 
   std::mutex mu_;
   int attempt_ = 0;
@@ -550,9 +568,12 @@ ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, co
       quorum_(EffectiveQuorum(options_)),
       transport_(std::move(transport)),
       clock_(clock),
-      engine_(engine) {}
+      engine_(engine) {
+  transport_->SetMessageHandler([this](int, const std::string& channel, const std::string& token) {
+    OnReleaseMessage(channel, token);
+  });
+}
 
-ClientImpl::~ClientImpl() { transport_->Shutdown(); }
 
 std::string ClientImpl::Key(absl::string_view resource) const {
   return absl::StrCat(options_.key_prefix, resource);
@@ -702,6 +723,7 @@ void ClientImpl::ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCa
     done(st);
     return;
   }
+  StopRenewals(leases[0].token());
   auto op = std::make_shared<KeysOp>(
       this, KeysOp::Kind::kRelease, std::move(leases), 0, quorum == 0 ? quorum_ : quorum,
       [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable { done(r.status()); });
@@ -731,6 +753,338 @@ absl::StatusOr<Lease> ClientImpl::Extend(const Lease& lease, absl::Duration ttl)
 
 absl::Status ClientImpl::Release(const Lease& lease) {
   return Block<absl::Status>([&](StatusCallback cb) { ReleaseAsync(lease, std::move(cb)); });
+}
+
+
+// ---------------------------------------------------------------------------
+// Release watches.
+
+struct ClientImpl::WatchState {
+  ClientImpl* client = nullptr;
+  std::vector<std::string> channels;
+  std::mutex mu;
+  bool pending = false;  // announced while nobody waited
+  absl::AnyInvocable<void(absl::Status)> done;
+  Transport::TimerId timer = 0;
+  uint64_t seq = 0;
+
+  // Completes the current wait with OK, or remembers the announcement.
+  void Notify() {
+    absl::AnyInvocable<void(absl::Status)> fire;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!done) {
+        pending = true;
+        return;
+      }
+      fire = std::move(done);
+      done = nullptr;
+      client->transport().Cancel(timer);
+    }
+    fire(absl::OkStatus());
+  }
+};
+
+namespace {
+
+class WatchImpl final : public ReleaseWatch {
+ public:
+  explicit WatchImpl(std::shared_ptr<ClientImpl::WatchState> state) : state_(std::move(state)) {}
+  ~WatchImpl() override {
+    state_->client->UnregisterWatch(state_.get());
+    absl::AnyInvocable<void(absl::Status)> fire;
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      fire = std::move(state_->done);
+      state_->done = nullptr;
+      if (fire) state_->client->transport().Cancel(state_->timer);
+    }
+    if (fire) fire(absl::CancelledError("the release watch was destroyed"));
+  }
+
+  void WaitAsync(absl::Duration max_wait, absl::AnyInvocable<void(absl::Status)> done) override {
+    Transport& t = state_->client->transport();
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (state_->pending) {
+      state_->pending = false;
+      // Never inline: the caller may hold its own locks.
+      t.RunAfter(absl::ZeroDuration(), [done = std::move(done)]() mutable { done(absl::OkStatus()); });
+      return;
+    }
+    uint64_t seq = ++state_->seq;
+    state_->done = std::move(done);
+    std::weak_ptr<ClientImpl::WatchState> weak = state_;
+    state_->timer = t.RunAfter(max_wait, [weak, seq] {
+      auto s = weak.lock();
+      if (s == nullptr) return;
+      absl::AnyInvocable<void(absl::Status)> fire;
+      {
+        std::lock_guard<std::mutex> lock(s->mu);
+        if (s->seq != seq || !s->done) return;
+        fire = std::move(s->done);
+        s->done = nullptr;
+      }
+      fire(absl::DeadlineExceededError("no release announced"));
+    });
+  }
+
+ private:
+  std::shared_ptr<ClientImpl::WatchState> state_;
+};
+
+}  // namespace
+
+std::unique_ptr<ReleaseWatch> ClientImpl::WatchReleases(std::vector<std::string> resources) {
+  auto state = std::make_shared<WatchState>();
+  state->client = this;
+  for (const auto& r : resources) state->channels.push_back(absl::StrCat(kReleaseChannelPrefix, Key(r)));
+  RegisterWatch(state);
+  return std::make_unique<WatchImpl>(std::move(state));
+}
+
+void ClientImpl::RegisterWatch(const std::shared_ptr<WatchState>& w) {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    for (const auto& c : w->channels) watchers_[c].push_back(w);
+  }
+  transport_->Subscribe(w->channels);
+}
+
+void ClientImpl::UnregisterWatch(WatchState* w) {
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    for (const auto& c : w->channels) {
+      auto it = watchers_.find(c);
+      if (it == watchers_.end()) continue;
+      it->second.remove_if([w](const std::weak_ptr<WatchState>& p) {
+        auto s = p.lock();
+        return s == nullptr || s.get() == w;
+      });
+      if (it->second.empty()) {
+        watchers_.erase(it);
+        last_release_.erase(c);
+      }
+    }
+  }
+  transport_->Unsubscribe(w->channels);
+}
+
+void ClientImpl::OnReleaseMessage(const std::string& channel, const std::string& token) {
+  // One release is announced by every node that held the key: act on the
+  // first announcement only, and wake only the oldest watcher of this
+  // client. Others of this client would contend with it for the same lock;
+  // they wait for the next release (or poll). So each release costs at most
+  // one attempt per client, however many threads wait.
+  std::shared_ptr<WatchState> oldest;
+  {
+    std::lock_guard<std::mutex> lock(watch_mu_);
+    auto it = watchers_.find(channel);
+    if (it == watchers_.end()) return;
+    std::string& last = last_release_[channel];
+    if (last == token) return;
+    last = token;
+    for (const auto& weak : it->second) {
+      if ((oldest = weak.lock()) != nullptr) break;
+    }
+  }
+  if (oldest != nullptr) oldest->Notify();
+}
+
+// ---------------------------------------------------------------------------
+// Auto-renewal.
+
+struct ClientImpl::RenewState : std::enable_shared_from_this<RenewState> {
+  std::mutex mu;
+  ClientImpl* client = nullptr;  // null once the client is gone
+  Lease lease;
+  absl::Duration ttl;
+  absl::Duration period;
+  int max_renewals = 0;
+  bool active = true;
+  absl::Status status;
+  int renewals = 0;
+  absl::AnyInvocable<void(absl::Status)> on_lost;
+  Transport::TimerId timer = 0;
+
+  void ScheduleLocked(absl::Duration delay) {
+    std::weak_ptr<RenewState> weak = weak_from_this();
+    timer = client->transport().RunAfter(std::max(delay, absl::ZeroDuration()), [weak] {
+      if (auto self = weak.lock()) self->Tick();
+    });
+  }
+
+  absl::Duration UntilNextLocked() const {
+    return absl::FromChrono(lease.acquired_at() - client->clock().Now()) + period;
+  }
+
+  void Tick() {
+    Lease current;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!active || client == nullptr) return;
+      current = lease;
+    }
+    std::weak_ptr<RenewState> weak = weak_from_this();
+    client->ExtendAsync(current, ttl, [weak](absl::StatusOr<Lease> r) {
+      if (auto self = weak.lock()) self->OnExtended(std::move(r));
+    });
+  }
+
+  void OnExtended(absl::StatusOr<Lease> r) {
+    absl::Status lost;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!active || client == nullptr) return;
+      if (r.ok()) {
+        lease = *std::move(r);
+        ++renewals;
+        if (max_renewals > 0 && renewals >= max_renewals) {
+          // No more extensions: report the loss when the validity runs out.
+          std::weak_ptr<RenewState> weak = weak_from_this();
+          int limit = max_renewals;
+          timer = client->transport().RunAfter(lease.TimeLeft(client->clock().Now()), [weak, limit] {
+            if (auto self = weak.lock()) {
+              self->Lose(absl::DeadlineExceededError(absl::StrCat(
+                  "auto-renew: the limit of ", limit, " renewals was reached and the lease ran out")));
+            }
+          });
+          return;
+        }
+        ScheduleLocked(UntilNextLocked());
+        return;
+      }
+      if (absl::IsCancelled(r.status())) {
+        active = false;  // the client is shutting down
+        return;
+      }
+      absl::Duration left = lease.TimeLeft(client->clock().Now());
+      if (absl::IsFailedPrecondition(r.status())) {
+        lost = r.status();
+      } else if (left <= absl::Milliseconds(1)) {
+        lost = absl::DeadlineExceededError(absl::StrCat(
+            "auto-renew: the lease ran out before an extension succeeded; last error: ",
+            r.status().message()));
+      } else {
+        // Transient (a node or the network): retry well before it runs out.
+        ScheduleLocked(std::min(period / 4, left / 2));
+        return;
+      }
+    }
+    Lose(lost);
+  }
+
+  void Lose(absl::Status why) {
+    absl::AnyInvocable<void(absl::Status)> fire;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (!active) return;
+      active = false;
+      status = why;
+      fire = std::move(on_lost);
+    }
+    if (fire) fire(why);
+  }
+
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu);
+    active = false;
+    if (client != nullptr) client->transport().Cancel(timer);
+  }
+
+  void Detach() {
+    std::lock_guard<std::mutex> lock(mu);
+    active = false;
+    client = nullptr;
+  }
+};
+
+namespace {
+
+class RenewalImpl final : public Renewal {
+ public:
+  explicit RenewalImpl(std::shared_ptr<ClientImpl::RenewState> state) : state_(std::move(state)) {}
+  ~RenewalImpl() override { state_->Stop(); }
+  void Stop() override { state_->Stop(); }
+  Lease lease() const override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->lease;
+  }
+  bool active() const override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->active;
+  }
+  absl::Status status() const override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->status;
+  }
+  int renewals() const override {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    return state_->renewals;
+  }
+
+ private:
+  std::shared_ptr<ClientImpl::RenewState> state_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenew(
+    const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
+  if (!lease.has_value()) return absl::InvalidArgumentError("auto-renew: empty lease");
+  if (!(options.interval_fraction > 0.0 && options.interval_fraction < 1.0)) {
+    return absl::InvalidArgumentError("auto-renew: interval_fraction must be in (0, 1)");
+  }
+  if (options.max_renewals < 0) return absl::InvalidArgumentError("auto-renew: max_renewals must be >= 0");
+  absl::Duration ttl = options.ttl == absl::ZeroDuration() ? lease.ttl() : options.ttl;
+  absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
+  if (!ms.ok()) return ms.status();
+  if (lease.TimeLeft(clock_->Now()) <= absl::ZeroDuration()) {
+    return absl::FailedPreconditionError(absl::StrCat("auto-renew \"", lease.resource(),
+                                                      "\": the lease has already run out"));
+  }
+  auto state = std::make_shared<RenewState>();
+  state->client = this;
+  state->lease = lease;
+  state->ttl = absl::Milliseconds(*ms);
+  state->period = std::max(state->ttl * options.interval_fraction, absl::Milliseconds(1));
+  state->max_renewals = options.max_renewals;
+  state->on_lost = std::move(on_lost);
+  {
+    std::lock_guard<std::mutex> lock(renew_mu_);
+    // Drop entries of finished renewals as we go.
+    for (auto it = renewals_.begin(); it != renewals_.end();) {
+      it = it->second.expired() ? renewals_.erase(it) : std::next(it);
+    }
+    renewals_.emplace(lease.token(), state);
+    std::lock_guard<std::mutex> state_lock(state->mu);
+    state->ScheduleLocked(state->UntilNextLocked());
+  }
+  return std::unique_ptr<Renewal>(new RenewalImpl(std::move(state)));
+}
+
+void ClientImpl::StopRenewals(const std::string& token) {
+  std::vector<std::shared_ptr<RenewState>> found;
+  {
+    std::lock_guard<std::mutex> lock(renew_mu_);
+    auto [begin, end] = renewals_.equal_range(token);
+    for (auto it = begin; it != end; ++it) {
+      if (auto r = it->second.lock()) found.push_back(std::move(r));
+    }
+    renewals_.erase(begin, end);
+  }
+  for (auto& r : found) r->Stop();
+}
+
+ClientImpl::~ClientImpl() {
+  // Renewal handles may outlive the client: detach them first.
+  {
+    std::lock_guard<std::mutex> lock(renew_mu_);
+    for (auto& [token, weak] : renewals_) {
+      if (auto r = weak.lock()) r->Detach();
+    }
+    renewals_.clear();
+  }
+  transport_->Shutdown();
 }
 
 absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view resource) {

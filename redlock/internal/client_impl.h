@@ -4,7 +4,10 @@
 #define REDLOCK_INTERNAL_CLIENT_IMPL_H_
 
 #include <atomic>
+#include <list>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +77,11 @@ class ClientImpl final : public Client {
                       LeasesCallback done) override;
   void ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) override;
 
+  absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
+      const Lease& lease, RenewOptions options,
+      absl::AnyInvocable<void(absl::Status)> on_lost) override;
+  std::unique_ptr<ReleaseWatch> WatchReleases(std::vector<std::string> resources) override;
+
   absl::StatusOr<std::vector<NodeView>> Inspect(absl::string_view resource) override;
   std::vector<NodeHealth> Health() const override;
   const Options& options() const override { return options_; }
@@ -90,7 +98,17 @@ class ClientImpl final : public Client {
   void StartAcquire(std::vector<std::string> resources, absl::Duration ttl, int quorum,
                     RetryPolicy policy, LeasesCallback done);
 
+  // Release watches (client_impl.cc).
+  struct WatchState;
+  void RegisterWatch(const std::shared_ptr<WatchState>& w);
+  void UnregisterWatch(WatchState* w);
+  // Auto-renewals (client_impl.cc).
+  struct RenewState;
+
  private:
+  void OnReleaseMessage(const std::string& channel, const std::string& token);
+  void StopRenewals(const std::string& token);
+
   template <typename T, typename StartFn>
   T Block(StartFn start);
   absl::Status CheckQuorum(int quorum) const;
@@ -100,6 +118,16 @@ class ClientImpl final : public Client {
   std::unique_ptr<Transport> transport_;
   const Clock* clock_;
   Engine* engine_;
+
+  std::mutex watch_mu_;
+  // Per channel, the watches in registration order (oldest first).
+  std::map<std::string, std::list<std::weak_ptr<WatchState>>> watchers_;
+  // Per channel, the token of the last release delivered (one release is
+  // announced by up to N nodes; only the first announcement counts).
+  std::map<std::string, std::string> last_release_;
+
+  std::mutex renew_mu_;
+  std::multimap<std::string, std::weak_ptr<RenewState>> renewals_;  // by token
 };
 
 }  // namespace internal

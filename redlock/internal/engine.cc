@@ -32,8 +32,13 @@ using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kEventFdData = 0;
 
-uint64_t EventData(uint32_t generation, int node) {
-  return (uint64_t{generation} << 32) | (static_cast<uint64_t>(node) << 1) | 1u;
+// epoll data: generation << 32 | node << 2 | kind, kind 1 = the command
+// connection, 3 = the subscriber connection (0 is the eventfd).
+constexpr uint64_t kCommandConn = 1;
+constexpr uint64_t kSubConn = 3;
+
+uint64_t EventData(uint32_t generation, int node, uint64_t kind = kCommandConn) {
+  return (uint64_t{generation} << 32) | (static_cast<uint64_t>(node) << 2) | kind;
 }
 
 std::string ErrnoText(int err) {
@@ -118,6 +123,21 @@ struct Engine::Node {
   absl::Duration backoff;
   bool first_connect_reported = false;
 
+  // The subscriber connection (loop thread only): SUBSCRIBE mode, for
+  // release notifications. Opened when the first channel is subscribed.
+  struct Sub {
+    State state = State::kDisconnected;
+    int fd = -1;
+    uint32_t generation = 0;
+    redisReader* reader = nullptr;
+    std::string out;
+    bool epollout = false;
+    size_t auth_left = 0;
+    TimePoint next_connect{};
+    TimePoint connect_deadline{};
+    absl::Duration backoff;
+  } sub;
+
   size_t load() const { return fifo.size() + waiting.size(); }
 };
 
@@ -150,6 +170,7 @@ Engine::Engine(Config config) : config_(std::move(config)) {
     n->endpoint = config_.nodes[i];
     n->name = config_.nodes[i].ToString();
     n->backoff = config_.reconnect_backoff_min;
+    n->sub.backoff = config_.reconnect_backoff_min;
     nodes_.push_back(std::move(n));
   }
 }
@@ -158,6 +179,7 @@ Engine::~Engine() {
   Shutdown();
   for (auto& n : nodes_) {
     if (n->reader != nullptr) redisReaderFree(n->reader);
+    if (n->sub.reader != nullptr) redisReaderFree(n->sub.reader);
   }
   if (event_fd_ >= 0) close(event_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
@@ -400,6 +422,12 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
         }
         break;
     }
+    if (!channels_.empty()) {
+      if (n.sub.state == Node::State::kDisconnected) wake = std::min(wake, n.sub.next_connect);
+      if (n.sub.state == Node::State::kConnecting || n.sub.state == Node::State::kHandshake) {
+        wake = std::min(wake, n.sub.connect_deadline);
+      }
+    }
   }
   return wake;
 }
@@ -411,10 +439,14 @@ void Engine::HandleEvent(uint64_t data, uint32_t events) {
     }
     return;
   }
-  int index = static_cast<int>((data & 0xffffffffu) >> 1);
+  int index = static_cast<int>((data & 0xffffffffu) >> 2);
   uint32_t generation = static_cast<uint32_t>(data >> 32);
   if (index < 0 || index >= size()) return;
   Node& n = *nodes_[index];
+  if ((data & 3) == kSubConn) {
+    if (n.sub.generation == generation) SubOnEvent(n, events);
+    return;
+  }
   if (n.generation != generation) return;  // an event of a connection closed in this batch
   if (n.state == Node::State::kConnecting) {
     if (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)) {
@@ -782,6 +814,7 @@ void Engine::MaintainNodes(TimePoint now) {
         if (probe) SendProbe(n);
         break;
     }
+    SubMaintain(n, now);
   }
 }
 
@@ -820,7 +853,10 @@ void Engine::RunPosted() {
 }
 
 void Engine::CancelEverything() {
-  for (auto& n : nodes_) Disconnect(*n, "the client is shutting down");
+  for (auto& n : nodes_) {
+    Disconnect(*n, "the client is shutting down");
+    SubDisconnect(*n, "the client is shutting down");
+  }
   // Timers and tasks may start more work; every Send now fails at once, so
   // this converges. Bounded anyway.
   for (int round = 0; round < 10000; ++round) {
@@ -849,6 +885,247 @@ void Engine::WaitForFirstConnections(absl::Duration timeout) {
   std::unique_lock<std::mutex> lock(mu_);
   first_connect_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
                              [&] { return first_connect_pending_ <= 0; });
+}
+
+
+// ---------------------------------------------------------------------------
+// Subscriber connections (release notifications).
+
+void Engine::Subscribe(const std::vector<std::string>& channels) {
+  Post([this, channels] {
+    std::vector<std::string> fresh;
+    for (const auto& c : channels) {
+      if (channels_[c]++ == 0) fresh.push_back(c);
+    }
+    if (fresh.empty()) return;
+    for (auto& np : nodes_) {
+      Node& n = *np;
+      // A connection still in its handshake gets it after its hello.
+      if (n.sub.state == Node::State::kReady || n.sub.state == Node::State::kHandshake) {
+        std::string cmd;
+        AppendArrayHeader(&cmd, fresh.size() + 1);
+        AppendBulk(&cmd, "SUBSCRIBE");
+        for (const auto& c : fresh) AppendBulk(&cmd, c);
+        SubWrite(n, std::move(cmd));
+      }
+      // Otherwise the (re)connection subscribes to every channel.
+    }
+  });
+}
+
+void Engine::Unsubscribe(const std::vector<std::string>& channels) {
+  Post([this, channels] {
+    std::vector<std::string> gone;
+    for (const auto& c : channels) {
+      auto it = channels_.find(c);
+      if (it == channels_.end()) continue;
+      if (--it->second <= 0) {
+        channels_.erase(it);
+        gone.push_back(c);
+      }
+    }
+    if (gone.empty()) return;
+    for (auto& np : nodes_) {
+      Node& n = *np;
+      if (n.sub.state != Node::State::kReady && n.sub.state != Node::State::kHandshake) continue;
+      std::string cmd;
+      AppendArrayHeader(&cmd, gone.size() + 1);
+      AppendBulk(&cmd, "UNSUBSCRIBE");
+      for (const auto& c : gone) AppendBulk(&cmd, c);
+      SubWrite(n, std::move(cmd));
+    }
+  });
+}
+
+void Engine::SubMaintain(Node& n, TimePoint now) {
+  if (channels_.empty() || stopping()) return;
+  switch (n.sub.state) {
+    case Node::State::kDisconnected:
+      if (now >= n.sub.next_connect) SubConnect(n);
+      break;
+    case Node::State::kConnecting:
+    case Node::State::kHandshake:
+      if (now >= n.sub.connect_deadline) SubDisconnect(n, "subscriber connection timed out");
+      break;
+    case Node::State::kReady:
+      break;
+  }
+}
+
+void Engine::SubConnect(Node& n) {
+  Node::Sub& sub = n.sub;
+  sub.connect_deadline = Clock::now() + absl::ToChronoNanoseconds(config_.connect_timeout);
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  std::string port = std::to_string(n.endpoint.port);
+  if (getaddrinfo(n.endpoint.host.c_str(), port.c_str(), &hints, &res) != 0 || res == nullptr) {
+    SubDisconnect(n, "cannot resolve host");
+    return;
+  }
+  int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  int rc = fd < 0 ? -1 : connect(fd, res->ai_addr, res->ai_addrlen);
+  int err = rc == 0 ? 0 : errno;
+  freeaddrinfo(res);
+  if (fd < 0 || (rc != 0 && err != EINPROGRESS)) {
+    if (fd >= 0) close(fd);
+    SubDisconnect(n, ErrnoText(err));
+    return;
+  }
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  sub.fd = fd;
+  sub.state = Node::State::kConnecting;
+  sub.out.clear();
+  ++sub.generation;
+  if (sub.reader != nullptr) redisReaderFree(sub.reader);
+  sub.reader = redisReaderCreate();
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT;
+  ev.data.u64 = EventData(sub.generation, n.index, kSubConn);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &ev);
+  sub.epollout = true;
+}
+
+void Engine::SubWrite(Node& n, std::string bytes) {
+  Node::Sub& sub = n.sub;
+  sub.out.append(bytes);
+  if (sub.fd < 0 || sub.epollout) return;
+  while (!sub.out.empty()) {
+    ssize_t w = ::send(sub.fd, sub.out.data(), sub.out.size(), MSG_NOSIGNAL);
+    if (w > 0) {
+      sub.out.erase(0, static_cast<size_t>(w));
+    } else if (w < 0 && errno == EINTR) {
+      continue;
+    } else if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      sub.epollout = true;
+      epoll_event ev{};
+      ev.events = EPOLLIN | EPOLLOUT;
+      ev.data.u64 = EventData(sub.generation, n.index, kSubConn);
+      epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, sub.fd, &ev);
+      return;
+    } else {
+      SubDisconnect(n, absl::StrCat("write failed: ", ErrnoText(errno)));
+      return;
+    }
+  }
+}
+
+void Engine::SubOnEvent(Node& n, uint32_t events) {
+  Node::Sub& sub = n.sub;
+  const uint32_t generation = sub.generation;
+  if (sub.state == Node::State::kConnecting) {
+    if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP))) return;
+    int err = 0;
+    socklen_t len = sizeof(err);
+    getsockopt(sub.fd, SOL_SOCKET, SO_ERROR, &err, &len);
+    if (err != 0) {
+      SubDisconnect(n, ErrnoText(err));
+      return;
+    }
+    sub.state = Node::State::kHandshake;
+    std::string hello;
+    sub.auth_left = 0;
+    if (!n.endpoint.password.empty()) {
+      if (n.endpoint.username.empty()) {
+        AppendCommand(&hello, {"AUTH", n.endpoint.password});
+      } else {
+        AppendCommand(&hello, {"AUTH", n.endpoint.username, n.endpoint.password});
+      }
+      sub.auth_left = 1;
+    }
+    // PING proves the handshake is through; then every channel.
+    AppendCommand(&hello, {"PING"});
+    if (!channels_.empty()) {
+      AppendArrayHeader(&hello, channels_.size() + 1);
+      AppendBulk(&hello, "SUBSCRIBE");
+      for (const auto& [c, count] : channels_) AppendBulk(&hello, c);
+    }
+    sub.epollout = false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = EventData(sub.generation, n.index, kSubConn);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, sub.fd, &ev);
+    SubWrite(n, std::move(hello));
+    return;
+  }
+  if (events & EPOLLOUT) {
+    sub.epollout = false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = EventData(sub.generation, n.index, kSubConn);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, sub.fd, &ev);
+    std::string rest = std::move(sub.out);
+    sub.out.clear();
+    SubWrite(n, std::move(rest));
+    if (sub.generation != generation) return;
+  }
+  if (!(events & (EPOLLIN | EPOLLERR | EPOLLHUP))) return;
+  char buf[16384];
+  for (int i = 0; i < 16; ++i) {
+    ssize_t r = read(sub.fd, buf, sizeof(buf));
+    if (r > 0) {
+      redisReaderFeed(sub.reader, buf, static_cast<size_t>(r));
+      if (static_cast<size_t>(r) < sizeof(buf)) break;
+    } else if (r == 0) {
+      SubDisconnect(n, "subscriber connection closed by the node");
+      return;
+    } else if (errno == EINTR) {
+      continue;
+    } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      break;
+    } else {
+      SubDisconnect(n, ErrnoText(errno));
+      return;
+    }
+  }
+  for (int guard = 0; guard < 100000; ++guard) {
+    void* raw = nullptr;
+    if (redisReaderGetReply(sub.reader, &raw) != REDIS_OK) {
+      SubDisconnect(n, "protocol error on the subscriber connection");
+      return;
+    }
+    if (raw == nullptr) break;
+    Reply reply = Convert(static_cast<redisReply*>(raw));
+    freeReplyObject(raw);
+    if (sub.state == Node::State::kHandshake) {
+      if (reply.is_error()) {
+        SubDisconnect(n, absl::StrCat("subscriber connection: ", reply.str));
+        return;
+      }
+      if (sub.auth_left > 0) {
+        --sub.auth_left;
+        continue;
+      }
+      if (reply.IsStatus("PONG")) {
+        sub.state = Node::State::kReady;
+        sub.backoff = config_.reconnect_backoff_min;
+      }
+      continue;
+    }
+    if (reply.type == Reply::Type::kArray && reply.elements.size() == 3 &&
+        reply.elements[0].str == "message" && message_handler_) {
+      message_handler_(n.index, reply.elements[1].str, reply.elements[2].str);
+    }
+    // subscribe/unsubscribe confirmations need no action.
+  }
+}
+
+void Engine::SubDisconnect(Node& n, const std::string& why) {
+  Node::Sub& sub = n.sub;
+  if (sub.fd >= 0) {
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, sub.fd, nullptr);
+    close(sub.fd);
+    sub.fd = -1;
+  }
+  sub.state = Node::State::kDisconnected;
+  sub.out.clear();
+  sub.epollout = false;
+  ++sub.generation;
+  sub.next_connect = Clock::now() + absl::ToChronoNanoseconds(sub.backoff);
+  sub.backoff = std::min(sub.backoff * 2, config_.reconnect_backoff_max);
+  (void)why;  // Notifications are best effort: waiters fall back to polling.
 }
 
 std::vector<NodeHealth> Engine::Health() const {

@@ -83,6 +83,10 @@ class Engine final : public Transport {
   bool InTransportThread() const override;
   bool stopping() const override { return stopping_.load(std::memory_order_acquire); }
 
+  void SetMessageHandler(MessageHandler handler) override { message_handler_ = std::move(handler); }
+  void Subscribe(const std::vector<std::string>& channels) override;
+  void Unsubscribe(const std::vector<std::string>& channels) override;
+
   // Runs `fn` on the loop thread soon.
   void Post(absl::AnyInvocable<void()> fn);
 
@@ -106,6 +110,12 @@ class Engine final : public Transport {
   void SendProbe(Node& n);
   TimePoint NextWake(TimePoint now);
   void RunTimers(TimePoint now);
+  // The subscriber connection of a node (loop thread only).
+  void SubConnect(Node& n);
+  void SubOnEvent(Node& n, uint32_t events);
+  void SubDisconnect(Node& n, const std::string& why);
+  void SubWrite(Node& n, std::string bytes);
+  void SubMaintain(Node& n, TimePoint now);
   void RunPosted();
   void CancelEverything();
 
@@ -136,6 +146,9 @@ class Engine final : public Transport {
   std::map<std::pair<TimePoint, TimerId>, absl::AnyInvocable<void()>> timers_;
   std::unordered_map<TimerId, TimePoint> timer_index_;
   TimerId next_timer_id_ = 1;
+  // Loop thread only: subscribed channels and their reference counts.
+  std::map<std::string, int> channels_;
+  MessageHandler message_handler_;
   int first_connect_pending_ = 0;
   std::condition_variable first_connect_cv_;
 };

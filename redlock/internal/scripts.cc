@@ -29,7 +29,7 @@ local n = 0
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) == ARGV[1] then
     redis.call('del', KEYS[i])
-    redis.call('publish', ARGV[2] .. KEYS[i], ARGV[1])
+    if ARGV[2] ~= '' then redis.call('publish', ARGV[2] .. KEYS[i], ARGV[1]) end
     n = n + 1
   end
 end

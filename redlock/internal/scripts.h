@@ -28,8 +28,9 @@ const Script& AcquireSetScript();
 
 // KEYS = lock keys; ARGV = token, channel prefix.
 // Deletes each key that still holds the token and publishes the token on
-// channel prefix..key. Returns the number of keys deleted (0 is a success:
-// the lease was already gone).
+// channel prefix..key (nothing is published when the prefix is empty: the
+// cleanup after a failed attempt must not wake waiters). Returns the number
+// of keys deleted (0 is a success: the lease was already gone).
 const Script& ReleaseScript();
 
 // KEYS = lock keys; ARGV = token, ttl_ms.

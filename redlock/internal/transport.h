@@ -77,6 +77,18 @@ class Transport {
   // Completes everything pending with kCancelled (running the callbacks) and
   // stops. Idempotent. REQUIRES: not called from the transport's thread.
   virtual void Shutdown() = 0;
+
+  // ---- Pub/sub (release notifications) ----------------------------------
+  // Messages published on subscribed channels, from any node, go to the
+  // handler, on the transport's thread. Set once, before any Subscribe.
+  using MessageHandler =
+      absl::AnyInvocable<void(int node, const std::string& channel, const std::string& payload)>;
+  virtual void SetMessageHandler(MessageHandler handler) = 0;
+  // Reference-counted: a channel is subscribed on every node while its count
+  // is positive. Subscriptions use connections of their own and survive
+  // reconnects. Thread-safe.
+  virtual void Subscribe(const std::vector<std::string>& channels) = 0;
+  virtual void Unsubscribe(const std::vector<std::string>& channels) = 0;
 };
 
 }  // namespace internal

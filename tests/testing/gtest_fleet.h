@@ -15,16 +15,33 @@
     ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                                 \
   } while (0)
 
-#define REDLOCK_ASSERT_OK(expr)                      \
-  do {                                               \
-    const auto& redlock_st_ = (expr);                \
-    ASSERT_TRUE(redlock_st_.ok()) << redlock_st_;    \
-  } while (0)
+namespace redlock {
+namespace testing {
+inline const ::absl::Status& StatusOf(const ::absl::Status& s) { return s; }
+template <typename T>
+const ::absl::Status& StatusOf(const ::absl::StatusOr<T>& s) {
+  return s.status();
+}
+}  // namespace testing
+}  // namespace redlock
 
-#define REDLOCK_EXPECT_OK(expr)                      \
-  do {                                               \
-    const auto& redlock_st_ = (expr);                \
-    EXPECT_TRUE(redlock_st_.ok()) << redlock_st_;    \
-  } while (0)
+// REDLOCK_ASSERT_OK(status or statusor) << "more context";
+#define REDLOCK_ASSERT_OK(expr)                                                    \
+  switch (0)                                                                       \
+  case 0:                                                                          \
+  default:                                                                         \
+    if (const ::absl::Status redlock_st_ = ::redlock::testing::StatusOf(expr);     \
+        redlock_st_.ok()) {                                                        \
+    } else                                                                         \
+      FAIL() << redlock_st_ << " "
+
+#define REDLOCK_EXPECT_OK(expr)                                                    \
+  switch (0)                                                                       \
+  case 0:                                                                          \
+  default:                                                                         \
+    if (const ::absl::Status redlock_st_ = ::redlock::testing::StatusOf(expr);     \
+        redlock_st_.ok()) {                                                        \
+    } else                                                                         \
+      ADD_FAILURE() << redlock_st_ << " "
 
 #endif  // REDLOCK_TESTS_TESTING_GTEST_FLEET_H_

@@ -86,9 +86,20 @@ TEST(Round, FailureCodesFollowTheDesignTable) {
   EXPECT_EQ(fail({Vote::kUnavailable, Vote::kUnavailable, Vote::kUnavailable}).code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(fail({Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable}).code(),
+            absl::StatusCode::kAborted)
+      << "two nodes down alone would not have prevented the quorum: the refusal did";
+  EXPECT_EQ(fail({Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable, Vote::kUnavailable}).code(),
             absl::StatusCode::kUnavailable)
-      << "only 1 node answered: not a quorum";
+      << "three nodes down make the quorum impossible whatever the others say";
+  {
+    Round all(5, 5);  // all-nodes mode: one refusal decides
+    all.Record("n", Vote::kYes);
+    all.Record("n", Vote::kRefused);
+    EXPECT_EQ(all.Failure("a", "granted", "held", absl::StatusCode::kAborted).code(),
+              absl::StatusCode::kAborted);
+  }
   EXPECT_EQ(fail({Vote::kInternal, Vote::kInternal, Vote::kInternal}).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(fail({Vote::kInternal, Vote::kUnavailable, Vote::kUnavailable}).code(), absl::StatusCode::kInternal);
   EXPECT_EQ(fail({Vote::kCancelled, Vote::kUnavailable, Vote::kUnavailable}).code(),
             absl::StatusCode::kCancelled);
 }

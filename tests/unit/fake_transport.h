@@ -84,6 +84,26 @@ class FakeTransport final : public internal::Transport {
   bool InTransportThread() const override { return in_callback_ > 0; }
   bool stopping() const override { return stopping_; }
   void Shutdown() override;
+  void SetMessageHandler(MessageHandler handler) override { handler_ = std::move(handler); }
+  void Subscribe(const std::vector<std::string>& channels) override {
+    for (const auto& c : channels) ++subscribed_[c];
+  }
+  void Unsubscribe(const std::vector<std::string>& channels) override {
+    for (const auto& c : channels) {
+      if (--subscribed_[c] <= 0) subscribed_.erase(c);
+    }
+  }
+  // Delivers a pub/sub message as node `node` would (only if subscribed).
+  void Publish(int node, const std::string& channel, const std::string& payload) {
+    if (subscribed_.count(channel) == 0 || !handler_) return;
+    ++in_callback_;
+    handler_(node, channel, payload);
+    --in_callback_;
+  }
+  int subscribers(const std::string& channel) const {
+    auto it = subscribed_.find(channel);
+    return it == subscribed_.end() ? 0 : it->second;
+  }
 
   // Node i executes its oldest pending request and replies. Returns false if
   // it had none.
@@ -116,6 +136,8 @@ class FakeTransport final : public internal::Transport {
   std::map<std::pair<internal::Clock::TimePoint, TimerId>, absl::AnyInvocable<void()>> timers_;
   TimerId next_timer_ = 1;
   int in_callback_ = 0;
+  MessageHandler handler_;
+  std::map<std::string, int> subscribed_;
   bool stopping_ = false;
 };
 

@@ -1,0 +1,191 @@
+#include "redlock/mutex.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+
+namespace redlock {
+
+// Shared with the renewal's lost-lease callback, which may run after the
+// Mutex is gone.
+struct Mutex::State {
+  mutable std::mutex mu;
+  bool held = false;
+  bool lost = false;
+  Lease lease;
+  std::unique_ptr<Renewal> renewal;
+  absl::Status status;
+};
+
+Mutex::Mutex(Client* client, std::string resource, MutexOptions options)
+    : client_(client),
+      resource_(std::move(resource)),
+      options_(std::move(options)),
+      state_(std::make_shared<State>()) {}
+
+Mutex::~Mutex() {
+  bool held;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    held = state_->held;
+  }
+  if (held) unlock();
+}
+
+bool Mutex::Adopt(absl::StatusOr<Lease> acquired) {
+  if (!acquired.ok()) {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->status = acquired.status();
+    return false;
+  }
+  std::unique_ptr<Renewal> renewal;
+  if (options_.auto_renew) {
+    RenewOptions renew = options_.renew;
+    renew.ttl = options_.ttl;
+    std::weak_ptr<State> weak = state_;
+    std::string token = acquired->token();
+    absl::StatusOr<std::unique_ptr<Renewal>> r =
+        client_->AutoRenew(*acquired, renew, [weak, token](absl::Status why) {
+          auto s = weak.lock();
+          if (s == nullptr) return;
+          std::lock_guard<std::mutex> lock(s->mu);
+          if (!s->held || s->lease.token() != token) return;
+          s->lost = true;
+          s->status = absl::Status(why.code(), absl::StrCat("lock lost while held: ", why.message()));
+        });
+    if (!r.ok()) {
+      (void)client_->Release(*acquired);
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->status = r.status();
+      return false;
+    }
+    renewal = *std::move(r);
+  }
+  std::lock_guard<std::mutex> lock(state_->mu);
+  state_->held = true;
+  state_->lost = false;
+  state_->lease = *std::move(acquired);
+  state_->renewal = std::move(renewal);
+  state_->status = absl::OkStatus();
+  return true;
+}
+
+bool Mutex::try_lock() { return Adopt(client_->TryAcquire(resource_, options_.ttl)); }
+
+bool Mutex::TryLockFor(absl::Duration wait) {
+  if (wait <= absl::ZeroDuration()) return try_lock();
+  // Waits longer than a day are made of day-long waits (the client bounds a
+  // single wait to a finite duration).
+  constexpr absl::Duration kChunk = absl::Hours(24);
+  for (;;) {
+    absl::Duration chunk = std::min(wait, kChunk);
+    absl::StatusOr<Lease> l = client_->Acquire(resource_, options_.ttl, chunk);
+    if (l.ok() || !absl::IsDeadlineExceeded(l.status()) || wait <= kChunk) return Adopt(std::move(l));
+    if (wait != absl::InfiniteDuration()) wait -= chunk;
+  }
+}
+
+void Mutex::lock() {
+  for (;;) {
+    if (TryLockFor(absl::InfiniteDuration())) return;
+    absl::Status st = status();
+    // Contention and unavailable nodes are retried forever; these cannot
+    // succeed by waiting, and lock() has no way to report them.
+    if (absl::IsInvalidArgument(st) || absl::IsCancelled(st) || absl::IsFailedPrecondition(st)) {
+      std::fprintf(stderr, "redlock::Mutex::lock(\"%s\"): cannot ever succeed: %s\n",
+                   resource_.c_str(), st.ToString().c_str());
+      std::abort();
+    }
+  }
+}
+
+void Mutex::unlock() noexcept {
+  Lease lease;
+  std::unique_ptr<Renewal> renewal;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    if (!state_->held) {
+      state_->status = absl::FailedPreconditionError(
+          absl::StrCat("unlock of redlock::Mutex \"", resource_, "\", which is not held"));
+      return;
+    }
+    state_->held = false;
+    lease = std::move(state_->lease);
+    state_->lease = Lease();
+    renewal = std::move(state_->renewal);
+  }
+  renewal.reset();  // stop renewing first
+  absl::Status released = client_->Release(lease);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (!released.ok()) {
+    state_->status = absl::Status(released.code(),
+                                  absl::StrCat("unlock: ", released.message(),
+                                               " (the lock runs out at its ttl)"));
+  } else if (!state_->lost) {
+    state_->status = absl::OkStatus();
+  }
+}
+
+absl::Status Mutex::status() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->status;
+}
+
+bool Mutex::held_ok() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->held && !state_->lost && state_->lease.TimeLeft() > absl::ZeroDuration();
+}
+
+Lease Mutex::lease() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->held ? state_->renewal != nullptr ? state_->renewal->lease() : state_->lease
+                      : Lease();
+}
+
+// ---------------------------------------------------------------------------
+
+void RecursiveMutex::lock() {
+  if (owner_.load() == std::this_thread::get_id()) {
+    depth_.fetch_add(1);
+    SetStatus(absl::OkStatus());
+    return;
+  }
+  mutex_.lock();
+  owner_.store(std::this_thread::get_id());
+  depth_.store(1);
+  SetStatus(absl::OkStatus());
+}
+
+bool RecursiveMutex::try_lock() {
+  return Enter([&] { return mutex_.try_lock(); });
+}
+
+void RecursiveMutex::unlock() noexcept {
+  if (owner_.load() != std::this_thread::get_id() || depth_.load() <= 0) {
+    SetStatus(absl::FailedPreconditionError(
+        absl::StrCat("unlock of redlock::RecursiveMutex \"", mutex_.resource(),
+                     "\" from a thread that does not own it")));
+    return;
+  }
+  if (depth_.fetch_sub(1) > 1) {
+    SetStatus(absl::OkStatus());
+    return;
+  }
+  owner_.store(std::thread::id());
+  mutex_.unlock();
+  SetStatus(mutex_.status());
+}
+
+void RecursiveMutex::SetStatus(absl::Status s) {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  status_ = std::move(s);
+}
+
+absl::Status RecursiveMutex::status() const {
+  std::lock_guard<std::mutex> lock(status_mu_);
+  return status_;
+}
+
+}  // namespace redlock

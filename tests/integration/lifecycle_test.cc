@@ -1,0 +1,309 @@
+// Mutex, RecursiveMutex, blocking acquisition woken by releases, and
+// auto-renewal, against five real redis-server processes.
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "redlock/client.h"
+#include "redlock/mutex.h"
+#include "tests/testing/gtest_fleet.h"
+
+namespace redlock {
+namespace {
+
+using testing::Fleet;
+using testing::RedisValue;
+using ::testing::HasSubstr;
+using SteadyClock = std::chrono::steady_clock;
+
+absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
+
+class LifecycleTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::CheckRedisServerAvailable().ok()) return;
+    auto fleet = Fleet::Start({.nodes = 5});
+    ASSERT_TRUE(fleet.ok()) << fleet.status();
+    fleet_ = fleet->release();
+  }
+  static void TearDownTestSuite() {
+    delete fleet_;
+    fleet_ = nullptr;
+  }
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    ASSERT_NE(fleet_, nullptr);
+    prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+  }
+  Options MakeOptions() {
+    Options o;
+    o.nodes = fleet_->endpoints();
+    o.key_prefix = prefix_;
+    return o;
+  }
+  std::unique_ptr<Client> MakeClient(Options o) {
+    auto c = Client::Create(std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+  std::unique_ptr<Client> MakeClient() { return MakeClient(MakeOptions()); }
+  bool KeyOn(int node, const std::string& resource) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"EXISTS", prefix_ + resource});
+    return v.ok() && v->integer == 1;
+  }
+  int KeyCount(const std::string& resource) {
+    int n = 0;
+    for (int i = 0; i < 5; ++i) n += KeyOn(i, resource);
+    return n;
+  }
+  long long SetCalls(int node) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
+    if (!v.ok()) return -1;
+    size_t at = v->str.find("cmdstat_set:calls=");
+    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + 18);
+  }
+
+  static Fleet* fleet_;
+  std::string prefix_;
+};
+
+Fleet* LifecycleTest::fleet_ = nullptr;
+
+TEST_F(LifecycleTest, StandardLockTypesWork) {
+  auto c = MakeClient();
+  Mutex a(c.get(), "a");
+  Mutex b(c.get(), "b");
+  {
+    std::lock_guard<Mutex> guard(a);
+    EXPECT_TRUE(a.held_ok());
+    EXPECT_GE(KeyCount("a"), 3);
+    EXPECT_EQ(a.lease().resource(), "a");
+  }
+  EXPECT_EQ(KeyCount("a"), 0);
+  {
+    std::unique_lock<Mutex> lock(a, std::chrono::milliseconds(500));
+    ASSERT_TRUE(lock.owns_lock()) << a.status();
+    // Held: another client's try_lock fails with the reason in status().
+    auto other = MakeClient();
+    Mutex contender(other.get(), "a");
+    EXPECT_FALSE(contender.try_lock());
+    EXPECT_EQ(contender.status().code(), absl::StatusCode::kAborted);
+    EXPECT_FALSE(contender.try_lock_for(std::chrono::milliseconds(100)));
+    EXPECT_EQ(contender.status().code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_FALSE(contender.try_lock_until(std::chrono::system_clock::now() + std::chrono::milliseconds(50)));
+  }
+  {
+    std::scoped_lock both(a, b);
+    EXPECT_TRUE(a.held_ok());
+    EXPECT_TRUE(b.held_ok());
+  }
+  EXPECT_EQ(KeyCount("a") + KeyCount("b"), 0);
+  // A stray unlock is an error in status(), not undefined behaviour.
+  a.unlock();
+  EXPECT_EQ(a.status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(LifecycleTest, RecursionDepthThreeThenUnlockLeavesTheResourceFree) {
+  auto c = MakeClient();
+  RecursiveMutex m(c.get(), "r");
+  m.lock();
+  ASSERT_TRUE(m.try_lock());
+  ASSERT_TRUE(m.try_lock_for(std::chrono::milliseconds(10)));
+  EXPECT_EQ(m.depth(), 3);
+  std::string token = m.lease().token();
+  // One lease on the nodes however deep.
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"GET", prefix_ + "r"});
+    if (v.ok() && v->type == RedisValue::Type::kString) EXPECT_EQ(v->str, token);
+  }
+  // Another thread cannot unlock it.
+  std::thread([&] { m.unlock(); }).join();
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(m.depth(), 3);
+  m.unlock();
+  m.unlock();
+  EXPECT_GE(KeyCount("r"), 3) << "still held at depth 1";
+  m.unlock();
+  EXPECT_EQ(m.depth(), 0);
+  EXPECT_EQ(KeyCount("r"), 0);
+  auto other = MakeClient();
+  absl::StatusOr<Lease> l = other->TryAcquire("r", absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l.status());
+  REDLOCK_EXPECT_OK(other->Release(*l));
+}
+
+TEST_F(LifecycleTest, WaiterIsWokenByTheReleaseNotByPolling) {
+  Options o = MakeOptions();
+  o.retry_delay = absl::Seconds(20);    // first polling pause: 5 s
+  o.wait_poll_max = absl::Seconds(5);
+  auto holder = MakeClient(o);
+  auto waiter = MakeClient(o);
+  absl::StatusOr<Lease> held = holder->TryAcquire("hot", absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held.status());
+  std::promise<std::pair<absl::StatusOr<Lease>, SteadyClock::time_point>> got;
+  std::thread t([&] {
+    absl::StatusOr<Lease> l = waiter->Acquire("hot", absl::Seconds(10), absl::Seconds(20));
+    got.set_value({std::move(l), SteadyClock::now()});
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the waiter failed once and waits
+  SteadyClock::time_point released = SteadyClock::now();
+  REDLOCK_ASSERT_OK(holder->Release(*held));
+  auto [lease, at] = got.get_future().get();
+  t.join();
+  REDLOCK_ASSERT_OK(lease.status());
+  absl::Duration handoff = absl::FromChrono(at - released);
+  EXPECT_LT(handoff, absl::Seconds(1)) << "the waiter polled instead of being woken";
+  REDLOCK_EXPECT_OK(waiter->Release(*lease));
+}
+
+TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
+  Options o = MakeOptions();
+  o.retry_delay = absl::Seconds(20);
+  o.wait_poll_max = absl::Seconds(5);
+  auto holder = MakeClient(o);
+  auto waiters = MakeClient(o);
+  absl::StatusOr<Lease> held = holder->TryAcquire("hot", absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held.status());
+  constexpr int kWaiters = 16;
+  std::atomic<int> winners{0};
+  std::vector<std::thread> threads;
+  std::vector<absl::StatusOr<Lease>> leases(kWaiters);
+  for (int i = 0; i < kWaiters; ++i) {
+    threads.emplace_back([&, i] {
+      leases[i] = waiters->Acquire("hot", absl::Seconds(30), absl::Milliseconds(2500));
+      if (leases[i].ok()) ++winners;
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // all failed once, all waiting
+  long long before = SetCalls(0);
+  REDLOCK_ASSERT_OK(holder->Release(*held));
+  for (int tries = 0; tries < 100 && winners.load() == 0; ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  // Counted before the waiters' deadlines (each makes a last attempt then).
+  long long attempts = SetCalls(0) - before;
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(winners.load(), 1);
+  // One release, one client: one attempt (the oldest waiter), not sixteen.
+  EXPECT_LE(attempts, 2) << attempts << " SETs on node 0 after one release";
+  for (auto& l : leases) {
+    if (l.ok()) REDLOCK_EXPECT_OK(waiters->Release(*l));
+  }
+}
+
+TEST_F(LifecycleTest, RenewedLeaseOutlivesThreeTtls) {
+  auto c = MakeClient();
+  absl::StatusOr<Lease> l = c->TryAcquire("long-job", absl::Milliseconds(300));
+  REDLOCK_ASSERT_OK(l.status());
+  std::atomic<bool> lost{false};
+  auto renewal = c->AutoRenew(*l, RenewOptions(), [&](absl::Status) { lost = true; });
+  REDLOCK_ASSERT_OK(renewal.status());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  EXPECT_FALSE(lost.load());
+  EXPECT_TRUE((*renewal)->active());
+  EXPECT_GE((*renewal)->renewals(), 5);
+  EXPECT_GT((*renewal)->lease().TimeLeft(), absl::ZeroDuration());
+  EXPECT_GE(KeyCount("long-job"), 3);
+  // Release stops the renewal (without calling on_lost).
+  REDLOCK_ASSERT_OK(c->Release(*l));
+  EXPECT_FALSE((*renewal)->active());
+  REDLOCK_EXPECT_OK((*renewal)->status());
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  EXPECT_EQ(KeyCount("long-job"), 0) << "a stopped renewal must not re-create the key";
+  EXPECT_FALSE(lost.load());
+}
+
+TEST_F(LifecycleTest, KeyDeletedOnMajorityFiresTheCallbackWithinOnePeriod) {
+  auto c = MakeClient();
+  absl::StatusOr<Lease> l = c->TryAcquire("job", absl::Milliseconds(600));
+  REDLOCK_ASSERT_OK(l.status());
+  std::promise<std::pair<absl::Status, SteadyClock::time_point>> lost;
+  auto renewal = c->AutoRenew(*l, RenewOptions(), [&](absl::Status why) {
+    lost.set_value({why, SteadyClock::now()});
+  });
+  REDLOCK_ASSERT_OK(renewal.status());
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  SteadyClock::time_point deleted = SteadyClock::now();
+  for (int i : {0, 1, 2}) REDLOCK_ASSERT_OK(fleet_->Command(i, {"DEL", prefix_ + "job"}).status());
+  auto future = lost.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(3)), std::future_status::ready);
+  auto [why, at] = future.get();
+  EXPECT_EQ(why.code(), absl::StatusCode::kFailedPrecondition) << why;
+  EXPECT_LT(absl::FromChrono(at - deleted), absl::Milliseconds(200 + 150)) << "period is 200ms";
+  EXPECT_FALSE((*renewal)->active());
+  EXPECT_EQ((*renewal)->status().code(), absl::StatusCode::kFailedPrecondition);
+  for (int i : {0, 1, 2}) EXPECT_FALSE(KeyOn(i, "job")) << "re-created on node " << i;
+}
+
+TEST_F(LifecycleTest, MutexStatusReflectsALostLease) {
+  auto c = MakeClient();
+  MutexOptions mo;
+  mo.ttl = absl::Milliseconds(600);
+  Mutex m(c.get(), "m", mo);
+  ASSERT_TRUE(m.try_lock());
+  for (int i : {0, 1, 2}) REDLOCK_ASSERT_OK(fleet_->Command(i, {"DEL", prefix_ + "m"}).status());
+  for (int tries = 0; tries < 100 && m.held_ok(); ++tries) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_FALSE(m.held_ok());
+  EXPECT_THAT(std::string(m.status().message()), HasSubstr("lock lost while held"));
+  m.unlock();
+}
+
+TEST_F(LifecycleTest, RenewalCapLetsTheLeaseRunOut) {
+  auto c = MakeClient();
+  absl::StatusOr<Lease> l = c->TryAcquire("capped", absl::Milliseconds(300));
+  REDLOCK_ASSERT_OK(l.status());
+  RenewOptions ro;
+  ro.max_renewals = 2;
+  std::promise<absl::Status> lost;
+  auto renewal = c->AutoRenew(*l, ro, [&](absl::Status why) { lost.set_value(why); });
+  REDLOCK_ASSERT_OK(renewal.status());
+  auto future = lost.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(3)), std::future_status::ready);
+  absl::Status why = future.get();
+  EXPECT_EQ(why.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(why.message()), HasSubstr("limit of 2 renewals"));
+  EXPECT_EQ((*renewal)->renewals(), 2);
+}
+
+TEST_F(LifecycleTest, DestroyingAClientWithLiveRenewalsIsClean) {
+  std::vector<std::unique_ptr<Renewal>> handles;
+  {
+    auto c = MakeClient();
+    for (int i = 0; i < 50; ++i) {
+      absl::StatusOr<Lease> l = c->TryAcquire(absl::StrCat("many", i), absl::Milliseconds(200));
+      REDLOCK_ASSERT_OK(l.status());
+      auto r = c->AutoRenew(*l, RenewOptions(), [](absl::Status) {});
+      REDLOCK_ASSERT_OK(r.status());
+      handles.push_back(*std::move(r));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }  // the client goes while 50 renewals run on its I/O thread
+  for (auto& h : handles) {
+    EXPECT_FALSE(h->active());
+    h->Stop();  // inert, but safe
+  }
+  handles.clear();
+}
+
+TEST_F(LifecycleTest, InvalidRenewalsAreRejected) {
+  auto c = MakeClient();
+  EXPECT_EQ(c->AutoRenew(Lease(), RenewOptions(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<Lease> l = c->TryAcquire("x", absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l.status());
+  RenewOptions ro;
+  ro.interval_fraction = 1.5;
+  EXPECT_EQ(c->AutoRenew(*l, ro, nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  REDLOCK_EXPECT_OK(c->Release(*l));
+}
+
+}  // namespace
+}  // namespace redlock
