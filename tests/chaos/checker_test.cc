@@ -116,8 +116,10 @@ class Builder {
 
   void Final(int64_t t, int64_t counter, int64_t initial = 0,
              const std::string& resource = "r") {
-    events.push_back(ToEvent(FinalRecord{
-        .t = Ms(t), .resource = resource, .counter = counter, .initial = initial}));
+    events.push_back(ToEvent(FinalRecord{.t = Ms(t),
+                                         .resource = resource,
+                                         .counter = counter,
+                                         .initial = initial}));
   }
 
   std::vector<Event> events;
@@ -138,8 +140,8 @@ std::vector<std::string> Tokens(const Violation& v) {
 }
 
 std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/redlock_checker_test_", ::getpid(),
-                      "_", name);
+  return absl::StrCat(::testing::TempDir(), "/redlock_checker_test_",
+                      ::getpid(), "_", name);
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -147,7 +149,8 @@ void WriteFile(const std::string& path, const std::string& text) {
   out << text;
 }
 
-// ---- History format -------------------------------------------------------------
+// ---- History format
+// -------------------------------------------------------------
 
 TEST(HistoryTest, RawMonotonicNanosAdvances) {
   const int64_t a = RawMonotonicNanos();
@@ -165,48 +168,72 @@ TEST(HistoryTest, WriterReaderRoundTrip) {
   std::remove(path.c_str());
   int64_t before = 0;
   {
-    absl::StatusOr<std::unique_ptr<HistoryWriter>> w = HistoryWriter::Open(path);
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> w =
+        HistoryWriter::Open(path);
     ASSERT_TRUE(w.ok()) << w.status();
     HistoryWriter& writer = **w;
-    ASSERT_TRUE(writer.WriteInvoke({.t = 10, .process = "c1", .op = 1,
-                                    .resource = "r\"q", .ttl_ms = 500})
-                    .ok());
     ASSERT_TRUE(writer
-                    .WriteGrant({.t = 20,
-                                 .process = "c1",
-                                 .op = 1,
-                                 .resource = "r\"q",
-                                 .token = "abc",
-                                 .start = 11,
-                                 .valid_until = 400,
-                                 .ttl_ms = 500,
-                                 .drift_ms = 7,
-                                 .nodes = {0, 2, 4},
-                                 .fencing_token = uint64_t{18446744073709551615u}})
+                    .WriteInvoke({.t = 10,
+                                  .process = "c1",
+                                  .op = 1,
+                                  .resource = "r\"q",
+                                  .ttl_ms = 500})
                     .ok());
+    ASSERT_TRUE(
+        writer
+            .WriteGrant({.t = 20,
+                         .process = "c1",
+                         .op = 1,
+                         .resource = "r\"q",
+                         .token = "abc",
+                         .start = 11,
+                         .valid_until = 400,
+                         .ttl_ms = 500,
+                         .drift_ms = 7,
+                         .nodes = {0, 2, 4},
+                         .fencing_token = uint64_t{18446744073709551615u}})
+            .ok());
     ASSERT_TRUE(writer
-                    .WriteFail({.t = 21, .process = "c2", .op = 9,
-                                .resource = "r\"q", .code = "ABORTED",
+                    .WriteFail({.t = 21,
+                                .process = "c2",
+                                .op = 9,
+                                .resource = "r\"q",
+                                .code = "ABORTED",
                                 .error = "2 of 5 nodes granted\n(quorum 3)"})
                     .ok());
     ASSERT_TRUE(writer
-                    .WriteUse({.t = 30, .process = "c1", .op = 1,
-                               .resource = "r\"q", .token = "abc", .begin = 25,
-                               .end = 30, .read = -4, .wrote = -3,
-                               .accepted = false, .fencing_token = 7})
+                    .WriteUse({.t = 30,
+                               .process = "c1",
+                               .op = 1,
+                               .resource = "r\"q",
+                               .token = "abc",
+                               .begin = 25,
+                               .end = 30,
+                               .read = -4,
+                               .wrote = -3,
+                               .accepted = false,
+                               .fencing_token = 7})
                     .ok());
     ASSERT_TRUE(writer
-                    .WriteRelease({.t = 31, .process = "c1", .op = 1,
-                                   .resource = "r\"q", .token = "abc",
-                                   .end = 35, .ok = false})
+                    .WriteRelease({.t = 31,
+                                   .process = "c1",
+                                   .op = 1,
+                                   .resource = "r\"q",
+                                   .token = "abc",
+                                   .end = 35,
+                                   .ok = false})
                     .ok());
     ASSERT_TRUE(writer
-                    .WriteNemesis({.t = 40, .fault = "clock_jump",
-                                   .target = "n2", .detail = "+20s",
+                    .WriteNemesis({.t = 40,
+                                   .fault = "clock_jump",
+                                   .target = "n2",
+                                   .detail = "+20s",
                                    .phase = FaultPhase::kStop})
                     .ok());
     ASSERT_TRUE(
-        writer.WriteFinal({.t = 50, .resource = "r\"q", .counter = 3, .initial = 1})
+        writer
+            .WriteFinal(
+                {.t = 50, .resource = "r\"q", .counter = 3, .initial = 1})
             .ok());
     // t == 0 is stamped now.
     before = RawMonotonicNanos();
@@ -283,8 +310,10 @@ TEST(HistoryTest, SeveralWritersShareOneFile) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 500;
   {
-    absl::StatusOr<std::unique_ptr<HistoryWriter>> a = HistoryWriter::Open(path);
-    absl::StatusOr<std::unique_ptr<HistoryWriter>> b = HistoryWriter::Open(path);
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> a =
+        HistoryWriter::Open(path);
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> b =
+        HistoryWriter::Open(path);
     ASSERT_TRUE(a.ok() && b.ok());
     std::vector<std::thread> threads;
     for (int i = 0; i < kThreads; ++i) {
@@ -310,13 +339,15 @@ TEST(HistoryTest, SeveralWritersShareOneFile) {
 TEST(HistoryTest, MergesFilesByTimeStably) {
   const std::string a = TempPath("merge_a.jsonl");
   const std::string b = TempPath("merge_b.jsonl");
-  WriteFile(a,
-            R"({"t":10,"type":"nemesis","fault":"kill","target":"a1","phase":"instant"}
+  WriteFile(
+      a,
+      R"({"t":10,"type":"nemesis","fault":"kill","target":"a1","phase":"instant"}
 {"t":30,"type":"nemesis","fault":"kill","target":"a3","phase":"instant"}
 {"t":30,"type":"nemesis","fault":"kill","target":"a4","phase":"instant"}
 )");
-  WriteFile(b,
-            R"({"t":5,"type":"nemesis","fault":"kill","target":"b0","phase":"instant"}
+  WriteFile(
+      b,
+      R"({"t":5,"type":"nemesis","fault":"kill","target":"b0","phase":"instant"}
 
 {"t":20,"type":"nemesis","fault":"kill","target":"b2","phase":"instant"}
 {"t":30,"type":"nemesis","fault":"kill","target":"b5","phase":"instant"})");
@@ -355,7 +386,8 @@ TEST(HistoryTest, MalformedLineReportsFileAndLine) {
   ASSERT_TRUE(lenient.ok()) << lenient.status();
   ASSERT_THAT(malformed, SizeIs(6));
   EXPECT_THAT(malformed[0], HasSubstr(path + ":2:"));
-  EXPECT_THAT(malformed[1], HasSubstr(path + ":3: use: field \"end\" must be an integer"));
+  EXPECT_THAT(malformed[1],
+              HasSubstr(path + ":3: use: field \"end\" must be an integer"));
   EXPECT_THAT(malformed[2], HasSubstr(path + ":4: not valid JSON"));
   EXPECT_THAT(malformed[3], HasSubstr(path + ":6: not a JSON object"));
   EXPECT_THAT(malformed[4], HasSubstr(path + ":7: nemesis: field \"phase\""));
@@ -374,24 +406,35 @@ TEST(HistoryTest, MalformedLineReportsFileAndLine) {
 }
 
 TEST(HistoryTest, MissingFileIsNotFound) {
-  absl::StatusOr<std::vector<Event>> read = ReadHistory(TempPath("no_such_file"));
+  absl::StatusOr<std::vector<Event>> read =
+      ReadHistory(TempPath("no_such_file"));
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(HistoryTest, HostileLinesNeverCrash) {
   const std::vector<std::string> lines = {
-      "", "{", "}", "null", "\"str\"", "{\"t\":null,\"type\":\"grant\"}",
-      "{\"t\":1,\"type\":7}", "{\"t\":-1,\"type\":\"use\"}",
+      "",
+      "{",
+      "}",
+      "null",
+      "\"str\"",
+      "{\"t\":null,\"type\":\"grant\"}",
+      "{\"t\":1,\"type\":7}",
+      "{\"t\":-1,\"type\":\"use\"}",
       "{\"t\":99999999999999999999,\"type\":\"final\"}",
-      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":\"r\","
+      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":"
+      "\"r\","
       "\"token\":\"x\",\"valid_until\":5,\"nodes\":[1,\"a\"]}",
-      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":\"r\","
+      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":"
+      "\"r\","
       "\"token\":\"x\",\"valid_until\":5,\"fencing_token\":-3}",
-      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":\"r\","
+      "{\"t\":1,\"type\":\"grant\",\"process\":\"p\",\"op\":1,\"resource\":"
+      "\"r\","
       "\"token\":\"x\",\"valid_until\":5,\"nodes\":[99999999999]}",
       std::string(10000, '[') + std::string(10000, ']'),
-      "{\"t\":1,\"type\":\"fail\",\"process\":\"\xff\xfe\",\"op\":1,\"resource\":\"r\"}",
+      "{\"t\":1,\"type\":\"fail\",\"process\":\"\xff\xfe\",\"op\":1,"
+      "\"resource\":\"r\"}",
   };
   for (const std::string& line : lines) {
     absl::StatusOr<Event> e = ParseEventLine(line);
@@ -403,7 +446,8 @@ TEST(HistoryTest, HostileLinesNeverCrash) {
   EXPECT_FALSE(ParseEventLine("{\"t\":1,\"type\":7}").ok());
 }
 
-// ---- Checker ----------------------------------------------------------------------
+// ---- Checker
+// ----------------------------------------------------------------------
 
 TEST(CheckerTest, EmptyHistoryIsClean) {
   CheckResult r = Check({});
@@ -572,7 +616,8 @@ TEST(CheckerTest, FinalCounterMismatchIsS3) {
   CheckResult r = Check(lost.events);
   EXPECT_EQ(r.count(Property::kHarm), 1);
   ASSERT_THAT(Of(r, Property::kHarm), SizeIs(1));
-  EXPECT_THAT(Of(r, Property::kHarm)[0]->description, HasSubstr("1 acknowledged update(s) lost"));
+  EXPECT_THAT(Of(r, Property::kHarm)[0]->description,
+              HasSubstr("1 acknowledged update(s) lost"));
 
   Builder extra = h;
   extra.Final(50, 13, 10);
@@ -630,7 +675,8 @@ TEST(CheckerTest, EqualFencingTokensAreS4) {
   EXPECT_EQ(r.total_violations(), 1);
   ASSERT_THAT(Of(r, Property::kFencing), SizeIs(1));
   EXPECT_THAT(Tokens(*Of(r, Property::kFencing)[0]), ElementsAre(a, b));
-  EXPECT_THAT(Of(r, Property::kFencing)[0]->description, HasSubstr("same fencing token 7"));
+  EXPECT_THAT(Of(r, Property::kFencing)[0]->description,
+              HasSubstr("same fencing token 7"));
 }
 
 TEST(CheckerTest, DecreasingFencingTokenIsS4) {
@@ -669,7 +715,8 @@ TEST(CheckerTest, FaultsActiveAtAViolationAreListed) {
   h.Nemesis(0, "kill", "n1", FaultPhase::kInstant);  // 80 s before: too old
   h.Nemesis(70'000, "partition", "n4", FaultPhase::kStart, "n4 | rest");
   h.Nemesis(70'500, "partition", "n4", FaultPhase::kStop);  // over before
-  h.Nemesis(75'000, "latency", "n3", FaultPhase::kStart, "50ms");  // never stops
+  h.Nemesis(75'000, "latency", "n3", FaultPhase::kStart,
+            "50ms");  // never stops
   h.Nemesis(79'000, "clock_jump", "n2", FaultPhase::kInstant, "+20s");
   h.Nemesis(79'500, "pause", "c1", FaultPhase::kStart);
   h.Nemesis(80'100, "pause", "c1", FaultPhase::kStop);
@@ -680,7 +727,8 @@ TEST(CheckerTest, FaultsActiveAtAViolationAreListed) {
   ASSERT_EQ(r.count(Property::kMutualExclusion), 1);
   const Violation& v = r.violations[0];
   std::vector<std::string> faults;
-  for (const FaultInfo& f : v.faults) faults.push_back(f.fault + " " + f.target);
+  for (const FaultInfo& f : v.faults)
+    faults.push_back(f.fault + " " + f.target);
   EXPECT_THAT(faults, ElementsAre("latency n3", "clock_jump n2", "pause c1"));
   EXPECT_FALSE(v.faults[0].stop.has_value());
   EXPECT_THAT(FormatReport(r), HasSubstr("clock_jump n2 \"+20s\""));
@@ -711,9 +759,12 @@ TEST(CheckerTest, MissingAndDuplicateEventsAreWarningsNotCrashes) {
   EXPECT_EQ(r.counts.grants, 1);
   EXPECT_EQ(r.counts.uses, 2);
   EXPECT_EQ(r.counts.indeterminate, 1);
-  EXPECT_THAT(r.warnings, Contains(HasSubstr("use by c9 op 4 without a grant")));
-  EXPECT_THAT(r.warnings, Contains(HasSubstr("release by c8 op 2 without a grant")));
-  EXPECT_THAT(r.warnings, Contains(HasSubstr("stop of pause c1 without a start")));
+  EXPECT_THAT(r.warnings,
+              Contains(HasSubstr("use by c9 op 4 without a grant")));
+  EXPECT_THAT(r.warnings,
+              Contains(HasSubstr("release by c8 op 2 without a grant")));
+  EXPECT_THAT(r.warnings,
+              Contains(HasSubstr("stop of pause c1 without a start")));
   EXPECT_EQ(r.warning_count, static_cast<int64_t>(r.warnings.size()));
 }
 
@@ -721,27 +772,47 @@ TEST(CheckerTest, ExtremeValuesNeverCrash) {
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
   std::vector<Event> h;
-  h.push_back(ToEvent(GrantRecord{.t = kMin, .process = "a", .op = kMin,
-                                  .resource = "r", .token = "x",
-                                  .start = kMax, .valid_until = kMax,
+  h.push_back(ToEvent(GrantRecord{.t = kMin,
+                                  .process = "a",
+                                  .op = kMin,
+                                  .resource = "r",
+                                  .token = "x",
+                                  .start = kMax,
+                                  .valid_until = kMax,
                                   .fencing_token = ~uint64_t{0}}));
-  h.push_back(ToEvent(GrantRecord{.t = kMax, .process = "b", .op = kMax,
-                                  .resource = "r", .token = "y",
-                                  .start = kMin, .valid_until = kMin,
+  h.push_back(ToEvent(GrantRecord{.t = kMax,
+                                  .process = "b",
+                                  .op = kMax,
+                                  .resource = "r",
+                                  .token = "y",
+                                  .start = kMin,
+                                  .valid_until = kMin,
                                   .fencing_token = 0}));
-  h.push_back(ToEvent(UseRecord{.t = 0, .process = "a", .op = kMin,
-                                .resource = "r", .token = "x", .begin = kMax,
-                                .end = kMin, .read = kMax, .wrote = kMin,
+  h.push_back(ToEvent(UseRecord{.t = 0,
+                                .process = "a",
+                                .op = kMin,
+                                .resource = "r",
+                                .token = "x",
+                                .begin = kMax,
+                                .end = kMin,
+                                .read = kMax,
+                                .wrote = kMin,
                                 .fencing_token = 0}));
-  h.push_back(ToEvent(UseRecord{.t = 0, .process = "b", .op = kMax,
-                                .resource = "r", .token = "y", .begin = kMin,
-                                .end = kMax, .read = kMax, .wrote = kMax,
+  h.push_back(ToEvent(UseRecord{.t = 0,
+                                .process = "b",
+                                .op = kMax,
+                                .resource = "r",
+                                .token = "y",
+                                .begin = kMin,
+                                .end = kMax,
+                                .read = kMax,
+                                .wrote = kMax,
                                 .fencing_token = ~uint64_t{0}}));
-  h.push_back(ToEvent(FinalRecord{.t = kMax, .resource = "r", .counter = kMin,
-                                  .initial = kMax}));
+  h.push_back(ToEvent(FinalRecord{
+      .t = kMax, .resource = "r", .counter = kMin, .initial = kMax}));
   h.push_back(ToEvent(NemesisRecord{.t = kMin, .fault = "kill"}));
-  h.push_back(ToEvent(NemesisRecord{
-      .t = kMin, .fault = "pause", .phase = FaultPhase::kStart}));
+  h.push_back(ToEvent(
+      NemesisRecord{.t = kMin, .fault = "pause", .phase = FaultPhase::kStart}));
   Event unknown;
   unknown.t = kMax;
   h.push_back(unknown);

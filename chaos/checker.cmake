@@ -1,0 +1,34 @@
+# chaos/checker.cmake: the JSONL history of a chaos run and the checker that
+# proves or refutes S1..S4 from it (DESIGN.md section 7). Included from
+# chaos/CMakeLists.txt.
+#
+#   redlock::chaos_checker  static library: chaos/history.h, chaos/checker.h
+#   redlock-check           redlock-check HISTORY.jsonl [--json]
+#   chaos_checker_test      unit test (no server)
+
+find_package(nlohmann_json 3.2 REQUIRED)
+
+add_library(redlock_chaos_checker STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/history.cc
+  ${CMAKE_CURRENT_LIST_DIR}/checker.cc)
+add_library(redlock::chaos_checker ALIAS redlock_chaos_checker)
+redlock_internal_target(redlock_chaos_checker)
+target_include_directories(redlock_chaos_checker PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(redlock_chaos_checker
+  PUBLIC absl::status absl::statusor absl::strings absl::time
+  PRIVATE absl::str_format absl::flat_hash_map absl::flat_hash_set
+          nlohmann_json::nlohmann_json)
+
+add_executable(redlock-check ${CMAKE_CURRENT_LIST_DIR}/check_main.cc)
+redlock_internal_target(redlock-check)
+target_link_libraries(redlock-check PRIVATE redlock::chaos_checker absl::strings absl::time)
+
+if(REDLOCK_BUILD_TESTS)
+  if(NOT TARGET GTest::gtest_main)
+    find_package(GTest REQUIRED)
+  endif()
+  redlock_add_test(chaos_checker_test
+    SOURCES ${PROJECT_SOURCE_DIR}/tests/chaos/checker_test.cc
+    LIBS redlock::chaos_checker nlohmann_json::nlohmann_json
+    LABELS unit)
+endif()
