@@ -1,0 +1,220 @@
+// Fencing tokens against five real redis-server processes.
+
+#include <hiredis/hiredis.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "multilock/multi_lock.h"
+#include "redlock/client.h"
+#include "redlock/fencing.h"
+#include "tests/testing/gtest_fleet.h"
+
+namespace redlock {
+namespace {
+
+using testing::Fleet;
+using testing::RedisValue;
+using ::testing::HasSubstr;
+
+class FencingTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::CheckRedisServerAvailable().ok()) return;
+    auto fleet = Fleet::Start({.nodes = 5});
+    ASSERT_TRUE(fleet.ok()) << fleet.status();
+    fleet_ = fleet->release();
+  }
+  static void TearDownTestSuite() {
+    delete fleet_;
+    fleet_ = nullptr;
+  }
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    ASSERT_NE(fleet_, nullptr);
+    for (int i = 0; i < 5; ++i) REDLOCK_ASSERT_OK(fleet_->Continue(i));
+    prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+  }
+  Options MakeOptions(bool fencing = true) {
+    Options o;
+    o.nodes = fleet_->endpoints();
+    o.key_prefix = prefix_;
+    o.fencing = fencing;
+    o.retry_delay = absl::Milliseconds(5);
+    o.retry_jitter = absl::Milliseconds(5);
+    return o;
+  }
+  std::unique_ptr<Client> MakeClient(Options o) {
+    auto c = Client::Create(std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+  int CounterKeys() {
+    int n = 0;
+    for (int i = 0; i < 5; ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"KEYS", prefix_ + "*:fence"});
+      n += v.ok() ? static_cast<int>(v->elements.size()) : 100;
+    }
+    return n;
+  }
+
+  static Fleet* fleet_;
+  std::string prefix_;
+};
+
+Fleet* FencingTest::fleet_ = nullptr;
+
+TEST_F(FencingTest, ContendingClientsGetStrictlyIncreasingTokensInHoldOrder) {
+  constexpr int kClients = 4;
+  constexpr int kPerClient = 60;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(MakeClient(MakeOptions()));
+  std::mutex mu;
+  std::vector<uint64_t> in_hold_order;  // appended while holding the lock
+  std::atomic<int> holders{0};
+  std::atomic<int> overlaps{0};
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      for (int i = 0; i < kPerClient; ++i) {
+        absl::StatusOr<Lease> l = clients[c]->Acquire("r", absl::Seconds(5), absl::Seconds(10));
+        if (!l.ok()) continue;
+        if (++holders > 1) ++overlaps;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          in_hold_order.push_back(l->fencing_token());
+        }
+        --holders;
+        (void)clients[c]->Release(*l);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(overlaps.load(), 0);
+  ASSERT_GE(in_hold_order.size(), static_cast<size_t>(kClients * kPerClient * 9 / 10));
+  for (size_t i = 1; i < in_hold_order.size(); ++i) {
+    ASSERT_GT(in_hold_order[i], in_hold_order[i - 1]) << "at hold #" << i;
+  }
+  std::set<uint64_t> distinct(in_hold_order.begin(), in_hold_order.end());
+  EXPECT_EQ(distinct.size(), in_hold_order.size()) << "concurrent clients never receive equal tokens";
+}
+
+TEST_F(FencingTest, EarlyExpiryBehindTheHoldersBackStillGivesAHigherToken) {
+  auto a = MakeClient(MakeOptions());
+  auto b = MakeClient(MakeOptions());
+  uint64_t last = 0;
+  for (int round = 0; round < 20; ++round) {
+    absl::StatusOr<Lease> la = a->TryAcquire("r", absl::Seconds(30));
+    REDLOCK_ASSERT_OK(la.status());
+    EXPECT_GT(la->fencing_token(), last);
+    // The key vanishes on a varying majority: the effect of a forward clock
+    // jump on those nodes (Redis expires by the wall clock). A still
+    // believes it holds the lock; B takes it.
+    for (int k = 0; k < 3; ++k) {
+      REDLOCK_ASSERT_OK(fleet_->Command((round + k) % 5, {"DEL", prefix_ + "r"}).status());
+    }
+    absl::StatusOr<Lease> lb = b->TryAcquire("r", absl::Seconds(30));
+    REDLOCK_ASSERT_OK(lb.status());
+    EXPECT_GT(lb->fencing_token(), la->fencing_token()) << "round " << round;
+    last = lb->fencing_token();
+    // The protected resource refuses A from now on.
+    FenceGuard guard;
+    EXPECT_TRUE(guard.Admit(lb->fencing_token()));
+    EXPECT_FALSE(guard.Admit(la->fencing_token()));
+    REDLOCK_ASSERT_OK(b->Release(*lb));
+    REDLOCK_ASSERT_OK(a->Release(*la));
+  }
+}
+
+TEST_F(FencingTest, TokensKeepIncreasingAcrossStoppedAndContinuedNodes) {
+  auto c = MakeClient(MakeOptions());
+  uint64_t last = 0;
+  for (int round = 0; round < 30; ++round) {
+    int a = round % 5;
+    int b = (round + 2) % 5;
+    if (round % 3 == 0) REDLOCK_ASSERT_OK(fleet_->Stop(a));
+    if (round % 6 == 0) REDLOCK_ASSERT_OK(fleet_->Stop(b));
+    absl::StatusOr<Lease> l = c->Acquire("r", absl::Seconds(10), absl::Seconds(5));
+    REDLOCK_ASSERT_OK(l.status()) << "round " << round;
+    EXPECT_GT(l->fencing_token(), last) << "round " << round;
+    last = l->fencing_token();
+    REDLOCK_ASSERT_OK(fleet_->Continue(a));
+    REDLOCK_ASSERT_OK(fleet_->Continue(b));
+    (void)c->Release(*l);
+  }
+}
+
+TEST_F(FencingTest, MultiLockGivesEachResourceItsOwnIncreasingToken) {
+  auto c = MakeClient(MakeOptions());
+  MultiLock multi(c.get());
+  absl::StatusOr<Lease> single = c->TryAcquire("b", absl::Seconds(5));
+  REDLOCK_ASSERT_OK(single.status());
+  uint64_t b_before = single->fencing_token();
+  REDLOCK_ASSERT_OK(c->Release(*single));
+  absl::StatusOr<MultiLease> l = multi.TryAcquire({"a", "b"}, absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l.status());
+  EXPECT_GE(l->fencing_token("a"), 1u);
+  EXPECT_GT(l->fencing_token("b"), b_before);
+  REDLOCK_ASSERT_OK(multi.Release(*l));
+}
+
+TEST_F(FencingTest, WithoutFencingNoCounterKeysAndNoTokens) {
+  auto c = MakeClient(MakeOptions(/*fencing=*/false));
+  absl::StatusOr<Lease> l = c->TryAcquire("r", absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l.status());
+  EXPECT_EQ(l->fencing_token(), 0u);
+  EXPECT_EQ(CounterKeys(), 0);
+  REDLOCK_ASSERT_OK(c->Release(*l));
+  // Reserved names are only refused when fencing is on.
+  REDLOCK_EXPECT_OK(c->TryAcquire("x:fence", absl::Seconds(1)).status());
+  auto fenced = MakeClient(MakeOptions());
+  EXPECT_EQ(fenced->TryAcquire("x:fence", absl::Seconds(1)).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(FencingTest, CountersHaveNoTtl) {
+  auto c = MakeClient(MakeOptions());
+  absl::StatusOr<Lease> l = c->TryAcquire("r", absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l.status());
+  int with_counter = 0;
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<RedisValue> ttl = fleet_->Command(i, {"PTTL", prefix_ + "r:fence"});
+    REDLOCK_ASSERT_OK(ttl.status());
+    if (ttl->integer == -1) ++with_counter;  // exists, no expiry
+  }
+  EXPECT_GE(with_counter, 3);
+  REDLOCK_ASSERT_OK(c->Release(*l));
+}
+
+TEST_F(FencingTest, FencedScriptsRefuseStaleTokens) {
+  auto run = [&](absl::string_view script, std::vector<std::string> args) {
+    std::vector<std::string> cmd = {"EVAL", std::string(script), "2", prefix_ + "data", prefix_ + "fence"};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    return fleet_->Command(0, cmd);
+  };
+  absl::StatusOr<RedisValue> w = run(FencedWriteScript(), {"5", "v5"});
+  REDLOCK_ASSERT_OK(w.status());
+  EXPECT_EQ(w->type, RedisValue::Type::kStatus);
+  absl::StatusOr<RedisValue> r = run(FencedReadScript(), {"7"});
+  REDLOCK_ASSERT_OK(r.status());
+  EXPECT_EQ(r->str, "v5");
+  // Token 6 read nothing after 7: the fence is at 7 now.
+  absl::StatusOr<RedisValue> stale = run(FencedWriteScript(), {"6", "v6"});
+  REDLOCK_ASSERT_OK(stale.status());
+  EXPECT_EQ(stale->type, RedisValue::Type::kError);
+  EXPECT_THAT(stale->str, HasSubstr("STALE token 6 < fence 7"));
+  // 64-bit tokens compare exactly (no Lua doubles).
+  REDLOCK_ASSERT_OK(run(FencedWriteScript(), {"18446744073709551614", "big"}).status());
+  absl::StatusOr<RedisValue> below = run(FencedWriteScript(), {"18446744073709551613", "x"});
+  EXPECT_EQ(below->type, RedisValue::Type::kError);
+  absl::StatusOr<RedisValue> bad = run(FencedWriteScript(), {"007", "x"});
+  EXPECT_EQ(bad->type, RedisValue::Type::kError);
+}
+
+}  // namespace
+}  // namespace redlock
