@@ -61,8 +61,8 @@ class TestServer {
   }
 
   ~TestServer() {
-    char c = 'x';
-    ssize_t n = ::write(wake_[1], &c, 1);
+    const char wake = 'x';
+    ssize_t n = ::write(wake_[1], &wake, 1);
     (void)n;
     if (thread_.joinable()) thread_.join();
     for (Conn& c : conns_) {
