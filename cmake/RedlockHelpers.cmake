@@ -34,4 +34,17 @@ function(redlock_add_test name)
   endif()
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+  redlock_sanitizer_environment(${name})
+endfunction()
+
+# redlock_sanitizer_environment(<test>): sanitizer runtime options for a ctest
+# entry (TSan needs the Abseil suppressions, see tests/tsan.supp).
+function(redlock_sanitizer_environment test)
+  if(REDLOCK_SANITIZE STREQUAL "thread")
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+      "TSAN_OPTIONS=suppressions=${PROJECT_SOURCE_DIR}/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1")
+  elseif(REDLOCK_SANITIZE STREQUAL "address")
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+      "ASAN_OPTIONS=detect_leaks=1 abort_on_error=1" "UBSAN_OPTIONS=print_stacktrace=1 halt_on_error=1")
+  endif()
 endfunction()

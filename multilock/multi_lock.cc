@@ -18,10 +18,8 @@ const std::string& Empty() {
   return *empty;
 }
 
-// Runs an async Client call and waits for its result. (Client refuses
-// blocking calls from its own callbacks; so does this, via the same check in
-// the client for the sync forms; a MultiLock call from a callback would block
-// the I/O thread, which the documentation forbids.)
+// Runs an async call and waits for its result (the release watch has no
+// blocking form).
 template <typename T, typename Start>
 T Wait(Start start) {
   std::promise<T> promise;
@@ -105,10 +103,7 @@ std::string MultiLock::KnownDownNodes() const {
 
 absl::StatusOr<MultiLease> MultiLock::Attempt(const std::vector<std::string>& resources,
                                               absl::Duration ttl) {
-  absl::StatusOr<std::vector<Lease>> leases = Wait<absl::StatusOr<std::vector<Lease>>>(
-      [&](Client::LeasesCallback cb) {
-        client_->TryAcquireSetAsync(resources, ttl, RequiredNodes(), std::move(cb));
-      });
+  absl::StatusOr<std::vector<Lease>> leases = client_->TryAcquireSet(resources, ttl, RequiredNodes());
   if (!leases.ok()) return leases.status();
   return MultiLease(*std::move(leases));
 }
@@ -188,19 +183,14 @@ absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources
 
 absl::StatusOr<MultiLease> MultiLock::Extend(const MultiLease& lease, absl::Duration ttl) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  absl::StatusOr<std::vector<Lease>> leases = Wait<absl::StatusOr<std::vector<Lease>>>(
-      [&](Client::LeasesCallback cb) {
-        client_->ExtendSetAsync(lease.leases(), ttl, RequiredNodes(), std::move(cb));
-      });
+  absl::StatusOr<std::vector<Lease>> leases = client_->ExtendSet(lease.leases(), ttl, RequiredNodes());
   if (!leases.ok()) return leases.status();
   return MultiLease(*std::move(leases));
 }
 
 absl::Status MultiLock::Release(const MultiLease& lease) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  return Wait<absl::Status>([&](Client::StatusCallback cb) {
-    client_->ReleaseSetAsync(lease.leases(), RequiredNodes(), std::move(cb));
-  });
+  return client_->ReleaseSet(lease.leases(), RequiredNodes());
 }
 
 }  // namespace redlock

@@ -18,9 +18,12 @@
 // All of them share one connection per node; their commands are pipelined on
 // it. Share one Client per process and per set of nodes.
 //
-// Callbacks of the *Async methods run on the client's I/O thread. They must
-// not block; calling a blocking method of the same client from a callback
-// returns kFailedPrecondition instead of deadlocking. When the client is
+// Callbacks of the *Async methods (and AutoRenew's on_lost, ReleaseWatch's
+// WaitAsync) run on the client's I/O thread, one at a time, never inside a
+// call made on another thread. They must not block; calling a blocking
+// method of the same client from a callback returns kFailedPrecondition
+// instead of deadlocking. A thread blocked in a synchronous call polls the
+// nodes itself meanwhile (no thread hand-off on the fast path). When the client is
 // destroyed, every operation still pending completes with kCancelled before
 // the destructor returns, and no callback runs afterwards.
 //
@@ -228,6 +231,13 @@ class Client {
                               LeasesCallback done) = 0;
   // Releases every lease of a set (compare-and-delete per key).
   virtual void ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) = 0;
+  // Blocking forms of the three above.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> TryAcquireSet(
+      std::vector<std::string> resources, absl::Duration ttl, int quorum) = 0;
+  [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> ExtendSet(std::vector<Lease> leases,
+                                                                     absl::Duration ttl,
+                                                                     int quorum) = 0;
+  [[nodiscard]] virtual absl::Status ReleaseSet(std::vector<Lease> leases, int quorum) = 0;
 
   // ---- Introspection ------------------------------------------------------
 

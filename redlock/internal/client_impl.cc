@@ -5,7 +5,6 @@
 #include <set>
 #include <utility>
 
-#include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/engine.h"
@@ -66,7 +65,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     if (policy_.deadline.has_value() && o.release_notifications) {
       // Before the first attempt, so a release that lands between a failed
       // attempt and the wait is not missed.
-      watch_ = client_->WatchReleases(resources_);
+      watch_ = client_->MakeWatch(resources_, /*for_user=*/false);
     }
   }
 
@@ -348,8 +347,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       }
       // Growing, jittered polling pauses (capped at wait_poll_max), cut short
       // by a release announcement when notifications are on.
-      static thread_local absl::BitGen gen;
-      delay = std::min(pause_ * absl::Uniform(gen, 0.5, 1.5), left);
+      delay = std::min(pause_ * UniformReal(0.5, 1.5), left);
       pause_ = std::min(pause_ * 2, client_->options().wait_poll_max);
       if (watch_ != nullptr) {
         watch_->WaitAsync(delay, [self = shared_from_this()](absl::Status) { self->StartAttempt(); });
@@ -580,12 +578,11 @@ std::string ClientImpl::Key(absl::string_view resource) const {
 }
 
 absl::Duration ClientImpl::RetryDelay() {
-  static thread_local absl::BitGen gen;
   absl::Duration jitter = options_.retry_jitter;
   absl::Duration d = options_.retry_delay;
   if (jitter > absl::ZeroDuration()) {
-    d += absl::Nanoseconds(
-        absl::Uniform<int64_t>(gen, -absl::ToInt64Nanoseconds(jitter), absl::ToInt64Nanoseconds(jitter) + 1));
+    int64_t j = absl::ToInt64Nanoseconds(jitter);
+    d += absl::Nanoseconds(UniformInt(-j, j));
   }
   return std::max(d, absl::ZeroDuration());
 }
@@ -609,7 +606,18 @@ T ClientImpl::Block(StartFn start) {
   }
   auto waiter = std::make_shared<Waiter<T>>();
   start([waiter](T value) { waiter->Set(std::move(value)); });
-  return waiter->Wait();
+  transport_->AwaitSync(waiter);
+  return waiter->Take();
+}
+
+template <typename T>
+absl::AnyInvocable<void(T)> ClientImpl::ToUser(absl::AnyInvocable<void(T)> done) {
+  Transport* t = transport_.get();
+  return [t, done = std::move(done)](T value) mutable {
+    t->DeliverToUser([done = std::move(done), value = std::move(value)]() mutable {
+      done(std::move(value));
+    });
+  };
 }
 
 void ClientImpl::StartAcquire(std::vector<std::string> resources, absl::Duration ttl, int quorum,
@@ -635,28 +643,12 @@ Client::LeasesCallback Single(Client::LeaseCallback done) {
 
 }  // namespace
 
-void ClientImpl::TryAcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) {
-  AcquireAsync(resource, ttl, absl::ZeroDuration(), std::move(done));
-}
-
-void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) {
+void ClientImpl::AcquireInternal(absl::string_view resource, absl::Duration ttl,
+                                 std::optional<absl::Duration> wait, LeaseCallback done) {
   absl::Status st = CheckResource(resource, options_);
   absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
-  if (!st.ok() || !ms.ok()) {
-    done(!st.ok() ? st : ms.status());
-    return;
-  }
-  RetryPolicy policy;
-  policy.max_attempts = options_.max_attempts;
-  StartAcquire({std::string(resource)}, absl::Milliseconds(*ms), 0, std::move(policy),
-               Single(std::move(done)));
-}
-
-void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
-                              LeaseCallback done) {
-  absl::Status st = CheckResource(resource, options_);
-  absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
-  if (st.ok() && ms.ok() && (wait < absl::ZeroDuration() || wait == absl::InfiniteDuration())) {
+  if (st.ok() && ms.ok() && wait.has_value() &&
+      (*wait < absl::ZeroDuration() || *wait == absl::InfiniteDuration())) {
     st = absl::InvalidArgumentError("wait must be >= 0 and finite");
   }
   if (!st.ok() || !ms.ok()) {
@@ -664,25 +656,19 @@ void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, ab
     return;
   }
   RetryPolicy policy;
-  if (wait == absl::ZeroDuration()) {
+  if (!wait.has_value()) {
+    policy.max_attempts = options_.max_attempts;
+  } else if (*wait == absl::ZeroDuration()) {
     policy.max_attempts = 1;
   } else {
-    policy.deadline = clock_->Now() + absl::ToChronoNanoseconds(wait);
-    policy.wait = wait;
+    policy.deadline = clock_->Now() + absl::ToChronoNanoseconds(*wait);
+    policy.wait = *wait;
   }
   StartAcquire({std::string(resource)}, absl::Milliseconds(*ms), 0, std::move(policy),
                Single(std::move(done)));
 }
 
-void ClientImpl::ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) {
-  ExtendSetAsync({lease}, ttl, 0, Single(std::move(done)));
-}
-
-void ClientImpl::ReleaseAsync(const Lease& lease, StatusCallback done) {
-  ReleaseSetAsync({lease}, 0, std::move(done));
-}
-
-void ClientImpl::TryAcquireSetAsync(std::vector<std::string> resources, absl::Duration ttl,
+void ClientImpl::AcquireSetInternal(std::vector<std::string> resources, absl::Duration ttl,
                                     int quorum, LeasesCallback done) {
   absl::Status st = resources.empty() ? absl::InvalidArgumentError("no resources") : CheckQuorum(quorum);
   std::set<absl::string_view> seen;
@@ -698,12 +684,11 @@ void ClientImpl::TryAcquireSetAsync(std::vector<std::string> resources, absl::Du
     done(!st.ok() ? st : ms.status());
     return;
   }
-  RetryPolicy policy;
-  StartAcquire(std::move(resources), absl::Milliseconds(*ms), quorum, std::move(policy), std::move(done));
+  StartAcquire(std::move(resources), absl::Milliseconds(*ms), quorum, RetryPolicy(), std::move(done));
 }
 
-void ClientImpl::ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, int quorum,
-                                LeasesCallback done) {
+void ClientImpl::ExtendSetInternal(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                                   LeasesCallback done) {
   absl::Status st = CheckLeases(leases, "extend");
   if (st.ok()) st = CheckQuorum(quorum);
   absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
@@ -716,7 +701,7 @@ void ClientImpl::ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, i
   op->Start();
 }
 
-void ClientImpl::ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) {
+void ClientImpl::ReleaseSetInternal(std::vector<Lease> leases, int quorum, StatusCallback done) {
   absl::Status st = CheckLeases(leases, "release");
   if (st.ok()) st = CheckQuorum(quorum);
   if (!st.ok()) {
@@ -730,31 +715,88 @@ void ClientImpl::ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCa
   op->Start();
 }
 
+// Public asynchronous forms: user callbacks run on the I/O thread.
+
+void ClientImpl::TryAcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) {
+  AcquireInternal(resource, ttl, absl::ZeroDuration(), ToUser(std::move(done)));
+}
+
+void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) {
+  AcquireInternal(resource, ttl, std::nullopt, ToUser(std::move(done)));
+}
+
+void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
+                              LeaseCallback done) {
+  AcquireInternal(resource, ttl, wait, ToUser(std::move(done)));
+}
+
+void ClientImpl::ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) {
+  ExtendSetInternal({lease}, ttl, 0, Single(ToUser(std::move(done))));
+}
+
+void ClientImpl::ReleaseAsync(const Lease& lease, StatusCallback done) {
+  ReleaseSetInternal({lease}, 0, ToUser(std::move(done)));
+}
+
+void ClientImpl::TryAcquireSetAsync(std::vector<std::string> resources, absl::Duration ttl,
+                                    int quorum, LeasesCallback done) {
+  AcquireSetInternal(std::move(resources), ttl, quorum, ToUser(std::move(done)));
+}
+
+void ClientImpl::ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                                LeasesCallback done) {
+  ExtendSetInternal(std::move(leases), ttl, quorum, ToUser(std::move(done)));
+}
+
+void ClientImpl::ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) {
+  ReleaseSetInternal(std::move(leases), quorum, ToUser(std::move(done)));
+}
+
+// Public blocking forms.
+
 absl::StatusOr<Lease> ClientImpl::TryAcquire(absl::string_view resource, absl::Duration ttl) {
   return Block<absl::StatusOr<Lease>>(
-      [&](LeaseCallback cb) { TryAcquireAsync(resource, ttl, std::move(cb)); });
+      [&](LeaseCallback cb) { AcquireInternal(resource, ttl, absl::ZeroDuration(), std::move(cb)); });
 }
 
 absl::StatusOr<Lease> ClientImpl::Acquire(absl::string_view resource, absl::Duration ttl) {
   return Block<absl::StatusOr<Lease>>(
-      [&](LeaseCallback cb) { AcquireAsync(resource, ttl, std::move(cb)); });
+      [&](LeaseCallback cb) { AcquireInternal(resource, ttl, std::nullopt, std::move(cb)); });
 }
 
 absl::StatusOr<Lease> ClientImpl::Acquire(absl::string_view resource, absl::Duration ttl,
                                           absl::Duration wait) {
   return Block<absl::StatusOr<Lease>>(
-      [&](LeaseCallback cb) { AcquireAsync(resource, ttl, wait, std::move(cb)); });
+      [&](LeaseCallback cb) { AcquireInternal(resource, ttl, wait, std::move(cb)); });
 }
 
 absl::StatusOr<Lease> ClientImpl::Extend(const Lease& lease, absl::Duration ttl) {
   return Block<absl::StatusOr<Lease>>(
-      [&](LeaseCallback cb) { ExtendAsync(lease, ttl, std::move(cb)); });
+      [&](LeaseCallback cb) { ExtendSetInternal({lease}, ttl, 0, Single(std::move(cb))); });
 }
 
 absl::Status ClientImpl::Release(const Lease& lease) {
-  return Block<absl::Status>([&](StatusCallback cb) { ReleaseAsync(lease, std::move(cb)); });
+  return Block<absl::Status>([&](StatusCallback cb) { ReleaseSetInternal({lease}, 0, std::move(cb)); });
 }
 
+absl::StatusOr<std::vector<Lease>> ClientImpl::TryAcquireSet(std::vector<std::string> resources,
+                                                             absl::Duration ttl, int quorum) {
+  return Block<absl::StatusOr<std::vector<Lease>>>([&](LeasesCallback cb) {
+    AcquireSetInternal(std::move(resources), ttl, quorum, std::move(cb));
+  });
+}
+
+absl::StatusOr<std::vector<Lease>> ClientImpl::ExtendSet(std::vector<Lease> leases,
+                                                         absl::Duration ttl, int quorum) {
+  return Block<absl::StatusOr<std::vector<Lease>>>([&](LeasesCallback cb) {
+    ExtendSetInternal(std::move(leases), ttl, quorum, std::move(cb));
+  });
+}
+
+absl::Status ClientImpl::ReleaseSet(std::vector<Lease> leases, int quorum) {
+  return Block<absl::Status>(
+      [&](StatusCallback cb) { ReleaseSetInternal(std::move(leases), quorum, std::move(cb)); });
+}
 
 // ---------------------------------------------------------------------------
 // Release watches.
@@ -789,7 +831,8 @@ namespace {
 
 class WatchImpl final : public ReleaseWatch {
  public:
-  explicit WatchImpl(std::shared_ptr<ClientImpl::WatchState> state) : state_(std::move(state)) {}
+  WatchImpl(std::shared_ptr<ClientImpl::WatchState> state, bool for_user)
+      : state_(std::move(state)), for_user_(for_user) {}
   ~WatchImpl() override {
     state_->client->UnregisterWatch(state_.get());
     absl::AnyInvocable<void(absl::Status)> fire;
@@ -804,6 +847,11 @@ class WatchImpl final : public ReleaseWatch {
 
   void WaitAsync(absl::Duration max_wait, absl::AnyInvocable<void(absl::Status)> done) override {
     Transport& t = state_->client->transport();
+    if (for_user_) {
+      done = [&t, done = std::move(done)](absl::Status st) mutable {
+        t.DeliverToUser([done = std::move(done), st]() mutable { done(st); });
+      };
+    }
     std::lock_guard<std::mutex> lock(state_->mu);
     if (state_->pending) {
       state_->pending = false;
@@ -830,16 +878,21 @@ class WatchImpl final : public ReleaseWatch {
 
  private:
   std::shared_ptr<ClientImpl::WatchState> state_;
+  const bool for_user_;
 };
 
 }  // namespace
 
 std::unique_ptr<ReleaseWatch> ClientImpl::WatchReleases(std::vector<std::string> resources) {
+  return MakeWatch(std::move(resources), /*for_user=*/true);
+}
+
+std::unique_ptr<ReleaseWatch> ClientImpl::MakeWatch(std::vector<std::string> resources, bool for_user) {
   auto state = std::make_shared<WatchState>();
   state->client = this;
   for (const auto& r : resources) state->channels.push_back(absl::StrCat(kReleaseChannelPrefix, Key(r)));
   RegisterWatch(state);
-  return std::make_unique<WatchImpl>(std::move(state));
+  return std::make_unique<WatchImpl>(std::move(state), for_user);
 }
 
 void ClientImpl::RegisterWatch(const std::shared_ptr<WatchState>& w) {
@@ -925,8 +978,14 @@ struct ClientImpl::RenewState : std::enable_shared_from_this<RenewState> {
       current = lease;
     }
     std::weak_ptr<RenewState> weak = weak_from_this();
-    client->ExtendAsync(current, ttl, [weak](absl::StatusOr<Lease> r) {
-      if (auto self = weak.lock()) self->OnExtended(std::move(r));
+    client->ExtendSetInternal({current}, ttl, 0, [weak](absl::StatusOr<std::vector<Lease>> r) {
+      auto self = weak.lock();
+      if (self == nullptr) return;
+      if (r.ok()) {
+        self->OnExtended(std::move((*r)[0]));
+      } else {
+        self->OnExtended(r.status());
+      }
     });
   }
 
@@ -975,14 +1034,16 @@ struct ClientImpl::RenewState : std::enable_shared_from_this<RenewState> {
 
   void Lose(absl::Status why) {
     absl::AnyInvocable<void(absl::Status)> fire;
+    Transport* t = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (!active) return;
+      if (!active || client == nullptr) return;
       active = false;
       status = why;
       fire = std::move(on_lost);
+      t = &client->transport();
     }
-    if (fire) fire(why);
+    if (fire) t->DeliverToUser([fire = std::move(fire), why]() mutable { fire(why); });
   }
 
   void Stop() {
@@ -1102,6 +1163,9 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
   state->views.resize(static_cast<size_t>(n));
   state->left = n;
   auto waiter = std::make_shared<Waiter<bool>>();
+  if (transport_->InTransportThread()) {
+    return absl::FailedPreconditionError("Inspect called from a callback of the same client");
+  }
   std::string key = Key(resource);
   Command command = ScriptCommand(InspectScript(), {key, absl::StrCat(key, kFenceSuffix)}, {});
   for (int i = 0; i < n; ++i) {
@@ -1129,7 +1193,7 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
       if (--state->left == 0) waiter->Set(true);
     });
   }
-  waiter->Wait();
+  transport_->AwaitSync(waiter);
   std::lock_guard<std::mutex> lock(state->mu);
   return state->views;
 }

@@ -21,23 +21,18 @@ namespace internal {
 
 class Engine;
 
-// A one-shot result slot a blocking caller waits on. Shared with the
+// A one-shot result slot a blocked caller waits on. Shared with the
 // completing thread, so it outlives whichever side finishes last.
 template <typename T>
-class Waiter {
+class Waiter final : public SyncWaiter {
  public:
   void Set(T value) {
     value_.emplace(std::move(value));
-    ready_.store(1, std::memory_order_release);
-    ready_.notify_one();
+    SetReady();
   }
-  T Wait() {
-    while (ready_.load(std::memory_order_acquire) == 0) ready_.wait(0, std::memory_order_acquire);
-    return std::move(*value_);
-  }
+  T Take() { return std::move(*value_); }
 
  private:
-  std::atomic<uint32_t> ready_{0};
   std::optional<T> value_;
 };
 
@@ -76,6 +71,11 @@ class ClientImpl final : public Client {
   void ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, int quorum,
                       LeasesCallback done) override;
   void ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) override;
+  absl::StatusOr<std::vector<Lease>> TryAcquireSet(std::vector<std::string> resources,
+                                                   absl::Duration ttl, int quorum) override;
+  absl::StatusOr<std::vector<Lease>> ExtendSet(std::vector<Lease> leases, absl::Duration ttl,
+                                               int quorum) override;
+  absl::Status ReleaseSet(std::vector<Lease> leases, int quorum) override;
 
   absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Lease& lease, RenewOptions options,
@@ -97,6 +97,22 @@ class ClientImpl final : public Client {
   // caller); `done` gets one lease per resource.
   void StartAcquire(std::vector<std::string> resources, absl::Duration ttl, int quorum,
                     RetryPolicy policy, LeasesCallback done);
+
+  // The operations, with callbacks that run wherever the operation
+  // completes (a polling caller or the I/O thread). The public *Async
+  // methods wrap user callbacks with ToUser().
+  void AcquireInternal(absl::string_view resource, absl::Duration ttl,
+                       std::optional<absl::Duration> wait, LeaseCallback done);
+  void AcquireSetInternal(std::vector<std::string> resources, absl::Duration ttl, int quorum,
+                          LeasesCallback done);
+  void ExtendSetInternal(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                         LeasesCallback done);
+  void ReleaseSetInternal(std::vector<Lease> leases, int quorum, StatusCallback done);
+  template <typename T>
+  absl::AnyInvocable<void(T)> ToUser(absl::AnyInvocable<void(T)> done);
+  // A watch whose WaitAsync callbacks run where the announcement is
+  // processed (internal) or on the I/O thread (for users).
+  std::unique_ptr<ReleaseWatch> MakeWatch(std::vector<std::string> resources, bool for_user);
 
   // Release watches (client_impl.cc).
   struct WatchState;

@@ -18,17 +18,36 @@
 #include <cstdlib>
 #include <utility>
 
-#include "absl/random/random.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/resp.h"
 #include "redlock/internal/scripts.h"
+#include "redlock/internal/token.h"
 
 namespace redlock {
 namespace internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+// The engine whose callbacks the current thread is running, if any.
+thread_local const void* t_dispatching = nullptr;
+
+// Restores t_dispatching on scope exit.
+class Dispatching {
+ public:
+  explicit Dispatching(const void* engine) : saved_(t_dispatching) { t_dispatching = engine; }
+  ~Dispatching() { t_dispatching = saved_; }
+
+ private:
+  const void* saved_;
+};
+
+int64_t NowNs() { return Clock::now().time_since_epoch().count(); }
+
+// How long the I/O thread stays off polling after a synchronous caller
+// polled: back-to-back calls then never need to take the role from it.
+constexpr int64_t kSyncQuietNs = 1000000;
 
 constexpr uint64_t kEventFdData = 0;
 
@@ -200,12 +219,93 @@ void Engine::Shutdown() {
 
 const std::string& Engine::NodeName(int node) const { return nodes_[node]->name; }
 
-bool Engine::InTransportThread() const { return std::this_thread::get_id() == thread_id_; }
+bool Engine::InTransportThread() const {
+  return t_dispatching == this || std::this_thread::get_id() == thread_id_;
+}
 
 void Engine::Wake() {
   uint64_t one = 1;
   ssize_t r = write(event_fd_, &one, sizeof(one));
   (void)r;  // EAGAIN means the counter is already non-zero: the loop will wake.
+  idle_cv_.notify_one();
+}
+
+void Engine::DeliverToUser(absl::AnyInvocable<void()> fn) {
+  if (std::this_thread::get_id() == thread_id_) {
+    fn();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    user_tasks_.push_back(std::move(fn));
+  }
+  // The I/O thread is idle (a caller polls) or polling itself.
+  idle_cv_.notify_one();
+  if (io_thread_polling_.load()) Wake();
+}
+
+void Engine::RunUserTasks() {
+  for (int round = 0; round < 100; ++round) {
+    std::deque<absl::AnyInvocable<void()>> batch;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      batch.swap(user_tasks_);
+    }
+    if (batch.empty()) return;
+    for (auto& fn : batch) fn();
+  }
+}
+
+void Engine::HandOffPolling() {
+  std::shared_ptr<SyncWaiter> next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (handoff_.empty()) return;
+    next = std::move(handoff_.front());
+    handoff_.pop_front();
+  }
+  next->Nudge();
+}
+
+void Engine::AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) {
+  sync_active_.fetch_add(1);
+  // The I/O thread may be sleeping in epoll_wait with the role: make it let
+  // go (it sees sync_active_ and stays off until we are done).
+  if (io_thread_polling_.load()) Wake();
+  bool queued = false;
+  while (!waiter->ready() && !stopping()) {
+    std::unique_lock<std::mutex> poll(poll_mu_, std::try_to_lock);
+    if (poll.owns_lock()) {
+      {
+        Dispatching dispatching(this);
+        while (!waiter->ready() && !stopping()) RunOnce();
+      }
+      poll.unlock();
+      HandOffPolling();
+      break;
+    }
+    if (!queued) {
+      // Queue for the role, then try once more: the poller may have left
+      // between our try_lock and the queueing, and handed off to nobody.
+      std::lock_guard<std::mutex> lock(mu_);
+      handoff_.push_back(waiter);
+      queued = true;
+      continue;
+    }
+    waiter->Wait(absl::Milliseconds(1));
+    // Nudged, timed out or ready: if still queued, stay queued.
+    std::lock_guard<std::mutex> lock(mu_);
+    queued = std::find(handoff_.begin(), handoff_.end(), waiter) != handoff_.end();
+  }
+  if (queued) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = std::find(handoff_.begin(), handoff_.end(), waiter);
+    if (it != handoff_.end()) handoff_.erase(it);
+  }
+  // Shutting down: the I/O thread completes everything with kCancelled.
+  waiter->WaitReady();
+  last_sync_end_ns_.store(NowNs());
+  sync_active_.fetch_sub(1);
 }
 
 void Engine::Post(absl::AnyInvocable<void()> fn) {
@@ -358,36 +458,69 @@ void Engine::OpenBreakerLocked(Node& n, const std::string& why) {
 
 void Engine::Loop() {
   thread_id_ = std::this_thread::get_id();
-  for (auto& n : nodes_) StartConnect(*n);
+  {
+    std::lock_guard<std::mutex> poll(poll_mu_);
+    Dispatching dispatching(this);
+    for (auto& n : nodes_) StartConnect(*n);
+  }
+  while (!stopping()) {
+    RunUserTasks();
+    if (sync_active_.load() > 0 || NowNs() - last_sync_end_ns_.load() < kSyncQuietNs) {
+      // A caller polls, or did a moment ago: stay off, but keep running user
+      // callbacks, and come back within a millisecond.
+      std::unique_lock<std::mutex> lock(mu_);
+      idle_cv_.wait_for(lock, std::chrono::milliseconds(1),
+                        [&] { return !user_tasks_.empty() || stopping(); });
+      continue;
+    }
+    std::unique_lock<std::mutex> poll(poll_mu_);
+    io_thread_polling_.store(true);
+    if (sync_active_.load() == 0) {
+      Dispatching dispatching(this);
+      RunOnce();
+    }
+    io_thread_polling_.store(false);
+    poll.unlock();
+    HandOffPolling();
+  }
+  {
+    std::lock_guard<std::mutex> poll(poll_mu_);
+    Dispatching dispatching(this);
+    CancelEverything();
+  }
+  RunUserTasks();
+}
+
+void Engine::RunOnce() {
   constexpr int kMaxEvents = 64;
   epoll_event events[kMaxEvents];
-  while (!stopping()) {
-    TimePoint now = Clock::now();
-    TimePoint wake = NextWake(now);
-    wake_at_ns_.store(wake.time_since_epoch().count(), std::memory_order_release);
-    int64_t timeout_ms = 0;
-    if (wake > now) {
-      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
-      timeout_ms = (ns + 999999) / 1000000;
-    }
-    // Timers due before the stored wake time must wake us: re-check after
-    // publishing it so a RunAfter racing with this point is not missed.
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!posted_.empty() || (!timers_.empty() && timers_.begin()->first.first < wake)) {
-        timeout_ms = 0;
-      }
-    }
-    int count = epoll_wait(epoll_fd_, events, kMaxEvents, static_cast<int>(timeout_ms));
-    wake_at_ns_.store(0, std::memory_order_release);
-    for (int i = 0; i < count; ++i) HandleEvent(events[i].data.u64, events[i].events);
-    now = Clock::now();
-    ExpireDeadlines(now);
-    MaintainNodes(now);
-    RunTimers(now);
-    RunPosted();
+  TimePoint now = Clock::now();
+  TimePoint wake = NextWake(now);
+  wake_at_ns_.store(wake.time_since_epoch().count(), std::memory_order_release);
+  int64_t timeout_ms = 0;
+  if (wake > now) {
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
+    timeout_ms = (ns + 999999) / 1000000;
   }
-  CancelEverything();
+  // Timers due before the stored wake time must wake us: re-check after
+  // publishing it so a RunAfter racing with this point is not missed. The
+  // I/O thread also leaves at once when a caller wants the role.
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!posted_.empty() || (!timers_.empty() && timers_.begin()->first.first < wake)) {
+      timeout_ms = 0;
+    }
+    if (std::this_thread::get_id() == thread_id_ && !user_tasks_.empty()) timeout_ms = 0;
+  }
+  if (std::this_thread::get_id() == thread_id_ && sync_active_.load() > 0) timeout_ms = 0;
+  int count = epoll_wait(epoll_fd_, events, kMaxEvents, static_cast<int>(timeout_ms));
+  wake_at_ns_.store(0, std::memory_order_release);
+  for (int i = 0; i < count; ++i) HandleEvent(events[i].data.u64, events[i].events);
+  now = Clock::now();
+  ExpireDeadlines(now);
+  MaintainNodes(now);
+  RunTimers(now);
+  RunPosted();
 }
 
 Engine::TimePoint Engine::NextWake(TimePoint now) {
@@ -737,8 +870,7 @@ void Engine::Disconnect(Node& n, const std::string& why) {
     }
   }
   ++n.generation;
-  static thread_local absl::BitGen gen;
-  double jitter = absl::Uniform(gen, 0.8, 1.2);
+  double jitter = UniformReal(0.8, 1.2);
   n.next_connect = Clock::now() + absl::ToChronoNanoseconds(n.backoff * jitter);
   n.backoff = std::min(n.backoff * 2, config_.reconnect_backoff_max);
   if (report_first) {

@@ -14,6 +14,14 @@
 //   always form a prefix of it; their late replies are discarded when they
 //   arrive. The loop never sleeps longer than node_timeout, so a new request
 //   never needs to wake it to arm a timer.
+// - Leader/follower polling: whoever polls holds poll_mu_ and runs the
+//   event processing (replies, deadlines, timers, reconnects). A thread
+//   blocked in a synchronous call polls itself instead of sleeping while the
+//   I/O thread does it and then wakes it: a lone synchronous call costs no
+//   thread hand-off. Other blocked callers queue and are handed the role
+//   when the poller's own call completes. The I/O thread polls when no
+//   caller has for a millisecond, and is the only thread that runs user
+//   callbacks (DeliverToUser), so those never run inside another call.
 // - A missed deadline or a failed connection opens the node's circuit
 //   breaker: normal requests then fail at once, and a PING probe is sent
 //   every breaker_probe_interval until one is answered in time. Requests in
@@ -80,6 +88,8 @@ class Engine final : public Transport {
   void Send(int node, Command command, NodeCallback done) override;
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
+  void AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) override;
+  void DeliverToUser(absl::AnyInvocable<void()> fn) override;
   bool InTransportThread() const override;
   bool stopping() const override { return stopping_.load(std::memory_order_acquire); }
 
@@ -98,7 +108,14 @@ class Engine final : public Transport {
   explicit Engine(Config config);
 
   void Loop();
-  // Each of these runs on the loop thread.
+  // One round of polling: wait for events (or the next deadline), then
+  // process them, deadlines, reconnections, timers and tasks.
+  // REQUIRES: poll_mu_ held.
+  void RunOnce();
+  // Wakes one caller queued for the polling role.
+  void HandOffPolling();
+  void RunUserTasks();
+  // Each of these runs with poll_mu_ held (by the I/O thread or a caller).
   void HandleEvent(uint64_t data, uint32_t events);
   void StartConnect(Node& n);
   void OnConnected(Node& n);
@@ -141,8 +158,17 @@ class Engine final : public Transport {
   // steady clock's epoch); RunAfter wakes it only for earlier timers.
   std::atomic<int64_t> wake_at_ns_{0};
 
+  // Leader/follower polling (see the file comment).
+  std::mutex poll_mu_;
+  std::atomic<int> sync_active_{0};            // callers inside AwaitSync
+  std::atomic<bool> io_thread_polling_{false};  // the I/O thread holds poll_mu_
+  std::atomic<int64_t> last_sync_end_ns_{0};
+
   mutable std::mutex mu_;  // guards the members below
-  std::deque<absl::AnyInvocable<void()>> posted_;
+  std::deque<absl::AnyInvocable<void()>> posted_;      // run by any poller
+  std::deque<absl::AnyInvocable<void()>> user_tasks_;  // run by the I/O thread
+  std::deque<std::shared_ptr<SyncWaiter>> handoff_;    // callers waiting to poll
+  std::condition_variable idle_cv_;                     // the idle I/O thread
   std::map<std::pair<TimePoint, TimerId>, absl::AnyInvocable<void()>> timers_;
   std::unordered_map<TimerId, TimePoint> timer_index_;
   TimerId next_timer_id_ = 1;

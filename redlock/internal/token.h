@@ -3,6 +3,7 @@
 #ifndef REDLOCK_INTERNAL_TOKEN_H_
 #define REDLOCK_INTERNAL_TOKEN_H_
 
+#include <cstdint>
 #include <string>
 
 namespace redlock {
@@ -17,6 +18,12 @@ inline constexpr int kTokenBytes = 20;
 // /dev/urandom, and abort only if both are unusable (a lock with a guessable
 // token would be worse than no lock).
 std::string NewToken();
+
+// Non-cryptographic randomness for jitter: a per-thread generator seeded
+// from getrandom(2). (Not absl::BitGen: Debian's Abseil is not built for
+// ThreadSanitizer, which then reports its seed pool.)
+double UniformReal(double lo, double hi);
+int64_t UniformInt(int64_t lo, int64_t hi);  // inclusive
 
 }  // namespace internal
 }  // namespace redlock

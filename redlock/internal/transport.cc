@@ -1,5 +1,12 @@
 #include "redlock/internal/transport.h"
 
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <climits>
+
 #include "redlock/internal/resp.h"
 
 namespace redlock {
@@ -45,6 +52,45 @@ std::string EvalFallback(const Command& command) {
   absl::string_view rest = p.substr(header + evalsha_part.size());
   out.append(rest.data(), rest.size());
   return out;
+}
+
+namespace {
+
+// The futex word is the atomic's value (std::atomic<uint32_t> is a plain
+// 32-bit word on Linux).
+uint32_t* FutexWord(std::atomic<uint32_t>* a) { return reinterpret_cast<uint32_t*>(a); }
+
+}  // namespace
+
+void SyncWaiter::Wake() {
+  syscall(SYS_futex, FutexWord(&state_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
+}
+
+void SyncWaiter::SetReady() {
+  state_.fetch_or(kReady, std::memory_order_acq_rel);
+  Wake();
+}
+
+void SyncWaiter::Nudge() {
+  state_.fetch_or(kNudged, std::memory_order_acq_rel);
+  Wake();
+}
+
+void SyncWaiter::Wait(absl::Duration timeout) {
+  uint32_t s = state_.load(std::memory_order_acquire);
+  if ((s & (kReady | kNudged)) == 0) {
+    timespec ts = absl::ToTimespec(timeout);
+    syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, s, &ts, nullptr, 0);
+  }
+  state_.fetch_and(~kNudged, std::memory_order_acq_rel);
+}
+
+void SyncWaiter::WaitReady() {
+  for (;;) {
+    uint32_t s = state_.load(std::memory_order_acquire);
+    if (s & kReady) return;
+    syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, s, nullptr, nullptr, 0);
+  }
 }
 
 }  // namespace internal

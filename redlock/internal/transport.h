@@ -5,7 +5,9 @@
 #ifndef REDLOCK_INTERNAL_TRANSPORT_H_
 #define REDLOCK_INTERNAL_TRANSPORT_H_
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -48,6 +50,29 @@ std::string EvalFallback(const Command& command);
 // Reply of type kError.
 using NodeCallback = absl::AnyInvocable<void(absl::StatusOr<Reply>)>;
 
+// A one-shot completion a blocked caller waits on, with a "nudge" that wakes
+// it without completing it (used to hand the polling role to it).
+class SyncWaiter {
+ public:
+  virtual ~SyncWaiter() = default;
+  bool ready() const { return (state_.load(std::memory_order_acquire) & kReady) != 0; }
+  // Marks the wait complete and wakes the waiter. Publishes every write made
+  // before it to the waiter.
+  void SetReady();
+  // Wakes the waiter without completing it.
+  void Nudge();
+  // Blocks until ready, nudged (the nudge is consumed) or `timeout` passed.
+  void Wait(absl::Duration timeout);
+  // Blocks until ready.
+  void WaitReady();
+
+ private:
+  static constexpr uint32_t kReady = 1;
+  static constexpr uint32_t kNudged = 2;
+  void Wake();
+  std::atomic<uint32_t> state_{0};
+};
+
 class Transport {
  public:
   using TimerId = uint64_t;
@@ -68,7 +93,18 @@ class Transport {
   virtual TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) = 0;
   virtual bool Cancel(TimerId id) = 0;
 
-  // True on the transport's own thread (where callbacks run).
+  // Blocks the calling thread until `waiter` is ready. The real engine lets
+  // the caller do the polling meanwhile (so a lone synchronous call costs no
+  // thread hand-off); `waiter` is completed by a callback of the operation.
+  virtual void AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) = 0;
+
+  // Runs `fn` on the transport's I/O thread (inline if already there): user
+  // callbacks go through here, so they never run inside a synchronous call
+  // made on another thread, which may hold the caller's own locks.
+  virtual void DeliverToUser(absl::AnyInvocable<void()> fn) = 0;
+
+  // True while the calling thread runs the transport's callbacks (on the I/O
+  // thread, or on a caller polling in AwaitSync).
   virtual bool InTransportThread() const = 0;
 
   // True once shutdown has begun: new operations must not start.

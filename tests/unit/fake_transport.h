@@ -18,6 +18,8 @@
 #ifndef REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_
 #define REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_
 
+#include <cstdio>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <optional>
@@ -82,6 +84,15 @@ class FakeTransport final : public internal::Transport {
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   bool InTransportThread() const override { return in_callback_ > 0; }
+  // Unit tests drive everything from one thread with the async API; a
+  // blocking call would wait for replies only the test can give.
+  void AwaitSync(const std::shared_ptr<internal::SyncWaiter>& waiter) override {
+    if (!waiter->ready()) {
+      std::fprintf(stderr, "FakeTransport: blocking calls are not supported in unit tests\n");
+      std::abort();
+    }
+  }
+  void DeliverToUser(absl::AnyInvocable<void()> fn) override { fn(); }
   bool stopping() const override { return stopping_; }
   void Shutdown() override;
   void SetMessageHandler(MessageHandler handler) override { handler_ = std::move(handler); }
