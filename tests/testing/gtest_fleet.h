@@ -15,8 +15,26 @@
     ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                                 \
   } while (0)
 
+#include <chrono>
+#include <thread>
+
 namespace redlock {
 namespace testing {
+
+// Calls `probe` until it returns `want` or `timeout` passed (5 ms apart) and
+// returns its last value. For state that follows a call's return: a release
+// or an acquire returns at a quorum, the other nodes follow moments later.
+template <typename F, typename T>
+auto Eventually(F probe, const T& want, absl::Duration timeout = absl::Seconds(2)) -> decltype(probe()) {
+  auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
+  auto value = probe();
+  while (!(value == want) && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    value = probe();
+  }
+  return value;
+}
+
 inline const ::absl::Status& StatusOf(const ::absl::Status& s) { return s; }
 template <typename T>
 const ::absl::Status& StatusOf(const ::absl::StatusOr<T>& s) {

@@ -202,23 +202,80 @@ TEST_F(ClientLogicTest, GivesUpAfterMaxAttempts) {
 
 TEST_F(ClientLogicTest, WaitModeStopsAtTheDeadline) {
   Options o;
-  o.retry_delay = absl::Milliseconds(300);
-  o.retry_jitter = absl::ZeroDuration();
+  o.retry_delay = absl::Milliseconds(300);  // first polling pause ~75ms, growing
+  o.wait_poll_max = absl::Milliseconds(250);
   Make(3, o);
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
   auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  auto start = clock_.Now();
   client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(1),
                         [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
-  for (int step = 0; step < 10 && !out->has_value(); ++step) {
+  EXPECT_EQ(transport_->subscribers("redlock:release:r"), 1) << "waits on release announcements";
+  for (int step = 0; step < 200 && !out->has_value(); ++step) {
     transport_->AnswerEverything();
-    transport_->Advance(absl::Milliseconds(300));
+    transport_->Advance(absl::Milliseconds(10));
   }
   ASSERT_TRUE(out->has_value());
   EXPECT_EQ((*out)->status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("not held after waiting 1s"));
   EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("held by another client"));
-  // Attempts at 0, 300, 600, 900 ms, and one at the 1s deadline.
+  EXPECT_LE(clock_.Now() - start, std::chrono::milliseconds(1010));
+  int attempts = transport_->sent_count("acquire") / 3;
+  // Pauses of 37..112ms, then up to 250ms: between 4 and ~12 attempts in 1s.
+  EXPECT_GE(attempts, 4);
+  EXPECT_LE(attempts, 14);
+  EXPECT_EQ(transport_->subscribers("redlock:release:r"), 0) << "unsubscribed when done";
+  transport_->Advance(absl::Seconds(5));
+  transport_->AnswerEverything();
+  EXPECT_EQ(transport_->sent_count("acquire") / 3, attempts) << "nothing after the deadline";
+}
+
+TEST_F(ClientLogicTest, AReleaseAnnouncementWakesTheWaiterAtOnce) {
+  Options o;
+  o.retry_delay = absl::Seconds(20);  // polling pauses of seconds
+  o.wait_poll_max = absl::Seconds(5);
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder-token", std::nullopt, false};
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  EXPECT_EQ(transport_->sent_count("acquire"), 3);
+  transport_->Advance(absl::Milliseconds(100));
+  EXPECT_EQ(transport_->sent_count("acquire"), 3) << "no polling yet";
+  // The holder releases: every node announces it, the waiter tries once.
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys.erase("r");
+  for (int i = 0; i < 3; ++i) transport_->Publish(i, "redlock:release:r", "holder-token");
+  transport_->Advance(absl::ZeroDuration());
+  EXPECT_EQ(transport_->sent_count("acquire"), 6) << "one attempt for three announcements";
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_TRUE((*out)->ok()) << (*out)->status();
+}
+
+TEST_F(ClientLogicTest, OnlyTheOldestWaiterOfAClientIsWoken) {
+  Options o;
+  o.retry_delay = absl::Seconds(20);
+  o.wait_poll_max = absl::Seconds(5);
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"t0", std::nullopt, false};
+  std::vector<std::shared_ptr<std::optional<absl::StatusOr<Lease>>>> outs;
+  for (int w = 0; w < 5; ++w) {
+    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+    client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
+                          [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    outs.push_back(out);
+  }
+  transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 15);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys.erase("r");
+  for (int i = 0; i < 3; ++i) transport_->Publish(i, "redlock:release:r", "t0");
+  transport_->Advance(absl::ZeroDuration());
+  EXPECT_EQ(transport_->sent_count("acquire"), 18) << "one attempt for five waiters";
+  transport_->AnswerEverything();
+  ASSERT_TRUE(outs[0]->has_value()) << "the oldest waiter";
+  EXPECT_TRUE((*outs[0])->ok());
+  for (int w = 1; w < 5; ++w) EXPECT_FALSE(outs[w]->has_value()) << w;
 }
 
 TEST_F(ClientLogicTest, InvalidInputSendsNothing) {
