@@ -177,8 +177,15 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(Config config) {
     return absl::InternalError(absl::StrCat("epoll_ctl: ", ErrnoText(errno)));
   }
   engine->first_connect_pending_ = engine->size();
+  {
+    // Before any request can be made: every node is connecting (requests
+    // wait for it) or has failed (requests fail at once).
+    std::lock_guard<std::mutex> poll(engine->poll_mu_);
+    for (auto& n : engine->nodes_) engine->StartConnect(*n);
+  }
   Engine* e = engine.get();
   engine->thread_ = std::thread([e] { e->Loop(); });
+  engine->thread_id_.store(engine->thread_.get_id());
   return engine;
 }
 
@@ -457,12 +464,7 @@ void Engine::OpenBreakerLocked(Node& n, const std::string& why) {
 // Loop thread.
 
 void Engine::Loop() {
-  thread_id_ = std::this_thread::get_id();
-  {
-    std::lock_guard<std::mutex> poll(poll_mu_);
-    Dispatching dispatching(this);
-    for (auto& n : nodes_) StartConnect(*n);
-  }
+  thread_id_.store(std::this_thread::get_id());
   while (!stopping()) {
     RunUserTasks();
     if (sync_active_.load() > 0 || NowNs() - last_sync_end_ns_.load() < kSyncQuietNs) {

@@ -150,7 +150,7 @@ class Engine final : public Transport {
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   std::thread thread_;
-  std::thread::id thread_id_;
+  std::atomic<std::thread::id> thread_id_{};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
   std::mutex shutdown_mu_;
