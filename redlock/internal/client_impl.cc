@@ -319,6 +319,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   void SendRelease(int i) {
     Command release = ScriptCommand(ReleaseScript(), keys_, {token_, ""});
     release.cleanup = true;
+    release.since = start_;
     release.op = "release";
     transport().Send(i, std::move(release), [](absl::StatusOr<Reply>) {});
   }
@@ -450,6 +451,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     if (kind_ == Kind::kRelease) {
       command = ScriptCommand(ReleaseScript(), keys_, {token, std::string(kReleaseChannelPrefix)});
       command.cleanup = true;
+      command.since = leases_[0].acquired_at();
       command.op = "release";
     } else {
       command = ScriptCommand(ExtendScript(), keys_, {token, std::to_string(ttl_ms_)});

@@ -129,6 +129,8 @@ struct Engine::Node {
   // Requests made while the first connection is being established.
   std::deque<std::pair<std::shared_ptr<Slot>, std::string>> waiting;
   bool breaker_open = false;
+  TimePoint breaker_opened_at{};
+  TimePoint last_reply_at{};  // any reply, late ones included: the node is alive
   std::string last_error;
   bool probe_in_flight = false;
   size_t handshake_left = 0;
@@ -367,7 +369,8 @@ void Engine::Send(int node, Command command, NodeCallback done) {
   }
   bool usable = n.state == Node::State::kReady || n.state == Node::State::kHandshake ||
                 n.state == Node::State::kConnecting;
-  if (n.breaker_open && !(command.cleanup && n.state == Node::State::kReady)) {
+  if (n.breaker_open &&
+      !(command.cleanup && n.state == Node::State::kReady && command.since <= n.breaker_opened_at)) {
     usable = false;
   }
   if (!usable) {
@@ -456,6 +459,7 @@ void Engine::OpenBreakerLocked(Node& n, const std::string& why) {
   n.last_error = why;
   if (!n.breaker_open) {
     n.breaker_open = true;
+    n.breaker_opened_at = Clock::now();
     n.next_probe = Clock::now() + absl::ToChronoNanoseconds(config_.breaker_probe_interval);
   }
 }
@@ -731,6 +735,7 @@ void Engine::OnReadable(Node& n) {
   std::vector<std::pair<NodeCallback, Reply>> ready;
   {
     std::unique_lock<std::mutex> lock(n.mu);
+    if (!replies.empty()) n.last_reply_at = Clock::now();
     for (Reply& reply : replies) {
       if (n.fifo.empty()) {
         failure = absl::StrCat("unexpected reply from the node: ", reply.Describe());
@@ -903,7 +908,10 @@ void Engine::ExpireDeadlines(TimePoint now) {
       for (auto& w : n.waiting) {
         if (w.first->done && w.first->deadline <= now) expired.push_back(std::move(w.first->done));
       }
-      if (missed) {
+      // The breaker means "this node is silent": a node that keeps answering,
+      // only late (CPU starved, or slower than node_timeout), misses those
+      // deadlines (each a "no" vote) but is not shut out.
+      if (missed && now - n.last_reply_at >= absl::ToChronoNanoseconds(config_.node_timeout)) {
         OpenBreakerLocked(n, absl::StrCat("no reply within ", FormatMs(config_.node_timeout)));
       }
     }

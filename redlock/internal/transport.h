@@ -6,6 +6,7 @@
 #define REDLOCK_INTERNAL_TRANSPORT_H_
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,8 +32,12 @@ struct Command {
   const Script* script = nullptr;
   // A cleanup command (a release) goes out even while the node's circuit
   // breaker is open, as long as its connection is up: it must follow, on the
-  // same ordered connection, a SET that may still be waiting there.
+  // same ordered connection, a SET that may still be waiting there. Only if
+  // that SET can exist: when the attempt that set the key started after the
+  // breaker opened (`since`), its SET was never sent to the node, and
+  // neither is the cleanup.
   bool cleanup = false;
+  std::chrono::steady_clock::time_point since{};
   // Free-form name for tests and diagnostics ("acquire", "release", ...).
   const char* op = "";
 };

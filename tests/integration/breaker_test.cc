@@ -1,0 +1,104 @@
+// The per-node circuit breaker against real servers: a node slower than the
+// deadline never delays a decision; a stalled one is back as soon as it
+// answers; a silent one does not collect requests it can never need.
+
+#include <chrono>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "chaos/fault_proxy.h"
+#include "gtest/gtest.h"
+#include "redlock/client.h"
+#include "tests/testing/gtest_fleet.h"
+
+namespace redlock {
+namespace {
+
+using chaos::Direction;
+using chaos::FaultProxy;
+using chaos::FaultSpec;
+using chaos::ProxyOptions;
+using testing::Fleet;
+
+TEST(BreakerTest, ANodeSlowerThanNodeTimeoutNeverDelaysADecision) {
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 5});
+  REDLOCK_ASSERT_OK(fleet.status());
+  ProxyOptions po;
+  po.upstream_port = (*fleet)->port(4);
+  auto proxy = FaultProxy::Start(po);
+  REDLOCK_ASSERT_OK(proxy.status());
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  o.nodes[4].port = (*proxy)->listen_port();
+  o.node_timeout = absl::Milliseconds(500);
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  // Every reply of node 4 arrives 800 ms late: it is as good as down. (Wide
+  // margins: this checks that decisions do not wait for it, not speed.)
+  REDLOCK_ASSERT_OK((*proxy)->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(800))));
+  for (int i = 0; i < 30; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    absl::StatusOr<Lease> l = (*c)->TryAcquire(absl::StrCat("r", i), absl::Seconds(10));
+    absl::Duration took = absl::FromChrono(std::chrono::steady_clock::now() - start);
+    REDLOCK_ASSERT_OK(l.status());
+    EXPECT_LT(took, absl::Milliseconds(250)) << "attempt " << i << " waited for the slow node";
+    REDLOCK_ASSERT_OK((*c)->Release(*l));
+  }
+}
+
+TEST(BreakerTest, ANodeThatStalledIsBackAsSoonAsItAnswers) {
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 5});
+  REDLOCK_ASSERT_OK(fleet.status());
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  o.quorum = 5;  // node 4 must take part
+  o.breaker_probe_interval = absl::Seconds(5);  // recovery must not wait for the periodic probe
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  REDLOCK_ASSERT_OK((*c)->TryAcquire("before", absl::Seconds(10)).status());
+  REDLOCK_ASSERT_OK((*fleet)->Stop(4));  // a stall, as under CPU starvation
+  EXPECT_FALSE((*c)->TryAcquire("during", absl::Seconds(10)).ok());
+  ASSERT_TRUE((*c)->Health()[4].breaker_open);
+  REDLOCK_ASSERT_OK((*fleet)->Continue(4));
+  // Its late replies arrive: that triggers a probe at once.
+  auto start = std::chrono::steady_clock::now();
+  bool closed = testing::Eventually([&] { return !(*c)->Health()[4].breaker_open; }, true, absl::Seconds(4));
+  absl::Duration took = absl::FromChrono(std::chrono::steady_clock::now() - start);
+  EXPECT_TRUE(closed);
+  EXPECT_LT(took, absl::Seconds(1)) << "waited for the periodic probe";
+  REDLOCK_EXPECT_OK((*c)->TryAcquire("after", absl::Seconds(10)).status());
+}
+
+TEST(BreakerTest, ASilentNodeCollectsNoReleasesForLeasesItNeverSaw) {
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 5});
+  REDLOCK_ASSERT_OK(fleet.status());
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  REDLOCK_ASSERT_OK((*fleet)->Stop(2));
+  // The first attempts still send to node 2 (until its deadline opens the
+  // breaker); their releases follow them there.
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<Lease> l = (*c)->TryAcquire(absl::StrCat("early", i), absl::Seconds(10));
+    REDLOCK_ASSERT_OK(l.status());
+    REDLOCK_ASSERT_OK((*c)->Release(*l));
+  }
+  bool open = testing::Eventually([&] { return (*c)->Health()[2].breaker_open; }, true);
+  ASSERT_TRUE(open);
+  size_t before = (*c)->Health()[2].in_flight;
+  for (int i = 0; i < 300; ++i) {
+    absl::StatusOr<Lease> l = (*c)->TryAcquire(absl::StrCat("late", i), absl::Seconds(10));
+    REDLOCK_ASSERT_OK(l.status());
+    REDLOCK_ASSERT_OK((*c)->Release(*l));
+  }
+  size_t after = (*c)->Health()[2].in_flight;
+  EXPECT_LE(after, before + 2) << "releases of leases acquired while node 2 was down were queued for it";
+  REDLOCK_ASSERT_OK((*fleet)->Continue(2));
+}
+
+}  // namespace
+}  // namespace redlock
