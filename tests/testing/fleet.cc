@@ -55,7 +55,7 @@ std::string LogTail(const std::string& path, size_t max_lines = 8) {
   return absl::StrJoin(lines, "\n  ");
 }
 
-RedisValue ConvertReply(const redisReply* r) {
+RedisValue Convert(const redisReply* r) {
   RedisValue v;
   switch (r->type) {
     case REDIS_REPLY_STRING:
@@ -76,7 +76,7 @@ RedisValue ConvertReply(const redisReply* r) {
       break;
     case REDIS_REPLY_ARRAY:
       v.type = RedisValue::Type::kArray;
-      for (size_t i = 0; i < r->elements; ++i) v.elements.push_back(ConvertReply(r->element[i]));
+      for (size_t i = 0; i < r->elements; ++i) v.elements.push_back(Convert(r->element[i]));
       break;
     default:
       break;
@@ -356,15 +356,20 @@ absl::Status Fleet::Restart(int i) {
   return StartNode(i);
 }
 
-absl::StatusOr<RedisValue> Fleet::Command(int i, const std::vector<std::string>& args,
-                                          absl::Duration timeout) const {
+RedisValue RedisValueFromReply(const void* redis_reply) {
+  return Convert(static_cast<const redisReply*>(redis_reply));
+}
+
+absl::StatusOr<RedisValue> RunCommand(const Endpoint& node, const std::vector<std::string>& args,
+                                      absl::Duration timeout) {
+  const std::string name = node.ToString();
   timeval tv = absl::ToTimeval(timeout);
-  redisContext* c = redisConnectWithTimeout(host(i).c_str(), port(i), tv);
+  redisContext* c = redisConnectWithTimeout(node.host.c_str(), node.port, tv);
   if (c == nullptr) return absl::UnavailableError("cannot allocate a redis context");
   if (c->err) {
     std::string err = c->errstr;
     redisFree(c);
-    return absl::UnavailableError(absl::StrCat(address(i), ": ", err));
+    return absl::UnavailableError(absl::StrCat(name, ": ", err));
   }
   redisSetTimeout(c, tv);
   auto run = [&](const std::vector<std::string>& cmd) -> absl::StatusOr<RedisValue> {
@@ -375,21 +380,36 @@ absl::StatusOr<RedisValue> Fleet::Command(int i, const std::vector<std::string>&
       lens.push_back(a.size());
     }
     void* raw = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
-    if (raw == nullptr) return absl::UnavailableError(absl::StrCat(address(i), ": ", c->errstr));
-    RedisValue v = ConvertReply(static_cast<redisReply*>(raw));
+    if (raw == nullptr) return absl::UnavailableError(absl::StrCat(name, ": ", c->errstr));
+    RedisValue v = Convert(static_cast<redisReply*>(raw));
     freeReplyObject(raw);
     return v;
   };
-  if (!options_.password.empty()) {
-    absl::StatusOr<RedisValue> auth = run({"AUTH", options_.password});
-    if (!auth.ok()) {
+  std::vector<std::vector<std::string>> hello;
+  if (!node.password.empty()) {
+    if (node.username.empty()) {
+      hello.push_back({"AUTH", node.password});
+    } else {
+      hello.push_back({"AUTH", node.username, node.password});
+    }
+  }
+  if (node.db != 0) hello.push_back({"SELECT", std::to_string(node.db)});
+  for (const auto& cmd : hello) {
+    absl::StatusOr<RedisValue> r = run(cmd);
+    if (!r.ok() || r->type == RedisValue::Type::kError) {
       redisFree(c);
-      return auth.status();
+      if (!r.ok()) return r.status();
+      return absl::UnavailableError(absl::StrCat(name, ": ", cmd[0], " failed: ", r->str));
     }
   }
   absl::StatusOr<RedisValue> out = run(args);
   redisFree(c);
   return out;
+}
+
+absl::StatusOr<RedisValue> Fleet::Command(int i, const std::vector<std::string>& args,
+                                          absl::Duration timeout) const {
+  return RunCommand(endpoint(i), args, timeout);
 }
 
 absl::Status Fleet::FlushAll() const {

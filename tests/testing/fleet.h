@@ -72,6 +72,15 @@ struct RedisValue {
   std::vector<RedisValue> elements;
 };
 
+// Converts a hiredis redisReply (given as const void*, so this header does
+// not pull in hiredis).
+RedisValue RedisValueFromReply(const void* redis_reply);
+
+// Runs one command on `node` over a fresh blocking connection (AUTH and
+// SELECT as the endpoint says). `timeout` applies to connect and reply.
+absl::StatusOr<RedisValue> RunCommand(const Endpoint& node, const std::vector<std::string>& args,
+                                      absl::Duration timeout = absl::Seconds(5));
+
 class Fleet {
  public:
   static absl::StatusOr<std::unique_ptr<Fleet>> Start(FleetOptions options);

@@ -1,0 +1,343 @@
+// redlock-bench: quorum latency and throughput of the redlock library, healthy
+// and under faults, side by side with baselines measured in the same run.
+// See bench/README.md.
+//
+//   redlock-bench --quick                  # the README run, about a minute
+//   redlock-bench --full --json out.json --plot plots/
+//   redlock-bench --scenario stopped --n 5
+//   redlock-bench --nodes 127.0.0.1:7001,127.0.0.1:7002,127.0.0.1:7003
+//   redlock-bench --smoke                  # every scenario briefly (CI)
+//
+// Exit status: 0 when the harness ran every row (slow figures are not
+// errors), 1 on harness errors (a fleet that does not start, a client that
+// cannot be created, an output file that cannot be written), 2 on bad usage.
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "bench/plots.h"
+#include "bench/report.h"
+#include "bench/results.h"
+#include "bench/scenarios.h"
+#include "bench/system_info.h"
+#include "bench/workload.h"
+#include "redlock/options.h"
+#include "tests/testing/fleet.h"
+
+ABSL_FLAG(bool, quick, false, "The default run: N in {1,3,5}, the main scenarios, about a minute.");
+ABSL_FLAG(bool, full, false, "Every scenario at N in {1,3,5,7} with longer measurements.");
+ABSL_FLAG(bool, smoke, false,
+          "Every scenario for a few hundred milliseconds (CI): exercises every code path.");
+ABSL_FLAG(bool, list, false, "List the scenarios and exit.");
+ABSL_FLAG(std::string, scenario, "", "Run only these scenarios (comma-separated names, see --list).");
+ABSL_FLAG(std::string, nodes, "",
+          "Use these nodes (host:port,...) instead of starting a fleet; scenarios that stop nodes "
+          "or add proxies are then skipped.");
+ABSL_FLAG(std::string, n, "", "Numbers of nodes to run at (e.g. 3,5); default depends on the mode.");
+ABSL_FLAG(uint64_t, seed, 0,
+          "Seed of the fault proxy's jitter and of the run id in key names; 0 picks one from the "
+          "clock (always printed). Lock tokens are always random.");
+ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
+          "Measurement time per row (0: the mode's default: smoke 60ms, quick 400ms, full 3s).");
+ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
+          "Warm-up per row (0: the mode's default: smoke 15ms, quick 150ms, full 500ms).");
+ABSL_FLAG(int64_t, iterations, 0,
+          "At most this many measured cycles per row, all callers together (0: no cap beyond "
+          "1000000).");
+ABSL_FLAG(int, callers, 0, "The 'many callers' count: threads sharing one Client (0: 64; smoke 8).");
+ABSL_FLAG(absl::Duration, ttl, absl::Seconds(10), "Lock ttl.");
+ABSL_FLAG(absl::Duration, node_timeout, absl::Milliseconds(50),
+          "Options::node_timeout, and the baselines' per-node timeout.");
+ABSL_FLAG(absl::Duration, slow_latency, absl::Milliseconds(2),
+          "Latency the fault proxy adds to a slow node's replies (slow1, slow2).");
+ABSL_FLAG(absl::Duration, slow_near_latency, absl::Milliseconds(45),
+          "slow-near-timeout: fixed latency (keep it near --node_timeout).");
+ABSL_FLAG(absl::Duration, slow_near_jitter, absl::Milliseconds(10),
+          "slow-near-timeout: uniform extra latency in [0, jitter].");
+ABSL_FLAG(int, hot_waiters, 0, "hot: callers taking turns on the resource (0: 8; smoke 4).");
+ABSL_FLAG(absl::Duration, hot_hold, absl::Microseconds(200), "hot: how long a holder holds.");
+ABSL_FLAG(absl::Duration, hot_wait, absl::Seconds(2), "hot: the wait of Acquire(resource, ttl, wait).");
+ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file ('-' for stdout).");
+ABSL_FLAG(std::string, plot, "", "Write SVG charts into this directory.");
+ABSL_FLAG(std::string, redis_server, "redis-server", "The redis-server binary the fleet starts.");
+
+namespace redlock {
+namespace bench {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) { g_interrupted.store(true); }
+
+void InstallSignals() {
+  // hiredis writes without MSG_NOSIGNAL: a node closing a connection must
+  // not kill the harness.
+  signal(SIGPIPE, SIG_IGN);
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C kills at once
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int UsageError(const std::string& message) {
+  fprintf(stderr, "redlock-bench: %s\n", message.c_str());
+  return 2;
+}
+
+void ListScenarios() {
+  printf("%-20s %-10s %-10s %-12s %s\n", "scenario", "smoke N", "quick N", "full N", "what");
+  for (const Scenario& s : AllScenarios()) {
+    printf("%-20s %-10s %-10s %-12s %s%s\n", s.name.c_str(), absl::StrJoin(s.smoke_ns, ",").c_str(),
+           absl::StrJoin(s.quick_ns, ",").c_str(), absl::StrJoin(s.full_ns, ",").c_str(),
+           s.description.c_str(), s.needs_fleet ? " [own fleet only]" : "");
+  }
+}
+
+// Checks what --smoke renders without being asked to write it.
+void CheckRenderings(const BenchResults& results, std::vector<std::string>* errors) {
+  const std::string json = RenderJson(results);
+  if (!nlohmann::json::accept(json)) errors->push_back("smoke: the JSON output does not parse");
+  const auto plots = RenderPlots(results);
+  bool healthy_ran = false;
+  for (const GroupResult& g : results.groups) healthy_ran = healthy_ran || (g.scenario == "healthy" && !g.skipped);
+  if (healthy_ran && plots.empty()) errors->push_back("smoke: no chart was rendered");
+  for (const auto& [name, svg] : plots) {
+    const bool ok = svg.rfind("<?xml", 0) == 0 && svg.find("<svg") != std::string::npos &&
+                    svg.size() > 7 && svg.compare(svg.size() - 7, 7, "</svg>\n") == 0;
+    if (!ok) errors->push_back(absl::StrCat("smoke: chart ", name, " is malformed"));
+  }
+}
+
+int Main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(
+      "redlock-bench [--quick|--full|--smoke] [--scenario NAME] [--nodes host:port,...] "
+      "[--json FILE|-] [--plot DIR]\nSee bench/README.md.");
+  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
+  if (rest.size() > 1) return UsageError(absl::StrCat("unexpected argument '", rest[1], "'"));
+  if (absl::GetFlag(FLAGS_list)) {
+    ListScenarios();
+    return 0;
+  }
+  const int modes = absl::GetFlag(FLAGS_quick) + absl::GetFlag(FLAGS_full) + absl::GetFlag(FLAGS_smoke);
+  if (modes > 1) return UsageError("--quick, --full and --smoke exclude each other");
+
+  BenchSettings s;
+  s.mode = absl::GetFlag(FLAGS_smoke) ? Mode::kSmoke
+           : absl::GetFlag(FLAGS_full) ? Mode::kFull
+                                       : Mode::kQuick;
+  switch (s.mode) {
+    case Mode::kSmoke:
+      s.warmup = absl::Milliseconds(15);
+      s.duration = absl::Milliseconds(60);
+      s.memory_duration = absl::Milliseconds(150);
+      s.memory_warmup = absl::Milliseconds(50);
+      s.hot_duration = absl::Milliseconds(150);
+      s.callers_many = 8;
+      s.hot_waiters = 4;
+      break;
+    case Mode::kQuick:
+      s.warmup = absl::Milliseconds(150);
+      s.duration = absl::Milliseconds(400);
+      s.memory_duration = absl::Milliseconds(1500);
+      s.hot_duration = absl::Seconds(1);
+      break;
+    case Mode::kFull:
+      s.warmup = absl::Milliseconds(500);
+      s.duration = absl::Seconds(3);
+      s.memory_duration = absl::Seconds(6);
+      s.memory_warmup = absl::Seconds(2);
+      s.hot_duration = absl::Seconds(3);
+      break;
+  }
+  if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
+    s.duration = absl::GetFlag(FLAGS_duration);
+    s.memory_duration = std::max(s.memory_duration, s.duration);
+    s.hot_duration = std::max(s.hot_duration, s.duration);
+  }
+  if (absl::GetFlag(FLAGS_warmup) > absl::ZeroDuration()) s.warmup = absl::GetFlag(FLAGS_warmup);
+  if (absl::GetFlag(FLAGS_iterations) > 0) s.iterations = absl::GetFlag(FLAGS_iterations);
+  if (absl::GetFlag(FLAGS_callers) > 0) s.callers_many = absl::GetFlag(FLAGS_callers);
+  if (absl::GetFlag(FLAGS_hot_waiters) > 0) s.hot_waiters = absl::GetFlag(FLAGS_hot_waiters);
+  s.ttl = absl::GetFlag(FLAGS_ttl);
+  s.node_timeout = absl::GetFlag(FLAGS_node_timeout);
+  s.slow_latency = absl::GetFlag(FLAGS_slow_latency);
+  s.slow_near_latency = absl::GetFlag(FLAGS_slow_near_latency);
+  s.slow_near_jitter = absl::GetFlag(FLAGS_slow_near_jitter);
+  s.hot_hold = absl::GetFlag(FLAGS_hot_hold);
+  s.hot_wait = absl::GetFlag(FLAGS_hot_wait);
+  if (s.callers_many < 2 || s.callers_many > 1024) return UsageError("--callers must be in 2..1024");
+  if (s.hot_waiters < 2 || s.hot_waiters > 256) return UsageError("--hot_waiters must be in 2..256");
+  if (s.duration > absl::Hours(1) || s.warmup > absl::Hours(1)) {
+    return UsageError("--duration and --warmup are capped at 1h");
+  }
+  if (s.ttl < absl::Milliseconds(100)) return UsageError("--ttl must be at least 100ms");
+  if (s.node_timeout <= absl::ZeroDuration()) return UsageError("--node_timeout must be positive");
+  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_n), ',', absl::SkipEmpty())) {
+    int n = 0;
+    if (!absl::SimpleAtoi(part, &n) || n < 1 || n > 15) {
+      return UsageError(absl::StrCat("--n: '", part, "' is not a node count in 1..15"));
+    }
+    s.ns.push_back(n);
+  }
+  s.seed = absl::GetFlag(FLAGS_seed);
+  if (s.seed == 0) s.seed = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) % 1000000007u + 1;
+  s.run_id = absl::StrFormat("%x%04x", getpid(), s.seed & 0xffff);
+
+  std::vector<const Scenario*> scenarios;
+  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_scenario), ',', absl::SkipEmpty())) {
+    const Scenario* sc = FindScenario(std::string(name));
+    if (sc == nullptr) {
+      std::vector<std::string> names;
+      for (const Scenario& x : AllScenarios()) names.push_back(x.name);
+      return UsageError(absl::StrCat("unknown scenario '", name, "' (", absl::StrJoin(names, ", "), ")"));
+    }
+    scenarios.push_back(sc);
+  }
+  if (scenarios.empty()) {
+    for (const Scenario& x : AllScenarios()) scenarios.push_back(&x);
+  }
+  std::vector<std::pair<const Scenario*, int>> plan;
+  int max_n = 1;
+  for (const Scenario* sc : scenarios) {
+    for (int n : NsFor(*sc, s)) {
+      plan.emplace_back(sc, n);
+      max_n = std::max(max_n, n);
+    }
+  }
+
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  const std::string plot_dir = absl::GetFlag(FLAGS_plot);
+  FILE* out = json_path == "-" ? stderr : stdout;  // stdout stays pure JSON with --json -
+
+  InstallSignals();
+  const int64_t start_ns = NowNs();
+  BenchResults results;
+  RunInfo& info = results.info;
+  info.mode = ModeName(s.mode);
+  info.seed = s.seed;
+  info.started_at = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
+  info.machine = GetMachineInfo();
+  info.versions = GetVersionInfo(absl::GetFlag(FLAGS_redis_server));
+  info.build_warnings = BuildWarnings(info.versions);
+  info.callers_many = s.callers_many;
+  info.settings = {
+      {"ttl", absl::FormatDuration(s.ttl)},
+      {"node_timeout", absl::FormatDuration(s.node_timeout)},
+      {"warmup", absl::FormatDuration(s.warmup)},
+      {"duration", absl::FormatDuration(s.duration)},
+      {"memory_duration", absl::FormatDuration(s.memory_duration)},
+      {"memory_warmup", absl::FormatDuration(s.memory_warmup)},
+      {"hot_duration", absl::FormatDuration(s.hot_duration)},
+      {"iterations_cap", absl::StrCat(s.iterations)},
+      {"callers", absl::StrCat("1 and ", s.callers_many)},
+      {"slow_latency", absl::FormatDuration(s.slow_latency)},
+      {"slow_near", absl::StrCat(absl::FormatDuration(s.slow_near_latency), "+U[0,",
+                                 absl::FormatDuration(s.slow_near_jitter), "]")},
+      {"hot", absl::StrCat(s.hot_waiters, " callers, hold ", absl::FormatDuration(s.hot_hold),
+                           ", wait ", absl::FormatDuration(s.hot_wait))},
+  };
+
+  std::unique_ptr<NodeSet> nodes;
+  const std::string nodes_flag = absl::GetFlag(FLAGS_nodes);
+  if (!nodes_flag.empty()) {
+    absl::StatusOr<std::vector<Endpoint>> eps = ParseEndpointList(nodes_flag);
+    if (!eps.ok()) return UsageError(absl::StrCat("--nodes: ", eps.status().message()));
+    info.own_fleet = false;
+    std::vector<std::string> names;
+    for (const Endpoint& ep : *eps) names.push_back(ep.ToString());
+    info.nodes = absl::StrJoin(names, ",");
+    nodes = std::make_unique<NodeSet>(*std::move(eps));
+  } else {
+    testing::FleetOptions fo;
+    fo.nodes = max_n;
+    fo.redis_server = absl::GetFlag(FLAGS_redis_server);
+    fo.enable_debug = false;
+    absl::StatusOr<std::unique_ptr<testing::Fleet>> fleet = testing::Fleet::Start(fo);
+    if (!fleet.ok()) {
+      fprintf(stderr, "redlock-bench: cannot start %d redis-server processes: %s\n", max_n,
+              fleet.status().ToString().c_str());
+      return 1;
+    }
+    info.nodes = (*fleet)->NodeList();
+    nodes = std::make_unique<NodeSet>(*std::move(fleet));
+  }
+
+  fputs(RenderHeader(info).c_str(), out);
+  fflush(out);
+
+  {
+    Progress progress(static_cast<int>(plan.size()));
+    Context ctx{s, *nodes, progress, results.harness_errors};
+    for (size_t i = 0; i < plan.size(); ++i) {
+      if (g_interrupted.load()) {
+        results.harness_errors.push_back("interrupted: the remaining groups were not run");
+        break;
+      }
+      const auto& [sc, n] = plan[i];
+      progress.Group(static_cast<int>(i) + 1, absl::StrCat(sc->name, " N=", n));
+      GroupResult g = RunGroup(*sc, n, ctx);
+      progress.Done();
+      fputs(RenderGroup(g).c_str(), out);
+      fflush(out);
+      results.groups.push_back(std::move(g));
+    }
+  }
+  nodes.reset();  // stops the fleet
+  results.wall_seconds = static_cast<double>(NowNs() - start_ns) / 1e9;
+
+  if (s.mode == Mode::kSmoke) CheckRenderings(results, &results.harness_errors);
+  if (!plot_dir.empty()) {
+    std::vector<std::string> written;
+    absl::Status st = WritePlots(results, plot_dir, &written);
+    if (!st.ok()) results.harness_errors.push_back(absl::StrCat("--plot: ", st.ToString()));
+    for (const std::string& w : written) fprintf(out, "wrote %s\n", w.c_str());
+  }
+  fputs(RenderSummary(results).c_str(), out);
+  fflush(out);
+  if (!json_path.empty()) {
+    const std::string json = RenderJson(results);
+    if (json_path == "-") {
+      fputs(json.c_str(), stdout);
+      fflush(stdout);
+    } else {
+      std::ofstream f(json_path, std::ios::binary | std::ios::trunc);
+      f << json;
+      f.close();
+      if (!f) {
+        fprintf(stderr, "redlock-bench: cannot write %s\n", json_path.c_str());
+        return 1;
+      }
+      fprintf(out, "wrote %s\n", json_path.c_str());
+    }
+  }
+  return results.harness_errors.empty() ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace redlock
+
+int main(int argc, char** argv) { return redlock::bench::Main(argc, argv); }

@@ -1,0 +1,91 @@
+// The one interface redlock-bench measures: something that takes a lock on a
+// resource and releases it, used by one caller thread. The library (Client,
+// MultiLock) and the hiredis baselines (baselines.h) all implement it, so the
+// same cycle code times all of them.
+
+#ifndef REDLOCK_BENCH_LOCKER_H_
+#define REDLOCK_BENCH_LOCKER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "bench/workload.h"
+#include "redlock/client.h"
+
+namespace redlock {
+namespace bench {
+
+class Locker {
+ public:
+  virtual ~Locker() = default;
+  // One attempt at the lock (no retries). The codes follow DESIGN.md 4.6.
+  virtual absl::Status Acquire(absl::Duration ttl) = 0;
+  // Releases what the last successful Acquire took.
+  virtual absl::Status Release() = 0;
+};
+
+// acquire, then release when the acquire succeeded; both timed.
+CycleFn LockCycle(std::unique_ptr<Locker> locker, absl::Duration ttl);
+
+// Client::TryAcquire + Client::Release of one resource. The client is shared
+// by every caller and must outlive the locker.
+std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource);
+
+// MultiLock::TryAcquire + Release of a set of resources. Null when this build
+// has no MultiLock (see MultiLockAvailable()).
+std::unique_ptr<Locker> NewMultiLocker(Client* client, bool all_nodes,
+                                       std::vector<std::string> resources);
+// Whether redlock::MultiLock was linked into this build, and why not.
+bool MultiLockAvailable();
+const char* MultiLockMissingReason();
+
+// A contended hot resource shared by several callers of one Client, for the
+// hand-off latency: the time from the holder's Release returning to the next
+// waiter's Acquire(resource, ttl, wait) returning. The protocol makes every
+// acquisition a hand-off to a caller blocked in the library's wait:
+//   - a holder releases only once every other caller is inside Acquire (and
+//     after `hold`, so their first attempts have found the lock held);
+//   - after releasing, it does not contend again until someone else has taken
+//     the lock (it is woken by that acquisition, not by the release, so the
+//     harness never hands the lock over by itself).
+// An acquisition by a caller that entered Acquire after the Release started
+// is not counted as a hand-off (not_waiting()).
+class HotResource {
+ public:
+  struct Config {
+    std::string resource;
+    absl::Duration ttl = absl::Seconds(10);
+    absl::Duration wait = absl::Seconds(2);  // Acquire's wait, and every internal wait
+    absl::Duration hold = absl::Microseconds(200);
+  };
+  HotResource(Client* client, Config config);
+  ~HotResource();
+
+  // One cycle of caller `id`: Acquire with a wait, hold, Release, then wait
+  // (bounded) for the lock to pass to someone else.
+  CycleFn Cycle(int id);
+  // Wakes callers waiting for a hand-off; no new waits start afterwards.
+  void Stop();
+  // Zeroes the counters below (at the start of the measurement).
+  void ResetCounters();
+  // Acquisitions whose Acquire returned before the previous holder's Release
+  // did (recorded as a zero hand-off).
+  int64_t overlaps() const;
+  // Acquisitions by callers that were not yet waiting when the Release
+  // started (not recorded as hand-offs).
+  int64_t not_waiting() const;
+
+ private:
+  struct State;
+  Client* const client_;
+  const Config config_;
+  std::shared_ptr<State> state_;
+};
+
+}  // namespace bench
+}  // namespace redlock
+
+#endif  // REDLOCK_BENCH_LOCKER_H_

@@ -1,0 +1,237 @@
+#include "bench/plots.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "bench/svg.h"
+
+namespace redlock {
+namespace bench {
+namespace {
+
+constexpr char kColorLibrary[] = "#1f77b4";
+constexpr char kColorSequential[] = "#d62728";
+constexpr char kColorWaitForAll[] = "#ff7f0e";
+constexpr char kColorFloor[] = "#7f7f7f";
+
+const char* ColorOf(const std::string& family) {
+  if (family == kLibrary) return kColorLibrary;
+  if (family == kSequential) return kColorSequential;
+  if (family == kWaitForAll) return kColorWaitForAll;
+  return kColorFloor;
+}
+
+std::vector<const GroupResult*> Groups(const BenchResults& r, const std::string& scenario) {
+  std::vector<const GroupResult*> out;
+  for (const GroupResult& g : r.groups) {
+    if (g.scenario == scenario && !g.skipped) out.push_back(&g);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const GroupResult* a, const GroupResult* b) { return a->n < b->n; });
+  return out;
+}
+
+double Us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
+
+std::string Subtitle(const BenchResults& r) {
+  // "Redis server v=7.0.15 sha=..." -> "redis-server 7.0.15"
+  std::string redis = r.info.versions.redis_server;
+  const size_t v = redis.find("v=");
+  if (v != std::string::npos) {
+    redis = absl::StrCat("redis-server ", redis.substr(v + 2, redis.find(' ', v) - v - 2));
+  }
+  return absl::StrCat(r.info.machine.cpu_model, ", ", r.info.machine.cores_online, " cores; ",
+                      redis, "; hiredis ", r.info.versions.hiredis, "; ", r.info.mode,
+                      " run, seed ", r.info.seed);
+}
+
+bool LatencyVsN(const BenchResults& r, LineChart* chart) {
+  std::vector<const GroupResult*> groups = Groups(r, "healthy");
+  if (groups.empty()) return false;
+  chart->title = "acquire+release latency vs N (1 caller, healthy nodes)";
+  chart->subtitle = Subtitle(r);
+  chart->x.label = "N (nodes)";
+  chart->y.label = "latency (solid p50, dashed p99)";
+  chart->y.format = FormatMicros;
+  std::set<double> ns;
+  for (const char* family : {kLibrary, kSequential, kWaitForAll, kFloor}) {
+    for (bool p99 : {false, true}) {
+      Series s;
+      s.name = absl::StrCat(family, p99 ? " p99" : " p50");
+      s.color = ColorOf(family);
+      s.dashed = p99;
+      for (const GroupResult* g : groups) {
+        const RowResult* row =
+            std::string(family) == kFloor ? g->Floor() : g->Find(family, "", 1);
+        if (row == nullptr || row->cycle.empty()) continue;
+        s.points.emplace_back(g->n, Us(row->cycle.Quantile(p99 ? 0.99 : 0.5)));
+        ns.insert(g->n);
+      }
+      if (!s.points.empty()) chart->series.push_back(std::move(s));
+    }
+  }
+  chart->x.ticks.assign(ns.begin(), ns.end());
+  return !chart->series.empty();
+}
+
+bool ThroughputVsN(const BenchResults& r, LineChart* chart) {
+  std::vector<const GroupResult*> groups = Groups(r, "healthy");
+  if (groups.empty()) return false;
+  const int many = r.info.callers_many;
+  chart->title = absl::StrCat("throughput vs N (", many, " callers, healthy nodes)");
+  chart->subtitle = Subtitle(r);
+  chart->x.label = "N (nodes)";
+  chart->y.label = "acquire+release cycles per second";
+  std::set<double> ns;
+  for (const char* family : {kLibrary, kSequential, kWaitForAll}) {
+    Series s;
+    s.name = family;
+    s.color = ColorOf(family);
+    for (const GroupResult* g : groups) {
+      const RowResult* row = g->Find(family, "", many);
+      if (row == nullptr) continue;
+      s.points.emplace_back(g->n, row->throughput());
+      ns.insert(g->n);
+    }
+    if (!s.points.empty()) chart->series.push_back(std::move(s));
+  }
+  chart->x.ticks.assign(ns.begin(), ns.end());
+  return !chart->series.empty();
+}
+
+Series CdfSeries(const std::string& name, const std::string& color, const Distribution& d,
+                 bool dashed = false) {
+  Series s;
+  s.name = name;
+  s.color = color;
+  s.dashed = dashed;
+  s.markers = false;
+  // Log axes start at 1us: anything faster (a zero hand-off) is drawn there.
+  for (const auto& [ns, frac] : d.Cdf(200)) s.points.emplace_back(std::max(1.0, Us(ns)), frac);
+  return s;
+}
+
+bool LatencyCdf(const BenchResults& r, LineChart* chart, std::string* file) {
+  // The N with the most fault scenarios measured, preferring 5.
+  std::map<int, int> score;
+  for (const GroupResult& g : r.groups) {
+    if (g.skipped) continue;
+    if (g.scenario == "healthy" || g.scenario == "stopped" || g.scenario == "slow1" ||
+        g.scenario == "slow2" || g.scenario == "slow-near-timeout") {
+      score[g.n] += 2;
+      if (g.n == 5) score[g.n] += 1;
+    }
+  }
+  if (score.empty()) return false;
+  const int n = std::max_element(score.begin(), score.end(), [](const auto& a, const auto& b) {
+                  return a.second < b.second;
+                })->first;
+  *file = absl::StrCat("latency_cdf_n", n, ".svg");
+  chart->title = absl::StrCat("library acquire+release latency CDF, N=", n, ", 1 caller");
+  chart->subtitle = Subtitle(r);
+  chart->x.label = "acquire+release latency (log scale)";
+  chart->x.log = true;
+  chart->x.format = FormatMicros;
+  chart->y.label = "fraction of cycles";
+  chart->y.min = 0;
+  chart->y.max = 1;
+  struct Pick {
+    const char* scenario;
+    const char* label;
+    const char* color;
+    bool dashed;
+  };
+  const Pick picks[] = {
+      {"healthy", "healthy", kColorLibrary, false},
+      {"stopped", "one node stopped", kColorSequential, false},
+      {"slow1", "one slow node", kColorWaitForAll, false},
+      {"slow2", "two slow nodes", "#2ca02c", false},
+      {"slow-near-timeout", "slow node near node_timeout", "#9467bd", true},
+  };
+  for (const Pick& p : picks) {
+    for (const GroupResult& g : r.groups) {
+      if (g.scenario != p.scenario || g.n != n || g.skipped) continue;
+      const RowResult* row = g.Find(kLibrary, "", 1);
+      if (row != nullptr && !row->cycle.empty()) {
+        chart->series.push_back(CdfSeries(p.label, p.color, row->cycle, p.dashed));
+      }
+      if (std::string(p.scenario) == "healthy" && g.Floor() != nullptr) {
+        chart->series.push_back(CdfSeries("floor (healthy)", kColorFloor, g.Floor()->cycle, true));
+      }
+    }
+  }
+  return !chart->series.empty();
+}
+
+bool HandoffCdf(const BenchResults& r, LineChart* chart) {
+  for (const GroupResult* g : Groups(r, "hot")) {
+    for (const RowResult& row : g->rows) {
+      if (!row.ran() || row.handoff.empty()) continue;
+      const bool on = row.variant == "notify=on";
+      const char* color = on ? kColorLibrary : kColorSequential;
+      chart->series.push_back(CdfSeries(absl::StrCat(row.impl, ", from Release return"), color,
+                                        row.handoff));
+      chart->series.push_back(CdfSeries(absl::StrCat(row.impl, ", from Release call"), color,
+                                        row.handoff_call, true));
+      chart->title = absl::StrCat("hand-off latency CDF on one hot resource, N=", g->n);
+    }
+    if (!chart->series.empty()) break;
+  }
+  if (chart->series.empty()) return false;
+  chart->subtitle = Subtitle(r);
+  chart->x.label = "holder's Release -> next waiter's Acquire returned (log scale; < 1us at 1us)";
+  chart->x.log = true;
+  chart->x.min = 1;
+  chart->x.format = FormatMicros;
+  chart->y.label = "fraction of hand-offs";
+  chart->y.min = 0;
+  chart->y.max = 1;
+  return true;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults& results) {
+  std::vector<std::pair<std::string, std::string>> out;
+  {
+    LineChart c;
+    if (LatencyVsN(results, &c)) out.emplace_back("latency_vs_n.svg", RenderSvg(c));
+  }
+  {
+    LineChart c;
+    if (ThroughputVsN(results, &c)) out.emplace_back("throughput_vs_n.svg", RenderSvg(c));
+  }
+  {
+    LineChart c;
+    std::string file;
+    if (LatencyCdf(results, &c, &file)) out.emplace_back(file, RenderSvg(c));
+  }
+  {
+    LineChart c;
+    if (HandoffCdf(results, &c)) out.emplace_back("handoff_cdf.svg", RenderSvg(c));
+  }
+  return out;
+}
+
+absl::Status WritePlots(const BenchResults& results, const std::string& dir,
+                        std::vector<std::string>* written) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat("cannot create ", dir, ": ", ec.message()));
+  for (const auto& [name, svg] : RenderPlots(results)) {
+    const std::string path = (std::filesystem::path(dir) / name).string();
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << svg;
+    out.close();
+    if (!out) return absl::InternalError(absl::StrCat("cannot write ", path));
+    written->push_back(path);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace bench
+}  // namespace redlock

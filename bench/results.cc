@@ -1,0 +1,138 @@
+#include "bench/results.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace redlock {
+namespace bench {
+
+bool RowResult::memory_flat() const {
+  if (!memory_tracked || rss_start_kb < 0 || rss_mid_kb < 0 || rss_end_kb < 0) return false;
+  return rss_second_half_growth_kb() <= std::max<int64_t>(512, rss_start_kb / 100) &&
+         rss_growth_kb() <= std::max<int64_t>(2048, rss_start_kb / 20);
+}
+
+const RowResult* GroupResult::Floor() const {
+  for (const RowResult& r : rows) {
+    if (r.family == kFloor && r.ran() && !r.cycle.empty()) return &r;
+  }
+  return nullptr;
+}
+
+const RowResult* GroupResult::Find(const std::string& family, const std::string& variant,
+                                   int callers) const {
+  for (const RowResult& r : rows) {
+    if (r.family == family && r.variant == variant && r.callers == callers && r.ran()) return &r;
+  }
+  return nullptr;
+}
+
+namespace {
+
+const GroupResult* FindGroup(const BenchResults& results, const std::string& scenario, int n) {
+  for (const GroupResult& g : results.groups) {
+    if (g.scenario == scenario && g.n == n && !g.skipped) return &g;
+  }
+  return nullptr;
+}
+
+TargetCheck NotMeasured(std::string figure, std::string target) {
+  return TargetCheck{std::move(figure), std::move(target), "n/a", "n/a"};
+}
+
+}  // namespace
+
+std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
+  std::vector<TargetCheck> out;
+  const int many = results.info.callers_many;
+
+  // 1. N=5, one caller, acquire+release p50 <= 1.5 x the floor.
+  {
+    TargetCheck t = NotMeasured("N=5, 1 caller, acquire+release p50", "<= 1.5 x floor");
+    const GroupResult* g = FindGroup(results, "healthy", 5);
+    const RowResult* lib = g ? g->Find(kLibrary, "", 1) : nullptr;
+    const RowResult* floor = g ? g->Floor() : nullptr;
+    if (lib && floor && !lib->cycle.empty()) {
+      const double ratio = static_cast<double>(lib->cycle.Quantile(0.5)) /
+                           static_cast<double>(std::max<int64_t>(1, floor->cycle.Quantile(0.5)));
+      t.measured = absl::StrFormat("%.2f x floor (%.0f us vs %.0f us)", ratio,
+                                   lib->cycle.Quantile(0.5) / 1e3, floor->cycle.Quantile(0.5) / 1e3);
+      t.status = ratio <= 1.5 ? "met" : "missed";
+    }
+    out.push_back(t);
+  }
+  // 2. N=5, 64 callers, cycles/s >= 30k.
+  {
+    TargetCheck t = NotMeasured(absl::StrCat("N=5, ", many, " callers, cycles/s"), ">= 30000");
+    const GroupResult* g = FindGroup(results, "healthy", 5);
+    const RowResult* lib = g ? g->Find(kLibrary, "", many) : nullptr;
+    if (lib) {
+      t.measured = absl::StrFormat("%.0f/s", lib->throughput());
+      t.status = lib->throughput() >= 30000 ? "met" : "missed";
+      if (many != 64) absl::StrAppend(&t.measured, " (callers != 64)");
+    }
+    out.push_back(t);
+  }
+  // 3. N=5, one node stopped: p50 within 1.2 x healthy, 100 % success, flat memory.
+  {
+    TargetCheck t = NotMeasured("N=5, one node SIGSTOPped",
+                                "p50 <= 1.2 x healthy, 100% success, flat memory");
+    const GroupResult* g = FindGroup(results, "stopped", 5);
+    const RowResult* healthy = g ? g->Find(kLibrary, "no fault", 1) : nullptr;
+    const RowResult* one = g ? g->Find(kLibrary, "", 1) : nullptr;
+    const RowResult* loaded = g ? g->Find(kLibrary, "", many) : nullptr;
+    if (healthy && one && !healthy->cycle.empty() && !one->cycle.empty()) {
+      const double ratio = static_cast<double>(one->cycle.Quantile(0.5)) /
+                           static_cast<double>(std::max<int64_t>(1, healthy->cycle.Quantile(0.5)));
+      double success = one->success_rate();
+      if (loaded) success = std::min(success, loaded->success_rate());
+      bool flat = true;
+      bool tracked = false;
+      for (const RowResult* r : {one, loaded}) {
+        if (r && r->memory_tracked) {
+          tracked = true;
+          flat = flat && r->memory_flat();
+        }
+      }
+      t.measured = absl::StrFormat("p50 %.2f x healthy, %.2f%% success, memory %s", ratio,
+                                   100 * success, tracked ? (flat ? "flat" : "grew") : "n/a");
+      t.status = ratio <= 1.2 && success >= 1.0 && flat ? "met" : "missed";
+    }
+    out.push_back(t);
+  }
+  // 4. Contended hot lock: hand-off p50 <= 3 x a single-node round trip.
+  {
+    TargetCheck t = NotMeasured("hot resource, hand-off p50 (notifications on)",
+                                "<= 3 x single-node round trip");
+    const GroupResult* g = nullptr;
+    for (int n : {5, 3, 7, 1}) {
+      if ((g = FindGroup(results, "hot", n)) != nullptr) break;
+    }
+    const RowResult* on = nullptr;
+    if (g) {
+      for (const RowResult& r : g->rows) {
+        if (r.variant == "notify=on" && r.ran()) on = &r;
+      }
+    }
+    const RowResult* floor = g ? g->Floor() : nullptr;
+    if (on && floor && !on->handoff.empty() && !floor->acquire.empty()) {
+      const double ratio = static_cast<double>(on->handoff.Quantile(0.5)) /
+                           static_cast<double>(std::max<int64_t>(1, floor->acquire.Quantile(0.5)));
+      t.figure = absl::StrCat("N=", g->n, " hot resource, hand-off p50 (notifications on)");
+      const double rtt = static_cast<double>(std::max<int64_t>(1, floor->acquire.Quantile(0.5)));
+      t.measured = absl::StrFormat(
+          "%.1f x round trip (%.0f us; round trip %.0f us); from the Release call: %.1f x (%.0f us)",
+          ratio, on->handoff.Quantile(0.5) / 1e3, rtt / 1e3,
+          static_cast<double>(on->handoff_call.Quantile(0.5)) / rtt,
+          on->handoff_call.Quantile(0.5) / 1e3);
+      t.status = ratio <= 3 ? "met" : "missed";
+    }
+    out.push_back(t);
+  }
+  return out;
+}
+
+}  // namespace bench
+}  // namespace redlock

@@ -1,0 +1,125 @@
+// What one redlock-bench run measured, independent of how it is printed
+// (report.h: table and JSON; plots.h: SVG charts).
+//
+// A run is a list of groups. A group is one scenario at one N (number of
+// nodes), measured side by side: its first row is the floor (one node, one
+// caller, plain hiredis) and every latency of the group is also given as a
+// ratio to the floor's.
+
+#ifndef REDLOCK_BENCH_RESULTS_H_
+#define REDLOCK_BENCH_RESULTS_H_
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/stats.h"
+#include "bench/system_info.h"
+
+namespace redlock {
+namespace bench {
+
+// Implementation families, as plotted.
+inline constexpr char kFloor[] = "floor";
+inline constexpr char kLibrary[] = "library";
+inline constexpr char kSequential[] = "sequential";
+inline constexpr char kWaitForAll[] = "wait-for-all";
+inline constexpr char kMultiLock[] = "multilock";
+
+struct RowResult {
+  std::string impl;     // display name, e.g. "library", "library fencing", "sequential"
+  std::string family;   // one of the constants above
+  std::string variant;  // "", "fencing", "notify=on", "notify=off", "quorum", "all-nodes", "no fault"
+  int callers = 1;
+
+  bool skipped = false;
+  std::string skip_reason;
+  std::string harness_error;  // the row could not be run (a bug or a broken setup)
+
+  Distribution acquire;
+  Distribution cycle;    // acquire + release
+  Distribution handoff;       // contended resource: Release returned -> Acquire returned
+  Distribution handoff_call;  // contended resource: Release called -> Acquire returned
+  int64_t attempts = 0;
+  int64_t successes = 0;
+  double measured_s = 0;
+  int64_t warmup_cycles = 0;
+  bool hit_iteration_cap = false;
+  ErrorCounts acquire_errors;
+  ErrorCounts release_errors;
+
+  int64_t peak_rss_kb = -1;
+  bool peak_is_per_run = false;
+  // Set for rows run with a fault where memory must stay flat: VmRSS when the
+  // measurement started (after the warm-up), half-way, and when it stopped.
+  bool memory_tracked = false;
+  int64_t rss_start_kb = -1;
+  int64_t rss_mid_kb = -1;
+  int64_t rss_end_kb = -1;
+
+  std::vector<std::string> notes;
+
+  bool ran() const { return !skipped && harness_error.empty(); }
+  double throughput() const {
+    return measured_s > 0 ? static_cast<double>(successes) / measured_s : 0;
+  }
+  double success_rate() const {
+    return attempts > 0 ? static_cast<double>(successes) / static_cast<double>(attempts) : 0;
+  }
+  int64_t rss_growth_kb() const { return rss_end_kb - rss_start_kb; }
+  int64_t rss_second_half_growth_kb() const { return rss_end_kb - rss_mid_kb; }
+  // A queue without bound grows all the time; one-off effects (a thread's
+  // stack reaching a new page, an allocator arena) do not. Flat: at most
+  // max(512 KiB, 1 %) in the second half and max(2 MiB, 5 %) in all.
+  bool memory_flat() const;
+};
+
+struct GroupResult {
+  std::string scenario;
+  int n = 0;
+  std::string title;  // what was done to the nodes
+  std::vector<std::pair<std::string, std::string>> settings;
+  bool skipped = false;
+  std::string skip_reason;
+  std::vector<RowResult> rows;
+  std::vector<std::string> notes;
+
+  // The floor row, if it ran.
+  const RowResult* Floor() const;
+  const RowResult* Find(const std::string& family, const std::string& variant, int callers) const;
+};
+
+struct RunInfo {
+  std::string mode;  // smoke, quick, full
+  uint64_t seed = 0;
+  std::string started_at;  // UTC, ISO 8601
+  MachineInfo machine;
+  VersionInfo versions;
+  std::vector<std::string> build_warnings;
+  bool own_fleet = true;
+  std::string nodes;  // host:port list
+  int callers_many = 64;
+  std::vector<std::pair<std::string, std::string>> settings;
+};
+
+struct BenchResults {
+  RunInfo info;
+  std::vector<GroupResult> groups;
+  std::vector<std::string> harness_errors;
+  double wall_seconds = 0;
+};
+
+// One target of DESIGN.md section 6, checked against this run.
+struct TargetCheck {
+  std::string figure;
+  std::string target;
+  std::string measured;  // "n/a" when the run has no such figure
+  std::string status;    // "met", "missed", "n/a"
+};
+std::vector<TargetCheck> CheckTargets(const BenchResults& results);
+
+}  // namespace bench
+}  // namespace redlock
+
+#endif  // REDLOCK_BENCH_RESULTS_H_

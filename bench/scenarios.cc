@@ -1,0 +1,785 @@
+#include "bench/scenarios.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bench/baselines.h"
+#include "bench/locker.h"
+#include "bench/report.h"
+#include "bench/workload.h"
+#include "redlock/client.h"
+#include "redlock/internal/algorithm.h"
+
+#ifdef REDLOCK_BENCH_HAVE_PROXY
+#include "chaos/fault_proxy.h"
+#endif
+
+namespace redlock {
+namespace bench {
+
+const char* ModeName(Mode mode) {
+  switch (mode) {
+    case Mode::kSmoke:
+      return "smoke";
+    case Mode::kQuick:
+      return "quick";
+    case Mode::kFull:
+      return "full";
+  }
+  return "?";
+}
+
+bool ProxyAvailable() {
+#ifdef REDLOCK_BENCH_HAVE_PROXY
+  return true;
+#else
+  return false;
+#endif
+}
+
+// ---- NodeSet, Progress, Context -------------------------------------------------
+
+NodeSet::NodeSet(std::unique_ptr<testing::Fleet> fleet)
+    : fleet_(std::move(fleet)), nodes_(fleet_->endpoints()) {}
+NodeSet::NodeSet(std::vector<Endpoint> nodes) : nodes_(std::move(nodes)) {}
+NodeSet::~NodeSet() = default;
+
+std::vector<Endpoint> NodeSet::First(int n) const {
+  return std::vector<Endpoint>(nodes_.begin(), nodes_.begin() + std::min(n, size()));
+}
+
+Progress::Progress(int total_groups)
+    : total_(total_groups), tty_(isatty(STDERR_FILENO) == 1), start_ns_(NowNs()) {}
+
+Progress::~Progress() { Done(); }
+
+void Progress::Group(int index, const std::string& label) {
+  index_ = index;
+  group_ = label;
+  Print("");
+}
+
+void Progress::Row(const std::string& label) { Print(label); }
+
+void Progress::Print(const std::string& text) {
+  const int64_t secs = (NowNs() - start_ns_) / 1'000'000'000;
+  std::string line = absl::StrFormat("[%2d/%d %d:%02d] %s%s%s", index_, total_, secs / 60, secs % 60,
+                                     group_, text.empty() ? "" : ": ", text);
+  if (tty_) {
+    fprintf(stderr, "\r\033[K%s", line.c_str());
+    dirty_ = true;
+  } else {
+    fprintf(stderr, "%s\n", line.c_str());
+  }
+  fflush(stderr);
+}
+
+void Progress::Done() {
+  if (tty_ && dirty_) {
+    fprintf(stderr, "\r\033[K");
+    fflush(stderr);
+  }
+  dirty_ = false;
+}
+
+std::string Context::RowKey() { return absl::StrCat("rb:", settings.run_id, ":", ++next_row); }
+
+namespace {
+
+// ---- Rows -------------------------------------------------------------------------
+
+// A fault switched on before a row's warm-up and off after its measurement.
+struct Fault {
+  std::string description;
+  std::function<absl::Status()> on;
+  std::function<absl::Status()> off;
+};
+
+struct RowSpec {
+  std::string impl;
+  std::string family;
+  std::string variant;
+  int callers = 1;
+  absl::Duration duration = absl::ZeroDuration();  // zero: settings.duration
+  absl::Duration warmup = absl::ZeroDuration();    // zero: settings.warmup
+  const Fault* fault = nullptr;
+  bool track_memory = false;
+  // Builds one cycle per caller, before anything is timed.
+  std::function<absl::StatusOr<std::vector<CycleFn>>()> make;
+  std::function<void()> at_start;
+  std::function<void()> at_mid;
+  std::function<void()> at_stop;
+  // After the measurement, while the fault is still on.
+  std::function<void(RowResult*)> after;
+};
+
+std::string CallersLabel(int callers) { return absl::StrCat("x", callers); }
+
+RowResult SkippedRow(std::string impl, std::string family, std::string variant, int callers,
+                     std::string reason) {
+  RowResult row;
+  row.impl = std::move(impl);
+  row.family = std::move(family);
+  row.variant = std::move(variant);
+  row.callers = callers;
+  row.skipped = true;
+  row.skip_reason = std::move(reason);
+  return row;
+}
+
+RowResult HarnessErrorRow(Context& ctx, RowResult row, const std::string& what,
+                          const absl::Status& status) {
+  row.harness_error = absl::StrCat(what, ": ", status.ToString());
+  ctx.harness_errors.push_back(absl::StrCat(row.impl, " ", CallersLabel(row.callers), ": ",
+                                            row.harness_error));
+  return row;
+}
+
+RowResult RunRow(Context& ctx, RowSpec spec) {
+  RowResult row;
+  row.impl = spec.impl;
+  row.family = spec.family;
+  row.variant = spec.variant;
+  row.callers = spec.callers;
+  ctx.progress.Row(absl::StrCat(spec.impl, " ", CallersLabel(spec.callers)));
+
+  absl::StatusOr<std::vector<CycleFn>> callers = spec.make();
+  if (!callers.ok()) return HarnessErrorRow(ctx, std::move(row), "setup", callers.status());
+
+  const BenchSettings& s = ctx.settings;
+  RunLimits limits;
+  limits.warmup = spec.warmup > absl::ZeroDuration() ? spec.warmup : s.warmup;
+  limits.warmup_iterations = std::max<int64_t>(1, s.iterations);
+  limits.duration = spec.duration > absl::ZeroDuration() ? spec.duration : s.duration;
+  limits.iterations = s.iterations;
+  limits.grace = s.hot_wait * 4 + s.node_timeout * 8 + absl::Seconds(2);
+
+  absl::Status fault_on = absl::OkStatus();
+  bool fault_applied = false;
+  RunHooks hooks;
+  hooks.before_warmup = [&] {
+    if (spec.fault == nullptr) return;
+    fault_on = spec.fault->on();
+    fault_applied = true;  // switch off even after a partial failure
+  };
+  if (spec.at_start) hooks.at_measure_start = [&] { spec.at_start(); };
+  if (spec.at_mid) hooks.at_measure_mid = [&] { spec.at_mid(); };
+  if (spec.at_stop) hooks.at_measure_stop = [&] { spec.at_stop(); };
+
+  RunOutput out = RunWorkload(*std::move(callers), limits, std::move(hooks));
+
+  row.acquire = Distribution(out.acquire);
+  row.cycle = Distribution(out.cycle);
+  row.handoff = Distribution(out.handoff);
+  row.handoff_call = Distribution(out.handoff_call);
+  row.attempts = out.attempts;
+  row.successes = out.successes;
+  row.measured_s = absl::ToDoubleSeconds(out.measured);
+  row.warmup_cycles = out.warmup_cycles;
+  row.hit_iteration_cap = out.hit_iteration_cap;
+  row.acquire_errors = out.acquire_errors;
+  row.release_errors = out.release_errors;
+  row.peak_rss_kb = out.peak_rss_kb;
+  row.peak_is_per_run = out.peak_is_per_run;
+  if (spec.track_memory) {
+    row.memory_tracked = true;
+    row.rss_start_kb = out.rss_start_kb;
+    row.rss_mid_kb = out.rss_mid_kb;
+    row.rss_end_kb = out.rss_end_kb;
+  }
+  if (spec.after) spec.after(&row);
+  if (fault_applied) {
+    absl::Status off = spec.fault->off();
+    if (!off.ok()) return HarnessErrorRow(ctx, std::move(row), "switching the fault off", off);
+  }
+  if (!fault_on.ok()) return HarnessErrorRow(ctx, std::move(row), "switching the fault on", fault_on);
+  return row;
+}
+
+BaselineOptions BaselinesFor(const Context& ctx, std::vector<Endpoint> eps) {
+  BaselineOptions o;
+  o.nodes = std::move(eps);
+  o.node_timeout = ctx.settings.node_timeout;
+  return o;
+}
+
+// floor, sequential or wait-for-all.
+RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector<Endpoint>& eps,
+                      int callers, const Fault* fault = nullptr) {
+  RowSpec spec;
+  spec.impl = family;
+  spec.family = family;
+  spec.callers = callers;
+  spec.fault = fault;
+  spec.track_memory = fault != nullptr;
+  const BaselineOptions options = BaselinesFor(ctx, eps);
+  const std::string key = ctx.RowKey();
+  const absl::Duration ttl = ctx.settings.ttl;
+  spec.make = [&, options, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
+    std::vector<CycleFn> out;
+    for (int i = 0; i < callers; ++i) {
+      std::string resource = absl::StrCat(key, ":t", i);
+      absl::StatusOr<std::unique_ptr<Locker>> locker =
+          family == kFloor        ? NewFloorLocker(options, std::move(resource))
+          : family == kSequential ? NewSequentialLocker(options, std::move(resource))
+                                  : NewWaitForAllLocker(options, std::move(resource));
+      if (!locker.ok()) return locker.status();
+      out.push_back(LockCycle(*std::move(locker), ttl));
+    }
+    return out;
+  };
+  return RunRow(ctx, std::move(spec));
+}
+
+RowResult FloorRow(Context& ctx, const std::vector<Endpoint>& eps) {
+  return BaselineRow(ctx, kFloor, {eps.at(0)}, 1);
+}
+
+Options ClientOptions(const Context& ctx, const std::vector<Endpoint>& eps) {
+  Options o;
+  o.nodes = eps;
+  o.node_timeout = ctx.settings.node_timeout;
+  return o;
+}
+
+std::string DescribeHealth(const NodeHealth& h) {
+  return absl::StrCat(h.node, ": ", h.connected ? "connected" : "not connected",
+                      h.breaker_open ? ", breaker open" : ", breaker closed", ", ", h.in_flight,
+                      " commands in flight");
+}
+
+enum class LibraryKind { kSingle, kMultiQuorum, kMultiAllNodes };
+
+struct LibrarySpec {
+  std::string impl = kLibrary;
+  std::string family = kLibrary;
+  std::string variant;
+  int callers = 1;
+  LibraryKind kind = LibraryKind::kSingle;
+  std::function<void(Options*)> tweak;
+  const Fault* fault = nullptr;
+  bool track_memory = false;
+  absl::Duration duration = absl::ZeroDuration();
+  absl::Duration warmup = absl::ZeroDuration();
+  int watch_node = -1;  // report this node's health as the client saw it
+  std::string watch_label;  // how to name it ("the stopped node", ...)
+};
+
+RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const LibrarySpec& ls) {
+  if (ls.kind != LibraryKind::kSingle && !MultiLockAvailable()) {
+    return SkippedRow(ls.impl, ls.family, ls.variant, ls.callers, MultiLockMissingReason());
+  }
+  Options options = ClientOptions(ctx, eps);
+  if (ls.tweak) ls.tweak(&options);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  if (!client.ok()) {
+    RowResult row;
+    row.impl = ls.impl;
+    row.family = ls.family;
+    row.variant = ls.variant;
+    row.callers = ls.callers;
+    return HarnessErrorRow(ctx, std::move(row), "Client::Create", client.status());
+  }
+  Client* c = client->get();
+  RowSpec spec;
+  spec.impl = ls.impl;
+  spec.family = ls.family;
+  spec.variant = ls.variant;
+  spec.callers = ls.callers;
+  spec.fault = ls.fault;
+  spec.track_memory = ls.track_memory;
+  spec.duration = ls.duration;
+  spec.warmup = ls.warmup;
+  const std::string key = ctx.RowKey();
+  const absl::Duration ttl = ctx.settings.ttl;
+  spec.make = [&, c, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
+    std::vector<CycleFn> out;
+    for (int i = 0; i < ls.callers; ++i) {
+      std::string resource = absl::StrCat(key, ":t", i);
+      std::unique_ptr<Locker> locker;
+      if (ls.kind == LibraryKind::kSingle) {
+        locker = NewClientLocker(c, resource);
+      } else {
+        locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,
+                                {resource + ":a", resource + ":b", resource + ":c"});
+      }
+      if (locker == nullptr) return absl::UnimplementedError(MultiLockMissingReason());
+      out.push_back(LockCycle(std::move(locker), ttl));
+    }
+    return out;
+  };
+  size_t in_flight_at_start = 0;
+  if (ls.watch_node >= 0) {
+    spec.at_start = [c, node = ls.watch_node, &in_flight_at_start] {
+      std::vector<NodeHealth> health = c->Health();
+      if (node < static_cast<int>(health.size())) {
+        in_flight_at_start = health[static_cast<size_t>(node)].in_flight;
+      }
+    };
+    spec.after = [c, node = ls.watch_node, label = ls.watch_label,
+                  &in_flight_at_start](RowResult* row) {
+      std::vector<NodeHealth> health = c->Health();
+      if (node < static_cast<int>(health.size())) {
+        row->notes.push_back(absl::StrCat("at the end of the fault, the client saw ", label, " ",
+                                          DescribeHealth(health[static_cast<size_t>(node)]), " (",
+                                          in_flight_at_start, " when the measurement started)"));
+      }
+    };
+  }
+  return RunRow(ctx, std::move(spec));
+}
+
+// ---- Faults -------------------------------------------------------------------------
+
+absl::Status WaitAnswering(testing::Fleet* fleet, int node) {
+  absl::Status last;
+  for (int i = 0; i < 50; ++i) {
+    absl::StatusOr<testing::RedisValue> pong = fleet->Command(node, {"PING"}, absl::Milliseconds(200));
+    if (pong.ok() && pong->type != testing::RedisValue::Type::kError) return absl::OkStatus();
+    last = pong.ok() ? absl::UnavailableError(pong->str) : pong.status();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return absl::UnavailableError(absl::StrCat("node ", node, " did not answer after SIGCONT: ",
+                                             last.ToString()));
+}
+
+Fault StopFault(testing::Fleet* fleet, int node) {
+  Fault f;
+  f.description = absl::StrCat("node ", node, " (", fleet->address(node), ") SIGSTOPped");
+  f.on = [fleet, node] { return fleet->Stop(node); };
+  f.off = [fleet, node] {
+    absl::Status st = fleet->Continue(node);
+    if (!st.ok()) return st;
+    return WaitAnswering(fleet, node);
+  };
+  return f;
+}
+
+// ---- Scenarios ------------------------------------------------------------------------
+
+void AddSetting(GroupResult* g, std::string key, std::string value) {
+  g->settings.emplace_back(std::move(key), std::move(value));
+}
+
+std::string Dur(absl::Duration d) { return absl::FormatDuration(d); }
+
+void CommonSettings(const Context& ctx, GroupResult* g) {
+  AddSetting(g, "ttl", Dur(ctx.settings.ttl));
+  AddSetting(g, "node_timeout", Dur(ctx.settings.node_timeout));
+  AddSetting(g, "quorum", absl::StrCat(g->n / 2 + 1));
+}
+
+void RunHealthy(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "all nodes healthy";
+  CommonSettings(ctx, g);
+  const int many = ctx.settings.callers_many;
+  g->rows.push_back(FloorRow(ctx, eps));
+  for (int callers : {1, many}) {
+    LibrarySpec lib;
+    lib.callers = callers;
+    g->rows.push_back(LibraryRow(ctx, eps, lib));
+    g->rows.push_back(BaselineRow(ctx, kSequential, eps, callers));
+    g->rows.push_back(BaselineRow(ctx, kWaitForAll, eps, callers));
+  }
+}
+
+void RunStopped(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  testing::Fleet* fleet = ctx.nodes.fleet();
+  const int stopped = n - 1;
+  const Fault fault = StopFault(fleet, stopped);
+  g->title = fault.description + " during each row, continued after";
+  CommonSettings(ctx, g);
+  AddSetting(g, "stopped_node", eps[static_cast<size_t>(stopped)].ToString());
+  g->rows.push_back(FloorRow(ctx, eps));
+  {
+    LibrarySpec ref;
+    ref.impl = "library, no fault";
+    ref.variant = "no fault";
+    g->rows.push_back(LibraryRow(ctx, eps, ref));
+  }
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec lib;
+    lib.callers = callers;
+    lib.fault = &fault;
+    lib.track_memory = true;
+    lib.watch_node = stopped;
+    lib.watch_label = "the stopped node";
+    // Long enough under the fault for the client to reach its steady state
+    // (breaker open, in-flight cap) before memory is sampled.
+    lib.warmup = ctx.settings.memory_warmup;
+    if (callers > 1) lib.duration = ctx.settings.memory_duration;
+    g->rows.push_back(LibraryRow(ctx, eps, lib));
+  }
+  g->rows.push_back(BaselineRow(ctx, kSequential, eps, 1, &fault));
+  g->rows.push_back(BaselineRow(ctx, kWaitForAll, eps, 1, &fault));
+}
+
+void RunSlow(Context& ctx, int n, GroupResult* g, int slow_count, absl::Duration latency,
+             absl::Duration jitter) {
+#ifdef REDLOCK_BENCH_HAVE_PROXY
+  std::vector<Endpoint> eps = ctx.nodes.First(n);
+  const std::vector<Endpoint> direct = eps;
+  std::vector<std::unique_ptr<chaos::FaultProxy>> proxies;
+  std::vector<std::string> slow_names;
+  for (int i = n - slow_count; i < n; ++i) {
+    chaos::ProxyOptions po;
+    po.upstream_host = eps[static_cast<size_t>(i)].host;
+    po.upstream_port = static_cast<uint16_t>(eps[static_cast<size_t>(i)].port);
+    po.seed = ctx.settings.seed + static_cast<uint64_t>(i) + 1;
+    absl::StatusOr<std::unique_ptr<chaos::FaultProxy>> proxy = chaos::FaultProxy::Start(po);
+    if (!proxy.ok()) {
+      ctx.harness_errors.push_back(absl::StrCat(g->scenario, " N=", n, ": starting the fault proxy: ",
+                                                proxy.status().ToString()));
+      g->skipped = true;
+      g->skip_reason = absl::StrCat("the fault proxy did not start: ", proxy.status().ToString());
+      return;
+    }
+    slow_names.push_back(eps[static_cast<size_t>(i)].ToString());
+    eps[static_cast<size_t>(i)].host = "127.0.0.1";
+    eps[static_cast<size_t>(i)].port = (*proxy)->listen_port();
+    proxies.push_back(*std::move(proxy));
+  }
+  const chaos::FaultSpec spec = chaos::FaultSpec::Latency(latency, jitter);
+  Fault fault;
+  fault.description = absl::StrCat(slow_count, slow_count == 1 ? " node" : " nodes", " (",
+                                   absl::StrJoin(slow_names, ", "), ") behind the fault proxy with ",
+                                   spec.ToString(), " on replies");
+  fault.on = [&proxies, spec]() -> absl::Status {
+    for (auto& p : proxies) {
+      absl::Status st = p->SetFault(chaos::Direction::kToClient, spec);
+      if (!st.ok()) return st;
+    }
+    return absl::OkStatus();
+  };
+  fault.off = [&proxies]() -> absl::Status {
+    for (auto& p : proxies) p->ClearFaults();
+    return absl::OkStatus();
+  };
+  g->title = fault.description;
+  CommonSettings(ctx, g);
+  AddSetting(g, "slow_nodes", absl::StrJoin(slow_names, ","));
+  AddSetting(g, "latency", Dur(latency));
+  AddSetting(g, "jitter", Dur(jitter));
+  g->rows.push_back(FloorRow(ctx, direct));
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec lib;
+    lib.callers = callers;
+    lib.fault = &fault;
+    lib.watch_node = n - 1;
+    lib.watch_label = "the last slow node (through its proxy)";
+    g->rows.push_back(LibraryRow(ctx, eps, lib));
+  }
+  g->rows.push_back(BaselineRow(ctx, kSequential, eps, 1, &fault));
+  g->rows.push_back(BaselineRow(ctx, kWaitForAll, eps, 1, &fault));
+  g->notes.push_back("the floor talks to node 0 directly; the slow nodes are always the last ones");
+#else
+  (void)ctx;
+  (void)n;
+  (void)slow_count;
+  (void)latency;
+  (void)jitter;
+  g->skipped = true;
+  g->skip_reason = "this build has no fault proxy (chaos/fault_proxy.cc)";
+#endif
+}
+
+void RunSlow1(Context& ctx, int n, GroupResult* g) {
+  RunSlow(ctx, n, g, 1, ctx.settings.slow_latency, absl::ZeroDuration());
+}
+void RunSlow2(Context& ctx, int n, GroupResult* g) {
+  RunSlow(ctx, n, g, 2, ctx.settings.slow_latency, absl::ZeroDuration());
+}
+void RunSlowNear(Context& ctx, int n, GroupResult* g) {
+  RunSlow(ctx, n, g, 1, ctx.settings.slow_near_latency, ctx.settings.slow_near_jitter);
+}
+
+// Samples, on the first node, who listens for release notifications.
+struct SubscriberProbe {
+  Endpoint node;
+  std::string channel;
+  int64_t max_channel_subscribers = -1;
+  int64_t max_patterns = -1;
+  std::string error;
+  void Sample() {
+    absl::StatusOr<testing::RedisValue> numsub =
+        testing::RunCommand(node, {"PUBSUB", "NUMSUB", channel}, absl::Milliseconds(500));
+    absl::StatusOr<testing::RedisValue> numpat = testing::RunCommand(node, {"PUBSUB", "NUMPAT"}, absl::Milliseconds(500));
+    if (!numsub.ok() || !numpat.ok()) {
+      error = (!numsub.ok() ? numsub.status() : numpat.status()).ToString();
+      return;
+    }
+    if (numsub->type == testing::RedisValue::Type::kArray && numsub->elements.size() == 2) {
+      max_channel_subscribers = std::max<int64_t>(max_channel_subscribers, numsub->elements[1].integer);
+    }
+    if (numpat->type == testing::RedisValue::Type::kInteger) {
+      max_patterns = std::max<int64_t>(max_patterns, numpat->integer);
+    }
+  }
+  std::string Describe() const {
+    if (!error.empty()) return absl::StrCat("could not sample subscribers: ", error);
+    return absl::StrCat("subscribers seen on ", node.ToString(), " while callers waited: ",
+                        std::max<int64_t>(0, max_channel_subscribers), " on ", channel, ", ",
+                        std::max<int64_t>(0, max_patterns), " pattern subscriptions");
+  }
+  bool SawAny() const { return max_channel_subscribers > 0 || max_patterns > 0; }
+};
+
+RowResult HotRow(Context& ctx, const std::vector<Endpoint>& eps, bool notifications) {
+  const BenchSettings& s = ctx.settings;
+  const std::string variant = notifications ? "notify=on" : "notify=off";
+  const std::string impl = absl::StrCat("library ", variant);
+  Options options = ClientOptions(ctx, eps);
+  options.release_notifications = notifications;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  if (!client.ok()) {
+    RowResult row;
+    row.impl = impl;
+    row.family = kLibrary;
+    row.variant = variant;
+    row.callers = s.hot_waiters;
+    return HarnessErrorRow(ctx, std::move(row), "Client::Create", client.status());
+  }
+  HotResource::Config hc;
+  hc.resource = ctx.RowKey() + ":hot";
+  hc.ttl = s.ttl;
+  hc.wait = s.hot_wait;
+  hc.hold = s.hot_hold;
+  HotResource hot(client->get(), hc);
+  SubscriberProbe probe;
+  probe.node = eps[0];
+  probe.channel = absl::StrCat(internal::kReleaseChannelPrefix, hc.resource);
+
+  RowSpec spec;
+  spec.impl = impl;
+  spec.family = kLibrary;
+  spec.variant = variant;
+  spec.callers = s.hot_waiters;
+  spec.duration = s.hot_duration;
+  spec.make = [&]() -> absl::StatusOr<std::vector<CycleFn>> {
+    std::vector<CycleFn> out;
+    for (int i = 0; i < s.hot_waiters; ++i) out.push_back(hot.Cycle(i));
+    return out;
+  };
+  spec.at_start = [&] { hot.ResetCounters(); };
+  spec.at_mid = [&] { probe.Sample(); };
+  spec.at_stop = [&] {
+    probe.Sample();
+    hot.Stop();
+  };
+  spec.after = [&](RowResult* row) {
+    row->notes.push_back(absl::StrCat(row->handoff.count(), " hand-offs between ", s.hot_waiters,
+                                      " callers; hold ", Dur(s.hot_hold), ", wait ",
+                                      Dur(s.hot_wait)));
+    if (hot.not_waiting() > 0) {
+      row->notes.push_back(absl::StrCat(hot.not_waiting(),
+                                        " acquisitions by callers not yet waiting when the "
+                                        "Release started (not hand-offs, not recorded)"));
+    }
+    if (hot.overlaps() > 0) {
+      row->notes.push_back(absl::StrCat(hot.overlaps(),
+                                        " of the hand-offs completed before the holder's "
+                                        "Release returned (counted as 0; see 'from-call')"));
+    }
+    row->notes.push_back(probe.Describe());
+    if (notifications && probe.error.empty() && !probe.SawAny()) {
+      row->notes.push_back(
+          "no release-notification subscriber was seen: notifications look inactive in this "
+          "build, and the wait falls back to polling");
+    }
+  };
+  return RunRow(ctx, std::move(spec));
+}
+
+void RunHot(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = absl::StrCat("one hot resource, ", ctx.settings.hot_waiters,
+                          " callers of one client taking turns");
+  CommonSettings(ctx, g);
+  AddSetting(g, "hold", Dur(ctx.settings.hot_hold));
+  AddSetting(g, "wait", Dur(ctx.settings.hot_wait));
+  g->rows.push_back(FloorRow(ctx, eps));
+  g->rows.push_back(HotRow(ctx, eps, true));
+  g->rows.push_back(HotRow(ctx, eps, false));
+  g->notes.push_back(
+      "handoff = from the holder's Release returning to the next waiter's "
+      "Acquire(resource, ttl, wait) returning (0 when the waiter was first); from-call = from "
+      "the holder calling Release to the same point; acq+wait = the waiter's whole Acquire. "
+      "Ratios are to the floor's acquire (one single-node round trip)");
+}
+
+void DeleteKeys(Context& ctx, const std::vector<Endpoint>& eps, const std::vector<std::string>& keys) {
+  for (const Endpoint& ep : eps) {
+    for (size_t i = 0; i < keys.size(); i += 64) {
+      std::vector<std::string> cmd = {"DEL"};
+      for (size_t j = i; j < std::min(keys.size(), i + 64); ++j) cmd.push_back(keys[j]);
+      absl::StatusOr<testing::RedisValue> r = testing::RunCommand(ep, cmd);
+      if (!r.ok()) {
+        ctx.harness_errors.push_back(absl::StrCat("cleanup on ", ep.ToString(), ": ",
+                                                  r.status().ToString()));
+        break;
+      }
+    }
+  }
+}
+
+void RunFencing(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "all nodes healthy; Options::fencing on vs off";
+  CommonSettings(ctx, g);
+  g->rows.push_back(FloorRow(ctx, eps));
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec plain;
+    plain.callers = callers;
+    g->rows.push_back(LibraryRow(ctx, eps, plain));
+    LibrarySpec fenced;
+    fenced.impl = "library fencing";
+    fenced.variant = "fencing";
+    fenced.callers = callers;
+    fenced.tweak = [](Options* o) { o->fencing = true; };
+    const int before = ctx.next_row;
+    g->rows.push_back(LibraryRow(ctx, eps, fenced));
+    // The counters have no ttl: remove the ones this row created.
+    std::vector<std::string> keys;
+    for (int row = before + 1; row <= ctx.next_row; ++row) {
+      for (int i = 0; i < callers; ++i) {
+        keys.push_back(absl::StrCat("rb:", ctx.settings.run_id, ":", row, ":t", i,
+                                    internal::kFenceSuffix));
+      }
+    }
+    DeleteKeys(ctx, eps, keys);
+  }
+}
+
+void RunMultiLock(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "all nodes healthy; MultiLock over 3 resources";
+  CommonSettings(ctx, g);
+  g->rows.push_back(FloorRow(ctx, eps));
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec single;
+    single.callers = callers;
+    g->rows.push_back(LibraryRow(ctx, eps, single));
+    LibrarySpec quorum;
+    quorum.impl = "multilock quorum x3";
+    quorum.family = kMultiLock;
+    quorum.variant = "quorum";
+    quorum.callers = callers;
+    quorum.kind = LibraryKind::kMultiQuorum;
+    g->rows.push_back(LibraryRow(ctx, eps, quorum));
+    LibrarySpec all = quorum;
+    all.impl = "multilock all-nodes x3";
+    all.variant = "all-nodes";
+    all.kind = LibraryKind::kMultiAllNodes;
+    g->rows.push_back(LibraryRow(ctx, eps, all));
+  }
+}
+
+}  // namespace
+
+const std::vector<Scenario>& AllScenarios() {
+  static const std::vector<Scenario>* const kScenarios = new std::vector<Scenario>{
+      {"healthy", "every node healthy: library, sequential and wait-for-all, 1 and many callers",
+       false, 1, {1, 3}, {1, 3, 5}, {1, 3, 5, 7}, RunHealthy},
+      {"stopped", "the last node SIGSTOPped (Fleet::Stop) during each row, continued after",
+       true, 3, {3}, {3, 5}, {3, 5, 7}, RunStopped},
+      {"slow1", "one node behind the fault proxy with --slow_latency added to its replies", true,
+       2, {3}, {3, 5}, {3, 5, 7}, RunSlow1},
+      {"slow2", "two nodes behind the fault proxy with --slow_latency added to their replies",
+       true, 3, {3}, {5}, {3, 5, 7}, RunSlow2},
+      {"slow-near-timeout",
+       "one node whose added latency straddles node_timeout (--slow_near_latency + "
+       "--slow_near_jitter)",
+       true, 2, {3}, {5}, {3, 5, 7}, RunSlowNear},
+      {"hot",
+       "one contended resource: hand-off latency, release notifications on vs off (polling)",
+       false, 1, {3}, {5}, {3, 5}, RunHot},
+      {"fencing", "Options::fencing on vs off, 1 and many callers", false, 1, {3}, {5},
+       {1, 3, 5, 7}, RunFencing},
+      {"multilock", "MultiLock over 3 resources, quorum and all-nodes modes", false, 1, {3}, {5},
+       {3, 5, 7}, RunMultiLock},
+  };
+  return *kScenarios;
+}
+
+const Scenario* FindScenario(const std::string& name) {
+  for (const Scenario& s : AllScenarios()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+std::vector<int> NsFor(const Scenario& scenario, const BenchSettings& settings) {
+  if (!settings.ns.empty()) return settings.ns;
+  switch (settings.mode) {
+    case Mode::kSmoke:
+      return scenario.smoke_ns;
+    case Mode::kQuick:
+      return scenario.quick_ns;
+    case Mode::kFull:
+      return scenario.full_ns;
+  }
+  return scenario.quick_ns;
+}
+
+GroupResult RunGroup(const Scenario& scenario, int n, Context& ctx) {
+  GroupResult g;
+  g.scenario = scenario.name;
+  g.n = n;
+  if (n < scenario.min_n) {
+    g.skipped = true;
+    g.skip_reason = absl::StrCat("needs N >= ", scenario.min_n);
+  } else if (n > ctx.nodes.size()) {
+    g.skipped = true;
+    g.skip_reason = absl::StrCat("needs ", n, " nodes, ", ctx.nodes.size(), " available");
+  } else if (scenario.needs_fleet && ctx.nodes.fleet() == nullptr) {
+    g.skipped = true;
+    g.skip_reason =
+        "needs nodes started by redlock-bench (it stops nodes or puts a proxy in front of "
+        "them), and --nodes was given";
+  } else if (absl::StartsWith(scenario.name, "slow") && !ProxyAvailable()) {
+    g.skipped = true;
+    g.skip_reason = "this build has no fault proxy (chaos/fault_proxy.cc)";
+  }
+  if (g.skipped) {
+    g.title = scenario.description;
+    return g;
+  }
+  scenario.run(ctx, n, &g);
+  // The floor again at the end of the group, merged with the first: the
+  // ratios then compare with the floor over the whole group's time span,
+  // not only its first second, on a machine whose speed drifts.
+  if (!g.skipped && !g.rows.empty() && g.rows[0].family == kFloor && g.rows[0].ran()) {
+    RowResult again = FloorRow(ctx, ctx.nodes.First(1));
+    RowResult& floor = g.rows[0];
+    if (again.ran()) {
+      const int64_t first_p50 = floor.cycle.Quantile(0.5);
+      floor.acquire.Merge(again.acquire);
+      floor.cycle.Merge(again.cycle);
+      floor.attempts += again.attempts;
+      floor.successes += again.successes;
+      floor.measured_s += again.measured_s;
+      floor.warmup_cycles += again.warmup_cycles;
+      floor.acquire_errors.Merge(again.acquire_errors);
+      floor.release_errors.Merge(again.release_errors);
+      floor.peak_rss_kb = std::max(floor.peak_rss_kb, again.peak_rss_kb);
+      floor.notes.push_back(
+          absl::StrFormat("measured at the start and at the end of the group (p50 %s and %s), "
+                          "merged",
+                          FormatLatency(first_p50), FormatLatency(again.cycle.Quantile(0.5))));
+    }
+  }
+  return g;
+}
+
+}  // namespace bench
+}  // namespace redlock
