@@ -74,7 +74,10 @@ struct NodeView {
   bool held = false;           // the key exists
   std::string token;           // its value, when held
   absl::Duration ttl_left;     // remaining ttl, when held
-  uint64_t fence_counter = 0;  // the fencing counter stored next to the key
+  // The fencing counter stored next to the key on this node. Counters differ
+  // between nodes: a holder's second round raises them only on the nodes of
+  // its quorum; the highest one (of any majority) is the latest token.
+  uint64_t fence_counter = 0;
 };
 
 // Health of one node's connection, as seen by the client.

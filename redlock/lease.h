@@ -42,6 +42,15 @@ class Lease {
         nodes_granted_(nodes_granted),
         fencing_token_(fencing_token) {}
 
+  // A lease known only by its resource and token, e.g. one taken by another
+  // process (the `redlock acquire` command prints both). Good for Release
+  // and Extend, which need nothing else; it carries no validity (TimeLeft()
+  // is zero) and no fencing token.
+  static Lease ForToken(std::string resource, std::string token) {
+    return Lease(std::move(resource), std::move(token), absl::ZeroDuration(), TimePoint(),
+                 TimePoint(), 0);
+  }
+
   // The resource name as given to Acquire (without Options::key_prefix).
   const std::string& resource() const { return resource_; }
 

@@ -974,13 +974,17 @@ struct ClientImpl::RenewState : std::enable_shared_from_this<RenewState> {
 
   void Tick() {
     Lease current;
+    ClientImpl* c;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (!active || client == nullptr) return;
       current = lease;
+      // Read under mu: Detach() clears it. The client itself outlives this
+      // call (its destructor waits for the thread running the timers).
+      c = client;
     }
     std::weak_ptr<RenewState> weak = weak_from_this();
-    client->ExtendSetInternal({current}, ttl, 0, [weak](absl::StatusOr<std::vector<Lease>> r) {
+    c->ExtendSetInternal({current}, ttl, 0, [weak](absl::StatusOr<std::vector<Lease>> r) {
       auto self = weak.lock();
       if (self == nullptr) return;
       if (r.ok()) {

@@ -138,8 +138,12 @@ TEST_F(FencingTest, TokensKeepIncreasingAcrossStoppedAndContinuedNodes) {
   for (int round = 0; round < 30; ++round) {
     int a = round % 5;
     int b = (round + 2) % 5;
-    if (round % 3 == 0) REDLOCK_ASSERT_OK(fleet_->Stop(a));
-    if (round % 6 == 0) REDLOCK_ASSERT_OK(fleet_->Stop(b));
+    if (round % 3 == 0) {
+      REDLOCK_ASSERT_OK(fleet_->Stop(a));
+    }
+    if (round % 6 == 0) {
+      REDLOCK_ASSERT_OK(fleet_->Stop(b));
+    }
     absl::StatusOr<Lease> l = c->Acquire("r", absl::Seconds(10), absl::Seconds(5));
     REDLOCK_ASSERT_OK(l.status()) << "round " << round;
     EXPECT_GT(l->fencing_token(), last) << "round " << round;

@@ -22,8 +22,6 @@ using testing::RedisValue;
 using ::testing::HasSubstr;
 using SteadyClock = std::chrono::steady_clock;
 
-absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
-
 class LifecycleTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
@@ -124,7 +122,9 @@ TEST_F(LifecycleTest, RecursionDepthThreeThenUnlockLeavesTheResourceFree) {
   // One lease on the nodes however deep.
   for (int i = 0; i < 5; ++i) {
     absl::StatusOr<RedisValue> v = fleet_->Command(i, {"GET", prefix_ + "r"});
-    if (v.ok() && v->type == RedisValue::Type::kString) EXPECT_EQ(v->str, token);
+    if (v.ok() && v->type == RedisValue::Type::kString) {
+      EXPECT_EQ(v->str, token);
+    }
   }
   // Another thread cannot unlock it.
   std::thread([&] { m.unlock(); }).join();
@@ -198,7 +198,9 @@ TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
   // One release, one client: one attempt (the oldest waiter), not sixteen.
   EXPECT_LE(attempts, 2) << attempts << " SETs on node 0 after one release";
   for (auto& l : leases) {
-    if (l.ok()) REDLOCK_EXPECT_OK(waiters->Release(*l));
+    if (l.ok()) {
+      REDLOCK_EXPECT_OK(waiters->Release(*l));
+    }
   }
 }
 
