@@ -1,0 +1,158 @@
+// The part of the example to copy: a read-modify-write of shared state kept
+// in Redis, guarded by a redlock lease, with the lease's fencing token checked
+// by the data server itself.
+
+#include "examples/oversell/worker.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "examples/oversell/redis_conn.h"
+#include "redlock/client.h"
+#include "redlock/fencing.h"
+#include "redlock/options.h"
+
+namespace oversell {
+namespace {
+
+// The stock as read, or nullopt when the fenced read was refused (a newer
+// lock holder has touched the stock: this worker's lease is stale).
+absl::StatusOr<std::optional<int64_t>> ReadStock(RedisConn& data, LockMode mode,
+                                                 uint64_t fencing_token) {
+  absl::StatusOr<Reply> r =
+      mode == LockMode::kFenced
+          ? data.Command({"EVAL", std::string(redlock::FencedReadScript()), "2", kStockKey,
+                          kFenceKey, std::to_string(fencing_token)})
+          : data.Command({"GET", kStockKey});
+  if (!r.ok()) return r.status();
+  const redisReply& reply = **r;
+  if (reply.type == REDIS_REPLY_ERROR) {
+    if (absl::StartsWith(reply.str, "STALE")) return std::nullopt;
+    return absl::InternalError(absl::StrCat("read: ", reply.str));
+  }
+  int64_t stock = 0;
+  if (reply.type != REDIS_REPLY_STRING ||
+      !absl::SimpleAtoi(absl::string_view(reply.str, reply.len), &stock)) {
+    return absl::InternalError("read: the stock is not a number");
+  }
+  return stock;
+}
+
+// False when the fenced write was refused.
+absl::StatusOr<bool> WriteStock(RedisConn& data, LockMode mode, uint64_t fencing_token,
+                                int64_t stock) {
+  absl::StatusOr<Reply> r =
+      mode == LockMode::kFenced
+          ? data.Command({"EVAL", std::string(redlock::FencedWriteScript()), "2", kStockKey,
+                          kFenceKey, std::to_string(fencing_token), std::to_string(stock)})
+          : data.Command({"SET", kStockKey, std::to_string(stock)});
+  if (!r.ok()) return r.status();
+  if ((*r)->type == REDIS_REPLY_ERROR) {
+    if (absl::StartsWith((*r)->str, "STALE")) return false;
+    return absl::InternalError(absl::StrCat("write: ", (*r)->str));
+  }
+  return true;
+}
+
+int Fail(int id, const absl::Status& status) {
+  std::fprintf(stderr, "oversell: worker %d: %s\n", id, std::string(status.message()).c_str());
+  return 1;
+}
+
+}  // namespace
+
+int RunWorker(const WorkerConfig& config) {
+  absl::StatusOr<std::unique_ptr<RedisConn>> data = RedisConn::Connect(config.data);
+  if (!data.ok()) return Fail(config.id, data.status());
+
+  std::unique_ptr<redlock::Client> client;
+  if (config.mode != LockMode::kNone) {
+    redlock::Options options;
+    absl::StatusOr<std::vector<redlock::Endpoint>> nodes = redlock::ParseEndpointList(config.nodes);
+    if (!nodes.ok()) return Fail(config.id, nodes.status());
+    options.nodes = *std::move(nodes);
+    options.fencing = config.mode == LockMode::kFenced;
+    // Contenders poll quickly: a lock can vanish without a release
+    // announcement (that is the point of the clock-jump modes).
+    options.retry_delay = absl::Milliseconds(10);
+    options.retry_jitter = absl::Milliseconds(5);
+    options.wait_poll_max = absl::Milliseconds(20);
+    absl::StatusOr<std::unique_ptr<redlock::Client>> c = redlock::Client::Create(options);
+    if (!c.ok()) return Fail(config.id, c.status());
+    client = *std::move(c);
+  }
+
+  // Start together: the parent pushes one token per worker once all are
+  // ready.
+  if (absl::StatusOr<Reply> r = (*data)->Command({"INCR", kReadyKey}); !r.ok()) {
+    return Fail(config.id, r.status());
+  }
+  bool started = false;
+  for (int i = 0; i < 10 && !started; ++i) {  // up to 20 s, in waits shorter than the socket timeout
+    absl::StatusOr<Reply> go = (*data)->Command({"BLPOP", kGoKey, "2"});
+    if (!go.ok()) return Fail(config.id, go.status());
+    started = (*go)->type == REDIS_REPLY_ARRAY;
+  }
+  if (!started) return Fail(config.id, absl::DeadlineExceededError("no start signal within 20s"));
+
+  const absl::Time deadline = absl::Now() + config.deadline;
+  int sold = 0;
+  for (int round = 0; round < 100000; ++round) {
+    if (absl::Now() > deadline) {
+      return Fail(config.id, absl::DeadlineExceededError("still selling at the deadline"));
+    }
+    redlock::Lease lease;
+    if (client != nullptr) {
+      absl::StatusOr<redlock::Lease> l = client->Acquire(kResource, config.ttl, absl::Seconds(5));
+      if (absl::IsInvalidArgument(l.status()) || absl::IsInternal(l.status())) {
+        return Fail(config.id, l.status());
+      }
+      if (!l.ok()) continue;  // contended for 5 s: try again (bounded by the deadline)
+      lease = *std::move(l);
+    }
+    auto release = [&] {
+      if (client != nullptr) (void)client->Release(lease);
+    };
+
+    absl::StatusOr<std::optional<int64_t>> stock =
+        ReadStock(**data, config.mode, lease.fencing_token());
+    if (!stock.ok()) return Fail(config.id, stock.status());
+    if (!stock->has_value()) {  // a newer holder exists: our lease is stale
+      (void)(*data)->Command({"INCR", kStaleKey});
+      release();
+      continue;
+    }
+    if (**stock <= 0) {
+      release();
+      break;
+    }
+    // The business logic between the read and the write: a payment call, a
+    // slow query... long enough for a competitor to interleave.
+    absl::SleepFor(config.pause);
+
+    absl::StatusOr<bool> written = WriteStock(**data, config.mode, lease.fencing_token(), **stock - 1);
+    if (!written.ok()) return Fail(config.id, written.status());
+    if (!*written) {
+      (void)(*data)->Command({"INCR", kStaleKey});
+      release();
+      continue;
+    }
+    absl::StatusOr<Reply> order =
+        (*data)->Command({"RPUSH", kOrdersKey, absl::StrCat("worker", config.id, "-", ++sold)});
+    if (!order.ok()) return Fail(config.id, order.status());
+    release();
+  }
+  return 0;
+}
+
+}  // namespace oversell

@@ -1,0 +1,120 @@
+// Flag, duration and option parsing of the `redlock` tool (no server).
+
+#include "tools/cli_flags.h"
+
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace redlock {
+namespace cli {
+namespace {
+
+std::vector<FlagSpec> Specs() {
+  std::vector<FlagSpec> specs = {{"resource", true, "R", ""}, {"ttl", true, "DUR", ""}};
+  specs.insert(specs.end(), GlobalFlags().begin(), GlobalFlags().end());
+  return specs;
+}
+
+TEST(ParseDurationFlag, AcceptsUnits) {
+  EXPECT_EQ(*ParseDurationFlag("ttl", "30s"), absl::Seconds(30));
+  EXPECT_EQ(*ParseDurationFlag("ttl", "500ms"), absl::Milliseconds(500));
+  EXPECT_EQ(*ParseDurationFlag("ttl", "2m"), absl::Minutes(2));
+  EXPECT_EQ(*ParseDurationFlag("ttl", "1.5s"), absl::Milliseconds(1500));
+  EXPECT_EQ(*ParseDurationFlag("wait", "0s", /*allow_zero=*/true), absl::ZeroDuration());
+}
+
+TEST(ParseDurationFlag, RejectsBadValues) {
+  for (const char* bad : {"", "30", "abc", "-1s", "inf", "10 parsecs", "s"}) {
+    absl::StatusOr<absl::Duration> d = ParseDurationFlag("ttl", bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(d.status())) << bad;
+    if (!d.ok()) {
+      EXPECT_NE(d.status().message().find("--ttl"), absl::string_view::npos);
+    }
+  }
+  EXPECT_FALSE(ParseDurationFlag("ttl", "0s").ok());
+}
+
+TEST(ParseArgs, FlagForms) {
+  absl::StatusOr<ParsedArgs> a =
+      ParseArgs(Specs(), {"--resource", "r1", "--ttl=5s", "--fencing", "--all-nodes=false"}, false);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->Get("resource"), "r1");
+  EXPECT_EQ(a->Get("ttl"), "5s");
+  EXPECT_TRUE(a->Switch("fencing"));
+  EXPECT_FALSE(a->Switch("all-nodes"));
+  EXPECT_FALSE(a->help);
+}
+
+TEST(ParseArgs, Errors) {
+  EXPECT_FALSE(ParseArgs(Specs(), {"--bogus"}, false).ok());
+  EXPECT_FALSE(ParseArgs(Specs(), {"-x"}, false).ok());
+  EXPECT_FALSE(ParseArgs(Specs(), {"--resource"}, false).ok());
+  EXPECT_FALSE(ParseArgs(Specs(), {"--fencing=yes"}, false).ok());
+  EXPECT_FALSE(ParseArgs(Specs(), {"--", "x"}, false).ok());
+}
+
+TEST(ParseArgs, CommandTail) {
+  absl::StatusOr<ParsedArgs> a =
+      ParseArgs(Specs(), {"--ttl", "1s", "--", "sh", "-c", "--ttl"}, true);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->command, (std::vector<std::string>{"sh", "-c", "--ttl"}));
+  a = ParseArgs(Specs(), {"--ttl", "1s", "sleep", "--help"}, true);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->command, (std::vector<std::string>{"sleep", "--help"}));
+  EXPECT_FALSE(a->help);
+}
+
+TEST(OptionsFromFlags, NodesFromFlagOrEnvironment) {
+  ParsedArgs a = *ParseArgs(Specs(), {"--nodes", "127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"}, false);
+  absl::StatusOr<Options> o = OptionsFromFlags(a, "127.0.0.1:9");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->nodes.size(), 3u);
+  EXPECT_EQ(o->quorum, 0);
+
+  a = *ParseArgs(Specs(), {"--all-nodes", "--fencing", "--node-timeout", "20ms", "--key-prefix", "p:"},
+                 false);
+  o = OptionsFromFlags(a, "redis://:pw@127.0.0.1:7001/2,127.0.0.1:7002");
+  ASSERT_TRUE(o.ok()) << o.status();
+  ASSERT_EQ(o->nodes.size(), 2u);
+  EXPECT_EQ(o->nodes[0].password, "pw");
+  EXPECT_EQ(o->nodes[0].db, 2);
+  EXPECT_EQ(o->quorum, 2);
+  EXPECT_TRUE(o->fencing);
+  EXPECT_EQ(o->node_timeout, absl::Milliseconds(20));
+  EXPECT_EQ(o->key_prefix, "p:");
+}
+
+TEST(OptionsFromFlags, BadInput) {
+  ParsedArgs none = *ParseArgs(Specs(), {}, false);
+  EXPECT_TRUE(absl::IsInvalidArgument(OptionsFromFlags(none, nullptr).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(OptionsFromFlags(none, "").status()));
+  ParsedArgs bad = *ParseArgs(Specs(), {"--nodes", "127.0.0.1"}, false);
+  absl::Status st = OptionsFromFlags(bad, nullptr).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(st));
+  EXPECT_NE(st.message().find("--nodes"), absl::string_view::npos) << st;
+  st = OptionsFromFlags(none, "127.0.0.1:1,,127.0.0.1:2").status();
+  EXPECT_NE(st.message().find("REDLOCK_NODES"), absl::string_view::npos) << st;
+  ParsedArgs dup = *ParseArgs(Specs(), {"--nodes", "127.0.0.1:1,127.0.0.1:1"}, false);
+  EXPECT_TRUE(absl::IsInvalidArgument(OptionsFromFlags(dup, nullptr).status()));
+}
+
+TEST(ExitCodeFor, DistinctCodes) {
+  EXPECT_EQ(ExitCodeFor(absl::OkStatus()), kExitOk);
+  EXPECT_EQ(ExitCodeFor(absl::InvalidArgumentError("")), kExitUsage);
+  EXPECT_EQ(ExitCodeFor(absl::AbortedError("")), kExitHeld);
+  EXPECT_EQ(ExitCodeFor(absl::UnavailableError("")), kExitUnavailable);
+  EXPECT_EQ(ExitCodeFor(absl::FailedPreconditionError("")), kExitLeaseLost);
+  EXPECT_EQ(ExitCodeFor(absl::DeadlineExceededError("")), kExitTimedOut);
+  EXPECT_EQ(ExitCodeFor(absl::InternalError("")), kExitInternal);
+  EXPECT_EQ(ExitCodeFor(absl::CancelledError("")), kExitInternal);
+}
+
+TEST(JsonString, Escapes) {
+  EXPECT_EQ(JsonString("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
+}
+
+}  // namespace
+}  // namespace cli
+}  // namespace redlock

@@ -1,0 +1,645 @@
+// The built `redlock` binary against a real fleet (label integration).
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fleet.h"
+#include "tests/testing/gtest_fleet.h"
+
+#ifndef REDLOCK_CLI_PATH
+#error "REDLOCK_CLI_PATH must name the built redlock binary (tools/CMakeLists.txt)"
+#endif
+
+extern char** environ;
+
+namespace redlock {
+namespace {
+
+using testing::Fleet;
+using testing::FleetOptions;
+using testing::RedisValue;
+
+constexpr int kUsage = 64;
+constexpr int kHeld = 65;
+constexpr int kUnavailable = 66;
+constexpr int kLeaseLost = 67;
+constexpr int kTimedOut = 68;
+
+struct Result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// A running `redlock` process with its stdout and stderr captured.
+class CliProcess {
+ public:
+  // `env` is added to our environment minus REDLOCK_* variables.
+  static std::unique_ptr<CliProcess> Start(const std::vector<std::string>& args,
+                                           const std::vector<std::string>& env = {}) {
+    std::vector<std::string> argv_s = {REDLOCK_CLI_PATH};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> env_s;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (!absl::StartsWith(*e, "REDLOCK_")) env_s.emplace_back(*e);
+    }
+    env_s.insert(env_s.end(), env.begin(), env.end());
+    std::vector<char*> argv, envp;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return nullptr;
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
+    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+    auto p = std::unique_ptr<CliProcess>(new CliProcess);
+    int rc = posix_spawn(&p->pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    close(out[1]);
+    close(err[1]);
+    p->out_fd_ = out[0];
+    p->err_fd_ = err[0];
+    if (rc != 0) {
+      p->pid_ = -1;
+      ADD_FAILURE() << "posix_spawn " << REDLOCK_CLI_PATH << ": " << strerror(rc);
+    }
+    return p;
+  }
+
+  ~CliProcess() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);  // our own child, by pid
+      int st;
+      waitpid(pid_, &st, 0);
+    }
+    if (out_fd_ >= 0) close(out_fd_);
+    if (err_fd_ >= 0) close(err_fd_);
+  }
+
+  pid_t pid() const { return pid_; }
+
+  // Collects the output until the process exits, at most `timeout`.
+  Result Wait(absl::Duration timeout = absl::Seconds(30)) {
+    Result r;
+    absl::Time deadline = absl::Now() + timeout;
+    bool out_open = true, err_open = true;
+    while ((out_open || err_open) && absl::Now() < deadline) {
+      pollfd fds[2] = {{out_open ? out_fd_ : -1, POLLIN, 0}, {err_open ? err_fd_ : -1, POLLIN, 0}};
+      poll(fds, 2, 50);
+      char buf[4096];
+      for (int i = 0; i < 2; ++i) {
+        if (fds[i].revents == 0) continue;
+        ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+        if (n > 0) {
+          (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+        } else if (n == 0 || errno != EINTR) {
+          (i == 0 ? out_open : err_open) = false;
+        }
+      }
+    }
+    if (out_open || err_open) {
+      ADD_FAILURE() << "redlock did not exit within " << timeout << "; killing it";
+      kill(pid_, SIGKILL);
+    }
+    int st = 0;
+    waitpid(pid_, &st, 0);
+    reaped_ = true;
+    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r;
+  }
+
+ private:
+  CliProcess() = default;
+  pid_t pid_ = -1;
+  int out_fd_ = -1;
+  int err_fd_ = -1;
+  bool reaped_ = false;
+};
+
+Result RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+  auto p = CliProcess::Start(args, env);
+  if (p == nullptr || p->pid() < 0) return Result{};
+  return p->Wait();
+}
+
+std::string Describe(const Result& r) {
+  return absl::StrCat("exit ", r.exit_code, "\n--- stdout:\n", r.out, "--- stderr:\n", r.err);
+}
+
+// Exactly one line, newline-terminated.
+bool OneLine(const std::string& s) {
+  return !s.empty() && s.back() == '\n' && s.find('\n') == s.size() - 1;
+}
+
+// The value of "key" in a flat JSON object: a string's contents, or the raw
+// number / literal.
+std::string JsonField(const std::string& json, const std::string& key) {
+  std::string needle = absl::StrCat("\"", key, "\":");
+  size_t at = json.find(needle);
+  if (at == std::string::npos) return "<missing>";
+  at += needle.size();
+  if (json[at] == '"') {
+    size_t end = json.find('"', at + 1);
+    return json.substr(at + 1, end - at - 1);
+  }
+  size_t end = json.find_first_of(",}", at);
+  return json.substr(at, end - at);
+}
+
+int64_t JsonInt(const std::string& json, const std::string& key) {
+  int64_t v = -1;
+  if (!absl::SimpleAtoi(JsonField(json, key), &v)) return -1;
+  return v;
+}
+
+bool WaitForFile(const std::string& path, absl::Duration timeout) {
+  absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (access(path.c_str(), F_OK) == 0) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return false;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void Touch(const std::string& path) { std::ofstream(path) << "go\n"; }
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    if (!testing::CheckRedisServerAvailable().ok()) return;
+    auto fleet = Fleet::Start(FleetOptions{.nodes = 5});
+    if (fleet.ok()) {
+      fleet_ = fleet->release();
+    } else {
+      start_error_ = new std::string(fleet.status().ToString());
+    }
+  }
+  static void TearDownTestSuite() {
+    delete fleet_;
+    fleet_ = nullptr;
+    delete start_error_;
+    start_error_ = nullptr;
+  }
+
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    ASSERT_EQ(start_error_, nullptr) << *start_error_;
+    ASSERT_NE(fleet_, nullptr);
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    prefix_ = absl::StrCat("cli/", info->name(), "/");
+    char tmpl[] = "/tmp/redlock-cli-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    if (!dir_.empty()) {
+      std::string cmd = absl::StrCat("rm -rf '", dir_, "'");
+      (void)!system(cmd.c_str());
+    }
+  }
+
+  Fleet& fleet() { return *fleet_; }
+  std::string Nodes() { return fleet_->NodeList(); }
+  std::string Res(const std::string& name) { return prefix_ + name; }
+
+  // --nodes of the fleet (as a leading global flag) + args.
+  Result Cli(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--nodes", Nodes()});
+    return RunCli(args);
+  }
+
+  // GET key on every node.
+  std::vector<std::string> Values(const std::string& key) {
+    std::vector<std::string> out;
+    for (int i = 0; i < fleet_->size(); ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"GET", key});
+      out.push_back(v.ok() && v->type == RedisValue::Type::kString ? v->str : "");
+    }
+    return out;
+  }
+  int NodesHolding(const std::string& key, const std::string& token) {
+    int n = 0;
+    for (const std::string& v : Values(key)) n += (v == token);
+    return n;
+  }
+  void DeleteOn(const std::string& key, std::vector<int> nodes) {
+    for (int i : nodes) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"DEL", key});
+      ASSERT_TRUE(v.ok()) << v.status();
+    }
+  }
+
+  static Fleet* fleet_;
+  static std::string* start_error_;
+  std::string prefix_;
+  std::string dir_;
+};
+
+Fleet* CliTest::fleet_ = nullptr;
+std::string* CliTest::start_error_ = nullptr;
+
+TEST_F(CliTest, AcquirePrintsJsonAndSetsTheKeys) {
+  Result r = Cli({"acquire", "--resource", Res("a"), "--ttl", "30s"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  ASSERT_TRUE(OneLine(r.out)) << Describe(r);
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(JsonField(r.out, "resource"), Res("a"));
+  std::string token = JsonField(r.out, "token");
+  EXPECT_EQ(token.size(), 40u) << r.out;
+  int64_t validity = JsonInt(r.out, "validity_ms");
+  EXPECT_GT(validity, 25000) << r.out;
+  EXPECT_LE(validity, 30000) << r.out;
+  EXPECT_EQ(JsonInt(r.out, "ttl_ms"), 30000);
+  EXPECT_GE(JsonInt(r.out, "nodes_granted"), 3);
+  EXPECT_EQ(JsonInt(r.out, "fencing_token"), 0);
+  EXPECT_GE(NodesHolding(Res("a"), token), 3);
+  absl::StatusOr<RedisValue> pttl = fleet().Command(0, {"PTTL", Res("a")});
+  ASSERT_TRUE(pttl.ok());
+  EXPECT_GT(pttl->integer, 20000);
+  EXPECT_LE(pttl->integer, 30000);
+}
+
+TEST_F(CliTest, NodesFromTheEnvironment) {
+  Result r = RunCli({"acquire", "--resource", Res("env"), "--ttl", "10s"},
+                    {absl::StrCat("REDLOCK_NODES=", Nodes())});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_GE(NodesHolding(Res("env"), JsonField(r.out, "token")), 3);
+  // --nodes wins over the variable.
+  r = RunCli({"acquire", "--resource", Res("env2"), "--ttl", "10s", "--nodes", Nodes()},
+             {"REDLOCK_NODES=127.0.0.1"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+}
+
+TEST_F(CliTest, SecondAcquireIsHeldElsewhere) {
+  Result first = Cli({"acquire", "--resource", Res("h"), "--ttl", "30s"});
+  ASSERT_EQ(first.exit_code, 0) << Describe(first);
+  Result second = Cli({"acquire", "--resource", Res("h"), "--ttl", "30s"});
+  EXPECT_EQ(second.exit_code, kHeld) << Describe(second);
+  EXPECT_EQ(second.out, "");
+  EXPECT_TRUE(OneLine(second.err)) << Describe(second);
+  EXPECT_TRUE(absl::StartsWith(second.err, "redlock acquire: ")) << second.err;
+  // The holder is untouched.
+  EXPECT_GE(NodesHolding(Res("h"), JsonField(first.out, "token")), 3);
+}
+
+TEST_F(CliTest, WaitDeadlinePasses) {
+  ASSERT_EQ(Cli({"acquire", "--resource", Res("w"), "--ttl", "30s"}).exit_code, 0);
+  absl::Time start = absl::Now();
+  Result r = Cli({"acquire", "--resource", Res("w"), "--ttl", "30s", "--wait", "300ms"});
+  EXPECT_EQ(r.exit_code, kTimedOut) << Describe(r);
+  EXPECT_TRUE(OneLine(r.err)) << Describe(r);
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(300));
+}
+
+TEST_F(CliTest, WaitGetsTheLockWhenItExpires) {
+  ASSERT_EQ(Cli({"acquire", "--resource", Res("x"), "--ttl", "500ms"}).exit_code, 0);
+  Result r = Cli({"acquire", "--resource", Res("x"), "--ttl", "10s", "--wait", "5s"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+}
+
+TEST_F(CliTest, ReleaseFreesTheLock) {
+  Result a = Cli({"acquire", "--resource", Res("r"), "--ttl", "30s"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  std::string token = JsonField(a.out, "token");
+  // A foreign token changes nothing and still succeeds.
+  Result foreign = Cli({"release", "--resource", Res("r"), "--token", "not-the-token"});
+  EXPECT_EQ(foreign.exit_code, 0) << Describe(foreign);
+  EXPECT_GE(NodesHolding(Res("r"), token), 3);
+
+  Result rel = Cli({"release", "--resource", Res("r"), "--token", token});
+  ASSERT_EQ(rel.exit_code, 0) << Describe(rel);
+  EXPECT_EQ(rel.err, "");
+  for (const std::string& v : Values(Res("r"))) EXPECT_EQ(v, "");
+  // Idempotent, and the lock can be taken again.
+  EXPECT_EQ(Cli({"release", "--resource", Res("r"), "--token", token}).exit_code, 0);
+  EXPECT_EQ(Cli({"acquire", "--resource", Res("r"), "--ttl", "30s"}).exit_code, 0);
+}
+
+TEST_F(CliTest, ExtendThenLeaseLost) {
+  Result a = Cli({"acquire", "--resource", Res("e"), "--ttl", "5s"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  std::string token = JsonField(a.out, "token");
+
+  Result e = Cli({"extend", "--resource", Res("e"), "--token", token, "--ttl", "60s"});
+  ASSERT_EQ(e.exit_code, 0) << Describe(e);
+  ASSERT_TRUE(OneLine(e.out)) << Describe(e);
+  EXPECT_EQ(JsonField(e.out, "token"), token);
+  EXPECT_EQ(JsonInt(e.out, "ttl_ms"), 60000);
+  EXPECT_GT(JsonInt(e.out, "validity_ms"), 55000);
+  EXPECT_GE(JsonInt(e.out, "nodes_granted"), 3);
+  absl::StatusOr<RedisValue> pttl = fleet().Command(0, {"PTTL", Res("e")});
+  ASSERT_TRUE(pttl.ok());
+  EXPECT_GT(pttl->integer, 50000);
+
+  // Gone from a majority: the lease is lost, and extend never re-creates it.
+  DeleteOn(Res("e"), {0, 1, 2});
+  Result lost = Cli({"extend", "--resource", Res("e"), "--token", token, "--ttl", "60s"});
+  EXPECT_EQ(lost.exit_code, kLeaseLost) << Describe(lost);
+  EXPECT_TRUE(OneLine(lost.err)) << Describe(lost);
+  EXPECT_EQ(lost.out, "");
+  std::vector<std::string> values = Values(Res("e"));
+  EXPECT_EQ(values[0], "");
+  EXPECT_EQ(values[1], "");
+  EXPECT_EQ(values[2], "");
+}
+
+TEST_F(CliTest, StatusShowsTheHolder) {
+  Result free_status = Cli({"status", Res("s")});
+  ASSERT_EQ(free_status.exit_code, 0) << Describe(free_status);
+  EXPECT_TRUE(absl::StrContains(free_status.out, "not held")) << free_status.out;
+
+  Result a = Cli({"acquire", "--resource", Res("s"), "--ttl", "30s", "--fencing"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  std::string token = JsonField(a.out, "token");
+  uint64_t fence = static_cast<uint64_t>(JsonInt(a.out, "fencing_token"));
+  EXPECT_GE(fence, 1u);
+
+  Result s = Cli({"status", Res("s")});
+  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  EXPECT_TRUE(absl::StrContains(s.out, absl::StrCat("held by token ", token))) << s.out;
+  // A summary, a header and one line per node.
+  std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u + fleet().size()) << s.out;
+  for (int i = 0; i < fleet().size(); ++i) {
+    EXPECT_TRUE(absl::StartsWith(lines[2 + i], fleet().address(i))) << lines[2 + i];
+  }
+  EXPECT_GE(std::count_if(lines.begin(), lines.end(),
+                          [&](const std::string& l) { return absl::StrContains(l, token); }),
+            4);
+
+  Result j = Cli({"status", "--json", "--resource", Res("s")});
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  ASSERT_TRUE(OneLine(j.out)) << j.out;
+  EXPECT_EQ(JsonField(j.out, "held"), "true");
+  EXPECT_EQ(JsonField(j.out, "holder"), token);
+  EXPECT_GE(JsonInt(j.out, "holder_nodes"), 3);
+  EXPECT_EQ(static_cast<uint64_t>(JsonInt(j.out, "fence_counter")), fence);
+}
+
+TEST_F(CliTest, FencingTokensIncrease) {
+  Result a = Cli({"acquire", "--fencing", "--resource", Res("f"), "--ttl", "30s"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  ASSERT_EQ(Cli({"release", "--resource", Res("f"), "--token", JsonField(a.out, "token")}).exit_code, 0);
+  Result b = Cli({"--fencing", "acquire", "--resource", Res("f"), "--ttl", "30s"});
+  ASSERT_EQ(b.exit_code, 0) << Describe(b);
+  EXPECT_GT(JsonInt(b.out, "fencing_token"), JsonInt(a.out, "fencing_token"));
+}
+
+TEST_F(CliTest, AllNodesNeedsEveryNode) {
+  absl::StatusOr<int> dead = testing::PickFreePort("127.0.0.1");
+  ASSERT_TRUE(dead.ok());
+  std::string nodes = absl::StrCat(Nodes(), ",127.0.0.1:", *dead);  // 5 of 6 answer
+  Result majority =
+      RunCli({"acquire", "--nodes", nodes, "--resource", Res("m1"), "--ttl", "10s"});
+  EXPECT_EQ(majority.exit_code, 0) << Describe(majority);
+  Result all = RunCli(
+      {"acquire", "--all-nodes", "--nodes", nodes, "--resource", Res("m2"), "--ttl", "10s"});
+  EXPECT_EQ(all.exit_code, kUnavailable) << Describe(all);
+  EXPECT_TRUE(OneLine(all.err)) << Describe(all);
+  for (const std::string& v : Values(Res("m2"))) EXPECT_EQ(v, "") << "left behind";
+
+  Result ok = Cli({"acquire", "--all-nodes", "--resource", Res("m3"), "--ttl", "10s"});
+  ASSERT_EQ(ok.exit_code, 0) << Describe(ok);
+  EXPECT_EQ(JsonInt(ok.out, "nodes_granted"), fleet().size());
+  Result s = Cli({"status", "--all-nodes", "--json", Res("m3")});
+  EXPECT_EQ(JsonInt(s.out, "quorum"), fleet().size()) << s.out;
+}
+
+TEST_F(CliTest, KeyPrefix) {
+  Result a = Cli({"acquire", "--key-prefix", "app1:", "--resource", Res("k"), "--ttl", "10s"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  EXPECT_EQ(JsonField(a.out, "resource"), Res("k"));  // without the prefix
+  const std::string token = JsonField(a.out, "token");
+  EXPECT_GE(NodesHolding("app1:" + Res("k"), token), 3);
+  EXPECT_EQ(NodesHolding(Res("k"), token), 0);
+  // Another prefix is another lock; the same prefix sees the holder.
+  EXPECT_EQ(Cli({"acquire", "--key-prefix", "app2:", "--resource", Res("k"), "--ttl", "10s"}).exit_code, 0);
+  Result s = Cli({"status", "--key-prefix=app1:", "--json", Res("k")});
+  EXPECT_EQ(JsonField(s.out, "holder"), token) << Describe(s);
+  EXPECT_EQ(Cli({"release", "--key-prefix", "app1:", "--resource", Res("k"), "--token", token}).exit_code, 0);
+  EXPECT_EQ(NodesHolding("app1:" + Res("k"), token), 0);
+}
+
+TEST_F(CliTest, PasswordsInRedisUrls) {
+  auto secured = Fleet::Start(FleetOptions{.nodes = 3, .password = "s3cr:t@"});
+  ASSERT_TRUE(secured.ok()) << secured.status();
+  std::string urls;
+  for (int i = 0; i < 3; ++i) {
+    absl::StrAppend(&urls, i ? "," : "", "redis://:s3cr%3At%40@", (*secured)->address(i), "/3");
+  }
+  Result r = RunCli({"acquire", "--nodes", urls, "--resource", Res("p"), "--ttl", "10s"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  // The key is in database 3.
+  absl::StatusOr<RedisValue> v = (*secured)->Command(
+      0, {"EVAL", "redis.call('select', 3) return redis.call('get', KEYS[1])", "1", Res("p")});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->str, JsonField(r.out, "token"));
+  v = (*secured)->Command(0, {"EXISTS", Res("p")});
+  ASSERT_TRUE(v.ok()) << v.status();
+  EXPECT_EQ(v->integer, 0) << "the key is in database 0";
+  Result no_auth = RunCli({"acquire", "--nodes", (*secured)->NodeList(), "--resource", Res("p2"),
+                           "--ttl", "10s"});
+  EXPECT_EQ(no_auth.exit_code, kUnavailable) << Describe(no_auth);
+  EXPECT_FALSE(absl::StrContains(no_auth.err, "s3cr")) << "password leaked: " << no_auth.err;
+}
+
+TEST_F(CliTest, RunExitsWithTheCommandsStatus) {
+  Result r = Cli({"run", "--resource", Res("x"), "--ttl", "10s", "--", "sh", "-c", "exit 7"});
+  EXPECT_EQ(r.exit_code, 7) << Describe(r);
+  EXPECT_EQ(r.err, "");
+  r = Cli({"run", "--resource", Res("x"), "--ttl", "10s", "true"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  r = Cli({"run", "--resource", Res("x"), "--ttl", "10s", "--", "sh", "-c", "kill -USR1 $$"});
+  EXPECT_EQ(r.exit_code, 128 + SIGUSR1) << Describe(r);
+  r = Cli({"run", "--resource", Res("x"), "--ttl", "10s", "--", "/nonexistent/redlock-test-cmd"});
+  EXPECT_EQ(r.exit_code, 127) << Describe(r);
+  EXPECT_TRUE(OneLine(r.err)) << Describe(r);
+  for (const std::string& v : Values(Res("x"))) EXPECT_EQ(v, "") << "not released";
+}
+
+TEST_F(CliTest, RunHoldsTheLockWhileTheCommandRunsAndReleasesAfter) {
+  const std::string marker = dir_ + "/started", go = dir_ + "/go";
+  // The child records its token and waits (bounded) for the test to let it go.
+  std::string script = absl::StrCat(
+      "echo \"$REDLOCK_TOKEN $REDLOCK_RESOURCE\" > ", marker,
+      ".tmp && mv ", marker, ".tmp ", marker,
+      "; i=0; while [ ! -e ", go, " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 3");
+  auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("run"), "--ttl", "1s",
+                              "--", "sh", "-c", script});
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
+  std::vector<std::string> parts = absl::StrSplit(ReadFile(marker), absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  ASSERT_EQ(parts.size(), 2u);
+  const std::string token = parts[0];
+  EXPECT_EQ(parts[1], Res("run"));
+  EXPECT_GE(NodesHolding(Res("run"), token), 3);
+  // Still held well past the 1 s ttl: renewed while the command runs.
+  absl::SleepFor(absl::Milliseconds(1600));
+  EXPECT_GE(NodesHolding(Res("run"), token), 3);
+  Result other = Cli({"acquire", "--resource", Res("run"), "--ttl", "5s"});
+  EXPECT_EQ(other.exit_code, kHeld) << Describe(other);
+
+  Touch(go);
+  Result r = p->Wait();
+  EXPECT_EQ(r.exit_code, 3) << Describe(r);
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(r.err, "");
+  for (const std::string& v : Values(Res("run"))) EXPECT_EQ(v, "") << "not released";
+}
+
+TEST_F(CliTest, RunDoesNotStartTheCommandWhenHeld) {
+  ASSERT_EQ(Cli({"acquire", "--resource", Res("held"), "--ttl", "30s"}).exit_code, 0);
+  const std::string marker = dir_ + "/ran";
+  Result r = Cli({"run", "--resource", Res("held"), "--ttl", "10s", "--", "touch", marker});
+  EXPECT_EQ(r.exit_code, kHeld) << Describe(r);
+  EXPECT_TRUE(OneLine(r.err)) << Describe(r);
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the command ran without the lock";
+}
+
+TEST_F(CliTest, RunStopsTheCommandWhenTheLeaseIsLost) {
+  const std::string marker = dir_ + "/started", term = dir_ + "/term";
+  std::string script = absl::StrCat(
+      "trap 'echo term > ", term, "; exit 0' TERM; touch ", marker,
+      "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("lost"), "--ttl", "1s",
+                              "--grace", "5s", "--", "sh", "-c", script});
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
+  // Behind its back: the key disappears from a majority of the nodes.
+  DeleteOn(Res("lost"), {0, 1, 2});
+  absl::Time start = absl::Now();
+  Result r = p->Wait(absl::Seconds(20));
+  EXPECT_EQ(r.exit_code, kLeaseLost) << Describe(r);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  EXPECT_TRUE(OneLine(r.err)) << Describe(r);
+  EXPECT_TRUE(absl::StrContains(r.err, "lost the lock")) << r.err;
+  EXPECT_TRUE(absl::StrContains(r.err, "SIGTERM")) << r.err;
+  EXPECT_EQ(ReadFile(term), "term\n");
+}
+
+TEST_F(CliTest, RunKillsACommandThatIgnoresSigterm) {
+  const std::string marker = dir_ + "/started";
+  std::string script = absl::StrCat(
+      "trap '' TERM; touch ", marker,
+      "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("kill"), "--ttl", "1s",
+                              "--grace", "300ms", "--", "sh", "-c", script});
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
+  DeleteOn(Res("kill"), {0, 1, 2, 3, 4});
+  Result r = p->Wait(absl::Seconds(20));
+  EXPECT_EQ(r.exit_code, kLeaseLost) << Describe(r);
+  EXPECT_TRUE(absl::StrContains(r.err, "SIGKILL")) << r.err;
+}
+
+TEST_F(CliTest, RunForwardsSigterm) {
+  const std::string marker = dir_ + "/started", term = dir_ + "/term";
+  std::string script = absl::StrCat(
+      "trap 'echo term > ", term, "; exit 5' TERM; touch ", marker,
+      "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("fwd"), "--ttl", "10s",
+                              "--", "sh", "-c", script});
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
+  ASSERT_EQ(kill(p->pid(), SIGTERM), 0);  // the redlock process we started
+  Result r = p->Wait(absl::Seconds(20));
+  EXPECT_EQ(r.exit_code, 5) << Describe(r);
+  EXPECT_EQ(ReadFile(term), "term\n");
+  for (const std::string& v : Values(Res("fwd"))) EXPECT_EQ(v, "") << "not released";
+}
+
+TEST_F(CliTest, BadInputIsAUsageErrorOnOneLine) {
+  const std::string ok_nodes = Nodes();
+  const std::vector<std::vector<std::string>> cases = {
+      {"acquire", "--resource", "r", "--ttl", "10s"},                                // no nodes
+      {"acquire", "--nodes", "127.0.0.1", "--resource", "r", "--ttl", "10s"},        // no port
+      {"acquire", "--nodes", "127.0.0.1:99999", "--resource", "r", "--ttl", "10s"},  // bad port
+      {"acquire", "--nodes", "rediss://h:1", "--resource", "r", "--ttl", "10s"},     // TLS
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "30"},            // no unit
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "-1s"},
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "--wait", "soon"},
+      {"acquire", "--nodes", ok_nodes, "--ttl", "10s"},                              // no resource
+      {"acquire", "--nodes", ok_nodes, "--resource", "", "--ttl", "10s"},
+      {"acquire", "--nodes", ok_nodes, "--resource", "r"},                           // no ttl
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "--bogus"},
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "extra"},
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "1ms"},           // <= drift
+      {"release", "--nodes", ok_nodes, "--resource", "r"},                           // no token
+      {"extend", "--nodes", ok_nodes, "--resource", "r", "--token", "t"},            // no ttl
+      {"status", "--nodes", ok_nodes},
+      {"run", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s"},               // no command
+      {"run", "--nodes", ok_nodes, "--ttl", "10s", "--", "true"},
+      {"frobnicate"},
+      {"--nodes"},
+  };
+  for (const auto& args : cases) {
+    Result r = RunCli(args);
+    std::string what = absl::StrJoin(args, " ");
+    EXPECT_EQ(r.exit_code, kUsage) << what << "\n" << Describe(r);
+    EXPECT_TRUE(OneLine(r.err)) << what << "\n" << Describe(r);
+    EXPECT_TRUE(absl::StartsWith(r.err, "redlock")) << what << "\n" << r.err;
+    EXPECT_EQ(r.out, "") << what;
+  }
+  // The bare tool prints its usage on stderr.
+  Result bare = RunCli({});
+  EXPECT_EQ(bare.exit_code, kUsage);
+  EXPECT_TRUE(absl::StrContains(bare.err, "usage: redlock"));
+}
+
+TEST_F(CliTest, Help) {
+  Result r = RunCli({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_TRUE(absl::StartsWith(r.out, "usage: redlock")) << r.out;
+  for (const char* cmd : {"run", "acquire", "release", "extend", "status"}) {
+    EXPECT_TRUE(absl::StrContains(r.out, absl::StrCat("  ", cmd, " "))) << cmd;
+    for (const std::vector<std::string>& args :
+         std::vector<std::vector<std::string>>{{cmd, "--help"}, {"help", cmd}, {"--help", cmd}}) {
+      Result h = RunCli(args);
+      EXPECT_EQ(h.exit_code, 0) << cmd;
+      EXPECT_TRUE(absl::StartsWith(h.out, absl::StrCat("usage: redlock ", cmd))) << h.out;
+      EXPECT_TRUE(absl::StrContains(h.out, "Exit codes:")) << cmd;
+    }
+  }
+  Result v = RunCli({"--version"});
+  EXPECT_EQ(v.exit_code, 0);
+  EXPECT_TRUE(absl::StartsWith(v.out, "redlock ")) << v.out;
+}
+
+}  // namespace
+}  // namespace redlock

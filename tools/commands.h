@@ -1,0 +1,62 @@
+// The subcommands of the `redlock` tool (see tools/README.md).
+
+#ifndef REDLOCK_TOOLS_COMMANDS_H_
+#define REDLOCK_TOOLS_COMMANDS_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "redlock/client.h"
+#include "tools/cli_flags.h"
+
+namespace redlock {
+namespace cli {
+
+struct CommandSpec {
+  std::string name;
+  std::string summary;  // one line for `redlock --help`
+  std::string usage;    // "redlock acquire --resource R --ttl DUR [--wait DUR]"
+  std::string details;  // what it does, output, exit codes
+  std::vector<FlagSpec> flags;  // its own flags (the global ones are added)
+  bool command_tail = false;    // `run`: takes a command after its flags
+  // Returns the process exit code. Errors are printed, one line each.
+  int (*run)(const ParsedArgs& args) = nullptr;
+};
+
+// Every subcommand, in help order.
+const std::vector<CommandSpec>& Commands();
+const CommandSpec* FindCommand(const std::string& name);
+
+// The flags `spec` accepts: its own, then the global ones.
+std::vector<FlagSpec> AcceptedFlags(const CommandSpec& spec);
+
+// Help of one subcommand.
+std::string CommandHelp(const CommandSpec& spec);
+
+int RunAcquire(const ParsedArgs& args);
+int RunRelease(const ParsedArgs& args);
+int RunExtend(const ParsedArgs& args);
+int RunStatus(const ParsedArgs& args);
+int RunRun(const ParsedArgs& args);  // tools/run_command.cc
+
+// Shared by the subcommands.
+
+// --resource (or, for `status`, the one positional argument); checks the
+// length limits. kInvalidArgument otherwise.
+absl::StatusOr<std::string> ResourceFlag(const ParsedArgs& args, bool allow_positional);
+// A required duration flag (`name`), or `fallback` when absent and a fallback
+// is given.
+absl::StatusOr<absl::Duration> DurationFlag(const ParsedArgs& args, const std::string& name,
+                                            bool required, absl::Duration fallback,
+                                            bool allow_zero);
+// Options from the flags and REDLOCK_NODES, then Client::Create.
+absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args);
+// The lease as the one JSON line `acquire` and `extend` print.
+std::string LeaseJson(const Lease& lease, bool with_fencing_token);
+
+}  // namespace cli
+}  // namespace redlock
+
+#endif  // REDLOCK_TOOLS_COMMANDS_H_

@@ -1,0 +1,235 @@
+// acquire, release, extend and status.
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "redlock/client.h"
+#include "redlock/lease.h"
+#include "redlock/options.h"
+#include "tools/cli_flags.h"
+#include "tools/commands.h"
+
+namespace redlock {
+namespace cli {
+
+absl::StatusOr<std::string> ResourceFlag(const ParsedArgs& args, bool allow_positional) {
+  std::string resource;
+  if (args.Has("resource")) {
+    if (allow_positional && !args.positional.empty()) {
+      return absl::InvalidArgumentError("give the resource either as --resource or as an argument, not both");
+    }
+    resource = args.Get("resource");
+  } else if (allow_positional && args.positional.size() == 1) {
+    resource = args.positional[0];
+  } else {
+    return absl::InvalidArgumentError("missing --resource");
+  }
+  if (resource.empty()) return absl::InvalidArgumentError("--resource: empty resource name");
+  if (resource.size() > kMaxResourceLength) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--resource: longer than ", kMaxResourceLength, " bytes"));
+  }
+  return resource;
+}
+
+absl::StatusOr<absl::Duration> DurationFlag(const ParsedArgs& args, const std::string& name,
+                                            bool required, absl::Duration fallback,
+                                            bool allow_zero) {
+  if (!args.Has(name)) {
+    if (required) return absl::InvalidArgumentError(absl::StrCat("missing --", name));
+    return fallback;
+  }
+  return ParseDurationFlag(name, args.Get(name), allow_zero);
+}
+
+absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args) {
+  absl::StatusOr<Options> options = OptionsFromFlags(args, std::getenv("REDLOCK_NODES"));
+  if (!options.ok()) return options.status();
+  return Client::Create(*std::move(options));
+}
+
+std::string LeaseJson(const Lease& lease, bool with_fencing_token) {
+  std::string out = absl::StrCat(
+      "{\"resource\":", JsonString(lease.resource()), ",\"token\":", JsonString(lease.token()),
+      ",\"validity_ms\":", Millis(lease.TimeLeft()), ",\"ttl_ms\":", Millis(lease.ttl()),
+      ",\"nodes_granted\":", lease.nodes_granted());
+  if (with_fencing_token) absl::StrAppend(&out, ",\"fencing_token\":", lease.fencing_token());
+  out += "}";
+  return out;
+}
+
+namespace {
+
+// Positional arguments are an error for every command but `status`.
+absl::Status NoPositional(const ParsedArgs& args) {
+  if (args.positional.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("unexpected argument '", args.positional[0], "'"));
+}
+
+// Reports `status` on stderr and returns its exit code.
+int Fail(absl::string_view command, const absl::Status& status) {
+  PrintError(command, status.message());
+  return ExitCodeFor(status);
+}
+
+void PrintLine(const std::string& line) {
+  std::fputs(line.c_str(), stdout);
+  std::fputc('\n', stdout);
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+int RunAcquire(const ParsedArgs& args) {
+  constexpr absl::string_view kName = "acquire";
+  if (absl::Status st = NoPositional(args); !st.ok()) return Fail(kName, st);
+  absl::StatusOr<std::string> resource = ResourceFlag(args, false);
+  if (!resource.ok()) return Fail(kName, resource.status());
+  absl::StatusOr<absl::Duration> ttl = DurationFlag(args, "ttl", true, absl::ZeroDuration(), false);
+  if (!ttl.ok()) return Fail(kName, ttl.status());
+  absl::StatusOr<absl::Duration> wait = DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
+  if (!wait.ok()) return Fail(kName, wait.status());
+  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
+  if (!client.ok()) return Fail(kName, client.status());
+
+  // A zero wait makes exactly one attempt.
+  absl::StatusOr<Lease> lease = (*client)->Acquire(*resource, *ttl, *wait);
+  if (!lease.ok()) return Fail(kName, lease.status());
+  PrintLine(LeaseJson(*lease, true));
+  return kExitOk;
+}
+
+int RunRelease(const ParsedArgs& args) {
+  constexpr absl::string_view kName = "release";
+  if (absl::Status st = NoPositional(args); !st.ok()) return Fail(kName, st);
+  absl::StatusOr<std::string> resource = ResourceFlag(args, false);
+  if (!resource.ok()) return Fail(kName, resource.status());
+  std::string token = args.Get("token");
+  if (token.empty()) return Fail(kName, absl::InvalidArgumentError("missing --token"));
+  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
+  if (!client.ok()) return Fail(kName, client.status());
+
+  absl::Status st = (*client)->Release(Lease::ForToken(*resource, token));
+  if (!st.ok()) return Fail(kName, st);
+  return kExitOk;
+}
+
+int RunExtend(const ParsedArgs& args) {
+  constexpr absl::string_view kName = "extend";
+  if (absl::Status st = NoPositional(args); !st.ok()) return Fail(kName, st);
+  absl::StatusOr<std::string> resource = ResourceFlag(args, false);
+  if (!resource.ok()) return Fail(kName, resource.status());
+  std::string token = args.Get("token");
+  if (token.empty()) return Fail(kName, absl::InvalidArgumentError("missing --token"));
+  absl::StatusOr<absl::Duration> ttl = DurationFlag(args, "ttl", true, absl::ZeroDuration(), false);
+  if (!ttl.ok()) return Fail(kName, ttl.status());
+  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
+  if (!client.ok()) return Fail(kName, client.status());
+
+  absl::StatusOr<Lease> extended = (*client)->Extend(Lease::ForToken(*resource, token), *ttl);
+  if (!extended.ok()) return Fail(kName, extended.status());
+  // The fencing token is not known from the command line: not printed.
+  PrintLine(LeaseJson(*extended, false));
+  return kExitOk;
+}
+
+int RunStatus(const ParsedArgs& args) {
+  constexpr absl::string_view kName = "status";
+  if (args.positional.size() > 1) {
+    return Fail(kName, absl::InvalidArgumentError(
+                           absl::StrCat("unexpected argument '", args.positional[1], "'")));
+  }
+  absl::StatusOr<std::string> resource = ResourceFlag(args, true);
+  if (!resource.ok()) return Fail(kName, resource.status());
+  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
+  if (!client.ok()) return Fail(kName, client.status());
+  const int n = static_cast<int>((*client)->options().nodes.size());
+  const int quorum = EffectiveQuorum((*client)->options());
+
+  absl::StatusOr<std::vector<NodeView>> views = (*client)->Inspect(*resource);
+  if (!views.ok()) return Fail(kName, views.status());
+
+  int answered = 0;
+  uint64_t fence = 0;
+  std::map<std::string, int> holders;  // token -> nodes
+  for (const NodeView& v : *views) {
+    if (!v.status.ok()) continue;
+    ++answered;
+    fence = std::max(fence, v.fence_counter);
+    if (v.held) ++holders[v.token];
+  }
+  std::string top_token;
+  int top = 0;
+  for (const auto& [token, count] : holders) {
+    if (count > top) {
+      top = count;
+      top_token = token;
+    }
+  }
+  const bool held = top >= quorum;
+
+  if (args.Switch("json")) {
+    std::vector<std::string> nodes;
+    for (const NodeView& v : *views) {
+      std::string node = absl::StrCat("{\"node\":", JsonString(v.node));
+      if (!v.status.ok()) {
+        absl::StrAppend(&node, ",\"error\":", JsonString(v.status.message()));
+      } else {
+        absl::StrAppend(&node, ",\"held\":", v.held ? "true" : "false");
+        if (v.held) {
+          absl::StrAppend(&node, ",\"token\":", JsonString(v.token),
+                          ",\"ttl_ms\":", Millis(v.ttl_left));
+        }
+        absl::StrAppend(&node, ",\"fence_counter\":", v.fence_counter);
+      }
+      node += "}";
+      nodes.push_back(std::move(node));
+    }
+    PrintLine(absl::StrCat("{\"resource\":", JsonString(*resource), ",\"nodes_total\":", n,
+                           ",\"quorum\":", quorum, ",\"nodes_answered\":", answered,
+                           ",\"held\":", held ? "true" : "false",
+                           ",\"holder\":", held ? JsonString(top_token) : "null",
+                           ",\"holder_nodes\":", top, ",\"fence_counter\":", fence,
+                           ",\"nodes\":[", absl::StrJoin(nodes, ","), "]}"));
+  } else {
+    std::string summary;
+    if (held) {
+      summary = absl::StrCat("held by token ", top_token, " on ", top, " of ", n, " nodes");
+    } else if (top > 0) {
+      summary = absl::StrCat("not held by a quorum: the most nodes one token has is ", top, " of ", n);
+    } else {
+      summary = absl::StrCat("not held on any of the ", answered, " nodes that answered");
+    }
+    PrintLine(absl::StrCat("resource ", JsonString(*resource), ": ", summary, " (quorum ", quorum,
+                           "); fencing counter ", fence));
+    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s", "NODE", "HELD", "TOKEN", "TTL_LEFT",
+                              "FENCE"));
+    for (const NodeView& v : *views) {
+      if (!v.status.ok()) {
+        PrintLine(absl::StrFormat("%-22s error: %s", v.node, v.status.message()));
+        continue;
+      }
+      PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8d", v.node, v.held ? "yes" : "no",
+                                v.held ? v.token : "-",
+                                v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
+                                v.fence_counter));
+    }
+  }
+  if (answered < quorum) {
+    return Fail(kName, absl::UnavailableError(absl::StrCat(
+                           "status \"", *resource, "\": only ", answered, " of ", n,
+                           " nodes answered (quorum ", quorum, ")")));
+  }
+  return kExitOk;
+}
+
+}  // namespace cli
+}  // namespace redlock

@@ -1,0 +1,256 @@
+// redlock: the command-line tool (tools/README.md).
+//
+//   redlock run --resource nightly-report --ttl 30s -- ./report.sh
+//   redlock acquire --resource orders/42 --ttl 30s --wait 5s
+//   redlock status orders/42
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "tools/cli_flags.h"
+#include "tools/commands.h"
+
+#ifndef REDLOCK_VERSION
+#define REDLOCK_VERSION "unknown"
+#endif
+
+namespace redlock {
+namespace cli {
+namespace {
+
+constexpr char kExitCodes[] =
+    R"(Exit codes:
+  0    success (run: the command's own exit status)
+  64   usage: bad flags or input (no nodes, malformed endpoint, bad duration,
+       missing --resource); nothing was sent to the nodes
+  65   held elsewhere: a quorum answered and someone else holds the resource
+  66   unavailable: fewer than a quorum of nodes answered
+  67   lease lost: extend found the lock gone, or run lost it while the
+       command was running (the command got SIGTERM, then SIGKILL)
+  68   timed out: the --wait deadline passed (or no validity was left)
+  70   internal error: unexpected replies, script or system errors
+  126  run: the command cannot be executed
+  127  run: the command was not found
+  128+N  run: the command died of signal N
+)";
+
+std::string ToolHelp() {
+  std::string out =
+      "usage: redlock [global flags] <command> [flags]\n"
+      "\n"
+      "Distributed locks on N independent Redis masters (the Redlock algorithm).\n"
+      "\n"
+      "Commands:\n";
+  for (const CommandSpec& c : Commands()) {
+    absl::StrAppend(&out, absl::StrFormat("  %-9s %s\n", c.name, c.summary));
+  }
+  absl::StrAppend(&out,
+                  "\n'redlock <command> --help' (or 'redlock help <command>') describes one command.\n"
+                  "\nGlobal flags (before or after the command):\n",
+                  FormatFlagHelp(GlobalFlags()),
+                  FormatFlagHelp({{"help, -h", false, "", "this help"},
+                                  {"version", false, "", "print the version"}}),
+                  "\nDurations are a number and a unit: 500ms, 30s, 2m, 1h, 1.5s.\n"
+                  "Errors are printed on stderr, one line each.\n\n",
+                  kExitCodes);
+  return out;
+}
+
+int Usage(const std::string& message) {
+  PrintError("", absl::StrCat(message, " (see 'redlock --help')"));
+  return kExitUsage;
+}
+
+int Main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  // Global flags may come before the command name.
+  size_t i = 0;
+  std::vector<std::string> leading;
+  while (i < args.size() && args[i].size() > 1 && args[i][0] == '-' && args[i] != "--") {
+    leading.push_back(args[i]);
+    const std::string& a = args[i];
+    ++i;
+    // A value-taking global flag written as "--flag value" owns the next word.
+    if (a.find('=') == std::string::npos && i < args.size()) {
+      for (const FlagSpec& f : GlobalFlags()) {
+        if (f.takes_value && a == "--" + f.name) {
+          leading.push_back(args[i]);
+          ++i;
+          break;
+        }
+      }
+    }
+  }
+  absl::StatusOr<ParsedArgs> global = ParseArgs(GlobalFlags(), leading, false);
+  if (!global.ok()) return Usage(std::string(global.status().message()));
+  if (global->version) {
+    std::printf("redlock %s\n", REDLOCK_VERSION);
+    return kExitOk;
+  }
+  if (i >= args.size()) {
+    if (global->help) {
+      std::fputs(ToolHelp().c_str(), stdout);
+      return kExitOk;
+    }
+    std::fputs(ToolHelp().c_str(), stderr);
+    return kExitUsage;
+  }
+  std::string name = args[i++];
+  if (global->help && name != "help") {
+    const CommandSpec* spec = FindCommand(name);
+    if (spec == nullptr) return Usage(absl::StrCat("unknown command '", name, "'"));
+    std::fputs(CommandHelp(*spec).c_str(), stdout);
+    return kExitOk;
+  }
+  if (name == "help") {
+    if (i >= args.size()) {
+      std::fputs(ToolHelp().c_str(), stdout);
+      return kExitOk;
+    }
+    const CommandSpec* spec = FindCommand(args[i]);
+    if (spec == nullptr) return Usage(absl::StrCat("unknown command '", args[i], "'"));
+    std::fputs(CommandHelp(*spec).c_str(), stdout);
+    return kExitOk;
+  }
+  const CommandSpec* spec = FindCommand(name);
+  if (spec == nullptr) return Usage(absl::StrCat("unknown command '", name, "'"));
+
+  std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+  absl::StatusOr<ParsedArgs> parsed = ParseArgs(AcceptedFlags(*spec), rest, spec->command_tail);
+  if (!parsed.ok()) {
+    PrintError(spec->name, absl::StrCat(parsed.status().message(), " (see 'redlock ", spec->name,
+                                        " --help')"));
+    return kExitUsage;
+  }
+  if (parsed->help) {
+    std::fputs(CommandHelp(*spec).c_str(), stdout);
+    return kExitOk;
+  }
+  if (parsed->version) {
+    std::printf("redlock %s\n", REDLOCK_VERSION);
+    return kExitOk;
+  }
+  // Global flags given before the command; those after it win.
+  for (const auto& [flag, value] : global->values) parsed->values.emplace(flag, value);
+  return spec->run(*parsed);
+}
+
+}  // namespace
+
+const std::vector<CommandSpec>& Commands() {
+  static const std::vector<CommandSpec>* const commands = new std::vector<CommandSpec>{
+      {"run",
+       "hold a lock while a command runs (auto-renewed); exit with its status",
+       "redlock run --resource R --ttl DUR [--wait DUR] [--grace DUR] [--] CMD [ARGS...]",
+       R"(Takes the lock, runs CMD with it held and renews it every ttl/3 while CMD
+runs (Client::AutoRenew); releases it when CMD exits, and exits with CMD's
+status (128+N if CMD died of signal N). The command is the first argument
+that is not a flag, or everything after "--".
+
+CMD gets REDLOCK_RESOURCE, REDLOCK_TOKEN and, with --fencing,
+REDLOCK_FENCING_TOKEN in its environment: pass the fencing token to the
+resource you protect.
+
+If the lease is lost while CMD runs (a renewal finds a quorum no longer
+holds the token, or the validity runs out before a renewal succeeds),
+redlock says so on stderr, sends SIGTERM to CMD, then SIGKILL if it is still
+running after --grace, and exits 67 whatever CMD's status.
+
+SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to redlock are forwarded to CMD
+(redlock then waits for CMD to exit). Signals from the terminal (Ctrl-C)
+already reach CMD, which runs in redlock's process group, and are not sent
+twice. While redlock is still waiting for the lock, they simply end it.
+)",
+       {{"resource", true, "R", "the lock name (the Redis key, after --key-prefix)"},
+        {"ttl", true, "DUR", "lease ttl; renewed every ttl/3 while CMD runs (required)"},
+        {"wait", true, "DUR", "wait up to DUR for the lock if it is held (default 0: one attempt)"},
+        {"grace", true, "DUR", "after losing the lease, SIGKILL CMD if it still runs DUR after SIGTERM (default 10s)"}},
+       true,
+       &RunRun},
+      {"acquire",
+       "take a lock and print the lease as one JSON line; it expires at its ttl",
+       "redlock acquire --resource R --ttl DUR [--wait DUR]",
+       R"(Takes the lock and prints the lease on stdout as one JSON line:
+  {"resource":"R","token":"...","validity_ms":29690,"ttl_ms":30000,
+   "nodes_granted":5,"fencing_token":0}
+validity_ms is how long the lock is guaranteed (ttl minus the time the
+acquisition took and the clock-drift allowance); fencing_token is 0 without
+--fencing. The lock is not released when redlock exits: it expires after
+its ttl unless you release or extend it with the token.
+)",
+       {{"resource", true, "R", "the lock name (required)"},
+        {"ttl", true, "DUR", "lease ttl (required)"},
+        {"wait", true, "DUR", "wait up to DUR for the lock if it is held (default 0: one attempt)"}},
+       false,
+       &RunAcquire},
+      {"release",
+       "release a lock taken by acquire (needs its token)",
+       "redlock release --resource R --token T",
+       R"(Deletes the lock on every node where it still holds token T (a Lua
+compare-and-delete) and announces the release to waiters. Idempotent:
+releasing an expired, already released or foreign lock succeeds (exit 0)
+and touches nothing. Exit 66 when fewer than a quorum confirmed: the lock
+then stays until its ttl.
+)",
+       {{"resource", true, "R", "the lock name (required)"},
+        {"token", true, "T", "the token printed by acquire (required)"}},
+       false,
+       &RunRelease},
+      {"extend",
+       "extend a lock taken by acquire (needs its token)",
+       "redlock extend --resource R --token T --ttl DUR",
+       R"(Sets the lock's ttl to DUR again on every node that still holds token T
+(never re-creates a missing key), and prints the lease as one JSON line
+(without fencing_token, which the command line does not know). Exit 67 when
+a quorum no longer holds T: the lock is lost.
+)",
+       {{"resource", true, "R", "the lock name (required)"},
+        {"token", true, "T", "the token printed by acquire (required)"},
+        {"ttl", true, "DUR", "the new ttl, counted from now (required)"}},
+       false,
+       &RunExtend},
+      {"status",
+       "show, per node, who holds a resource and for how long",
+       "redlock status [--json] R    (or --resource R)",
+       R"(Asks every node whether it holds R, with which token, how much ttl is
+left, and its fencing counter (read-only). Prints a summary line and one
+line per node, or one JSON object with --json. Exit 0 when a quorum of
+nodes answered, whether R is held or not; 66 otherwise.
+)",
+       {{"resource", true, "R", "the lock name (or give it as the argument)"},
+        {"json", false, "", "print one JSON object instead of the table"}},
+       false,
+       &RunStatus},
+  };
+  return *commands;
+}
+
+const CommandSpec* FindCommand(const std::string& name) {
+  for (const CommandSpec& c : Commands()) {
+    if (c.name == name) return &c;
+  }
+  return nullptr;
+}
+
+std::vector<FlagSpec> AcceptedFlags(const CommandSpec& spec) {
+  std::vector<FlagSpec> flags = spec.flags;
+  flags.insert(flags.end(), GlobalFlags().begin(), GlobalFlags().end());
+  return flags;
+}
+
+std::string CommandHelp(const CommandSpec& spec) {
+  std::string summary = spec.summary;
+  if (!summary.empty()) summary[0] = absl::ascii_toupper(static_cast<unsigned char>(summary[0]));
+  return absl::StrCat("usage: ", spec.usage, "\n\n", summary, ".\n\n", spec.details,
+                      "\nFlags:\n", FormatFlagHelp(spec.flags), "\nGlobal flags:\n",
+                      FormatFlagHelp(GlobalFlags()), "\n", kExitCodes);
+}
+
+}  // namespace cli
+}  // namespace redlock
+
+int main(int argc, char** argv) { return redlock::cli::Main(argc, argv); }
