@@ -5,10 +5,12 @@ target_compile_options(redlock_build_flags INTERFACE
   $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers>)
 if(REDLOCK_SANITIZE STREQUAL "address")
   target_compile_options(redlock_build_flags INTERFACE
-    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+    -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined -g1)
   target_link_options(redlock_build_flags INTERFACE -fsanitize=address,undefined)
 elseif(REDLOCK_SANITIZE STREQUAL "thread")
-  target_compile_options(redlock_build_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer)
+  # -O1: TSan at -O0 is very slow at run time; -g1: line tables suffice for
+  # its reports and compile and link much faster than full debug info.
+  target_compile_options(redlock_build_flags INTERFACE -fsanitize=thread -fno-omit-frame-pointer -O1 -g1)
   target_link_options(redlock_build_flags INTERFACE -fsanitize=thread)
 elseif(NOT REDLOCK_SANITIZE STREQUAL "")
   message(FATAL_ERROR "REDLOCK_SANITIZE must be '', 'address' or 'thread', not '${REDLOCK_SANITIZE}'")
