@@ -108,6 +108,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         // The classic single-key form, identical to every other Redlock client.
         command.payload =
             EncodeCommand({"SET", keys_[0], token_, "NX", "PX", std::to_string(ttl_ms_)});
+        command.expect = kExpectStatus | kExpectNil;
       } else {
         command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
       }

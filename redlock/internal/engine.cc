@@ -49,6 +49,10 @@ int64_t NowNs() { return Clock::now().time_since_epoch().count(); }
 // polled: back-to-back calls then never need to take the role from it.
 constexpr int64_t kSyncQuietNs = 1000000;
 
+// A node behind an open breaker that has not answered anything for this long
+// gets a new connection.
+constexpr absl::Duration kStaleConnection = absl::Seconds(1);
+
 constexpr uint64_t kEventFdData = 0;
 
 // epoll data: generation << 32 | node << 2 | kind, kind 1 = the command
@@ -100,6 +104,8 @@ struct Engine::Slot {
   NodeCallback done;  // empty once completed
   TimePoint deadline = TimePoint::max();
   bool cleanup = false;
+  uint8_t expect = 0;  // Command::expect
+  std::string echo;    // kProbe: the nonce the PING must return
   // For a NOSCRIPT retry: the request as sent.
   const Script* script = nullptr;
   std::string payload;
@@ -161,6 +167,25 @@ struct Engine::Node {
 
   size_t load() const { return fifo.size() + waiting.size(); }
 };
+
+bool Engine::ReplyFits(const Slot& slot, const Reply& reply) {
+  if (slot.kind == Slot::Kind::kHandshake) return true;  // checked step by step
+  if (reply.is_error()) return true;                      // any command can fail
+  if (slot.kind == Slot::Kind::kProbe) {
+    return reply.type == Reply::Type::kString && reply.str == slot.echo;
+  }
+  if (slot.expect == 0) return true;
+  uint8_t kind = 0;
+  switch (reply.type) {
+    case Reply::Type::kStatus: kind = kExpectStatus; break;
+    case Reply::Type::kNil: kind = kExpectNil; break;
+    case Reply::Type::kInteger: kind = kExpectInteger; break;
+    case Reply::Type::kString: kind = kExpectString; break;
+    case Reply::Type::kArray: kind = kExpectArray; break;
+    case Reply::Type::kError: return true;
+  }
+  return (slot.expect & kind) != 0;
+}
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(Config config) {
   std::unique_ptr<Engine> engine(new Engine(std::move(config)));
@@ -384,6 +409,7 @@ void Engine::Send(int node, Command command, NodeCallback done) {
   slot->done = std::move(done);
   slot->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
   slot->cleanup = command.cleanup;
+  slot->expect = command.expect;
   if (command.script != nullptr) {
     slot->script = command.script;
     slot->payload = command.payload;
@@ -743,6 +769,12 @@ void Engine::OnReadable(Node& n) {
       }
       std::shared_ptr<Slot> slot = std::move(n.fifo.front());
       n.fifo.pop_front();
+      if (!ReplyFits(*slot, reply)) {
+        failure = absl::StrCat("replies out of step with requests (", reply.Describe(),
+                               " does not answer the command it would be paired with; a reply "
+                               "was lost in transit?): reconnecting");
+        break;
+      }
       if (n.expired > 0) {
         // Its deadline passed: the caller has counted it as a "no" already.
         // But the node is answering again: probe it now.
@@ -816,10 +848,12 @@ void Engine::OnReadable(Node& n) {
             retry->done = std::move(slot->done);
             retry->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
             retry->cleanup = slot->cleanup;
+            retry->expect = slot->expect;
             std::string eval = EvalFallback(again);
             for (const Script* s : AllScripts()) {
               auto load = std::make_shared<Slot>();
               load->kind = Slot::Kind::kReload;
+              load->expect = kExpectString;
               load->deadline = retry->deadline;
               n.fifo.push_back(std::move(load));
               AppendCommand(&n.out, {"SCRIPT", "LOAD", s->body});
@@ -894,6 +928,16 @@ void Engine::ExpireDeadlines(TimePoint now) {
   std::vector<NodeCallback> expired;
   for (auto& np : nodes_) {
     Node& n = *np;
+    // Replies already in the socket are not late: read them before expiring
+    // anything (after a pause of this process, say, they arrived while
+    // nobody was polling).
+    bool due;
+    {
+      std::lock_guard<std::mutex> lock(n.mu);
+      due = n.state != Node::State::kDisconnected && n.expired < n.fifo.size() &&
+            n.fifo[n.expired]->deadline <= now;
+    }
+    if (due) OnReadable(n);
     {
       std::lock_guard<std::mutex> lock(n.mu);
       bool missed = false;
@@ -927,6 +971,7 @@ void Engine::MaintainNodes(TimePoint now) {
     std::string write_error;
     Node::State state;
     bool probe = false;
+    bool stale = false;
     {
       std::lock_guard<std::mutex> lock(n.mu);
       write_error = n.write_error;
@@ -936,6 +981,9 @@ void Engine::MaintainNodes(TimePoint now) {
       // answers some (each late reply triggers a probe).
       probe = state == Node::State::kReady && n.breaker_open && !n.probe_in_flight &&
               now >= n.next_probe && n.load() < config_.max_in_flight_per_node;
+      stale = state == Node::State::kReady && n.breaker_open && !n.fifo.empty() &&
+              now - std::max(n.last_reply_at, n.breaker_opened_at) >=
+                  absl::ToChronoNanoseconds(kStaleConnection);
     }
     if (!write_error.empty()) {
       Disconnect(n, write_error);
@@ -953,7 +1001,15 @@ void Engine::MaintainNodes(TimePoint now) {
         }
         break;
       case Node::State::kReady:
-        if (probe) SendProbe(n);
+        if (stale) {
+          // Silent for long with the breaker open: start afresh rather than
+          // wait behind a connection that may be stuck in TCP retransmission
+          // backoff (a healed partition) or behind a long backlog.
+          Disconnect(n, absl::StrCat("no reply for ", FormatMs(kStaleConnection),
+                                     "; reconnecting"));
+        } else if (probe) {
+          SendProbe(n);
+        }
         break;
     }
     SubMaintain(n, now);
@@ -965,9 +1021,11 @@ void Engine::SendProbe(Node& n) {
   auto slot = std::make_shared<Slot>();
   slot->kind = Slot::Kind::kProbe;
   slot->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
+  slot->echo = absl::StrCat("redlock-probe-", next_probe_id_.fetch_add(1));
   n.probe_in_flight = true;
   n.next_probe = Clock::now() + absl::ToChronoNanoseconds(config_.breaker_probe_interval);
-  EnqueueLocked(n, lock, std::move(slot), "*1\r\n$4\r\nPING\r\n");
+  std::string ping = EncodeCommand({"PING", slot->echo});
+  EnqueueLocked(n, lock, std::move(slot), ping);
 }
 
 void Engine::RunTimers(TimePoint now) {

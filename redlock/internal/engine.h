@@ -138,6 +138,8 @@ class Engine final : public Transport {
 
   // Appends under n.mu and flushes if nobody else is writing. `lock` holds
   // n.mu; it is released and re-taken around the write(2).
+  // False when `reply` cannot be the answer to `slot` (engine.cc).
+  static bool ReplyFits(const Slot& slot, const Reply& reply);
   void EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, std::shared_ptr<Slot> slot,
                      absl::string_view payload);
   void FlushLocked(Node& n, std::unique_lock<std::mutex>& lock);
@@ -163,6 +165,7 @@ class Engine final : public Transport {
   std::atomic<int> sync_active_{0};            // callers inside AwaitSync
   std::atomic<bool> io_thread_polling_{false};  // the I/O thread holds poll_mu_
   std::atomic<int64_t> last_sync_end_ns_{0};
+  std::atomic<uint64_t> next_probe_id_{1};
 
   mutable std::mutex mu_;  // guards the members below
   std::deque<absl::AnyInvocable<void()>> posted_;      // run by any poller

@@ -100,5 +100,44 @@ TEST(BreakerTest, ASilentNodeCollectsNoReleasesForLeasesItNeverSaw) {
   REDLOCK_ASSERT_OK((*fleet)->Continue(2));
 }
 
+TEST(BreakerTest, RepliesLostInTransitNeverCreditAnotherCommand) {
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 3});
+  REDLOCK_ASSERT_OK(fleet.status());
+  ProxyOptions po;
+  po.upstream_port = (*fleet)->port(2);
+  auto proxy = FaultProxy::Start(po);
+  REDLOCK_ASSERT_OK(proxy.status());
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  o.nodes[2].port = (*proxy)->listen_port();
+  o.quorum = 3;  // node 2's vote decides
+  o.breaker_probe_interval = absl::Milliseconds(20);
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  // Someone else holds "victim" on node 2: no acquisition of it can succeed.
+  REDLOCK_ASSERT_OK((*fleet)->Command(2, {"SET", "victim", "foreign", "PX", "60000"}).status());
+  // Node 2 executes everything, but its replies vanish (a middlebox dropping
+  // bytes without resetting the stream). The connection's replies are now
+  // behind its requests for good.
+  REDLOCK_ASSERT_OK((*proxy)->SetFault(Direction::kToClient, FaultSpec::BlackHole()));
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_FALSE((*c)->TryAcquire(absl::StrCat("lost", i), absl::Seconds(10)).ok());
+  }
+  (*proxy)->ClearFaults();
+  int fresh_ok = 0;
+  for (int i = 0; i < 200; ++i) {
+    absl::StatusOr<Lease> fresh = (*c)->TryAcquire(absl::StrCat("fresh", i), absl::Seconds(10));
+    if (fresh.ok()) {
+      ++fresh_ok;
+      (void)(*c)->Release(*fresh);
+    }
+    absl::StatusOr<Lease> victim = (*c)->TryAcquire("victim", absl::Seconds(10));
+    ASSERT_FALSE(victim.ok()) << "round " << i << ": node 2 was credited with another command's reply";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GT(fresh_ok, 100) << "node 2 never came back into use after the fault";
+}
+
 }  // namespace
 }  // namespace redlock
