@@ -11,4 +11,5 @@ build_dir=build
 while (($#)); do
   case "$1" in --build-dir) build_dir="$2"; shift 2 ;; *) shift ;; esac
 done
-ctest --test-dir "$build_dir" --output-on-failure --timeout 600
+# -j2: the chaos and bench suites mostly wait on timers; they overlap well.
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j2

@@ -1,0 +1,801 @@
+// The scenario runner: setup, teardown, S5, verdict and reports. The catalog
+// itself is in chaos/scenario_catalog.cc.
+
+#include "chaos/scenarios.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "chaos/cleanup.h"
+#include "chaos/history.h"
+
+namespace redlock::chaos {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+uint64_t Fnv(absl::string_view s) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char c : s) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+std::string Props(const std::vector<int>& ps, absl::string_view sep) {
+  std::vector<std::string> names;
+  for (int p : ps) names.push_back(HarnessPropertyName(p));
+  return absl::StrJoin(names, sep);
+}
+
+std::string FaultName(const FaultSpec& spec, Direction d) {
+  switch (spec.kind) {
+    case FaultKind::kLatency:
+      return "latency";
+    case FaultKind::kBlackHole:
+      return d == Direction::kToClient ? "ack_loss" : "blackhole";
+    case FaultKind::kHold:
+      return "hold";
+    case FaultKind::kReset:
+      return "reset";
+    case FaultKind::kSlice:
+      return "slice";
+    case FaultKind::kTruncate:
+      return "truncate";
+    case FaultKind::kNone:
+      break;
+  }
+  return "none";
+}
+
+std::string Shorten(std::string s, size_t n) {
+  if (s.size() <= n) return s;
+  s.resize(n - 3);
+  return s + "...";
+}
+
+}  // namespace
+
+std::string HarnessPropertyName(int p) { return absl::StrCat("S", p + 1); }
+
+std::string Expectation::Describe() const {
+  std::vector<std::string> parts;
+  if (!violated_all.empty()) parts.push_back(absl::StrCat(Props(violated_all, "+"), " found"));
+  if (!violated_any.empty()) parts.push_back(absl::StrCat(Props(violated_any, "|"), " found"));
+  bool all_clean = static_cast<int>(clean.size()) == kNumHarnessProperties;
+  if (all_clean) {
+    parts.push_back("clean");
+  } else if (!clean.empty()) {
+    parts.push_back(absl::StrCat(Props(clean, ","), " clean"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+Expectation ExpectClean() {
+  Expectation e;
+  for (int p = 0; p < kNumHarnessProperties; ++p) e.clean.push_back(p);
+  return e;
+}
+
+bool JudgeExpectation(const Expectation& e, const std::array<int64_t, kNumHarnessProperties>& v,
+                      int64_t grants, std::string* why) {
+  std::vector<std::string> problems;
+  for (int p : e.clean) {
+    if (v[static_cast<size_t>(p)] > 0) {
+      problems.push_back(absl::StrCat(HarnessPropertyName(p), " violated in a configuration documented as safe"));
+    }
+  }
+  for (int p : e.violated_all) {
+    if (v[static_cast<size_t>(p)] == 0) {
+      problems.push_back(absl::StrCat(HarnessPropertyName(p), " expected but not found (checker too weak or fault missed)"));
+    }
+  }
+  if (!e.violated_any.empty()) {
+    bool any = false;
+    for (int p : e.violated_any) any = any || v[static_cast<size_t>(p)] > 0;
+    if (!any) {
+      problems.push_back(absl::StrCat("none of ", Props(e.violated_any, ","), " found (checker too weak or fault missed)"));
+    }
+  }
+  if (grants < e.min_grants) {
+    problems.push_back(absl::StrCat("only ", grants, " grants (at least ", e.min_grants, " needed to test anything)"));
+  }
+  if (why != nullptr) *why = absl::StrJoin(problems, "; ");
+  return problems.empty();
+}
+
+std::vector<LeftoverKey> FailedAttemptLeftovers(const std::vector<KeyState>& keys,
+                                                const std::vector<std::string>& grant_tokens) {
+  std::set<std::string> tokens(grant_tokens.begin(), grant_tokens.end());
+  std::vector<LeftoverKey> out;
+  for (const KeyState& k : keys) {
+    if (k.pttl_ms == -2) continue;  // missing
+    if (tokens.count(k.value)) continue;
+    out.push_back({k, absl::StrCat("n", k.node, " still holds \"", k.key, "\" = ", Shorten(k.value, 16),
+                                   " (no grant has this token: a failed attempt's key left behind; pttl ",
+                                   k.pttl_ms, " ms)")});
+  }
+  return out;
+}
+
+// ---- Run ------------------------------------------------------------------------
+
+uint64_t Run::Uniform(uint64_t lo, uint64_t hi) {
+  if (hi <= lo) return lo;
+  return lo + rng_() % (hi - lo + 1);
+}
+
+absl::Duration Run::UniformMs(int64_t lo_ms, int64_t hi_ms) {
+  return absl::Milliseconds(static_cast<int64_t>(Uniform(static_cast<uint64_t>(lo_ms), static_cast<uint64_t>(hi_ms))));
+}
+
+bool Run::Active() const { return !Interrupted() && SteadyClock::now() < deadline_; }
+
+absl::Duration Run::Remaining() const {
+  auto left = deadline_ - SteadyClock::now();
+  if (left <= SteadyClock::duration::zero()) return absl::ZeroDuration();
+  return absl::FromChrono(left);
+}
+
+bool Run::Sleep(absl::Duration d) {
+  absl::Duration left = Remaining();
+  if (left <= absl::ZeroDuration()) return false;
+  if (!InterruptibleSleep(std::min(d, left))) return false;
+  return d <= left;
+}
+
+int Run::num_nodes() const { return supervisor_->size(); }
+std::string Run::ClientName(int k) { return absl::StrCat("c", k + 1); }
+int64_t Run::ttl_ms() const { return scenario_->setup.clients.empty() ? 1000 : scenario_->setup.clients[0].ttl_ms; }
+
+FaultProxy* Run::proxy(int node) {
+  if (static_cast<size_t>(node) >= proxies_.size()) return nullptr;
+  return proxies_[static_cast<size_t>(node)].get();
+}
+
+FaultProxy* Run::link(int client, int node) {
+  if (static_cast<size_t>(client) >= links_.size()) return nullptr;
+  if (static_cast<size_t>(node) >= links_[static_cast<size_t>(client)].size()) return nullptr;
+  return links_[static_cast<size_t>(client)][static_cast<size_t>(node)].get();
+}
+
+absl::Status Run::SetLogged(FaultProxy* p, const std::string& target, Direction d, const FaultSpec& spec) {
+  if (p == nullptr) return absl::FailedPreconditionError(absl::StrCat("no proxy for ", target));
+  absl::Status s = p->SetFault(d, spec);
+  if (!s.ok()) return s;
+  std::string key = absl::StrCat(target, ":", DirectionName(d));
+  auto it = active_faults_.find(key);
+  if (it != active_faults_.end()) {
+    Nemesis(it->second, key, "replaced", FaultPhase::kStop);
+    active_faults_.erase(it);
+  }
+  if (spec.kind == FaultKind::kNone) return absl::OkStatus();
+  std::string name = FaultName(spec, d);
+  Nemesis(name, key, spec.ToString(), FaultPhase::kStart);
+  active_faults_[key] = name;
+  return absl::OkStatus();
+}
+
+void Run::ClearLogged(FaultProxy* p, const std::string& target) {
+  if (p == nullptr) return;
+  p->ClearFaults();
+  for (Direction d : {Direction::kToServer, Direction::kToClient}) {
+    std::string key = absl::StrCat(target, ":", DirectionName(d));
+    auto it = active_faults_.find(key);
+    if (it == active_faults_.end()) continue;
+    Nemesis(it->second, key, "cleared", FaultPhase::kStop);
+    active_faults_.erase(it);
+  }
+}
+
+absl::Status Run::ProxyFault(int node, Direction d, const FaultSpec& spec) {
+  return SetLogged(proxy(node), NodeSupervisor::NodeName(node), d, spec);
+}
+
+absl::Status Run::ProxyFaultBoth(int node, const FaultSpec& spec) {
+  absl::Status s = ProxyFault(node, Direction::kToServer, spec);
+  if (!s.ok()) return s;
+  return ProxyFault(node, Direction::kToClient, spec);
+}
+
+void Run::ProxyClear(int node) { ClearLogged(proxy(node), NodeSupervisor::NodeName(node)); }
+
+void Run::ProxyReset(int node) {
+  FaultProxy* p = proxy(node);
+  if (p == nullptr) return;
+  p->ResetAll();
+  Nemesis("reset", NodeSupervisor::NodeName(node), "RST on every open connection", FaultPhase::kInstant);
+}
+
+absl::Status Run::LinkFault(int client, int node, Direction d, const FaultSpec& spec) {
+  return SetLogged(link(client, node), absl::StrCat(ClientName(client), "-n", node), d, spec);
+}
+
+void Run::LinkClear(int client, int node) {
+  ClearLogged(link(client, node), absl::StrCat(ClientName(client), "-n", node));
+}
+
+absl::Status Run::PauseClient(int k) {
+  absl::Status s = client(k).Pause();
+  if (s.ok()) Nemesis("client_pause", ClientName(k), "SIGSTOP", FaultPhase::kStart);
+  return s;
+}
+
+absl::Status Run::ResumeClient(int k) {
+  if (!client(k).paused()) return absl::OkStatus();
+  absl::Status s = client(k).Resume();
+  Nemesis("client_pause", ClientName(k), "SIGCONT", FaultPhase::kStop);
+  return s;
+}
+
+absl::Status Run::ClientClockJump(int k, absl::Duration wall, absl::Duration mono) {
+  if (static_cast<size_t>(k) >= client_clocks_.size()) {
+    return absl::FailedPreconditionError("clients were not started under the clock shim");
+  }
+  ClockControl* c = client_clocks_[static_cast<size_t>(k)].get();
+  absl::Status s = c->JumpBy(wall, mono);
+  if (!s.ok()) return s;
+  Nemesis("client_clock_jump", ClientName(k),
+          absl::StrCat("wall ", absl::FormatDuration(wall),
+                       mono != absl::ZeroDuration() ? absl::StrCat(", monotonic ", absl::FormatDuration(mono)) : "",
+                       " (offset now ", absl::FormatDuration(c->state().realtime), ")"),
+          FaultPhase::kInstant);
+  return absl::OkStatus();
+}
+
+void Run::Nemesis(absl::string_view fault, absl::string_view target, absl::string_view detail,
+                  FaultPhase phase) {
+  if (nemesis_ == nullptr) return;
+  absl::Status s = nemesis_->WriteNemesis({.fault = std::string(fault),
+                                           .target = std::string(target),
+                                           .detail = std::string(detail),
+                                           .phase = phase});
+  (void)s;
+}
+
+std::optional<Marker> Run::WaitMarker(absl::string_view kind, int client, absl::Duration timeout,
+                                      int64_t after) {
+  std::string k(kind);
+  return hub_.Wait(after, std::min(timeout, Remaining()), [&](const Marker& m) {
+    return m.kind == k && (client < 0 || m.client == client);
+  });
+}
+
+std::optional<Marker> Run::WaitMarkerIf(int64_t after, absl::Duration timeout,
+                                        const std::function<bool(const Marker&)>& match) {
+  return hub_.Wait(after, std::min(timeout, Remaining()), match);
+}
+
+CheckResult Run::CheckSoFar() {
+  std::vector<std::string> malformed;
+  absl::StatusOr<std::vector<Event>> h = ReadHistory(history_files_, &malformed);
+  if (!h.ok()) return CheckResult();
+  return Check(*h);
+}
+
+bool Run::Found(int property) { return FoundAny({property}); }
+
+bool Run::FoundAny(const std::vector<int>& properties) {
+  CheckResult r = CheckSoFar();
+  for (int p : properties) {
+    if (p < kNumProperties && r.violation_counts[static_cast<size_t>(p)] > 0) return true;
+  }
+  return false;
+}
+
+// ---- The runner ------------------------------------------------------------------
+
+class Runner {
+ public:
+  static void Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* res);
+
+ private:
+  static absl::Status Setup(Run& run, const RunOptions& opt);
+  static void Heal(Run& run);
+  static std::vector<KeyState> ScanKeys(Run& run, const std::vector<std::string>& resources);
+  static void Teardown(Run& run);
+};
+
+absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
+  const Scenario& sc = *run.scenario_;
+  const ScenarioSetup& setup = sc.setup;
+  absl::StatusOr<std::unique_ptr<HistoryWriter>> nem = HistoryWriter::Open(run.dir_ + "/nemesis.jsonl");
+  if (!nem.ok()) return nem.status();
+  run.nemesis_ = *std::move(nem);
+  run.history_files_.push_back(run.dir_ + "/nemesis.jsonl");
+
+  if (setup.topology == Topology::kNamespace) {
+    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create(UniqueName("redlock-chaos"));
+    if (!ns.ok()) return ns.status();
+    run.netns_ = *std::move(ns);
+    absl::Status s = run.netns_->Enter();
+    if (!s.ok()) return s;
+  }
+
+  testing::FleetOptions data_options;
+  data_options.nodes = 1;
+  data_options.enable_debug = false;
+  absl::StatusOr<std::unique_ptr<testing::Fleet>> data = testing::Fleet::Start(data_options);
+  if (!data.ok()) return data.status();
+  run.data_ = *std::move(data);
+
+  SupervisorOptions so;
+  so.nodes = setup.nodes;
+  so.aof = setup.aof;
+  so.clock_shim = setup.node_clock_shim;
+  so.clock_dir = run.dir_;
+  so.history = run.nemesis_.get();
+  if (setup.topology == Topology::kNamespace) {
+    for (int i = 0; i < setup.nodes; ++i) so.hosts.push_back(absl::StrCat("127.0.0.", 11 + i));
+  }
+  absl::StatusOr<std::unique_ptr<NodeSupervisor>> sup = NodeSupervisor::Start(so);
+  if (!sup.ok()) return sup.status();
+  run.supervisor_ = *std::move(sup);
+  testing::Fleet& fleet = run.supervisor_->fleet();
+
+  const int nc = static_cast<int>(setup.clients.size());
+  auto start_proxy = [&](int node) -> absl::StatusOr<std::unique_ptr<FaultProxy>> {
+    ProxyOptions po;
+    po.listen_host = "127.0.0.1";
+    po.upstream_host = fleet.host(node);
+    po.upstream_port = static_cast<uint16_t>(fleet.port(node));
+    po.seed = run.rng_() | 1;
+    return FaultProxy::Start(po);
+  };
+  if (setup.topology == Topology::kSharedProxies) {
+    for (int i = 0; i < fleet.size(); ++i) {
+      absl::StatusOr<std::unique_ptr<FaultProxy>> p = start_proxy(i);
+      if (!p.ok()) return p.status();
+      run.proxies_.push_back(*std::move(p));
+    }
+  }
+  if (setup.topology == Topology::kPerClientProxies) {
+    run.links_.resize(static_cast<size_t>(nc));
+    for (int k = 0; k < nc; ++k) {
+      for (int i = 0; i < fleet.size(); ++i) {
+        absl::StatusOr<std::unique_ptr<FaultProxy>> p = start_proxy(i);
+        if (!p.ok()) return p.status();
+        if (static_cast<size_t>(k) < setup.views.size()) {
+          const auto& v = setup.views[static_cast<size_t>(k)];
+          if (std::find(v.begin(), v.end(), i) == v.end()) (*p)->Down();
+        }
+        run.links_[static_cast<size_t>(k)].push_back(*std::move(p));
+      }
+    }
+    if (!setup.views.empty()) {
+      std::vector<std::string> desc;
+      for (size_t k = 0; k < setup.views.size(); ++k) {
+        std::vector<std::string> ns;
+        for (int n : setup.views[k]) ns.push_back(absl::StrCat("n", n));
+        desc.push_back(absl::StrCat(Run::ClientName(static_cast<int>(k)), " sees {", absl::StrJoin(ns, ","), "}"));
+      }
+      run.Nemesis("partition", "views", absl::StrJoin(desc, "; "), FaultPhase::kStart);
+    }
+  }
+  if (setup.topology == Topology::kNamespace) {
+    RuleContext ctx;
+    ctx.table = absl::StrCat("redlock_chaos_", getpid(), "_", Fnv(run.netns_->name()) % 100000);
+    for (int k = 0; k < nc; ++k) ctx.client_uids.push_back(kClientUidBase + k);
+    for (int i = 0; i < fleet.size(); ++i) ctx.nodes.push_back({fleet.host(i), fleet.port(i)});
+    absl::StatusOr<std::unique_ptr<Partitioner>> part =
+        Partitioner::Create(run.netns_.get(), std::move(ctx), run.nemesis_.get());
+    if (!part.ok()) return part.status();
+    run.partitioner_ = *std::move(part);
+  }
+
+  std::string binary = opt.client_binary.empty() ? DefaultClientBinary() : opt.client_binary;
+  for (int k = 0; k < nc; ++k) {
+    ClientLaunch launch;
+    launch.config = setup.clients[static_cast<size_t>(k)];
+    ClientConfig& c = launch.config;
+    c.name = Run::ClientName(k);
+    c.nodes.clear();
+    for (int i = 0; i < fleet.size(); ++i) {
+      switch (setup.topology) {
+        case Topology::kSharedProxies:
+          c.nodes.push_back(run.proxies_[static_cast<size_t>(i)]->listen_address());
+          break;
+        case Topology::kPerClientProxies:
+          c.nodes.push_back(run.links_[static_cast<size_t>(k)][static_cast<size_t>(i)]->listen_address());
+          break;
+        default:
+          c.nodes.push_back(fleet.address(i));
+      }
+    }
+    c.data = run.data_->address(0);
+    c.history = absl::StrCat(run.dir_, "/", c.name, ".jsonl");
+    c.seed = run.rng_();
+    c.duration_ms = absl::ToInt64Milliseconds(setup.budget) + 60000;
+    launch.binary = binary;
+    launch.index = k;
+    launch.log_path = absl::StrCat(run.dir_, "/", c.name, ".log");
+    if (setup.topology == Topology::kNamespace) launch.uid = kClientUidBase + k;
+    if (setup.client_clock_shim) {
+      absl::StatusOr<std::unique_ptr<ClockControl>> clock =
+          ClockControl::Create(absl::StrCat(run.dir_, "/", c.name, ".clock"));
+      if (!clock.ok()) return clock.status();
+      launch.env = (*clock)->ProcessEnv();
+      run.client_clocks_.push_back(*std::move(clock));
+    }
+    run.history_files_.push_back(c.history);
+    absl::StatusOr<std::unique_ptr<ClientProcess>> p = ClientProcess::Spawn(std::move(launch), &run.hub_);
+    if (!p.ok()) return p.status();
+    run.clients_.push_back(*std::move(p));
+  }
+  // Wait (bounded) until every client has made its first attempt, so the
+  // budget is spent on the workload, not on start-up.
+  for (int k = 0; k < nc; ++k) {
+    std::optional<Marker> m = run.hub_.Wait(0, absl::Seconds(10), [k](const Marker& m) {
+      return m.client == k && m.kind == "invoke";
+    });
+    if (!m.has_value()) {
+      return absl::DeadlineExceededError(absl::StrCat(Run::ClientName(k), " made no attempt within 10s (see ",
+                                                      Run::ClientName(k), ".log)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void Runner::Heal(Run& run) {
+  for (size_t i = 0; i < run.proxies_.size(); ++i) {
+    run.ProxyClear(static_cast<int>(i));
+    absl::Status s = run.proxies_[i]->Up();
+    (void)s;
+  }
+  const auto& views = run.setup().views;
+  for (size_t k = 0; k < run.links_.size(); ++k) {
+    for (size_t i = 0; i < run.links_[k].size(); ++i) {
+      run.LinkClear(static_cast<int>(k), static_cast<int>(i));
+      bool in_view = k >= views.size() ||
+                     std::find(views[k].begin(), views[k].end(), static_cast<int>(i)) != views[k].end();
+      if (in_view) {
+        absl::Status s = run.links_[k][i]->Up();
+        (void)s;
+      }
+    }
+  }
+  for (int k = 0; k < run.num_clients(); ++k) {
+    absl::Status s = run.ResumeClient(k);
+    (void)s;
+  }
+  if (run.supervisor_ != nullptr) {
+    absl::Status s = run.supervisor_->HealAll();
+    if (!s.ok()) run.Note(absl::StrCat("heal: ", s.ToString()));
+  }
+  if (run.partitioner_ != nullptr) {
+    absl::Status s = run.partitioner_->Heal();
+    if (!s.ok()) run.Note(absl::StrCat("heal partition: ", s.ToString()));
+  }
+}
+
+std::vector<KeyState> Runner::ScanKeys(Run& run, const std::vector<std::string>& resources) {
+  std::vector<KeyState> out;
+  testing::Fleet& fleet = run.supervisor_->fleet();
+  for (int i = 0; i < fleet.size(); ++i) {
+    for (const std::string& r : resources) {
+      absl::StatusOr<testing::RedisValue> v = fleet.Command(i, {"GET", r}, absl::Seconds(2));
+      absl::StatusOr<testing::RedisValue> t = fleet.Command(i, {"PTTL", r}, absl::Seconds(2));
+      if (!v.ok() || !t.ok()) {
+        run.Note(absl::StrCat("S5 scan of n", i, " failed: ", (!v.ok() ? v.status() : t.status()).ToString()));
+        continue;
+      }
+      if (v->type != testing::RedisValue::Type::kString) continue;
+      out.push_back({i, r, v->str, t->integer});
+    }
+  }
+  return out;
+}
+
+void Runner::Teardown(Run& run) {
+  run.clients_.clear();
+  run.partitioner_.reset();
+  run.links_.clear();
+  run.proxies_.clear();
+  run.supervisor_.reset();
+  run.data_.reset();
+  if (run.netns_ != nullptr) {
+    absl::Status s = run.netns_->Leave();
+    if (!s.ok()) fprintf(stderr, "redlock-chaos: %s\n", s.ToString().c_str());
+    run.netns_.reset();
+  }
+  run.active_faults_.clear();
+}
+
+void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* res) {
+  Run run;
+  run.scenario_ = &sc;
+  run.rng_.seed(opt.seed ^ Fnv(sc.name));
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!opt.keep_dir.empty()) {
+    run.dir_ = absl::StrCat(opt.keep_dir, "/", sc.name);
+    fs::remove_all(run.dir_, ec);
+    fs::create_directories(run.dir_, ec);
+    if (ec) {
+      res->error = absl::StrCat("cannot create ", run.dir_, ": ", ec.message());
+      return;
+    }
+    chmod(opt.keep_dir.c_str(), 0755);
+  } else {
+    std::string tmpl = absl::StrCat("/tmp/redlock-chaos-", getpid(), "-XXXXXX");
+    if (mkdtemp(tmpl.data()) == nullptr) {
+      res->error = absl::StrCat("mkdtemp: ", strerror(errno));
+      return;
+    }
+    run.dir_ = tmpl;
+  }
+  // Client processes of partition scenarios run as other uids.
+  chmod(run.dir_.c_str(), 0755);
+
+  absl::Status st = Setup(run, opt);
+  if (st.ok()) {
+    run.deadline_ = SteadyClock::now() + absl::ToChronoNanoseconds(sc.setup.budget);
+    st = sc.body(run);
+    if (!st.ok()) res->error = absl::StrCat("nemesis: ", st.ToString());
+  } else {
+    res->error = absl::StrCat("setup: ", st.ToString());
+  }
+
+  if (run.supervisor_ != nullptr) {
+    Heal(run);
+    // A quiet tail without faults, as long as a lease: whatever a fault left
+    // behind (a late SET, a key restored from the AOF after its release was
+    // lost) expires or is released before the S5 scan.
+    int64_t max_ttl = 0;
+    std::set<std::string> resources;
+    for (const ClientConfig& c : sc.setup.clients) {
+      max_ttl = std::max(max_ttl, c.ttl_ms);
+      resources.insert(c.resources.begin(), c.resources.end());
+    }
+    if (!run.clients_.empty() && res->error.empty()) {
+      InterruptibleSleep(sc.setup.quiet >= absl::ZeroDuration()
+                             ? sc.setup.quiet
+                             : std::min(absl::Milliseconds(max_ttl + 500), absl::Seconds(3)));
+    }
+    for (auto& c : run.clients_) {
+      if (!c->exited()) {
+        absl::Status s = c->Resume();
+        (void)s;
+        kill(c->pid(), SIGTERM);
+      }
+    }
+    for (auto& c : run.clients_) {
+      std::string how = c->Stop(absl::Milliseconds(2 * max_ttl + 5000));
+      if (how != "exit 0" && res->error.empty()) {
+        // A client that crashed (a sanitizer report, an abort) or hung is a
+        // failure of the run, whatever the history says.
+        res->error = absl::StrCat(c->name(), " ended with ", how, " (see its log: --keep)");
+      }
+    }
+    const int64_t end_raw = RawMonotonicNanos();
+    std::vector<std::string> res_list(resources.begin(), resources.end());
+    if (res->error.empty()) {
+      InterruptibleSleep(absl::Milliseconds(500));
+      std::vector<KeyState> keys = ScanKeys(run, res_list);
+      std::vector<std::string> tokens;
+      {
+        std::vector<std::string> malformed;
+        absl::StatusOr<std::vector<Event>> h = ReadHistory(run.history_files_, &malformed);
+        if (h.ok()) {
+          for (const Event& e : *h) {
+            if (e.type == EventType::kGrant) tokens.push_back(e.token);
+          }
+        }
+      }
+      res->leftovers = FailedAttemptLeftovers(keys, tokens);
+      if (!keys.empty()) {
+        // (b): nothing may outlive a ttl after the end.
+        int64_t wait_ns = end_raw + (max_ttl + 500) * 1000000 - RawMonotonicNanos();
+        if (wait_ns > 0) InterruptibleSleep(absl::Nanoseconds(wait_ns));
+        for (const KeyState& k : ScanKeys(run, res_list)) {
+          res->leftovers.push_back({k, absl::StrCat("n", k.node, " still holds \"", k.key, "\" ",
+                                                    max_ttl + 500, " ms after the end (pttl ", k.pttl_ms,
+                                                    " ms): it outlived its ttl")});
+        }
+      }
+    }
+    // Final counters, read by the harness.
+    if (run.data_ != nullptr) {
+      for (const std::string& r : res_list) {
+        absl::StatusOr<testing::RedisValue> v = run.data_->Command(0, {"GET", DataKey(r)});
+        if (!v.ok()) {
+          run.Note(absl::StrCat("final counter of ", r, ": ", v.status().ToString()));
+          continue;
+        }
+        int64_t counter = 0;
+        if (v->type == testing::RedisValue::Type::kString && !absl::SimpleAtoi(v->str, &counter)) {
+          run.Note(absl::StrCat("final counter of ", r, " is not a number: ", v->str));
+        }
+        absl::Status s = run.nemesis_->WriteFinal({.resource = r, .counter = counter, .initial = 0});
+        (void)s;
+      }
+    }
+    if (!sc.setup.views.empty() && sc.setup.topology == Topology::kPerClientProxies) {
+      run.Nemesis("partition", "views", "run over", FaultPhase::kStop);
+    }
+  }
+
+  std::vector<std::string> malformed;
+  absl::StatusOr<std::vector<Event>> history = ReadHistory(run.history_files_, &malformed);
+  if (!history.ok()) {
+    if (res->error.empty()) res->error = absl::StrCat("history: ", history.status().ToString());
+  } else {
+    CheckResult cr = Check(*history);
+    res->counts = cr.counts;
+    for (int p = 0; p < kNumProperties; ++p) res->violations[static_cast<size_t>(p)] = cr.violation_counts[static_cast<size_t>(p)];
+    res->violations[kS5] = static_cast<int64_t>(res->leftovers.size());
+    res->availability = cr.counts.invokes > 0 ? static_cast<double>(cr.counts.grants) / cr.counts.invokes : 0;
+    std::array<int, kNumProperties> shown{};
+    for (const Violation& v : cr.violations) {
+      int p = static_cast<int>(v.property);
+      if (shown[static_cast<size_t>(p)]++ >= 2) continue;
+      std::vector<std::string> faults;
+      for (const FaultInfo& f : v.faults) faults.push_back(absl::StrCat(f.fault, "@", f.target));
+      res->examples.push_back(absl::StrCat(PropertyName(v.property), " ", v.resource, ": ",
+                                           Shorten(v.description, 240),
+                                           faults.empty() ? "" : absl::StrCat(" [faults: ", absl::StrJoin(faults, ", "), "]")));
+    }
+    for (size_t i = 0; i < res->leftovers.size() && i < 3; ++i) {
+      res->examples.push_back(absl::StrCat("S5 ", res->leftovers[i].why));
+    }
+    if (!malformed.empty()) run.Note(absl::StrCat(malformed.size(), " malformed history lines"));
+    if (cr.warning_count > 0) run.Note(absl::StrCat(cr.warning_count, " checker warnings (e.g. ", cr.warnings.empty() ? "" : cr.warnings[0], ")"));
+    if (!opt.keep_dir.empty()) {
+      std::ofstream(run.dir_ + "/report.txt") << FormatReport(cr);
+      std::ofstream s5(run.dir_ + "/s5.txt");
+      for (const LeftoverKey& k : res->leftovers) s5 << k.why << "\n";
+    }
+  }
+  res->notes = run.notes_;
+  Teardown(run);
+  if (opt.keep_dir.empty()) {
+    fs::remove_all(run.dir_, ec);
+  } else {
+    res->kept_dir = run.dir_;
+  }
+}
+
+std::string DefaultClientBinary() {
+  char buf[4096];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  if (n > 0) {
+    buf[n] = 0;
+    std::string dir = std::filesystem::path(buf).parent_path().string();
+    for (const std::string& cand : {dir + "/redlock-chaos-client", dir + "/../chaos/redlock-chaos-client"}) {
+      if (access(cand.c_str(), X_OK) == 0) return cand;
+    }
+  }
+#ifdef REDLOCK_CHAOS_CLIENT_PATH
+  return REDLOCK_CHAOS_CLIENT_PATH;
+#else
+  return "redlock-chaos-client";
+#endif
+}
+
+ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) {
+  ScenarioResult res;
+  res.name = scenario.name;
+  res.config = scenario.config;
+  res.expect = scenario.expect;
+  auto t0 = SteadyClock::now();
+  if (scenario.needs_root) {
+    absl::Status s = PartitionSupport();
+    if (!s.ok()) {
+      res.skipped = true;
+      res.skip_reason = std::string(s.message());
+      res.ok = true;
+      return res;
+    }
+  }
+  // Own thread: nodes and clients die with the thread that forked them, and
+  // a namespace scenario moves this thread into its namespace.
+  std::thread t([&] { Runner::Execute(scenario, options, &res); });
+  t.join();
+  res.elapsed = absl::FromChrono(SteadyClock::now() - t0);
+  if (!res.error.empty()) {
+    res.ok = false;
+    res.why = res.error;
+  } else {
+    res.ok = JudgeExpectation(scenario.expect, res.violations, res.counts.grants, &res.why);
+  }
+  if (Interrupted() && res.ok) {
+    res.ok = false;
+    res.why = "interrupted";
+  }
+  return res;
+}
+
+// ---- Reports -----------------------------------------------------------------------
+
+std::string FormatTable(const std::vector<ScenarioResult>& results) {
+  std::string out = absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s\n", "scenario",
+                                    "configuration", "ops", "S1", "S2", "S3", "S4", "S5", "avail",
+                                    "expected", "verdict");
+  out += std::string(150, '-') + "\n";
+  for (const ScenarioResult& r : results) {
+    std::string verdict = r.skipped ? "SKIP" : r.ok ? "OK" : "FAIL";
+    if (r.skipped) {
+      absl::StrAppend(&out, absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s (%s)\n", r.name,
+                                            Shorten(r.config, 46), "-", "-", "-", "-", "-", "-", "-",
+                                            Shorten(r.expect.Describe(), 26), verdict, r.skip_reason));
+      continue;
+    }
+    const auto& v = r.violations;
+    absl::StrAppend(&out, absl::StrFormat("%-28s %-46s %6d %4d %4d %4d %4d %4d %5.1f%%  %-26s %s\n", r.name,
+                                          Shorten(r.config, 46), r.counts.invokes, v[0], v[1], v[2], v[3], v[4],
+                                          100.0 * r.availability, Shorten(r.expect.Describe(), 26), verdict));
+  }
+  return out;
+}
+
+std::string FormatJson(const std::vector<ScenarioResult>& results, uint64_t seed, absl::Duration total) {
+  nlohmann::json doc;
+  doc["seed"] = seed;
+  doc["seconds"] = absl::ToDoubleSeconds(total);
+  nlohmann::json arr = nlohmann::json::array();
+  bool all_ok = true;
+  for (const ScenarioResult& r : results) {
+    nlohmann::json j;
+    j["scenario"] = r.name;
+    j["configuration"] = r.config;
+    j["expected"] = r.expect.Describe();
+    j["verdict"] = r.skipped ? "SKIP" : r.ok ? "OK" : "FAIL";
+    if (r.skipped) j["skip_reason"] = r.skip_reason;
+    if (!r.why.empty()) j["why"] = r.why;
+    if (!r.error.empty()) j["error"] = r.error;
+    j["operations"] = r.counts.invokes;
+    j["grants"] = r.counts.grants;
+    j["fails"] = r.counts.fails;
+    j["uses"] = r.counts.uses;
+    j["rejected_writes"] = r.counts.rejected_writes;
+    j["nemesis_events"] = r.counts.nemesis;
+    j["availability"] = r.availability;
+    nlohmann::json viol;
+    for (int p = 0; p < kNumHarnessProperties; ++p) viol[HarnessPropertyName(p)] = r.violations[static_cast<size_t>(p)];
+    j["violations"] = viol;
+    j["examples"] = r.examples;
+    j["notes"] = r.notes;
+    j["seconds"] = absl::ToDoubleSeconds(r.elapsed);
+    if (!r.kept_dir.empty()) j["history_dir"] = r.kept_dir;
+    all_ok = all_ok && r.ok;
+    arr.push_back(std::move(j));
+  }
+  doc["scenarios"] = std::move(arr);
+  doc["ok"] = all_ok;
+  return doc.dump(2) + "\n";
+}
+
+std::string FormatList() {
+  std::string out;
+  for (const Scenario& s : Catalog()) {
+    absl::StrAppend(&out, s.name, s.quick ? "  [quick]" : "", s.needs_root ? "  [root]" : "", "\n  config:   ",
+                    s.config, "\n  expected: ", s.expect.Describe(), "\n  ", s.summary, "\n\n");
+  }
+  return out;
+}
+
+const Scenario* FindScenario(absl::string_view name) {
+  for (const Scenario& s : Catalog()) {
+    if (s.name == name) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace redlock::chaos

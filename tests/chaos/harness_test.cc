@@ -1,0 +1,358 @@
+// Tests of the chaos harness: the pieces without servers (AOF surgery, the
+// nft rule builder, expectations, S5, the client command line), the
+// supervisor's amnesia restart on a real node, and the --quick subset of
+// redlock-chaos run through the same runner (label chaos).
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdlib>
+#include <set>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
+#include "chaos/cleanup.h"
+#include "chaos/partition.h"
+#include "chaos/scenarios.h"
+#include "chaos/supervisor.h"
+#include "chaos/workload.h"
+#include "gtest/gtest.h"
+#include "tests/testing/fleet.h"
+
+namespace redlock::chaos {
+namespace {
+
+std::string Resp(const std::vector<std::string>& args) {
+  std::string out = absl::StrCat("*", args.size(), "\r\n");
+  for (const auto& a : args) absl::StrAppend(&out, "$", a.size(), "\r\n", a, "\r\n");
+  return out;
+}
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string t = "/tmp/redlock-harness-test-XXXXXX";
+    path_ = mkdtemp(t.data());
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void WriteFile(const std::string& path, const std::string& data) {
+  std::ofstream(path, std::ios::binary) << data;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// A node directory as Redis 7 lays it out with appendonly yes.
+std::string MakeNodeDir(const TempDir& t, const std::string& incr) {
+  std::string node = t.path() + "/node0";
+  std::filesystem::create_directories(node + "/appendonlydir");
+  WriteFile(node + "/appendonlydir/appendonly.aof.manifest",
+            "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n");
+  WriteFile(node + "/appendonlydir/appendonly.aof.1.base.rdb", "REDIS0010");
+  WriteFile(node + "/appendonlydir/appendonly.aof.1.incr.aof", incr);
+  WriteFile(node + "/redis.log", "log");
+  return node;
+}
+
+// ---- AOF surgery ---------------------------------------------------------------------
+
+TEST(AofTest, ParsesCommandsMultiBlocksAndATornTail) {
+  std::string data = Resp({"SELECT", "0"}) + Resp({"SET", "r", "tok1", "PXAT", "123"}) +
+                     Resp({"MULTI"}) + Resp({"del", "r"}) + Resp({"SET", "x", "1"}) + Resp({"EXEC"}) +
+                     Resp({"SET", "r", "tok2", "PXAT", "456"});
+  std::string torn = Resp({"SET", "q", "v"}).substr(0, 9);
+  int64_t complete = 0;
+  absl::StatusOr<std::vector<AofUnit>> units = ParseAofUnits(data + torn, &complete);
+  ASSERT_TRUE(units.ok()) << units.status();
+  ASSERT_EQ(units->size(), 4u);
+  EXPECT_EQ((*units)[0].commands[0][0], "SELECT");
+  EXPECT_EQ((*units)[2].commands.size(), 4u);  // MULTI del SET EXEC, one unit
+  EXPECT_EQ((*units)[3].commands[0][2], "tok2");
+  EXPECT_EQ(complete, static_cast<int64_t>(data.size()));
+  EXPECT_FALSE(ParseAofUnits("garbage").ok());
+}
+
+TEST(AofTest, CutsFromTheLastWriteOfTheKey) {
+  TempDir t;
+  std::string keep = Resp({"SELECT", "0"}) + Resp({"SET", "r", "tok1", "PXAT", "1"}) + Resp({"del", "r"});
+  std::string lost = Resp({"SET", "r", "tok2", "PXAT", "2"}) + Resp({"SET", "other", "v"});
+  std::string node = MakeNodeDir(t, keep + lost);
+  AmnesiaSpec spec;
+  spec.mode = AmnesiaSpec::Mode::kSinceLastWriteOfKey;
+  spec.key = "r";
+  absl::StatusOr<AofTruncation> cut = TruncateAofTail(node, spec);
+  ASSERT_TRUE(cut.ok()) << cut.status();
+  EXPECT_EQ(cut->old_size, static_cast<int64_t>((keep + lost).size()));
+  EXPECT_EQ(cut->new_size, static_cast<int64_t>(keep.size()));
+  EXPECT_EQ(cut->dropped_units, 2);
+  EXPECT_EQ(ReadFile(node + "/appendonlydir/appendonly.aof.1.incr.aof"), keep);
+
+  spec.key = "never-written";
+  EXPECT_TRUE(absl::IsNotFound(TruncateAofTail(node, spec).status()));
+}
+
+TEST(AofTest, DropsTheLastUnitsAndTheDataDir) {
+  TempDir t;
+  std::string a = Resp({"SELECT", "0"}), b = Resp({"SET", "k", "1"}),
+              m = Resp({"MULTI"}) + Resp({"SET", "k", "2"}) + Resp({"EXEC"});
+  std::string node = MakeNodeDir(t, a + b + m);
+  AmnesiaSpec spec;
+  spec.mode = AmnesiaSpec::Mode::kLastUnits;
+  spec.drop_units = 1;  // the whole MULTI block goes
+  ASSERT_TRUE(TruncateAofTail(node, spec).ok());
+  EXPECT_EQ(ReadFile(node + "/appendonlydir/appendonly.aof.1.incr.aof"), a + b);
+
+  spec.mode = AmnesiaSpec::Mode::kDropDataDir;
+  ASSERT_TRUE(TruncateAofTail(node, spec).ok());
+  EXPECT_FALSE(std::filesystem::exists(node + "/appendonlydir"));
+  EXPECT_TRUE(std::filesystem::exists(node + "/redis.log"));  // logs are kept
+}
+
+TEST(AofTest, NoAofIsNotFound) {
+  TempDir t;
+  std::filesystem::create_directories(t.path() + "/n");
+  AmnesiaSpec spec;
+  spec.key = "r";
+  EXPECT_TRUE(absl::IsNotFound(TruncateAofTail(t.path() + "/n", spec).status()));
+}
+
+// The supervisor on a real node: AOF always keeps a key across kill -9;
+// the amnesia restart loses it.
+TEST(SupervisorTest, AmnesiaRestartForgetsTheLastWrite) {
+  absl::Status available = testing::CheckRedisServerAvailable();
+  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
+  ASSERT_TRUE(available.ok()) << available;
+  TempDir t;
+  absl::StatusOr<std::unique_ptr<HistoryWriter>> h = HistoryWriter::Open(t.path() + "/nemesis.jsonl");
+  ASSERT_TRUE(h.ok());
+  SupervisorOptions so;
+  so.nodes = 1;
+  so.aof = true;
+  so.history = h->get();
+  absl::StatusOr<std::unique_ptr<NodeSupervisor>> sup = NodeSupervisor::Start(so);
+  ASSERT_TRUE(sup.ok()) << sup.status();
+  testing::Fleet& fleet = (*sup)->fleet();
+  ASSERT_TRUE(fleet.Command(0, {"SET", "kept", "1"}).ok());
+  ASSERT_TRUE(fleet.Command(0, {"SET", "r", "tok", "PX", "60000"}).ok());
+  ASSERT_TRUE((*sup)->RestartNow(0).ok());
+  EXPECT_EQ(fleet.Command(0, {"GET", "r"})->str, "tok");  // AOF always: survives kill -9
+
+  AmnesiaSpec spec;
+  spec.key = "r";
+  ASSERT_TRUE((*sup)->RestartAmnesia(0, spec).ok());
+  EXPECT_EQ(fleet.Command(0, {"GET", "r"})->type, testing::RedisValue::Type::kNil);
+  EXPECT_EQ(fleet.Command(0, {"GET", "kept"})->str, "1");
+  std::string log = ReadFile(t.path() + "/nemesis.jsonl");
+  EXPECT_NE(log.find("\"amnesia\""), std::string::npos) << log;
+  EXPECT_NE(log.find("\"restart\""), std::string::npos) << log;
+}
+
+// ---- Partition rule builder -----------------------------------------------------------
+
+RuleContext Ctx() {
+  RuleContext ctx;
+  ctx.table = "redlock_chaos_1_2";
+  ctx.client_uids = {61001, 61002};
+  ctx.nodes = {{"127.0.0.11", 7001}, {"127.0.0.12", 7002}, {"127.0.0.13", 7003}};
+  return ctx;
+}
+
+TEST(PartitionRulesTest, SetupMarksClientConnectionsByUid) {
+  absl::StatusOr<std::string> s = BuildNftSetup(Ctx());
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(*s,
+            "table ip redlock_chaos_1_2 {\n"
+            "  chain rl_mark {\n"
+            "    type filter hook output priority -150; policy accept;\n"
+            "    meta skuid 61001 ct mark set 1\n"
+            "    meta skuid 61002 ct mark set 2\n"
+            "  }\n"
+            "  chain rl_cut {\n"
+            "    type filter hook output priority 0; policy accept;\n"
+            "  }\n"
+            "}\n");
+  EXPECT_EQ(BuildNftHeal(Ctx()), "flush chain ip redlock_chaos_1_2 rl_cut\n");
+  EXPECT_EQ(BuildNftTeardown(Ctx()), "delete table ip redlock_chaos_1_2\n");
+}
+
+TEST(PartitionRulesTest, CutsOneOrBothDirections) {
+  PartitionSpec spec = CutClient(0, {1}, CutDirection::kBoth);
+  PartitionSpec one_way = CutClient(1, {2}, CutDirection::kFromNode);
+  spec.cuts.insert(spec.cuts.end(), one_way.cuts.begin(), one_way.cuts.end());
+  PartitionSpec to_node = CutClient(1, {0}, CutDirection::kToNode);
+  spec.cuts.insert(spec.cuts.end(), to_node.cuts.begin(), to_node.cuts.end());
+  absl::StatusOr<std::string> s = BuildNftCut(Ctx(), spec);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_EQ(*s,
+            "flush chain ip redlock_chaos_1_2 rl_cut\n"
+            "add rule ip redlock_chaos_1_2 rl_cut meta skuid 61001 ip daddr 127.0.0.12 tcp dport 7002 drop comment \"c1 to n1\"\n"
+            "add rule ip redlock_chaos_1_2 rl_cut ct mark 1 ip saddr 127.0.0.12 tcp sport 7002 drop comment \"n1 to c1\"\n"
+            "add rule ip redlock_chaos_1_2 rl_cut ct mark 2 ip saddr 127.0.0.13 tcp sport 7003 drop comment \"n2 to c2\"\n"
+            "add rule ip redlock_chaos_1_2 rl_cut meta skuid 61002 ip daddr 127.0.0.11 tcp dport 7001 drop comment \"c2 to n0\"\n");
+}
+
+TEST(PartitionRulesTest, RejectsAnythingOutsideLoopbackAndBadIndexes) {
+  RuleContext ctx = Ctx();
+  ctx.nodes[0].host = "10.0.0.1";
+  EXPECT_FALSE(BuildNftSetup(ctx).ok());
+  EXPECT_FALSE(BuildNftCut(ctx, IsolateNode(0, 3, 2)).ok());
+  ctx = Ctx();
+  ctx.table = "bad name; flush ruleset";
+  EXPECT_FALSE(BuildNftSetup(ctx).ok());
+  EXPECT_FALSE(BuildNftCut(Ctx(), CutClient(5, {0}, CutDirection::kBoth)).ok());
+  EXPECT_FALSE(BuildNftCut(Ctx(), CutClient(0, {9}, CutDirection::kBoth)).ok());
+}
+
+TEST(PartitionRulesTest, Shapes) {
+  PartitionSpec iso = IsolateNode(2, 5, 3);
+  EXPECT_EQ(iso.cuts.size(), 3u);
+  for (const LinkCut& c : iso.cuts) EXPECT_EQ(c.node, 2);
+
+  // {n0,n1,n2}+{c1,c2} | {n3,n4}+{c3}: 2 clients x 2 nodes + 1 client x 3 nodes.
+  PartitionSpec split = SplitBrain({0, 1, 2}, {0, 1}, 5, 3);
+  EXPECT_EQ(split.cuts.size(), 7u);
+  EXPECT_EQ(split.name, "split {n0,n1,n2,c1,c2} | {n3,n4,c3}");
+
+  PartitionSpec views = FromViews({{0, 1, 2}, {2, 3, 4}}, 5);
+  EXPECT_EQ(views.cuts.size(), 4u);
+  EXPECT_EQ(views.Describe(), "c1 sees {n0,n1,n2}; c2 sees {n2,n3,n4}: c1-x-n3 c1-x-n4 c2-x-n0 c2-x-n1");
+}
+
+// ---- Expectations, S5, client flags --------------------------------------------------
+
+TEST(ExpectationTest, Verdicts) {
+  std::array<int64_t, kNumHarnessProperties> none{}, s1{1, 0, 0, 0, 0}, s3{0, 0, 2, 0, 0};
+  std::string why;
+  EXPECT_TRUE(JudgeExpectation(ExpectClean(), none, 10, &why)) << why;
+  EXPECT_FALSE(JudgeExpectation(ExpectClean(), s1, 10, &why));
+  EXPECT_NE(why.find("S1 violated"), std::string::npos);
+  EXPECT_FALSE(JudgeExpectation(ExpectClean(), none, 0, &why));  // nothing tested
+
+  Expectation fenced;
+  fenced.violated_all = {kS1};
+  fenced.clean = {kS3, kS4};
+  EXPECT_TRUE(JudgeExpectation(fenced, s1, 10, &why)) << why;
+  EXPECT_FALSE(JudgeExpectation(fenced, none, 10, &why));  // the checker would be too weak
+  std::array<int64_t, kNumHarnessProperties> both{1, 0, 1, 0, 0};
+  EXPECT_FALSE(JudgeExpectation(fenced, both, 10, &why));
+  EXPECT_EQ(fenced.Describe(), "S1 found; S3,S4 clean");
+
+  Expectation any;
+  any.violated_any = {kS1, kS3};
+  EXPECT_TRUE(JudgeExpectation(any, s3, 10, &why));
+  EXPECT_FALSE(JudgeExpectation(any, none, 10, &why));
+  EXPECT_EQ(any.Describe(), "S1|S3 found");
+  EXPECT_EQ(ExpectClean().Describe(), "clean");
+}
+
+TEST(S5Test, KeysOfFailedAttemptsAreLeftovers) {
+  std::vector<KeyState> keys = {{0, "r", "granted-token", 500},
+                                {1, "r", "failed-token", 800},
+                                {2, "r", "", -2}};
+  std::vector<LeftoverKey> left = FailedAttemptLeftovers(keys, {"granted-token"});
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0].state.node, 1);
+  EXPECT_NE(left[0].why.find("failed attempt"), std::string::npos);
+}
+
+TEST(ClientArgsTest, RoundTrip) {
+  ClientConfig c;
+  c.name = "c7";
+  c.variant = ClientVariant::kPlainDelRelease;
+  c.nodes = {"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"};
+  c.data = "127.0.0.1:9";
+  c.history = "/tmp/x.jsonl";
+  c.resources = {"a", "b"};
+  c.ttl_ms = 1234;
+  c.fencing = true;
+  c.release = false;
+  c.pre_release_ms = 60;
+  c.drift_factor = 0.02;
+  absl::StatusOr<ClientConfig> back = ParseClientArgs(ClientArgs(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->name, "c7");
+  EXPECT_EQ(back->variant, ClientVariant::kPlainDelRelease);
+  EXPECT_EQ(back->nodes, c.nodes);
+  EXPECT_EQ(back->resources, c.resources);
+  EXPECT_EQ(back->ttl_ms, 1234);
+  EXPECT_TRUE(back->fencing);
+  EXPECT_FALSE(back->release);
+  EXPECT_EQ(back->pre_release_ms, 60);
+  EXPECT_DOUBLE_EQ(back->drift_factor, 0.02);
+  EXPECT_FALSE(ParseClientArgs({"--bogus=1"}).ok());
+  for (ClientVariant v : AllVariants()) EXPECT_EQ(*ParseVariant(VariantName(v)), v);
+}
+
+TEST(CatalogTest, EveryScenarioIsWellFormed) {
+  std::set<std::string> names;
+  int quick = 0;
+  for (const Scenario& s : Catalog()) {
+    EXPECT_TRUE(names.insert(s.name).second) << "duplicate " << s.name;
+    EXPECT_FALSE(s.setup.clients.empty()) << s.name;
+    EXPECT_TRUE(s.body != nullptr) << s.name;
+    EXPECT_LE(s.setup.budget, absl::Seconds(15)) << s.name;
+    quick += s.quick;
+  }
+  EXPECT_GE(quick, 8);
+  for (ClientVariant v : AllVariants()) {
+    if (v == ClientVariant::kLibrary) continue;
+    bool covered = false;
+    for (const Scenario& s : Catalog()) {
+      for (const ClientConfig& c : s.setup.clients) covered = covered || c.variant == v;
+    }
+    EXPECT_TRUE(covered) << "no scenario for variant " << VariantName(v);
+  }
+}
+
+// ---- The --quick subset through the runner -----------------------------------------------
+
+class QuickScenarioTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(QuickScenarioTest, VerdictAsExpected) {
+  absl::Status available = testing::CheckRedisServerAvailable();
+  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
+  ASSERT_TRUE(available.ok()) << available;
+  const Scenario* s = FindScenario(GetParam());
+  ASSERT_NE(s, nullptr);
+  RunOptions options;
+  options.seed = 1;
+  if (const char* keep = getenv("REDLOCK_CHAOS_KEEP")) options.keep_dir = keep;
+  ScenarioResult r = RunScenario(*s, options);
+  if (r.skipped) GTEST_SKIP() << r.skip_reason;
+  std::string detail;
+  for (const auto& e : r.examples) detail += "\n  " + e;
+  for (const auto& n : r.notes) detail += "\n  note: " + n;
+  EXPECT_TRUE(r.ok) << r.name << ": " << r.why << detail << "\n" << FormatTable({r});
+}
+
+std::vector<std::string> QuickNames() {
+  std::vector<std::string> out;
+  for (const Scenario& s : Catalog()) {
+    if (s.quick) out.push_back(s.name);
+  }
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Quick, QuickScenarioTest, ::testing::ValuesIn(QuickNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return absl::StrReplaceAll(info.param, {{"-", "_"}});
+                         });
+
+}  // namespace
+}  // namespace redlock::chaos
