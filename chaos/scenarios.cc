@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <deque>
 #include <fstream>
 #include <map>
 #include <set>
@@ -27,6 +28,21 @@
 
 namespace redlock::chaos {
 namespace {
+
+// The last `max_lines` lines of a file ("" when unreadable): a crashed
+// client's sanitizer report lands in the run's output, not only in --keep.
+std::string LogTail(const std::string& path, size_t max_lines) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > max_lines) lines.pop_front();
+  }
+  std::string out;
+  for (const auto& l : lines) absl::StrAppend(&out, "    ", l, "\n");
+  return out;
+}
 
 using SteadyClock = std::chrono::steady_clock;
 
@@ -581,7 +597,8 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
       if (how != "exit 0" && res->error.empty()) {
         // A client that crashed (a sanitizer report, an abort) or hung is a
         // failure of the run, whatever the history says.
-        res->error = absl::StrCat(c->name(), " ended with ", how, " (see its log: --keep)");
+        res->error = absl::StrCat(c->name(), " ended with ", how, "; the end of its log:\n",
+                                  LogTail(absl::StrCat(run.dir_, "/", c->name(), ".log"), 60));
       }
     }
     const int64_t end_raw = RawMonotonicNanos();
