@@ -13,6 +13,8 @@
 // iteration (a held lease is released first).
 
 #include <signal.h>
+
+#include <atomic>
 #include <string.h>
 
 #include <cstdio>
@@ -24,9 +26,13 @@
 
 namespace {
 
-volatile bool g_stop = false;
+// Set by the handler, read by the loop. A process-directed signal may be
+// delivered to any thread (the library's I/O thread too), so this must be an
+// atomic, not a volatile bool; lock-free, it is async-signal-safe.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
 
-void OnTerm(int) { g_stop = true; }
+void OnTerm(int) { g_stop.store(true); }
 
 }  // namespace
 

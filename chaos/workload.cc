@@ -40,10 +40,10 @@ constexpr VariantEntry kVariants[] = {
     {ClientVariant::kNoPartialRelease, "no-partial-release"},
 };
 
-void SleepRaw(int64_t ns, const volatile bool* stop) {
+void SleepRaw(int64_t ns, const std::atomic<bool>* stop) {
   int64_t until = RawMonotonicNanos() + ns;
   for (int i = 0; i < 10000000; ++i) {
-    if (stop != nullptr && *stop) return;
+    if (stop != nullptr && stop->load()) return;
     int64_t left = until - RawMonotonicNanos();
     if (left <= 0) return;
     int64_t step = std::min<int64_t>(left, 10000000);  // 10 ms
@@ -352,7 +352,7 @@ absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConf
   return std::unique_ptr<LockBackend>(new LibraryBackend(config, *std::move(client)));
 }
 
-int RunClientLoop(const ClientConfig& config, LockBackend& backend, const volatile bool* stop) {
+int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::atomic<bool>* stop) {
   absl::StatusOr<std::unique_ptr<HistoryWriter>> opened = HistoryWriter::Open(config.history);
   if (!opened.ok()) {
     fprintf(stderr, "%s: %s\n", config.name.c_str(), opened.status().ToString().c_str());
@@ -385,7 +385,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const volati
   };
   int64_t unreleased_op = 0;
 
-  for (; op < config.max_ops && !*stop && RawMonotonicNanos() < deadline;) {
+  for (; op < config.max_ops && !stop->load() && RawMonotonicNanos() < deadline;) {
     const std::string& resource =
         config.resources[static_cast<size_t>(rng() % config.resources.size())];
     ++op;
@@ -416,7 +416,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const volati
                         .nodes = held->nodes,
                         .fencing_token = held->fencing_token}));
     markers.Write("grant", op, resource);
-    for (int u = 0; u < config.uses_per_lease && !*stop; ++u) {
+    for (int u = 0; u < config.uses_per_lease && !stop->load(); ++u) {
       absl::Duration left = backend.TimeLeft(*held);
       if (left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
       int64_t begin = RawMonotonicNanos();

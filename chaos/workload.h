@@ -143,7 +143,9 @@ class LockBackend {
 // The client loop: runs until duration_ms, max_ops, or *stop becomes true
 // (checked between iterations; set by SIGTERM in the client binary).
 // Returns 0 on a clean exit.
-int RunClientLoop(const ClientConfig& config, LockBackend& backend, const volatile bool* stop);
+// `stop` is set from a signal handler, which may run on any thread of the
+// process (the library's I/O thread included): hence a lock-free atomic.
+int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::atomic<bool>* stop);
 
 // ---- Harness side ----------------------------------------------------------------
 
