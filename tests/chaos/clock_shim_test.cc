@@ -30,14 +30,13 @@
 #include <utility>
 #include <vector>
 
-#include <hiredis/hiredis.h>
-
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "chaos/clock_control.h"
+#include "tests/testing/gtest_fleet.h"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -469,118 +468,54 @@ TEST_F(ClockShimTest, StrobeAlternates) {
 
 // ---- redis-server under the shim ----
 
-int FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  int port = -1;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0) {
-    port = ntohs(addr.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
-std::string FindRedisServer() {
-  for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
-    if (::access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
-
-struct ReplyDeleter {
-  void operator()(redisReply* r) const { freeReplyObject(r); }
-};
-using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
-struct ContextDeleter {
-  void operator()(redisContext* c) const { redisFree(c); }
-};
-using Context = std::unique_ptr<redisContext, ContextDeleter>;
-
+// redis-server under the shim, started by the project's fleet fixture (one
+// node, the shim's environment).
 class ShimmedRedisTest : public ClockShimTest {
  protected:
   void SetUp() override {
     ClockShimTest::SetUp();
     if (HasFatalFailure()) return;
-    redis_path_ = FindRedisServer();
-    if (redis_path_.empty()) {
-      GTEST_SKIP() << "redis-server not installed";
-    }
+    REDLOCK_REQUIRE_REDIS();
   }
 
-  // Starts redis-server under the shim on a free loopback port and connects.
-  // Retries with another port if the chosen one was taken meanwhile.
+  // Starts the node; the fleet waits until it answers PING (within 20 s: the
+  // shim must not hang start-up the way libfaketime does).
   void StartRedis() {
-    for (int attempt = 0; attempt < 3 && ctx_ == nullptr; ++attempt) {
-      const int port = FreeLoopbackPort();
-      ASSERT_GT(port, 0);
-      server_ = Child::Start(
-          {redis_path_, "--port", std::to_string(port), "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir",
-           dir_.path(), "--logfile", dir_.path() + "/redis.log", "--loglevel",
-           "warning"},
-          clock_->ProcessEnv(), /*capture_stdout=*/false);
-      ASSERT_NE(server_, nullptr);
-      // Readiness: PING answered within 20 s (the shim must not hang start-up
-      // the way libfaketime does).
-      const absl::Time deadline = absl::Now() + absl::Seconds(20);
-      for (int i = 0; i < 2000 && absl::Now() < deadline; ++i) {
-        if (!server_->Running()) break;
-        timeval tv{0, 200000};
-        Context ctx(redisConnectWithTimeout("127.0.0.1", port, tv));
-        if (ctx != nullptr && ctx->err == 0) {
-          redisSetTimeout(ctx.get(), timeval{5, 0});
-          Reply pong(static_cast<redisReply*>(redisCommand(ctx.get(), "PING")));
-          if (pong != nullptr && pong->type == REDIS_REPLY_STATUS) {
-            ctx_ = std::move(ctx);
-            break;
-          }
-        }
-        absl::SleepFor(absl::Milliseconds(20));
-      }
-      if (ctx_ == nullptr) server_->Kill();
-    }
-    ASSERT_NE(ctx_, nullptr) << "redis-server under the shim did not answer";
+    auto fleet = redlock::testing::Fleet::Start(
+        {.nodes = 1, .env = clock_->ProcessEnv(), .start_timeout = absl::Seconds(20)});
+    ASSERT_TRUE(fleet.ok()) << "redis-server under the shim: " << fleet.status();
+    fleet_ = *std::move(fleet);
   }
 
-  Reply Command(const char* format, const char* arg = nullptr) {
-    return Reply(static_cast<redisReply*>(
-        arg == nullptr ? redisCommand(ctx_.get(), format)
-                       : redisCommand(ctx_.get(), format, arg)));
+  absl::StatusOr<redlock::testing::RedisValue> Command(const std::vector<std::string>& args) {
+    return fleet_->Command(0, args);
   }
 
   // Redis's TIME as nanoseconds since the epoch, or -1.
   int64_t RedisTime() {
-    Reply r = Command("TIME");
-    if (r == nullptr || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
-      return -1;
-    }
+    auto r = Command({"TIME"});
+    if (!r.ok() || r->elements.size() != 2) return -1;
     int64_t sec = 0, usec = 0;
-    if (!absl::SimpleAtoi(r->element[0]->str, &sec) ||
-        !absl::SimpleAtoi(r->element[1]->str, &usec)) {
+    if (!absl::SimpleAtoi(r->elements[0].str, &sec) || !absl::SimpleAtoi(r->elements[1].str, &usec)) {
       return -1;
     }
     return sec * kSecond + usec * 1000;
   }
 
-  bool KeyExists(const char* key) {
-    Reply r = Command("GET %s", key);
-    return r != nullptr && r->type == REDIS_REPLY_STRING;
+  bool KeyExists(const std::string& key) {
+    auto r = Command({"GET", key});
+    return r.ok() && r->type == redlock::testing::RedisValue::Type::kString;
   }
 
-  void TearDown() override {
-    ctx_.reset();
-    server_.reset();  // SIGKILL + reap by pid
+  void SetWithTtl(const std::string& key) {
+    auto set = Command({"SET", key, "v", "PX", "20000"});
+    ASSERT_TRUE(set.ok()) << set.status();
+    ASSERT_EQ(set->type, redlock::testing::RedisValue::Type::kStatus);
   }
 
-  std::string redis_path_;
-  std::unique_ptr<Child> server_;
-  Context ctx_;
+  void TearDown() override { fleet_.reset(); }  // SIGKILL + reap by pid
+
+  std::unique_ptr<redlock::testing::Fleet> fleet_;
 };
 
 TEST_F(ShimmedRedisTest, StartsAndReportsShiftedTime) {
@@ -600,9 +535,8 @@ TEST_F(ShimmedRedisTest, StartsAndReportsShiftedTime) {
 TEST_F(ShimmedRedisTest, ForwardJumpExpiresKeyEarly) {
   StartRedis();
   if (HasFatalFailure()) return;
-  Reply set = Command("SET shim:fwd v PX 20000");
-  ASSERT_NE(set, nullptr);
-  ASSERT_EQ(set->type, REDIS_REPLY_STATUS);
+  SetWithTtl("shim:fwd");
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(KeyExists("shim:fwd"));
   // The node's wall clock leaps 60 s: a 20 s lease is gone at once although
   // almost no real time passed (Kleppmann's clock-jump scenario).
@@ -613,15 +547,14 @@ TEST_F(ShimmedRedisTest, ForwardJumpExpiresKeyEarly) {
 TEST_F(ShimmedRedisTest, BackwardJumpDoesNotExpireKey) {
   StartRedis();
   if (HasFatalFailure()) return;
-  Reply set = Command("SET shim:back v PX 20000");
-  ASSERT_NE(set, nullptr);
-  ASSERT_EQ(set->type, REDIS_REPLY_STATUS);
+  SetWithTtl("shim:back");
+  if (HasFatalFailure()) return;
   ASSERT_TRUE(clock_->JumpBy(absl::Seconds(-60)).ok());
   EXPECT_TRUE(KeyExists("shim:back"));
   // The absolute expiry is now ~80 s away on the node's clock.
-  Reply pttl = Command("PTTL shim:back");
-  ASSERT_NE(pttl, nullptr);
-  ASSERT_EQ(pttl->type, REDIS_REPLY_INTEGER);
+  auto pttl = Command({"PTTL", "shim:back"});
+  ASSERT_TRUE(pttl.ok()) << pttl.status();
+  ASSERT_EQ(pttl->type, redlock::testing::RedisValue::Type::kInteger);
   EXPECT_GT(pttl->integer, 20000);
   // Back to real time: still there (only a little real time has passed).
   ASSERT_TRUE(clock_->Clear().ok());

@@ -38,6 +38,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "chaos/fault_proxy.h"
+#include "tests/testing/gtest_fleet.h"
 #include "gtest/gtest.h"
 
 extern char** environ;
@@ -1131,62 +1132,15 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
 
 // ---- a real redis-server behind the proxy ----
 
-std::string FindRedisServer() {
-  for (const char* p : {"/usr/bin/redis-server", "/usr/local/bin/redis-server"}) {
-    if (::access(p, X_OK) == 0) return p;
-  }
-  return "";
-}
-
-uint16_t FreeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in sa{};
-  sa.sin_family = AF_INET;
-  sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(sa);
-  uint16_t port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len) == 0) {
-    port = ntohs(sa.sin_port);
-  }
-  ::close(fd);
-  return port;
-}
-
+// The node comes from the project's fleet fixture.
 class RedisBehindProxyTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string redis = FindRedisServer();
-    if (redis.empty()) {
-      GTEST_SKIP() << "redis-server not installed";
-    }
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "redlock_proxy_XXXXXX")
-            .string();
-    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    for (int attempt = 0; attempt < 3 && port_ == 0; ++attempt) {
-      const uint16_t port = FreeLoopbackPort();
-      ASSERT_NE(port, 0);
-      server_ = Child::Start(
-          {redis, "--port", std::to_string(port), "--bind", "127.0.0.1",
-           "--save", "", "--appendonly", "no", "--daemonize", "no", "--dir",
-           dir_, "--logfile", dir_ + "/redis.log"},
-          false);
-      ASSERT_NE(server_, nullptr);
-      const absl::Time deadline = absl::Now() + kDeadline;
-      for (int i = 0; i < 2000 && absl::Now() < deadline && server_->Running();
-           ++i) {
-        Socket s = Connect(port);
-        if (s.valid() && RoundTrip(s, "PING\r\n", 7) == "+PONG\r\n") {
-          port_ = port;
-          break;
-        }
-        absl::SleepFor(absl::Milliseconds(20));
-      }
-      if (port_ == 0) server_->Kill();
-    }
-    ASSERT_NE(port_, 0) << "redis-server did not start";
+    REDLOCK_REQUIRE_REDIS();
+    auto fleet = redlock::testing::Fleet::Start({.nodes = 1});
+    ASSERT_TRUE(fleet.ok()) << fleet.status();
+    fleet_ = *std::move(fleet);
+    port_ = static_cast<uint16_t>(fleet_->port(0));
     ProxyOptions options;
     options.upstream_port = port_;
     auto proxy = FaultProxy::Start(options);
@@ -1196,11 +1150,7 @@ class RedisBehindProxyTest : public ::testing::Test {
 
   void TearDown() override {
     proxy_.reset();
-    server_.reset();  // SIGKILL + reap by pid
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-    }
+    fleet_.reset();  // SIGKILL + reap by pid
   }
 
   static std::string RoundTrip(const Socket& s, absl::string_view command,
@@ -1214,9 +1164,8 @@ class RedisBehindProxyTest : public ::testing::Test {
     return RoundTrip(s, absl::StrCat("GET ", key, "\r\n"), 5);
   }
 
-  std::string dir_;
+  std::unique_ptr<redlock::testing::Fleet> fleet_;
   uint16_t port_ = 0;
-  std::unique_ptr<Child> server_;
   std::unique_ptr<FaultProxy> proxy_;
 };
 

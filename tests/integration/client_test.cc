@@ -10,7 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
-#include "tests/testing/gtest_fleet.h"
+#include "tests/testing/fleet_suite.h"
 
 namespace redlock {
 namespace {
@@ -23,54 +23,8 @@ using SteadyClock = std::chrono::steady_clock;
 
 absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
 
-class ClientTest : public ::testing::Test {
+class ClientTest : public testing::FleetSuite {
  protected:
-  static void SetUpTestSuite() {
-    absl::Status available = testing::CheckRedisServerAvailable();
-    if (!available.ok()) return;
-    auto fleet = Fleet::Start({.nodes = 5});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = fleet->release();
-  }
-  static void TearDownTestSuite() {
-    delete fleet_;
-    fleet_ = nullptr;
-  }
-
-  void SetUp() override {
-    REDLOCK_REQUIRE_REDIS();
-    ASSERT_NE(fleet_, nullptr);
-    // A test may have stopped or killed nodes; bring every node back.
-    for (int i = 0; i < fleet_->size(); ++i) {
-      if (fleet_->pid(i) <= 0) {
-        REDLOCK_ASSERT_OK(fleet_->StartNode(i));
-      } else {
-        REDLOCK_ASSERT_OK(fleet_->Continue(i));
-      }
-    }
-    prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-  }
-
-  Options MakeOptions() {
-    Options o;
-    o.nodes = fleet_->endpoints();
-    o.key_prefix = prefix_;
-    return o;
-  }
-
-  std::unique_ptr<Client> MakeClient(Options o) {
-    auto c = Client::Create(std::move(o));
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? *std::move(c) : nullptr;
-  }
-  std::unique_ptr<Client> MakeClient() { return MakeClient(MakeOptions()); }
-
-  // The value of key `prefix_ + resource` on node i (empty if absent).
-  std::string Get(int node, const std::string& resource) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"GET", prefix_ + resource});
-    EXPECT_TRUE(v.ok()) << v.status();
-    return v.ok() ? v->str : "";
-  }
   // Release returns once a quorum confirmed; the other nodes follow.
   std::string EventuallyGone(int node, const std::string& resource) {
     return testing::Eventually([&] { return Get(node, resource); }, std::string());
@@ -81,11 +35,7 @@ class ClientTest : public ::testing::Test {
     return v.ok() ? static_cast<int>(v->elements.size()) : -1;
   }
 
-  static Fleet* fleet_;
-  std::string prefix_;
 };
-
-Fleet* ClientTest::fleet_ = nullptr;
 
 TEST_F(ClientTest, TwoClientsContendExactlyOneWinsAndReleaseFreesIt) {
   auto a = MakeClient();

@@ -14,7 +14,7 @@
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
 #include "redlock/fencing.h"
-#include "tests/testing/gtest_fleet.h"
+#include "tests/testing/fleet_suite.h"
 
 namespace redlock {
 namespace {
@@ -23,37 +23,19 @@ using testing::Fleet;
 using testing::RedisValue;
 using ::testing::HasSubstr;
 
-class FencingTest : public ::testing::Test {
+class FencingTest : public testing::FleetSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::CheckRedisServerAvailable().ok()) return;
-    auto fleet = Fleet::Start({.nodes = 5});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = fleet->release();
-  }
-  static void TearDownTestSuite() {
-    delete fleet_;
-    fleet_ = nullptr;
-  }
-  void SetUp() override {
-    REDLOCK_REQUIRE_REDIS();
-    ASSERT_NE(fleet_, nullptr);
-    for (int i = 0; i < 5; ++i) REDLOCK_ASSERT_OK(fleet_->Continue(i));
-    prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-  }
-  Options MakeOptions(bool fencing = true) {
-    Options o;
-    o.nodes = fleet_->endpoints();
-    o.key_prefix = prefix_;
-    o.fencing = fencing;
+  Options MakeOptions() override {
+    Options o = FleetSuite::MakeOptions();
+    o.fencing = true;
     o.retry_delay = absl::Milliseconds(5);
     o.retry_jitter = absl::Milliseconds(5);
     return o;
   }
-  std::unique_ptr<Client> MakeClient(Options o) {
-    auto c = Client::Create(std::move(o));
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? *std::move(c) : nullptr;
+  Options Unfenced() {
+    Options o = MakeOptions();
+    o.fencing = false;
+    return o;
   }
   int CounterKeys() {
     int n = 0;
@@ -63,12 +45,7 @@ class FencingTest : public ::testing::Test {
     }
     return n;
   }
-
-  static Fleet* fleet_;
-  std::string prefix_;
 };
-
-Fleet* FencingTest::fleet_ = nullptr;
 
 TEST_F(FencingTest, ContendingClientsGetStrictlyIncreasingTokensInHoldOrder) {
   constexpr int kClients = 4;
@@ -169,7 +146,7 @@ TEST_F(FencingTest, MultiLockGivesEachResourceItsOwnIncreasingToken) {
 }
 
 TEST_F(FencingTest, WithoutFencingNoCounterKeysAndNoTokens) {
-  auto c = MakeClient(MakeOptions(/*fencing=*/false));
+  auto c = MakeClient(Unfenced());
   absl::StatusOr<Lease> l = c->TryAcquire("r", absl::Seconds(5));
   REDLOCK_ASSERT_OK(l.status());
   EXPECT_EQ(l->fencing_token(), 0u);

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/mutex.h"
-#include "tests/testing/gtest_fleet.h"
+#include "tests/testing/fleet_suite.h"
 
 namespace redlock {
 namespace {
@@ -22,35 +22,8 @@ using testing::RedisValue;
 using ::testing::HasSubstr;
 using SteadyClock = std::chrono::steady_clock;
 
-class LifecycleTest : public ::testing::Test {
+class LifecycleTest : public testing::FleetSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::CheckRedisServerAvailable().ok()) return;
-    auto fleet = Fleet::Start({.nodes = 5});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = fleet->release();
-  }
-  static void TearDownTestSuite() {
-    delete fleet_;
-    fleet_ = nullptr;
-  }
-  void SetUp() override {
-    REDLOCK_REQUIRE_REDIS();
-    ASSERT_NE(fleet_, nullptr);
-    prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-  }
-  Options MakeOptions() {
-    Options o;
-    o.nodes = fleet_->endpoints();
-    o.key_prefix = prefix_;
-    return o;
-  }
-  std::unique_ptr<Client> MakeClient(Options o) {
-    auto c = Client::Create(std::move(o));
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? *std::move(c) : nullptr;
-  }
-  std::unique_ptr<Client> MakeClient() { return MakeClient(MakeOptions()); }
   bool KeyOn(int node, const std::string& resource) {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"EXISTS", prefix_ + resource});
     return v.ok() && v->integer == 1;
@@ -71,11 +44,7 @@ class LifecycleTest : public ::testing::Test {
     return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + 18);
   }
 
-  static Fleet* fleet_;
-  std::string prefix_;
 };
-
-Fleet* LifecycleTest::fleet_ = nullptr;
 
 TEST_F(LifecycleTest, StandardLockTypesWork) {
   auto c = MakeClient();

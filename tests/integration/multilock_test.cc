@@ -14,7 +14,7 @@
 #include "gtest/gtest.h"
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
-#include "tests/testing/gtest_fleet.h"
+#include "tests/testing/fleet_suite.h"
 
 namespace redlock {
 namespace {
@@ -27,41 +27,13 @@ using SteadyClock = std::chrono::steady_clock;
 
 absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
 
-class MultiLockTest : public ::testing::Test {
+class MultiLockTest : public testing::FleetSuite {
  protected:
-  static void SetUpTestSuite() {
-    if (!testing::CheckRedisServerAvailable().ok()) return;
-    auto fleet = Fleet::Start({.nodes = 5});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = fleet->release();
-  }
-  static void TearDownTestSuite() {
-    delete fleet_;
-    fleet_ = nullptr;
-  }
-  void SetUp() override {
-    REDLOCK_REQUIRE_REDIS();
-    ASSERT_NE(fleet_, nullptr);
-    for (int i = 0; i < 5; ++i) REDLOCK_ASSERT_OK(fleet_->Continue(i));
-    prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-  }
-  Options MakeOptions() {
-    Options o;
-    o.nodes = fleet_->endpoints();
-    o.key_prefix = prefix_;
+  Options MakeOptions() override {
+    Options o = FleetSuite::MakeOptions();
     o.retry_delay = absl::Milliseconds(20);
     o.retry_jitter = absl::Milliseconds(10);
     return o;
-  }
-  std::unique_ptr<Client> MakeClient(Options o) {
-    auto c = Client::Create(std::move(o));
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? *std::move(c) : nullptr;
-  }
-  std::unique_ptr<Client> MakeClient() { return MakeClient(MakeOptions()); }
-  std::string Get(int node, const std::string& r) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"GET", prefix_ + r});
-    return v.ok() ? v->str : "?";
   }
   // After a failed attempt returns, its cleanup (and the late SETs it
   // follows) may still be landing on the slower nodes.
@@ -81,11 +53,7 @@ class MultiLockTest : public ::testing::Test {
     return n;
   }
 
-  static Fleet* fleet_;
-  std::string prefix_;
 };
-
-Fleet* MultiLockTest::fleet_ = nullptr;
 
 TEST_F(MultiLockTest, LocksEveryResourceOrNone) {
   auto c = MakeClient();

@@ -43,23 +43,20 @@ const ::absl::Status& StatusOf(const ::absl::StatusOr<T>& s) {
 }  // namespace testing
 }  // namespace redlock
 
-// REDLOCK_ASSERT_OK(status or statusor) << "more context";
-#define REDLOCK_ASSERT_OK(expr)                                                    \
-  switch (0)                                                                       \
-  case 0:                                                                          \
-  default:                                                                         \
-    if (const ::absl::Status redlock_st_ = ::redlock::testing::StatusOf(expr);     \
-        redlock_st_.ok()) {                                                        \
-    } else                                                                         \
-      FAIL() << redlock_st_ << " "
+// REDLOCK_ASSERT_OK(status or statusor) << "more context";  (fatal)
+// REDLOCK_EXPECT_OK(status or statusor) << "more context";  (non-fatal)
+#define REDLOCK_ASSERT_OK(expr) REDLOCK_STATUS_CHECK_(expr, FAIL())
+#define REDLOCK_EXPECT_OK(expr) REDLOCK_STATUS_CHECK_(expr, ADD_FAILURE())
 
-#define REDLOCK_EXPECT_OK(expr)                                                    \
-  switch (0)                                                                       \
-  case 0:                                                                          \
-  default:                                                                         \
-    if (const ::absl::Status redlock_st_ = ::redlock::testing::StatusOf(expr);     \
-        redlock_st_.ok()) {                                                        \
-    } else                                                                         \
-      ADD_FAILURE() << redlock_st_ << " "
+// The switch makes the macro a single statement that takes a trailing <<
+// and cannot capture a following else.
+#define REDLOCK_STATUS_CHECK_(expr, on_failure)                                 \
+  switch (0)                                                                    \
+  case 0:                                                                       \
+  default:                                                                      \
+    if (const ::absl::Status redlock_st_ = ::redlock::testing::StatusOf(expr);  \
+        redlock_st_.ok()) {                                                     \
+    } else                                                                      \
+      on_failure << redlock_st_ << " "
 
 #endif  // REDLOCK_TESTS_TESTING_GTEST_FLEET_H_
