@@ -606,31 +606,33 @@ class WaitForAllLocker final : public Locker {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Locker>> NewFloorLocker(const BaselineOptions& options,
-                                                       std::string resource) {
-  if (options.nodes.empty()) return absl::InvalidArgumentError("the floor needs a node");
-  auto locker = std::make_unique<FloorLocker>(options, std::move(resource));
+namespace {
+
+template <typename T>
+absl::StatusOr<std::unique_ptr<Locker>> NewLocker(const BaselineOptions& options,
+                                                  std::string resource) {
+  if (options.nodes.empty()) return absl::InvalidArgumentError("no nodes");
+  auto locker = std::make_unique<T>(options, std::move(resource));
   absl::Status st = locker->Init();
   if (!st.ok()) return st;
   return std::unique_ptr<Locker>(std::move(locker));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Locker>> NewFloorLocker(const BaselineOptions& options,
+                                                       std::string resource) {
+  return NewLocker<FloorLocker>(options, std::move(resource));
 }
 
 absl::StatusOr<std::unique_ptr<Locker>> NewSequentialLocker(const BaselineOptions& options,
                                                             std::string resource) {
-  if (options.nodes.empty()) return absl::InvalidArgumentError("no nodes");
-  auto locker = std::make_unique<SequentialLocker>(options, std::move(resource));
-  absl::Status st = locker->Init();
-  if (!st.ok()) return st;
-  return std::unique_ptr<Locker>(std::move(locker));
+  return NewLocker<SequentialLocker>(options, std::move(resource));
 }
 
 absl::StatusOr<std::unique_ptr<Locker>> NewWaitForAllLocker(const BaselineOptions& options,
                                                             std::string resource) {
-  if (options.nodes.empty()) return absl::InvalidArgumentError("no nodes");
-  auto locker = std::make_unique<WaitForAllLocker>(options, std::move(resource));
-  absl::Status st = locker->Init();
-  if (!st.ok()) return st;
-  return std::unique_ptr<Locker>(std::move(locker));
+  return NewLocker<WaitForAllLocker>(options, std::move(resource));
 }
 
 }  // namespace bench
