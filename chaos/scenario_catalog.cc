@@ -493,6 +493,13 @@ absl::Status PartialGrants(Run& run) {
   return absl::OkStatus();
 }
 
+// Kleppmann's jump: right after a grant, n2's wall clock leaps 3 ttl ahead
+// (its key expires at once), until two holders overlap.
+absl::Status KleppmannJump(Run& run) {
+  return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+                  [](Run& r, const Marker&) { return r.nodes().ClockJump(2, Ttl(r) * 3); }, UntilAll({kS1}));
+}
+
 std::vector<Scenario> Build() {
   std::vector<Scenario> c;
   const std::vector<int> kAll = {kS1, kS2, kS3, kS4, kS5};
@@ -509,11 +516,17 @@ std::vector<Scenario> Build() {
                "jumps forward past the key's expiry; c2 (who cannot reach n0,n1) now gets "
                "n2,n3,n4. Two holders: Redlock assumes bounded clock drift, and a jump breaks "
                "the assumption. A violation is expected and must be found.",
-               true, false, Found({kS1}), Overlap(false, true), [](Run& run) {
-                 return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
-                                 [](Run& r, const Marker&) { return r.nodes().ClockJump(2, Ttl(r) * 3); },
-                                 UntilAll({kS1}));
-               }});
+               true, false, Found({kS1}), Overlap(false, true), KleppmannJump});
+  {
+    ScenarioSetup f = Overlap(false, true);
+    for (auto& cl : f.clients) cl = Fenced(cl);
+    c.push_back({"kleppmann-clock-jump-fenced", "as kleppmann-clock-jump, fencing tokens",
+                 "The same clock jump with fencing: the two holders still overlap (S1), but c2's "
+                 "round 1 reads n2's counter after c1 confirmed its token there, so c2's token is "
+                 "higher; its fenced read raises the fence and c1's late write is refused. No "
+                 "lost update (S3), no equal or stale token accepted (S4).",
+                 true, false, Found({kS1}, {kS3, kS4, kS5}), f, KleppmannJump});
+  }
   c.push_back({"clock-jump-within-drift", "views {n0,n1,n2}|{n2,n3,n4}, n2 +-0.55 drift",
                "Same overlapping views, but n2's clock only moves forward by 55 % of the drift "
                "allowance (ttl*0.01+2ms), by jumps and by a strobe. The validity already "

@@ -227,6 +227,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // exactly the nodes counted so far; only they take part.
   void StartRound2Locked() {
     round2_nodes_.clear();
+    fences_.clear();  // an earlier attempt's round 2 may have filled it
     std::vector<std::string> fences;
     for (size_t j = 0; j < keys_.size(); ++j) {
       std::vector<uint64_t> seen;

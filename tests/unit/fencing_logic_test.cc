@@ -18,8 +18,9 @@ using ::testing::HasSubstr;
 
 class FencingLogicTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    Options o;
+  void SetUp() override { Make(Options()); }
+  void Make(Options o) {
+    client_.reset();
     o.fencing = true;
     for (int i = 0; i < 5; ++i) {
       Endpoint ep;
@@ -100,6 +101,27 @@ TEST_F(FencingLogicTest, KeyLostBetweenRoundsFailsTheAttemptAndReleases) {
   EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("fencing round"));
   transport_->AnswerEverything();
   for (int i = 0; i < 5; ++i) EXPECT_EQ(transport_->node(i).keys.count("r"), 0u) << i;
+}
+
+TEST_F(FencingLogicTest, ARetryAfterAFailedRoundTwoCarriesItsOwnToken) {
+  Options o;
+  o.max_attempts = 2;
+  o.retry_jitter = absl::ZeroDuration();
+  Make(o);
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  for (int i = 0; i < 3; ++i) transport_->AnswerAll(i);  // attempt 1: round 1 says T = 1
+  transport_->node(0).keys.erase("r");                   // lost on nodes 0 and 1 before round 2
+  transport_->node(1).keys.erase("r");
+  transport_->AnswerEverything();
+  ASSERT_FALSE(out->has_value()) << "attempt 1 failed in round 2; a retry is due";
+  // Meanwhile other holders came and went: the counters moved on.
+  for (int i = 0; i < 5; ++i) SetCounter(i, "41");
+  transport_->Advance(o.retry_delay);
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  EXPECT_EQ((**out)->fencing_token(), 42u) << "the token of the attempt that succeeded, not of the first";
+  EXPECT_EQ(Counter(0), "42");
 }
 
 TEST_F(FencingLogicTest, ValidityCoversBothRounds) {
