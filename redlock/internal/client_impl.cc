@@ -245,7 +245,6 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     for (int i = 0; i < n(); ++i) {
       if (nodes_[static_cast<size_t>(i)].granted) round2_nodes_.push_back(i);
     }
-    granted_round1_ = round_.yes();
     phase_ = Phase::kRound2;
     round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
     std::vector<std::string> args;
@@ -418,7 +417,6 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::vector<NodeState> nodes_;
   std::vector<int> round2_nodes_;
   std::vector<uint64_t> fences_;
-  int granted_round1_ = 0;
   std::optional<absl::StatusOr<std::vector<Lease>>> result_;
 };
 
