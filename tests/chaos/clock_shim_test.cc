@@ -8,7 +8,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -36,10 +35,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "chaos/clock_control.h"
+#include "tests/testing/child.h"
 #include "tests/testing/gtest_fleet.h"
 #include "gtest/gtest.h"
 
-extern char** environ;
 
 namespace redlock::chaos {
 namespace {
@@ -47,140 +46,7 @@ namespace {
 constexpr int64_t kSecond = 1000000000LL;
 constexpr int64_t kHour = 3600 * kSecond;
 
-// A child process started with fork+exec, killed (SIGKILL) and reaped by pid
-// when the object dies, so every exit path of a test cleans up.
-class Child {
- public:
-  // Starts `argv` with the current environment plus `env` (replacing names
-  // that exist). Stdout goes to a pipe read by ReadLine() when
-  // `capture_stdout`, else to /dev/null; stderr goes to /dev/null.
-  static std::unique_ptr<Child> Start(
-      const std::vector<std::string>& argv,
-      const std::vector<std::pair<std::string, std::string>>& env,
-      bool capture_stdout) {
-    std::vector<std::string> env_strings;
-    for (char** e = environ; *e != nullptr; ++e) {
-      std::string entry = *e;
-      bool replaced = false;
-      for (const auto& [name, value] : env) {
-        if (entry.compare(0, name.size() + 1, name + "=") == 0) replaced = true;
-      }
-      if (!replaced) env_strings.push_back(std::move(entry));
-    }
-    for (const auto& [name, value] : env) {
-      env_strings.push_back(name + "=" + value);
-    }
-    // Everything the child needs is built before fork(): the child may only
-    // make async-signal-safe calls.
-    std::vector<char*> envp;
-    for (auto& s : env_strings) envp.push_back(s.data());
-    envp.push_back(nullptr);
-    std::vector<std::string> argv_copy = argv;
-    std::vector<char*> argvp;
-    for (auto& s : argv_copy) argvp.push_back(s.data());
-    argvp.push_back(nullptr);
-
-    int out[2] = {-1, -1};
-    if (capture_stdout && ::pipe2(out, O_CLOEXEC) != 0) return nullptr;
-    const pid_t parent = ::getpid();
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      if (capture_stdout) {
-        ::close(out[0]);
-        ::close(out[1]);
-      }
-      return nullptr;
-    }
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(126);
-      int devnull = ::open("/dev/null", O_RDWR);
-      ::dup2(devnull, 0);
-      ::dup2(capture_stdout ? out[1] : devnull, 1);
-      ::dup2(devnull, 2);
-      ::execve(argvp[0], argvp.data(), envp.data());
-      ::_exit(127);
-    }
-    auto child = std::unique_ptr<Child>(new Child(pid));
-    if (capture_stdout) {
-      ::close(out[1]);
-      child->out_fd_ = out[0];
-    }
-    return child;
-  }
-
-  ~Child() {
-    Kill();
-    if (out_fd_ >= 0) ::close(out_fd_);
-  }
-
-  // Next line of stdout without the newline, or nullopt at EOF or when
-  // `timeout` passes first.
-  std::optional<std::string> ReadLine(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    for (int i = 0; i < 100000; ++i) {
-      size_t nl = buffer_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return line;
-      }
-      const absl::Duration left = deadline - absl::Now();
-      if (left <= absl::ZeroDuration() || out_fd_ < 0) return std::nullopt;
-      pollfd p{out_fd_, POLLIN, 0};
-      int r = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return std::nullopt;
-      char buf[4096];
-      ssize_t n = ::read(out_fd_, buf, sizeof(buf));
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) return std::nullopt;
-      buffer_.append(buf, static_cast<size_t>(n));
-    }
-    return std::nullopt;
-  }
-
-  // Waits for exit; returns the exit status, or -1 on timeout.
-  int Wait(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    for (int i = 0; i < 100000 && pid_ > 0; ++i) {
-      int status = 0;
-      pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      if (absl::Now() > deadline) return -1;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return -1;
-  }
-
-  bool Running() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-
-  void Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
-
- private:
-  explicit Child(pid_t pid) : pid_(pid) {}
-  pid_t pid_;
-  int out_fd_ = -1;
-  std::string buffer_;
-};
+using redlock::testing::Child;
 
 class TempDir {
  public:

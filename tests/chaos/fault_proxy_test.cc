@@ -11,7 +11,6 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,10 +37,10 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "chaos/fault_proxy.h"
+#include "tests/testing/child.h"
 #include "tests/testing/gtest_fleet.h"
 #include "gtest/gtest.h"
 
-extern char** environ;
 
 namespace redlock::chaos {
 namespace {
@@ -903,110 +902,7 @@ TEST_F(FaultProxyTest, DestructorClosesOpenConnections) {
 
 // ---- helpers for child processes (redlock-proxy, redis-server) ----
 
-// A child started with fork+exec, SIGKILLed and reaped by pid when destroyed.
-class Child {
- public:
-  static std::unique_ptr<Child> Start(const std::vector<std::string>& argv,
-                                      bool capture_stdout) {
-    std::vector<std::string> args = argv;
-    std::vector<char*> argvp;
-    for (auto& a : args) argvp.push_back(a.data());
-    argvp.push_back(nullptr);
-    int out[2] = {-1, -1};
-    if (capture_stdout && ::pipe2(out, O_CLOEXEC) != 0) return nullptr;
-    const pid_t parent = ::getpid();
-    const pid_t pid = ::fork();
-    if (pid < 0) return nullptr;
-    if (pid == 0) {
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(126);
-      int devnull = ::open("/dev/null", O_RDWR);
-      ::dup2(devnull, 0);
-      ::dup2(capture_stdout ? out[1] : devnull, 1);
-      ::dup2(devnull, 2);
-      ::execve(argvp[0], argvp.data(), environ);
-      ::_exit(127);
-    }
-    auto child = std::unique_ptr<Child>(new Child(pid));
-    if (capture_stdout) {
-      ::close(out[1]);
-      child->out_ = out[0];
-    }
-    return child;
-  }
-
-  ~Child() {
-    Kill();
-    if (out_ >= 0) ::close(out_);
-  }
-
-  std::optional<std::string> ReadLine(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    for (int i = 0; i < 100000; ++i) {
-      const size_t nl = buffer_.find('\n');
-      if (nl != std::string::npos) {
-        std::string line = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return line;
-      }
-      const absl::Duration left = deadline - absl::Now();
-      if (left <= absl::ZeroDuration() || out_ < 0) return std::nullopt;
-      pollfd p{out_, POLLIN, 0};
-      int r = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) return std::nullopt;
-      char buf[4096];
-      ssize_t n = ::read(out_, buf, sizeof(buf));
-      if (n <= 0) return std::nullopt;
-      buffer_.append(buf, static_cast<size_t>(n));
-    }
-    return std::nullopt;
-  }
-
-  void Signal(int sig) {
-    if (pid_ > 0) ::kill(pid_, sig);
-  }
-
-  // Exit status, or -1 if still running after `timeout`.
-  int Wait(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    for (int i = 0; i < 100000 && pid_ > 0; ++i) {
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      if (absl::Now() > deadline) return -1;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    return -1;
-  }
-
-  bool Running() {
-    if (pid_ <= 0) return false;
-    int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return false;
-    }
-    return true;
-  }
-
-  void Kill() {
-    if (pid_ <= 0) return;
-    ::kill(pid_, SIGKILL);
-    int status = 0;
-    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-    }
-    pid_ = -1;
-  }
-
- private:
-  explicit Child(pid_t pid) : pid_(pid) {}
-  pid_t pid_;
-  int out_ = -1;
-  std::string buffer_;
-};
+using redlock::testing::Child;
 
 // Sends one line and reads one reply line.
 std::string Exchange(const Socket& s, const std::string& line) {
@@ -1023,7 +919,7 @@ std::string Exchange(const Socket& s, const std::string& line) {
 }
 
 TEST(RedlockProxyBinaryTest, HelpAndBadArguments) {
-  auto help = Child::Start({REDLOCK_PROXY_PATH, "--help"}, true);
+  auto help = Child::Start({REDLOCK_PROXY_PATH, "--help"}, {}, true);
   ASSERT_NE(help, nullptr);
   auto first = help->ReadLine(kDeadline);
   ASSERT_TRUE(first.has_value());
@@ -1041,7 +937,7 @@ TEST(RedlockProxyBinaryTest, HelpAndBadArguments) {
            {REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0", "--control",
             "127.0.0.1:0"},
            {REDLOCK_PROXY_PATH, "--bogus"}}) {
-    auto bad = Child::Start(argv, false);
+    auto bad = Child::Start(argv, {}, false);
     ASSERT_NE(bad, nullptr);
     status = bad->Wait(kDeadline);
     ASSERT_TRUE(WIFEXITED(status)) << argv.size();
@@ -1056,7 +952,7 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   auto proxy = Child::Start(
       {REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0=" + upstream, "--map",
        "127.0.0.1:0=" + upstream, "--control", "127.0.0.1:0", "--seed", "9"},
-      true);
+      {}, true);
   ASSERT_NE(proxy, nullptr);
   auto ready = proxy->ReadLine(kDeadline);
   ASSERT_TRUE(ready.has_value()) << "no READY line";
