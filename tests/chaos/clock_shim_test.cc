@@ -39,7 +39,6 @@
 #include "tests/testing/gtest_fleet.h"
 #include "gtest/gtest.h"
 
-
 namespace redlock::chaos {
 namespace {
 

@@ -41,7 +41,6 @@
 #include "tests/testing/gtest_fleet.h"
 #include "gtest/gtest.h"
 
-
 namespace redlock::chaos {
 namespace {
 
