@@ -163,8 +163,17 @@ struct Tally {
   }
 };
 
+absl::Duration DriftOf(const BaselineOptions& o, absl::Duration ttl) {
+  return ttl * o.clock_drift_factor + o.clock_drift_floor;
+}
+
+// The Redlock decision of an attempt that started at `start`: a quorum and
+// validity left after the elapsed time and the drift allowance.
 absl::Status AcquireDecision(const char* what, const Tally& t, int n, int quorum,
-                             absl::Duration validity) {
+                             Clock::time_point start, absl::Duration ttl,
+                             const BaselineOptions& options) {
+  const absl::Duration validity =
+      ttl - absl::FromChrono(Clock::now() - start) - DriftOf(options, ttl);
   if (t.yes >= quorum && validity > absl::ZeroDuration()) return absl::OkStatus();
   std::string msg = absl::StrCat(what, " acquire: ", t.yes, " of ", n, " nodes granted (quorum ",
                                  quorum, ")");
@@ -204,10 +213,6 @@ void TallyRelease(const absl::StatusOr<testing::RedisValue>& r, const std::strin
   } else {
     t->Fail(absl::StrCat(node, ": ", r->str));
   }
-}
-
-absl::Duration DriftOf(const BaselineOptions& o, absl::Duration ttl) {
-  return ttl * o.clock_drift_factor + o.clock_drift_floor;
 }
 
 // The commands of one cycle, built once per acquire.
@@ -322,10 +327,8 @@ class SequentialLocker final : public Locker {
     for (auto& c : conns_) {
       TallySet(Run(*c, args), c->name(), &t);
     }
-    const absl::Duration validity =
-        ttl - absl::FromChrono(Clock::now() - start) - DriftOf(options_, ttl);
-    absl::Status st =
-        AcquireDecision("sequential", t, static_cast<int>(conns_.size()), quorum_, validity);
+    absl::Status st = AcquireDecision("sequential", t, static_cast<int>(conns_.size()), quorum_,
+                                      start, ttl, options_);
     if (!st.ok()) (void)Release();
     return st;
   }
@@ -523,10 +526,8 @@ class WaitForAllLocker final : public Locker {
     Round(args, options_.node_timeout, &replies_);
     Tally t;
     for (size_t i = 0; i < conns_.size(); ++i) TallySet(replies_[i], conns_[i]->name(), &t);
-    const absl::Duration validity =
-        ttl - absl::FromChrono(Clock::now() - start) - DriftOf(options_, ttl);
-    absl::Status st =
-        AcquireDecision("wait-for-all", t, static_cast<int>(conns_.size()), quorum_, validity);
+    absl::Status st = AcquireDecision("wait-for-all", t, static_cast<int>(conns_.size()), quorum_,
+                                      start, ttl, options_);
     if (!st.ok()) (void)Release();
     return st;
   }
