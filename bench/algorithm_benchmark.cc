@@ -1,10 +1,10 @@
 // The I/O-free arithmetic and decisions of one attempt: drift allowance,
 // validity, and the quorum tally of a fan-out round.
 
+#include <benchmark/benchmark.h>
+
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -18,8 +18,7 @@ void BM_DriftAllowance(benchmark::State& state) {
   absl::Duration ttl = absl::Seconds(10);
   for (auto _ : state) {
     benchmark::DoNotOptimize(ttl);
-    absl::Duration d =
-        redlock::internal::DriftAllowance(ttl, 0.01, absl::Milliseconds(2));
+    absl::Duration d = redlock::internal::DriftAllowance(ttl, 0.01, absl::Milliseconds(2));
     benchmark::DoNotOptimize(d);
   }
 }
@@ -62,7 +61,8 @@ void BM_RoundFailureStatus(benchmark::State& state) {
   for (auto _ : state) {
     Round round(n, n / 2 + 1);
     for (int i = 0; i < n && round.outcome() == Round::Outcome::kPending; ++i) {
-      round.Record(names[static_cast<size_t>(i)], Round::Vote::kUnavailable, "no reply within 50ms");
+      round.Record(names[static_cast<size_t>(i)], Round::Vote::kUnavailable,
+                   "no reply within 50ms");
     }
     absl::Status st = round.Failure("acquire \"orders/42\"", "granted", "held by another client",
                                     absl::StatusCode::kAborted);

@@ -1,16 +1,13 @@
 #include "bench/baselines.h"
 
-#include "tests/testing/fleet.h"
-
 #include <errno.h>
+#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <chrono>
@@ -20,9 +17,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "tests/testing/fleet.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 const char kCompareAndDeleteScript[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) "
@@ -107,9 +104,9 @@ class BlockingConn {
     redisSetTimeout(c, absl::ToTimeval(command_timeout));
     c_ = c;
     for (const auto& cmd : Handshake(ep_)) {
-      absl::StatusOr<testing::RedisValue> r = Command(cmd);
+      absl::StatusOr<testkit::RedisValue> r = Command(cmd);
       if (!r.ok()) return r.status();
-      if (r->type == testing::RedisValue::Type::kError) {
+      if (r->type == testkit::RedisValue::Type::kError) {
         Close();
         return absl::UnavailableError(absl::StrCat(name_, ": ", cmd[0], ": ", r->str));
       }
@@ -119,7 +116,7 @@ class BlockingConn {
 
   // Closes the connection on I/O errors and timeouts (a hiredis context is
   // unusable afterwards); the caller reconnects.
-  absl::StatusOr<testing::RedisValue> Command(int argc, const char** argv, const size_t* lens) {
+  absl::StatusOr<testkit::RedisValue> Command(int argc, const char** argv, const size_t* lens) {
     if (c_ == nullptr) return absl::UnavailableError(absl::StrCat(name_, ": not connected"));
     void* raw = redisCommandArgv(c_, argc, argv, lens);
     if (raw == nullptr) {
@@ -130,11 +127,11 @@ class BlockingConn {
       Close();
       return absl::UnavailableError(absl::StrCat(name_, ": ", err));
     }
-    testing::RedisValue v = testing::RedisValueFromReply(static_cast<redisReply*>(raw));
+    testkit::RedisValue v = testkit::RedisValueFromReply(static_cast<redisReply*>(raw));
     freeReplyObject(raw);
     return v;
   }
-  absl::StatusOr<testing::RedisValue> Command(const std::vector<std::string>& args) {
+  absl::StatusOr<testkit::RedisValue> Command(const std::vector<std::string>& args) {
     Args a(args);
     return Command(a.argc(), a.argv.data(), a.lens.data());
   }
@@ -175,8 +172,8 @@ absl::Status AcquireDecision(const char* what, const Tally& t, int n, int quorum
   const absl::Duration validity =
       ttl - absl::FromChrono(Clock::now() - start) - DriftOf(options, ttl);
   if (t.yes >= quorum && validity > absl::ZeroDuration()) return absl::OkStatus();
-  std::string msg = absl::StrCat(what, " acquire: ", t.yes, " of ", n, " nodes granted (quorum ",
-                                 quorum, ")");
+  std::string msg =
+      absl::StrCat(what, " acquire: ", t.yes, " of ", n, " nodes granted (quorum ", quorum, ")");
   if (!t.first_error.empty()) absl::StrAppend(&msg, "; ", t.first_error);
   if (t.yes >= quorum) {
     return absl::DeadlineExceededError(absl::StrCat(msg, "; no validity left"));
@@ -193,22 +190,22 @@ absl::Status ReleaseDecision(const char* what, const Tally& t, int n, int quorum
   return t.failed > 0 ? absl::UnavailableError(msg) : absl::InternalError(msg);
 }
 
-void TallySet(const absl::StatusOr<testing::RedisValue>& r, const std::string& node, Tally* t) {
+void TallySet(const absl::StatusOr<testkit::RedisValue>& r, const std::string& node, Tally* t) {
   if (!r.ok()) {
     t->Fail(std::string(r.status().message()));
-  } else if (r->type == testing::RedisValue::Type::kStatus && r->str == "OK") {
+  } else if (r->type == testkit::RedisValue::Type::kStatus && r->str == "OK") {
     ++t->yes;
-  } else if (r->type == testing::RedisValue::Type::kNil) {
+  } else if (r->type == testkit::RedisValue::Type::kNil) {
     ++t->refused;
   } else {
     t->Fail(absl::StrCat(node, ": ", r->str));
   }
 }
 
-void TallyRelease(const absl::StatusOr<testing::RedisValue>& r, const std::string& node, Tally* t) {
+void TallyRelease(const absl::StatusOr<testkit::RedisValue>& r, const std::string& node, Tally* t) {
   if (!r.ok()) {
     t->Fail(std::string(r.status().message()));
-  } else if (r->type == testing::RedisValue::Type::kInteger) {
+  } else if (r->type == testkit::RedisValue::Type::kInteger) {
     ++t->yes;  // 1 deleted, 0 already gone: both are a confirmed release
   } else {
     t->Fail(absl::StrCat(node, ": ", r->str));
@@ -228,14 +225,15 @@ struct LockCommands {
   }
 };
 
-bool IsNoScript(const absl::StatusOr<testing::RedisValue>& r) {
-  return r.ok() && r->type == testing::RedisValue::Type::kError && absl::StartsWith(r->str, "NOSCRIPT");
+bool IsNoScript(const absl::StatusOr<testkit::RedisValue>& r) {
+  return r.ok() && r->type == testkit::RedisValue::Type::kError &&
+         absl::StartsWith(r->str, "NOSCRIPT");
 }
 
 absl::StatusOr<std::string> LoadScript(BlockingConn& conn) {
-  absl::StatusOr<testing::RedisValue> r = conn.Command({"SCRIPT", "LOAD", kCompareAndDeleteScript});
+  absl::StatusOr<testkit::RedisValue> r = conn.Command({"SCRIPT", "LOAD", kCompareAndDeleteScript});
   if (!r.ok()) return r.status();
-  if (r->type != testing::RedisValue::Type::kString) {
+  if (r->type != testkit::RedisValue::Type::kString) {
     return absl::InternalError(absl::StrCat(conn.name(), ": SCRIPT LOAD: ", r->str));
   }
   return r->str;
@@ -245,8 +243,7 @@ absl::StatusOr<std::string> LoadScript(BlockingConn& conn) {
 
 class FloorLocker final : public Locker {
  public:
-  FloorLocker(const BaselineOptions& o, std::string resource)
-      : options_(o), conn_(o.nodes.at(0)) {
+  FloorLocker(const BaselineOptions& o, std::string resource) : options_(o), conn_(o.nodes.at(0)) {
     cmd_.key = std::move(resource);
   }
 
@@ -266,15 +263,15 @@ class FloorLocker final : public Locker {
     }
     cmd_.token = NewBaselineToken();
     cmd_.ttl_ms = std::to_string(absl::ToInt64Milliseconds(ttl));
-    absl::StatusOr<testing::RedisValue> r = conn_.Command(cmd_.Set());
+    absl::StatusOr<testkit::RedisValue> r = conn_.Command(cmd_.Set());
     if (!r.ok()) {
       // The SET may have run with its reply lost (a timeout): remove it, or
       // the key would stay held for the whole ttl.
       (void)Release();
       return r.status();
     }
-    if (r->type == testing::RedisValue::Type::kNil) return absl::AbortedError("floor: held");
-    if (r->type != testing::RedisValue::Type::kStatus) return absl::InternalError(r->str);
+    if (r->type == testkit::RedisValue::Type::kNil) return absl::AbortedError("floor: held");
+    if (r->type != testkit::RedisValue::Type::kStatus) return absl::InternalError(r->str);
     return absl::OkStatus();
   }
 
@@ -283,10 +280,10 @@ class FloorLocker final : public Locker {
       absl::Status st = conn_.Connect(options_.node_timeout, options_.node_timeout);
       if (!st.ok()) return st;
     }
-    absl::StatusOr<testing::RedisValue> r = conn_.Command(cmd_.EvalSha());
+    absl::StatusOr<testkit::RedisValue> r = conn_.Command(cmd_.EvalSha());
     if (IsNoScript(r)) r = conn_.Command(cmd_.Eval());
     if (!r.ok()) return r.status();
-    if (r->type != testing::RedisValue::Type::kInteger) return absl::InternalError(r->str);
+    if (r->type != testkit::RedisValue::Type::kInteger) return absl::InternalError(r->str);
     return absl::OkStatus();
   }
 
@@ -338,7 +335,7 @@ class SequentialLocker final : public Locker {
     Args args(evalsha);
     Tally t;
     for (auto& c : conns_) {
-      absl::StatusOr<testing::RedisValue> r = Run(*c, args);
+      absl::StatusOr<testkit::RedisValue> r = Run(*c, args);
       if (IsNoScript(r)) r = c->Command(cmd_.Eval());
       TallyRelease(r, c->name(), &t);
     }
@@ -346,7 +343,7 @@ class SequentialLocker final : public Locker {
   }
 
  private:
-  absl::StatusOr<testing::RedisValue> Run(BlockingConn& c, Args& args) {
+  absl::StatusOr<testkit::RedisValue> Run(BlockingConn& c, Args& args) {
     if (!c.connected()) {
       absl::Status st = c.Connect(options_.node_timeout, options_.node_timeout);
       if (!st.ok()) return st;
@@ -411,7 +408,7 @@ class NbConn {
 
   // Handles poll results. Returns true with *reply set once the reply to the
   // last Send has arrived (or an error status when the node failed).
-  bool Handle(short revents, absl::StatusOr<testing::RedisValue>* reply) {
+  bool Handle(short revents, absl::StatusOr<testkit::RedisValue>* reply) {
     if (c_ == nullptr) return false;
     if (connecting_ && (revents & (POLLOUT | POLLERR | POLLHUP)) != 0) {
       int err = 0;
@@ -442,11 +439,11 @@ class NbConn {
           return true;
         }
         if (raw == nullptr) break;
-        testing::RedisValue v = testing::RedisValueFromReply(static_cast<redisReply*>(raw));
+        testkit::RedisValue v = testkit::RedisValueFromReply(static_cast<redisReply*>(raw));
         freeReplyObject(raw);
         if (handshake_left_ > 0) {
           --handshake_left_;
-          if (v.type == testing::RedisValue::Type::kError) {
+          if (v.type == testkit::RedisValue::Type::kError) {
             *reply = Fail(absl::StrCat("handshake: ", v.str));
             return true;
           }
@@ -507,11 +504,11 @@ class WaitForAllLocker final : public Locker {
     // The script's SHA from one node; every node gets it loaded by the round.
     std::vector<std::string> load = {"SCRIPT", "LOAD", kCompareAndDeleteScript};
     Args args(load);
-    std::vector<absl::StatusOr<testing::RedisValue>> replies;
+    std::vector<absl::StatusOr<testkit::RedisValue>> replies;
     Round(args, options_.connect_timeout, &replies);
     for (auto& r : replies) {
       if (!r.ok()) return r.status();
-      if (r->type != testing::RedisValue::Type::kString) return absl::InternalError(r->str);
+      if (r->type != testkit::RedisValue::Type::kString) return absl::InternalError(r->str);
       cmd_.sha = r->str;
     }
     return absl::OkStatus();
@@ -552,7 +549,7 @@ class WaitForAllLocker final : public Locker {
   // Sends `args` to every node, then polls until every node has answered or
   // `timeout` has passed since the send.
   void Round(const Args& args, absl::Duration timeout,
-             std::vector<absl::StatusOr<testing::RedisValue>>* out) {
+             std::vector<absl::StatusOr<testkit::RedisValue>>* out) {
     const size_t n = conns_.size();
     out->assign(n, absl::UnavailableError("not asked"));
     pending_.assign(n, false);
@@ -601,7 +598,7 @@ class WaitForAllLocker final : public Locker {
   const int quorum_;
   std::vector<std::unique_ptr<NbConn>> conns_;
   std::vector<bool> pending_;
-  std::vector<absl::StatusOr<testing::RedisValue>> replies_;
+  std::vector<absl::StatusOr<testkit::RedisValue>> replies_;
   LockCommands cmd_;
 };
 
@@ -636,5 +633,4 @@ absl::StatusOr<std::unique_ptr<Locker>> NewWaitForAllLocker(const BaselineOption
   return NewLocker<WaitForAllLocker>(options, std::move(resource));
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

@@ -35,8 +35,7 @@
 #include "bench/locker.h"
 #include "redlock/options.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 struct BaselineOptions {
   std::vector<Endpoint> nodes;
@@ -60,7 +59,6 @@ absl::StatusOr<std::unique_ptr<Locker>> NewSequentialLocker(const BaselineOption
 absl::StatusOr<std::unique_ptr<Locker>> NewWaitForAllLocker(const BaselineOptions& options,
                                                             std::string resource);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_BASELINES_H_

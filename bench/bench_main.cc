@@ -21,10 +21,9 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
@@ -50,11 +49,13 @@ ABSL_FLAG(bool, full, false, "Every scenario at N in {1,3,5,7} with longer measu
 ABSL_FLAG(bool, smoke, false,
           "Every scenario for a few hundred milliseconds (CI): exercises every code path.");
 ABSL_FLAG(bool, list, false, "List the scenarios and exit.");
-ABSL_FLAG(std::string, scenario, "", "Run only these scenarios (comma-separated names, see --list).");
+ABSL_FLAG(std::string, scenario, "",
+          "Run only these scenarios (comma-separated names, see --list).");
 ABSL_FLAG(std::string, nodes, "",
           "Use these nodes (host:port,...) instead of starting a fleet; scenarios that stop nodes "
           "or add proxies are then skipped.");
-ABSL_FLAG(std::string, n, "", "Numbers of nodes to run at (e.g. 3,5); default depends on the mode.");
+ABSL_FLAG(std::string, n, "",
+          "Numbers of nodes to run at (e.g. 3,5); default depends on the mode.");
 ABSL_FLAG(uint64_t, seed, 0,
           "Seed of the fault proxy's jitter and of the run id in key names; 0 picks one from the "
           "clock (always printed). Lock tokens are always random.");
@@ -65,7 +66,8 @@ ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
 ABSL_FLAG(int64_t, iterations, 0,
           "At most this many measured cycles per row, all callers together (0: no cap beyond "
           "1000000).");
-ABSL_FLAG(int, callers, 0, "The 'many callers' count: threads sharing one Client (0: 64; smoke 8).");
+ABSL_FLAG(int, callers, 0,
+          "The 'many callers' count: threads sharing one Client (0: 64; smoke 8).");
 ABSL_FLAG(absl::Duration, ttl, absl::Seconds(10), "Lock ttl.");
 ABSL_FLAG(absl::Duration, node_timeout, absl::Milliseconds(50),
           "Options::node_timeout, and the baselines' per-node timeout.");
@@ -77,13 +79,13 @@ ABSL_FLAG(absl::Duration, slow_near_jitter, absl::Milliseconds(10),
           "slow-near-timeout: uniform extra latency in [0, jitter].");
 ABSL_FLAG(int, hot_waiters, 0, "hot: callers taking turns on the resource (0: 8; smoke 4).");
 ABSL_FLAG(absl::Duration, hot_hold, absl::Microseconds(200), "hot: how long a holder holds.");
-ABSL_FLAG(absl::Duration, hot_wait, absl::Seconds(2), "hot: the wait of Acquire(resource, ttl, wait).");
+ABSL_FLAG(absl::Duration, hot_wait, absl::Seconds(2),
+          "hot: the wait of Acquire(resource, ttl, wait).");
 ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file ('-' for stdout).");
 ABSL_FLAG(std::string, plot, "", "Write SVG charts into this directory.");
 ABSL_FLAG(std::string, redis_server, "redis-server", "The redis-server binary the fleet starts.");
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 namespace {
 
 std::atomic<bool> g_interrupted{false};
@@ -122,7 +124,8 @@ void CheckRenderings(const BenchResults& results, std::vector<std::string>* erro
   if (!nlohmann::json::accept(json)) errors->push_back("smoke: the JSON output does not parse");
   const auto plots = RenderPlots(results);
   bool healthy_ran = false;
-  for (const GroupResult& g : results.groups) healthy_ran = healthy_ran || (g.scenario == "healthy" && !g.skipped);
+  for (const GroupResult& g : results.groups)
+    healthy_ran = healthy_ran || (g.scenario == "healthy" && !g.skipped);
   if (healthy_ran && plots.empty()) errors->push_back("smoke: no chart was rendered");
   for (const auto& [name, svg] : plots) {
     const bool ok = svg.rfind("<?xml", 0) == 0 && svg.find("<svg") != std::string::npos &&
@@ -141,11 +144,12 @@ int Main(int argc, char** argv) {
     ListScenarios();
     return 0;
   }
-  const int modes = absl::GetFlag(FLAGS_quick) + absl::GetFlag(FLAGS_full) + absl::GetFlag(FLAGS_smoke);
+  const int modes =
+      absl::GetFlag(FLAGS_quick) + absl::GetFlag(FLAGS_full) + absl::GetFlag(FLAGS_smoke);
   if (modes > 1) return UsageError("--quick, --full and --smoke exclude each other");
 
   BenchSettings s;
-  s.mode = absl::GetFlag(FLAGS_smoke) ? Mode::kSmoke
+  s.mode = absl::GetFlag(FLAGS_smoke)  ? Mode::kSmoke
            : absl::GetFlag(FLAGS_full) ? Mode::kFull
                                        : Mode::kQuick;
   switch (s.mode) {
@@ -188,8 +192,10 @@ int Main(int argc, char** argv) {
   s.slow_near_jitter = absl::GetFlag(FLAGS_slow_near_jitter);
   s.hot_hold = absl::GetFlag(FLAGS_hot_hold);
   s.hot_wait = absl::GetFlag(FLAGS_hot_wait);
-  if (s.callers_many < 2 || s.callers_many > 1024) return UsageError("--callers must be in 2..1024");
-  if (s.hot_waiters < 2 || s.hot_waiters > 256) return UsageError("--hot_waiters must be in 2..256");
+  if (s.callers_many < 2 || s.callers_many > 1024)
+    return UsageError("--callers must be in 2..1024");
+  if (s.hot_waiters < 2 || s.hot_waiters > 256)
+    return UsageError("--hot_waiters must be in 2..256");
   if (s.duration > absl::Hours(1) || s.warmup > absl::Hours(1)) {
     return UsageError("--duration and --warmup are capped at 1h");
   }
@@ -207,12 +213,14 @@ int Main(int argc, char** argv) {
   s.run_id = absl::StrFormat("%x%04x", getpid(), s.seed & 0xffff);
 
   std::vector<const Scenario*> scenarios;
-  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_scenario), ',', absl::SkipEmpty())) {
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_scenario), ',', absl::SkipEmpty())) {
     const Scenario* sc = FindScenario(std::string(name));
     if (sc == nullptr) {
       std::vector<std::string> names;
       for (const Scenario& x : AllScenarios()) names.push_back(x.name);
-      return UsageError(absl::StrCat("unknown scenario '", name, "' (", absl::StrJoin(names, ", "), ")"));
+      return UsageError(
+          absl::StrCat("unknown scenario '", name, "' (", absl::StrJoin(names, ", "), ")"));
     }
     scenarios.push_back(sc);
   }
@@ -271,11 +279,11 @@ int Main(int argc, char** argv) {
     info.nodes = absl::StrJoin(names, ",");
     nodes = std::make_unique<NodeSet>(*std::move(eps));
   } else {
-    testing::FleetOptions fo;
+    testkit::FleetOptions fo;
     fo.nodes = max_n;
     fo.redis_server = absl::GetFlag(FLAGS_redis_server);
     fo.enable_debug = false;
-    absl::StatusOr<std::unique_ptr<testing::Fleet>> fleet = testing::Fleet::Start(fo);
+    absl::StatusOr<std::unique_ptr<testkit::Fleet>> fleet = testkit::Fleet::Start(fo);
     if (!fleet.ok()) {
       fprintf(stderr, "redlock-bench: cannot start %d redis-server processes: %s\n", max_n,
               fleet.status().ToString().c_str());
@@ -337,7 +345,6 @@ int Main(int argc, char** argv) {
 }
 
 }  // namespace
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 int main(int argc, char** argv) { return redlock::bench::Main(argc, argv); }

@@ -5,14 +5,13 @@
 
 #include "absl/status/statusor.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 namespace {
 
 struct Holder {
   std::mutex mu;
   bool tried = false;
-  std::unique_ptr<testing::Fleet> fleet;
+  std::unique_ptr<testkit::Fleet> fleet;
   std::string why;
 };
 
@@ -31,10 +30,10 @@ void StartBenchmarkFleet(const benchmark::State&) {
   std::lock_guard<std::mutex> lock(h.mu);
   if (h.tried) return;
   h.tried = true;
-  testing::FleetOptions options;
+  testkit::FleetOptions options;
   options.nodes = kBenchmarkFleetNodes;
   options.enable_debug = false;
-  absl::StatusOr<std::unique_ptr<testing::Fleet>> fleet = testing::Fleet::Start(options);
+  absl::StatusOr<std::unique_ptr<testkit::Fleet>> fleet = testkit::Fleet::Start(options);
   if (fleet.ok()) {
     h.fleet = *std::move(fleet);
   } else {
@@ -42,7 +41,7 @@ void StartBenchmarkFleet(const benchmark::State&) {
   }
 }
 
-testing::Fleet* BenchmarkFleet(std::string* why) {
+testkit::Fleet* BenchmarkFleet(std::string* why) {
   Holder& h = Get();
   std::lock_guard<std::mutex> lock(h.mu);
   if (!h.tried) {
@@ -53,5 +52,4 @@ testing::Fleet* BenchmarkFleet(std::string* why) {
   return h.fleet.get();
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

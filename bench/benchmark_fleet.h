@@ -7,14 +7,13 @@
 #ifndef REDLOCK_BENCH_BENCHMARK_FLEET_H_
 #define REDLOCK_BENCH_BENCHMARK_FLEET_H_
 
-#include <string>
-
 #include <benchmark/benchmark.h>
+
+#include <string>
 
 #include "tests/testing/fleet.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 inline constexpr int kBenchmarkFleetNodes = 5;
 
@@ -22,9 +21,8 @@ inline constexpr int kBenchmarkFleetNodes = 5;
 void StartBenchmarkFleet(const benchmark::State& state);
 
 // The fleet, or null with the reason in *why (redis-server missing, ...).
-testing::Fleet* BenchmarkFleet(std::string* why);
+testkit::Fleet* BenchmarkFleet(std::string* why);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_BENCHMARK_FLEET_H_

@@ -1,11 +1,11 @@
 // Command encoding: the RESP the client writes per node per attempt, next to
 // hiredis' own formatter for comparison.
 
-#include <string>
-#include <vector>
-
 #include <benchmark/benchmark.h>
 #include <hiredis/hiredis.h>
+
+#include <string>
+#include <vector>
 
 #include "redlock/internal/resp.h"
 #include "redlock/internal/scripts.h"

@@ -4,13 +4,13 @@
 // trip as the floor they are compared with. Real time is what matters here
 // (the caller waits on another thread), so every benchmark uses it.
 
+#include <benchmark/benchmark.h>
+#include <hiredis/hiredis.h>
+
 #include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <benchmark/benchmark.h>
-#include <hiredis/hiredis.h>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
@@ -24,21 +24,21 @@ namespace {
 using redlock::bench::BenchmarkFleet;
 using redlock::bench::StartBenchmarkFleet;
 
-redlock::testing::Fleet* FleetOrSkip(benchmark::State& state) {
+redlock::testkit::Fleet* FleetOrSkip(benchmark::State& state) {
   std::string why;
-  redlock::testing::Fleet* fleet = BenchmarkFleet(&why);
+  redlock::testkit::Fleet* fleet = BenchmarkFleet(&why);
   if (fleet == nullptr) state.SkipWithError(why.c_str());
   return fleet;
 }
 
-std::vector<redlock::Endpoint> FirstNodes(redlock::testing::Fleet* fleet, int n) {
+std::vector<redlock::Endpoint> FirstNodes(redlock::testkit::Fleet* fleet, int n) {
   std::vector<redlock::Endpoint> eps = fleet->endpoints();
   eps.resize(static_cast<size_t>(n));
   return eps;
 }
 
 void BM_ClientTryAcquireRelease(benchmark::State& state) {
-  redlock::testing::Fleet* fleet = FleetOrSkip(state);
+  redlock::testkit::Fleet* fleet = FleetOrSkip(state);
   if (fleet == nullptr) return;
   redlock::Options options;
   options.nodes = FirstNodes(fleet, static_cast<int>(state.range(0)));
@@ -68,7 +68,7 @@ BENCHMARK(BM_ClientTryAcquireRelease)
     ->Unit(benchmark::kMicrosecond);
 
 std::unique_ptr<redlock::internal::Engine> StartEngine(benchmark::State& state,
-                                                       redlock::testing::Fleet* fleet) {
+                                                       redlock::testkit::Fleet* fleet) {
   redlock::internal::Engine::Config config;
   config.nodes = FirstNodes(fleet, 1);
   auto engine = redlock::internal::Engine::Start(config);
@@ -90,7 +90,7 @@ redlock::internal::Command Ping() {
 // One Send of a PING and the wait for its callback: the engine's cost per
 // request on top of the network round trip (compare with BM_HiredisPing).
 void BM_EngineSendPing(benchmark::State& state) {
-  redlock::testing::Fleet* fleet = FleetOrSkip(state);
+  redlock::testkit::Fleet* fleet = FleetOrSkip(state);
   if (fleet == nullptr) return;
   // Declared before the engine: its thread may still be returning from a
   // callback that touched them when the loop ends.
@@ -113,12 +113,15 @@ void BM_EngineSendPing(benchmark::State& state) {
   state.counters["failures"] = static_cast<double>(failures);
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_EngineSendPing)->Setup(StartBenchmarkFleet)->UseRealTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EngineSendPing)
+    ->Setup(StartBenchmarkFleet)
+    ->UseRealTime()
+    ->Unit(benchmark::kMicrosecond);
 
 // `range(0)` PINGs sent back to back, then the wait for all of them: the
 // amortised cost per request when commands are pipelined.
 void BM_EngineSendPingBatch(benchmark::State& state) {
-  redlock::testing::Fleet* fleet = FleetOrSkip(state);
+  redlock::testkit::Fleet* fleet = FleetOrSkip(state);
   if (fleet == nullptr) return;
   std::atomic<uint32_t> left{0};
   std::atomic<int64_t> failed{0};
@@ -150,7 +153,7 @@ BENCHMARK(BM_EngineSendPingBatch)
 
 // The floor: one blocking hiredis PING round trip on the same node.
 void BM_HiredisPing(benchmark::State& state) {
-  redlock::testing::Fleet* fleet = FleetOrSkip(state);
+  redlock::testkit::Fleet* fleet = FleetOrSkip(state);
   if (fleet == nullptr) return;
   redisContext* c = redisConnectWithTimeout(fleet->host(0).c_str(), fleet->port(0),
                                             absl::ToTimeval(absl::Seconds(1)));

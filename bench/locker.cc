@@ -10,8 +10,7 @@
 #include "multilock/multi_lock.h"
 #endif
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 CycleFn LockCycle(std::unique_ptr<Locker> locker, absl::Duration ttl) {
   return [locker = std::move(locker), ttl]() -> CycleSample {
@@ -199,9 +198,8 @@ CycleFn HotResource::Cycle(int id) {
       }
       // Release only once every other caller is inside Acquire, so the
       // release finds them waiting rather than about to try.
-      state->cv.wait_for(lock, wait, [&] {
-        return state->in_acquire >= state->callers - 1 || state->stopping;
-      });
+      state->cv.wait_for(
+          lock, wait, [&] { return state->in_acquire >= state->callers - 1 || state->stopping; });
     }
     if (config_.hold > absl::ZeroDuration()) {
       std::this_thread::sleep_for(absl::ToChronoNanoseconds(config_.hold));
@@ -221,12 +219,10 @@ CycleFn HotResource::Cycle(int id) {
       state->cv.notify_all();
       // Do not contend again before someone else has taken the lock, so the
       // next acquisition is a hand-off to a waiter.
-      state->cv.wait_for(lock, wait,
-                         [&] { return state->acquisitions > seq || state->stopping; });
+      state->cv.wait_for(lock, wait, [&] { return state->acquisitions > seq || state->stopping; });
     }
     return s;
   };
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

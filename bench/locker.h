@@ -15,8 +15,7 @@
 #include "bench/workload.h"
 #include "redlock/client.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 class Locker {
  public:
@@ -85,7 +84,6 @@ class HotResource {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_LOCKER_H_

@@ -9,8 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench/svg.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 namespace {
 
 constexpr char kColorLibrary[] = "#1f77b4";
@@ -65,8 +64,7 @@ bool LatencyVsN(const BenchResults& r, LineChart* chart) {
       s.color = ColorOf(family);
       s.dashed = p99;
       for (const GroupResult* g : groups) {
-        const RowResult* row =
-            std::string(family) == kFloor ? g->Floor() : g->Find(family, "", 1);
+        const RowResult* row = std::string(family) == kFloor ? g->Floor() : g->Find(family, "", 1);
         if (row == nullptr || row->cycle.empty()) continue;
         s.points.emplace_back(g->n, Us(row->cycle.Quantile(p99 ? 0.99 : 0.5)));
         ns.insert(g->n);
@@ -173,10 +171,10 @@ bool HandoffCdf(const BenchResults& r, LineChart* chart) {
       if (!row.ran() || row.handoff.empty()) continue;
       const bool on = row.variant == "notify=on";
       const char* color = on ? kColorLibrary : kColorSequential;
-      chart->series.push_back(CdfSeries(absl::StrCat(row.impl, ", from Release return"), color,
-                                        row.handoff));
-      chart->series.push_back(CdfSeries(absl::StrCat(row.impl, ", from Release call"), color,
-                                        row.handoff_call, true));
+      chart->series.push_back(
+          CdfSeries(absl::StrCat(row.impl, ", from Release return"), color, row.handoff));
+      chart->series.push_back(
+          CdfSeries(absl::StrCat(row.impl, ", from Release call"), color, row.handoff_call, true));
       chart->title = absl::StrCat("hand-off latency CDF on one hot resource, N=", g->n);
     }
     if (!chart->series.empty()) break;
@@ -233,5 +231,4 @@ absl::Status WritePlots(const BenchResults& results, const std::string& dir,
   return absl::OkStatus();
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

@@ -23,8 +23,7 @@
 #include "absl/status/status.h"
 #include "bench/results.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 // (file name, SVG document) for every chart the results support.
 std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults& results);
@@ -34,7 +33,6 @@ std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults&
 absl::Status WritePlots(const BenchResults& results, const std::string& dir,
                         std::vector<std::string>* written);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_PLOTS_H_

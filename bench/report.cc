@@ -2,15 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <nlohmann/json.hpp>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 std::string FormatLatency(int64_t ns) {
   const double us = static_cast<double>(ns) / 1e3;
@@ -66,7 +64,8 @@ std::string LatencyCells(const Distribution& d, const Distribution* floor) {
   const int64_t floors[] = {f.p50, f.p90, f.p99, f.p999, f.max};
   for (int i = 0; i < 5; ++i) {
     std::string cell = Pad(FormatLatency(values[i]), 6, true);
-    if (floor != nullptr) absl::StrAppend(&cell, " ", Pad(FormatRatio(Ratio(values[i], floors[i])), 5));
+    if (floor != nullptr)
+      absl::StrAppend(&cell, " ", Pad(FormatRatio(Ratio(values[i], floors[i])), 5));
     absl::StrAppend(&out, Pad(cell, 14));
   }
   return out;
@@ -104,8 +103,9 @@ std::string RenderHeader(const RunInfo& info) {
                   v.sanitizer.empty() ? "" : absl::StrCat(", sanitizer ", v.sanitizer),
                   v.assertions ? ", assertions on" : ", NDEBUG", "\n");
   for (const std::string& w : info.build_warnings) absl::StrAppend(&out, "WARNING:  ", w, "\n");
-  absl::StrAppend(&out, "nodes:    ", info.own_fleet ? "own fleet of redis-server processes: " : "--nodes: ",
-                  info.nodes, "\n");
+  absl::StrAppend(
+      &out, "nodes:    ", info.own_fleet ? "own fleet of redis-server processes: " : "--nodes: ",
+      info.nodes, "\n");
   std::vector<std::string> settings;
   for (const auto& [k, val] : info.settings) settings.push_back(absl::StrCat(k, " ", val));
   absl::StrAppend(&out, "settings: ", absl::StrJoin(settings, ", "), "\n");
@@ -134,7 +134,8 @@ std::string RenderGroup(const GroupResult& g) {
   absl::StrAppend(&out, Pad("cycles/s", 9, true), Pad("ok%", 8, true), Pad("peak RSS", 10, true),
                   "\n");
   for (const RowResult& r : g.rows) {
-    const std::string lead = absl::StrCat("   ", Pad(r.impl, kImplWidth), Pad(absl::StrCat(r.callers), 4, true), "  ");
+    const std::string lead =
+        absl::StrCat("   ", Pad(r.impl, kImplWidth), Pad(absl::StrCat(r.callers), 4, true), "  ");
     const std::string cont(lead.size(), ' ');
     if (r.skipped) {
       absl::StrAppend(&out, lead, "skipped: ", r.skip_reason, "\n");
@@ -354,5 +355,4 @@ std::string RenderJson(const BenchResults& results) {
   return root.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

@@ -10,8 +10,7 @@
 
 #include "bench/results.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 // "57.3us", "573us", "1.23ms", "12.3ms", "123ms", "1.23s".
 std::string FormatLatency(int64_t ns);
@@ -32,7 +31,6 @@ std::string RenderSummary(const BenchResults& results);
 // The whole run as JSON (pretty-printed).
 std::string RenderJson(const BenchResults& results);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_REPORT_H_

@@ -5,8 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 bool RowResult::memory_flat() const {
   if (!memory_tracked || rss_start_kb < 0 || rss_mid_kb < 0 || rss_end_kb < 0) return false;
@@ -57,8 +56,9 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
     if (lib && floor && !lib->cycle.empty()) {
       const double ratio = static_cast<double>(lib->cycle.Quantile(0.5)) /
                            static_cast<double>(std::max<int64_t>(1, floor->cycle.Quantile(0.5)));
-      t.measured = absl::StrFormat("%.2f x floor (%.0f us vs %.0f us)", ratio,
-                                   lib->cycle.Quantile(0.5) / 1e3, floor->cycle.Quantile(0.5) / 1e3);
+      t.measured =
+          absl::StrFormat("%.2f x floor (%.0f us vs %.0f us)", ratio,
+                          lib->cycle.Quantile(0.5) / 1e3, floor->cycle.Quantile(0.5) / 1e3);
       t.status = ratio <= 1.5 ? "met" : "missed";
     }
     out.push_back(t);
@@ -77,8 +77,8 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
   }
   // 3. N=5, one node stopped: p50 within 1.2 x healthy, 100 % success, flat memory.
   {
-    TargetCheck t = NotMeasured("N=5, one node SIGSTOPped",
-                                "p50 <= 1.2 x healthy, 100% success, flat memory");
+    TargetCheck t =
+        NotMeasured("N=5, one node SIGSTOPped", "p50 <= 1.2 x healthy, 100% success, flat memory");
     const GroupResult* g = FindGroup(results, "stopped", 5);
     const RowResult* healthy = g ? g->Find(kLibrary, "no fault", 1) : nullptr;
     const RowResult* one = g ? g->Find(kLibrary, "", 1) : nullptr;
@@ -123,7 +123,8 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
       t.figure = absl::StrCat("N=", g->n, " hot resource, hand-off p50 (notifications on)");
       const double rtt = static_cast<double>(std::max<int64_t>(1, floor->acquire.Quantile(0.5)));
       t.measured = absl::StrFormat(
-          "%.1f x round trip (%.0f us; round trip %.0f us); from the Release call: %.1f x (%.0f us)",
+          "%.1f x round trip (%.0f us; round trip %.0f us); from the Release call: %.1f x (%.0f "
+          "us)",
           ratio, on->handoff.Quantile(0.5) / 1e3, rtt / 1e3,
           static_cast<double>(on->handoff_call.Quantile(0.5)) / rtt,
           on->handoff_call.Quantile(0.5) / 1e3);
@@ -134,5 +135,4 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
   return out;
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

@@ -17,8 +17,7 @@
 #include "bench/stats.h"
 #include "bench/system_info.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 // Implementation families, as plotted.
 inline constexpr char kFloor[] = "floor";
@@ -28,9 +27,10 @@ inline constexpr char kWaitForAll[] = "wait-for-all";
 inline constexpr char kMultiLock[] = "multilock";
 
 struct RowResult {
-  std::string impl;     // display name, e.g. "library", "library fencing", "sequential"
-  std::string family;   // one of the constants above
-  std::string variant;  // "", "fencing", "notify=on", "notify=off", "quorum", "all-nodes", "no fault"
+  std::string impl;    // display name, e.g. "library", "library fencing", "sequential"
+  std::string family;  // one of the constants above
+  std::string
+      variant;  // "", "fencing", "notify=on", "notify=off", "quorum", "all-nodes", "no fault"
   int callers = 1;
 
   bool skipped = false;
@@ -38,7 +38,7 @@ struct RowResult {
   std::string harness_error;  // the row could not be run (a bug or a broken setup)
 
   Distribution acquire;
-  Distribution cycle;    // acquire + release
+  Distribution cycle;         // acquire + release
   Distribution handoff;       // contended resource: Release returned -> Acquire returned
   Distribution handoff_call;  // contended resource: Release called -> Acquire returned
   int64_t attempts = 0;
@@ -119,7 +119,6 @@ struct TargetCheck {
 };
 std::vector<TargetCheck> CheckTargets(const BenchResults& results);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_RESULTS_H_

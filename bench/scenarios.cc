@@ -22,8 +22,7 @@
 #include "chaos/fault_proxy.h"
 #endif
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 const char* ModeName(Mode mode) {
   switch (mode) {
@@ -47,7 +46,7 @@ bool ProxyAvailable() {
 
 // ---- NodeSet, Progress, Context -------------------------------------------------
 
-NodeSet::NodeSet(std::unique_ptr<testing::Fleet> fleet)
+NodeSet::NodeSet(std::unique_ptr<testkit::Fleet> fleet)
     : fleet_(std::move(fleet)), nodes_(fleet_->endpoints()) {}
 NodeSet::NodeSet(std::vector<Endpoint> nodes) : nodes_(std::move(nodes)) {}
 NodeSet::~NodeSet() = default;
@@ -71,8 +70,8 @@ void Progress::Row(const std::string& label) { Print(label); }
 
 void Progress::Print(const std::string& text) {
   const int64_t secs = (NowNs() - start_ns_) / 1'000'000'000;
-  std::string line = absl::StrFormat("[%2d/%d %d:%02d] %s%s%s", index_, total_, secs / 60, secs % 60,
-                                     group_, text.empty() ? "" : ": ", text);
+  std::string line = absl::StrFormat("[%2d/%d %d:%02d] %s%s%s", index_, total_, secs / 60,
+                                     secs % 60, group_, text.empty() ? "" : ": ", text);
   if (tty_) {
     fprintf(stderr, "\r\033[K%s", line.c_str());
     dirty_ = true;
@@ -138,8 +137,8 @@ RowResult SkippedRow(std::string impl, std::string family, std::string variant, 
 RowResult HarnessErrorRow(Context& ctx, RowResult row, const std::string& what,
                           const absl::Status& status) {
   row.harness_error = absl::StrCat(what, ": ", status.ToString());
-  ctx.harness_errors.push_back(absl::StrCat(row.impl, " ", CallersLabel(row.callers), ": ",
-                                            row.harness_error));
+  ctx.harness_errors.push_back(
+      absl::StrCat(row.impl, " ", CallersLabel(row.callers), ": ", row.harness_error));
   return row;
 }
 
@@ -200,7 +199,8 @@ RowResult RunRow(Context& ctx, RowSpec spec) {
     absl::Status off = spec.fault->off();
     if (!off.ok()) return HarnessErrorRow(ctx, std::move(row), "switching the fault off", off);
   }
-  if (!fault_on.ok()) return HarnessErrorRow(ctx, std::move(row), "switching the fault on", fault_on);
+  if (!fault_on.ok())
+    return HarnessErrorRow(ctx, std::move(row), "switching the fault on", fault_on);
   return row;
 }
 
@@ -269,7 +269,7 @@ struct LibrarySpec {
   bool track_memory = false;
   absl::Duration duration = absl::ZeroDuration();
   absl::Duration warmup = absl::ZeroDuration();
-  int watch_node = -1;  // report this node's health as the client saw it
+  int watch_node = -1;      // report this node's health as the client saw it
   std::string watch_label;  // how to name it ("the stopped node", ...)
 };
 
@@ -339,19 +339,20 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
 
 // ---- Faults -------------------------------------------------------------------------
 
-absl::Status WaitAnswering(testing::Fleet* fleet, int node) {
+absl::Status WaitAnswering(testkit::Fleet* fleet, int node) {
   absl::Status last;
   for (int i = 0; i < 50; ++i) {
-    absl::StatusOr<testing::RedisValue> pong = fleet->Command(node, {"PING"}, absl::Milliseconds(200));
-    if (pong.ok() && pong->type != testing::RedisValue::Type::kError) return absl::OkStatus();
+    absl::StatusOr<testkit::RedisValue> pong =
+        fleet->Command(node, {"PING"}, absl::Milliseconds(200));
+    if (pong.ok() && pong->type != testkit::RedisValue::Type::kError) return absl::OkStatus();
     last = pong.ok() ? absl::UnavailableError(pong->str) : pong.status();
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  return absl::UnavailableError(absl::StrCat("node ", node, " did not answer after SIGCONT: ",
-                                             last.ToString()));
+  return absl::UnavailableError(
+      absl::StrCat("node ", node, " did not answer after SIGCONT: ", last.ToString()));
 }
 
-Fault StopFault(testing::Fleet* fleet, int node) {
+Fault StopFault(testkit::Fleet* fleet, int node) {
   Fault f;
   f.description = absl::StrCat("node ", node, " (", fleet->address(node), ") SIGSTOPped");
   f.on = [fleet, node] { return fleet->Stop(node); };
@@ -394,7 +395,7 @@ void RunHealthy(Context& ctx, int n, GroupResult* g) {
 
 void RunStopped(Context& ctx, int n, GroupResult* g) {
   const std::vector<Endpoint> eps = ctx.nodes.First(n);
-  testing::Fleet* fleet = ctx.nodes.fleet();
+  testkit::Fleet* fleet = ctx.nodes.fleet();
   const int stopped = n - 1;
   const Fault fault = StopFault(fleet, stopped);
   g->title = fault.description + " during each row, continued after";
@@ -438,8 +439,8 @@ void RunSlow(Context& ctx, int n, GroupResult* g, int slow_count, absl::Duration
     po.seed = ctx.settings.seed + static_cast<uint64_t>(i) + 1;
     absl::StatusOr<std::unique_ptr<chaos::FaultProxy>> proxy = chaos::FaultProxy::Start(po);
     if (!proxy.ok()) {
-      ctx.harness_errors.push_back(absl::StrCat(g->scenario, " N=", n, ": starting the fault proxy: ",
-                                                proxy.status().ToString()));
+      ctx.harness_errors.push_back(absl::StrCat(
+          g->scenario, " N=", n, ": starting the fault proxy: ", proxy.status().ToString()));
       g->skipped = true;
       g->skip_reason = absl::StrCat("the fault proxy did not start: ", proxy.status().ToString());
       return;
@@ -451,9 +452,9 @@ void RunSlow(Context& ctx, int n, GroupResult* g, int slow_count, absl::Duration
   }
   const chaos::FaultSpec spec = chaos::FaultSpec::Latency(latency, jitter);
   Fault fault;
-  fault.description = absl::StrCat(slow_count, slow_count == 1 ? " node" : " nodes", " (",
-                                   absl::StrJoin(slow_names, ", "), ") behind the fault proxy with ",
-                                   spec.ToString(), " on replies");
+  fault.description = absl::StrCat(
+      slow_count, slow_count == 1 ? " node" : " nodes", " (", absl::StrJoin(slow_names, ", "),
+      ") behind the fault proxy with ", spec.ToString(), " on replies");
   fault.on = [&proxies, spec]() -> absl::Status {
     for (auto& p : proxies) {
       absl::Status st = p->SetFault(chaos::Direction::kToClient, spec);
@@ -511,25 +512,28 @@ struct SubscriberProbe {
   int64_t max_patterns = -1;
   std::string error;
   void Sample() {
-    absl::StatusOr<testing::RedisValue> numsub =
-        testing::RunCommand(node, {"PUBSUB", "NUMSUB", channel}, absl::Milliseconds(500));
-    absl::StatusOr<testing::RedisValue> numpat = testing::RunCommand(node, {"PUBSUB", "NUMPAT"}, absl::Milliseconds(500));
+    absl::StatusOr<testkit::RedisValue> numsub =
+        testkit::RunCommand(node, {"PUBSUB", "NUMSUB", channel}, absl::Milliseconds(500));
+    absl::StatusOr<testkit::RedisValue> numpat =
+        testkit::RunCommand(node, {"PUBSUB", "NUMPAT"}, absl::Milliseconds(500));
     if (!numsub.ok() || !numpat.ok()) {
       error = (!numsub.ok() ? numsub.status() : numpat.status()).ToString();
       return;
     }
-    if (numsub->type == testing::RedisValue::Type::kArray && numsub->elements.size() == 2) {
-      max_channel_subscribers = std::max<int64_t>(max_channel_subscribers, numsub->elements[1].integer);
+    if (numsub->type == testkit::RedisValue::Type::kArray && numsub->elements.size() == 2) {
+      max_channel_subscribers =
+          std::max<int64_t>(max_channel_subscribers, numsub->elements[1].integer);
     }
-    if (numpat->type == testing::RedisValue::Type::kInteger) {
+    if (numpat->type == testkit::RedisValue::Type::kInteger) {
       max_patterns = std::max<int64_t>(max_patterns, numpat->integer);
     }
   }
   std::string Describe() const {
     if (!error.empty()) return absl::StrCat("could not sample subscribers: ", error);
-    return absl::StrCat("subscribers seen on ", node.ToString(), " while callers waited: ",
-                        std::max<int64_t>(0, max_channel_subscribers), " on ", channel, ", ",
-                        std::max<int64_t>(0, max_patterns), " pattern subscriptions");
+    return absl::StrCat("subscribers seen on ", node.ToString(),
+                        " while callers waited: ", std::max<int64_t>(0, max_channel_subscribers),
+                        " on ", channel, ", ", std::max<int64_t>(0, max_patterns),
+                        " pattern subscriptions");
   }
   bool SawAny() const { return max_channel_subscribers > 0 || max_patterns > 0; }
 };
@@ -617,15 +621,16 @@ void RunHot(Context& ctx, int n, GroupResult* g) {
       "Ratios are to the floor's acquire (one single-node round trip)");
 }
 
-void DeleteKeys(Context& ctx, const std::vector<Endpoint>& eps, const std::vector<std::string>& keys) {
+void DeleteKeys(Context& ctx, const std::vector<Endpoint>& eps,
+                const std::vector<std::string>& keys) {
   for (const Endpoint& ep : eps) {
     for (size_t i = 0; i < keys.size(); i += 64) {
       std::vector<std::string> cmd = {"DEL"};
       for (size_t j = i; j < std::min(keys.size(), i + 64); ++j) cmd.push_back(keys[j]);
-      absl::StatusOr<testing::RedisValue> r = testing::RunCommand(ep, cmd);
+      absl::StatusOr<testkit::RedisValue> r = testkit::RunCommand(ep, cmd);
       if (!r.ok()) {
-        ctx.harness_errors.push_back(absl::StrCat("cleanup on ", ep.ToString(), ": ",
-                                                  r.status().ToString()));
+        ctx.harness_errors.push_back(
+            absl::StrCat("cleanup on ", ep.ToString(), ": ", r.status().ToString()));
         break;
       }
     }
@@ -652,8 +657,8 @@ void RunFencing(Context& ctx, int n, GroupResult* g) {
     std::vector<std::string> keys;
     for (int row = before + 1; row <= ctx.next_row; ++row) {
       for (int i = 0; i < callers; ++i) {
-        keys.push_back(absl::StrCat("rb:", ctx.settings.run_id, ":", row, ":t", i,
-                                    internal::kFenceSuffix));
+        keys.push_back(
+            absl::StrCat("rb:", ctx.settings.run_id, ":", row, ":t", i, internal::kFenceSuffix));
       }
     }
     DeleteKeys(ctx, eps, keys);
@@ -688,25 +693,71 @@ void RunMultiLock(Context& ctx, int n, GroupResult* g) {
 
 const std::vector<Scenario>& AllScenarios() {
   static const std::vector<Scenario>* const kScenarios = new std::vector<Scenario>{
-      {"healthy", "every node healthy: library, sequential and wait-for-all, 1 and many callers",
-       false, 1, {1, 3}, {1, 3, 5}, {1, 3, 5, 7}, RunHealthy},
-      {"stopped", "the last node SIGSTOPped (Fleet::Stop) during each row, continued after",
-       true, 3, {3}, {3, 5}, {3, 5, 7}, RunStopped},
-      {"slow1", "one node behind the fault proxy with --slow_latency added to its replies", true,
-       2, {3}, {3, 5}, {3, 5, 7}, RunSlow1},
-      {"slow2", "two nodes behind the fault proxy with --slow_latency added to their replies",
-       true, 3, {3}, {5}, {3, 5, 7}, RunSlow2},
+      {"healthy",
+       "every node healthy: library, sequential and wait-for-all, 1 and many callers",
+       false,
+       1,
+       {1, 3},
+       {1, 3, 5},
+       {1, 3, 5, 7},
+       RunHealthy},
+      {"stopped",
+       "the last node SIGSTOPped (Fleet::Stop) during each row, continued after",
+       true,
+       3,
+       {3},
+       {3, 5},
+       {3, 5, 7},
+       RunStopped},
+      {"slow1",
+       "one node behind the fault proxy with --slow_latency added to its replies",
+       true,
+       2,
+       {3},
+       {3, 5},
+       {3, 5, 7},
+       RunSlow1},
+      {"slow2",
+       "two nodes behind the fault proxy with --slow_latency added to their replies",
+       true,
+       3,
+       {3},
+       {5},
+       {3, 5, 7},
+       RunSlow2},
       {"slow-near-timeout",
        "one node whose added latency straddles node_timeout (--slow_near_latency + "
        "--slow_near_jitter)",
-       true, 2, {3}, {5}, {3, 5, 7}, RunSlowNear},
+       true,
+       2,
+       {3},
+       {5},
+       {3, 5, 7},
+       RunSlowNear},
       {"hot",
        "one contended resource: hand-off latency, release notifications on vs off (polling)",
-       false, 1, {3}, {5}, {3, 5}, RunHot},
-      {"fencing", "Options::fencing on vs off, 1 and many callers", false, 1, {3}, {5},
-       {1, 3, 5, 7}, RunFencing},
-      {"multilock", "MultiLock over 3 resources, quorum and all-nodes modes", false, 1, {3}, {5},
-       {3, 5, 7}, RunMultiLock},
+       false,
+       1,
+       {3},
+       {5},
+       {3, 5},
+       RunHot},
+      {"fencing",
+       "Options::fencing on vs off, 1 and many callers",
+       false,
+       1,
+       {3},
+       {5},
+       {1, 3, 5, 7},
+       RunFencing},
+      {"multilock",
+       "MultiLock over 3 resources, quorum and all-nodes modes",
+       false,
+       1,
+       {3},
+       {5},
+       {3, 5, 7},
+       RunMultiLock},
   };
   return *kScenarios;
 }
@@ -781,5 +832,4 @@ GroupResult RunGroup(const Scenario& scenario, int n, Context& ctx) {
   return g;
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

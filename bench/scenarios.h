@@ -33,8 +33,7 @@
 #include "redlock/options.h"
 #include "tests/testing/fleet.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 enum class Mode { kSmoke, kQuick, kFull };
 const char* ModeName(Mode mode);
@@ -45,7 +44,7 @@ struct BenchSettings {
   absl::Duration duration = absl::Milliseconds(400);
   int64_t iterations = 1'000'000;  // recorded cycles per row, all callers together
   absl::Duration memory_duration = absl::Milliseconds(1500);  // library rows with a stopped node
-  absl::Duration memory_warmup = absl::Seconds(1);  // their warm-up under the fault
+  absl::Duration memory_warmup = absl::Seconds(1);            // their warm-up under the fault
   absl::Duration hot_duration = absl::Seconds(1);
   int callers_many = 64;
   absl::Duration ttl = absl::Seconds(10);
@@ -57,14 +56,14 @@ struct BenchSettings {
   absl::Duration hot_hold = absl::Microseconds(200);
   absl::Duration hot_wait = absl::Seconds(2);
   uint64_t seed = 0;
-  std::string run_id;     // part of every key, so runs never collide
-  std::vector<int> ns;    // --n: overrides the mode's N values
+  std::string run_id;   // part of every key, so runs never collide
+  std::vector<int> ns;  // --n: overrides the mode's N values
 };
 
 // The nodes a run uses: a fleet it started (faults possible) or --nodes.
 class NodeSet {
  public:
-  explicit NodeSet(std::unique_ptr<testing::Fleet> fleet);
+  explicit NodeSet(std::unique_ptr<testkit::Fleet> fleet);
   explicit NodeSet(std::vector<Endpoint> nodes);
   ~NodeSet();
 
@@ -72,10 +71,10 @@ class NodeSet {
   std::vector<Endpoint> First(int n) const;
   const std::vector<Endpoint>& all() const { return nodes_; }
   // Null with --nodes: no node can be stopped or put behind a proxy.
-  testing::Fleet* fleet() const { return fleet_.get(); }
+  testkit::Fleet* fleet() const { return fleet_.get(); }
 
  private:
-  std::unique_ptr<testing::Fleet> fleet_;
+  std::unique_ptr<testkit::Fleet> fleet_;
   std::vector<Endpoint> nodes_;
 };
 
@@ -134,7 +133,6 @@ GroupResult RunGroup(const Scenario& scenario, int n, Context& ctx);
 // Whether the fault proxy is linked into this build.
 bool ProxyAvailable();
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_SCENARIOS_H_

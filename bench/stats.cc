@@ -10,8 +10,7 @@
 #include <fstream>
 #include <limits>
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 LatencyHistogram::LatencyHistogram() : buckets_(kBuckets, 0) {}
 
@@ -21,7 +20,7 @@ int LatencyHistogram::BucketIndex(int64_t ns) {
   if (ns > kMax) ns = kMax;
   if (ns < 256) return static_cast<int>(ns);
   const int msb = 63 - __builtin_clzll(static_cast<unsigned long long>(ns));
-  const int shift = msb - kSubBits;  // >= 1
+  const int shift = msb - kSubBits;               // >= 1
   const int sub = static_cast<int>(ns >> shift);  // in [128, 256)
   return 256 + (shift - 1) * 128 + (sub - 128);
 }
@@ -134,8 +133,8 @@ std::vector<std::pair<int64_t, double>> Distribution::Cdf(int max_points) const 
   out.emplace_back(min_, 0.0);
   uint64_t seen = 0;
   const size_t n = buckets_.size();
-  const size_t step = std::max<size_t>(1, (n + static_cast<size_t>(max_points) - 3) /
-                                              static_cast<size_t>(max_points - 2));
+  const size_t step = std::max<size_t>(
+      1, (n + static_cast<size_t>(max_points) - 3) / static_cast<size_t>(max_points - 2));
   for (size_t i = 0; i < n; ++i) {
     seen += buckets_[i].second;
     if (i % step == step - 1 || i + 1 == n) {
@@ -194,5 +193,4 @@ bool ResetPeakRss() {
   return ok;
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

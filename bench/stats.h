@@ -22,13 +22,12 @@
 
 #include "absl/status/status.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 class LatencyHistogram {
  public:
-  static constexpr int kSubBits = 7;                 // 128 buckets per power of two
-  static constexpr int kMaxExponent = 38;            // values up to 2^38 ns
+  static constexpr int kSubBits = 7;       // 128 buckets per power of two
+  static constexpr int kMaxExponent = 38;  // values up to 2^38 ns
   static constexpr int kBuckets = 256 + (kMaxExponent - kSubBits - 1) * 128;
 
   LatencyHistogram();
@@ -122,7 +121,6 @@ int64_t PeakRssKb();
 // process's lifetime peak).
 bool ResetPeakRss();
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_STATS_H_

@@ -6,8 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 std::string XmlEscape(const std::string& text) {
   std::string out;
@@ -164,7 +163,8 @@ std::string RenderSvg(const LineChart& chart) {
   absl::StrAppendFormat(&o, "<title>%s</title>\n", XmlEscape(chart.title));
   absl::StrAppendFormat(&o, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"white\"/>\n",
                         width, chart.height);
-  absl::StrAppendFormat(&o, "<text x=\"%g\" y=\"24\" font-size=\"16\" font-weight=\"bold\">%s</text>\n",
+  absl::StrAppendFormat(&o,
+                        "<text x=\"%g\" y=\"24\" font-size=\"16\" font-weight=\"bold\">%s</text>\n",
                         left, XmlEscape(chart.title));
   if (!chart.subtitle.empty()) {
     absl::StrAppendFormat(&o, "<text x=\"%g\" y=\"44\" font-size=\"11\" fill=\"#555\">%s</text>\n",
@@ -172,8 +172,12 @@ std::string RenderSvg(const LineChart& chart) {
   }
   // Grid and ticks.
   o += "<g stroke=\"#e0e0e0\" stroke-width=\"1\">\n";
-  for (double t : yticks) absl::StrAppendFormat(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left, Y(t), left + pw, Y(t));
-  for (double t : xticks) absl::StrAppendFormat(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", X(t), top, X(t), top + ph);
+  for (double t : yticks)
+    absl::StrAppendFormat(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", left,
+                          Y(t), left + pw, Y(t));
+  for (double t : xticks)
+    absl::StrAppendFormat(&o, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>\n", X(t),
+                          top, X(t), top + ph);
   o += "</g>\n";
   absl::StrAppendFormat(&o,
                         "<rect x=\"%g\" y=\"%g\" width=\"%g\" height=\"%g\" fill=\"none\" "
@@ -181,12 +185,12 @@ std::string RenderSvg(const LineChart& chart) {
                         left, top, pw, ph);
   o += "<g fill=\"#333\">\n";
   for (double t : yticks) {
-    absl::StrAppendFormat(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", left - 6,
-                          Y(t) + 4, XmlEscape(fmt(chart.y, t)));
+    absl::StrAppendFormat(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+                          left - 6, Y(t) + 4, XmlEscape(fmt(chart.y, t)));
   }
   for (double t : xticks) {
-    absl::StrAppendFormat(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", X(t),
-                          top + ph + 18, XmlEscape(fmt(chart.x, t)));
+    absl::StrAppendFormat(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
+                          X(t), top + ph + 18, XmlEscape(fmt(chart.x, t)));
   }
   absl::StrAppendFormat(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n",
                         left + pw / 2, H - 14, XmlEscape(chart.x.label));
@@ -197,8 +201,9 @@ std::string RenderSvg(const LineChart& chart) {
   o += "</g>\n";
 
   if (xs.empty()) {
-    absl::StrAppendFormat(&o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999\">no data</text>\n",
-                          left + pw / 2, top + ph / 2);
+    absl::StrAppendFormat(
+        &o, "<text x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\" fill=\"#999\">no data</text>\n",
+        left + pw / 2, top + ph / 2);
   }
   // Series.
   int legend_row = 0;
@@ -214,10 +219,11 @@ std::string RenderSvg(const LineChart& chart) {
     }
     if (pts.empty()) continue;
     absl::StrAppendFormat(&o, "<g><title>%s</title>\n", XmlEscape(s.name));
-    absl::StrAppendFormat(&o,
-                          "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"%s\"/>\n",
-                          XmlEscape(s.color), s.dashed ? " stroke-dasharray=\"6 4\"" : "", pts);
-    if (!marks.empty()) absl::StrAppendFormat(&o, "<g fill=\"%s\">%s</g>\n", XmlEscape(s.color), marks);
+    absl::StrAppendFormat(
+        &o, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\"%s points=\"%s\"/>\n",
+        XmlEscape(s.color), s.dashed ? " stroke-dasharray=\"6 4\"" : "", pts);
+    if (!marks.empty())
+      absl::StrAppendFormat(&o, "<g fill=\"%s\">%s</g>\n", XmlEscape(s.color), marks);
     o += "</g>\n";
     const double ly = top + 8 + legend_row * 20;
     const double lx = left + pw + 16;
@@ -234,5 +240,4 @@ std::string RenderSvg(const LineChart& chart) {
   return o;
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

@@ -19,8 +19,7 @@
 #include <utility>
 #include <vector>
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 struct Axis {
   std::string label;
@@ -39,7 +38,8 @@ struct Series {
   std::string color = "#1f77b4";
   bool dashed = false;
   bool markers = true;
-  std::vector<std::pair<double, double>> points;  // (x, y); non-finite or <= 0 on a log axis are skipped
+  std::vector<std::pair<double, double>>
+      points;  // (x, y); non-finite or <= 0 on a log axis are skipped
 };
 
 struct LineChart {
@@ -60,7 +60,6 @@ std::string FormatMicros(double us);
 // Escapes &, <, >, " and ' for XML text and attributes.
 std::string XmlEscape(const std::string& text);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_SVG_H_

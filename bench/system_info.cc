@@ -1,11 +1,10 @@
 #include "bench/system_info.h"
 
+#include <hiredis/hiredis.h>
 #include <sched.h>
 #include <stdio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
-
-#include <hiredis/hiredis.h>
 
 #include <fstream>
 
@@ -23,8 +22,7 @@
 #define REDLOCK_BENCH_PROJECT_VERSION "unknown"
 #endif
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 namespace {
 
 // The first line `command` prints, bounded in size.
@@ -91,8 +89,8 @@ VersionInfo GetVersionInfo(const std::string& redis_server) {
   if (v.redis_server.empty()) v.redis_server = absl::StrCat(redis_server, ": not found");
   v.hiredis = absl::StrCat(HIREDIS_MAJOR, ".", HIREDIS_MINOR, ".", HIREDIS_PATCH);
 #if defined(__clang__)
-  v.compiler = absl::StrCat("clang++ ", __clang_major__, ".", __clang_minor__, ".",
-                            __clang_patchlevel__);
+  v.compiler =
+      absl::StrCat("clang++ ", __clang_major__, ".", __clang_minor__, ".", __clang_patchlevel__);
 #elif defined(__GNUC__)
   v.compiler = absl::StrCat("g++ ", __GNUC__, ".", __GNUC_MINOR__, ".", __GNUC_PATCHLEVEL__);
 #else
@@ -113,8 +111,8 @@ VersionInfo GetVersionInfo(const std::string& redis_server) {
 std::vector<std::string> BuildWarnings(const VersionInfo& v) {
   std::vector<std::string> out;
   if (!v.sanitizer.empty()) {
-    out.push_back(absl::StrCat("sanitizer build (", v.sanitizer,
-                               "): figures are not representative"));
+    out.push_back(
+        absl::StrCat("sanitizer build (", v.sanitizer, "): figures are not representative"));
   }
   if (v.build_type == "Debug" || v.build_type == "(none)") {
     out.push_back(absl::StrCat("build type ", v.build_type,
@@ -123,5 +121,4 @@ std::vector<std::string> BuildWarnings(const VersionInfo& v) {
   return out;
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

@@ -7,14 +7,13 @@
 #include <string>
 #include <vector>
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 struct MachineInfo {
-  std::string cpu_model;   // /proc/cpuinfo "model name"
-  int cores_online = 0;    // sysconf(_SC_NPROCESSORS_ONLN)
-  int cores_usable = 0;    // sched_getaffinity
-  std::string kernel;      // uname: sysname release machine
+  std::string cpu_model;  // /proc/cpuinfo "model name"
+  int cores_online = 0;   // sysconf(_SC_NPROCESSORS_ONLN)
+  int cores_usable = 0;   // sched_getaffinity
+  std::string kernel;     // uname: sysname release machine
   long long mem_total_kb = 0;
 };
 
@@ -37,7 +36,6 @@ VersionInfo GetVersionInfo(const std::string& redis_server);
 // sanitizers, assertions on).
 std::vector<std::string> BuildWarnings(const VersionInfo& v);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_SYSTEM_INFO_H_

@@ -1,8 +1,8 @@
 // Lock token generation: 20 bytes from getrandom(2), hex-encoded.
 
-#include <string>
-
 #include <benchmark/benchmark.h>
+
+#include <string>
 
 #include "redlock/internal/token.h"
 

@@ -5,8 +5,7 @@
 #include <mutex>
 #include <thread>
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 namespace {
 
 enum Phase : int { kWaiting = 0, kWarmup = 1, kMeasure = 2, kStop = 3 };
@@ -102,12 +101,12 @@ RunOutput RunWorkload(std::vector<CycleFn> callers, const RunLimits& limits, Run
   s.cv.notify_all();
 
   // Warm-up: until its time has passed or its cycles are done.
-  const auto warm_until = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(limits.warmup);
+  const auto warm_until =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(limits.warmup);
   {
     std::unique_lock<std::mutex> lock(s.mu);
-    s.cv.wait_until(lock, warm_until, [&] {
-      return s.warmup_done.load(std::memory_order_relaxed) >= s.warmup_cap;
-    });
+    s.cv.wait_until(lock, warm_until,
+                    [&] { return s.warmup_done.load(std::memory_order_relaxed) >= s.warmup_cap; });
   }
   result.warmup_cycles = s.warmup_done.load();
 
@@ -117,7 +116,9 @@ RunOutput RunWorkload(std::vector<CycleFn> callers, const RunLimits& limits, Run
   s.phase.store(kMeasure, std::memory_order_release);
   if (hooks.at_measure_start) hooks.at_measure_start();
 
-  auto cap_reached = [&] { return s.measured_done.load(std::memory_order_relaxed) >= s.measure_cap; };
+  auto cap_reached = [&] {
+    return s.measured_done.load(std::memory_order_relaxed) >= s.measure_cap;
+  };
   const auto measure_start = std::chrono::steady_clock::now();
   {
     std::unique_lock<std::mutex> lock(s.mu);
@@ -161,5 +162,4 @@ RunOutput RunWorkload(std::vector<CycleFn> callers, const RunLimits& limits, Run
   return result;
 }
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench

@@ -34,8 +34,7 @@
 #include "absl/time/time.h"
 #include "bench/stats.h"
 
-namespace redlock {
-namespace bench {
+namespace redlock::bench {
 
 // Steady-clock nanoseconds.
 inline int64_t NowNs() {
@@ -101,7 +100,6 @@ struct RunOutput {
 
 RunOutput RunWorkload(std::vector<CycleFn> callers, const RunLimits& limits, RunHooks hooks);
 
-}  // namespace bench
-}  // namespace redlock
+}  // namespace redlock::bench
 
 #endif  // REDLOCK_BENCH_WORKLOAD_H_

@@ -115,7 +115,8 @@ int main(int argc, char** argv) {
   chaos::InstallSignalCleanup();
   fprintf(stderr, "redlock-chaos: %zu scenario(s), seed %llu, client %s\n", todo.size(),
           static_cast<unsigned long long>(options.seed),
-          (options.client_binary.empty() ? chaos::DefaultClientBinary() : options.client_binary).c_str());
+          (options.client_binary.empty() ? chaos::DefaultClientBinary() : options.client_binary)
+              .c_str());
   absl::Time start = absl::Now();
   std::vector<chaos::ScenarioResult> results;
   for (const chaos::Scenario* s : todo) {
@@ -124,11 +125,13 @@ int main(int argc, char** argv) {
     fflush(stderr);
     chaos::ScenarioResult r = chaos::RunScenario(*s, options);
     fprintf(stderr, "%s (%.1fs, %lld ops, S1-S5 %lld/%lld/%lld/%lld/%lld)%s%s\n",
-            r.skipped ? "SKIP" : r.ok ? "OK" : "FAIL", absl::ToDoubleSeconds(r.elapsed),
-            static_cast<long long>(r.counts.invokes), static_cast<long long>(r.violations[0]),
-            static_cast<long long>(r.violations[1]), static_cast<long long>(r.violations[2]),
-            static_cast<long long>(r.violations[3]), static_cast<long long>(r.violations[4]),
-            r.why.empty() ? "" : ": ", r.why.c_str());
+            r.skipped ? "SKIP"
+            : r.ok    ? "OK"
+                      : "FAIL",
+            absl::ToDoubleSeconds(r.elapsed), static_cast<long long>(r.counts.invokes),
+            static_cast<long long>(r.violations[0]), static_cast<long long>(r.violations[1]),
+            static_cast<long long>(r.violations[2]), static_cast<long long>(r.violations[3]),
+            static_cast<long long>(r.violations[4]), r.why.empty() ? "" : ": ", r.why.c_str());
     if (verbose || !r.ok) {
       for (const std::string& e : r.examples) fprintf(stderr, "    %s\n", e.c_str());
       for (const std::string& n : r.notes) fprintf(stderr, "    note: %s\n", n.c_str());
@@ -144,8 +147,8 @@ int main(int argc, char** argv) {
     skipped += r.skipped;
   }
   printf("%zu scenarios, %d skipped, %s in %.1fs (seed %llu)\n", results.size(), skipped,
-         all_ok ? "every verdict as expected" : "SOME VERDICTS NOT AS EXPECTED", absl::ToDoubleSeconds(total),
-         static_cast<unsigned long long>(options.seed));
+         all_ok ? "every verdict as expected" : "SOME VERDICTS NOT AS EXPECTED",
+         absl::ToDoubleSeconds(total), static_cast<unsigned long long>(options.seed));
   if (!json_path.empty()) {
     std::ofstream out(json_path);
     out << chaos::FormatJson(results, options.seed, total);

@@ -88,8 +88,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::vector<redlock::chaos::Event>> history =
       redlock::chaos::ReadHistory(paths, skip_malformed ? &malformed : nullptr);
   if (!history.ok()) {
-    std::fprintf(stderr, "redlock-check: %s%s\n",
-                 std::string(history.status().message()).c_str(),
+    std::fprintf(stderr, "redlock-check: %s%s\n", std::string(history.status().message()).c_str(),
                  history.status().code() == absl::StatusCode::kInvalidArgument
                      ? " (--skip-malformed checks the rest)"
                      : "");
@@ -106,8 +105,8 @@ int main(int argc, char** argv) {
     result.warnings = std::move(warnings);
     result.warning_count += static_cast<int64_t>(malformed.size());
   }
-  const std::string report = json ? redlock::chaos::FormatReportJson(result)
-                                  : redlock::chaos::FormatReport(result);
+  const std::string report =
+      json ? redlock::chaos::FormatReportJson(result) : redlock::chaos::FormatReport(result);
   std::fwrite(report.data(), 1, report.size(), stdout);
   return result.ok() ? kExitClean : kExitViolations;
 }

@@ -32,13 +32,11 @@ struct Grant {
 // Everything derived from the history, shared by the property checks.
 class Checker {
  public:
-  Checker(const std::vector<Event>& history, const CheckOptions& options)
-      : options_(options) {
+  Checker(const std::vector<Event>& history, const CheckOptions& options) : options_(options) {
     events_.reserve(history.size());
     for (const Event& e : history) events_.push_back(&e);
-    std::stable_sort(
-        events_.begin(), events_.end(),
-        [](const Event* a, const Event* b) { return a->t < b->t; });
+    std::stable_sort(events_.begin(), events_.end(),
+                     [](const Event* a, const Event* b) { return a->t < b->t; });
   }
 
   CheckResult Run() {
@@ -74,15 +72,13 @@ class Checker {
 
   // Differences are taken in double: hostile histories may hold any int64.
   std::string Rel(int64_t t) const {
-    return absl::StrFormat(
-        "%+.6fs",
-        (static_cast<double>(t) - static_cast<double>(result_.first_t)) / 1e9);
+    return absl::StrFormat("%+.6fs",
+                           (static_cast<double>(t) - static_cast<double>(result_.first_t)) / 1e9);
   }
 
   // b - a, in milliseconds.
   static std::string Ms(int64_t a, int64_t b) {
-    return absl::StrFormat(
-        "%.3f ms", (static_cast<double>(b) - static_cast<double>(a)) / 1e6);
+    return absl::StrFormat("%.3f ms", (static_cast<double>(b) - static_cast<double>(a)) / 1e6);
   }
 
   static std::string Num(long double x) { return absl::StrFormat("%.0Lf", x); }
@@ -95,13 +91,9 @@ class Checker {
     return e.source.empty() ? std::string() : absl::StrCat(e.source, ": ");
   }
 
-  static std::string Who(const GrantInfo& g) {
-    return absl::StrCat(g.process, " op ", g.op);
-  }
+  static std::string Who(const GrantInfo& g) { return absl::StrCat(g.process, " op ", g.op); }
 
-  static std::string Who(const Event& e) {
-    return absl::StrCat(e.process, " op ", e.op);
-  }
+  static std::string Who(const Event& e) { return absl::StrCat(e.process, " op ", e.op); }
 
   void Warn(std::string message) {
     ++result_.warning_count;
@@ -130,34 +122,29 @@ class Checker {
     switch (e.type) {
       case EventType::kInvoke:
       case EventType::kFail:
-        return absl::StrCat(EventTypeName(e.type), kSep, e.process, kSep, e.op,
-                            kSep, e.resource, kSep, e.t);
+        return absl::StrCat(EventTypeName(e.type), kSep, e.process, kSep, e.op, kSep, e.resource,
+                            kSep, e.t);
       case EventType::kGrant:
         // The same grant logged twice (even at another t) is one grant.
-        return absl::StrCat("grant", kSep, e.process, kSep, e.op, kSep,
-                            e.token);
+        return absl::StrCat("grant", kSep, e.process, kSep, e.op, kSep, e.token);
       case EventType::kUse:
-        return absl::StrCat("use", kSep, e.process, kSep, e.op, kSep, e.token,
-                            kSep, e.begin, kSep, e.end, kSep, e.read, kSep,
-                            e.wrote, kSep, e.accepted);
+        return absl::StrCat("use", kSep, e.process, kSep, e.op, kSep, e.token, kSep, e.begin, kSep,
+                            e.end, kSep, e.read, kSep, e.wrote, kSep, e.accepted);
       case EventType::kRelease:
-        return absl::StrCat("release", kSep, e.process, kSep, e.op, kSep,
-                            e.token, kSep, e.t, kSep, e.end);
+        return absl::StrCat("release", kSep, e.process, kSep, e.op, kSep, e.token, kSep, e.t, kSep,
+                            e.end);
       case EventType::kNemesis:
-        return absl::StrCat("nemesis", kSep, e.t, kSep, e.fault, kSep, e.target,
-                            kSep, FaultPhaseName(e.phase), kSep, e.detail);
+        return absl::StrCat("nemesis", kSep, e.t, kSep, e.fault, kSep, e.target, kSep,
+                            FaultPhaseName(e.phase), kSep, e.detail);
       case EventType::kFinal:
-        return absl::StrCat("final", kSep, e.t, kSep, e.resource, kSep,
-                            e.counter, kSep, e.initial);
+        return absl::StrCat("final", kSep, e.t, kSep, e.resource, kSep, e.counter, kSep, e.initial);
       case EventType::kUnknown:
         return std::string();
     }
     return std::string();
   }
 
-  static std::string OpKey(const Event& e) {
-    return absl::StrCat(e.process, kSep, e.op);
-  }
+  static std::string OpKey(const Event& e) { return absl::StrCat(e.process, kSep, e.op); }
 
   // ---- Pass 1: classify and deduplicate
   // --------------------------------------
@@ -179,18 +166,15 @@ class Checker {
       }
       if (!seen.insert(DedupKey(*e)).second) {
         ++result_.counts.duplicates;
-        Warn(absl::StrCat(
-            Where(*e), "duplicate ", EventTypeName(e->type), " event dropped",
-            e->process.empty() ? std::string()
-                               : absl::StrCat(" (", Who(*e), ")")));
+        Warn(absl::StrCat(Where(*e), "duplicate ", EventTypeName(e->type), " event dropped",
+                          e->process.empty() ? std::string() : absl::StrCat(" (", Who(*e), ")")));
         continue;
       }
       switch (e->type) {
         case EventType::kInvoke:
           ++result_.counts.invokes;
           resources[e->resource] = true;
-          if (invoked.insert(OpKey(*e)).second)
-            invoke_order.push_back(OpKey(*e));
+          if (invoked.insert(OpKey(*e)).second) invoke_order.push_back(OpKey(*e));
           break;
         case EventType::kGrant: {
           ++result_.counts.grants;
@@ -208,12 +192,11 @@ class Checker {
           g.info.fencing_token = e->fencing_token;
           g.info.source = e->source;
           if (e->fencing_token.has_value()) ++result_.counts.fenced_grants;
-          auto [it, inserted] = token_ids.try_emplace(
-              e->token, static_cast<int>(token_ids.size()));
+          auto [it, inserted] = token_ids.try_emplace(e->token, static_cast<int>(token_ids.size()));
           g.token_id = it->second;
           if (!inserted) {
-            Warn(absl::StrCat(Where(*e), "grant ", Who(*e), " reuses token ",
-                              e->token, " of an earlier grant"));
+            Warn(absl::StrCat(Where(*e), "grant ", Who(*e), " reuses token ", e->token,
+                              " of an earlier grant"));
           }
           by_token_[e->token].push_back(static_cast<int>(grants_.size()));
           grants_.push_back(std::move(g));
@@ -247,11 +230,9 @@ class Checker {
           resources[e->resource] = true;
           auto [it, inserted] = finals_.try_emplace(e->resource, e);
           if (!inserted) {
-            if (it->second->counter != e->counter ||
-                it->second->initial != e->initial) {
-              Warn(absl::StrCat(Where(*e), "conflicting final for resource \"",
-                                e->resource, "\": counter ", e->counter,
-                                " replaces ", it->second->counter));
+            if (it->second->counter != e->counter || it->second->initial != e->initial) {
+              Warn(absl::StrCat(Where(*e), "conflicting final for resource \"", e->resource,
+                                "\": counter ", e->counter, " replaces ", it->second->counter));
             }
             it->second = e;  // the latest final wins
           }
@@ -294,8 +275,8 @@ class Checker {
         case FaultPhase::kStop: {
           auto it = open.find({e->fault, e->target});
           if (it == open.end() || it->second.empty()) {
-            Warn(absl::StrCat(Where(*e), "nemesis stop of ", e->fault, " ",
-                              e->target, " without a start"));
+            Warn(absl::StrCat(Where(*e), "nemesis stop of ", e->fault, " ", e->target,
+                              " without a start"));
             break;
           }
           faults_[it->second.front()].stop = e->t;
@@ -309,11 +290,9 @@ class Checker {
   // Faults active at some time in [from, to]; faults_ is sorted by t.
   std::vector<FaultInfo> ActiveFaults(int64_t from, int64_t to) const {
     std::vector<FaultInfo> out;
-    const int64_t window =
-        std::max<int64_t>(0, absl::ToInt64Nanoseconds(options_.fault_window));
+    const int64_t window = std::max<int64_t>(0, absl::ToInt64Nanoseconds(options_.fault_window));
     const int64_t instant_from =
-        from < std::numeric_limits<int64_t>::min() + window ? from
-                                                            : from - window;
+        from < std::numeric_limits<int64_t>::min() + window ? from : from - window;
     for (const FaultInfo& f : faults_) {
       if (f.t > to) break;
       if (f.phase == FaultPhase::kStart) {
@@ -348,18 +327,15 @@ class Checker {
     for (size_t i = 0; i < uses_.size(); ++i) {
       const Event& u = *uses_[i];
       if (u.end < u.begin) {
-        Warn(absl::StrCat(Where(u), "use by ", Who(u),
-                          " ends before it begins"));
+        Warn(absl::StrCat(Where(u), "use by ", Who(u), " ends before it begins"));
       }
-      if (u.read != std::numeric_limits<int64_t>::max() &&
-          u.wrote != u.read + 1) {
-        Warn(absl::StrCat(Where(u), "use by ", Who(u), " read ", u.read,
-                          " but wrote ", u.wrote, " (expected read + 1)"));
+      if (u.read != std::numeric_limits<int64_t>::max() && u.wrote != u.read + 1) {
+        Warn(absl::StrCat(Where(u), "use by ", Who(u), " read ", u.read, " but wrote ", u.wrote,
+                          " (expected read + 1)"));
       }
       const int g = FindGrant(u);
       if (g < 0) {
-        Warn(absl::StrCat(Where(u), "use by ", Who(u),
-                          " without a grant (token ", u.token, ")"));
+        Warn(absl::StrCat(Where(u), "use by ", Who(u), " without a grant (token ", u.token, ")"));
         continue;
       }
       use_grant_[i] = g;
@@ -367,18 +343,14 @@ class Checker {
       grant.last_use_end = std::max(grant.last_use_end, u.end);
       ++grant.info.uses;
       if (u.resource != grant.info.resource) {
-        Warn(absl::StrCat(Where(u), "use by ", Who(u), " names resource \"",
-                          u.resource, "\" but its grant is for \"",
-                          grant.info.resource, "\""));
+        Warn(absl::StrCat(Where(u), "use by ", Who(u), " names resource \"", u.resource,
+                          "\" but its grant is for \"", grant.info.resource, "\""));
       }
       if (u.begin < grant.info.granted) {
-        Warn(absl::StrCat(Where(u), "use by ", Who(u),
-                          " begins before its grant was logged"));
+        Warn(absl::StrCat(Where(u), "use by ", Who(u), " begins before its grant was logged"));
       }
-      if (u.fencing_token.has_value() &&
-          u.fencing_token != grant.info.fencing_token) {
-        Warn(absl::StrCat(Where(u), "use by ", Who(u),
-                          " carries fencing token ", *u.fencing_token,
+      if (u.fencing_token.has_value() && u.fencing_token != grant.info.fencing_token) {
+        Warn(absl::StrCat(Where(u), "use by ", Who(u), " carries fencing token ", *u.fencing_token,
                           " but its grant has ",
                           grant.info.fencing_token.has_value()
                               ? absl::StrCat(*grant.info.fencing_token)
@@ -388,8 +360,8 @@ class Checker {
     for (const Event* r : releases_) {
       const int g = FindGrant(*r);
       if (g < 0) {
-        Warn(absl::StrCat(Where(*r), "release by ", Who(*r),
-                          " without a grant (token ", r->token, ")"));
+        Warn(absl::StrCat(Where(*r), "release by ", Who(*r), " without a grant (token ", r->token,
+                          ")"));
         continue;
       }
       GrantInfo& info = grants_[g].info;
@@ -406,8 +378,7 @@ class Checker {
       if (info.released.has_value()) end = std::min(end, *info.released);
       end = std::max(end, g.last_use_end);
       if (end < info.granted) {
-        Warn(absl::StrCat(info.source.empty() ? "" : info.source + ": ",
-                          "grant ", Who(info),
+        Warn(absl::StrCat(info.source.empty() ? "" : info.source + ": ", "grant ", Who(info),
                           " ends (valid_until/release) before it was logged"));
         end = info.granted;
       }
@@ -416,8 +387,7 @@ class Checker {
   }
 
   std::string HoldText(const GrantInfo& g) const {
-    return absl::StrCat(Who(g), " [", Rel(g.granted), ", ", Rel(g.hold_end),
-                        "]");
+    return absl::StrCat(Who(g), " [", Rel(g.granted), ", ", Rel(g.hold_end), "]");
   }
 
   // Grants by resource, in resource order (deterministic reports).
@@ -440,9 +410,8 @@ class Checker {
     v.resource = ga.resource;
     v.t = std::max(ga.granted, gb.granted);
     v.t_end = std::min(ga.hold_end, gb.hold_end);
-    v.description =
-        absl::StrCat("hold intervals of ", HoldText(ga), " and ", HoldText(gb),
-                     " overlap for ", Ms(v.t, v.t_end));
+    v.description = absl::StrCat("hold intervals of ", HoldText(ga), " and ", HoldText(gb),
+                                 " overlap for ", Ms(v.t, v.t_end));
     v.grants = {ga, gb};
     Keep(std::move(v));
   }
@@ -491,8 +460,8 @@ class Checker {
             if (Count(p)) ReportOverlap(o, i);
           }
         } else if (!heap.empty()) {
-          const int64_t n = static_cast<int64_t>(heap.size()) -
-                            active_per_token[grants_[i].token_id];
+          const int64_t n =
+              static_cast<int64_t>(heap.size()) - active_per_token[grants_[i].token_id];
           if (n > 0) Count(p, n);
         }
         heap.emplace_back(gi.hold_end, i);
@@ -500,8 +469,7 @@ class Checker {
         ++active_per_token[grants_[i].token_id];
       }
       // Leave the per-token counts clean for the next resource.
-      for (const Entry& e : heap)
-        --active_per_token[grants_[e.second].token_id];
+      for (const Entry& e : heap) --active_per_token[grants_[e.second].token_id];
     }
   }
 
@@ -522,11 +490,10 @@ class Checker {
       v.resource = info.resource;
       v.t = info.valid_until;
       v.t_end = u.end;
-      v.description = absl::StrCat(
-          "use by ", Who(u), " [", Rel(u.begin), ", ", Rel(u.end), "] ends ",
-          Ms(info.valid_until, u.end), " after its grant's valid_until ",
-          Rel(info.valid_until),
-          u.accepted ? ", write accepted" : ", write rejected", From(u));
+      v.description = absl::StrCat("use by ", Who(u), " [", Rel(u.begin), ", ", Rel(u.end),
+                                   "] ends ", Ms(info.valid_until, u.end),
+                                   " after its grant's valid_until ", Rel(info.valid_until),
+                                   u.accepted ? ", write accepted" : ", write rejected", From(u));
       v.grants = {info};
       Keep(std::move(v));
     }
@@ -535,8 +502,7 @@ class Checker {
   // ---- S3
   // -----------------------------------------------------------------------
 
-  std::vector<GrantInfo> GrantsOf(
-      std::initializer_list<size_t> use_indexes) const {
+  std::vector<GrantInfo> GrantsOf(std::initializer_list<size_t> use_indexes) const {
     std::vector<GrantInfo> out;
     for (size_t i : use_indexes) {
       if (use_grant_[i] >= 0) out.push_back(grants_[use_grant_[i]].info);
@@ -546,8 +512,7 @@ class Checker {
 
   std::string UseText(size_t i) const {
     const Event& u = *uses_[i];
-    return absl::StrCat(Who(u), " [", Rel(u.begin), ", ", Rel(u.end), "]",
-                        From(u));
+    return absl::StrCat(Who(u), " [", Rel(u.begin), ", ", Rel(u.end), "]", From(u));
   }
 
   void CheckHarm() {
@@ -566,8 +531,7 @@ class Checker {
       size_t begin = 0;
       while (begin < ids.size()) {
         size_t end = begin + 1;
-        while (end < ids.size() &&
-               uses_[ids[end]]->read == uses_[ids[begin]]->read) {
+        while (end < ids.size() && uses_[ids[end]]->read == uses_[ids[begin]]->read) {
           ++end;
         }
         const int64_t k = static_cast<int64_t>(end - begin);
@@ -589,8 +553,7 @@ class Checker {
     }
     for (const auto& [resource, final_event] : finals_) {
       auto it = accepted.find(resource);
-      const int64_t n =
-          it == accepted.end() ? 0 : static_cast<int64_t>(it->second.size());
+      const int64_t n = it == accepted.end() ? 0 : static_cast<int64_t>(it->second.size());
       // long double holds any difference of two int64 exactly.
       const long double delta = static_cast<long double>(final_event->counter) -
                                 static_cast<long double>(final_event->initial);
@@ -602,16 +565,14 @@ class Checker {
       v.t = result_.first_t;
       v.t_end = final_event->t;
       if (delta < n) {
-        v.description =
-            absl::StrCat("final counter ", final_event->counter, " - initial ",
-                         final_event->initial, " = ", Num(delta), " but ", n,
-                         " writes were accepted: ", Num(n - delta),
-                         " acknowledged update(s) lost", From(*final_event));
+        v.description = absl::StrCat("final counter ", final_event->counter, " - initial ",
+                                     final_event->initial, " = ", Num(delta), " but ", n,
+                                     " writes were accepted: ", Num(n - delta),
+                                     " acknowledged update(s) lost", From(*final_event));
       } else {
         v.description = absl::StrCat(
-            "final counter ", final_event->counter, " - initial ",
-            final_event->initial, " = ", Num(delta), " but only ", n,
-            " writes were accepted: ", Num(delta - n),
+            "final counter ", final_event->counter, " - initial ", final_event->initial, " = ",
+            Num(delta), " but only ", n, " writes were accepted: ", Num(delta - n),
             " increment(s) missing from the history (a writer killed between "
             "its write and its log line?)",
             From(*final_event));
@@ -628,9 +589,8 @@ class Checker {
     const Event& ub = *uses_[b];
     v.t = std::max(ua.begin, ub.begin);
     v.t_end = std::max(v.t, std::min(ua.end, ub.end));
-    v.description =
-        absl::StrCat("accepted uses ", UseText(a), " and ", UseText(b),
-                     " both read ", ua.read, ": one update lost");
+    v.description = absl::StrCat("accepted uses ", UseText(a), " and ", UseText(b), " both read ",
+                                 ua.read, ": one update lost");
     v.grants = GrantsOf({a, b});
     Keep(std::move(v));
   }
@@ -661,15 +621,13 @@ class Checker {
       while (begin < by_ft.size()) {
         const uint64_t ft = *grants_[by_ft[begin]].info.fencing_token;
         size_t end = begin + 1;
-        while (end < by_ft.size() &&
-               *grants_[by_ft[end]].info.fencing_token == ft) {
+        while (end < by_ft.size() && *grants_[by_ft[end]].info.fencing_token == ft) {
           ++end;
         }
         if (end - begin > 1) {
           // Exact count: all pairs minus those sharing a (grant) token.
           std::map<int, int64_t> per_token;
-          for (size_t k = begin; k < end; ++k)
-            ++per_token[grants_[by_ft[k]].token_id];
+          for (size_t k = begin; k < end; ++k) ++per_token[grants_[by_ft[k]].token_id];
           const int64_t k = static_cast<int64_t>(end - begin);
           int64_t pairs = k * (k - 1) / 2;
           for (const auto& [id, m] : per_token) pairs -= m * (m - 1) / 2;
@@ -688,9 +646,9 @@ class Checker {
               v.resource = resource;
               v.t = gb.granted;
               v.t_end = gb.granted;
-              v.description = absl::StrCat(
-                  "grants ", Who(ga), " (", Rel(ga.granted), ") and ", Who(gb),
-                  " (", Rel(gb.granted), ") carry the same fencing token ", ft);
+              v.description =
+                  absl::StrCat("grants ", Who(ga), " (", Rel(ga.granted), ") and ", Who(gb), " (",
+                               Rel(gb.granted), ") carry the same fencing token ", ft);
               v.grants = {ga, gb};
               Keep(std::move(v));
             }
@@ -702,10 +660,9 @@ class Checker {
 
       // (b) a later attempt got a lower token.
       std::vector<int> by_granted = ids;
-      std::stable_sort(
-          by_granted.begin(), by_granted.end(), [this](int a, int b) {
-            return grants_[a].info.granted < grants_[b].info.granted;
-          });
+      std::stable_sort(by_granted.begin(), by_granted.end(), [this](int a, int b) {
+        return grants_[a].info.granted < grants_[b].info.granted;
+      });
       std::vector<int> by_start = ids;
       std::stable_sort(by_start.begin(), by_start.end(), [this](int a, int b) {
         return grants_[a].info.start < grants_[b].info.start;
@@ -714,11 +671,9 @@ class Checker {
       int best = -1;
       for (int b : by_start) {
         const GrantInfo& gb = grants_[b].info;
-        while (next < by_granted.size() &&
-               grants_[by_granted[next]].info.granted < gb.start) {
+        while (next < by_granted.size() && grants_[by_granted[next]].info.granted < gb.start) {
           const int a = by_granted[next++];
-          if (best < 0 || *grants_[a].info.fencing_token >
-                              *grants_[best].info.fencing_token) {
+          if (best < 0 || *grants_[a].info.fencing_token > *grants_[best].info.fencing_token) {
             best = a;
           }
         }
@@ -731,11 +686,10 @@ class Checker {
         v.resource = resource;
         v.t = gb.start;
         v.t_end = std::max(gb.start, gb.granted);
-        v.description = absl::StrCat("grant ", Who(gb), " attempted at ",
-                                     Rel(gb.start), " got fencing token ",
-                                     *gb.fencing_token, ", lower than ",
-                                     *ga.fencing_token, " granted earlier to ",
-                                     Who(ga), " at ", Rel(ga.granted));
+        v.description =
+            absl::StrCat("grant ", Who(gb), " attempted at ", Rel(gb.start), " got fencing token ",
+                         *gb.fencing_token, ", lower than ", *ga.fencing_token,
+                         " granted earlier to ", Who(ga), " at ", Rel(ga.granted));
         v.grants = {ga, gb};
         Keep(std::move(v));
       }
@@ -749,9 +703,8 @@ class Checker {
       }
     }
     for (auto& [resource, ids] : fenced) {
-      std::stable_sort(ids.begin(), ids.end(), [this](size_t a, size_t b) {
-        return uses_[a]->end < uses_[b]->end;
-      });
+      std::stable_sort(ids.begin(), ids.end(),
+                       [this](size_t a, size_t b) { return uses_[a]->end < uses_[b]->end; });
       int64_t best = -1;
       for (size_t i : ids) {
         const Event& u = *uses_[i];
@@ -763,10 +716,10 @@ class Checker {
           v.resource = resource;
           v.t = u.begin;
           v.t_end = u.end;
-          v.description = absl::StrCat(
-              "the store accepted fencing token ", *u.fencing_token, " from ",
-              UseText(i), " after it had accepted ", *w.fencing_token, " from ",
-              UseText(static_cast<size_t>(best)));
+          v.description =
+              absl::StrCat("the store accepted fencing token ", *u.fencing_token, " from ",
+                           UseText(i), " after it had accepted ", *w.fencing_token, " from ",
+                           UseText(static_cast<size_t>(best)));
           v.grants = GrantsOf({static_cast<size_t>(best), i});
           Keep(std::move(v));
           continue;
@@ -798,9 +751,7 @@ class Checker {
 // -----------------------------------------------------------
 
 std::string RelTime(const CheckResult& r, int64_t t) {
-  return absl::StrFormat(
-      "%+.6fs",
-      (static_cast<double>(t) - static_cast<double>(r.first_t)) / 1e9);
+  return absl::StrFormat("%+.6fs", (static_cast<double>(t) - static_cast<double>(r.first_t)) / 1e9);
 }
 
 std::string FaultText(const CheckResult& r, const FaultInfo& f) {
@@ -816,11 +767,10 @@ std::string FaultText(const CheckResult& r, const FaultInfo& f) {
 }
 
 std::string GrantText(const CheckResult& r, const GrantInfo& g) {
-  std::string out = absl::StrCat(
-      g.process, " op ", g.op, " token ", g.token, " nodes [",
-      absl::StrJoin(g.nodes, ","), "] attempt ", RelTime(r, g.start), " hold [",
-      RelTime(r, g.granted), ", ", RelTime(r, g.hold_end), "] valid_until ",
-      RelTime(r, g.valid_until));
+  std::string out = absl::StrCat(g.process, " op ", g.op, " token ", g.token, " nodes [",
+                                 absl::StrJoin(g.nodes, ","), "] attempt ", RelTime(r, g.start),
+                                 " hold [", RelTime(r, g.granted), ", ", RelTime(r, g.hold_end),
+                                 "] valid_until ", RelTime(r, g.valid_until));
   if (g.released.has_value()) {
     absl::StrAppend(&out, " released ", RelTime(r, *g.released));
   }
@@ -844,9 +794,8 @@ nlohmann::ordered_json GrantJson(const GrantInfo& g) {
   j["hold_end"] = g.hold_end;
   j["released"] = g.released.has_value() ? nlohmann::ordered_json(*g.released)
                                          : nlohmann::ordered_json(nullptr);
-  j["fencing_token"] = g.fencing_token.has_value()
-                           ? nlohmann::ordered_json(*g.fencing_token)
-                           : nlohmann::ordered_json(nullptr);
+  j["fencing_token"] = g.fencing_token.has_value() ? nlohmann::ordered_json(*g.fencing_token)
+                                                   : nlohmann::ordered_json(nullptr);
   j["uses"] = g.uses;
   if (!g.source.empty()) j["source"] = g.source;
   return j;
@@ -859,8 +808,8 @@ nlohmann::ordered_json FaultJson(const FaultInfo& f) {
   j["detail"] = f.detail;
   j["phase"] = std::string(FaultPhaseName(f.phase));
   j["t"] = f.t;
-  j["stop"] = f.stop.has_value() ? nlohmann::ordered_json(*f.stop)
-                                 : nlohmann::ordered_json(nullptr);
+  j["stop"] =
+      f.stop.has_value() ? nlohmann::ordered_json(*f.stop) : nlohmann::ordered_json(nullptr);
   return j;
 }
 
@@ -921,8 +870,7 @@ int64_t CheckResult::total_violations() const {
   return n;
 }
 
-CheckResult Check(const std::vector<Event>& history,
-                  const CheckOptions& options) {
+CheckResult Check(const std::vector<Event>& history, const CheckOptions& options) {
   return Checker(history, options).Run();
 }
 
@@ -935,37 +883,32 @@ std::string FormatReport(const CheckResult& r) {
       "  uses: %d (%d writes accepted, %d rejected), releases: %d, "
       "faults: %d, finals: %d\n\n",
       c.events, c.duplicates, c.resources,
-      (static_cast<double>(r.last_t) - static_cast<double>(r.first_t)) / 1e9,
-      c.invokes, c.grants, c.fenced_grants, c.fails, c.indeterminate, c.uses,
-      c.accepted_writes, c.rejected_writes, c.releases, c.nemesis, c.finals);
-  absl::StrAppendFormat(&out, "%-4s  %-20s  %-24s  %10s  %s\n", "prop",
-                        "property", "checked", "violations", "verdict");
+      (static_cast<double>(r.last_t) - static_cast<double>(r.first_t)) / 1e9, c.invokes, c.grants,
+      c.fenced_grants, c.fails, c.indeterminate, c.uses, c.accepted_writes, c.rejected_writes,
+      c.releases, c.nemesis, c.finals);
+  absl::StrAppendFormat(&out, "%-4s  %-20s  %-24s  %10s  %s\n", "prop", "property", "checked",
+                        "violations", "verdict");
   for (int i = 0; i < kNumProperties; ++i) {
     const Property p = static_cast<Property>(i);
-    absl::StrAppendFormat(&out, "%-4s  %-20s  %-24s  %10d  %s\n",
-                          PropertyName(p), PropertyTitle(p), Checked(r, p),
-                          r.count(p), Verdict(r, p));
+    absl::StrAppendFormat(&out, "%-4s  %-20s  %-24s  %10d  %s\n", PropertyName(p), PropertyTitle(p),
+                          Checked(r, p), r.count(p), Verdict(r, p));
   }
   if (c.lost_updates > 0) {
-    absl::StrAppend(
-        &out, "lost updates (same value read twice): ", c.lost_updates, "\n");
+    absl::StrAppend(&out, "lost updates (same value read twice): ", c.lost_updates, "\n");
   }
-  absl::StrAppend(&out, "verdict: ", r.ok() ? "PASS" : "FAIL", " (",
-                  r.total_violations(), " violations, ", r.warning_count,
-                  " warnings)\n");
+  absl::StrAppend(&out, "verdict: ", r.ok() ? "PASS" : "FAIL", " (", r.total_violations(),
+                  " violations, ", r.warning_count, " warnings)\n");
   if (r.warning_count > 0) {
-    absl::StrAppend(&out, "\nwarnings (malformed history, ", r.warnings.size(),
-                    " of ", r.warning_count, " shown):\n");
-    for (const std::string& w : r.warnings)
-      absl::StrAppend(&out, "  ", w, "\n");
+    absl::StrAppend(&out, "\nwarnings (malformed history, ", r.warnings.size(), " of ",
+                    r.warning_count, " shown):\n");
+    for (const std::string& w : r.warnings) absl::StrAppend(&out, "  ", w, "\n");
   }
   if (!r.violations.empty()) {
-    absl::StrAppend(&out, "\nviolations (", r.violations.size(), " of ",
-                    r.total_violations(), " shown):\n");
+    absl::StrAppend(&out, "\nviolations (", r.violations.size(), " of ", r.total_violations(),
+                    " shown):\n");
     for (const Violation& v : r.violations) {
-      absl::StrAppend(&out, "[", PropertyName(v.property), "] resource \"",
-                      v.resource, "\" ", RelTime(r, v.t), " .. ",
-                      RelTime(r, v.t_end), ": ", v.description, "\n");
+      absl::StrAppend(&out, "[", PropertyName(v.property), "] resource \"", v.resource, "\" ",
+                      RelTime(r, v.t), " .. ", RelTime(r, v.t_end), ": ", v.description, "\n");
       for (const GrantInfo& g : v.grants) {
         absl::StrAppend(&out, "     grant  ", GrantText(r, g), "\n");
       }

@@ -169,9 +169,7 @@ struct CheckResult {
   int64_t first_t = 0;
   int64_t last_t = 0;
 
-  int64_t count(Property p) const {
-    return violation_counts[static_cast<int>(p)];
-  }
+  int64_t count(Property p) const { return violation_counts[static_cast<int>(p)]; }
   int64_t total_violations() const;
   // True when no property is violated (warnings do not count).
   bool ok() const { return total_violations() == 0; }

@@ -227,8 +227,8 @@ absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
     kill(pid, SIGKILL);
     waitpid(pid, &status, 0);
     UnregisterPid(pid);
-    return absl::DeadlineExceededError(absl::StrCat(args[0], " did not finish within ",
-                                                    absl::FormatDuration(timeout)));
+    return absl::DeadlineExceededError(
+        absl::StrCat(args[0], " did not finish within ", absl::FormatDuration(timeout)));
   }
   if (!ReapProcess(pid, timeout, &status)) {
     kill(pid, SIGKILL);

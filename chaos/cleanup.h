@@ -46,17 +46,17 @@ void RequestInterrupt();
 
 // Output of a finished helper command.
 struct CommandResult {
-  int exit_code = -1;   // -1: killed by a signal (or the timeout)
-  std::string output;   // stdout and stderr, interleaved
+  int exit_code = -1;  // -1: killed by a signal (or the timeout)
+  std::string output;  // stdout and stderr, interleaved
 };
 
 // Runs argv[0] (looked up on PATH) with `input` on its stdin, waits for it at
 // most `timeout` (then SIGKILL by pid), and returns its exit code and output.
 // A non-zero exit is not an error here; a command that cannot be started is
 // kUnavailable, a timeout kDeadlineExceeded.
-[[nodiscard]] absl::StatusOr<CommandResult> RunCommand(
-    const std::vector<std::string>& argv, absl::Duration timeout,
-    const std::string& input = "");
+[[nodiscard]] absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
+                                                       absl::Duration timeout,
+                                                       const std::string& input = "");
 
 // How to start a child process.
 struct SpawnSpec {

@@ -13,10 +13,9 @@
 // iteration (a held lease is released first).
 
 #include <signal.h>
-
-#include <atomic>
 #include <string.h>
 
+#include <atomic>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -40,8 +39,10 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
   for (const std::string& a : args) {
     if (a == "--help" || a == "-h") {
-      fprintf(stderr, "usage: %s --name=c1 --nodes=h:p,... --data=h:p --history=FILE [options]\n"
-                      "see chaos/workload.h and chaos/README.md\n", argv[0]);
+      fprintf(stderr,
+              "usage: %s --name=c1 --nodes=h:p,... --data=h:p --history=FILE [options]\n"
+              "see chaos/workload.h and chaos/README.md\n",
+              argv[0]);
       return 0;
     }
   }

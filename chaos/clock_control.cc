@@ -33,32 +33,27 @@ uint64_t Fnv1a(const char* p, size_t n) {
 }
 
 std::string Signed20(int64_t ns) {
-  uint64_t magnitude =
-      ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
+  uint64_t magnitude = ns < 0 ? 0 - static_cast<uint64_t>(ns) : static_cast<uint64_t>(ns);
   return absl::StrFormat("%c%019u", ns < 0 ? '-' : '+', magnitude);
 }
 
 absl::Status CheckRange(absl::string_view what, absl::Duration d) {
   if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration() ||
-      d > absl::Nanoseconds(kMaxMagnitude) ||
-      d < -absl::Nanoseconds(kMaxMagnitude)) {
+      d > absl::Nanoseconds(kMaxMagnitude) || d < -absl::Nanoseconds(kMaxMagnitude)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "clock control: ", what, " ", absl::FormatDuration(d),
-        " is outside +-10^18 ns"));
+        "clock control: ", what, " ", absl::FormatDuration(d), " is outside +-10^18 ns"));
   }
   return absl::OkStatus();
 }
 
-absl::Status ErrnoError(absl::string_view what, const std::string& path,
-                        int err) {
+absl::Status ErrnoError(absl::string_view what, const std::string& path, int err) {
   return absl::UnavailableError(
       absl::StrCat("clock control: ", what, " ", path, ": ", strerror(err)));
 }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<ClockControl>> ClockControl::Create(
-    std::string path) {
+absl::StatusOr<std::unique_ptr<ClockControl>> ClockControl::Create(std::string path) {
   if (path.empty()) {
     return absl::InvalidArgumentError("clock control: empty path");
   }
@@ -73,8 +68,7 @@ absl::StatusOr<std::unique_ptr<ClockControl>> ClockControl::Create(
   // A longer file (left over from something else) would still parse, since the
   // shim reads only the first record, but keep the file exactly one record.
   struct stat st;
-  if (::fstat(control->fd_, &st) == 0 &&
-      st.st_size > static_cast<off_t>(kRecordLen)) {
+  if (::fstat(control->fd_, &st) == 0 && st.st_size > static_cast<off_t>(kRecordLen)) {
     if (::ftruncate(control->fd_, kRecordLen) != 0) {
       return ErrnoError("cannot truncate", control->path_, errno);
     }
@@ -82,13 +76,11 @@ absl::StatusOr<std::unique_ptr<ClockControl>> ClockControl::Create(
   return control;
 }
 
-ClockControl::ClockControl(std::string path, int fd)
-    : path_(std::move(path)), fd_(fd) {}
+ClockControl::ClockControl(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
 
 ClockControl::~ClockControl() { ::close(fd_); }
 
-absl::Status ClockControl::SetOffset(absl::Duration realtime,
-                                     absl::Duration monotonic) {
+absl::Status ClockControl::SetOffset(absl::Duration realtime, absl::Duration monotonic) {
   ClockState next;
   next.realtime = realtime;
   next.monotonic = monotonic;
@@ -96,8 +88,7 @@ absl::Status ClockControl::SetOffset(absl::Duration realtime,
   return WriteLocked(next);
 }
 
-absl::Status ClockControl::JumpBy(absl::Duration realtime,
-                                  absl::Duration monotonic) {
+absl::Status ClockControl::JumpBy(absl::Duration realtime, absl::Duration monotonic) {
   std::lock_guard<std::mutex> lock(mu_);
   ClockState next = state_;
   next.realtime += realtime;
@@ -106,8 +97,7 @@ absl::Status ClockControl::JumpBy(absl::Duration realtime,
   return WriteLocked(next);
 }
 
-absl::Status ClockControl::Strobe(absl::Duration a, absl::Duration b,
-                                  absl::Duration period) {
+absl::Status ClockControl::Strobe(absl::Duration a, absl::Duration b, absl::Duration period) {
   std::lock_guard<std::mutex> lock(mu_);
   ClockState next = state_;
   next.mode = ClockState::Mode::kStrobe;
@@ -127,10 +117,8 @@ ClockState ClockControl::state() const {
   return state_;
 }
 
-std::vector<std::pair<std::string, std::string>> ClockControl::ProcessEnv()
-    const {
-  return {{"LD_PRELOAD", ShimLibraryPath()},
-          {"REDLOCK_CLOCK_SHIM_FILE", path_}};
+std::vector<std::pair<std::string, std::string>> ClockControl::ProcessEnv() const {
+  return {{"LD_PRELOAD", ShimLibraryPath()}, {"REDLOCK_CLOCK_SHIM_FILE", path_}};
 }
 
 std::string ClockControl::ShimLibraryPath() { return REDLOCK_CLOCK_SHIM_PATH; }
@@ -155,15 +143,10 @@ std::string ClockControl::EncodeRecord(const ClockState& state) {
   std::string record = absl::StrCat(
       "RLCLOCK1 ", strobe ? "S" : "F", " ", shift_monotonic ? "M" : "-", " ",
       Signed20(absl::ToInt64Nanoseconds(state.realtime)), " ",
-      Signed20(absl::ToInt64Nanoseconds(strobe ? state.realtime_alt
-                                               : absl::ZeroDuration())),
-      " ", Signed20(absl::ToInt64Nanoseconds(state.monotonic)), " ",
-      Signed20(absl::ToInt64Nanoseconds(strobe ? state.period
-                                               : absl::ZeroDuration())),
-      " ");
-  absl::StrAppend(&record, absl::StrFormat("%016x", Fnv1a(record.data(),
-                                                          record.size())),
-                  "\n");
+      Signed20(absl::ToInt64Nanoseconds(strobe ? state.realtime_alt : absl::ZeroDuration())), " ",
+      Signed20(absl::ToInt64Nanoseconds(state.monotonic)), " ",
+      Signed20(absl::ToInt64Nanoseconds(strobe ? state.period : absl::ZeroDuration())), " ");
+  absl::StrAppend(&record, absl::StrFormat("%016x", Fnv1a(record.data(), record.size())), "\n");
   return record;
 }
 
@@ -172,8 +155,8 @@ absl::Status ClockControl::WriteLocked(const ClockState& next) {
   if (!status.ok()) return status;
   const std::string record = EncodeRecord(next);
   if (record.size() != kRecordLen) {
-    return absl::InternalError(absl::StrCat(
-        "clock control: record is ", record.size(), " bytes, not ", kRecordLen));
+    return absl::InternalError(
+        absl::StrCat("clock control: record is ", record.size(), " bytes, not ", kRecordLen));
   }
   // One pwrite of the whole record at offset 0: readers either see the old or
   // the new record, or a mix that fails the checksum and is read again.
@@ -184,13 +167,11 @@ absl::Status ClockControl::WriteLocked(const ClockState& next) {
   } while (n < 0 && errno == EINTR);
   if (n < 0) return ErrnoError("cannot write", path_, errno);
   if (static_cast<size_t>(n) != record.size()) {
-    return absl::UnavailableError(
-        absl::StrCat("clock control: short write to ", path_));
+    return absl::UnavailableError(absl::StrCat("clock control: short write to ", path_));
   }
   state_ = next;
   state_.realtime_alt =
-      next.mode == ClockState::Mode::kStrobe ? next.realtime_alt
-                                             : absl::ZeroDuration();
+      next.mode == ClockState::Mode::kStrobe ? next.realtime_alt : absl::ZeroDuration();
   if (next.mode == ClockState::Mode::kFixed) state_.period = absl::ZeroDuration();
   return absl::OkStatus();
 }

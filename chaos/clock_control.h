@@ -13,12 +13,12 @@
 //
 // Usage:
 //
-//   ASSIGN_OR_RETURN(auto clock, ClockControl::Create(dir + "/node0.clock"));
+//   REDLOCK_ASSIGN_OR_RETURN(auto clock, ClockControl::Create(dir + "/node0.clock"));
 //   Spawn("redis-server", ..., clock->ProcessEnv());   // starts at offset 0
-//   RETURN_IF_ERROR(clock->JumpBy(absl::Seconds(60)));  // node's wall clock leaps
-//   RETURN_IF_ERROR(clock->Strobe(absl::ZeroDuration(), absl::Seconds(-5),
+//   REDLOCK_RETURN_IF_ERROR(clock->JumpBy(absl::Seconds(60)));  // node's wall clock leaps
+//   REDLOCK_RETURN_IF_ERROR(clock->Strobe(absl::ZeroDuration(), absl::Seconds(-5),
 //                                 absl::Milliseconds(100)));
-//   RETURN_IF_ERROR(clock->Clear());
+//   REDLOCK_RETURN_IF_ERROR(clock->Clear());
 //
 // File format (the authoritative description is at the top of clock_shim.c):
 // one fixed-width 114-byte ASCII record
@@ -75,8 +75,7 @@ class ClockControl {
   // reading it follow the new state.
   // Errors: kInvalidArgument for an empty path; kUnavailable (with errno text)
   // when the file cannot be opened or written.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClockControl>> Create(
-      std::string path);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClockControl>> Create(std::string path);
 
   // Leaves the file as it is (processes may still be reading it).
   ~ClockControl();
@@ -87,22 +86,21 @@ class ClockControl {
   // `monotonic` also shifts the monotonic clocks (zero leaves them alone).
   // Errors: kInvalidArgument if an offset exceeds +-10^18 ns or is infinite;
   // kUnavailable if the write fails (the previous state then stays in force).
-  [[nodiscard]] absl::Status SetOffset(
-      absl::Duration realtime, absl::Duration monotonic = absl::ZeroDuration());
+  [[nodiscard]] absl::Status SetOffset(absl::Duration realtime,
+                                       absl::Duration monotonic = absl::ZeroDuration());
 
   // Adds `realtime` to the current realtime offset (to both strobe offsets in
   // strobe mode) and `monotonic` to the monotonic offset. Negative values jump
   // back. Errors as SetOffset.
-  [[nodiscard]] absl::Status JumpBy(
-      absl::Duration realtime, absl::Duration monotonic = absl::ZeroDuration());
+  [[nodiscard]] absl::Status JumpBy(absl::Duration realtime,
+                                    absl::Duration monotonic = absl::ZeroDuration());
 
   // Strobe: the realtime offset alternates between `a` and `b` every `period`
   // of real monotonic time, in phase across all processes sharing the file.
   // The monotonic offset is kept as it is.
   // Errors: kInvalidArgument if period <= 0 or a value is out of range;
   // kUnavailable if the write fails.
-  [[nodiscard]] absl::Status Strobe(absl::Duration a, absl::Duration b,
-                                    absl::Duration period);
+  [[nodiscard]] absl::Status Strobe(absl::Duration a, absl::Duration b, absl::Duration period);
 
   // Back to zero offsets, fixed mode, monotonic clocks unshifted.
   [[nodiscard]] absl::Status Clear();

@@ -124,9 +124,7 @@ static int OpenControl(const char* path) {
 
 static void CloseFd(int fd) { syscall(SYS_close, fd); }
 
-static int StatFd(int fd, struct stat* st) {
-  return (int)syscall(SYS_fstat, fd, st);
-}
+static int StatFd(int fd, struct stat* st) { return (int)syscall(SYS_fstat, fd, st); }
 
 static uint64_t Fnv1a(const char* p, size_t n) {
   uint64_t h = 1469598103934665603ULL;
@@ -173,8 +171,8 @@ static int ParseRecord(const char* b, Record* r) {
   for (int i = 0; i < 8; ++i) {
     if (b[i] != kMagic[i]) return -1;
   }
-  if (b[8] != ' ' || b[10] != ' ' || b[12] != ' ' || b[33] != ' ' ||
-      b[54] != ' ' || b[75] != ' ' || b[96] != ' ' || b[113] != '\n') {
+  if (b[8] != ' ' || b[10] != ' ' || b[12] != ' ' || b[33] != ' ' || b[54] != ' ' || b[75] != ' ' ||
+      b[96] != ' ' || b[113] != '\n') {
     return -1;
   }
   uint64_t want;
@@ -183,10 +181,8 @@ static int ParseRecord(const char* b, Record* r) {
   if (b[11] != 'M' && b[11] != '-') return -1;
   r->strobe = b[9] == 'S';
   r->shift_monotonic = b[11] == 'M';
-  if (ParseSigned20(b + 13, &r->realtime_a) != 0 ||
-      ParseSigned20(b + 34, &r->realtime_b) != 0 ||
-      ParseSigned20(b + 55, &r->monotonic) != 0 ||
-      ParseSigned20(b + 76, &r->period) != 0) {
+  if (ParseSigned20(b + 13, &r->realtime_a) != 0 || ParseSigned20(b + 34, &r->realtime_b) != 0 ||
+      ParseSigned20(b + 55, &r->monotonic) != 0 || ParseSigned20(b + 76, &r->period) != 0) {
     return -1;
   }
   if (r->strobe && r->period <= 0) return -1;
@@ -201,9 +197,8 @@ static int AcquireFd(const char* path, int* owned) {
   int fd = __atomic_load_n(&g_fd, __ATOMIC_ACQUIRE);
   if (fd >= 0) return fd;
   int expected = kFdNone;
-  if (fd == kFdNone &&
-      __atomic_compare_exchange_n(&g_fd, &expected, kFdBusy, 0,
-                                  __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+  if (fd == kFdNone && __atomic_compare_exchange_n(&g_fd, &expected, kFdBusy, 0, __ATOMIC_ACQ_REL,
+                                                   __ATOMIC_ACQUIRE)) {
     fd = OpenControl(path);
     struct stat st;
     if (fd >= 0 && StatFd(fd, &st) == 0) {
@@ -254,8 +249,7 @@ static void LoadRecord(Record* r) {
     /* The descriptor was closed (or reused) by the process: forget it without
      * closing it (it is not ours any more) and open the file again. */
     int expected = fd;
-    __atomic_compare_exchange_n(&g_fd, &expected, kFdNone, 0, __ATOMIC_ACQ_REL,
-                                __ATOMIC_ACQUIRE);
+    __atomic_compare_exchange_n(&g_fd, &expected, kFdNone, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
   }
 }
 
@@ -278,13 +272,13 @@ static int64_t RealtimeOffset(const Record* r) {
 }
 
 static int IsRealtimeClock(clockid_t id) {
-  return id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE ||
-         id == CLOCK_REALTIME_ALARM || id == CLOCK_TAI;
+  return id == CLOCK_REALTIME || id == CLOCK_REALTIME_COARSE || id == CLOCK_REALTIME_ALARM ||
+         id == CLOCK_TAI;
 }
 
 static int IsMonotonicClock(clockid_t id) {
-  return id == CLOCK_MONOTONIC || id == CLOCK_MONOTONIC_COARSE ||
-         id == CLOCK_BOOTTIME || id == CLOCK_BOOTTIME_ALARM;
+  return id == CLOCK_MONOTONIC || id == CLOCK_MONOTONIC_COARSE || id == CLOCK_BOOTTIME ||
+         id == CLOCK_BOOTTIME_ALARM;
 }
 
 /* Shifted realtime in nanoseconds; returns -1 (errno set) on failure. */
@@ -319,12 +313,9 @@ SHIM_EXPORT int clock_gettime(clockid_t id, struct timespec* ts) {
   return 0;
 }
 
-SHIM_EXPORT int __clock_gettime(clockid_t id, struct timespec* ts) {
-  return clock_gettime(id, ts);
-}
+SHIM_EXPORT int __clock_gettime(clockid_t id, struct timespec* ts) { return clock_gettime(id, ts); }
 
-SHIM_EXPORT int gettimeofday(struct timeval* restrict tv_arg,
-                             void* restrict tz) {
+SHIM_EXPORT int gettimeofday(struct timeval* restrict tv_arg, void* restrict tz) {
   /* glibc declares the timeval nonnull, but callers do pass NULL (the kernel
    * accepts it): launder the pointer so the compiler keeps the check. */
   struct timeval* tv = tv_arg;

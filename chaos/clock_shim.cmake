@@ -50,7 +50,7 @@ if(REDLOCK_BUILD_TESTS)
 
   redlock_add_test(chaos_clock_shim_test
     SOURCES ${PROJECT_SOURCE_DIR}/tests/chaos/clock_shim_test.cc
-    LIBS redlock::chaos_clock_control redlock::testing
+    LIBS redlock::chaos_clock_control redlock::testkit
          absl::strings absl::str_format absl::time Threads::Threads
     LABELS chaos
     TIMEOUT 300)

@@ -95,8 +95,7 @@ absl::StatusOr<absl::Duration> ParseDurationToken(absl::string_view token) {
 absl::StatusOr<size_t> ParseSizeToken(absl::string_view token) {
   uint64_t v = 0;
   if (!absl::SimpleAtoi(token, &v)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("fault: bad byte count '", token, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("fault: bad byte count '", token, "'"));
   }
   return static_cast<size_t>(v);
 }
@@ -126,7 +125,8 @@ absl::StatusOr<FaultSpec> FaultSpec::Parse(absl::string_view text) {
     return spec;
   }
   if (verb == "latency") {
-    if (t.size() < 2) return absl::InvalidArgumentError("fault: latency <duration> [jitter <duration>]");
+    if (t.size() < 2)
+      return absl::InvalidArgumentError("fault: latency <duration> [jitter <duration>]");
     spec.kind = FaultKind::kLatency;
     auto latency = ParseDurationToken(t[1]);
     if (!latency.ok()) return latency.status();
@@ -163,8 +163,7 @@ absl::StatusOr<FaultSpec> FaultSpec::Parse(absl::string_view text) {
     spec.truncate_bytes = *bytes;
   } else {
     return absl::InvalidArgumentError(absl::StrCat(
-        "fault: unknown '", verb,
-        "' (latency, blackhole, hold, reset, slice, truncate, clear)"));
+        "fault: unknown '", verb, "' (latency, blackhole, hold, reset, slice, truncate, clear)"));
   }
   absl::Status status = spec.Validate();
   if (!status.ok()) return status;
@@ -185,8 +184,7 @@ std::string FaultSpec::ToString() const {
     case FaultKind::kReset:
       return "reset";
     case FaultKind::kSlice:
-      return absl::StrCat("slice ", slice_bytes, " delay ",
-                          absl::FormatDuration(slice_delay));
+      return absl::StrCat("slice ", slice_bytes, " delay ", absl::FormatDuration(slice_delay));
     case FaultKind::kTruncate:
       return absl::StrCat("truncate ", truncate_bytes);
   }
@@ -196,9 +194,8 @@ std::string FaultSpec::ToString() const {
 absl::Status FaultSpec::Validate() const {
   for (absl::Duration d : {latency, jitter, slice_delay}) {
     if (d < absl::ZeroDuration() || d == absl::InfiniteDuration()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "fault: durations must be finite and >= 0, got ",
-          absl::FormatDuration(d)));
+      return absl::InvalidArgumentError(
+          absl::StrCat("fault: durations must be finite and >= 0, got ", absl::FormatDuration(d)));
     }
   }
   if (kind == FaultKind::kLatency && latency + jitter > absl::Hours(1)) {
@@ -237,18 +234,16 @@ int64_t NowNanos() {
 }
 
 // Parses a 127.0.0.0/8 IPv4 address ("localhost" = 127.0.0.1).
-absl::StatusOr<in_addr> LoopbackAddress(absl::string_view what,
-                                        const std::string& host) {
+absl::StatusOr<in_addr> LoopbackAddress(absl::string_view what, const std::string& host) {
   in_addr addr{};
   const std::string h = host == "localhost" ? "127.0.0.1" : host;
   if (inet_pton(AF_INET, h.c_str(), &addr) != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "fault proxy: ", what, " '", host, "' is not an IPv4 address"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("fault proxy: ", what, " '", host, "' is not an IPv4 address"));
   }
   if ((ntohl(addr.s_addr) >> 24) != 127) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "fault proxy: ", what, " '", host,
-        "' is not a loopback address (127.0.0.0/8 only)"));
+        "fault proxy: ", what, " '", host, "' is not a loopback address (127.0.0.0/8 only)"));
   }
   return addr;
 }
@@ -286,22 +281,22 @@ struct Pipe {
   size_t held = 0;    // bytes of held chunks
   int64_t last_due = 0;
   int64_t next_slice = 0;
-  int64_t timer_at = 0;  // pending timer entry for this pipe, 0 if none
+  int64_t timer_at = 0;        // pending timer entry for this pipe, 0 if none
   int64_t truncate_left = -1;  // < 0: no truncation
   bool src_eof = false;        // nothing more will be read from the source
   bool stop_reading = false;   // truncation reached: read no more
   bool close_when_drained = false;
-  bool dst_shut = false;       // shutdown(dst, SHUT_WR) done
-  bool dst_dead = false;       // writing to the destination failed
-  bool want_write = false;     // destination returned EAGAIN
+  bool dst_shut = false;    // shutdown(dst, SHUT_WR) done
+  bool dst_dead = false;    // writing to the destination failed
+  bool want_write = false;  // destination returned EAGAIN
 };
 
 struct Conn {
   uint64_t id = 0;
-  int fd[2] = {-1, -1};         // [kClientSide], [kServerSide]
+  int fd[2] = {-1, -1};             // [kClientSide], [kServerSide]
   uint32_t registered[2] = {0, 0};  // current epoll interest, 0 = not added
   bool server_connected = false;
-  Pipe pipe[2];                 // indexed by Direction
+  Pipe pipe[2];  // indexed by Direction
 };
 
 struct TimerEntry {
@@ -343,8 +338,7 @@ class FaultProxy::Loop {
   absl::Status Init() {
     auto listen_addr = LoopbackAddress("listen host", options_.listen_host);
     if (!listen_addr.ok()) return listen_addr.status();
-    auto upstream_addr =
-        LoopbackAddress("upstream host", options_.upstream_host);
+    auto upstream_addr = LoopbackAddress("upstream host", options_.upstream_host);
     if (!upstream_addr.ok()) return upstream_addr.status();
     if (options_.upstream_port == 0) {
       return absl::InvalidArgumentError("fault proxy: upstream port is 0");
@@ -431,9 +425,7 @@ class FaultProxy::Loop {
     FlushAll();
   }
 
-  FaultSpec GetFault(Direction d) const {
-    return faults_[static_cast<int>(d)];
-  }
+  FaultSpec GetFault(Direction d) const { return faults_[static_cast<int>(d)]; }
 
   void ReleaseHeld() {
     for (auto& [id, conn] : conns_) {
@@ -491,22 +483,19 @@ class FaultProxy::Loop {
   absl::Status Listen() {
     int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-      return absl::UnavailableError(
-          absl::StrCat("fault proxy: socket: ", strerror(errno)));
+      return absl::UnavailableError(absl::StrCat("fault proxy: socket: ", strerror(errno)));
     }
     int one = 1;
     ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
     sockaddr_in sa = listen_sa_;
     if (port_ != 0) sa.sin_port = htons(port_);
-    if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
-        ::listen(fd, 128) != 0) {
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 || ::listen(fd, 128) != 0) {
       const int err = errno;
       ::close(fd);
       char host[INET_ADDRSTRLEN] = {0};
       inet_ntop(AF_INET, &sa.sin_addr, host, sizeof(host));
-      return absl::UnavailableError(absl::StrCat("fault proxy: cannot listen on ",
-                                                 host, ":", ntohs(sa.sin_port),
-                                                 ": ", strerror(err)));
+      return absl::UnavailableError(absl::StrCat("fault proxy: cannot listen on ", host, ":",
+                                                 ntohs(sa.sin_port), ": ", strerror(err)));
     }
     socklen_t len = sizeof(sa);
     ::getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
@@ -552,8 +541,7 @@ class FaultProxy::Loop {
         } else if (token == kListenToken) {
           Accept();
         } else {
-          HandleConnEvent(token >> 2, static_cast<int>(token & 1),
-                          events[i].events);
+          HandleConnEvent(token >> 2, static_cast<int>(token & 1), events[i].events);
         }
       }
     }
@@ -626,14 +614,12 @@ class FaultProxy::Loop {
   }
 
   bool ResetFaultSet() const {
-    return faults_[0].kind == FaultKind::kReset ||
-           faults_[1].kind == FaultKind::kReset;
+    return faults_[0].kind == FaultKind::kReset || faults_[1].kind == FaultKind::kReset;
   }
 
   void Accept() {
     for (int i = 0; i < kMaxAcceptsPerEvent && listen_fd_ >= 0; ++i) {
-      int cfd = ::accept4(listen_fd_, nullptr, nullptr,
-                          SOCK_NONBLOCK | SOCK_CLOEXEC);
+      int cfd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (cfd < 0) {
         if (errno == EINTR || errno == ECONNABORTED) continue;
         return;  // EAGAIN, or out of descriptors: retried on the next event
@@ -662,8 +648,8 @@ class FaultProxy::Loop {
           StartTruncation(c.pipe[d], faults_[d].truncate_bytes);
         }
       }
-      int r = ::connect(sfd, reinterpret_cast<const sockaddr*>(&upstream_sa_),
-                        sizeof(upstream_sa_));
+      int r =
+          ::connect(sfd, reinterpret_cast<const sockaddr*>(&upstream_sa_), sizeof(upstream_sa_));
       if (r == 0) {
         c.server_connected = true;
       } else if (errno != EINPROGRESS) {
@@ -707,15 +693,13 @@ class FaultProxy::Loop {
       return;
     }
     const uint32_t interest = c->registered[side];
-    if ((interest & EPOLLIN) != 0 &&
-        (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
+    if ((interest & EPOLLIN) != 0 && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)) != 0) {
       // The pipe whose source is `side` has the same index as the side.
       Read(*c, side);
       c = Find(id);
       if (c == nullptr || c->fd[side] < 0) return;
     }
-    if ((interest & EPOLLOUT) != 0 &&
-        (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
+    if ((interest & EPOLLOUT) != 0 && (events & (EPOLLOUT | EPOLLHUP | EPOLLERR)) != 0) {
       Flush(*c, 1 - side);
     }
   }
@@ -755,8 +739,7 @@ class FaultProxy::Loop {
     ProxyStats::Flow& flow = dir == 0 ? stats_.to_server : stats_.to_client;
     const FaultSpec& f = faults_[dir];
     if (p.truncate_left >= 0) {
-      const size_t take =
-          std::min(n, static_cast<size_t>(p.truncate_left));
+      const size_t take = std::min(n, static_cast<size_t>(p.truncate_left));
       flow.dropped += n - take;
       p.truncate_left -= static_cast<int64_t>(take);
       n = take;
@@ -848,9 +831,8 @@ class FaultProxy::Loop {
     const int dst = c.fd[1 - dir];
     const FaultSpec& f = faults_[dir];
     bool blocked = false;
-    const bool can_write =
-        !p.dst_dead && dst >= 0 &&
-        (dir == static_cast<int>(Direction::kToClient) || c.server_connected);
+    const bool can_write = !p.dst_dead && dst >= 0 &&
+                           (dir == static_cast<int>(Direction::kToClient) || c.server_connected);
     int64_t now = NowNanos();
     while (can_write && !p.chunks.empty()) {
       Chunk& chunk = p.chunks.front();
@@ -867,8 +849,7 @@ class FaultProxy::Loop {
         }
         n = std::min(n, f.slice_bytes);
       }
-      ssize_t w = ::send(dst, chunk.data.data() + chunk.offset, n,
-                         MSG_NOSIGNAL | MSG_DONTWAIT);
+      ssize_t w = ::send(dst, chunk.data.data() + chunk.offset, n, MSG_NOSIGNAL | MSG_DONTWAIT);
       if (w < 0) {
         if (errno == EINTR) continue;
         if (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -903,8 +884,7 @@ class FaultProxy::Loop {
         CloseConn(c, /*abort=*/false);
         return false;
       }
-      if (drained && p.src_eof && !p.dst_shut && !p.dst_dead &&
-          (d == 1 || c.server_connected)) {
+      if (drained && p.src_eof && !p.dst_shut && !p.dst_dead && (d == 1 || c.server_connected)) {
         ::shutdown(c.fd[1 - d], SHUT_WR);
         p.dst_shut = true;
       }
@@ -927,8 +907,7 @@ class FaultProxy::Loop {
       const Pipe& out = c.pipe[1 - side];  // destination is this side
       const bool connected = side == kClientSide || c.server_connected;
       if (side == kServerSide && !c.server_connected) want |= EPOLLOUT;
-      if (connected && !in.src_eof && !in.stop_reading &&
-          in.queued < options_.max_queued_bytes) {
+      if (connected && !in.src_eof && !in.stop_reading && in.queued < options_.max_queued_bytes) {
         want |= EPOLLIN;
       }
       if (connected && out.want_write) want |= EPOLLOUT;
@@ -986,9 +965,7 @@ class FaultProxy::Loop {
   FaultSpec faults_[2];
   std::map<uint64_t, Conn> conns_;
   uint64_t next_id_ = 1;
-  std::priority_queue<TimerEntry, std::vector<TimerEntry>,
-                      std::greater<TimerEntry>>
-      timers_;
+  std::priority_queue<TimerEntry, std::vector<TimerEntry>, std::greater<TimerEntry>> timers_;
   int64_t armed_at_ = 0;
   std::mt19937_64 rng_;
   std::vector<char> read_buffer_;
@@ -998,8 +975,7 @@ class FaultProxy::Loop {
 // ---------------------------------------------------------------------------
 // FaultProxy
 
-absl::StatusOr<std::unique_ptr<FaultProxy>> FaultProxy::Start(
-    const ProxyOptions& options) {
+absl::StatusOr<std::unique_ptr<FaultProxy>> FaultProxy::Start(const ProxyOptions& options) {
   auto loop = std::make_unique<Loop>(options);
   absl::Status status = loop->Init();
   if (!status.ok()) return status;

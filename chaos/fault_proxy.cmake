@@ -24,7 +24,7 @@ if(REDLOCK_BUILD_TESTS)
   endif()
   redlock_add_test(chaos_fault_proxy_test
     SOURCES ${PROJECT_SOURCE_DIR}/tests/chaos/fault_proxy_test.cc
-    LIBS redlock::chaos_fault_proxy redlock::testing absl::strings absl::time Threads::Threads
+    LIBS redlock::chaos_fault_proxy redlock::testkit absl::strings absl::time Threads::Threads
     LABELS chaos
     TIMEOUT 300)
   # The control-protocol test runs the binary.

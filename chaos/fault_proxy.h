@@ -11,9 +11,9 @@
 //
 //   ProxyOptions options;
 //   options.upstream_port = redis_port;            // 127.0.0.1 by default
-//   ASSIGN_OR_RETURN(auto proxy, FaultProxy::Start(options));
+//   REDLOCK_ASSIGN_OR_RETURN(auto proxy, FaultProxy::Start(options));
 //   Connect("127.0.0.1", proxy->listen_port());    // clients use the proxy
-//   RETURN_IF_ERROR(proxy->SetFault(Direction::kToClient, FaultSpec::BlackHole()));
+//   REDLOCK_RETURN_IF_ERROR(proxy->SetFault(Direction::kToClient, FaultSpec::BlackHole()));
 //   ...                                            // writes execute, acks vanish
 //   proxy->ClearFaults();
 //
@@ -112,13 +112,11 @@ struct FaultSpec {
   size_t truncate_bytes = 0;
 
   static FaultSpec None() { return FaultSpec{}; }
-  static FaultSpec Latency(absl::Duration latency,
-                           absl::Duration jitter = absl::ZeroDuration());
+  static FaultSpec Latency(absl::Duration latency, absl::Duration jitter = absl::ZeroDuration());
   static FaultSpec BlackHole();
   static FaultSpec Hold();
   static FaultSpec Reset();
-  static FaultSpec Slice(size_t bytes,
-                         absl::Duration delay = absl::Milliseconds(1));
+  static FaultSpec Slice(size_t bytes, absl::Duration delay = absl::Milliseconds(1));
   static FaultSpec Truncate(size_t bytes);
 
   // Parses the text form, tokens separated by blanks, case-insensitive:
@@ -170,15 +168,13 @@ struct ProxyStats {
   };
   uint64_t connections_accepted = 0;
   uint64_t connections_open = 0;
-  uint64_t connections_reset = 0;   // aborted with RST by the proxy
-  uint64_t upstream_failures = 0;   // upstream connect refused or failed
+  uint64_t connections_reset = 0;  // aborted with RST by the proxy
+  uint64_t upstream_failures = 0;  // upstream connect refused or failed
   bool down = false;
   Flow to_server;
   Flow to_client;
 
-  const Flow& flow(Direction d) const {
-    return d == Direction::kToServer ? to_server : to_client;
-  }
+  const Flow& flow(Direction d) const { return d == Direction::kToServer ? to_server : to_client; }
 };
 
 class FaultProxy {
@@ -207,8 +203,7 @@ class FaultProxy {
 
   // Replaces the fault of `direction`. Errors: kInvalidArgument if
   // !spec.Validate().ok() (the previous fault stays).
-  [[nodiscard]] absl::Status SetFault(Direction direction,
-                                      const FaultSpec& spec);
+  [[nodiscard]] absl::Status SetFault(Direction direction, const FaultSpec& spec);
   // Both directions at once (atomically with respect to traffic).
   [[nodiscard]] absl::Status SetFaultBoth(const FaultSpec& spec);
   FaultSpec fault(Direction direction) const;

@@ -74,11 +74,9 @@ absl::StatusOr<HostPort> ParseHostPort(absl::string_view text) {
   uint32_t port = 0;
   if (colon == absl::string_view::npos || colon == 0 ||
       !absl::SimpleAtoi(text.substr(colon + 1), &port) || port > 65535) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("bad address '", text, "' (want HOST:PORT)"));
+    return absl::InvalidArgumentError(absl::StrCat("bad address '", text, "' (want HOST:PORT)"));
   }
-  return HostPort{std::string(text.substr(0, colon)),
-                  static_cast<uint16_t>(port)};
+  return HostPort{std::string(text.substr(0, colon)), static_cast<uint16_t>(port)};
 }
 
 struct Map {
@@ -88,20 +86,19 @@ struct Map {
 };
 
 std::string FlowText(const ProxyStats::Flow& f) {
-  return absl::StrCat("delivered=", f.delivered, ",dropped=", f.dropped,
-                      ",held=", f.held, ",queued=", f.queued);
+  return absl::StrCat("delivered=", f.delivered, ",dropped=", f.dropped, ",held=", f.held,
+                      ",queued=", f.queued);
 }
 
 std::string StatsText(const std::vector<Map>& maps) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < maps.size(); ++i) {
     const ProxyStats s = maps[i].proxy->Stats();
-    parts.push_back(absl::StrCat(
-        "map", i, " accepted=", s.connections_accepted,
-        " open=", s.connections_open, " reset=", s.connections_reset,
-        " upstream_failures=", s.upstream_failures, " down=", s.down ? 1 : 0,
-        " to_server=", FlowText(s.to_server),
-        " to_client=", FlowText(s.to_client)));
+    parts.push_back(absl::StrCat("map", i, " accepted=", s.connections_accepted,
+                                 " open=", s.connections_open, " reset=", s.connections_reset,
+                                 " upstream_failures=", s.upstream_failures,
+                                 " down=", s.down ? 1 : 0, " to_server=", FlowText(s.to_server),
+                                 " to_client=", FlowText(s.to_client)));
   }
   return absl::StrJoin(parts, "; ");
 }
@@ -109,18 +106,16 @@ std::string StatsText(const std::vector<Map>& maps) {
 std::string FaultsText(const std::vector<Map>& maps) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < maps.size(); ++i) {
-    parts.push_back(absl::StrCat(
-        "map", i, " to-server=",
-        maps[i].proxy->fault(Direction::kToServer).ToString(), " to-client=",
-        maps[i].proxy->fault(Direction::kToClient).ToString()));
+    parts.push_back(
+        absl::StrCat("map", i, " to-server=", maps[i].proxy->fault(Direction::kToServer).ToString(),
+                     " to-client=", maps[i].proxy->fault(Direction::kToClient).ToString()));
   }
   return absl::StrJoin(parts, "; ");
 }
 
 // Executes one control line; returns the reply line (without newline) and
 // sets *quit for "quit".
-std::string Execute(std::vector<Map>& maps, absl::string_view line,
-                    bool* quit) {
+std::string Execute(std::vector<Map>& maps, absl::string_view line, bool* quit) {
   std::vector<absl::string_view> t =
       absl::StrSplit(line, absl::ByAnyChar(" \t\r"), absl::SkipEmpty());
   if (t.empty()) return "ERR empty command (try help)";
@@ -146,8 +141,8 @@ std::string Execute(std::vector<Map>& maps, absl::string_view line,
   } else {
     size_t idx = 0;
     if (!absl::SimpleAtoi(verb, &idx) || idx >= maps.size()) {
-      return absl::StrCat("ERR unknown command or map '", t[0], "' (maps 0..",
-                          maps.size() - 1, " or all; try help)");
+      return absl::StrCat("ERR unknown command or map '", t[0], "' (maps 0..", maps.size() - 1,
+                          " or all; try help)");
     }
     targets.push_back(&maps[idx]);
   }
@@ -196,16 +191,15 @@ std::string Execute(std::vector<Map>& maps, absl::string_view line,
   absl::StatusOr<FaultSpec> spec = FaultSpec::Parse(line.substr(at));
   if (!spec.ok()) return absl::StrCat("ERR ", spec.status().message());
   for (Map* m : targets) {
-    absl::Status s = dirs.size() == 2 ? m->proxy->SetFaultBoth(*spec)
-                                      : m->proxy->SetFault(dirs[0], *spec);
+    absl::Status s =
+        dirs.size() == 2 ? m->proxy->SetFaultBoth(*spec) : m->proxy->SetFault(dirs[0], *spec);
     if (!s.ok()) return absl::StrCat("ERR ", s.message());
   }
   return absl::StrCat("OK ", action, " ", spec->ToString());
 }
 
 int Fail(int code, absl::string_view message) {
-  std::fprintf(stderr, "redlock-proxy: %.*s\n", static_cast<int>(message.size()),
-               message.data());
+  std::fprintf(stderr, "redlock-proxy: %.*s\n", static_cast<int>(message.size()), message.data());
   return code;
 }
 
@@ -245,8 +239,7 @@ int Main(int argc, char** argv) {
       const absl::string_view value = argv[++i];
       std::vector<absl::string_view> sides = absl::StrSplit(value, '=');
       if (sides.size() != 2) {
-        return Fail(2, absl::StrCat("bad --map '", value,
-                                    "' (want LISTEN=UPSTREAM); see --help"));
+        return Fail(2, absl::StrCat("bad --map '", value, "' (want LISTEN=UPSTREAM); see --help"));
       }
       auto listen = ParseHostPort(sides[0]);
       auto upstream = ParseHostPort(sides[1]);
@@ -260,8 +253,7 @@ int Main(int argc, char** argv) {
         return Fail(2, absl::StrCat("bad --seed '", argv[i], "'"));
       }
     } else {
-      return Fail(2, absl::StrCat("unknown or incomplete argument '", arg,
-                                  "'; see --help"));
+      return Fail(2, absl::StrCat("unknown or incomplete argument '", arg, "'; see --help"));
     }
   }
   if (maps.empty()) return Fail(2, "at least one --map is required; see --help");
@@ -271,8 +263,8 @@ int Main(int argc, char** argv) {
   in_addr control_addr{};
   if (inet_pton(AF_INET, control->host.c_str(), &control_addr) != 1 ||
       (ntohl(control_addr.s_addr) >> 24) != 127) {
-    return Fail(2, absl::StrCat("--control '", control_text,
-                                "' must be an IPv4 address in 127.0.0.0/8"));
+    return Fail(
+        2, absl::StrCat("--control '", control_text, "' must be an IPv4 address in 127.0.0.0/8"));
   }
 
   // Signals arrive through a descriptor so that the poll loop stays simple;
@@ -298,16 +290,13 @@ int Main(int argc, char** argv) {
     options.seed = seed == 0 ? 0 : seed + i;
     auto proxy = FaultProxy::Start(options);
     if (!proxy.ok()) {
-      return Fail(proxy.status().code() == absl::StatusCode::kInvalidArgument
-                      ? 2
-                      : 1,
+      return Fail(proxy.status().code() == absl::StatusCode::kInvalidArgument ? 2 : 1,
                   absl::StrCat("map ", i, ": ", proxy.status().message()));
     }
     maps[i].proxy = *std::move(proxy);
   }
 
-  const int listen_fd =
-      ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  const int listen_fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (listen_fd < 0) return Fail(1, absl::StrCat("socket: ", strerror(errno)));
   int one = 1;
   ::setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
@@ -317,17 +306,15 @@ int Main(int argc, char** argv) {
   sa.sin_port = htons(control->port);
   if (::bind(listen_fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
       ::listen(listen_fd, 16) != 0) {
-    return Fail(1, absl::StrCat("cannot listen on control ", control_text, ": ",
-                                strerror(errno)));
+    return Fail(1, absl::StrCat("cannot listen on control ", control_text, ": ", strerror(errno)));
   }
   socklen_t len = sizeof(sa);
   ::getsockname(listen_fd, reinterpret_cast<sockaddr*>(&sa), &len);
 
-  std::string ready = absl::StrCat("READY control=", control->host, ":",
-                                   ntohs(sa.sin_port));
+  std::string ready = absl::StrCat("READY control=", control->host, ":", ntohs(sa.sin_port));
   for (size_t i = 0; i < maps.size(); ++i) {
-    absl::StrAppend(&ready, " map", i, "=", maps[i].proxy->listen_address(),
-                    "->", maps[i].upstream.host, ":", maps[i].upstream.port);
+    absl::StrAppend(&ready, " map", i, "=", maps[i].proxy->listen_address(), "->",
+                    maps[i].upstream.host, ":", maps[i].upstream.port);
   }
   std::printf("%s\n", ready.c_str());
   std::fflush(stdout);
@@ -343,11 +330,10 @@ int Main(int argc, char** argv) {
       if (errno == EINTR) continue;
       return Fail(1, absl::StrCat("poll: ", strerror(errno)));
     }
-    if (fds[0].revents != 0) break;  // SIGINT / SIGTERM
+    if (fds[0].revents != 0) break;        // SIGINT / SIGTERM
     const size_t polled = clients.size();  // fds[2 + i] for i < polled
     if (fds[1].revents != 0) {
-      const int cfd = ::accept4(listen_fd, nullptr, nullptr,
-                                SOCK_NONBLOCK | SOCK_CLOEXEC);
+      const int cfd = ::accept4(listen_fd, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
       if (cfd >= 0) {
         if (clients.size() >= kMaxControlClients) {
           SendAll(cfd, "ERR too many control connections\n");
@@ -370,8 +356,7 @@ int Main(int argc, char** argv) {
           c.buffer.append(buf, static_cast<size_t>(r));
         }
         // Bounded: each pass consumes one line.
-        for (size_t nl; !close_it && (nl = c.buffer.find('\n')) !=
-                                         std::string::npos;) {
+        for (size_t nl; !close_it && (nl = c.buffer.find('\n')) != std::string::npos;) {
           const std::string line = c.buffer.substr(0, nl);
           c.buffer.erase(0, nl + 1);
           bool quit = false;

@@ -25,7 +25,7 @@ add_library(redlock::chaos_harness ALIAS redlock_chaos_harness)
 redlock_internal_target(redlock_chaos_harness)
 target_include_directories(redlock_chaos_harness PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(redlock_chaos_harness
-  PUBLIC redlock::redlock redlock::testing redlock::chaos_checker redlock::chaos_fault_proxy
+  PUBLIC redlock::redlock redlock::testkit redlock::chaos_checker redlock::chaos_fault_proxy
          redlock::chaos_clock_control
          absl::status absl::statusor absl::strings absl::str_format absl::time Threads::Threads
   PRIVATE PkgConfig::HIREDIS nlohmann_json::nlohmann_json)

@@ -44,8 +44,7 @@ class FieldReader {
     if (v->is_number_unsigned()) {
       const uint64_t u = v->get<uint64_t>();
       if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("field \"", key, "\" out of int64 range"));
+        return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" out of int64 range"));
       }
       *out = static_cast<int64_t>(u);
       return absl::OkStatus();
@@ -91,12 +90,11 @@ class FieldReader {
     out->reserve(v->size());
     for (const Json& e : *v) {
       if (!e.is_number_integer()) return WrongType(key, "an array of integers");
-      const int64_t x = e.is_number_unsigned()
-                            ? static_cast<int64_t>(std::min<uint64_t>(
-                                  e.get<uint64_t>(), uint64_t{1} << 40))
-                            : e.get<int64_t>();
-      if (x < std::numeric_limits<int>::min() ||
-          x > std::numeric_limits<int>::max()) {
+      const int64_t x =
+          e.is_number_unsigned()
+              ? static_cast<int64_t>(std::min<uint64_t>(e.get<uint64_t>(), uint64_t{1} << 40))
+              : e.get<int64_t>();
+      if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) {
         return absl::InvalidArgumentError(
             absl::StrCat("field \"", key, "\" has an element out of range"));
       }
@@ -107,12 +105,10 @@ class FieldReader {
 
  private:
   static absl::Status Missing(const char* key) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("missing field \"", key, "\""));
+    return absl::InvalidArgumentError(absl::StrCat("missing field \"", key, "\""));
   }
   static absl::Status WrongType(const char* key, const char* want) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("field \"", key, "\" must be ", want));
+    return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" must be ", want));
   }
 
   const Json& object_;
@@ -171,8 +167,7 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.Int("begin", true, &e->begin));
       REDLOCK_CHAOS_TRY(f.Int("end", true, &e->end));
       REDLOCK_CHAOS_TRY(f.Int("read", true, &e->read));
-      e->wrote = e->read == std::numeric_limits<int64_t>::max() ? e->read
-                                                                : e->read + 1;
+      e->wrote = e->read == std::numeric_limits<int64_t>::max() ? e->read : e->read + 1;
       REDLOCK_CHAOS_TRY(f.Int("wrote", false, &e->wrote));
       REDLOCK_CHAOS_TRY(f.Bool("accepted", &e->accepted));
       REDLOCK_CHAOS_TRY(f.Uint("fencing_token", &e->fencing_token));
@@ -227,8 +222,7 @@ void PutFencing(const Event& e, OrderedJson* j) {
   if (e.fencing_token.has_value()) (*j)["fencing_token"] = *e.fencing_token;
 }
 
-absl::Status ErrnoStatus(int err, absl::string_view what,
-                         absl::string_view path) {
+absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path) {
   return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
 }
 
@@ -245,8 +239,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
   data.reserve(static_cast<size_t>(std::max<off_t>(st.st_size, 0)));
   constexpr size_t kChunk = 1 << 20;
   // Bounded: the size at open plus some growth by writers still appending.
-  const int64_t max_reads =
-      static_cast<int64_t>(st.st_size) / static_cast<int64_t>(kChunk) + 4096;
+  const int64_t max_reads = static_cast<int64_t>(st.st_size) / static_cast<int64_t>(kChunk) + 4096;
   std::string chunk(kChunk, '\0');
   for (int64_t i = 0; i < max_reads; ++i) {
     const ssize_t n = ::read(fd, chunk.data(), chunk.size());
@@ -270,15 +263,13 @@ int64_t RawMonotonicNanos() {
   // A raw syscall: the vDSO and libc's clock_gettime are what an LD_PRELOAD
   // shim would intercept.
   ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC_RAW, &ts);
-  return static_cast<int64_t>(ts.tv_sec) * 1000000000 +
-         static_cast<int64_t>(ts.tv_nsec);
+  return static_cast<int64_t>(ts.tv_sec) * 1000000000 + static_cast<int64_t>(ts.tv_nsec);
 }
 
 int64_t RawFromSteady(std::chrono::steady_clock::time_point tp) {
   const auto now = std::chrono::steady_clock::now();
   const int64_t raw = RawMonotonicNanos();
-  return raw +
-         std::chrono::duration_cast<std::chrono::nanoseconds>(tp - now).count();
+  return raw + std::chrono::duration_cast<std::chrono::nanoseconds>(tp - now).count();
 }
 
 absl::string_view EventTypeName(EventType type) {
@@ -471,22 +462,19 @@ std::string FormatEventLine(const Event& e) {
     case EventType::kUnknown:
       break;
   }
-  std::string line =
-      j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   line.push_back('\n');
   return line;
 }
 
-absl::StatusOr<Event> ParseEventLine(absl::string_view line,
-                                     absl::string_view source) {
+absl::StatusOr<Event> ParseEventLine(absl::string_view line, absl::string_view source) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
     line.remove_suffix(1);
   }
   Json j = Json::parse(line.begin(), line.end(), /*cb=*/nullptr,
                        /*allow_exceptions=*/false);
   if (j.is_discarded()) {
-    return absl::InvalidArgumentError(
-        "not valid JSON (torn or truncated line?)");
+    return absl::InvalidArgumentError("not valid JSON (torn or truncated line?)");
   }
   if (!j.is_object()) return absl::InvalidArgumentError("not a JSON object");
   FieldReader f(j);
@@ -497,15 +485,13 @@ absl::StatusOr<Event> ParseEventLine(absl::string_view line,
   e.type = TypeFromName(e.type_name);
   absl::Status s = ParseFields(f, &e);
   if (!s.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(e.type_name, ": ", s.message()));
+    return absl::InvalidArgumentError(absl::StrCat(e.type_name, ": ", s.message()));
   }
   return e;
 }
 
-absl::StatusOr<std::vector<Event>> ParseHistory(
-    absl::string_view text, absl::string_view name,
-    std::vector<std::string>* malformed) {
+absl::StatusOr<std::vector<Event>> ParseHistory(absl::string_view text, absl::string_view name,
+                                                std::vector<std::string>* malformed) {
   std::vector<Event> events;
   int64_t line_no = 0;
   // Bounded by the text: every iteration consumes at least one byte.
@@ -528,20 +514,18 @@ absl::StatusOr<std::vector<Event>> ParseHistory(
   return events;
 }
 
-absl::StatusOr<std::vector<Event>> ReadHistory(
-    absl::string_view path, std::vector<std::string>* malformed) {
+absl::StatusOr<std::vector<Event>> ReadHistory(absl::string_view path,
+                                               std::vector<std::string>* malformed) {
   return ReadHistory(std::vector<std::string>{std::string(path)}, malformed);
 }
 
-absl::StatusOr<std::vector<Event>> ReadHistory(
-    const std::vector<std::string>& paths,
-    std::vector<std::string>* malformed) {
+absl::StatusOr<std::vector<Event>> ReadHistory(const std::vector<std::string>& paths,
+                                               std::vector<std::string>* malformed) {
   std::vector<Event> all;
   for (const std::string& path : paths) {
     absl::StatusOr<std::string> text = ReadWholeFile(path);
     if (!text.ok()) return text.status();
-    absl::StatusOr<std::vector<Event>> events =
-        ParseHistory(*text, path, malformed);
+    absl::StatusOr<std::vector<Event>> events = ParseHistory(*text, path, malformed);
     if (!events.ok()) return events.status();
     if (all.empty()) {
       all = *std::move(events);
@@ -558,10 +542,8 @@ absl::StatusOr<std::vector<Event>> ReadHistory(
 // ---- HistoryWriter
 // ------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<HistoryWriter>> HistoryWriter::Open(
-    const std::string& path) {
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+absl::StatusOr<std::unique_ptr<HistoryWriter>> HistoryWriter::Open(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot open history", path);
   return std::unique_ptr<HistoryWriter>(new HistoryWriter(path, fd));
 }
@@ -583,8 +565,7 @@ absl::Status HistoryWriter::Write(const Event& event) {
   size_t done = 0;
   bool torn = false;
   constexpr int kMaxAttempts = 64;
-  for (int attempt = 0; attempt < kMaxAttempts && done < line.size();
-       ++attempt) {
+  for (int attempt = 0; attempt < kMaxAttempts && done < line.size(); ++attempt) {
     const ssize_t n = ::write(fd_, line.data() + done, line.size() - done);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -594,37 +575,22 @@ absl::Status HistoryWriter::Write(const Event& event) {
     done += static_cast<size_t>(n);
   }
   if (done < line.size()) {
-    return absl::DataLossError(
-        absl::StrCat("cannot append a whole line to history ", path_));
+    return absl::DataLossError(absl::StrCat("cannot append a whole line to history ", path_));
   }
   if (torn) {
-    return absl::DataLossError(absl::StrCat("short write to history ", path_,
-                                            ": the line may be interleaved"));
+    return absl::DataLossError(
+        absl::StrCat("short write to history ", path_, ": the line may be interleaved"));
   }
   return absl::OkStatus();
 }
 
-absl::Status HistoryWriter::WriteInvoke(const InvokeRecord& r) {
-  return Write(ToEvent(r));
-}
-absl::Status HistoryWriter::WriteGrant(const GrantRecord& r) {
-  return Write(ToEvent(r));
-}
-absl::Status HistoryWriter::WriteFail(const FailRecord& r) {
-  return Write(ToEvent(r));
-}
-absl::Status HistoryWriter::WriteUse(const UseRecord& r) {
-  return Write(ToEvent(r));
-}
-absl::Status HistoryWriter::WriteRelease(const ReleaseRecord& r) {
-  return Write(ToEvent(r));
-}
-absl::Status HistoryWriter::WriteNemesis(const NemesisRecord& r) {
-  return Write(ToEvent(r));
-}
-absl::Status HistoryWriter::WriteFinal(const FinalRecord& r) {
-  return Write(ToEvent(r));
-}
+absl::Status HistoryWriter::WriteInvoke(const InvokeRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteGrant(const GrantRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteFail(const FailRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteUse(const UseRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteRelease(const ReleaseRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteNemesis(const NemesisRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteFinal(const FinalRecord& r) { return Write(ToEvent(r)); }
 
 absl::Status HistoryWriter::Sync() {
   if (::fdatasync(fd_) != 0) {

@@ -241,8 +241,8 @@ std::string FormatEventLine(const Event& event);
 // Parses one line (with or without the trailing newline). kInvalidArgument
 // names the problem (bad JSON, missing "t", a field of the wrong type, an
 // unknown phase). `source` is stored in Event::source.
-[[nodiscard]] absl::StatusOr<Event> ParseEventLine(
-    absl::string_view line, absl::string_view source = "");
+[[nodiscard]] absl::StatusOr<Event> ParseEventLine(absl::string_view line,
+                                                   absl::string_view source = "");
 
 // Parses a whole history text named `name` (used in "name:line" messages).
 // Blank lines are skipped. If `malformed` is null, the first malformed line
@@ -250,8 +250,7 @@ std::string FormatEventLine(const Event& event);
 // malformed line is appended to *malformed as "name:line: reason" and
 // skipped. Events keep the order of the text.
 [[nodiscard]] absl::StatusOr<std::vector<Event>> ParseHistory(
-    absl::string_view text, absl::string_view name,
-    std::vector<std::string>* malformed = nullptr);
+    absl::string_view text, absl::string_view name, std::vector<std::string>* malformed = nullptr);
 
 // Reads one or several history files and merges them by t (stable: events
 // with equal t keep file order, then line order). Malformed lines are handled
@@ -260,8 +259,7 @@ std::string FormatEventLine(const Event& event);
 [[nodiscard]] absl::StatusOr<std::vector<Event>> ReadHistory(
     absl::string_view path, std::vector<std::string>* malformed = nullptr);
 [[nodiscard]] absl::StatusOr<std::vector<Event>> ReadHistory(
-    const std::vector<std::string>& paths,
-    std::vector<std::string>* malformed = nullptr);
+    const std::vector<std::string>& paths, std::vector<std::string>* malformed = nullptr);
 
 // Appends events to a history file.
 //
@@ -272,8 +270,7 @@ std::string FormatEventLine(const Event& event);
 class HistoryWriter {
  public:
   // Opens (creating, mode 0644) `path` for append.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<HistoryWriter>> Open(
-      const std::string& path);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<HistoryWriter>> Open(const std::string& path);
 
   HistoryWriter(const HistoryWriter&) = delete;
   HistoryWriter& operator=(const HistoryWriter&) = delete;

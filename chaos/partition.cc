@@ -35,11 +35,13 @@ absl::Status ValidateContext(const RuleContext& ctx) {
     return absl::InvalidArgumentError(absl::StrCat("bad nft table name \"", ctx.table, "\""));
   }
   for (int uid : ctx.client_uids) {
-    if (uid <= 0) return absl::InvalidArgumentError(absl::StrCat("client uid ", uid, " must be > 0"));
+    if (uid <= 0)
+      return absl::InvalidArgumentError(absl::StrCat("client uid ", uid, " must be > 0"));
   }
   for (const NetEndpoint& n : ctx.nodes) {
     if (!IsLoopback(n.host)) {
-      return absl::InvalidArgumentError(absl::StrCat("node address ", n.host, " is not in 127.0.0.0/8"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node address ", n.host, " is not in 127.0.0.0/8"));
     }
     if (n.port <= 0 || n.port > 65535) return absl::InvalidArgumentError("bad node port");
   }
@@ -79,8 +81,8 @@ PartitionSpec IsolateNode(int node, int nodes, int clients) {
   return s;
 }
 
-PartitionSpec SplitBrain(const std::vector<int>& side_a_nodes, const std::vector<int>& side_a_clients,
-                         int nodes, int clients) {
+PartitionSpec SplitBrain(const std::vector<int>& side_a_nodes,
+                         const std::vector<int>& side_a_clients, int nodes, int clients) {
   std::set<int> an(side_a_nodes.begin(), side_a_nodes.end());
   std::set<int> ac(side_a_clients.begin(), side_a_clients.end());
   PartitionSpec s;
@@ -128,12 +130,14 @@ absl::StatusOr<std::string> BuildNftSetup(const RuleContext& ctx) {
   absl::Status st = ValidateContext(ctx);
   if (!st.ok()) return st;
   std::string out = absl::StrCat("table ip ", ctx.table, " {\n");
-  absl::StrAppend(&out, "  chain rl_mark {\n    type filter hook output priority -150; policy accept;\n");
+  absl::StrAppend(&out,
+                  "  chain rl_mark {\n    type filter hook output priority -150; policy accept;\n");
   for (size_t k = 0; k < ctx.client_uids.size(); ++k) {
     absl::StrAppend(&out, "    meta skuid ", ctx.client_uids[k], " ct mark set ", k + 1, "\n");
   }
   absl::StrAppend(&out, "  }\n");
-  absl::StrAppend(&out, "  chain rl_cut {\n    type filter hook output priority 0; policy accept;\n  }\n");
+  absl::StrAppend(
+      &out, "  chain rl_cut {\n    type filter hook output priority 0; policy accept;\n  }\n");
   absl::StrAppend(&out, "}\n");
   return out;
 }
@@ -144,11 +148,12 @@ absl::StatusOr<std::string> BuildNftCut(const RuleContext& ctx, const PartitionS
   std::string out = BuildNftHeal(ctx);
   for (const LinkCut& c : spec.cuts) {
     if (c.client < 0 || c.client >= static_cast<int>(ctx.client_uids.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("cut names client ", c.client, " of ",
-                                                     ctx.client_uids.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cut names client ", c.client, " of ", ctx.client_uids.size()));
     }
     if (c.node < 0 || c.node >= static_cast<int>(ctx.nodes.size())) {
-      return absl::InvalidArgumentError(absl::StrCat("cut names node ", c.node, " of ", ctx.nodes.size()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("cut names node ", c.node, " of ", ctx.nodes.size()));
     }
     const NetEndpoint& n = ctx.nodes[static_cast<size_t>(c.node)];
     std::string prefix = absl::StrCat("add rule ip ", ctx.table, " rl_cut ");
@@ -177,10 +182,12 @@ absl::Status PartitionSupport() {
   if (geteuid() != 0) {
     return absl::FailedPreconditionError("partitions need root (network namespace and nft rules)");
   }
-  for (const auto& [tool, flag] : {std::pair<const char*, const char*>{"ip", "-V"}, {"nft", "-v"}}) {
+  for (const auto& [tool, flag] :
+       {std::pair<const char*, const char*>{"ip", "-V"}, {"nft", "-v"}}) {
     absl::StatusOr<CommandResult> r = RunCommand({tool, flag}, absl::Seconds(5));
     if (!r.ok() || r->exit_code != 0) {
-      return absl::FailedPreconditionError(absl::StrCat("partitions need `", tool, "` (iproute2/nftables)"));
+      return absl::FailedPreconditionError(
+          absl::StrCat("partitions need `", tool, "` (iproute2/nftables)"));
     }
   }
   return absl::OkStatus();
@@ -194,15 +201,18 @@ std::string UniqueName(absl::string_view prefix) {
 absl::StatusOr<std::unique_ptr<NetNamespace>> NetNamespace::Create(std::string name) {
   std::unique_ptr<NetNamespace> ns(new NetNamespace(std::move(name)));
   RegisterNamespace(ns->name_);
-  absl::StatusOr<CommandResult> r = RunCommand({"ip", "netns", "add", ns->name_}, absl::Seconds(10));
+  absl::StatusOr<CommandResult> r =
+      RunCommand({"ip", "netns", "add", ns->name_}, absl::Seconds(10));
   if (!r.ok() || r->exit_code != 0) {
     UnregisterNamespace(ns->name_);
     ns->name_.clear();  // nothing to delete
-    return absl::UnavailableError(absl::StrCat("ip netns add: ", r.ok() ? r->output : r.status().ToString()));
+    return absl::UnavailableError(
+        absl::StrCat("ip netns add: ", r.ok() ? r->output : r.status().ToString()));
   }
   r = RunCommand({"ip", "-n", ns->name_, "link", "set", "lo", "up"}, absl::Seconds(10));
   if (!r.ok() || r->exit_code != 0) {
-    return absl::UnavailableError(absl::StrCat("ip link set lo up: ", r.ok() ? r->output : r.status().ToString()));
+    return absl::UnavailableError(
+        absl::StrCat("ip link set lo up: ", r.ok() ? r->output : r.status().ToString()));
   }
   return ns;
 }
@@ -255,17 +265,18 @@ absl::Status NetNamespace::Leave() {
 }
 
 absl::Status NetNamespace::RunNft(const std::string& script) const {
-  absl::StatusOr<CommandResult> r =
-      RunCommand({"ip", "netns", "exec", name_, "nft", "-f", "/dev/stdin"}, absl::Seconds(10), script);
+  absl::StatusOr<CommandResult> r = RunCommand(
+      {"ip", "netns", "exec", name_, "nft", "-f", "/dev/stdin"}, absl::Seconds(10), script);
   if (!r.ok()) return r.status();
   if (r->exit_code != 0) {
-    return absl::InternalError(absl::StrCat("nft failed (exit ", r->exit_code, "): ", r->output,
-                                            "\nscript:\n", script));
+    return absl::InternalError(
+        absl::StrCat("nft failed (exit ", r->exit_code, "): ", r->output, "\nscript:\n", script));
   }
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Partitioner>> Partitioner::Create(const NetNamespace* ns, RuleContext ctx,
+absl::StatusOr<std::unique_ptr<Partitioner>> Partitioner::Create(const NetNamespace* ns,
+                                                                 RuleContext ctx,
                                                                  HistoryWriter* history) {
   absl::StatusOr<std::string> setup = BuildNftSetup(ctx);
   if (!setup.ok()) return setup.status();

@@ -93,9 +93,9 @@ struct NetEndpoint {
 };
 
 struct RuleContext {
-  std::string table;              // nft table (family ip), e.g. "redlock_chaos_123_1"
-  std::vector<int> client_uids;   // uid of client k
-  std::vector<NetEndpoint> nodes; // address of node i
+  std::string table;               // nft table (family ip), e.g. "redlock_chaos_123_1"
+  std::vector<int> client_uids;    // uid of client k
+  std::vector<NetEndpoint> nodes;  // address of node i
 };
 
 // The table with its mark chain (uid -> conntrack mark) and an empty cut chain.
@@ -146,8 +146,9 @@ class NetNamespace {
 class Partitioner {
  public:
   // Installs the table (BuildNftSetup) in `ns`.
-  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Partitioner>> Create(
-      const NetNamespace* ns, RuleContext ctx, HistoryWriter* history);
+  [[nodiscard]] static absl::StatusOr<std::unique_ptr<Partitioner>> Create(const NetNamespace* ns,
+                                                                           RuleContext ctx,
+                                                                           HistoryWriter* history);
   // Heals and deletes the table.
   ~Partitioner();
   Partitioner(const Partitioner&) = delete;

@@ -58,7 +58,9 @@ ClientConfig Holder() {
   return c;
 }
 
-std::vector<ClientConfig> Many(int n, const ClientConfig& c) { return std::vector<ClientConfig>(static_cast<size_t>(n), c); }
+std::vector<ClientConfig> Many(int n, const ClientConfig& c) {
+  return std::vector<ClientConfig>(static_cast<size_t>(n), c);
+}
 
 ClientConfig Variant(ClientConfig c, ClientVariant v) {
   c.variant = v;
@@ -84,7 +86,8 @@ ScenarioSetup Overlap(bool aof, bool node_clock) {
   return s;
 }
 
-ScenarioSetup Plain(Topology t, std::vector<ClientConfig> clients, absl::Duration budget = Seconds(8)) {
+ScenarioSetup Plain(Topology t, std::vector<ClientConfig> clients,
+                    absl::Duration budget = Seconds(8)) {
   ScenarioSetup s;
   s.topology = t;
   s.clients = std::move(clients);
@@ -116,8 +119,9 @@ using Done = std::function<bool(Run&)>;
 // Up to `tries` times: wait for a `kind` marker (from `client`, -1 any),
 // wait `delay`, apply `fault`, let it play out for `settle`; stop early once
 // `done` says the expected violation is in the history.
-absl::Status OnMarker(Run& run, const std::string& kind, int client, int tries, absl::Duration settle,
-                      absl::Duration delay, const Fault& fault, const Done& done = nullptr) {
+absl::Status OnMarker(Run& run, const std::string& kind, int client, int tries,
+                      absl::Duration settle, absl::Duration delay, const Fault& fault,
+                      const Done& done = nullptr) {
   for (int i = 0; i < tries && run.Active(); ++i) {
     int64_t seq = run.MarkerSeq();
     std::optional<Marker> m = run.WaitMarker(kind, client, run.Remaining(), seq);
@@ -222,19 +226,20 @@ absl::Status PauseInFlight(Run& run, const Done& done) {
   int granted = 0, expired = 0, refused = 0;
   for (int i = 0; i < 10 && run.Active(); ++i) {
     bool free = false, others = false;
-    std::optional<Marker> m = run.WaitMarkerIf(run.MarkerSeq(), run.Remaining(), [&](const Marker& mk) {
-      if (mk.kind == "release") {
-        free = true;
-        others = false;
-      } else if (mk.kind == "grant") {
-        free = false;
-      } else if (mk.kind == "invoke" && mk.client != 0) {
-        others = true;
-      } else if (mk.kind == "invoke" && mk.client == 0) {
-        return free && !others;
-      }
-      return false;
-    });
+    std::optional<Marker> m =
+        run.WaitMarkerIf(run.MarkerSeq(), run.Remaining(), [&](const Marker& mk) {
+          if (mk.kind == "release") {
+            free = true;
+            others = false;
+          } else if (mk.kind == "grant") {
+            free = false;
+          } else if (mk.kind == "invoke" && mk.client != 0) {
+            others = true;
+          } else if (mk.kind == "invoke" && mk.client == 0) {
+            return free && !others;
+          }
+          return false;
+        });
     if (!m.has_value()) break;
     int64_t seq = run.MarkerSeq();
     absl::SleepFor(Milliseconds(10));
@@ -254,7 +259,8 @@ absl::Status PauseInFlight(Run& run, const Done& done) {
     }
   }
   run.Note(absl::StrCat("paused attempts: ", granted, " granted, ", expired,
-                        " refused for lack of validity (DEADLINE_EXCEEDED), ", refused, " refused otherwise"));
+                        " refused for lack of validity (DEADLINE_EXCEEDED), ", refused,
+                        " refused otherwise"));
   return absl::OkStatus();
 }
 
@@ -262,8 +268,9 @@ absl::Status PauseInFlight(Run& run, const Done& done) {
 // stopped there for 1.5 ttl, so its release arrives after the lease expired
 // and (most likely) while another client holds the lock.
 absl::Status PauseBeforeRelease(Run& run, const Done& done) {
-  return OnMarker(run, "use_end", 0, 4, Milliseconds(1000), absl::ZeroDuration(),
-                  [](Run& r, const Marker&) { return PauseClientFor(r, 0, Ttl(r) * 1.5); }, done);
+  return OnMarker(
+      run, "use_end", 0, 4, Milliseconds(1000), absl::ZeroDuration(),
+      [](Run& r, const Marker&) { return PauseClientFor(r, 0, Ttl(r) * 1.5); }, done);
 }
 
 absl::Status ClientClockJumps(Run& run) {
@@ -305,7 +312,8 @@ absl::Status LatencyMinority(Run& run) {
   while (run.Active()) {
     std::vector<int> slow = PickNodes(run, 2);
     for (int n : slow) {
-      absl::Status s = run.ProxyFaultBoth(n, FaultSpec::Latency(Milliseconds(30), Milliseconds(40)));
+      absl::Status s =
+          run.ProxyFaultBoth(n, FaultSpec::Latency(Milliseconds(30), Milliseconds(40)));
       if (!s.ok()) return s;
     }
     run.Sleep(Seconds(2));
@@ -316,7 +324,8 @@ absl::Status LatencyMinority(Run& run) {
 
 absl::Status LatencyNearTtl(Run& run) {
   for (int n = 0; n < run.num_nodes(); ++n) {
-    absl::Status s = run.ProxyFaultBoth(n, FaultSpec::Latency(Milliseconds(330), Milliseconds(100)));
+    absl::Status s =
+        run.ProxyFaultBoth(n, FaultSpec::Latency(Milliseconds(330), Milliseconds(100)));
     if (!s.ok()) return s;
   }
   run.Sleep(run.Remaining());
@@ -413,7 +422,8 @@ absl::Status MixSafe(Run& run) {
         for (int m : ns) {
           FaultSpec spec = pick == 5 ? FaultSpec::Latency(run.UniformMs(10, 60), Milliseconds(20))
                                      : FaultSpec::BlackHole();
-          s = pick == 5 ? run.ProxyFaultBoth(m, spec) : run.ProxyFault(m, Direction::kToServer, spec);
+          s = pick == 5 ? run.ProxyFaultBoth(m, spec)
+                        : run.ProxyFault(m, Direction::kToServer, spec);
           if (!s.ok()) break;
         }
         InterruptibleSleep(run.UniformMs(300, 1000));
@@ -421,7 +431,8 @@ absl::Status MixSafe(Run& run) {
         break;
       }
       case 7:
-        s = run.ProxyFault(n, run.Uniform(0, 1) ? Direction::kToServer : Direction::kToClient, FaultSpec::Hold());
+        s = run.ProxyFault(n, run.Uniform(0, 1) ? Direction::kToServer : Direction::kToClient,
+                           FaultSpec::Hold());
         if (s.ok()) {
           InterruptibleSleep(run.UniformMs(200, 1200));
           run.ProxyClear(n);
@@ -455,7 +466,9 @@ absl::Status MixUnsafe(Run& run) {
   std::vector<std::string> plan;
   for (int i = 0; i < 12 && run.Active(); ++i) {
     uint64_t pick = run.Uniform(0, 2);
-    plan.push_back(pick == 0 ? "restart-majority" : pick == 1 ? "clock-jump-majority" : "client-pause-cs");
+    plan.push_back(pick == 0   ? "restart-majority"
+                   : pick == 1 ? "clock-jump-majority"
+                               : "client-pause-cs");
     absl::Status s;
     if (pick == 2) {
       s = OnMarker(run, "use_read", -1, 1, Milliseconds(500), absl::ZeroDuration(),
@@ -464,8 +477,8 @@ absl::Status MixUnsafe(Run& run) {
       s = OnMarker(run, "grant", -1, 1, Ttl(run) + Milliseconds(300), Milliseconds(5),
                    [pick](Run& r, const Marker&) {
                      for (int n : PickNodes(r, 3)) {
-                       absl::Status st = pick == 0 ? r.nodes().RestartNow(n)
-                                                   : r.nodes().ClockJump(n, Ttl(r) * 3);
+                       absl::Status st =
+                           pick == 0 ? r.nodes().RestartNow(n) : r.nodes().ClockJump(n, Ttl(r) * 3);
                        if (!st.ok()) return st;
                      }
                      return absl::OkStatus();
@@ -496,8 +509,9 @@ absl::Status PartialGrants(Run& run) {
 // Kleppmann's jump: right after a grant, n2's wall clock leaps 3 ttl ahead
 // (its key expires at once), until two holders overlap.
 absl::Status KleppmannJump(Run& run) {
-  return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
-                  [](Run& r, const Marker&) { return r.nodes().ClockJump(2, Ttl(r) * 3); }, UntilAll({kS1}));
+  return OnMarker(
+      run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+      [](Run& r, const Marker&) { return r.nodes().ClockJump(2, Ttl(r) * 3); }, UntilAll({kS1}));
 }
 
 std::vector<Scenario> Build() {
@@ -508,7 +522,8 @@ std::vector<Scenario> Build() {
   c.push_back({"no-faults", "N=5 direct, 3 clients x 2 resources, fencing",
                "No fault at all: the baseline. Every property holds; availability is the "
                "contention-only figure.",
-               true, false, ExpectClean(), Plain(Topology::kDirect, Many(3, Fenced(Std())), Seconds(5)), NoFaults});
+               true, false, ExpectClean(),
+               Plain(Topology::kDirect, Many(3, Fenced(Std())), Seconds(5)), NoFaults});
 
   // ---- Node clocks (Kleppmann vs antirez) ----
   c.push_back({"kleppmann-clock-jump", "views {n0,n1,n2}|{n2,n3,n4}, n2 clock +3 ttl",
@@ -539,18 +554,20 @@ std::vector<Scenario> Build() {
                "tens of milliseconds before the holder's validity ends: a small overlap the "
                "checker must still find.",
                false, false, Found({kS1}), Overlap(false, true), [](Run& run) {
-                 return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
-                                 [](Run& r, const Marker&) {
-                                   return r.nodes().ClockJump(2, DriftAllowance(r.ttl_ms(), 0.01) * 4);
-                                 },
-                                 UntilAll({kS1}));
+                 return OnMarker(
+                     run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+                     [](Run& r, const Marker&) {
+                       return r.nodes().ClockJump(2, DriftAllowance(r.ttl_ms(), 0.01) * 4);
+                     },
+                     UntilAll({kS1}));
                }});
   c.push_back({"clock-jump-backward", "views {n0,n1,n2}|{n2,n3,n4}, n2 clock -1.5 ttl",
                "n2's clock jumps back while a lease is held: its key lives longer, which only "
                "delays the next holder (availability), never lets two in: clean.",
                false, false, ExpectClean(), Overlap(false, true), [](Run& run) {
-                 return OnMarker(run, "grant", -1, 3, Ttl(run) * 2, absl::ZeroDuration(),
-                                 [](Run& r, const Marker&) { return r.nodes().ClockJump(2, -Ttl(r) * 1.5); });
+                 return OnMarker(
+                     run, "grant", -1, 3, Ttl(run) * 2, absl::ZeroDuration(),
+                     [](Run& r, const Marker&) { return r.nodes().ClockJump(2, -Ttl(r) * 1.5); });
                }});
 
   // ---- Restarts ----
@@ -559,8 +576,10 @@ std::vector<Scenario> Build() {
                "once without persistence, forgetting the key; c2 gets n2,n3,n4. Violation "
                "expected.",
                true, false, Found({kS1}), Overlap(false, false), [](Run& run) {
-                 return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
-                                 [](Run& r, const Marker&) { return r.nodes().RestartNow(2); }, UntilAll({kS1}));
+                 return OnMarker(
+                     run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+                     [](Run& r, const Marker&) { return r.nodes().RestartNow(2); },
+                     UntilAll({kS1}));
                }});
   {
     ScenarioSetup s = Overlap(true, false);
@@ -569,7 +588,8 @@ std::vector<Scenario> Build() {
                  "Redis fsyncs the SET before it replies, so the restarted n2 still holds the key "
                  "(with its absolute expiry): clean.",
                  true, false, ExpectClean(), s, [](Run& run) {
-                   return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+                   return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500),
+                                   absl::ZeroDuration(),
                                    [](Run& r, const Marker&) { return r.nodes().RestartNow(2); });
                  }});
   }
@@ -578,26 +598,29 @@ std::vector<Scenario> Build() {
                "ttl cannot help a second client while the first lease is still valid: clean.",
                false, false, ExpectClean(), Overlap(false, false), [](Run& run) {
                  return OnMarker(run, "grant", -1, 3, Milliseconds(500), absl::ZeroDuration(),
-                                 [](Run& r, const Marker&) { return r.nodes().RestartDelayed(2, Ttl(r) * 1.25); });
+                                 [](Run& r, const Marker&) {
+                                   return r.nodes().RestartDelayed(2, Ttl(r) * 1.25);
+                                 });
                }});
   c.push_back({"restart-amnesia", "views overlap, AOF, n2 loses its AOF tail",
                "Power loss: AOF is on, but n2 restarts with the tail of its log (from the "
                "holder's SET on) cut off, as a disk that had not flushed would. The key is "
                "forgotten like without persistence: violation expected.",
                false, false, Found({kS1}), Overlap(true, false), [](Run& run) {
-                 return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
-                                 [](Run& r, const Marker& m) {
-                                   AmnesiaSpec spec;
-                                   spec.mode = AmnesiaSpec::Mode::kSinceLastWriteOfKey;
-                                   spec.key = m.resource;
-                                   absl::Status s = r.nodes().RestartAmnesia(2, spec);
-                                   if (absl::IsNotFound(s)) {
-                                     r.Note(absl::StrCat("amnesia: ", s.ToString()));
-                                     return absl::OkStatus();
-                                   }
-                                   return s;
-                                 },
-                                 UntilAll({kS1}));
+                 return OnMarker(
+                     run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+                     [](Run& r, const Marker& m) {
+                       AmnesiaSpec spec;
+                       spec.mode = AmnesiaSpec::Mode::kSinceLastWriteOfKey;
+                       spec.key = m.resource;
+                       absl::Status s = r.nodes().RestartAmnesia(2, spec);
+                       if (absl::IsNotFound(s)) {
+                         r.Note(absl::StrCat("amnesia: ", s.ToString()));
+                         return absl::OkStatus();
+                       }
+                       return s;
+                     },
+                     UntilAll({kS1}));
                }});
 
   // ---- Pauses ----
@@ -619,42 +642,49 @@ std::vector<Scenario> Build() {
     s.clients[0].node_timeout_ms = 1500;
     c.push_back({"client-pause-in-flight", "proxies +60ms replies; c1 stopped mid-acquire",
                  "c1 is stopped (SIGSTOP) 10 ms into an attempt made while the lock looked "
-                 "free, its replies in flight, for 1.2 ttl. When it resumes the replies say OK, but the attempt took longer than the "
+                 "free, its replies in flight, for 1.2 ttl. When it resumes the replies say OK, "
+                 "but the attempt took longer than the "
                  "ttl: the library's elapsed-time check refuses the lease. Clean.",
-                 false, false, ExpectClean(), s, [](Run& run) { return PauseInFlight(run, nullptr); }});
+                 false, false, ExpectClean(), s,
+                 [](Run& run) { return PauseInFlight(run, nullptr); }});
     ScenarioSetup b = s;
     b.clients[0] = Variant(b.clients[0], ClientVariant::kNoElapsedCheck);
     c.push_back({"broken-no-elapsed", "as client-pause-in-flight, c1 = no-elapsed",
                  "The same pause with a client that computes validity as ttl - drift without "
                  "subtracting the elapsed time: it believes it holds a lock whose keys expired "
                  "while it was stopped. Must be caught.",
-                 true, false, FoundAny({kS1, kS3}), b,
-                 [](Run& run) { return PauseInFlight(run, UntilAny({kS1, kS3})); }});
+                 true, false, FoundAny({kS1, kS3}), b, [](Run& run) {
+                   return PauseInFlight(run, UntilAny({kS1, kS3}));
+                 }});
   }
   {
     ScenarioSetup s = Plain(Topology::kDirect, Many(3, Hot(100)));
-    c.push_back({"client-pause-in-cs", "3 clients, 1 resource, pause holder 2 ttl after read",
-                 "Kleppmann's GC pause: a holder is stopped between reading the counter and "
-                 "writing it back, for twice the ttl. Its lease expires, another client takes the "
-                 "lock and increments, the paused one writes a stale value. No lock service can "
-                 "prevent this without fencing: S1 and S3 violations expected.",
-                 true, false, Found({kS1, kS3}), s, [](Run& run) {
-                   return OnMarker(run, "use_read", -1, 3, Milliseconds(800), absl::ZeroDuration(),
-                                   [](Run& r, const Marker& m) { return PauseClientFor(r, m.client, Ttl(r) * 2); },
-                                   UntilAll({kS1, kS3}));
-                 }});
+    c.push_back(
+        {"client-pause-in-cs", "3 clients, 1 resource, pause holder 2 ttl after read",
+         "Kleppmann's GC pause: a holder is stopped between reading the counter and "
+         "writing it back, for twice the ttl. Its lease expires, another client takes the "
+         "lock and increments, the paused one writes a stale value. No lock service can "
+         "prevent this without fencing: S1 and S3 violations expected.",
+         true, false, Found({kS1, kS3}), s, [](Run& run) {
+           return OnMarker(
+               run, "use_read", -1, 3, Milliseconds(800), absl::ZeroDuration(),
+               [](Run& r, const Marker& m) { return PauseClientFor(r, m.client, Ttl(r) * 2); },
+               UntilAll({kS1, kS3}));
+         }});
     ScenarioSetup f = s;
     for (auto& cl : f.clients) cl = Fenced(cl);
-    c.push_back({"client-pause-in-cs-fenced", "as client-pause-in-cs, fencing tokens",
-                 "The same pause, with fencing: the newer holder's fenced read raises the fence, "
-                 "so the paused holder's late write is refused (accepted=false). The hold "
-                 "intervals still overlap (S1), but no update is lost (S3) and the store never "
-                 "accepts a stale token (S4).",
-                 true, false, Found({kS1}, {kS3, kS4, kS5}), f, [](Run& run) {
-                   return OnMarker(run, "use_read", -1, 3, Milliseconds(800), absl::ZeroDuration(),
-                                   [](Run& r, const Marker& m) { return PauseClientFor(r, m.client, Ttl(r) * 2); },
-                                   UntilAll({kS1}));
-                 }});
+    c.push_back(
+        {"client-pause-in-cs-fenced", "as client-pause-in-cs, fencing tokens",
+         "The same pause, with fencing: the newer holder's fenced read raises the fence, "
+         "so the paused holder's late write is refused (accepted=false). The hold "
+         "intervals still overlap (S1), but no update is lost (S3) and the store never "
+         "accepts a stale token (S4).",
+         true, false, Found({kS1}, {kS3, kS4, kS5}), f, [](Run& run) {
+           return OnMarker(
+               run, "use_read", -1, 3, Milliseconds(800), absl::ZeroDuration(),
+               [](Run& r, const Marker& m) { return PauseClientFor(r, m.client, Ttl(r) * 2); },
+               UntilAll({kS1}));
+         }});
   }
   {
     ScenarioSetup s = Plain(Topology::kDirect, Many(3, Hot(300)));
@@ -663,14 +693,16 @@ std::vector<Scenario> Build() {
                  "c1 is stopped after its last use, before it releases; the release arrives after "
                  "the lease expired and another client took the lock. The compare-and-delete "
                  "release leaves the new holder's key alone: clean.",
-                 false, false, ExpectClean(), s, [](Run& run) { return PauseBeforeRelease(run, nullptr); }});
+                 false, false, ExpectClean(), s,
+                 [](Run& run) { return PauseBeforeRelease(run, nullptr); }});
     ScenarioSetup b = s;
     b.clients[0] = Variant(b.clients[0], ClientVariant::kPlainDelRelease);
     c.push_back({"broken-plain-del", "as client-pause-before-release, c1 = plain-del",
                  "The same late release from a client that releases with DEL: it deletes the new "
                  "holder's key and a third client gets in. Must be caught.",
-                 true, false, FoundAny({kS1, kS3}), b,
-                 [](Run& run) { return PauseBeforeRelease(run, UntilAny({kS1, kS3})); }});
+                 true, false, FoundAny({kS1, kS3}), b, [](Run& run) {
+                   return PauseBeforeRelease(run, UntilAny({kS1, kS3}));
+                 }});
   }
 
   // ---- Client clocks ----
@@ -692,9 +724,10 @@ std::vector<Scenario> Build() {
                  "time is left; its wall clock jumps back 3 s right after a grant, so it keeps "
                  "using the lock well past the real end of its lease. Must be caught.",
                  true, false, FoundAny({kS1, kS2}), b, [](Run& run) {
-                   return OnMarker(run, "grant", 0, 4, Ttl(run) * 2.5, absl::ZeroDuration(),
-                                   [](Run& r, const Marker&) { return r.ClientClockJump(0, -Seconds(3)); },
-                                   UntilAny({kS1, kS2}));
+                   return OnMarker(
+                       run, "grant", 0, 4, Ttl(run) * 2.5, absl::ZeroDuration(),
+                       [](Run& r, const Marker&) { return r.ClientClockJump(0, -Seconds(3)); },
+                       UntilAny({kS1, kS2}));
                  }});
   }
 
@@ -708,7 +741,8 @@ std::vector<Scenario> Build() {
   part("partition-isolate-node", "netns, nft: one node cut from every client",
        "One node at a time is unreachable (both directions) for 1.5 s, then healed. A majority "
        "remains: clean, with little availability loss.",
-       false, [](Run& r) { return IsolateNode(PickNodes(r, 1)[0], r.num_nodes(), r.num_clients()); });
+       false,
+       [](Run& r) { return IsolateNode(PickNodes(r, 1)[0], r.num_nodes(), r.num_clients()); });
   part("partition-majority-minority", "netns, nft: 3 nodes+2 clients | 2 nodes+1 client",
        "A split brain: two clients with three nodes on one side, one client with two nodes on "
        "the other. Only the majority side can lock: clean.",
@@ -742,7 +776,8 @@ std::vector<Scenario> Build() {
   c.push_back({"latency-minority", "proxies: 2 nodes +30ms+-40ms (timeout 50ms)",
                "Two slow nodes whose replies often miss the 50 ms node deadline: the "
                "attempt is decided by the fast majority without waiting. Clean.",
-               false, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())), LatencyMinority});
+               false, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())),
+               LatencyMinority});
   {
     ClientConfig slow = Std();
     slow.node_timeout_ms = 900;
@@ -752,24 +787,28 @@ std::vector<Scenario> Build() {
                  "Every round trip takes 660-860 ms of a 1 s ttl: validity is what is left after "
                  "the elapsed time and drift, often too little to use (DEADLINE_EXCEEDED or no "
                  "use), never negative time wrongly believed. Clean.",
-                 false, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, slow), Seconds(10)),
-                 LatencyNearTtl});
+                 false, false, ExpectClean(),
+                 Plain(Topology::kSharedProxies, Many(3, slow), Seconds(10)), LatencyNearTtl});
   }
   c.push_back({"late-delivery-hold", "proxies: hold-then-release SETs/replies 0.2-1.5 s",
                "Bytes to (or from) one or two nodes are held and delivered late: SETs that run "
                "after their attempt gave up, replies that arrive after the deadline, releases "
                "that trail their SETs on the same connection. Clean, no leftover key.",
-               false, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())), LateDelivery});
+               false, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())),
+               LateDelivery});
   c.push_back({"ack-loss-and-resets", "proxies: replies black-holed (minority, majority), RST",
                "The nodes execute but the replies vanish (ack loss) on a minority, then a "
                "majority; connections are reset. Failed attempts must still release every "
                "node, including those whose acks were lost: clean, and S5 clean.",
-               true, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())), AckLossAndResets});
+               true, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())),
+               AckLossAndResets});
   {
-    ScenarioSetup b = Plain(Topology::kSharedProxies,
-                            Many(3, Variant(Hot(30, 6000), ClientVariant::kNoPartialRelease)), Seconds(5));
+    ScenarioSetup b =
+        Plain(Topology::kSharedProxies,
+              Many(3, Variant(Hot(30, 6000), ClientVariant::kNoPartialRelease)), Seconds(5));
     b.quiet = Milliseconds(500);
-    c.push_back({"broken-no-partial-release", "as ack-loss (majority), clients = no-partial-release",
+    c.push_back({"broken-no-partial-release",
+                 "as ack-loss (majority), clients = no-partial-release",
                  "Ack loss on a majority with clients that do not release the partial grants of "
                  "a failed attempt: the keys stay on all five nodes until their 6 s ttl, nobody "
                  "can lock meanwhile, and they are still there after the run (S5). Must be "

@@ -10,14 +10,13 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -115,23 +114,27 @@ bool JudgeExpectation(const Expectation& e, const std::array<int64_t, kNumHarnes
   std::vector<std::string> problems;
   for (int p : e.clean) {
     if (v[static_cast<size_t>(p)] > 0) {
-      problems.push_back(absl::StrCat(HarnessPropertyName(p), " violated in a configuration documented as safe"));
+      problems.push_back(
+          absl::StrCat(HarnessPropertyName(p), " violated in a configuration documented as safe"));
     }
   }
   for (int p : e.violated_all) {
     if (v[static_cast<size_t>(p)] == 0) {
-      problems.push_back(absl::StrCat(HarnessPropertyName(p), " expected but not found (checker too weak or fault missed)"));
+      problems.push_back(absl::StrCat(
+          HarnessPropertyName(p), " expected but not found (checker too weak or fault missed)"));
     }
   }
   if (!e.violated_any.empty()) {
     bool any = false;
     for (int p : e.violated_any) any = any || v[static_cast<size_t>(p)] > 0;
     if (!any) {
-      problems.push_back(absl::StrCat("none of ", Props(e.violated_any, ","), " found (checker too weak or fault missed)"));
+      problems.push_back(absl::StrCat("none of ", Props(e.violated_any, ","),
+                                      " found (checker too weak or fault missed)"));
     }
   }
   if (grants < e.min_grants) {
-    problems.push_back(absl::StrCat("only ", grants, " grants (at least ", e.min_grants, " needed to test anything)"));
+    problems.push_back(absl::StrCat("only ", grants, " grants (at least ", e.min_grants,
+                                    " needed to test anything)"));
   }
   if (why != nullptr) *why = absl::StrJoin(problems, "; ");
   return problems.empty();
@@ -144,9 +147,10 @@ std::vector<LeftoverKey> FailedAttemptLeftovers(const std::vector<KeyState>& key
   for (const KeyState& k : keys) {
     if (k.pttl_ms == -2) continue;  // missing
     if (tokens.count(k.value)) continue;
-    out.push_back({k, absl::StrCat("n", k.node, " still holds \"", k.key, "\" = ", Shorten(k.value, 16),
-                                   " (no grant has this token: a failed attempt's key left behind; pttl ",
-                                   k.pttl_ms, " ms)")});
+    out.push_back(
+        {k, absl::StrCat("n", k.node, " still holds \"", k.key, "\" = ", Shorten(k.value, 16),
+                         " (no grant has this token: a failed attempt's key left behind; pttl ",
+                         k.pttl_ms, " ms)")});
   }
   return out;
 }
@@ -159,7 +163,8 @@ uint64_t Run::Uniform(uint64_t lo, uint64_t hi) {
 }
 
 absl::Duration Run::UniformMs(int64_t lo_ms, int64_t hi_ms) {
-  return absl::Milliseconds(static_cast<int64_t>(Uniform(static_cast<uint64_t>(lo_ms), static_cast<uint64_t>(hi_ms))));
+  return absl::Milliseconds(
+      static_cast<int64_t>(Uniform(static_cast<uint64_t>(lo_ms), static_cast<uint64_t>(hi_ms))));
 }
 
 bool Run::Active() const { return !Interrupted() && SteadyClock::now() < deadline_; }
@@ -179,7 +184,9 @@ bool Run::Sleep(absl::Duration d) {
 
 int Run::num_nodes() const { return supervisor_->size(); }
 std::string Run::ClientName(int k) { return absl::StrCat("c", k + 1); }
-int64_t Run::ttl_ms() const { return scenario_->setup.clients.empty() ? 1000 : scenario_->setup.clients[0].ttl_ms; }
+int64_t Run::ttl_ms() const {
+  return scenario_->setup.clients.empty() ? 1000 : scenario_->setup.clients[0].ttl_ms;
+}
 
 FaultProxy* Run::proxy(int node) {
   if (static_cast<size_t>(node) >= proxies_.size()) return nullptr;
@@ -192,7 +199,8 @@ FaultProxy* Run::link(int client, int node) {
   return links_[static_cast<size_t>(client)][static_cast<size_t>(node)].get();
 }
 
-absl::Status Run::SetLogged(FaultProxy* p, const std::string& target, Direction d, const FaultSpec& spec) {
+absl::Status Run::SetLogged(FaultProxy* p, const std::string& target, Direction d,
+                            const FaultSpec& spec) {
   if (p == nullptr) return absl::FailedPreconditionError(absl::StrCat("no proxy for ", target));
   absl::Status s = p->SetFault(d, spec);
   if (!s.ok()) return s;
@@ -237,7 +245,8 @@ void Run::ProxyReset(int node) {
   FaultProxy* p = proxy(node);
   if (p == nullptr) return;
   p->ResetAll();
-  Nemesis("reset", NodeSupervisor::NodeName(node), "RST on every open connection", FaultPhase::kInstant);
+  Nemesis("reset", NodeSupervisor::NodeName(node), "RST on every open connection",
+          FaultPhase::kInstant);
 }
 
 absl::Status Run::LinkFault(int client, int node, Direction d, const FaultSpec& spec) {
@@ -270,7 +279,9 @@ absl::Status Run::ClientClockJump(int k, absl::Duration wall, absl::Duration mon
   if (!s.ok()) return s;
   Nemesis("client_clock_jump", ClientName(k),
           absl::StrCat("wall ", absl::FormatDuration(wall),
-                       mono != absl::ZeroDuration() ? absl::StrCat(", monotonic ", absl::FormatDuration(mono)) : "",
+                       mono != absl::ZeroDuration()
+                           ? absl::StrCat(", monotonic ", absl::FormatDuration(mono))
+                           : "",
                        " (offset now ", absl::FormatDuration(c->state().realtime), ")"),
           FaultPhase::kInstant);
   return absl::OkStatus();
@@ -332,23 +343,25 @@ class Runner {
 absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
   const Scenario& sc = *run.scenario_;
   const ScenarioSetup& setup = sc.setup;
-  absl::StatusOr<std::unique_ptr<HistoryWriter>> nem = HistoryWriter::Open(run.dir_ + "/nemesis.jsonl");
+  absl::StatusOr<std::unique_ptr<HistoryWriter>> nem =
+      HistoryWriter::Open(run.dir_ + "/nemesis.jsonl");
   if (!nem.ok()) return nem.status();
   run.nemesis_ = *std::move(nem);
   run.history_files_.push_back(run.dir_ + "/nemesis.jsonl");
 
   if (setup.topology == Topology::kNamespace) {
-    absl::StatusOr<std::unique_ptr<NetNamespace>> ns = NetNamespace::Create(UniqueName("redlock-chaos"));
+    absl::StatusOr<std::unique_ptr<NetNamespace>> ns =
+        NetNamespace::Create(UniqueName("redlock-chaos"));
     if (!ns.ok()) return ns.status();
     run.netns_ = *std::move(ns);
     absl::Status s = run.netns_->Enter();
     if (!s.ok()) return s;
   }
 
-  testing::FleetOptions data_options;
+  testkit::FleetOptions data_options;
   data_options.nodes = 1;
   data_options.enable_debug = false;
-  absl::StatusOr<std::unique_ptr<testing::Fleet>> data = testing::Fleet::Start(data_options);
+  absl::StatusOr<std::unique_ptr<testkit::Fleet>> data = testkit::Fleet::Start(data_options);
   if (!data.ok()) return data.status();
   run.data_ = *std::move(data);
 
@@ -364,7 +377,7 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
   absl::StatusOr<std::unique_ptr<NodeSupervisor>> sup = NodeSupervisor::Start(so);
   if (!sup.ok()) return sup.status();
   run.supervisor_ = *std::move(sup);
-  testing::Fleet& fleet = run.supervisor_->fleet();
+  testkit::Fleet& fleet = run.supervisor_->fleet();
 
   const int nc = static_cast<int>(setup.clients.size());
   auto start_proxy = [&](int node) -> absl::StatusOr<std::unique_ptr<FaultProxy>> {
@@ -400,7 +413,8 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
       for (size_t k = 0; k < setup.views.size(); ++k) {
         std::vector<std::string> ns;
         for (int n : setup.views[k]) ns.push_back(absl::StrCat("n", n));
-        desc.push_back(absl::StrCat(Run::ClientName(static_cast<int>(k)), " sees {", absl::StrJoin(ns, ","), "}"));
+        desc.push_back(absl::StrCat(Run::ClientName(static_cast<int>(k)), " sees {",
+                                    absl::StrJoin(ns, ","), "}"));
       }
       run.Nemesis("partition", "views", absl::StrJoin(desc, "; "), FaultPhase::kStart);
     }
@@ -429,7 +443,8 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
           c.nodes.push_back(run.proxies_[static_cast<size_t>(i)]->listen_address());
           break;
         case Topology::kPerClientProxies:
-          c.nodes.push_back(run.links_[static_cast<size_t>(k)][static_cast<size_t>(i)]->listen_address());
+          c.nodes.push_back(
+              run.links_[static_cast<size_t>(k)][static_cast<size_t>(i)]->listen_address());
           break;
         default:
           c.nodes.push_back(fleet.address(i));
@@ -451,19 +466,19 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
       run.client_clocks_.push_back(*std::move(clock));
     }
     run.history_files_.push_back(c.history);
-    absl::StatusOr<std::unique_ptr<ClientProcess>> p = ClientProcess::Spawn(std::move(launch), &run.hub_);
+    absl::StatusOr<std::unique_ptr<ClientProcess>> p =
+        ClientProcess::Spawn(std::move(launch), &run.hub_);
     if (!p.ok()) return p.status();
     run.clients_.push_back(*std::move(p));
   }
   // Wait (bounded) until every client has made its first attempt, so the
   // budget is spent on the workload, not on start-up.
   for (int k = 0; k < nc; ++k) {
-    std::optional<Marker> m = run.hub_.Wait(0, absl::Seconds(10), [k](const Marker& m) {
-      return m.client == k && m.kind == "invoke";
-    });
+    std::optional<Marker> m = run.hub_.Wait(
+        0, absl::Seconds(10), [k](const Marker& m) { return m.client == k && m.kind == "invoke"; });
     if (!m.has_value()) {
-      return absl::DeadlineExceededError(absl::StrCat(Run::ClientName(k), " made no attempt within 10s (see ",
-                                                      Run::ClientName(k), ".log)"));
+      return absl::DeadlineExceededError(absl::StrCat(
+          Run::ClientName(k), " made no attempt within 10s (see ", Run::ClientName(k), ".log)"));
     }
   }
   return absl::OkStatus();
@@ -479,8 +494,8 @@ void Runner::Heal(Run& run) {
   for (size_t k = 0; k < run.links_.size(); ++k) {
     for (size_t i = 0; i < run.links_[k].size(); ++i) {
       run.LinkClear(static_cast<int>(k), static_cast<int>(i));
-      bool in_view = k >= views.size() ||
-                     std::find(views[k].begin(), views[k].end(), static_cast<int>(i)) != views[k].end();
+      bool in_view = k >= views.size() || std::find(views[k].begin(), views[k].end(),
+                                                    static_cast<int>(i)) != views[k].end();
       if (in_view) {
         absl::Status s = run.links_[k][i]->Up();
         (void)s;
@@ -503,16 +518,17 @@ void Runner::Heal(Run& run) {
 
 std::vector<KeyState> Runner::ScanKeys(Run& run, const std::vector<std::string>& resources) {
   std::vector<KeyState> out;
-  testing::Fleet& fleet = run.supervisor_->fleet();
+  testkit::Fleet& fleet = run.supervisor_->fleet();
   for (int i = 0; i < fleet.size(); ++i) {
     for (const std::string& r : resources) {
-      absl::StatusOr<testing::RedisValue> v = fleet.Command(i, {"GET", r}, absl::Seconds(2));
-      absl::StatusOr<testing::RedisValue> t = fleet.Command(i, {"PTTL", r}, absl::Seconds(2));
+      absl::StatusOr<testkit::RedisValue> v = fleet.Command(i, {"GET", r}, absl::Seconds(2));
+      absl::StatusOr<testkit::RedisValue> t = fleet.Command(i, {"PTTL", r}, absl::Seconds(2));
       if (!v.ok() || !t.ok()) {
-        run.Note(absl::StrCat("S5 scan of n", i, " failed: ", (!v.ok() ? v.status() : t.status()).ToString()));
+        run.Note(absl::StrCat("S5 scan of n", i,
+                              " failed: ", (!v.ok() ? v.status() : t.status()).ToString()));
         continue;
       }
-      if (v->type != testing::RedisValue::Type::kString) continue;
+      if (v->type != testkit::RedisValue::Type::kString) continue;
       out.push_back({i, r, v->str, t->integer});
     }
   }
@@ -623,24 +639,25 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
         if (wait_ns > 0) InterruptibleSleep(absl::Nanoseconds(wait_ns));
         for (const KeyState& k : ScanKeys(run, res_list)) {
           res->leftovers.push_back({k, absl::StrCat("n", k.node, " still holds \"", k.key, "\" ",
-                                                    max_ttl + 500, " ms after the end (pttl ", k.pttl_ms,
-                                                    " ms): it outlived its ttl")});
+                                                    max_ttl + 500, " ms after the end (pttl ",
+                                                    k.pttl_ms, " ms): it outlived its ttl")});
         }
       }
     }
     // Final counters, read by the harness.
     if (run.data_ != nullptr) {
       for (const std::string& r : res_list) {
-        absl::StatusOr<testing::RedisValue> v = run.data_->Command(0, {"GET", DataKey(r)});
+        absl::StatusOr<testkit::RedisValue> v = run.data_->Command(0, {"GET", DataKey(r)});
         if (!v.ok()) {
           run.Note(absl::StrCat("final counter of ", r, ": ", v.status().ToString()));
           continue;
         }
         int64_t counter = 0;
-        if (v->type == testing::RedisValue::Type::kString && !absl::SimpleAtoi(v->str, &counter)) {
+        if (v->type == testkit::RedisValue::Type::kString && !absl::SimpleAtoi(v->str, &counter)) {
           run.Note(absl::StrCat("final counter of ", r, " is not a number: ", v->str));
         }
-        absl::Status s = run.nemesis_->WriteFinal({.resource = r, .counter = counter, .initial = 0});
+        absl::Status s =
+            run.nemesis_->WriteFinal({.resource = r, .counter = counter, .initial = 0});
         (void)s;
       }
     }
@@ -656,24 +673,28 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
   } else {
     CheckResult cr = Check(*history);
     res->counts = cr.counts;
-    for (int p = 0; p < kNumProperties; ++p) res->violations[static_cast<size_t>(p)] = cr.violation_counts[static_cast<size_t>(p)];
+    for (int p = 0; p < kNumProperties; ++p)
+      res->violations[static_cast<size_t>(p)] = cr.violation_counts[static_cast<size_t>(p)];
     res->violations[kS5] = static_cast<int64_t>(res->leftovers.size());
-    res->availability = cr.counts.invokes > 0 ? static_cast<double>(cr.counts.grants) / cr.counts.invokes : 0;
+    res->availability =
+        cr.counts.invokes > 0 ? static_cast<double>(cr.counts.grants) / cr.counts.invokes : 0;
     std::array<int, kNumProperties> shown{};
     for (const Violation& v : cr.violations) {
       int p = static_cast<int>(v.property);
       if (shown[static_cast<size_t>(p)]++ >= 2) continue;
       std::vector<std::string> faults;
       for (const FaultInfo& f : v.faults) faults.push_back(absl::StrCat(f.fault, "@", f.target));
-      res->examples.push_back(absl::StrCat(PropertyName(v.property), " ", v.resource, ": ",
-                                           Shorten(v.description, 240),
-                                           faults.empty() ? "" : absl::StrCat(" [faults: ", absl::StrJoin(faults, ", "), "]")));
+      res->examples.push_back(absl::StrCat(
+          PropertyName(v.property), " ", v.resource, ": ", Shorten(v.description, 240),
+          faults.empty() ? "" : absl::StrCat(" [faults: ", absl::StrJoin(faults, ", "), "]")));
     }
     for (size_t i = 0; i < res->leftovers.size() && i < 3; ++i) {
       res->examples.push_back(absl::StrCat("S5 ", res->leftovers[i].why));
     }
     if (!malformed.empty()) run.Note(absl::StrCat(malformed.size(), " malformed history lines"));
-    if (cr.warning_count > 0) run.Note(absl::StrCat(cr.warning_count, " checker warnings (e.g. ", cr.warnings.empty() ? "" : cr.warnings[0], ")"));
+    if (cr.warning_count > 0)
+      run.Note(absl::StrCat(cr.warning_count, " checker warnings (e.g. ",
+                            cr.warnings.empty() ? "" : cr.warnings[0], ")"));
     if (!opt.keep_dir.empty()) {
       std::ofstream(run.dir_ + "/report.txt") << FormatReport(cr);
       std::ofstream s5(run.dir_ + "/s5.txt");
@@ -695,7 +716,8 @@ std::string DefaultClientBinary() {
   if (n > 0) {
     buf[n] = 0;
     std::string dir = std::filesystem::path(buf).parent_path().string();
-    for (const std::string& cand : {dir + "/redlock-chaos-client", dir + "/../chaos/redlock-chaos-client"}) {
+    for (const std::string& cand :
+         {dir + "/redlock-chaos-client", dir + "/../chaos/redlock-chaos-client"}) {
       if (access(cand.c_str(), X_OK) == 0) return cand;
     }
   }
@@ -742,27 +764,30 @@ ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) 
 // ---- Reports -----------------------------------------------------------------------
 
 std::string FormatTable(const std::vector<ScenarioResult>& results) {
-  std::string out = absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s\n", "scenario",
-                                    "configuration", "ops", "S1", "S2", "S3", "S4", "S5", "avail",
-                                    "expected", "verdict");
+  std::string out = absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s\n",
+                                    "scenario", "configuration", "ops", "S1", "S2", "S3", "S4",
+                                    "S5", "avail", "expected", "verdict");
   out += std::string(150, '-') + "\n";
   for (const ScenarioResult& r : results) {
     std::string verdict = r.skipped ? "SKIP" : r.ok ? "OK" : "FAIL";
     if (r.skipped) {
-      absl::StrAppend(&out, absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s (%s)\n", r.name,
-                                            Shorten(r.config, 46), "-", "-", "-", "-", "-", "-", "-",
-                                            Shorten(r.expect.Describe(), 26), verdict, r.skip_reason));
+      absl::StrAppend(
+          &out, absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s (%s)\n", r.name,
+                                Shorten(r.config, 46), "-", "-", "-", "-", "-", "-", "-",
+                                Shorten(r.expect.Describe(), 26), verdict, r.skip_reason));
       continue;
     }
     const auto& v = r.violations;
-    absl::StrAppend(&out, absl::StrFormat("%-28s %-46s %6d %4d %4d %4d %4d %4d %5.1f%%  %-26s %s\n", r.name,
-                                          Shorten(r.config, 46), r.counts.invokes, v[0], v[1], v[2], v[3], v[4],
-                                          100.0 * r.availability, Shorten(r.expect.Describe(), 26), verdict));
+    absl::StrAppend(
+        &out, absl::StrFormat("%-28s %-46s %6d %4d %4d %4d %4d %4d %5.1f%%  %-26s %s\n", r.name,
+                              Shorten(r.config, 46), r.counts.invokes, v[0], v[1], v[2], v[3], v[4],
+                              100.0 * r.availability, Shorten(r.expect.Describe(), 26), verdict));
   }
   return out;
 }
 
-std::string FormatJson(const std::vector<ScenarioResult>& results, uint64_t seed, absl::Duration total) {
+std::string FormatJson(const std::vector<ScenarioResult>& results, uint64_t seed,
+                       absl::Duration total) {
   nlohmann::json doc;
   doc["seed"] = seed;
   doc["seconds"] = absl::ToDoubleSeconds(total);
@@ -785,7 +810,8 @@ std::string FormatJson(const std::vector<ScenarioResult>& results, uint64_t seed
     j["nemesis_events"] = r.counts.nemesis;
     j["availability"] = r.availability;
     nlohmann::json viol;
-    for (int p = 0; p < kNumHarnessProperties; ++p) viol[HarnessPropertyName(p)] = r.violations[static_cast<size_t>(p)];
+    for (int p = 0; p < kNumHarnessProperties; ++p)
+      viol[HarnessPropertyName(p)] = r.violations[static_cast<size_t>(p)];
     j["violations"] = viol;
     j["examples"] = r.examples;
     j["notes"] = r.notes;
@@ -802,8 +828,9 @@ std::string FormatJson(const std::vector<ScenarioResult>& results, uint64_t seed
 std::string FormatList() {
   std::string out;
   for (const Scenario& s : Catalog()) {
-    absl::StrAppend(&out, s.name, s.quick ? "  [quick]" : "", s.needs_root ? "  [root]" : "", "\n  config:   ",
-                    s.config, "\n  expected: ", s.expect.Describe(), "\n  ", s.summary, "\n\n");
+    absl::StrAppend(&out, s.name, s.quick ? "  [quick]" : "", s.needs_root ? "  [root]" : "",
+                    "\n  config:   ", s.config, "\n  expected: ", s.expect.Describe(), "\n  ",
+                    s.summary, "\n\n");
   }
   return out;
 }

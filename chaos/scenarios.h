@@ -159,8 +159,8 @@ class Run {
   int64_t ttl_ms() const;                // of client 0
 
   // Faults through the proxies (logged as nemesis events).
-  FaultProxy* proxy(int node);              // kSharedProxies
-  FaultProxy* link(int client, int node);   // kPerClientProxies
+  FaultProxy* proxy(int node);             // kSharedProxies
+  FaultProxy* link(int client, int node);  // kPerClientProxies
   [[nodiscard]] absl::Status ProxyFault(int node, Direction d, const FaultSpec& spec);
   [[nodiscard]] absl::Status ProxyFaultBoth(int node, const FaultSpec& spec);
   void ProxyClear(int node);
@@ -199,7 +199,8 @@ class Run {
  private:
   friend class Runner;
   Run() = default;
-  absl::Status SetLogged(FaultProxy* p, const std::string& target, Direction d, const FaultSpec& spec);
+  absl::Status SetLogged(FaultProxy* p, const std::string& target, Direction d,
+                         const FaultSpec& spec);
   void ClearLogged(FaultProxy* p, const std::string& target);
 
   const Scenario* scenario_ = nullptr;
@@ -208,7 +209,7 @@ class Run {
   std::string dir_;
   std::unique_ptr<HistoryWriter> nemesis_;
   std::unique_ptr<NetNamespace> netns_;
-  std::unique_ptr<testing::Fleet> data_;
+  std::unique_ptr<testkit::Fleet> data_;
   std::unique_ptr<NodeSupervisor> supervisor_;
   std::vector<std::unique_ptr<FaultProxy>> proxies_;
   std::vector<std::vector<std::unique_ptr<FaultProxy>>> links_;

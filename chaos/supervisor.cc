@@ -70,7 +70,8 @@ absl::StatusOr<std::vector<AofUnit>> ParseAofUnits(absl::string_view data,
     int64_t argc = 0;
     bool bad = false;
     if (!ReadLength(data, &pos, '*', &argc, &bad)) {
-      if (bad) return absl::InvalidArgumentError(absl::StrCat("AOF: no command array at byte ", start));
+      if (bad)
+        return absl::InvalidArgumentError(absl::StrCat("AOF: no command array at byte ", start));
       break;  // torn
     }
     std::vector<std::string> args;
@@ -78,7 +79,8 @@ absl::StatusOr<std::vector<AofUnit>> ParseAofUnits(absl::string_view data,
     for (int64_t a = 0; a < argc; ++a) {
       int64_t len = 0;
       if (!ReadLength(data, &pos, '$', &len, &bad)) {
-        if (bad) return absl::InvalidArgumentError(absl::StrCat("AOF: bad bulk string at byte ", pos));
+        if (bad)
+          return absl::InvalidArgumentError(absl::StrCat("AOF: bad bulk string at byte ", pos));
         torn = true;
         break;
       }
@@ -125,7 +127,8 @@ std::string AofTruncation::Describe() const {
                       " to ", new_size, " bytes (", dropped_units, " commands lost)");
 }
 
-absl::StatusOr<AofTruncation> TruncateAofTail(const std::string& node_dir, const AmnesiaSpec& spec) {
+absl::StatusOr<AofTruncation> TruncateAofTail(const std::string& node_dir,
+                                              const AmnesiaSpec& spec) {
   namespace fs = std::filesystem;
   AofTruncation out;
   if (spec.mode == AmnesiaSpec::Mode::kDropDataDir) {
@@ -196,7 +199,7 @@ std::string NodeSupervisor::NodeName(int i) { return absl::StrCat("n", i); }
 
 absl::StatusOr<std::unique_ptr<NodeSupervisor>> NodeSupervisor::Start(SupervisorOptions options) {
   std::unique_ptr<NodeSupervisor> s(new NodeSupervisor(std::move(options)));
-  testing::FleetOptions fo;
+  testkit::FleetOptions fo;
   fo.nodes = s->options_.nodes;
   fo.aof = s->options_.aof;
   fo.hosts = s->options_.hosts;
@@ -214,7 +217,7 @@ absl::StatusOr<std::unique_ptr<NodeSupervisor>> NodeSupervisor::Start(Supervisor
       s->clocks_.push_back(*std::move(c));
     }
   }
-  absl::StatusOr<std::unique_ptr<testing::Fleet>> fleet = testing::Fleet::Start(std::move(fo));
+  absl::StatusOr<std::unique_ptr<testkit::Fleet>> fleet = testkit::Fleet::Start(std::move(fo));
   if (!fleet.ok()) return fleet.status();
   s->fleet_ = *std::move(fleet);
   s->killed_.assign(static_cast<size_t>(s->fleet_->size()), false);
@@ -288,9 +291,9 @@ absl::Status NodeSupervisor::RestartAmnesia(int i, const AmnesiaSpec& spec) {
   if (!s.ok()) return s;
   killed_[static_cast<size_t>(i)] = true;
   absl::StatusOr<AofTruncation> cut = TruncateAofTail(fleet_->dir(i), spec);
-  std::string detail = cut.ok() ? absl::StrCat("kill -9, ", cut->Describe(), ", restart")
-                                : absl::StrCat("kill -9, nothing cut (", cut.status().message(),
-                                               "), restart");
+  std::string detail =
+      cut.ok() ? absl::StrCat("kill -9, ", cut->Describe(), ", restart")
+               : absl::StrCat("kill -9, nothing cut (", cut.status().message(), "), restart");
   Log("amnesia", NodeName(i), detail, FaultPhase::kInstant);
   s = fleet_->StartNode(i);
   if (!s.ok()) return s;
@@ -322,7 +325,8 @@ ClockControl* NodeSupervisor::clock(int i) {
 
 absl::Status NodeSupervisor::ClockJump(int i, absl::Duration by) {
   ClockControl* c = clock(i);
-  if (c == nullptr) return absl::FailedPreconditionError("nodes were not started under the clock shim");
+  if (c == nullptr)
+    return absl::FailedPreconditionError("nodes were not started under the clock shim");
   absl::Status s = c->JumpBy(by);
   if (!s.ok()) return s;
   Log("clock_jump", NodeName(i),
@@ -335,7 +339,8 @@ absl::Status NodeSupervisor::ClockJump(int i, absl::Duration by) {
 absl::Status NodeSupervisor::ClockStrobe(int i, absl::Duration a, absl::Duration b,
                                          absl::Duration period) {
   ClockControl* c = clock(i);
-  if (c == nullptr) return absl::FailedPreconditionError("nodes were not started under the clock shim");
+  if (c == nullptr)
+    return absl::FailedPreconditionError("nodes were not started under the clock shim");
   bool was = c->state().mode == ClockState::Mode::kStrobe;
   absl::Status s = c->Strobe(a, b, period);
   if (!s.ok()) return s;

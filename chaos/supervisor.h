@@ -60,8 +60,8 @@ struct AofUnit {
 // last command (a crash mid-write) is not returned: `*complete_bytes` (if not
 // null) is where the last whole unit ends. kInvalidArgument on bytes that are
 // not RESP arrays of bulk strings.
-[[nodiscard]] absl::StatusOr<std::vector<AofUnit>> ParseAofUnits(
-    absl::string_view data, int64_t* complete_bytes = nullptr);
+[[nodiscard]] absl::StatusOr<std::vector<AofUnit>> ParseAofUnits(absl::string_view data,
+                                                                 int64_t* complete_bytes = nullptr);
 
 // What to forget. Exactly one mode.
 struct AmnesiaSpec {
@@ -82,7 +82,7 @@ struct AmnesiaSpec {
 };
 
 struct AofTruncation {
-  std::string file;       // the incr AOF that was cut ("" for kDropDataDir)
+  std::string file;  // the incr AOF that was cut ("" for kDropDataDir)
   int64_t old_size = 0;
   int64_t new_size = 0;
   int dropped_units = 0;
@@ -121,7 +121,7 @@ class NodeSupervisor {
   NodeSupervisor(const NodeSupervisor&) = delete;
   NodeSupervisor& operator=(const NodeSupervisor&) = delete;
 
-  testing::Fleet& fleet() { return *fleet_; }
+  testkit::Fleet& fleet() { return *fleet_; }
   int size() const { return fleet_->size(); }
   // "n0", "n1", ... (the target of nemesis events).
   static std::string NodeName(int i);
@@ -159,7 +159,7 @@ class NodeSupervisor {
 
   SupervisorOptions options_;
   std::vector<std::unique_ptr<ClockControl>> clocks_;
-  std::unique_ptr<testing::Fleet> fleet_;
+  std::unique_ptr<testkit::Fleet> fleet_;
   std::vector<bool> killed_;
   std::vector<bool> paused_;
 };

@@ -1,13 +1,12 @@
 #include "chaos/workload.h"
 
 #include <fcntl.h>
+#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-#include <hiredis/hiredis.h>
 
 #include <atomic>
 #include <cerrno>
@@ -182,7 +181,8 @@ class MarkerWriter {
   void Write(absl::string_view kind, int64_t op, absl::string_view resource,
              absl::string_view detail = "") {
     if (fd_ < 0) return;
-    std::string line = absl::StrCat(kind, " ", op, " ", resource, detail.empty() ? "" : " ", detail, "\n");
+    std::string line =
+        absl::StrCat(kind, " ", op, " ", resource, detail.empty() ? "" : " ", detail, "\n");
     // Best effort: one write of a short line is atomic on a pipe; a full pipe
     // (the harness not reading) drops the marker rather than blocking.
     ssize_t w = write(fd_, line.data(), line.size());
@@ -323,7 +323,8 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
     } else {
       return absl::InvalidArgumentError(absl::StrCat("unknown flag --", k));
     }
-    if (!ok) return absl::InvalidArgumentError(absl::StrCat("bad value for --", k, ": \"", v, "\""));
+    if (!ok)
+      return absl::InvalidArgumentError(absl::StrCat("bad value for --", k, ": \"", v, "\""));
   }
   if (c.nodes.empty()) return absl::InvalidArgumentError("--nodes is required");
   if (c.data.empty()) return absl::InvalidArgumentError("--data is required");
@@ -389,7 +390,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
     const std::string& resource =
         config.resources[static_cast<size_t>(rng() % config.resources.size())];
     ++op;
-    check(h.WriteInvoke({.process = config.name, .op = op, .resource = resource, .ttl_ms = config.ttl_ms}));
+    check(h.WriteInvoke(
+        {.process = config.name, .op = op, .resource = resource, .ttl_ms = config.ttl_ms}));
     markers.Write("invoke", op, resource);
     absl::StatusOr<HeldLock> held = backend.Acquire(resource, config.ttl_ms);
     if (!held.ok()) {
@@ -400,7 +402,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                          .code = absl::StatusCodeToString(held.status().code()),
                          .error = std::string(held.status().message())}));
       markers.Write("fail", op, resource, absl::StatusCodeToString(held.status().code()));
-      int64_t pause = config.retry_ms / 2 + static_cast<int64_t>(rng() % static_cast<uint64_t>(config.retry_ms + 1));
+      int64_t pause = config.retry_ms / 2 +
+                      static_cast<int64_t>(rng() % static_cast<uint64_t>(config.retry_ms + 1));
       SleepRaw(pause * ms, stop);
       continue;
     }
@@ -441,7 +444,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
         break;
       }
       if (!got.ok()) {
-        fprintf(stderr, "%s: data read: %s\n", config.name.c_str(), got.status().ToString().c_str());
+        fprintf(stderr, "%s: data read: %s\n", config.name.c_str(),
+                got.status().ToString().c_str());
         break;
       }
       int64_t value = 0;
@@ -455,7 +459,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                          : data.Run({"SET", DataKey(resource), next});
       bool accepted = put.ok();
       if (!put.ok() && !absl::IsAborted(put.status())) {
-        fprintf(stderr, "%s: data write: %s\n", config.name.c_str(), put.status().ToString().c_str());
+        fprintf(stderr, "%s: data write: %s\n", config.name.c_str(),
+                put.status().ToString().c_str());
       }
       ++uses;
       check(h.WriteUse({.process = config.name,
@@ -523,14 +528,16 @@ std::optional<Marker> MarkerHub::Wait(int64_t after_seq, absl::Duration timeout,
       if (match(m)) return m;
     }
     if (Interrupted() || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    cv_.wait_until(lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+    cv_.wait_until(
+        lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
   }
   return std::nullopt;
 }
 
 // ---- ClientProcess ------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<ClientProcess>> ClientProcess::Spawn(ClientLaunch launch, MarkerHub* hub) {
+absl::StatusOr<std::unique_ptr<ClientProcess>> ClientProcess::Spawn(ClientLaunch launch,
+                                                                    MarkerHub* hub) {
   std::unique_ptr<ClientProcess> p(new ClientProcess(std::move(launch), hub));
   ClientConfig& config = p->launch_.config;
   int hf = open(config.history.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);

@@ -60,7 +60,7 @@ namespace redlock::chaos {
 
 // Which lock implementation a client process runs.
 enum class ClientVariant {
-  kLibrary,           // redlock::Client
+  kLibrary,  // redlock::Client
   // tests/chaos/broken_client.h, one defect each:
   kNoElapsedCheck,    // validity = ttl - drift (the time the round took is ignored)
   kPlainDelRelease,   // release is DEL key (deletes whatever holds the key)
@@ -117,9 +117,9 @@ struct HeldLock {
   int64_t start_raw = 0;        // the successful attempt began (raw clock)
   int64_t valid_until_raw = 0;  // the end of validity as the client believes it
   int64_t drift_ms = 0;
-  std::vector<int> nodes;       // granting nodes, when known
+  std::vector<int> nodes;  // granting nodes, when known
   std::optional<uint64_t> fencing_token;
-  redlock::Lease lease;         // the library's lease (kLibrary)
+  redlock::Lease lease;  // the library's lease (kLibrary)
   // Broken variants: their own notion of the end of validity.
   std::chrono::steady_clock::time_point valid_until_steady{};
   std::chrono::system_clock::time_point valid_until_wall{};
@@ -151,13 +151,13 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
 
 // A marker line read from a client: "<kind> <op> <resource> [<detail>]".
 struct Marker {
-  int64_t seq = 0;      // increasing over the hub
-  int64_t t = 0;        // raw clock when read by the harness
-  int client = -1;      // index of the client
-  std::string kind;     // invoke, grant, fail, use_read, use_end, release, exit
+  int64_t seq = 0;   // increasing over the hub
+  int64_t t = 0;     // raw clock when read by the harness
+  int client = -1;   // index of the client
+  std::string kind;  // invoke, grant, fail, use_read, use_end, release, exit
   int64_t op = 0;
   std::string resource;
-  std::string detail;   // fail: the status code (e.g. DEADLINE_EXCEEDED)
+  std::string detail;  // fail: the status code (e.g. DEADLINE_EXCEEDED)
 };
 
 class MarkerHub {
@@ -178,9 +178,9 @@ class MarkerHub {
 
 struct ClientLaunch {
   ClientConfig config;
-  std::string binary;  // redlock-chaos-client
-  int index = 0;       // in the hub
-  int uid = -1;        // run as this uid (partition scenarios)
+  std::string binary;                                    // redlock-chaos-client
+  int index = 0;                                         // in the hub
+  int uid = -1;                                          // run as this uid (partition scenarios)
   std::vector<std::pair<std::string, std::string>> env;  // e.g. the clock shim
   std::string log_path;                                  // stdout+stderr
 };
@@ -190,7 +190,7 @@ class ClientProcess {
   // Creates the history file (owned by `uid` if set), the marker pipe and the
   // reader thread, and spawns the client (chaos/cleanup.h SpawnProcess).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClientProcess>> Spawn(ClientLaunch launch,
-                                                                             MarkerHub* hub);
+                                                                            MarkerHub* hub);
   // SIGKILL (by pid) if still running, reap, join the reader.
   ~ClientProcess();
   ClientProcess(const ClientProcess&) = delete;

@@ -66,7 +66,9 @@ absl::Duration MultiLease::TimeLeft() const {
   return leases_.empty() ? absl::ZeroDuration() : leases_.front().TimeLeft();
 }
 
-int MultiLease::nodes_granted() const { return leases_.empty() ? 0 : leases_.front().nodes_granted(); }
+int MultiLease::nodes_granted() const {
+  return leases_.empty() ? 0 : leases_.front().nodes_granted();
+}
 
 absl::StatusOr<std::vector<std::string>> MultiLock::Canonical(std::vector<std::string> resources) {
   if (resources.empty()) return absl::InvalidArgumentError("multilock: no resources");
@@ -103,7 +105,8 @@ std::string MultiLock::KnownDownNodes() const {
 
 absl::StatusOr<MultiLease> MultiLock::Attempt(const std::vector<std::string>& resources,
                                               absl::Duration ttl) {
-  absl::StatusOr<std::vector<Lease>> leases = client_->TryAcquireSet(resources, ttl, RequiredNodes());
+  absl::StatusOr<std::vector<Lease>> leases =
+      client_->TryAcquireSet(resources, ttl, RequiredNodes());
   if (!leases.ok()) return leases.status();
   return MultiLease(*std::move(leases));
 }
@@ -129,10 +132,10 @@ absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources
     }
     std::string down = KnownDownNodes();
     if (!down.empty()) {
-      return absl::Status(last.status().code(),
-                          absl::StrCat(last.status().message(),
-                                       "; all-nodes mode needs every node, and these are down: ",
-                                       down));
+      return absl::Status(
+          last.status().code(),
+          absl::StrCat(last.status().message(),
+                       "; all-nodes mode needs every node, and these are down: ", down));
     }
     if (attempt < o.max_attempts) {
       std::this_thread::sleep_for(absl::ToChronoNanoseconds(Jittered(o, rng)));
@@ -183,7 +186,8 @@ absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources
 
 absl::StatusOr<MultiLease> MultiLock::Extend(const MultiLease& lease, absl::Duration ttl) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  absl::StatusOr<std::vector<Lease>> leases = client_->ExtendSet(lease.leases(), ttl, RequiredNodes());
+  absl::StatusOr<std::vector<Lease>> leases =
+      client_->ExtendSet(lease.leases(), ttl, RequiredNodes());
   if (!leases.ok()) return leases.status();
   return MultiLease(*std::move(leases));
 }

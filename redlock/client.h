@@ -69,11 +69,11 @@ namespace redlock {
 
 // What one node says about a resource (Client::Inspect).
 struct NodeView {
-  std::string node;            // "host:port"
-  absl::Status status;         // why the node could not be asked, or OK
-  bool held = false;           // the key exists
-  std::string token;           // its value, when held
-  absl::Duration ttl_left;     // remaining ttl, when held
+  std::string node;         // "host:port"
+  absl::Status status;      // why the node could not be asked, or OK
+  bool held = false;        // the key exists
+  std::string token;        // its value, when held
+  absl::Duration ttl_left;  // remaining ttl, when held
   // The fencing counter stored next to the key on this node. Counters differ
   // between nodes: a holder's second round raises them only on the nodes of
   // its quorum; the highest one (of any majority) is the latest token.
@@ -177,8 +177,7 @@ class Client {
   // waits for a release notification from the nodes or, failing that, a
   // jittered poll interval; it never busy-polls.
   [[nodiscard]] virtual absl::StatusOr<Lease> Acquire(absl::string_view resource,
-                                                      absl::Duration ttl,
-                                                      absl::Duration wait) = 0;
+                                                      absl::Duration ttl, absl::Duration wait) = 0;
 
   // Sets the keys' ttl to `ttl` again on every node that still holds
   // lease.token() (never re-creates a missing key). Succeeds with a quorum
@@ -195,10 +194,9 @@ class Client {
   // Asynchronous forms of the calls above; `done` runs exactly once.
   virtual void TryAcquireAsync(absl::string_view resource, absl::Duration ttl,
                                LeaseCallback done) = 0;
-  virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl,
+  virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) = 0;
+  virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
                             LeaseCallback done) = 0;
-  virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl,
-                            absl::Duration wait, LeaseCallback done) = 0;
   virtual void ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) = 0;
   virtual void ReleaseAsync(const Lease& lease, StatusCallback done) = 0;
 
@@ -212,8 +210,7 @@ class Client {
   // the handle's Stop() and destructor and the client's destruction. All
   // renewals share the client's I/O thread and timers: no thread per lease.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
-      const Lease& lease, RenewOptions options,
-      absl::AnyInvocable<void(absl::Status)> on_lost) = 0;
+      const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) = 0;
 
   // A watch on release announcements of `resources` (see ReleaseWatch).
   virtual std::unique_ptr<ReleaseWatch> WatchReleases(std::vector<std::string> resources) = 0;

@@ -5,13 +5,14 @@ namespace {
 
 // Shared prologue: compare ARGV[1] with the fence as decimal strings (length,
 // then bytes), refuse a lower token, raise the fence otherwise.
-#define REDLOCK_FENCE_PROLOGUE                                                   \
-  "local t = ARGV[1]\n"                                                          \
-  "local f = redis.call('get', KEYS[2]) or '0'\n"                                \
-  "if not (t == '0' or string.match(t, '^[1-9]%d*$')) then return redis.error_reply('ERR bad token') end\n" \
-  "if #t < #f or (#t == #f and t < f) then\n"                                    \
-  "  return redis.error_reply('STALE token ' .. t .. ' < fence ' .. f)\n"        \
-  "end\n"                                                                        \
+#define REDLOCK_FENCE_PROLOGUE                                                                 \
+  "local t = ARGV[1]\n"                                                                        \
+  "local f = redis.call('get', KEYS[2]) or '0'\n"                                              \
+  "if not (t == '0' or string.match(t, '^[1-9]%d*$')) then return redis.error_reply('ERR bad " \
+  "token') end\n"                                                                              \
+  "if #t < #f or (#t == #f and t < f) then\n"                                                  \
+  "  return redis.error_reply('STALE token ' .. t .. ' < fence ' .. f)\n"                      \
+  "end\n"                                                                                      \
   "redis.call('set', KEYS[2], t)\n"
 
 }  // namespace

@@ -31,9 +31,8 @@ class Lease {
   // An empty lease: resource() and token() are empty, TimeLeft() is zero.
   Lease() = default;
 
-  Lease(std::string resource, std::string token, absl::Duration ttl,
-        TimePoint acquired_at, TimePoint valid_until, int nodes_granted,
-        uint64_t fencing_token = 0)
+  Lease(std::string resource, std::string token, absl::Duration ttl, TimePoint acquired_at,
+        TimePoint valid_until, int nodes_granted, uint64_t fencing_token = 0)
       : resource_(std::move(resource)),
         token_(std::move(token)),
         ttl_(ttl),

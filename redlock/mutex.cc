@@ -53,7 +53,8 @@ bool Mutex::Adopt(absl::StatusOr<Lease> acquired) {
           std::lock_guard<std::mutex> lock(s->mu);
           if (!s->held || s->lease.token() != token) return;
           s->lost = true;
-          s->status = absl::Status(why.code(), absl::StrCat("lock lost while held: ", why.message()));
+          s->status =
+              absl::Status(why.code(), absl::StrCat("lock lost while held: ", why.message()));
         });
     if (!r.ok()) {
       (void)client_->Release(*acquired);
@@ -82,7 +83,8 @@ bool Mutex::TryLockFor(absl::Duration wait) {
   for (;;) {
     absl::Duration chunk = std::min(wait, kChunk);
     absl::StatusOr<Lease> l = client_->Acquire(resource_, options_.ttl, chunk);
-    if (l.ok() || !absl::IsDeadlineExceeded(l.status()) || wait <= kChunk) return Adopt(std::move(l));
+    if (l.ok() || !absl::IsDeadlineExceeded(l.status()) || wait <= kChunk)
+      return Adopt(std::move(l));
     if (wait != absl::InfiniteDuration()) wait -= chunk;
   }
 }
@@ -120,9 +122,8 @@ void Mutex::unlock() noexcept {
   absl::Status released = client_->Release(lease);
   std::lock_guard<std::mutex> lock(state_->mu);
   if (!released.ok()) {
-    state_->status = absl::Status(released.code(),
-                                  absl::StrCat("unlock: ", released.message(),
-                                               " (the lock runs out at its ttl)"));
+    state_->status = absl::Status(released.code(), absl::StrCat("unlock: ", released.message(),
+                                                                " (the lock runs out at its ttl)"));
   } else if (!state_->lost) {
     state_->status = absl::OkStatus();
   }
@@ -164,9 +165,9 @@ bool RecursiveMutex::try_lock() {
 
 void RecursiveMutex::unlock() noexcept {
   if (owner_.load() != std::this_thread::get_id() || depth_.load() <= 0) {
-    SetStatus(absl::FailedPreconditionError(
-        absl::StrCat("unlock of redlock::RecursiveMutex \"", mutex_.resource(),
-                     "\" from a thread that does not own it")));
+    SetStatus(absl::FailedPreconditionError(absl::StrCat("unlock of redlock::RecursiveMutex \"",
+                                                         mutex_.resource(),
+                                                         "\" from a thread that does not own it")));
     return;
   }
   if (depth_.fetch_sub(1) > 1) {

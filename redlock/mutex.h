@@ -68,7 +68,8 @@ template <class Rep, class Period>
 absl::Duration ToAbslDuration(const std::chrono::duration<Rep, Period>& d) {
   using Nanos = std::chrono::duration<long double, std::nano>;
   long double ns = std::chrono::duration_cast<Nanos>(d).count();
-  if (ns >= static_cast<long double>(std::numeric_limits<int64_t>::max())) return absl::InfiniteDuration();
+  if (ns >= static_cast<long double>(std::numeric_limits<int64_t>::max()))
+    return absl::InfiniteDuration();
   if (ns <= 0) return absl::ZeroDuration();
   return absl::Nanoseconds(static_cast<int64_t>(ns));
 }

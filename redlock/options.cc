@@ -80,7 +80,8 @@ absl::Status ParseHostPort(absl::string_view original, absl::string_view hp, boo
       host = hp;
     }
     for (char c : host) {
-      if (!ValidHostChar(c)) return Bad(original, absl::StrCat("invalid character '", std::string(1, c), "' in host"));
+      if (!ValidHostChar(c))
+        return Bad(original, absl::StrCat("invalid character '", std::string(1, c), "' in host"));
     }
   }
   if (host.empty()) return Bad(original, "empty host");
@@ -91,10 +92,12 @@ absl::Status ParseHostPort(absl::string_view original, absl::string_view hp, boo
     return absl::OkStatus();
   }
   int p = 0;
-  if (port.empty() || !absl::SimpleAtoi(port, &p) || port.find_first_not_of("0123456789") != absl::string_view::npos) {
+  if (port.empty() || !absl::SimpleAtoi(port, &p) ||
+      port.find_first_not_of("0123456789") != absl::string_view::npos) {
     return Bad(original, absl::StrCat("port \"", port, "\" is not a number"));
   }
-  if (p < 1 || p > 65535) return Bad(original, absl::StrCat("port ", p, " is out of range 1..65535"));
+  if (p < 1 || p > 65535)
+    return Bad(original, absl::StrCat("port ", p, " is out of range 1..65535"));
   out->port = p;
   return absl::OkStatus();
 }
@@ -117,8 +120,10 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
     return ep;
   }
   std::string scheme = absl::AsciiStrToLower(s.substr(0, scheme_end));
-  if (scheme == "rediss") return Bad(text, "rediss:// needs TLS, which this build does not support");
-  if (scheme != "redis") return Bad(text, absl::StrCat("unknown scheme \"", scheme, "://\" (expected redis://)"));
+  if (scheme == "rediss")
+    return Bad(text, "rediss:// needs TLS, which this build does not support");
+  if (scheme != "redis")
+    return Bad(text, absl::StrCat("unknown scheme \"", scheme, "://\" (expected redis://)"));
   absl::string_view rest = s.substr(scheme_end + 3);
   if (absl::StrContains(rest, '?') || absl::StrContains(rest, '#')) {
     return Bad(text, "query strings and fragments are not supported");
@@ -146,7 +151,8 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
     absl::string_view db = rest.substr(slash + 1);
     if (!db.empty()) {
       int v = 0;
-      if (db.find_first_not_of("0123456789") != absl::string_view::npos || !absl::SimpleAtoi(db, &v) || v < 0) {
+      if (db.find_first_not_of("0123456789") != absl::string_view::npos ||
+          !absl::SimpleAtoi(db, &v) || v < 0) {
         return Bad(text, absl::StrCat("database \"", db, "\" is not a non-negative number"));
       }
       ep.db = v;
@@ -184,21 +190,29 @@ absl::Status ValidateOptions(const Options& o) {
   std::set<std::pair<std::string, int>> seen;
   for (const Endpoint& ep : o.nodes) {
     if (ep.host.empty()) return bad("a node has an empty host");
-    if (ep.port < 1 || ep.port > 65535) return bad("node ", ep.ToString(), ": port out of range 1..65535");
+    if (ep.port < 1 || ep.port > 65535)
+      return bad("node ", ep.ToString(), ": port out of range 1..65535");
     if (ep.db < 0) return bad("node ", ep.ToString(), ": negative database number");
     if (!ep.username.empty() && ep.password.empty()) {
       return bad("node ", ep.ToString(), ": a username needs a password");
     }
     if (!seen.emplace(absl::AsciiStrToLower(ep.host), ep.port).second) {
-      return bad("node ", ep.ToString(), " is listed twice (each node must be an independent master)");
+      return bad("node ", ep.ToString(),
+                 " is listed twice (each node must be an independent master)");
     }
   }
-  if (o.quorum < 0 || o.quorum > n) return bad("quorum ", o.quorum, " is outside 0..", n, " (N = ", n, ")");
+  if (o.quorum < 0 || o.quorum > n)
+    return bad("quorum ", o.quorum, " is outside 0..", n, " (N = ", n, ")");
   if (o.quorum != 0 && o.quorum <= n / 2) {
-    return bad("quorum ", o.quorum, " is not a majority of ", n, " nodes: two clients could both hold a lock");
+    return bad("quorum ", o.quorum, " is not a majority of ", n,
+               " nodes: two clients could both hold a lock");
   }
-  auto positive = [](absl::Duration d) { return d > absl::ZeroDuration() && d != absl::InfiniteDuration(); };
-  auto non_negative = [](absl::Duration d) { return d >= absl::ZeroDuration() && d != absl::InfiniteDuration(); };
+  auto positive = [](absl::Duration d) {
+    return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
+  };
+  auto non_negative = [](absl::Duration d) {
+    return d >= absl::ZeroDuration() && d != absl::InfiniteDuration();
+  };
   if (!positive(o.node_timeout)) return bad("node_timeout must be positive and finite");
   if (!(o.clock_drift_factor >= 0.0 && o.clock_drift_factor < 1.0)) {
     return bad("clock_drift_factor ", o.clock_drift_factor, " is outside [0, 1)");
@@ -208,11 +222,13 @@ absl::Status ValidateOptions(const Options& o) {
   if (!non_negative(o.retry_delay)) return bad("retry_delay must be >= 0 and finite");
   if (!non_negative(o.retry_jitter)) return bad("retry_jitter must be >= 0 and finite");
   if (!positive(o.connect_timeout)) return bad("connect_timeout must be positive and finite");
-  if (!positive(o.reconnect_backoff_min)) return bad("reconnect_backoff_min must be positive and finite");
+  if (!positive(o.reconnect_backoff_min))
+    return bad("reconnect_backoff_min must be positive and finite");
   if (!positive(o.reconnect_backoff_max) || o.reconnect_backoff_max < o.reconnect_backoff_min) {
     return bad("reconnect_backoff_max must be finite and >= reconnect_backoff_min");
   }
-  if (!positive(o.breaker_probe_interval)) return bad("breaker_probe_interval must be positive and finite");
+  if (!positive(o.breaker_probe_interval))
+    return bad("breaker_probe_interval must be positive and finite");
   if (!positive(o.wait_poll_max)) return bad("wait_poll_max must be positive and finite");
   if (o.max_in_flight_per_node < 16) return bad("max_in_flight_per_node must be >= 16");
   if (o.key_prefix.size() > kMaxResourceLength) {

@@ -69,8 +69,7 @@ struct Endpoint {
 // Parses a comma-separated list of endpoints ("h1:p1,h2:p2,..."), as taken by
 // the command-line tools and the REDLOCK_NODES environment variable. Empty
 // items are an error.
-[[nodiscard]] absl::StatusOr<std::vector<Endpoint>> ParseEndpointList(
-    absl::string_view text);
+[[nodiscard]] absl::StatusOr<std::vector<Endpoint>> ParseEndpointList(absl::string_view text);
 
 struct Options {
   // ---- Nodes and quorum ---------------------------------------------------

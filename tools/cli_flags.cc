@@ -10,8 +10,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 
-namespace redlock {
-namespace cli {
+namespace redlock::cli {
 
 int ExitCodeFor(const absl::Status& status) {
   switch (status.code()) {
@@ -45,9 +44,9 @@ absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::s
         absl::StrCat("--", flag, ": bad duration '", text, "' ", hint));
   }
   if (d < absl::ZeroDuration() || (d == absl::ZeroDuration() && !allow_zero)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", flag, ": must be ", allow_zero ? "zero or more" : "more than zero",
-                     ", not '", text, "'"));
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, ": must be ",
+                                                   allow_zero ? "zero or more" : "more than zero",
+                                                   ", not '", text, "'"));
   }
   return d;
 }
@@ -130,7 +129,8 @@ const std::vector<FlagSpec>& GlobalFlags() {
        "(default: $REDLOCK_NODES)"},
       {"all-nodes", false, "", "every node must grant (quorum = N) instead of a majority"},
       {"fencing", false, "", "fencing tokens: a lease carries a strictly increasing number"},
-      {"node-timeout", true, "DUR", "how long one node may take to answer one command (default 50ms)"},
+      {"node-timeout", true, "DUR",
+       "how long one node may take to answer one command (default 50ms)"},
       {"key-prefix", true, "PREFIX",
        "prepended to the resource name to form the Redis key (default: none, like other "
        "Redlock clients)"},
@@ -175,8 +175,7 @@ absl::StatusOr<Options> OptionsFromFlags(const ParsedArgs& args, const char* env
     source = "REDLOCK_NODES";
     text = env_nodes;
   } else {
-    return absl::InvalidArgumentError(
-        "no nodes: pass --nodes host:port,... or set REDLOCK_NODES");
+    return absl::InvalidArgumentError("no nodes: pass --nodes host:port,... or set REDLOCK_NODES");
   }
   absl::StatusOr<std::vector<Endpoint>> nodes = ParseEndpointList(text);
   if (!nodes.ok()) {
@@ -236,5 +235,4 @@ void PrintError(absl::string_view command, absl::string_view message) {
   std::fflush(stderr);
 }
 
-}  // namespace cli
-}  // namespace redlock
+}  // namespace redlock::cli

@@ -15,8 +15,7 @@
 #include "absl/time/time.h"
 #include "redlock/options.h"
 
-namespace redlock {
-namespace cli {
+namespace redlock::cli {
 
 // The tool's own exit codes (tools/README.md). They sit above the codes
 // commands commonly use, so that `redlock run` can pass the command's status
@@ -94,7 +93,6 @@ int64_t Millis(absl::Duration d);
 // the message become spaces).
 void PrintError(absl::string_view command, absl::string_view message);
 
-}  // namespace cli
-}  // namespace redlock
+}  // namespace redlock::cli
 
 #endif  // REDLOCK_TOOLS_CLI_FLAGS_H_

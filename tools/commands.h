@@ -11,14 +11,13 @@
 #include "redlock/client.h"
 #include "tools/cli_flags.h"
 
-namespace redlock {
-namespace cli {
+namespace redlock::cli {
 
 struct CommandSpec {
   std::string name;
-  std::string summary;  // one line for `redlock --help`
-  std::string usage;    // "redlock acquire --resource R --ttl DUR [--wait DUR]"
-  std::string details;  // what it does, output, exit codes
+  std::string summary;          // one line for `redlock --help`
+  std::string usage;            // "redlock acquire --resource R --ttl DUR [--wait DUR]"
+  std::string details;          // what it does, output, exit codes
   std::vector<FlagSpec> flags;  // its own flags (the global ones are added)
   bool command_tail = false;    // `run`: takes a command after its flags
   // Returns the process exit code. Errors are printed, one line each.
@@ -56,7 +55,6 @@ absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args);
 // The lease as the one JSON line `acquire` and `extend` print.
 std::string LeaseJson(const Lease& lease, bool with_fencing_token);
 
-}  // namespace cli
-}  // namespace redlock
+}  // namespace redlock::cli
 
 #endif  // REDLOCK_TOOLS_COMMANDS_H_

@@ -17,14 +17,14 @@
 #include "tools/cli_flags.h"
 #include "tools/commands.h"
 
-namespace redlock {
-namespace cli {
+namespace redlock::cli {
 
 absl::StatusOr<std::string> ResourceFlag(const ParsedArgs& args, bool allow_positional) {
   std::string resource;
   if (args.Has("resource")) {
     if (allow_positional && !args.positional.empty()) {
-      return absl::InvalidArgumentError("give the resource either as --resource or as an argument, not both");
+      return absl::InvalidArgumentError(
+          "give the resource either as --resource or as an argument, not both");
     }
     resource = args.Get("resource");
   } else if (allow_positional && args.positional.size() == 1) {
@@ -95,7 +95,8 @@ int RunAcquire(const ParsedArgs& args) {
   if (!resource.ok()) return Fail(kName, resource.status());
   absl::StatusOr<absl::Duration> ttl = DurationFlag(args, "ttl", true, absl::ZeroDuration(), false);
   if (!ttl.ok()) return Fail(kName, ttl.status());
-  absl::StatusOr<absl::Duration> wait = DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
+  absl::StatusOr<absl::Duration> wait =
+      DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
   if (!wait.ok()) return Fail(kName, wait.status());
   absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
   if (!client.ok()) return Fail(kName, client.status());
@@ -193,43 +194,42 @@ int RunStatus(const ParsedArgs& args) {
       node += "}";
       nodes.push_back(std::move(node));
     }
-    PrintLine(absl::StrCat("{\"resource\":", JsonString(*resource), ",\"nodes_total\":", n,
-                           ",\"quorum\":", quorum, ",\"nodes_answered\":", answered,
-                           ",\"held\":", held ? "true" : "false",
-                           ",\"holder\":", held ? JsonString(top_token) : "null",
-                           ",\"holder_nodes\":", top, ",\"fence_counter\":", fence,
-                           ",\"nodes\":[", absl::StrJoin(nodes, ","), "]}"));
+    PrintLine(absl::StrCat(
+        "{\"resource\":", JsonString(*resource), ",\"nodes_total\":", n, ",\"quorum\":", quorum,
+        ",\"nodes_answered\":", answered, ",\"held\":", held ? "true" : "false",
+        ",\"holder\":", held ? JsonString(top_token) : "null", ",\"holder_nodes\":", top,
+        ",\"fence_counter\":", fence, ",\"nodes\":[", absl::StrJoin(nodes, ","), "]}"));
   } else {
     std::string summary;
     if (held) {
       summary = absl::StrCat("held by token ", top_token, " on ", top, " of ", n, " nodes");
     } else if (top > 0) {
-      summary = absl::StrCat("not held by a quorum: the most nodes one token has is ", top, " of ", n);
+      summary =
+          absl::StrCat("not held by a quorum: the most nodes one token has is ", top, " of ", n);
     } else {
       summary = absl::StrCat("not held on any of the ", answered, " nodes that answered");
     }
     PrintLine(absl::StrCat("resource ", JsonString(*resource), ": ", summary, " (quorum ", quorum,
                            "); fencing counter ", fence));
-    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s", "NODE", "HELD", "TOKEN", "TTL_LEFT",
-                              "FENCE"));
+    PrintLine(
+        absl::StrFormat("%-22s %-5s %-42s %10s %8s", "NODE", "HELD", "TOKEN", "TTL_LEFT", "FENCE"));
     for (const NodeView& v : *views) {
       if (!v.status.ok()) {
         PrintLine(absl::StrFormat("%-22s error: %s", v.node, v.status.message()));
         continue;
       }
-      PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8d", v.node, v.held ? "yes" : "no",
-                                v.held ? v.token : "-",
-                                v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
-                                v.fence_counter));
+      PrintLine(absl::StrFormat(
+          "%-22s %-5s %-42s %10s %8d", v.node, v.held ? "yes" : "no", v.held ? v.token : "-",
+          v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
+          v.fence_counter));
     }
   }
   if (answered < quorum) {
-    return Fail(kName, absl::UnavailableError(absl::StrCat(
-                           "status \"", *resource, "\": only ", answered, " of ", n,
-                           " nodes answered (quorum ", quorum, ")")));
+    return Fail(kName, absl::UnavailableError(
+                           absl::StrCat("status \"", *resource, "\": only ", answered, " of ", n,
+                                        " nodes answered (quorum ", quorum, ")")));
   }
   return kExitOk;
 }
 
-}  // namespace cli
-}  // namespace redlock
+}  // namespace redlock::cli

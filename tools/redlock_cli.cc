@@ -18,8 +18,7 @@
 #define REDLOCK_VERSION "unknown"
 #endif
 
-namespace redlock {
-namespace cli {
+namespace redlock::cli {
 namespace {
 
 constexpr char kExitCodes[] =
@@ -48,15 +47,16 @@ std::string ToolHelp() {
   for (const CommandSpec& c : Commands()) {
     absl::StrAppend(&out, absl::StrFormat("  %-9s %s\n", c.name, c.summary));
   }
-  absl::StrAppend(&out,
-                  "\n'redlock <command> --help' (or 'redlock help <command>') describes one command.\n"
-                  "\nGlobal flags (before or after the command):\n",
-                  FormatFlagHelp(GlobalFlags()),
-                  FormatFlagHelp({{"help, -h", false, "", "this help"},
-                                  {"version", false, "", "print the version"}}),
-                  "\nDurations are a number and a unit: 500ms, 30s, 2m, 1h, 1.5s.\n"
-                  "Errors are printed on stderr, one line each.\n\n",
-                  kExitCodes);
+  absl::StrAppend(
+      &out,
+      "\n'redlock <command> --help' (or 'redlock help <command>') describes one command.\n"
+      "\nGlobal flags (before or after the command):\n",
+      FormatFlagHelp(GlobalFlags()),
+      FormatFlagHelp(
+          {{"help, -h", false, "", "this help"}, {"version", false, "", "print the version"}}),
+      "\nDurations are a number and a unit: 500ms, 30s, 2m, 1h, 1.5s.\n"
+      "Errors are printed on stderr, one line each.\n\n",
+      kExitCodes);
   return out;
 }
 
@@ -122,8 +122,8 @@ int Main(int argc, char** argv) {
   std::vector<std::string> rest(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
   absl::StatusOr<ParsedArgs> parsed = ParseArgs(AcceptedFlags(*spec), rest, spec->command_tail);
   if (!parsed.ok()) {
-    PrintError(spec->name, absl::StrCat(parsed.status().message(), " (see 'redlock ", spec->name,
-                                        " --help')"));
+    PrintError(spec->name,
+               absl::StrCat(parsed.status().message(), " (see 'redlock ", spec->name, " --help')"));
     return kExitUsage;
   }
   if (parsed->help) {
@@ -168,7 +168,8 @@ twice. While redlock is still waiting for the lock, they simply end it.
        {{"resource", true, "R", "the lock name (the Redis key, after --key-prefix)"},
         {"ttl", true, "DUR", "lease ttl; renewed every ttl/3 while CMD runs (required)"},
         {"wait", true, "DUR", "wait up to DUR for the lock if it is held (default 0: one attempt)"},
-        {"grace", true, "DUR", "after losing the lease, SIGKILL CMD if it still runs DUR after SIGTERM (default 10s)"}},
+        {"grace", true, "DUR",
+         "after losing the lease, SIGKILL CMD if it still runs DUR after SIGTERM (default 10s)"}},
        true,
        &RunRun},
       {"acquire",
@@ -184,7 +185,8 @@ its ttl unless you release or extend it with the token.
 )",
        {{"resource", true, "R", "the lock name (required)"},
         {"ttl", true, "DUR", "lease ttl (required)"},
-        {"wait", true, "DUR", "wait up to DUR for the lock if it is held (default 0: one attempt)"}},
+        {"wait", true, "DUR",
+         "wait up to DUR for the lock if it is held (default 0: one attempt)"}},
        false,
        &RunAcquire},
       {"release",
@@ -245,12 +247,11 @@ std::vector<FlagSpec> AcceptedFlags(const CommandSpec& spec) {
 std::string CommandHelp(const CommandSpec& spec) {
   std::string summary = spec.summary;
   if (!summary.empty()) summary[0] = absl::ascii_toupper(static_cast<unsigned char>(summary[0]));
-  return absl::StrCat("usage: ", spec.usage, "\n\n", summary, ".\n\n", spec.details,
-                      "\nFlags:\n", FormatFlagHelp(spec.flags), "\nGlobal flags:\n",
+  return absl::StrCat("usage: ", spec.usage, "\n\n", summary, ".\n\n", spec.details, "\nFlags:\n",
+                      FormatFlagHelp(spec.flags), "\nGlobal flags:\n",
                       FormatFlagHelp(GlobalFlags()), "\n", kExitCodes);
 }
 
-}  // namespace cli
-}  // namespace redlock
+}  // namespace redlock::cli
 
 int main(int argc, char** argv) { return redlock::cli::Main(argc, argv); }

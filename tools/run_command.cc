@@ -34,8 +34,7 @@
 
 extern char** environ;
 
-namespace redlock {
-namespace cli {
+namespace redlock::cli {
 namespace {
 
 constexpr absl::string_view kName = "run";
@@ -118,9 +117,9 @@ absl::StatusOr<pid_t> Spawn(const std::vector<std::string>& command,
   posix_spawnattr_destroy(&attr);
   if (rc == 0) return pid;
   *exit_code = (rc == ENOENT || rc == ENOTDIR) ? kExitNotFound : kExitCannotExecute;
-  return absl::Status(absl::StatusCode::kNotFound,
-                      absl::StrCat(command[0], ": ",
-                                   rc == ENOENT ? "command not found" : strerror(rc)));
+  return absl::Status(
+      absl::StatusCode::kNotFound,
+      absl::StrCat(command[0], ": ", rc == ENOENT ? "command not found" : strerror(rc)));
 }
 
 }  // namespace
@@ -132,8 +131,10 @@ int RunRun(const ParsedArgs& args) {
   }
   absl::StatusOr<std::string> resource = ResourceFlag(args, false);
   absl::StatusOr<absl::Duration> ttl = DurationFlag(args, "ttl", true, absl::ZeroDuration(), false);
-  absl::StatusOr<absl::Duration> wait = DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
-  absl::StatusOr<absl::Duration> grace = DurationFlag(args, "grace", false, absl::Seconds(10), true);
+  absl::StatusOr<absl::Duration> wait =
+      DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
+  absl::StatusOr<absl::Duration> grace =
+      DurationFlag(args, "grace", false, absl::Seconds(10), true);
   for (const absl::Status& st : {resource.status(), ttl.status(), wait.status(), grace.status()}) {
     if (!st.ok()) {
       PrintError(kName, st.message());
@@ -215,8 +216,8 @@ int RunRun(const ParsedArgs& args) {
     absl::Duration until_kill = kill_at - absl::Now();
     int timeout_ms = 100;
     if (kill_at != absl::InfiniteFuture()) {
-      timeout_ms = static_cast<int>(std::clamp<int64_t>(
-          absl::ToInt64Milliseconds(until_kill) + 1, 0, timeout_ms));
+      timeout_ms = static_cast<int>(
+          std::clamp<int64_t>(absl::ToInt64Milliseconds(until_kill) + 1, 0, timeout_ms));
     }
     pollfd fds[2] = {{signal_fd.fd, POLLIN, 0}, {event_fd, POLLIN, 0}};
     (void)poll(fds, 2, timeout_ms);
@@ -238,11 +239,12 @@ int RunRun(const ParsedArgs& args) {
       lost = true;
       kill(pid, SIGTERM);
       kill_at = absl::Now() + *grace;
-      PrintError(kName, absl::StrCat("lost the lock on ", JsonString(*resource), " (", why.message(),
-                                     "); sent SIGTERM to the command (pid ", pid, ")",
-                                     *grace > absl::ZeroDuration()
-                                         ? absl::StrCat(", SIGKILL in ", absl::FormatDuration(*grace))
-                                         : ""));
+      PrintError(kName,
+                 absl::StrCat("lost the lock on ", JsonString(*resource), " (", why.message(),
+                              "); sent SIGTERM to the command (pid ", pid, ")",
+                              *grace > absl::ZeroDuration()
+                                  ? absl::StrCat(", SIGKILL in ", absl::FormatDuration(*grace))
+                                  : ""));
     }
     if (lost && !killed && absl::Now() >= kill_at) {
       killed = true;
@@ -276,5 +278,4 @@ int RunRun(const ParsedArgs& args) {
   return kExitInternal;
 }
 
-}  // namespace cli
-}  // namespace redlock
+}  // namespace redlock::cli

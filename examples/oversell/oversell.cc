@@ -78,8 +78,8 @@ ABSL_FLAG(std::string, nodes, "", "internal: the lock nodes, host:port,...");
 namespace oversell {
 namespace {
 
-using redlock::testing::Fleet;
-using redlock::testing::FleetOptions;
+using redlock::testkit::Fleet;
+using redlock::testkit::FleetOptions;
 
 // The node whose clock jumps, and the two nodes half of the workers cannot
 // reach, in Kleppmann's naming A..E = 0..4.
@@ -176,7 +176,7 @@ class Demo {
 
     // Two loopback ports nobody listens on: "D and E cannot be reached".
     for (int i = 0; i < 2; ++i) {
-      absl::StatusOr<int> port = redlock::testing::PickFreePort("127.0.0.1");
+      absl::StatusOr<int> port = redlock::testkit::PickFreePort("127.0.0.1");
       if (!port.ok()) return port.status();
       unreachable_.push_back(absl::StrCat("127.0.0.1:", *port));
     }
@@ -209,8 +209,8 @@ class Demo {
     }
 #endif
     // Fresh state: the stock, and no lock or fencing counter left over.
-    for (const std::vector<std::string>& cmd :
-         std::vector<std::vector<std::string>>{{"FLUSHALL"}, {"SET", kStockKey, std::to_string(stock_)}}) {
+    for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
+             {"FLUSHALL"}, {"SET", kStockKey, std::to_string(stock_)}}) {
       absl::StatusOr<Reply> r = data_->Command(cmd);
       if (!r.ok()) return r.status();
     }
@@ -227,7 +227,9 @@ class Demo {
     for (int i = 0; i < workers_; ++i) {
       const bool cut_off = mode.clock_jump && i % 2 == 0;
       pid_t pid = SpawnWorker({
-          "oversell", "--worker", absl::StrCat("--worker_id=", i),
+          "oversell",
+          "--worker",
+          absl::StrCat("--worker_id=", i),
           absl::StrCat("--worker_mode=", ModeArg(mode.lock)),
           absl::StrCat("--data=", data_fleet_->address(0)),
           absl::StrCat("--nodes=", absl::StrJoin(cut_off ? partial : all, ",")),
@@ -339,7 +341,7 @@ class Demo {
 };
 
 int RunDemo() {
-  absl::Status available = redlock::testing::CheckRedisServerAvailable();
+  absl::Status available = redlock::testkit::CheckRedisServerAvailable();
   if (absl::IsFailedPrecondition(available)) {
     std::printf("SKIP: %s\n", std::string(available.message()).c_str());
     return 77;
@@ -349,7 +351,8 @@ int RunDemo() {
     return 1;
   }
   std::vector<Mode> modes;
-  for (absl::string_view name : absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty())) {
+  for (absl::string_view name :
+       absl::StrSplit(absl::GetFlag(FLAGS_modes), ',', absl::SkipEmpty())) {
     bool found = false;
     for (const Mode& m : AllModes()) {
       if (m.flag == name) {
@@ -371,8 +374,8 @@ int RunDemo() {
   std::printf("stock %d, %d worker processes, pause %s between read and write, 5 lock nodes\n\n",
               demo.stock(), demo.workers(),
               absl::FormatDuration(absl::GetFlag(FLAGS_pause)).c_str());
-  std::printf("%-31s %6s %7s %5s %9s %13s %6s %7s\n", "mode", "stock", "orders", "left",
-              "oversold", "stale refused", "jumps", "time");
+  std::printf("%-31s %6s %7s %5s %9s %13s %6s %7s\n", "mode", "stock", "orders", "left", "oversold",
+              "stale refused", "jumps", "time");
   std::fflush(stdout);
 
   bool ok = true;
@@ -411,8 +414,8 @@ int RunDemo() {
       expect(o->oversold() == 0, "fencing did not prevent overselling");
       expect(o->orders + o->left == o->stock, "orders and stock left do not add up");
     } else if (o->oversold() == 0) {
-      notes.push_back(absl::StrCat(mode.title,
-                                   ": no overlap this run (the plain lock MAY oversell; it is a race)"));
+      notes.push_back(absl::StrCat(
+          mode.title, ": no overlap this run (the plain lock MAY oversell; it is a race)"));
     }
   }
   std::printf("\n");

@@ -98,7 +98,8 @@ int RunWorker(const WorkerConfig& config) {
     return Fail(config.id, r.status());
   }
   bool started = false;
-  for (int i = 0; i < 10 && !started; ++i) {  // up to 20 s, in waits shorter than the socket timeout
+  for (int i = 0; i < 10 && !started;
+       ++i) {  // up to 20 s, in waits shorter than the socket timeout
     absl::StatusOr<Reply> go = (*data)->Command({"BLPOP", kGoKey, "2"});
     if (!go.ok()) return Fail(config.id, go.status());
     started = (*go)->type == REDIS_REPLY_ARRAY;
@@ -140,7 +141,8 @@ int RunWorker(const WorkerConfig& config) {
     // slow query... long enough for a competitor to interleave.
     absl::SleepFor(config.pause);
 
-    absl::StatusOr<bool> written = WriteStock(**data, config.mode, lease.fencing_token(), **stock - 1);
+    absl::StatusOr<bool> written =
+        WriteStock(**data, config.mode, lease.fencing_token(), **stock - 1);
     if (!written.ok()) return Fail(config.id, written.status());
     if (!*written) {
       (void)(*data)->Command({"INCR", kStaleKey});

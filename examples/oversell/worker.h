@@ -22,9 +22,9 @@ inline constexpr char kGoKey[] = "oversell:go";              // start barrier
 inline constexpr char kResource[] = "oversell/inventory";
 
 enum class LockMode {
-  kNone,     // no lock at all
-  kLock,     // redlock around each read-pause-write
-  kFenced,   // redlock, and the data server checks the lease's fencing token
+  kNone,    // no lock at all
+  kLock,    // redlock around each read-pause-write
+  kFenced,  // redlock, and the data server checks the lease's fencing token
 };
 
 struct WorkerConfig {

@@ -8,8 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 constexpr size_t kMaxErrors = 3;
@@ -30,11 +29,12 @@ absl::StatusOr<int64_t> CheckTtl(absl::Duration ttl, const Options& options) {
   }
   int64_t ms = absl::ToInt64Milliseconds(ttl);
   if (ms > kMaxTtlMs) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("ttl ", absl::FormatDuration(ttl), " is above the maximum of ", kMaxTtlMs, "ms"));
+    return absl::InvalidArgumentError(absl::StrCat("ttl ", absl::FormatDuration(ttl),
+                                                   " is above the maximum of ", kMaxTtlMs, "ms"));
   }
   absl::Duration whole = absl::Milliseconds(ms);
-  absl::Duration drift = DriftAllowance(whole, options.clock_drift_factor, options.clock_drift_floor);
+  absl::Duration drift =
+      DriftAllowance(whole, options.clock_drift_factor, options.clock_drift_floor);
   if (whole <= drift) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ttl ", absl::FormatDuration(ttl), " is not larger than the clock drift allowance ",
@@ -52,9 +52,9 @@ absl::Status CheckResource(absl::string_view resource, const Options& options) {
                                                    kMaxResourceLength));
   }
   if (options.fencing && absl::EndsWith(resource, kFenceSuffix)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "resource \"", resource, "\": names ending in \"", kFenceSuffix,
-        "\" are reserved for fencing counters"));
+    return absl::InvalidArgumentError(absl::StrCat("resource \"", resource,
+                                                   "\": names ending in \"", kFenceSuffix,
+                                                   "\" are reserved for fencing counters"));
   }
   return absl::OkStatus();
 }
@@ -105,7 +105,8 @@ Round::Outcome Round::outcome() const {
 }
 
 std::string Round::Summary(absl::string_view yes_verb, absl::string_view refused_verb) const {
-  std::string out = absl::StrCat(yes_, " of ", nodes_, " nodes ", yes_verb, " (quorum ", quorum_, ")");
+  std::string out =
+      absl::StrCat(yes_, " of ", nodes_, " nodes ", yes_verb, " (quorum ", quorum_, ")");
   if (refused_ > 0) absl::StrAppend(&out, "; ", refused_verb, " on ", Plural(refused_, "node"));
   for (const auto& e : errors_) absl::StrAppend(&out, "; ", e);
   if (more_errors_ > 0) absl::StrAppend(&out, "; and ", Plural(more_errors_, "more error"));
@@ -136,8 +137,8 @@ absl::Status Round::Failure(absl::string_view what, absl::string_view yes_verb,
 }
 
 Round::Vote VoteForErrorReply(absl::string_view error) {
-  for (const char* p : {"NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "READONLY", "OOM",
-                        "MASTERDOWN", "BUSY", "CLUSTERDOWN", "TRYAGAIN", "MISCONF"}) {
+  for (const char* p : {"NOAUTH", "WRONGPASS", "NOPERM", "LOADING", "READONLY", "OOM", "MASTERDOWN",
+                        "BUSY", "CLUSTERDOWN", "TRYAGAIN", "MISCONF"}) {
     if (absl::StartsWith(error, p)) return Round::Vote::kUnavailable;
   }
   return Round::Vote::kInternal;
@@ -145,10 +146,11 @@ Round::Vote VoteForErrorReply(absl::string_view error) {
 
 absl::StatusOr<uint64_t> ParseCounter(absl::string_view text) {
   uint64_t v = 0;
-  if (text.empty() || text.size() > 20 || text.find_first_not_of("0123456789") != absl::string_view::npos ||
+  if (text.empty() || text.size() > 20 ||
+      text.find_first_not_of("0123456789") != absl::string_view::npos ||
       (text.size() > 1 && text[0] == '0') || !absl::SimpleAtoi(text, &v)) {
-    return absl::InternalError(absl::StrCat("fencing counter holds \"", text.substr(0, 40),
-                                            "\", not a decimal number"));
+    return absl::InternalError(
+        absl::StrCat("fencing counter holds \"", text.substr(0, 40), "\", not a decimal number"));
   }
   return v;
 }
@@ -162,5 +164,4 @@ absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters) {
   return max + 1;
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

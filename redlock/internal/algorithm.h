@@ -14,8 +14,7 @@
 #include "absl/time/time.h"
 #include "redlock/options.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 // Largest ttl accepted: 2^40 ms (about 35 years), far below what Redis' PX
 // and the steady clock can represent.
@@ -117,7 +116,6 @@ absl::StatusOr<uint64_t> ParseCounter(absl::string_view text);
 // in practice but must not wrap).
 absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters);
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_ALGORITHM_H_

@@ -13,8 +13,7 @@
 #include "redlock/internal/status_macros.h"
 #include "redlock/internal/token.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 using Vote = Round::Vote;
@@ -46,8 +45,8 @@ std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<st
 
 class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
  public:
-  AcquireOp(ClientImpl* client, std::vector<std::string> resources, absl::Duration ttl,
-            int quorum, RetryPolicy policy, Client::LeasesCallback done)
+  AcquireOp(ClientImpl* client, std::vector<std::string> resources, absl::Duration ttl, int quorum,
+            RetryPolicy policy, Client::LeasesCallback done)
       : client_(client),
         resources_(std::move(resources)),
         ttl_(ttl),
@@ -154,8 +153,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
           SucceedLocked(round_.yes(), {});
         }
       } else if (outcome == Outcome::kFailed) {
-        FailAttemptLocked(round_.Failure(what_, "granted", "held by another client",
-                                         absl::StatusCode::kAborted));
+        FailAttemptLocked(
+            round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted));
       }
     }
     Deliver();
@@ -232,11 +231,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     for (size_t j = 0; j < keys_.size(); ++j) {
       std::vector<uint64_t> seen;
       for (int i = 0; i < n(); ++i) {
-        if (nodes_[static_cast<size_t>(i)].granted) seen.push_back(nodes_[static_cast<size_t>(i)].counters[j]);
+        if (nodes_[static_cast<size_t>(i)].granted)
+          seen.push_back(nodes_[static_cast<size_t>(i)].counters[j]);
       }
       absl::StatusOr<uint64_t> t = NextFence(seen);
       if (!t.ok()) {
-        FailAttemptLocked(absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
+        FailAttemptLocked(
+            absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
         return;
       }
       fences_.push_back(*t);
@@ -342,9 +343,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       absl::Duration left = absl::FromChrono(*policy_.deadline - now);
       if (left <= absl::ZeroDuration()) {
         SetResultLocked(absl::DeadlineExceededError(absl::StrCat(
-            what_, ": not held after waiting ", absl::FormatDuration(policy_.wait), " (",
-            attempt_, attempt_ == 1 ? " attempt" : " attempts", "); last attempt: ",
-            status.message())));
+            what_, ": not held after waiting ", absl::FormatDuration(policy_.wait), " (", attempt_,
+            attempt_ == 1 ? " attempt" : " attempts", "); last attempt: ", status.message())));
         return;
       }
       // Growing, jittered polling pauses (capped at wait_poll_max), cut short
@@ -352,7 +352,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       delay = std::min(pause_ * UniformReal(0.5, 1.5), left);
       pause_ = std::min(pause_ * 2, client_->options().wait_poll_max);
       if (watch_ != nullptr) {
-        watch_->WaitAsync(delay, [self = shared_from_this()](absl::Status) { self->StartAttempt(); });
+        watch_->WaitAsync(delay,
+                          [self = shared_from_this()](absl::Status) { self->StartAttempt(); });
         return;
       }
     } else if (attempt_ >= policy_.max_attempts) {
@@ -410,9 +411,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::string token_;
   Clock::TimePoint start_;
   Phase phase_ = Phase::kDone;
-  bool failed_ = false;        // the current attempt failed
-  int sent_ = 0;               // nodes [0, sent_) have this attempt's SET
-  bool fanout_active_ = false; // StartAttempt is still sending
+  bool failed_ = false;         // the current attempt failed
+  int sent_ = 0;                // nodes [0, sent_) have this attempt's SET
+  bool fanout_active_ = false;  // StartAttempt is still sending
   Round round_;
   std::vector<NodeState> nodes_;
   std::vector<int> round2_nodes_;
@@ -440,7 +441,8 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       resources.push_back(l.resource());
       keys_.push_back(client_->Key(l.resource()));
     }
-    what_ = absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ", DescribeResources(resources));
+    what_ = absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ",
+                         DescribeResources(resources));
   }
 
   void Start() {
@@ -552,7 +554,8 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
       return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
     }
     if (!seen.insert(l.resource()).second) {
-      return absl::InvalidArgumentError(absl::StrCat(what, ": resource \"", l.resource(), "\" twice"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": resource \"", l.resource(), "\" twice"));
     }
   }
   return absl::OkStatus();
@@ -573,7 +576,6 @@ ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, co
     OnReleaseMessage(channel, token);
   });
 }
-
 
 std::string ClientImpl::Key(absl::string_view resource) const {
   return absl::StrCat(options_.key_prefix, resource);
@@ -616,17 +618,16 @@ template <typename T>
 absl::AnyInvocable<void(T)> ClientImpl::ToUser(absl::AnyInvocable<void(T)> done) {
   Transport* t = transport_.get();
   return [t, done = std::move(done)](T value) mutable {
-    t->DeliverToUser([done = std::move(done), value = std::move(value)]() mutable {
-      done(std::move(value));
-    });
+    t->DeliverToUser(
+        [done = std::move(done), value = std::move(value)]() mutable { done(std::move(value)); });
   };
 }
 
 void ClientImpl::StartAcquire(std::vector<std::string> resources, absl::Duration ttl, int quorum,
                               RetryPolicy policy, LeasesCallback done) {
-  auto op = std::make_shared<AcquireOp>(this, std::move(resources), ttl,
-                                        quorum == 0 ? quorum_ : quorum, std::move(policy),
-                                        std::move(done));
+  auto op =
+      std::make_shared<AcquireOp>(this, std::move(resources), ttl, quorum == 0 ? quorum_ : quorum,
+                                  std::move(policy), std::move(done));
   op->Start();
 }
 
@@ -672,7 +673,8 @@ void ClientImpl::AcquireInternal(absl::string_view resource, absl::Duration ttl,
 
 void ClientImpl::AcquireSetInternal(std::vector<std::string> resources, absl::Duration ttl,
                                     int quorum, LeasesCallback done) {
-  absl::Status st = resources.empty() ? absl::InvalidArgumentError("no resources") : CheckQuorum(quorum);
+  absl::Status st =
+      resources.empty() ? absl::InvalidArgumentError("no resources") : CheckQuorum(quorum);
   std::set<absl::string_view> seen;
   for (const auto& r : resources) {
     if (!st.ok()) break;
@@ -686,7 +688,8 @@ void ClientImpl::AcquireSetInternal(std::vector<std::string> resources, absl::Du
     done(!st.ok() ? st : ms.status());
     return;
   }
-  StartAcquire(std::move(resources), absl::Milliseconds(*ms), quorum, RetryPolicy(), std::move(done));
+  StartAcquire(std::move(resources), absl::Milliseconds(*ms), quorum, RetryPolicy(),
+               std::move(done));
 }
 
 void ClientImpl::ExtendSetInternal(std::vector<Lease> leases, absl::Duration ttl, int quorum,
@@ -719,7 +722,8 @@ void ClientImpl::ReleaseSetInternal(std::vector<Lease> leases, int quorum, Statu
 
 // Public asynchronous forms: user callbacks run on the I/O thread.
 
-void ClientImpl::TryAcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) {
+void ClientImpl::TryAcquireAsync(absl::string_view resource, absl::Duration ttl,
+                                 LeaseCallback done) {
   AcquireInternal(resource, ttl, absl::ZeroDuration(), ToUser(std::move(done)));
 }
 
@@ -757,8 +761,9 @@ void ClientImpl::ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCa
 // Public blocking forms.
 
 absl::StatusOr<Lease> ClientImpl::TryAcquire(absl::string_view resource, absl::Duration ttl) {
-  return Block<absl::StatusOr<Lease>>(
-      [&](LeaseCallback cb) { AcquireInternal(resource, ttl, absl::ZeroDuration(), std::move(cb)); });
+  return Block<absl::StatusOr<Lease>>([&](LeaseCallback cb) {
+    AcquireInternal(resource, ttl, absl::ZeroDuration(), std::move(cb));
+  });
 }
 
 absl::StatusOr<Lease> ClientImpl::Acquire(absl::string_view resource, absl::Duration ttl) {
@@ -778,7 +783,8 @@ absl::StatusOr<Lease> ClientImpl::Extend(const Lease& lease, absl::Duration ttl)
 }
 
 absl::Status ClientImpl::Release(const Lease& lease) {
-  return Block<absl::Status>([&](StatusCallback cb) { ReleaseSetInternal({lease}, 0, std::move(cb)); });
+  return Block<absl::Status>(
+      [&](StatusCallback cb) { ReleaseSetInternal({lease}, 0, std::move(cb)); });
 }
 
 absl::StatusOr<std::vector<Lease>> ClientImpl::TryAcquireSet(std::vector<std::string> resources,
@@ -790,9 +796,8 @@ absl::StatusOr<std::vector<Lease>> ClientImpl::TryAcquireSet(std::vector<std::st
 
 absl::StatusOr<std::vector<Lease>> ClientImpl::ExtendSet(std::vector<Lease> leases,
                                                          absl::Duration ttl, int quorum) {
-  return Block<absl::StatusOr<std::vector<Lease>>>([&](LeasesCallback cb) {
-    ExtendSetInternal(std::move(leases), ttl, quorum, std::move(cb));
-  });
+  return Block<absl::StatusOr<std::vector<Lease>>>(
+      [&](LeasesCallback cb) { ExtendSetInternal(std::move(leases), ttl, quorum, std::move(cb)); });
 }
 
 absl::Status ClientImpl::ReleaseSet(std::vector<Lease> leases, int quorum) {
@@ -858,7 +863,8 @@ class WatchImpl final : public ReleaseWatch {
     if (state_->pending) {
       state_->pending = false;
       // Never inline: the caller may hold its own locks.
-      t.RunAfter(absl::ZeroDuration(), [done = std::move(done)]() mutable { done(absl::OkStatus()); });
+      t.RunAfter(absl::ZeroDuration(),
+                 [done = std::move(done)]() mutable { done(absl::OkStatus()); });
       return;
     }
     uint64_t seq = ++state_->seq;
@@ -889,10 +895,12 @@ std::unique_ptr<ReleaseWatch> ClientImpl::WatchReleases(std::vector<std::string>
   return MakeWatch(std::move(resources), /*for_user=*/true);
 }
 
-std::unique_ptr<ReleaseWatch> ClientImpl::MakeWatch(std::vector<std::string> resources, bool for_user) {
+std::unique_ptr<ReleaseWatch> ClientImpl::MakeWatch(std::vector<std::string> resources,
+                                                    bool for_user) {
   auto state = std::make_shared<WatchState>();
   state->client = this;
-  for (const auto& r : resources) state->channels.push_back(absl::StrCat(kReleaseChannelPrefix, Key(r)));
+  for (const auto& r : resources)
+    state->channels.push_back(absl::StrCat(kReleaseChannelPrefix, Key(r)));
   RegisterWatch(state);
   return std::make_unique<WatchImpl>(std::move(state), for_user);
 }
@@ -1007,12 +1015,14 @@ struct ClientImpl::RenewState : std::enable_shared_from_this<RenewState> {
           // No more extensions: report the loss when the validity runs out.
           std::weak_ptr<RenewState> weak = weak_from_this();
           int limit = max_renewals;
-          timer = client->transport().RunAfter(lease.TimeLeft(client->clock().Now()), [weak, limit] {
-            if (auto self = weak.lock()) {
-              self->Lose(absl::DeadlineExceededError(absl::StrCat(
-                  "auto-renew: the limit of ", limit, " renewals was reached and the lease ran out")));
-            }
-          });
+          timer =
+              client->transport().RunAfter(lease.TimeLeft(client->clock().Now()), [weak, limit] {
+                if (auto self = weak.lock()) {
+                  self->Lose(absl::DeadlineExceededError(
+                      absl::StrCat("auto-renew: the limit of ", limit,
+                                   " renewals was reached and the lease ran out")));
+                }
+              });
           return;
         }
         ScheduleLocked(UntilNextLocked());
@@ -1101,13 +1111,14 @@ absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenew(
   if (!(options.interval_fraction > 0.0 && options.interval_fraction < 1.0)) {
     return absl::InvalidArgumentError("auto-renew: interval_fraction must be in (0, 1)");
   }
-  if (options.max_renewals < 0) return absl::InvalidArgumentError("auto-renew: max_renewals must be >= 0");
+  if (options.max_renewals < 0)
+    return absl::InvalidArgumentError("auto-renew: max_renewals must be >= 0");
   absl::Duration ttl = options.ttl == absl::ZeroDuration() ? lease.ttl() : options.ttl;
   absl::StatusOr<int64_t> ms = CheckTtl(ttl, options_);
   if (!ms.ok()) return ms.status();
   if (lease.TimeLeft(clock_->Now()) <= absl::ZeroDuration()) {
-    return absl::FailedPreconditionError(absl::StrCat("auto-renew \"", lease.resource(),
-                                                      "\": the lease has already run out"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("auto-renew \"", lease.resource(), "\": the lease has already run out"));
   }
   auto state = std::make_shared<RenewState>();
   state->client = this;
@@ -1155,7 +1166,7 @@ ClientImpl::~ClientImpl() {
 }
 
 absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view resource) {
-  RETURN_IF_ERROR(CheckResource(resource, options_));
+  REDLOCK_RETURN_IF_ERROR(CheckResource(resource, options_));
   if (transport_->InTransportThread()) {
     return absl::FailedPreconditionError("Inspect called from a callback of the same client");
   }
@@ -1216,10 +1227,12 @@ std::vector<NodeHealth> ClientImpl::Health() const {
   return out;
 }
 
-}  // namespace internal
+}  // namespace redlock::internal
+
+namespace redlock {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
-  RETURN_IF_ERROR(ValidateOptions(options));
+  REDLOCK_RETURN_IF_ERROR(ValidateOptions(options));
   internal::Engine::Config config;
   config.nodes = options.nodes;
   config.node_timeout = options.node_timeout;
@@ -1228,13 +1241,14 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   config.reconnect_backoff_max = options.reconnect_backoff_max;
   config.breaker_probe_interval = options.breaker_probe_interval;
   config.max_in_flight_per_node = options.max_in_flight_per_node;
-  ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine, internal::Engine::Start(std::move(config)));
+  REDLOCK_ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine,
+                           internal::Engine::Start(std::move(config)));
   if (options.wait_for_connections) {
     engine->WaitForFirstConnections(options.connect_timeout + absl::Milliseconds(100));
   }
   internal::Engine* raw = engine.get();
-  return std::unique_ptr<Client>(new internal::ClientImpl(
-      std::move(options), std::move(engine), internal::SteadyClock::Get(), raw));
+  return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),
+                                                          internal::SteadyClock::Get(), raw));
 }
 
 }  // namespace redlock

@@ -16,8 +16,7 @@
 #include "redlock/internal/clock.h"
 #include "redlock/internal/transport.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 class Engine;
 
@@ -146,7 +145,6 @@ class ClientImpl final : public Client {
   std::multimap<std::string, std::weak_ptr<RenewState>> renewals_;  // by token
 };
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_CLIENT_IMPL_H_

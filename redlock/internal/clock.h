@@ -5,8 +5,7 @@
 
 #include <chrono>
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 class Clock {
  public:
@@ -24,7 +23,6 @@ class SteadyClock final : public Clock {
   }
 };
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_CLOCK_H_

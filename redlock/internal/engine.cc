@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <hiredis/hiredis.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -10,8 +11,6 @@
 #include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <hiredis/hiredis.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -24,8 +23,7 @@
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/token.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -170,19 +168,30 @@ struct Engine::Node {
 
 bool Engine::ReplyFits(const Slot& slot, const Reply& reply) {
   if (slot.kind == Slot::Kind::kHandshake) return true;  // checked step by step
-  if (reply.is_error()) return true;                      // any command can fail
+  if (reply.is_error()) return true;                     // any command can fail
   if (slot.kind == Slot::Kind::kProbe) {
     return reply.type == Reply::Type::kString && reply.str == slot.echo;
   }
   if (slot.expect == 0) return true;
   uint8_t kind = 0;
   switch (reply.type) {
-    case Reply::Type::kStatus: kind = kExpectStatus; break;
-    case Reply::Type::kNil: kind = kExpectNil; break;
-    case Reply::Type::kInteger: kind = kExpectInteger; break;
-    case Reply::Type::kString: kind = kExpectString; break;
-    case Reply::Type::kArray: kind = kExpectArray; break;
-    case Reply::Type::kError: return true;
+    case Reply::Type::kStatus:
+      kind = kExpectStatus;
+      break;
+    case Reply::Type::kNil:
+      kind = kExpectNil;
+      break;
+    case Reply::Type::kInteger:
+      kind = kExpectInteger;
+      break;
+    case Reply::Type::kString:
+      kind = kExpectString;
+      break;
+    case Reply::Type::kArray:
+      kind = kExpectArray;
+      break;
+    case Reply::Type::kError:
+      return true;
   }
   return (slot.expect & kind) != 0;
 }
@@ -394,8 +403,8 @@ void Engine::Send(int node, Command command, NodeCallback done) {
   }
   bool usable = n.state == Node::State::kReady || n.state == Node::State::kHandshake ||
                 n.state == Node::State::kConnecting;
-  if (n.breaker_open &&
-      !(command.cleanup && n.state == Node::State::kReady && command.since <= n.breaker_opened_at)) {
+  if (n.breaker_open && !(command.cleanup && n.state == Node::State::kReady &&
+                          command.since <= n.breaker_opened_at)) {
     usable = false;
   }
   if (!usable) {
@@ -641,7 +650,8 @@ void Engine::StartConnect(Node& n) {
   std::string port = std::to_string(n.endpoint.port);
   int rc = getaddrinfo(n.endpoint.host.c_str(), port.c_str(), &hints, &res);
   if (rc != 0 || res == nullptr) {
-    Disconnect(n, absl::StrCat("cannot resolve host \"", n.endpoint.host, "\": ", gai_strerror(rc)));
+    Disconnect(n,
+               absl::StrCat("cannot resolve host \"", n.endpoint.host, "\": ", gai_strerror(rc)));
     return;
   }
   int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -799,8 +809,8 @@ void Engine::OnReadable(Node& n) {
             }
           } else if (slot->loads != nullptr &&
                      !(reply.type == Reply::Type::kString && reply.str == slot->loads->sha)) {
-            problem = absl::StrCat("SCRIPT LOAD of the ", slot->loads->name,
-                                   " script returned ", reply.Describe());
+            problem = absl::StrCat("SCRIPT LOAD of the ", slot->loads->name, " script returned ",
+                                   reply.Describe());
           }
           if (!problem.empty()) {
             failure = problem;
@@ -996,8 +1006,8 @@ void Engine::MaintainNodes(TimePoint now) {
       case Node::State::kConnecting:
       case Node::State::kHandshake:
         if (now >= n.connect_deadline) {
-          Disconnect(n, absl::StrCat("could not connect within ",
-                                     FormatMs(config_.connect_timeout)));
+          Disconnect(n,
+                     absl::StrCat("could not connect within ", FormatMs(config_.connect_timeout)));
         }
         break;
       case Node::State::kReady:
@@ -1005,8 +1015,8 @@ void Engine::MaintainNodes(TimePoint now) {
           // Silent for long with the breaker open: start afresh rather than
           // wait behind a connection that may be stuck in TCP retransmission
           // backoff (a healed partition) or behind a long backlog.
-          Disconnect(n, absl::StrCat("no reply for ", FormatMs(kStaleConnection),
-                                     "; reconnecting"));
+          Disconnect(n,
+                     absl::StrCat("no reply for ", FormatMs(kStaleConnection), "; reconnecting"));
         } else if (probe) {
           SendProbe(n);
         }
@@ -1086,7 +1096,6 @@ void Engine::WaitForFirstConnections(absl::Duration timeout) {
   first_connect_cv_.wait_for(lock, absl::ToChronoNanoseconds(timeout),
                              [&] { return first_connect_pending_ <= 0; });
 }
-
 
 // ---------------------------------------------------------------------------
 // Subscriber connections (release notifications).
@@ -1343,5 +1352,4 @@ std::vector<NodeHealth> Engine::Health() const {
   return out;
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

@@ -50,11 +50,10 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "redlock/client.h"
-#include "redlock/options.h"
 #include "redlock/internal/transport.h"
+#include "redlock/options.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 class Engine final : public Transport {
  public:
@@ -162,16 +161,16 @@ class Engine final : public Transport {
 
   // Leader/follower polling (see the file comment).
   std::mutex poll_mu_;
-  std::atomic<int> sync_active_{0};            // callers inside AwaitSync
+  std::atomic<int> sync_active_{0};             // callers inside AwaitSync
   std::atomic<bool> io_thread_polling_{false};  // the I/O thread holds poll_mu_
   std::atomic<int64_t> last_sync_end_ns_{0};
   std::atomic<uint64_t> next_probe_id_{1};
 
-  mutable std::mutex mu_;  // guards the members below
+  mutable std::mutex mu_;                              // guards the members below
   std::deque<absl::AnyInvocable<void()>> posted_;      // run by any poller
   std::deque<absl::AnyInvocable<void()>> user_tasks_;  // run by the I/O thread
   std::deque<std::shared_ptr<SyncWaiter>> handoff_;    // callers waiting to poll
-  std::condition_variable idle_cv_;                     // the idle I/O thread
+  std::condition_variable idle_cv_;                    // the idle I/O thread
   std::map<std::pair<TimePoint, TimerId>, absl::AnyInvocable<void()>> timers_;
   std::unordered_map<TimerId, TimePoint> timer_index_;
   TimerId next_timer_id_ = 1;
@@ -182,7 +181,6 @@ class Engine final : public Transport {
   std::condition_variable first_connect_cv_;
 };
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_ENGINE_H_

@@ -2,8 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 std::string Reply::Describe() const {
   switch (type) {
@@ -24,5 +23,4 @@ std::string Reply::Describe() const {
   return "?";
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

@@ -8,8 +8,7 @@
 #include <utility>
 #include <vector>
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 struct Reply {
   enum class Type { kNil, kStatus, kError, kInteger, kString, kArray };
@@ -35,7 +34,6 @@ struct Reply {
   std::string Describe() const;
 };
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_REPLY_H_

@@ -3,8 +3,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 void AppendLength(std::string* out, char marker, size_t n) {
@@ -38,5 +37,4 @@ void AppendCommand(std::string* out, std::initializer_list<absl::string_view> ar
   for (absl::string_view a : args) AppendBulk(out, a);
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

@@ -9,8 +9,7 @@
 
 #include "absl/strings/string_view.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 // Appends one command, as a RESP array of bulk strings, to `out`.
 void AppendCommand(std::string* out, std::initializer_list<absl::string_view> args);
@@ -25,7 +24,6 @@ inline std::string EncodeCommand(std::initializer_list<absl::string_view> args) 
   return out;
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_RESP_H_

@@ -2,8 +2,7 @@
 
 #include "redlock/internal/sha1.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 Script Make(const char* name, const char* body) { return Script{name, body, Sha1Hex(body)}; }
@@ -96,11 +95,10 @@ return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
 }
 
 const std::vector<const Script*>& AllScripts() {
-  static const std::vector<const Script*> all = {&AcquireSetScript(), &ReleaseScript(),
-                                                 &ExtendScript(), &FenceAcquireScript(),
+  static const std::vector<const Script*> all = {&AcquireSetScript(),  &ReleaseScript(),
+                                                 &ExtendScript(),      &FenceAcquireScript(),
                                                  &FenceCommitScript(), &InspectScript()};
   return all;
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

@@ -12,8 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 struct Script {
   const char* name;
@@ -56,7 +55,6 @@ const Script& InspectScript();
 // Every script above, in the order the engine loads them on connect.
 const std::vector<const Script*>& AllScripts();
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_SCRIPTS_H_

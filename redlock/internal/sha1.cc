@@ -3,8 +3,7 @@
 #include <cstdint>
 #include <cstring>
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 inline uint32_t Rotl(uint32_t x, int n) { return (x << n) | (x >> (32 - n)); }
@@ -70,5 +69,4 @@ std::string Sha1Hex(absl::string_view data) {
   return out;
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

@@ -7,13 +7,11 @@
 
 #include "absl/strings/string_view.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 // Lowercase hex SHA-1 of `data`, as Redis reports it from SCRIPT LOAD.
 std::string Sha1Hex(absl::string_view data);
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_SHA1_H_

@@ -9,16 +9,16 @@
 #define REDLOCK_CONCAT_INNER_(a, b) a##b
 #define REDLOCK_CONCAT_(a, b) REDLOCK_CONCAT_INNER_(a, b)
 
-// RETURN_IF_ERROR(expr): returns the status of `expr` if it is not OK.
-#define RETURN_IF_ERROR(expr)                        \
-  do {                                               \
-    ::absl::Status redlock_status_ = (expr);         \
+// REDLOCK_RETURN_IF_ERROR(expr): returns the status of `expr` if it is not OK.
+#define REDLOCK_RETURN_IF_ERROR(expr)                  \
+  do {                                                 \
+    ::absl::Status redlock_status_ = (expr);           \
     if (!redlock_status_.ok()) return redlock_status_; \
   } while (0)
 
-// ASSIGN_OR_RETURN(lhs, expr): evaluates a StatusOr expression, returns its
+// REDLOCK_ASSIGN_OR_RETURN(lhs, expr): evaluates a StatusOr expression, returns its
 // status on error, otherwise assigns (or declares) lhs from its value.
-#define ASSIGN_OR_RETURN(lhs, expr) \
+#define REDLOCK_ASSIGN_OR_RETURN(lhs, expr) \
   REDLOCK_ASSIGN_OR_RETURN_IMPL_(REDLOCK_CONCAT_(redlock_statusor_, __LINE__), lhs, expr)
 #define REDLOCK_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
   auto tmp = (expr);                                   \

@@ -9,8 +9,7 @@
 #include <cstdlib>
 #include <random>
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 bool FillFromGetrandom(unsigned char* buf, size_t n) {
@@ -85,5 +84,4 @@ int64_t UniformInt(int64_t lo, int64_t hi) {
   return std::uniform_int_distribution<int64_t>(lo, hi)(ThreadRng());
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

@@ -6,8 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 // Bytes of randomness in a token (DESIGN.md 4.2 asks for at least 16).
 inline constexpr int kTokenBytes = 20;
@@ -25,7 +24,6 @@ std::string NewToken();
 double UniformReal(double lo, double hi);
 int64_t UniformInt(int64_t lo, int64_t hi);  // inclusive
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_TOKEN_H_

@@ -9,8 +9,7 @@
 
 #include "redlock/internal/resp.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 // Length of the RESP array header ("*<n>\r\n") at the start of `payload`.
@@ -96,5 +95,4 @@ void SyncWaiter::WaitReady() {
   }
 }
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

@@ -19,8 +19,7 @@
 #include "redlock/internal/reply.h"
 #include "redlock/internal/scripts.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 
 // One command for one node.
 struct Command {
@@ -144,7 +143,6 @@ class Transport {
   virtual void Unsubscribe(const std::vector<std::string>& channels) = 0;
 };
 
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_TRANSPORT_H_

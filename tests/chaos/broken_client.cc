@@ -1,9 +1,8 @@
 #include "tests/chaos/broken_client.h"
 
+#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <sys/random.h>
-
-#include <hiredis/hiredis.h>
 
 #include <chrono>
 #include <cmath>
@@ -45,7 +44,7 @@ struct Node {
   std::string host;
   int port = 0;
   redisContext* c = nullptr;
-  int stale = 0;                 // replies owed for commands we gave up on
+  int stale = 0;                  // replies owed for commands we gave up on
   Steady::time_point retry_at{};  // next connection attempt
 };
 
@@ -81,15 +80,18 @@ class BrokenRedlock : public LockBackend {
     const Wall::time_point start_wall = Wall::now();
     const int64_t start_raw = RawMonotonicNanos();
     const int n = static_cast<int>(nodes_.size());
-    std::vector<NodeResult> results = Round(
-        {"SET", resource, token, "NX", "PX", std::to_string(ttl_ms)}, [&](const std::vector<NodeResult>& r) {
-          int yes = 0, no = 0;
-          for (const auto& x : r) {
-            if (x.result == Result::kOk) ++yes;
-            else if (x.result != Result::kNone) ++no;
-          }
-          return yes >= quorum_ || no >= n - quorum_ + 1;
-        });
+    std::vector<NodeResult> results =
+        Round({"SET", resource, token, "NX", "PX", std::to_string(ttl_ms)},
+              [&](const std::vector<NodeResult>& r) {
+                int yes = 0, no = 0;
+                for (const auto& x : r) {
+                  if (x.result == Result::kOk)
+                    ++yes;
+                  else if (x.result != Result::kNone)
+                    ++no;
+                }
+                return yes >= quorum_ || no >= n - quorum_ + 1;
+              });
     std::vector<int> granted;
     int refused = 0;
     for (int i = 0; i < n; ++i) {
@@ -113,8 +115,10 @@ class BrokenRedlock : public LockBackend {
       Wall::duration validity = ttl - (now_wall - start_wall) - drift;
       valid = validity > Wall::duration::zero();
       h.valid_until_wall = now_wall + validity;
-      h.valid_until_raw = RawMonotonicNanos() +
-                          std::chrono::duration_cast<std::chrono::nanoseconds>(h.valid_until_wall - Wall::now()).count();
+      h.valid_until_raw =
+          RawMonotonicNanos() +
+          std::chrono::duration_cast<std::chrono::nanoseconds>(h.valid_until_wall - Wall::now())
+              .count();
     } else {
       Steady::duration validity = config_.variant == ClientVariant::kNoElapsedCheck
                                       ? ttl - drift  // THE DEFECT: the round's duration is ignored
@@ -156,8 +160,8 @@ class BrokenRedlock : public LockBackend {
       confirmed = ReleaseToken(lock.resource, lock.token);
     }
     if (confirmed >= quorum_) return absl::OkStatus();
-    return absl::UnavailableError(absl::StrCat("release \"", lock.resource, "\": ", confirmed, " of ",
-                                               nodes_.size(), " nodes confirmed"));
+    return absl::UnavailableError(absl::StrCat("release \"", lock.resource, "\": ", confirmed,
+                                               " of ", nodes_.size(), " nodes confirmed"));
   }
 
  private:
@@ -178,7 +182,8 @@ class BrokenRedlock : public LockBackend {
   bool Connected(Node& n) {
     if (n.c != nullptr) return true;
     if (Steady::now() < n.retry_at) return false;
-    timeval tv = absl::ToTimeval(absl::FromChrono(std::max<Steady::duration>(timeout_, std::chrono::milliseconds(50))));
+    timeval tv = absl::ToTimeval(
+        absl::FromChrono(std::max<Steady::duration>(timeout_, std::chrono::milliseconds(50))));
     redisContext* c = redisConnectWithTimeout(n.host.c_str(), n.port, tv);
     if (c == nullptr || c->err) {
       if (c != nullptr) redisFree(c);
@@ -211,7 +216,8 @@ class BrokenRedlock : public LockBackend {
         results[i].result = Result::kDown;
         continue;
       }
-      if (redisAppendCommandArgv(node.c, static_cast<int>(argv.size()), argv.data(), lens.data()) != REDIS_OK) {
+      if (redisAppendCommandArgv(node.c, static_cast<int>(argv.size()), argv.data(), lens.data()) !=
+          REDIS_OK) {
         Drop(node);
         results[i].result = Result::kDown;
         continue;
@@ -249,7 +255,8 @@ class BrokenRedlock : public LockBackend {
         fds.push_back({nodes_[i].c->fd, POLLIN, 0});
         which.push_back(i);
       }
-      auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(first - Steady::now()).count();
+      auto wait =
+          std::chrono::duration_cast<std::chrono::milliseconds>(first - Steady::now()).count();
       int r = poll(fds.data(), fds.size(), static_cast<int>(std::max<int64_t>(0, wait) + 1));
       // Read first, then expire deadlines: replies that are there count.
       if (r > 0) {

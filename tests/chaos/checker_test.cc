@@ -42,16 +42,12 @@ class Builder {
   // An acquire by `process` (op `op`) whose attempt starts at `start`,
   // granted at `granted`, valid until `valid_until` (all ms). Returns the
   // token.
-  std::string Grant(const std::string& process, int64_t op, int64_t start,
-                    int64_t granted, int64_t valid_until,
-                    std::optional<uint64_t> fencing = std::nullopt,
+  std::string Grant(const std::string& process, int64_t op, int64_t start, int64_t granted,
+                    int64_t valid_until, std::optional<uint64_t> fencing = std::nullopt,
                     const std::string& resource = "r") {
     const std::string token = absl::StrCat("tok-", process, "-", op);
-    events.push_back(ToEvent(InvokeRecord{.t = Ms(start),
-                                          .process = process,
-                                          .op = op,
-                                          .resource = resource,
-                                          .ttl_ms = 1000}));
+    events.push_back(ToEvent(InvokeRecord{
+        .t = Ms(start), .process = process, .op = op, .resource = resource, .ttl_ms = 1000}));
     events.push_back(ToEvent(GrantRecord{.t = Ms(granted),
                                          .process = process,
                                          .op = op,
@@ -67,8 +63,8 @@ class Builder {
   }
 
   void Fail(const std::string& process, int64_t op, int64_t start, int64_t t) {
-    events.push_back(ToEvent(InvokeRecord{
-        .t = Ms(start), .process = process, .op = op, .resource = "r"}));
+    events.push_back(
+        ToEvent(InvokeRecord{.t = Ms(start), .process = process, .op = op, .resource = "r"}));
     events.push_back(ToEvent(FailRecord{.t = Ms(t),
                                         .process = process,
                                         .op = op,
@@ -77,10 +73,9 @@ class Builder {
                                         .error = "held by someone else"}));
   }
 
-  void Use(const std::string& process, int64_t op, const std::string& token,
-           int64_t begin, int64_t end, int64_t read, bool accepted = true,
-           std::optional<uint64_t> fencing = std::nullopt,
-           const std::string& resource = "r") {
+  void Use(const std::string& process, int64_t op, const std::string& token, int64_t begin,
+           int64_t end, int64_t read, bool accepted = true,
+           std::optional<uint64_t> fencing = std::nullopt, const std::string& resource = "r") {
     events.push_back(ToEvent(UseRecord{.t = Ms(end),
                                        .process = process,
                                        .op = op,
@@ -94,8 +89,8 @@ class Builder {
                                        .fencing_token = fencing}));
   }
 
-  void Release(const std::string& process, int64_t op, const std::string& token,
-               int64_t t, const std::string& resource = "r") {
+  void Release(const std::string& process, int64_t op, const std::string& token, int64_t t,
+               const std::string& resource = "r") {
     events.push_back(ToEvent(ReleaseRecord{.t = Ms(t),
                                            .process = process,
                                            .op = op,
@@ -105,21 +100,15 @@ class Builder {
                                            .ok = true}));
   }
 
-  void Nemesis(int64_t t, const std::string& fault, const std::string& target,
-               FaultPhase phase, const std::string& detail = "") {
-    events.push_back(ToEvent(NemesisRecord{.t = Ms(t),
-                                           .fault = fault,
-                                           .target = target,
-                                           .detail = detail,
-                                           .phase = phase}));
+  void Nemesis(int64_t t, const std::string& fault, const std::string& target, FaultPhase phase,
+               const std::string& detail = "") {
+    events.push_back(ToEvent(NemesisRecord{
+        .t = Ms(t), .fault = fault, .target = target, .detail = detail, .phase = phase}));
   }
 
-  void Final(int64_t t, int64_t counter, int64_t initial = 0,
-             const std::string& resource = "r") {
-    events.push_back(ToEvent(FinalRecord{.t = Ms(t),
-                                         .resource = resource,
-                                         .counter = counter,
-                                         .initial = initial}));
+  void Final(int64_t t, int64_t counter, int64_t initial = 0, const std::string& resource = "r") {
+    events.push_back(ToEvent(
+        FinalRecord{.t = Ms(t), .resource = resource, .counter = counter, .initial = initial}));
   }
 
   std::vector<Event> events;
@@ -140,8 +129,7 @@ std::vector<std::string> Tokens(const Violation& v) {
 }
 
 std::string TempPath(const std::string& name) {
-  return absl::StrCat(::testing::TempDir(), "/redlock_checker_test_",
-                      ::getpid(), "_", name);
+  return absl::StrCat(::testing::TempDir(), "/redlock_checker_test_", ::getpid(), "_", name);
 }
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -158,8 +146,7 @@ TEST(HistoryTest, RawMonotonicNanosAdvances) {
   const int64_t b = RawMonotonicNanos();
   EXPECT_GT(a, 0);
   EXPECT_GE(b - a, 1'000'000);
-  const int64_t mapped =
-      RawFromSteady(std::chrono::steady_clock::now() + std::chrono::seconds(1));
+  const int64_t mapped = RawFromSteady(std::chrono::steady_clock::now() + std::chrono::seconds(1));
   EXPECT_NEAR(static_cast<double>(mapped - RawMonotonicNanos()), 1e9, 1e8);
 }
 
@@ -168,31 +155,25 @@ TEST(HistoryTest, WriterReaderRoundTrip) {
   std::remove(path.c_str());
   int64_t before = 0;
   {
-    absl::StatusOr<std::unique_ptr<HistoryWriter>> w =
-        HistoryWriter::Open(path);
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> w = HistoryWriter::Open(path);
     ASSERT_TRUE(w.ok()) << w.status();
     HistoryWriter& writer = **w;
-    ASSERT_TRUE(writer
-                    .WriteInvoke({.t = 10,
-                                  .process = "c1",
-                                  .op = 1,
-                                  .resource = "r\"q",
-                                  .ttl_ms = 500})
-                    .ok());
     ASSERT_TRUE(
-        writer
-            .WriteGrant({.t = 20,
-                         .process = "c1",
-                         .op = 1,
-                         .resource = "r\"q",
-                         .token = "abc",
-                         .start = 11,
-                         .valid_until = 400,
-                         .ttl_ms = 500,
-                         .drift_ms = 7,
-                         .nodes = {0, 2, 4},
-                         .fencing_token = uint64_t{18446744073709551615u}})
+        writer.WriteInvoke({.t = 10, .process = "c1", .op = 1, .resource = "r\"q", .ttl_ms = 500})
             .ok());
+    ASSERT_TRUE(writer
+                    .WriteGrant({.t = 20,
+                                 .process = "c1",
+                                 .op = 1,
+                                 .resource = "r\"q",
+                                 .token = "abc",
+                                 .start = 11,
+                                 .valid_until = 400,
+                                 .ttl_ms = 500,
+                                 .drift_ms = 7,
+                                 .nodes = {0, 2, 4},
+                                 .fencing_token = uint64_t{18446744073709551615u}})
+                    .ok());
     ASSERT_TRUE(writer
                     .WriteFail({.t = 21,
                                 .process = "c2",
@@ -230,11 +211,7 @@ TEST(HistoryTest, WriterReaderRoundTrip) {
                                    .detail = "+20s",
                                    .phase = FaultPhase::kStop})
                     .ok());
-    ASSERT_TRUE(
-        writer
-            .WriteFinal(
-                {.t = 50, .resource = "r\"q", .counter = 3, .initial = 1})
-            .ok());
+    ASSERT_TRUE(writer.WriteFinal({.t = 50, .resource = "r\"q", .counter = 3, .initial = 1}).ok());
     // t == 0 is stamped now.
     before = RawMonotonicNanos();
     NemesisRecord kill;
@@ -310,10 +287,8 @@ TEST(HistoryTest, SeveralWritersShareOneFile) {
   constexpr int kThreads = 4;
   constexpr int kPerThread = 500;
   {
-    absl::StatusOr<std::unique_ptr<HistoryWriter>> a =
-        HistoryWriter::Open(path);
-    absl::StatusOr<std::unique_ptr<HistoryWriter>> b =
-        HistoryWriter::Open(path);
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> a = HistoryWriter::Open(path);
+    absl::StatusOr<std::unique_ptr<HistoryWriter>> b = HistoryWriter::Open(path);
     ASSERT_TRUE(a.ok() && b.ok());
     std::vector<std::thread> threads;
     for (int i = 0; i < kThreads; ++i) {
@@ -339,15 +314,13 @@ TEST(HistoryTest, SeveralWritersShareOneFile) {
 TEST(HistoryTest, MergesFilesByTimeStably) {
   const std::string a = TempPath("merge_a.jsonl");
   const std::string b = TempPath("merge_b.jsonl");
-  WriteFile(
-      a,
-      R"({"t":10,"type":"nemesis","fault":"kill","target":"a1","phase":"instant"}
+  WriteFile(a,
+            R"({"t":10,"type":"nemesis","fault":"kill","target":"a1","phase":"instant"}
 {"t":30,"type":"nemesis","fault":"kill","target":"a3","phase":"instant"}
 {"t":30,"type":"nemesis","fault":"kill","target":"a4","phase":"instant"}
 )");
-  WriteFile(
-      b,
-      R"({"t":5,"type":"nemesis","fault":"kill","target":"b0","phase":"instant"}
+  WriteFile(b,
+            R"({"t":5,"type":"nemesis","fault":"kill","target":"b0","phase":"instant"}
 
 {"t":20,"type":"nemesis","fault":"kill","target":"b2","phase":"instant"}
 {"t":30,"type":"nemesis","fault":"kill","target":"b5","phase":"instant"})");
@@ -386,8 +359,7 @@ TEST(HistoryTest, MalformedLineReportsFileAndLine) {
   ASSERT_TRUE(lenient.ok()) << lenient.status();
   ASSERT_THAT(malformed, SizeIs(6));
   EXPECT_THAT(malformed[0], HasSubstr(path + ":2:"));
-  EXPECT_THAT(malformed[1],
-              HasSubstr(path + ":3: use: field \"end\" must be an integer"));
+  EXPECT_THAT(malformed[1], HasSubstr(path + ":3: use: field \"end\" must be an integer"));
   EXPECT_THAT(malformed[2], HasSubstr(path + ":4: not valid JSON"));
   EXPECT_THAT(malformed[3], HasSubstr(path + ":6: not a JSON object"));
   EXPECT_THAT(malformed[4], HasSubstr(path + ":7: nemesis: field \"phase\""));
@@ -406,8 +378,7 @@ TEST(HistoryTest, MalformedLineReportsFileAndLine) {
 }
 
 TEST(HistoryTest, MissingFileIsNotFound) {
-  absl::StatusOr<std::vector<Event>> read =
-      ReadHistory(TempPath("no_such_file"));
+  absl::StatusOr<std::vector<Event>> read = ReadHistory(TempPath("no_such_file"));
   ASSERT_FALSE(read.ok());
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
 }
@@ -616,8 +587,7 @@ TEST(CheckerTest, FinalCounterMismatchIsS3) {
   CheckResult r = Check(lost.events);
   EXPECT_EQ(r.count(Property::kHarm), 1);
   ASSERT_THAT(Of(r, Property::kHarm), SizeIs(1));
-  EXPECT_THAT(Of(r, Property::kHarm)[0]->description,
-              HasSubstr("1 acknowledged update(s) lost"));
+  EXPECT_THAT(Of(r, Property::kHarm)[0]->description, HasSubstr("1 acknowledged update(s) lost"));
 
   Builder extra = h;
   extra.Final(50, 13, 10);
@@ -675,8 +645,7 @@ TEST(CheckerTest, EqualFencingTokensAreS4) {
   EXPECT_EQ(r.total_violations(), 1);
   ASSERT_THAT(Of(r, Property::kFencing), SizeIs(1));
   EXPECT_THAT(Tokens(*Of(r, Property::kFencing)[0]), ElementsAre(a, b));
-  EXPECT_THAT(Of(r, Property::kFencing)[0]->description,
-              HasSubstr("same fencing token 7"));
+  EXPECT_THAT(Of(r, Property::kFencing)[0]->description, HasSubstr("same fencing token 7"));
 }
 
 TEST(CheckerTest, DecreasingFencingTokenIsS4) {
@@ -706,8 +675,7 @@ TEST(CheckerTest, StoreAcceptingAStaleTokenIsS4) {
   EXPECT_EQ(r.count(Property::kFencing), 1) << FormatReport(r);
   ASSERT_THAT(Of(r, Property::kFencing), SizeIs(1));
   EXPECT_THAT(Tokens(*Of(r, Property::kFencing)[0]), ElementsAre(b, a));
-  EXPECT_THAT(Of(r, Property::kFencing)[0]->description,
-              HasSubstr("accepted fencing token 1"));
+  EXPECT_THAT(Of(r, Property::kFencing)[0]->description, HasSubstr("accepted fencing token 1"));
 }
 
 TEST(CheckerTest, FaultsActiveAtAViolationAreListed) {
@@ -727,8 +695,7 @@ TEST(CheckerTest, FaultsActiveAtAViolationAreListed) {
   ASSERT_EQ(r.count(Property::kMutualExclusion), 1);
   const Violation& v = r.violations[0];
   std::vector<std::string> faults;
-  for (const FaultInfo& f : v.faults)
-    faults.push_back(f.fault + " " + f.target);
+  for (const FaultInfo& f : v.faults) faults.push_back(f.fault + " " + f.target);
   EXPECT_THAT(faults, ElementsAre("latency n3", "clock_jump n2", "pause c1"));
   EXPECT_FALSE(v.faults[0].stop.has_value());
   EXPECT_THAT(FormatReport(r), HasSubstr("clock_jump n2 \"+20s\""));
@@ -750,8 +717,8 @@ TEST(CheckerTest, MissingAndDuplicateEventsAreWarningsNotCrashes) {
   h.Use("c9", 4, "tok-never-granted", 2, 3, 1);
   h.Release("c8", 2, "tok-other", 5);
   h.Nemesis(6, "pause", "c1", FaultPhase::kStop);
-  h.events.push_back(ToEvent(InvokeRecord{
-      .t = Ms(7), .process = "c7", .op = 1, .resource = "r"}));  // killed
+  h.events.push_back(
+      ToEvent(InvokeRecord{.t = Ms(7), .process = "c7", .op = 1, .resource = "r"}));  // killed
   h.Final(200, 2);
   CheckResult r = Check(h.events);
   EXPECT_TRUE(r.ok()) << FormatReport(r);
@@ -759,12 +726,9 @@ TEST(CheckerTest, MissingAndDuplicateEventsAreWarningsNotCrashes) {
   EXPECT_EQ(r.counts.grants, 1);
   EXPECT_EQ(r.counts.uses, 2);
   EXPECT_EQ(r.counts.indeterminate, 1);
-  EXPECT_THAT(r.warnings,
-              Contains(HasSubstr("use by c9 op 4 without a grant")));
-  EXPECT_THAT(r.warnings,
-              Contains(HasSubstr("release by c8 op 2 without a grant")));
-  EXPECT_THAT(r.warnings,
-              Contains(HasSubstr("stop of pause c1 without a start")));
+  EXPECT_THAT(r.warnings, Contains(HasSubstr("use by c9 op 4 without a grant")));
+  EXPECT_THAT(r.warnings, Contains(HasSubstr("release by c8 op 2 without a grant")));
+  EXPECT_THAT(r.warnings, Contains(HasSubstr("stop of pause c1 without a start")));
   EXPECT_EQ(r.warning_count, static_cast<int64_t>(r.warnings.size()));
 }
 
@@ -808,11 +772,9 @@ TEST(CheckerTest, ExtremeValuesNeverCrash) {
                                 .read = kMax,
                                 .wrote = kMax,
                                 .fencing_token = ~uint64_t{0}}));
-  h.push_back(ToEvent(FinalRecord{
-      .t = kMax, .resource = "r", .counter = kMin, .initial = kMax}));
+  h.push_back(ToEvent(FinalRecord{.t = kMax, .resource = "r", .counter = kMin, .initial = kMax}));
   h.push_back(ToEvent(NemesisRecord{.t = kMin, .fault = "kill"}));
-  h.push_back(ToEvent(
-      NemesisRecord{.t = kMin, .fault = "pause", .phase = FaultPhase::kStart}));
+  h.push_back(ToEvent(NemesisRecord{.t = kMin, .fault = "pause", .phase = FaultPhase::kStart}));
   Event unknown;
   unknown.t = kMax;
   h.push_back(unknown);
@@ -852,10 +814,8 @@ TEST(CheckerTest, HundredThousandGrants) {
   const auto start = std::chrono::steady_clock::now();
   CheckResult r = Check(h.events);
   const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  std::printf("checked %lld events in %.3f s\n",
-              static_cast<long long>(r.counts.events), seconds);
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf("checked %lld events in %.3f s\n", static_cast<long long>(r.counts.events), seconds);
   EXPECT_TRUE(r.ok()) << FormatReport(r);
   EXPECT_EQ(r.counts.grants, kGrants);
   EXPECT_EQ(r.counts.fenced_grants, kGrants);

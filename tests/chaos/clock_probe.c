@@ -57,12 +57,10 @@ static void PrintLine(void) {
       "real_tai=%lld monotonic=%lld monotonic_coarse=%lld boottime=%lld "
       "real_monotonic=%lld real_boottime=%lld monotonic_raw=%lld "
       "real_monotonic_raw=%lld gettimeofday_us=%lld time=%lld\n",
-      (long long)realtime, (long long)real_realtime, (long long)realtime_coarse,
-      (long long)tai, (long long)real_tai, (long long)monotonic,
-      (long long)monotonic_coarse, (long long)boottime,
-      (long long)real_monotonic, (long long)real_boottime,
-      (long long)monotonic_raw, (long long)real_monotonic_raw,
-      (long long)tv.tv_sec * 1000000LL + tv.tv_usec, (long long)now);
+      (long long)realtime, (long long)real_realtime, (long long)realtime_coarse, (long long)tai,
+      (long long)real_tai, (long long)monotonic, (long long)monotonic_coarse, (long long)boottime,
+      (long long)real_monotonic, (long long)real_boottime, (long long)monotonic_raw,
+      (long long)real_monotonic_raw, (long long)tv.tv_sec * 1000000LL + tv.tv_usec, (long long)now);
   fflush(stdout);
 }
 

@@ -4,7 +4,9 @@
 // The test binary itself never runs under the shim (it may be built with a
 // sanitizer); only its children get LD_PRELOAD.
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,9 +15,6 @@
 #include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <netinet/in.h>
-#include <arpa/inet.h>
 
 #include <cerrno>
 #include <cstdint>
@@ -35,9 +34,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "chaos/clock_control.h"
+#include "gtest/gtest.h"
 #include "tests/testing/child.h"
 #include "tests/testing/gtest_fleet.h"
-#include "gtest/gtest.h"
 
 namespace redlock::chaos {
 namespace {
@@ -45,14 +44,12 @@ namespace {
 constexpr int64_t kSecond = 1000000000LL;
 constexpr int64_t kHour = 3600 * kSecond;
 
-using redlock::testing::Child;
+using redlock::testkit::Child;
 
 class TempDir {
  public:
   TempDir() {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "redlock_clock_XXXXXX")
-            .string();
+    std::string tmpl = (std::filesystem::temp_directory_path() / "redlock_clock_XXXXXX").string();
     if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
   }
   ~TempDir() {
@@ -81,9 +78,8 @@ std::optional<Reading> ParseProbeLine(const std::string& line) {
   return reading;
 }
 
-std::unique_ptr<Child> StartProbe(
-    const std::vector<std::pair<std::string, std::string>>& env,
-    int count = 1, int interval_ms = 0) {
+std::unique_ptr<Child> StartProbe(const std::vector<std::pair<std::string, std::string>>& env,
+                                  int count = 1, int interval_ms = 0) {
   std::vector<std::string> argv = {REDLOCK_CLOCK_PROBE_PATH};
   if (count != 1 || interval_ms != 0) {
     argv.push_back(std::to_string(count));
@@ -93,8 +89,7 @@ std::unique_ptr<Child> StartProbe(
 }
 
 // Runs clock_probe once under `env` and returns its reading.
-std::optional<Reading> ProbeOnce(
-    const std::vector<std::pair<std::string, std::string>>& env) {
+std::optional<Reading> ProbeOnce(const std::vector<std::pair<std::string, std::string>>& env) {
   std::unique_ptr<Child> probe = StartProbe(env);
   if (probe == nullptr) return std::nullopt;
   std::optional<std::string> line = probe->ReadLine(absl::Seconds(20));
@@ -103,12 +98,8 @@ std::optional<Reading> ProbeOnce(
 }
 
 // The realtime offset a reading shows, in nanoseconds.
-int64_t RealtimeOffset(const Reading& r) {
-  return r.at("realtime") - r.at("real_realtime");
-}
-int64_t MonotonicOffset(const Reading& r) {
-  return r.at("monotonic") - r.at("real_monotonic");
-}
+int64_t RealtimeOffset(const Reading& r) { return r.at("realtime") - r.at("real_realtime"); }
+int64_t MonotonicOffset(const Reading& r) { return r.at("monotonic") - r.at("real_monotonic"); }
 
 // Asserts every clock of `r` shows the expected offsets, within 1 s.
 void ExpectOffsets(const Reading& r, int64_t realtime, int64_t monotonic) {
@@ -116,13 +107,10 @@ void ExpectOffsets(const Reading& r, int64_t realtime, int64_t monotonic) {
   EXPECT_NEAR(RealtimeOffset(r), realtime, tol);
   EXPECT_NEAR(r.at("realtime_coarse") - r.at("real_realtime"), realtime, tol);
   EXPECT_NEAR(r.at("tai") - r.at("real_tai"), realtime, tol);
-  EXPECT_NEAR(r.at("gettimeofday_us") * 1000 - r.at("real_realtime"), realtime,
-              tol);
-  EXPECT_NEAR(r.at("time") * kSecond - r.at("real_realtime"), realtime,
-              2 * tol);
+  EXPECT_NEAR(r.at("gettimeofday_us") * 1000 - r.at("real_realtime"), realtime, tol);
+  EXPECT_NEAR(r.at("time") * kSecond - r.at("real_realtime"), realtime, 2 * tol);
   EXPECT_NEAR(MonotonicOffset(r), monotonic, tol);
-  EXPECT_NEAR(r.at("monotonic_coarse") - r.at("real_monotonic"), monotonic,
-              tol);
+  EXPECT_NEAR(r.at("monotonic_coarse") - r.at("real_monotonic"), monotonic, tol);
   EXPECT_NEAR(r.at("boottime") - r.at("real_boottime"), monotonic, tol);
   // Never shifted.
   EXPECT_NEAR(r.at("monotonic_raw") - r.at("real_monotonic_raw"), 0, tol);
@@ -162,16 +150,13 @@ TEST(ClockControlTest, EncodesFixedWidthRecord) {
 }
 
 TEST(ClockControlTest, RejectsBadArguments) {
-  EXPECT_EQ(ClockControl::Create("").status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ClockControl::Create("").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ClockControl::Create("/nonexistent-dir/x/clock").status().code(),
             absl::StatusCode::kUnavailable);
   TempDir dir;
   auto clock = ClockControl::Create(dir.path() + "/clock");
   ASSERT_TRUE(clock.ok()) << clock.status();
-  EXPECT_EQ((*clock)->Strobe(absl::ZeroDuration(), absl::Seconds(1),
-                             absl::ZeroDuration())
-                .code(),
+  EXPECT_EQ((*clock)->Strobe(absl::ZeroDuration(), absl::Seconds(1), absl::ZeroDuration()).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ((*clock)->SetOffset(absl::Hours(24 * 365 * 40)).code(),
             absl::StatusCode::kInvalidArgument);
@@ -217,13 +202,12 @@ TEST_F(ClockShimTest, MissingFileMeansNoShift) {
 
 TEST_F(ClockShimTest, GarbledFileMeansNoShift) {
   const std::string path = dir_.path() + "/garbled";
-  std::string record = ClockControl::EncodeRecord(
-      ClockState{ClockState::Mode::kFixed, absl::Hours(1)});
+  std::string record =
+      ClockControl::EncodeRecord(ClockState{ClockState::Mode::kFixed, absl::Hours(1)});
   record[20] = '7';  // checksum no longer matches
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   ASSERT_GE(fd, 0);
-  ASSERT_EQ(::write(fd, record.data(), record.size()),
-            static_cast<ssize_t>(record.size()));
+  ASSERT_EQ(::write(fd, record.data(), record.size()), static_cast<ssize_t>(record.size()));
   ::close(fd);
   auto env = clock_->ProcessEnv();
   env[1].second = path;
@@ -274,8 +258,8 @@ TEST_F(ClockShimTest, JumpSeenByRunningProcess) {
     EXPECT_NEAR(RealtimeOffset(*r), 0, kSecond);
   }
   // Forward, then back past zero: each jump must show up in a later line.
-  const std::vector<std::pair<absl::Duration, int64_t>> jumps = {
-      {absl::Hours(1), kHour}, {absl::Hours(-2), -kHour}};
+  const std::vector<std::pair<absl::Duration, int64_t>> jumps = {{absl::Hours(1), kHour},
+                                                                 {absl::Hours(-2), -kHour}};
   for (const auto& [delta, expected] : jumps) {
     ASSERT_TRUE(clock_->JumpBy(delta).ok());
     bool seen = false;
@@ -295,10 +279,7 @@ TEST_F(ClockShimTest, JumpSeenByRunningProcess) {
 }
 
 TEST_F(ClockShimTest, StrobeAlternates) {
-  ASSERT_TRUE(clock_
-                  ->Strobe(absl::ZeroDuration(), absl::Hours(1),
-                           absl::Milliseconds(50))
-                  .ok());
+  ASSERT_TRUE(clock_->Strobe(absl::ZeroDuration(), absl::Hours(1), absl::Milliseconds(50)).ok());
   std::unique_ptr<Child> probe = StartProbe(clock_->ProcessEnv(), 80, 10);
   ASSERT_NE(probe, nullptr);
   int zero = 0, shifted = 0, other = 0, flips = 0;
@@ -346,13 +327,13 @@ class ShimmedRedisTest : public ClockShimTest {
   // Starts the node; the fleet waits until it answers PING (within 20 s: the
   // shim must not hang start-up the way libfaketime does).
   void StartRedis() {
-    auto fleet = redlock::testing::Fleet::Start(
+    auto fleet = redlock::testkit::Fleet::Start(
         {.nodes = 1, .env = clock_->ProcessEnv(), .start_timeout = absl::Seconds(20)});
     ASSERT_TRUE(fleet.ok()) << "redis-server under the shim: " << fleet.status();
     fleet_ = *std::move(fleet);
   }
 
-  absl::StatusOr<redlock::testing::RedisValue> Command(const std::vector<std::string>& args) {
+  absl::StatusOr<redlock::testkit::RedisValue> Command(const std::vector<std::string>& args) {
     return fleet_->Command(0, args);
   }
 
@@ -361,7 +342,8 @@ class ShimmedRedisTest : public ClockShimTest {
     auto r = Command({"TIME"});
     if (!r.ok() || r->elements.size() != 2) return -1;
     int64_t sec = 0, usec = 0;
-    if (!absl::SimpleAtoi(r->elements[0].str, &sec) || !absl::SimpleAtoi(r->elements[1].str, &usec)) {
+    if (!absl::SimpleAtoi(r->elements[0].str, &sec) ||
+        !absl::SimpleAtoi(r->elements[1].str, &usec)) {
       return -1;
     }
     return sec * kSecond + usec * 1000;
@@ -369,18 +351,18 @@ class ShimmedRedisTest : public ClockShimTest {
 
   bool KeyExists(const std::string& key) {
     auto r = Command({"GET", key});
-    return r.ok() && r->type == redlock::testing::RedisValue::Type::kString;
+    return r.ok() && r->type == redlock::testkit::RedisValue::Type::kString;
   }
 
   void SetWithTtl(const std::string& key) {
     auto set = Command({"SET", key, "v", "PX", "20000"});
     ASSERT_TRUE(set.ok()) << set.status();
-    ASSERT_EQ(set->type, redlock::testing::RedisValue::Type::kStatus);
+    ASSERT_EQ(set->type, redlock::testkit::RedisValue::Type::kStatus);
   }
 
   void TearDown() override { fleet_.reset(); }  // SIGKILL + reap by pid
 
-  std::unique_ptr<redlock::testing::Fleet> fleet_;
+  std::unique_ptr<redlock::testkit::Fleet> fleet_;
 };
 
 TEST_F(ShimmedRedisTest, StartsAndReportsShiftedTime) {
@@ -393,8 +375,7 @@ TEST_F(ShimmedRedisTest, StartsAndReportsShiftedTime) {
   EXPECT_NEAR(redis_time - now, kHour, 2 * kSecond);
 
   ASSERT_TRUE(clock_->JumpBy(absl::Hours(-2)).ok());
-  EXPECT_NEAR(RedisTime() - absl::ToUnixNanos(absl::Now()), -kHour,
-              2 * kSecond);
+  EXPECT_NEAR(RedisTime() - absl::ToUnixNanos(absl::Now()), -kHour, 2 * kSecond);
 }
 
 TEST_F(ShimmedRedisTest, ForwardJumpExpiresKeyEarly) {
@@ -419,7 +400,7 @@ TEST_F(ShimmedRedisTest, BackwardJumpDoesNotExpireKey) {
   // The absolute expiry is now ~80 s away on the node's clock.
   auto pttl = Command({"PTTL", "shim:back"});
   ASSERT_TRUE(pttl.ok()) << pttl.status();
-  ASSERT_EQ(pttl->type, redlock::testing::RedisValue::Type::kInteger);
+  ASSERT_EQ(pttl->type, redlock::testkit::RedisValue::Type::kInteger);
   EXPECT_GT(pttl->integer, 20000);
   // Back to real time: still there (only a little real time has passed).
   ASSERT_TRUE(clock_->Clear().ok());

@@ -5,6 +5,8 @@
 // Timing assertions only use lower bounds (a fault must delay by at least its
 // latency); upper bounds are generous deadlines, since the machine is noisy.
 
+#include "chaos/fault_proxy.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -36,10 +38,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "chaos/fault_proxy.h"
+#include "gtest/gtest.h"
 #include "tests/testing/child.h"
 #include "tests/testing/gtest_fleet.h"
-#include "gtest/gtest.h"
 
 namespace redlock::chaos {
 namespace {
@@ -90,17 +91,14 @@ class TestServer {
   }
 
   // Waits until connection `conn` received at least `bytes` bytes.
-  bool WaitForReceived(size_t conn, size_t bytes,
-                       absl::Duration timeout = kDeadline) {
-    return Await(timeout, [&] {
-      return conn < records_.size() && records_[conn].received.size() >= bytes;
-    });
+  bool WaitForReceived(size_t conn, size_t bytes, absl::Duration timeout = kDeadline) {
+    return Await(timeout,
+                 [&] { return conn < records_.size() && records_[conn].received.size() >= bytes; });
   }
 
   // Waits until connection `conn` was closed by the peer (EOF or error).
   bool WaitForClosed(size_t conn, absl::Duration timeout = kDeadline) {
-    return Await(timeout,
-                 [&] { return conn < records_.size() && records_[conn].closed; });
+    return Await(timeout, [&] { return conn < records_.size() && records_[conn].closed; });
   }
 
   bool WaitForConnections(size_t n, absl::Duration timeout = kDeadline) {
@@ -135,8 +133,7 @@ class TestServer {
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof(sa);
-    if (listen_fd_ < 0 ||
-        ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
+    if (listen_fd_ < 0 || ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0 ||
         ::listen(listen_fd_, 64) != 0 ||
         ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&sa), &len) != 0) {
       return false;
@@ -161,8 +158,7 @@ class TestServer {
       }
       if (fds[0].revents != 0) return;
       if (fds[1].revents != 0) {
-        int fd = ::accept4(listen_fd_, nullptr, nullptr,
-                           SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd >= 0) {
           int one = 1;
           ::setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
@@ -273,8 +269,7 @@ Socket Connect(uint16_t port, int* err = nullptr) {
 bool SendAll(const Socket& s, absl::string_view data) {
   size_t off = 0;
   for (int i = 0; i < 1000000 && off < data.size(); ++i) {
-    ssize_t n = ::send(s.fd(), data.data() + off, data.size() - off,
-                       MSG_NOSIGNAL);
+    ssize_t n = ::send(s.fd(), data.data() + off, data.size() - off, MSG_NOSIGNAL);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) return false;
     off += static_cast<size_t>(n);
@@ -291,8 +286,7 @@ struct ReadResult {
 };
 
 // Reads until `want` bytes arrived, the peer closed, or `timeout` passed.
-ReadResult ReadUpTo(const Socket& s, size_t want,
-                    absl::Duration timeout = kDeadline) {
+ReadResult ReadUpTo(const Socket& s, size_t want, absl::Duration timeout = kDeadline) {
   ReadResult r;
   const absl::Time deadline = absl::Now() + timeout;
   for (int i = 0; i < 10000000; ++i) {
@@ -330,8 +324,7 @@ ReadResult ReadToEnd(const Socket& s, absl::Duration timeout = kDeadline) {
 }
 
 bool Closed(ReadEnd end) {
-  return end == ReadEnd::kEof || end == ReadEnd::kReset ||
-         end == ReadEnd::kError;
+  return end == ReadEnd::kEof || end == ReadEnd::kReset || end == ReadEnd::kError;
 }
 
 // Expects nothing (no data, no close) for `quiet`.
@@ -350,8 +343,7 @@ std::string RandomBytes(size_t n, uint64_t seed) {
 
 // Waits until `pred(stats)` holds.
 template <typename Pred>
-bool WaitForStats(FaultProxy& proxy, Pred pred,
-                  absl::Duration timeout = kDeadline) {
+bool WaitForStats(FaultProxy& proxy, Pred pred, absl::Duration timeout = kDeadline) {
   const absl::Time deadline = absl::Now() + timeout;
   for (int i = 0; i < 100000; ++i) {
     if (pred(proxy.Stats())) return true;
@@ -423,8 +415,7 @@ TEST(FaultSpecTest, ParsesTextForms) {
 
 TEST(FaultSpecTest, RoundTripsThroughText) {
   for (const FaultSpec& spec :
-       {FaultSpec::None(), FaultSpec::Latency(absl::Milliseconds(20),
-                                              absl::Microseconds(250)),
+       {FaultSpec::None(), FaultSpec::Latency(absl::Milliseconds(20), absl::Microseconds(250)),
         FaultSpec::BlackHole(), FaultSpec::Hold(), FaultSpec::Reset(),
         FaultSpec::Slice(3, absl::Milliseconds(2)), FaultSpec::Truncate(7)}) {
     auto parsed = FaultSpec::Parse(spec.ToString());
@@ -437,9 +428,8 @@ TEST(FaultSpecTest, RoundTripsThroughText) {
 TEST(FaultSpecTest, RejectsBadText) {
   for (const char* text :
        {"", "   ", "latency", "latency abc", "latency -5ms", "latency 5ms jitter",
-        "latency 5ms bogus", "slice 0", "slice x", "slice 1 delay",
-        "truncate", "truncate -1", "truncate 1 2", "hold on", "down", "explode",
-        "latency 2h"}) {
+        "latency 5ms bogus", "slice 0", "slice x", "slice 1 delay", "truncate", "truncate -1",
+        "truncate 1 2", "hold on", "down", "explode", "latency 2h"}) {
     auto spec = FaultSpec::Parse(text);
     EXPECT_FALSE(spec.ok()) << "'" << text << "' parsed as " << spec->ToString();
     if (!spec.ok()) {
@@ -454,22 +444,17 @@ TEST(FaultProxyStartTest, RefusesNonLoopbackAddresses) {
   ProxyOptions options;
   options.upstream_port = 6379;
   options.listen_host = "10.0.0.1";
-  EXPECT_EQ(FaultProxy::Start(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FaultProxy::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.listen_host = "0.0.0.0";
-  EXPECT_EQ(FaultProxy::Start(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FaultProxy::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.listen_host = "127.0.0.1";
   options.upstream_host = "192.168.1.1";
-  EXPECT_EQ(FaultProxy::Start(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FaultProxy::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.upstream_host = "example.com";
-  EXPECT_EQ(FaultProxy::Start(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FaultProxy::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
   options.upstream_host = "127.0.0.1";
   options.upstream_port = 0;
-  EXPECT_EQ(FaultProxy::Start(options).status().code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(FaultProxy::Start(options).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(FaultProxyStartTest, ListensOnEphemeralLoopbackPort) {
@@ -479,8 +464,7 @@ TEST(FaultProxyStartTest, ListensOnEphemeralLoopbackPort) {
   auto proxy = FaultProxy::Start(options);
   ASSERT_TRUE(proxy.ok()) << proxy.status();
   EXPECT_NE((*proxy)->listen_port(), 0);
-  EXPECT_EQ((*proxy)->listen_address(),
-            absl::StrCat("localhost:", (*proxy)->listen_port()));
+  EXPECT_EQ((*proxy)->listen_address(), absl::StrCat("localhost:", (*proxy)->listen_port()));
 }
 
 TEST(FaultProxyStartTest, BusyPortIsUnavailable) {
@@ -489,8 +473,7 @@ TEST(FaultProxyStartTest, BusyPortIsUnavailable) {
   ProxyOptions options;
   options.listen_port = server->port();  // already listening
   options.upstream_port = server->port();
-  EXPECT_EQ(FaultProxy::Start(options).status().code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(FaultProxy::Start(options).status().code(), absl::StatusCode::kUnavailable);
 }
 
 TEST(FaultProxyStartTest, RefusedUpstreamClosesClient) {
@@ -535,8 +518,7 @@ TEST_F(FaultProxyTest, PassesManyBytesBothWays) {
   EXPECT_TRUE(server_->WaitForClosed(0));
   EXPECT_EQ(ReadToEnd(s).end, ReadEnd::kEof);
   EXPECT_TRUE(WaitForStats(*proxy_, [&](const ProxyStats& st) {
-    return st.connections_open == 0 &&
-           st.to_server.delivered == payload.size() &&
+    return st.connections_open == 0 && st.to_server.delivered == payload.size() &&
            st.to_client.delivered == payload.size();
   }));
   const ProxyStats st = proxy_->Stats();
@@ -570,18 +552,16 @@ TEST_F(FaultProxyTest, ManyConcurrentConnections) {
 TEST_F(FaultProxyTest, LatencyDelaysEachDirection) {
   StartWith(TestServer::Mode::kEcho);
   Socket s = ConnectThrough();
-  ASSERT_TRUE(proxy_->SetFault(Direction::kToServer,
-                               FaultSpec::Latency(absl::Milliseconds(100)))
-                  .ok());
+  ASSERT_TRUE(
+      proxy_->SetFault(Direction::kToServer, FaultSpec::Latency(absl::Milliseconds(100))).ok());
   absl::Time start = absl::Now();
   ASSERT_TRUE(SendAll(s, "ping"));
   ReadResult r = ReadUpTo(s, 4);
   ASSERT_EQ(r.data, "ping");
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(100));
 
-  ASSERT_TRUE(proxy_->SetFault(Direction::kToClient,
-                               FaultSpec::Latency(absl::Milliseconds(60)))
-                  .ok());
+  ASSERT_TRUE(
+      proxy_->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(60))).ok());
   start = absl::Now();
   ASSERT_TRUE(SendAll(s, "pong"));
   r = ReadUpTo(s, 4);
@@ -604,10 +584,8 @@ TEST_F(FaultProxyTest, LatencyDelaysEachDirection) {
 TEST_F(FaultProxyTest, JitterKeepsOrder) {
   StartWith(TestServer::Mode::kEcho);
   Socket s = ConnectThrough();
-  ASSERT_TRUE(proxy_
-                  ->SetFaultBoth(FaultSpec::Latency(absl::Milliseconds(1),
-                                                    absl::Milliseconds(20)))
-                  .ok());
+  ASSERT_TRUE(
+      proxy_->SetFaultBoth(FaultSpec::Latency(absl::Milliseconds(1), absl::Milliseconds(20))).ok());
   std::string expected;
   const absl::Time start = absl::Now();
   for (int i = 0; i < 200; ++i) {
@@ -626,15 +604,13 @@ TEST_F(FaultProxyTest, JitterKeepsOrder) {
 TEST_F(FaultProxyTest, BlackHoleToServer) {
   StartWith(TestServer::Mode::kEcho);
   Socket s = ConnectThrough();
-  ASSERT_TRUE(
-      proxy_->SetFault(Direction::kToServer, FaultSpec::BlackHole()).ok());
+  ASSERT_TRUE(proxy_->SetFault(Direction::kToServer, FaultSpec::BlackHole()).ok());
   ASSERT_TRUE(SendAll(s, "lost!"));
   ExpectSilent(s);
   EXPECT_EQ(server_->Received(0), "");
   EXPECT_FALSE(server_->Closed(0));
-  EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) {
-    return st.to_server.dropped == 5;
-  }));
+  EXPECT_TRUE(
+      WaitForStats(*proxy_, [](const ProxyStats& st) { return st.to_server.dropped == 5; }));
   proxy_->ClearFaults();
   ASSERT_TRUE(SendAll(s, "back"));
   EXPECT_EQ(ReadUpTo(s, 4).data, "back");
@@ -644,14 +620,12 @@ TEST_F(FaultProxyTest, BlackHoleToServer) {
 TEST_F(FaultProxyTest, BlackHoleToClientIsAckLoss) {
   StartWith(TestServer::Mode::kEcho);
   Socket s = ConnectThrough();
-  ASSERT_TRUE(
-      proxy_->SetFault(Direction::kToClient, FaultSpec::BlackHole()).ok());
+  ASSERT_TRUE(proxy_->SetFault(Direction::kToClient, FaultSpec::BlackHole()).ok());
   ASSERT_TRUE(SendAll(s, "SET k v"));
   EXPECT_TRUE(server_->WaitForReceived(0, 7));  // the server executes...
   ExpectSilent(s);                              // ...the client never hears
-  EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) {
-    return st.to_client.dropped == 7;
-  }));
+  EXPECT_TRUE(
+      WaitForStats(*proxy_, [](const ProxyStats& st) { return st.to_client.dropped == 7; }));
   proxy_->ClearFaults();
   ASSERT_TRUE(SendAll(s, "x"));
   EXPECT_EQ(ReadUpTo(s, 1).data, "x");
@@ -664,9 +638,7 @@ TEST_F(FaultProxyTest, HeldBytesReachServerAfterClientClosed) {
   Socket s = ConnectThrough();
   ASSERT_TRUE(proxy_->SetFault(Direction::kToServer, FaultSpec::Hold()).ok());
   ASSERT_TRUE(SendAll(s, "SET lock token PX 30000\r\n"));
-  EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) {
-    return st.to_server.held == 25;
-  }));
+  EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) { return st.to_server.held == 25; }));
   s.Close();  // the client gives up
   absl::SleepFor(kQuiet);
   EXPECT_EQ(server_->Received(0), "");
@@ -679,8 +651,7 @@ TEST_F(FaultProxyTest, HeldBytesReachServerAfterClientClosed) {
   // Then the upstream leg is closed too.
   EXPECT_TRUE(server_->WaitForClosed(0));
   EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) {
-    return st.connections_open == 0 && st.to_server.held == 0 &&
-           st.to_server.delivered == 25;
+    return st.connections_open == 0 && st.to_server.held == 0 && st.to_server.delivered == 25;
   }));
 }
 
@@ -712,8 +683,7 @@ TEST_F(FaultProxyTest, ResetAbortsOpenAndNewConnections) {
   ASSERT_EQ(ReadUpTo(s, 2).data, "hi");
   ASSERT_TRUE(proxy_->SetFault(Direction::kToServer, FaultSpec::Reset()).ok());
   ReadResult r = ReadToEnd(s);
-  EXPECT_TRUE(r.end == ReadEnd::kReset || r.end == ReadEnd::kEof)
-      << static_cast<int>(r.end);
+  EXPECT_TRUE(r.end == ReadEnd::kReset || r.end == ReadEnd::kEof) << static_cast<int>(r.end);
   EXPECT_TRUE(server_->WaitForClosed(0));
 
   // While set: accepted and reset at once.
@@ -726,8 +696,7 @@ TEST_F(FaultProxyTest, ResetAbortsOpenAndNewConnections) {
     }
     SendAll(n, "x");  // may fail once the RST arrived
     r = ReadToEnd(n);
-    EXPECT_TRUE(r.end == ReadEnd::kReset || r.end == ReadEnd::kEof)
-        << static_cast<int>(r.end);
+    EXPECT_TRUE(r.end == ReadEnd::kReset || r.end == ReadEnd::kEof) << static_cast<int>(r.end);
     EXPECT_EQ(r.data, "");
   }
   EXPECT_GE(proxy_->Stats().connections_reset, 4u);
@@ -757,10 +726,8 @@ TEST_F(FaultProxyTest, ResetAllIsOneShot) {
 TEST_F(FaultProxyTest, SlicerDeliversEveryByteInOrder) {
   StartWith(TestServer::Mode::kEcho);
   Socket s = ConnectThrough();
-  ASSERT_TRUE(proxy_
-                  ->SetFault(Direction::kToClient,
-                             FaultSpec::Slice(1, absl::Milliseconds(2)))
-                  .ok());
+  ASSERT_TRUE(
+      proxy_->SetFault(Direction::kToClient, FaultSpec::Slice(1, absl::Milliseconds(2))).ok());
   const std::string payload = RandomBytes(100, 7);
   const absl::Time start = absl::Now();
   ASSERT_TRUE(SendAll(s, payload));
@@ -773,10 +740,8 @@ TEST_F(FaultProxyTest, SlicerDeliversEveryByteInOrder) {
 
   // Towards the server, with larger slices and no pause.
   proxy_->ClearFaults();
-  ASSERT_TRUE(proxy_
-                  ->SetFault(Direction::kToServer,
-                             FaultSpec::Slice(7, absl::ZeroDuration()))
-                  .ok());
+  ASSERT_TRUE(
+      proxy_->SetFault(Direction::kToServer, FaultSpec::Slice(7, absl::ZeroDuration())).ok());
   const std::string more = RandomBytes(10000, 8);
   ASSERT_TRUE(SendAll(s, more));
   r = ReadUpTo(s, more.size());
@@ -790,8 +755,7 @@ TEST_F(FaultProxyTest, TruncationToServerClosesAfterK) {
   Socket s = ConnectThrough();
   ASSERT_TRUE(SendAll(s, "before:"));  // not counted: sent before the fault
   ASSERT_TRUE(server_->WaitForReceived(0, 7));
-  ASSERT_TRUE(
-      proxy_->SetFault(Direction::kToServer, FaultSpec::Truncate(10)).ok());
+  ASSERT_TRUE(proxy_->SetFault(Direction::kToServer, FaultSpec::Truncate(10)).ok());
   ASSERT_TRUE(SendAll(s, std::string(100, 'a')));
   EXPECT_TRUE(server_->WaitForClosed(0));
   EXPECT_EQ(server_->Received(0), "before:" + std::string(10, 'a'));
@@ -800,8 +764,7 @@ TEST_F(FaultProxyTest, TruncationToServerClosesAfterK) {
 
 TEST_F(FaultProxyTest, TruncationToClientClosesAfterK) {
   StartWith(TestServer::Mode::kEcho);
-  ASSERT_TRUE(
-      proxy_->SetFault(Direction::kToClient, FaultSpec::Truncate(5)).ok());
+  ASSERT_TRUE(proxy_->SetFault(Direction::kToClient, FaultSpec::Truncate(5)).ok());
   Socket s = ConnectThrough();
   ASSERT_TRUE(SendAll(s, "0123456789abcdef"));
   ReadResult r = ReadToEnd(s);
@@ -862,8 +825,7 @@ TEST_F(FaultProxyTest, FaultsChangeWhileTrafficFlows) {
   for (; rounds < 200 && !sent.load(); ++rounds) {
     const int round = rounds;
     const FaultSpec& f = faults[round % faults.size()];
-    const Direction d = round % 2 == 0 ? Direction::kToServer
-                                       : Direction::kToClient;
+    const Direction d = round % 2 == 0 ? Direction::kToServer : Direction::kToClient;
     ASSERT_TRUE(proxy_->SetFault(d, f).ok());
     absl::SleepFor(absl::Milliseconds(10));
     if (round % 3 == 0) proxy_->ReleaseHeld();
@@ -886,10 +848,7 @@ TEST_F(FaultProxyTest, DestructorClosesOpenConnections) {
   ASSERT_TRUE(proxy_->SetFault(Direction::kToClient, FaultSpec::Hold()).ok());
   ASSERT_TRUE(SendAll(clients[0], "held"));
   ASSERT_TRUE(server_->WaitForReceived(0, 4));
-  ASSERT_TRUE(proxy_
-                  ->SetFault(Direction::kToServer,
-                             FaultSpec::Latency(absl::Seconds(30)))
-                  .ok());
+  ASSERT_TRUE(proxy_->SetFault(Direction::kToServer, FaultSpec::Latency(absl::Seconds(30))).ok());
   ASSERT_TRUE(SendAll(clients[1], "queued"));
   EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) {
     return st.to_client.held == 4 && st.to_server.queued == 6;
@@ -901,7 +860,7 @@ TEST_F(FaultProxyTest, DestructorClosesOpenConnections) {
 
 // ---- helpers for child processes (redlock-proxy, redis-server) ----
 
-using redlock::testing::Child;
+using redlock::testkit::Child;
 
 // Sends one line and reads one reply line.
 std::string Exchange(const Socket& s, const std::string& line) {
@@ -927,14 +886,11 @@ TEST(RedlockProxyBinaryTest, HelpAndBadArguments) {
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 
-  for (const std::vector<std::string>& argv :
-       std::vector<std::vector<std::string>>{
+  for (const std::vector<std::string>& argv : std::vector<std::vector<std::string>>{
            {REDLOCK_PROXY_PATH},
            {REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0=127.0.0.1:1"},
-           {REDLOCK_PROXY_PATH, "--map", "10.1.1.1:0=127.0.0.1:1", "--control",
-            "127.0.0.1:0"},
-           {REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0", "--control",
-            "127.0.0.1:0"},
+           {REDLOCK_PROXY_PATH, "--map", "10.1.1.1:0=127.0.0.1:1", "--control", "127.0.0.1:0"},
+           {REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0", "--control", "127.0.0.1:0"},
            {REDLOCK_PROXY_PATH, "--bogus"}}) {
     auto bad = Child::Start(argv, {}, false);
     ASSERT_NE(bad, nullptr);
@@ -948,10 +904,9 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   auto server = TestServer::Start(TestServer::Mode::kEcho);
   ASSERT_NE(server, nullptr);
   const std::string upstream = absl::StrCat("127.0.0.1:", server->port());
-  auto proxy = Child::Start(
-      {REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0=" + upstream, "--map",
-       "127.0.0.1:0=" + upstream, "--control", "127.0.0.1:0", "--seed", "9"},
-      {}, true);
+  auto proxy = Child::Start({REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0=" + upstream, "--map",
+                             "127.0.0.1:0=" + upstream, "--control", "127.0.0.1:0", "--seed", "9"},
+                            {}, true);
   ASSERT_NE(proxy, nullptr);
   auto ready = proxy->ReadLine(kDeadline);
   ASSERT_TRUE(ready.has_value()) << "no READY line";
@@ -997,8 +952,7 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   ASSERT_TRUE(SendAll(c1, "gone"));
   ExpectSilent(c1);
   const std::string faults = Exchange(control, "faults");
-  EXPECT_NE(faults.find("map1 to-server=blackhole to-client=blackhole"),
-            std::string::npos)
+  EXPECT_NE(faults.find("map1 to-server=blackhole to-client=blackhole"), std::string::npos)
       << faults;
   EXPECT_EQ(Exchange(control, "all clear"), "OK cleared");
   ASSERT_TRUE(SendAll(c1, "here"));
@@ -1032,7 +986,7 @@ class RedisBehindProxyTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
-    auto fleet = redlock::testing::Fleet::Start({.nodes = 1});
+    auto fleet = redlock::testkit::Fleet::Start({.nodes = 1});
     ASSERT_TRUE(fleet.ok()) << fleet.status();
     fleet_ = *std::move(fleet);
     port_ = static_cast<uint16_t>(fleet_->port(0));
@@ -1048,8 +1002,7 @@ class RedisBehindProxyTest : public ::testing::Test {
     fleet_.reset();  // SIGKILL + reap by pid
   }
 
-  static std::string RoundTrip(const Socket& s, absl::string_view command,
-                               size_t reply_bytes) {
+  static std::string RoundTrip(const Socket& s, absl::string_view command, size_t reply_bytes) {
     if (!SendAll(s, command)) return "";
     return ReadUpTo(s, reply_bytes, absl::Seconds(5)).data;
   }
@@ -1059,7 +1012,7 @@ class RedisBehindProxyTest : public ::testing::Test {
     return RoundTrip(s, absl::StrCat("GET ", key, "\r\n"), 5);
   }
 
-  std::unique_ptr<redlock::testing::Fleet> fleet_;
+  std::unique_ptr<redlock::testkit::Fleet> fleet_;
   uint16_t port_ = 0;
   std::unique_ptr<FaultProxy> proxy_;
 };
@@ -1070,8 +1023,7 @@ TEST_F(RedisBehindProxyTest, AckLossAndLateWrite) {
   EXPECT_EQ(RoundTrip(client, "PING\r\n", 7), "+PONG\r\n");
 
   // Ack loss: the SET executes, the client hears nothing.
-  ASSERT_TRUE(
-      proxy_->SetFault(Direction::kToClient, FaultSpec::BlackHole()).ok());
+  ASSERT_TRUE(proxy_->SetFault(Direction::kToClient, FaultSpec::BlackHole()).ok());
   ASSERT_TRUE(SendAll(client, "SET proxy:ack v\r\n"));
   ExpectSilent(client);
   EXPECT_EQ(DirectGet("proxy:ack"), "$1\r\nv");
@@ -1082,9 +1034,7 @@ TEST_F(RedisBehindProxyTest, AckLossAndLateWrite) {
   ASSERT_TRUE(late.valid());
   ASSERT_TRUE(proxy_->SetFault(Direction::kToServer, FaultSpec::Hold()).ok());
   ASSERT_TRUE(SendAll(late, "SET proxy:late v\r\n"));
-  EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) {
-    return st.to_server.held == 18;
-  }));
+  EXPECT_TRUE(WaitForStats(*proxy_, [](const ProxyStats& st) { return st.to_server.held == 18; }));
   late.Close();
   absl::SleepFor(absl::Milliseconds(100));
   EXPECT_EQ(DirectGet("proxy:late"), "$-1\r\n");
@@ -1099,14 +1049,11 @@ TEST_F(RedisBehindProxyTest, AckLossAndLateWrite) {
   EXPECT_EQ(got, "$1\r\nv");
 
   // Slicing a RESP stream byte by byte does not confuse the server's parser.
-  ASSERT_TRUE(proxy_
-                  ->SetFault(Direction::kToServer,
-                             FaultSpec::Slice(1, absl::ZeroDuration()))
-                  .ok());
+  ASSERT_TRUE(
+      proxy_->SetFault(Direction::kToServer, FaultSpec::Slice(1, absl::ZeroDuration())).ok());
   Socket sliced = Connect(proxy_->listen_port());
   ASSERT_TRUE(sliced.valid());
-  EXPECT_EQ(RoundTrip(sliced, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nok\r\n", 5),
-            "+OK\r\n");
+  EXPECT_EQ(RoundTrip(sliced, "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$2\r\nok\r\n", 5), "+OK\r\n");
 }
 
 }  // namespace

@@ -8,9 +8,9 @@
 
 #include <array>
 #include <cstdlib>
-#include <set>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -62,8 +62,9 @@ std::string ReadFile(const std::string& path) {
 std::string MakeNodeDir(const TempDir& t, const std::string& incr) {
   std::string node = t.path() + "/node0";
   std::filesystem::create_directories(node + "/appendonlydir");
-  WriteFile(node + "/appendonlydir/appendonly.aof.manifest",
-            "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n");
+  WriteFile(
+      node + "/appendonlydir/appendonly.aof.manifest",
+      "file appendonly.aof.1.base.rdb seq 1 type b\nfile appendonly.aof.1.incr.aof seq 1 type i\n");
   WriteFile(node + "/appendonlydir/appendonly.aof.1.base.rdb", "REDIS0010");
   WriteFile(node + "/appendonlydir/appendonly.aof.1.incr.aof", incr);
   WriteFile(node + "/redis.log", "log");
@@ -74,8 +75,8 @@ std::string MakeNodeDir(const TempDir& t, const std::string& incr) {
 
 TEST(AofTest, ParsesCommandsMultiBlocksAndATornTail) {
   std::string data = Resp({"SELECT", "0"}) + Resp({"SET", "r", "tok1", "PXAT", "123"}) +
-                     Resp({"MULTI"}) + Resp({"del", "r"}) + Resp({"SET", "x", "1"}) + Resp({"EXEC"}) +
-                     Resp({"SET", "r", "tok2", "PXAT", "456"});
+                     Resp({"MULTI"}) + Resp({"del", "r"}) + Resp({"SET", "x", "1"}) +
+                     Resp({"EXEC"}) + Resp({"SET", "r", "tok2", "PXAT", "456"});
   std::string torn = Resp({"SET", "q", "v"}).substr(0, 9);
   int64_t complete = 0;
   absl::StatusOr<std::vector<AofUnit>> units = ParseAofUnits(data + torn, &complete);
@@ -90,7 +91,8 @@ TEST(AofTest, ParsesCommandsMultiBlocksAndATornTail) {
 
 TEST(AofTest, CutsFromTheLastWriteOfTheKey) {
   TempDir t;
-  std::string keep = Resp({"SELECT", "0"}) + Resp({"SET", "r", "tok1", "PXAT", "1"}) + Resp({"del", "r"});
+  std::string keep =
+      Resp({"SELECT", "0"}) + Resp({"SET", "r", "tok1", "PXAT", "1"}) + Resp({"del", "r"});
   std::string lost = Resp({"SET", "r", "tok2", "PXAT", "2"}) + Resp({"SET", "other", "v"});
   std::string node = MakeNodeDir(t, keep + lost);
   AmnesiaSpec spec;
@@ -135,11 +137,12 @@ TEST(AofTest, NoAofIsNotFound) {
 // The supervisor on a real node: AOF always keeps a key across kill -9;
 // the amnesia restart loses it.
 TEST(SupervisorTest, AmnesiaRestartForgetsTheLastWrite) {
-  absl::Status available = testing::CheckRedisServerAvailable();
+  absl::Status available = testkit::CheckRedisServerAvailable();
   if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
   ASSERT_TRUE(available.ok()) << available;
   TempDir t;
-  absl::StatusOr<std::unique_ptr<HistoryWriter>> h = HistoryWriter::Open(t.path() + "/nemesis.jsonl");
+  absl::StatusOr<std::unique_ptr<HistoryWriter>> h =
+      HistoryWriter::Open(t.path() + "/nemesis.jsonl");
   ASSERT_TRUE(h.ok());
   SupervisorOptions so;
   so.nodes = 1;
@@ -147,7 +150,7 @@ TEST(SupervisorTest, AmnesiaRestartForgetsTheLastWrite) {
   so.history = h->get();
   absl::StatusOr<std::unique_ptr<NodeSupervisor>> sup = NodeSupervisor::Start(so);
   ASSERT_TRUE(sup.ok()) << sup.status();
-  testing::Fleet& fleet = (*sup)->fleet();
+  testkit::Fleet& fleet = (*sup)->fleet();
   ASSERT_TRUE(fleet.Command(0, {"SET", "kept", "1"}).ok());
   ASSERT_TRUE(fleet.Command(0, {"SET", "r", "tok", "PX", "60000"}).ok());
   ASSERT_TRUE((*sup)->RestartNow(0).ok());
@@ -156,7 +159,7 @@ TEST(SupervisorTest, AmnesiaRestartForgetsTheLastWrite) {
   AmnesiaSpec spec;
   spec.key = "r";
   ASSERT_TRUE((*sup)->RestartAmnesia(0, spec).ok());
-  EXPECT_EQ(fleet.Command(0, {"GET", "r"})->type, testing::RedisValue::Type::kNil);
+  EXPECT_EQ(fleet.Command(0, {"GET", "r"})->type, testkit::RedisValue::Type::kNil);
   EXPECT_EQ(fleet.Command(0, {"GET", "kept"})->str, "1");
   std::string log = ReadFile(t.path() + "/nemesis.jsonl");
   EXPECT_NE(log.find("\"amnesia\""), std::string::npos) << log;
@@ -201,10 +204,14 @@ TEST(PartitionRulesTest, CutsOneOrBothDirections) {
   ASSERT_TRUE(s.ok()) << s.status();
   EXPECT_EQ(*s,
             "flush chain ip redlock_chaos_1_2 rl_cut\n"
-            "add rule ip redlock_chaos_1_2 rl_cut meta skuid 61001 ip daddr 127.0.0.12 tcp dport 7002 drop comment \"c1 to n1\"\n"
-            "add rule ip redlock_chaos_1_2 rl_cut ct mark 1 ip saddr 127.0.0.12 tcp sport 7002 drop comment \"n1 to c1\"\n"
-            "add rule ip redlock_chaos_1_2 rl_cut ct mark 2 ip saddr 127.0.0.13 tcp sport 7003 drop comment \"n2 to c2\"\n"
-            "add rule ip redlock_chaos_1_2 rl_cut meta skuid 61002 ip daddr 127.0.0.11 tcp dport 7001 drop comment \"c2 to n0\"\n");
+            "add rule ip redlock_chaos_1_2 rl_cut meta skuid 61001 ip daddr 127.0.0.12 tcp dport "
+            "7002 drop comment \"c1 to n1\"\n"
+            "add rule ip redlock_chaos_1_2 rl_cut ct mark 1 ip saddr 127.0.0.12 tcp sport 7002 "
+            "drop comment \"n1 to c1\"\n"
+            "add rule ip redlock_chaos_1_2 rl_cut ct mark 2 ip saddr 127.0.0.13 tcp sport 7003 "
+            "drop comment \"n2 to c2\"\n"
+            "add rule ip redlock_chaos_1_2 rl_cut meta skuid 61002 ip daddr 127.0.0.11 tcp dport "
+            "7001 drop comment \"c2 to n0\"\n");
 }
 
 TEST(PartitionRulesTest, RejectsAnythingOutsideLoopbackAndBadIndexes) {
@@ -231,7 +238,8 @@ TEST(PartitionRulesTest, Shapes) {
 
   PartitionSpec views = FromViews({{0, 1, 2}, {2, 3, 4}}, 5);
   EXPECT_EQ(views.cuts.size(), 4u);
-  EXPECT_EQ(views.Describe(), "c1 sees {n0,n1,n2}; c2 sees {n2,n3,n4}: c1-x-n3 c1-x-n4 c2-x-n0 c2-x-n1");
+  EXPECT_EQ(views.Describe(),
+            "c1 sees {n0,n1,n2}; c2 sees {n2,n3,n4}: c1-x-n3 c1-x-n4 c2-x-n0 c2-x-n1");
 }
 
 // ---- Expectations, S5, client flags --------------------------------------------------
@@ -262,9 +270,8 @@ TEST(ExpectationTest, Verdicts) {
 }
 
 TEST(S5Test, KeysOfFailedAttemptsAreLeftovers) {
-  std::vector<KeyState> keys = {{0, "r", "granted-token", 500},
-                                {1, "r", "failed-token", 800},
-                                {2, "r", "", -2}};
+  std::vector<KeyState> keys = {
+      {0, "r", "granted-token", 500}, {1, "r", "failed-token", 800}, {2, "r", "", -2}};
   std::vector<LeftoverKey> left = FailedAttemptLeftovers(keys, {"granted-token"});
   ASSERT_EQ(left.size(), 1u);
   EXPECT_EQ(left[0].state.node, 1);
@@ -325,7 +332,7 @@ TEST(CatalogTest, EveryScenarioIsWellFormed) {
 class QuickScenarioTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QuickScenarioTest, VerdictAsExpected) {
-  absl::Status available = testing::CheckRedisServerAvailable();
+  absl::Status available = testkit::CheckRedisServerAvailable();
   if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
   ASSERT_TRUE(available.ok()) << available;
   const Scenario* s = FindScenario(GetParam());

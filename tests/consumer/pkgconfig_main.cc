@@ -11,7 +11,8 @@
 
 int main(int argc, char** argv) {
   const std::string port = argc > 1 ? argv[1] : "1";
-  absl::StatusOr<redlock::Endpoint> node = redlock::ParseEndpoint("redis://:pw@127.0.0.1:" + port + "/2");
+  absl::StatusOr<redlock::Endpoint> node =
+      redlock::ParseEndpoint("redis://:pw@127.0.0.1:" + port + "/2");
   if (!node.ok() || node->db != 2 || node->password != "pw") {
     std::fprintf(stderr, "FAIL: ParseEndpoint: %s\n", node.status().ToString().c_str());
     return 1;

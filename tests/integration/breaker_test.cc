@@ -18,7 +18,7 @@ using chaos::Direction;
 using chaos::FaultProxy;
 using chaos::FaultSpec;
 using chaos::ProxyOptions;
-using testing::Fleet;
+using testkit::Fleet;
 
 TEST(BreakerTest, ANodeSlowerThanNodeTimeoutNeverDelaysADecision) {
   REDLOCK_REQUIRE_REDIS();
@@ -36,7 +36,8 @@ TEST(BreakerTest, ANodeSlowerThanNodeTimeoutNeverDelaysADecision) {
   REDLOCK_ASSERT_OK(c.status());
   // Every reply of node 4 arrives 800 ms late: it is as good as down. (Wide
   // margins: this checks that decisions do not wait for it, not speed.)
-  REDLOCK_ASSERT_OK((*proxy)->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(800))));
+  REDLOCK_ASSERT_OK(
+      (*proxy)->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(800))));
   for (int i = 0; i < 30; ++i) {
     auto start = std::chrono::steady_clock::now();
     absl::StatusOr<Lease> l = (*c)->TryAcquire(absl::StrCat("r", i), absl::Seconds(10));
@@ -53,7 +54,7 @@ TEST(BreakerTest, ANodeThatStalledIsBackAsSoonAsItAnswers) {
   REDLOCK_ASSERT_OK(fleet.status());
   Options o;
   o.nodes = (*fleet)->endpoints();
-  o.quorum = 5;  // node 4 must take part
+  o.quorum = 5;                                 // node 4 must take part
   o.breaker_probe_interval = absl::Seconds(5);  // recovery must not wait for the periodic probe
   auto c = Client::Create(o);
   REDLOCK_ASSERT_OK(c.status());
@@ -64,7 +65,8 @@ TEST(BreakerTest, ANodeThatStalledIsBackAsSoonAsItAnswers) {
   REDLOCK_ASSERT_OK((*fleet)->Continue(4));
   // Its late replies arrive: that triggers a probe at once.
   auto start = std::chrono::steady_clock::now();
-  bool closed = testing::Eventually([&] { return !(*c)->Health()[4].breaker_open; }, true, absl::Seconds(4));
+  bool closed =
+      testkit::Eventually([&] { return !(*c)->Health()[4].breaker_open; }, true, absl::Seconds(4));
   absl::Duration took = absl::FromChrono(std::chrono::steady_clock::now() - start);
   EXPECT_TRUE(closed);
   EXPECT_LT(took, absl::Seconds(1)) << "waited for the periodic probe";
@@ -87,7 +89,7 @@ TEST(BreakerTest, ASilentNodeCollectsNoReleasesForLeasesItNeverSaw) {
     REDLOCK_ASSERT_OK(l.status());
     REDLOCK_ASSERT_OK((*c)->Release(*l));
   }
-  bool open = testing::Eventually([&] { return (*c)->Health()[2].breaker_open; }, true);
+  bool open = testkit::Eventually([&] { return (*c)->Health()[2].breaker_open; }, true);
   ASSERT_TRUE(open);
   size_t before = (*c)->Health()[2].in_flight;
   for (int i = 0; i < 300; ++i) {
@@ -96,7 +98,8 @@ TEST(BreakerTest, ASilentNodeCollectsNoReleasesForLeasesItNeverSaw) {
     REDLOCK_ASSERT_OK((*c)->Release(*l));
   }
   size_t after = (*c)->Health()[2].in_flight;
-  EXPECT_LE(after, before + 2) << "releases of leases acquired while node 2 was down were queued for it";
+  EXPECT_LE(after, before + 2)
+      << "releases of leases acquired while node 2 was down were queued for it";
   REDLOCK_ASSERT_OK((*fleet)->Continue(2));
 }
 
@@ -133,7 +136,8 @@ TEST(BreakerTest, RepliesLostInTransitNeverCreditAnotherCommand) {
       (void)(*c)->Release(*fresh);
     }
     absl::StatusOr<Lease> victim = (*c)->TryAcquire("victim", absl::Seconds(10));
-    ASSERT_FALSE(victim.ok()) << "round " << i << ": node 2 was credited with another command's reply";
+    ASSERT_FALSE(victim.ok()) << "round " << i
+                              << ": node 2 was credited with another command's reply";
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_GT(fresh_ok, 100) << "node 2 never came back into use after the fault";

@@ -1,5 +1,7 @@
 // redlock::Client against five real redis-server processes.
 
+#include "redlock/client.h"
+
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -9,32 +11,30 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "redlock/client.h"
 #include "tests/testing/fleet_suite.h"
 
 namespace redlock {
 namespace {
 
-using testing::Fleet;
-using testing::RedisValue;
 using ::testing::HasSubstr;
+using testkit::Fleet;
+using testkit::RedisValue;
 
 using SteadyClock = std::chrono::steady_clock;
 
 absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
 
-class ClientTest : public testing::FleetSuite {
+class ClientTest : public testkit::FleetSuite {
  protected:
   // Release returns once a quorum confirmed; the other nodes follow.
   std::string EventuallyGone(int node, const std::string& resource) {
-    return testing::Eventually([&] { return Get(node, resource); }, std::string());
+    return testkit::Eventually([&] { return Get(node, resource); }, std::string());
   }
   int KeysOn(int node) {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"KEYS", prefix_ + "*"});
     EXPECT_TRUE(v.ok()) << v.status();
     return v.ok() ? static_cast<int>(v->elements.size()) : -1;
   }
-
 };
 
 TEST_F(ClientTest, TwoClientsContendExactlyOneWinsAndReleaseFreesIt) {
@@ -53,7 +53,8 @@ TEST_F(ClientTest, TwoClientsContendExactlyOneWinsAndReleaseFreesIt) {
   Client* loser_client = la.ok() ? b.get() : a.get();
   // Split votes (neither gets a quorum) are possible in principle; here one
   // must have won, and the loser sees either a clean refusal or a split.
-  EXPECT_TRUE(absl::IsAborted(loser.status()) || absl::IsUnavailable(loser.status())) << loser.status();
+  EXPECT_TRUE(absl::IsAborted(loser.status()) || absl::IsUnavailable(loser.status()))
+      << loser.status();
   EXPECT_GE(winner->nodes_granted(), 3);
   EXPECT_GT(winner->TimeLeft(), absl::Seconds(9));
   // Key and value are exactly resource and token: other Redlock clients agree.
@@ -107,7 +108,8 @@ TEST_F(ClientTest, ThreeStoppedNodesFailSoonAfterNodeTimeoutAndLeaveNothing) {
     if (left == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(KeysOn(i), 0) << "node " << i << " kept a key of the failed attempt";
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(KeysOn(i), 0) << "node " << i << " kept a key of the failed attempt";
 }
 
 TEST_F(ClientTest, StragglersLateSetIsRemovedByTheRelease) {
@@ -183,26 +185,30 @@ TEST_F(ClientTest, WrongPasswordIsUnavailableNamingTheAuthFailure) {
   // The right one works, with the password from a redis:// URL.
   o.nodes.clear();
   for (int i = 0; i < 3; ++i) {
-    o.nodes.push_back(*ParseEndpoint(absl::StrCat("redis://:right@127.0.0.1:", (*secured)->port(i), "/3")));
+    o.nodes.push_back(
+        *ParseEndpoint(absl::StrCat("redis://:right@127.0.0.1:", (*secured)->port(i), "/3")));
   }
   c = MakeClient(o);
   l = c->TryAcquire("r", absl::Seconds(5));
   REDLOCK_ASSERT_OK(l.status());
   // SELECT 3 happened: the key lives in db 3.
-  absl::StatusOr<RedisValue> v = (*secured)->Command(0, {"EVAL", "redis.call('select', 3) return redis.call('get', 'r')", "0"});
+  absl::StatusOr<RedisValue> v = (*secured)->Command(
+      0, {"EVAL", "redis.call('select', 3) return redis.call('get', 'r')", "0"});
   REDLOCK_ASSERT_OK(v.status());
   EXPECT_EQ(v->str, l->token());
 }
 
 TEST_F(ClientTest, AclUserAndPassword) {
   // The default user has another password: only AUTH alice pw gets in.
-  auto secured = Fleet::Start({.nodes = 3,
-                               .password = "default-password",
-                               .extra_args = {"--user", "alice", "on", ">pw", "~*", "&*", "+@all"}});
+  auto secured =
+      Fleet::Start({.nodes = 3,
+                    .password = "default-password",
+                    .extra_args = {"--user", "alice", "on", ">pw", "~*", "&*", "+@all"}});
   REDLOCK_ASSERT_OK(secured.status());
   Options o;
   for (int i = 0; i < 3; ++i) {
-    o.nodes.push_back(*ParseEndpoint(absl::StrCat("redis://alice:pw@127.0.0.1:", (*secured)->port(i))));
+    o.nodes.push_back(
+        *ParseEndpoint(absl::StrCat("redis://alice:pw@127.0.0.1:", (*secured)->port(i))));
   }
   auto c = MakeClient(o);
   absl::StatusOr<Lease> l = c->TryAcquire("r", absl::Seconds(5));
@@ -219,7 +225,8 @@ TEST_F(ClientTest, KeyOfWrongTypeOnOneNodeIsAPerNodeFailure) {
   REDLOCK_EXPECT_OK(e.status());
   REDLOCK_EXPECT_OK(c->Release(*l));
   // With the list on three nodes the acquire is refused there, cleanly.
-  for (int i : {0, 1}) REDLOCK_ASSERT_OK(fleet_->Command(i, {"RPUSH", prefix_ + "r", "x"}).status());
+  for (int i : {0, 1})
+    REDLOCK_ASSERT_OK(fleet_->Command(i, {"RPUSH", prefix_ + "r", "x"}).status());
   l = c->TryAcquire("r", absl::Seconds(10));
   EXPECT_EQ(l.status().code(), absl::StatusCode::kAborted) << l.status();
 }
@@ -253,14 +260,15 @@ TEST_F(ClientTest, HundredsOfConcurrentAcquiresOnDistinctResourcesAllSucceed) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), kThreads * kPerThread);
   EXPECT_TRUE(failures.empty()) << failures.size() << " failures, first: " << failures.front();
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(testing::Eventually([&] { return KeysOn(i); }, 0), 0);
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(testkit::Eventually([&] { return KeysOn(i); }, 0), 0);
 }
 
 TEST_F(ClientTest, InteroperatesWithOtherRedlockClients) {
   auto c = MakeClient();
   // Another implementation holds the lock: plain SET NX PX on a majority.
   for (int i : {0, 1, 2}) {
-    REDLOCK_ASSERT_OK(fleet_->Command(i, {"SET", prefix_ + "r", "their-token", "NX", "PX", "10000"}).status());
+    REDLOCK_ASSERT_OK(
+        fleet_->Command(i, {"SET", prefix_ + "r", "their-token", "NX", "PX", "10000"}).status());
   }
   EXPECT_EQ(c->TryAcquire("r", absl::Seconds(5)).status().code(), absl::StatusCode::kAborted);
   for (int i : {0, 1, 2}) REDLOCK_ASSERT_OK(fleet_->Command(i, {"DEL", prefix_ + "r"}).status());
@@ -269,7 +277,8 @@ TEST_F(ClientTest, InteroperatesWithOtherRedlockClients) {
   REDLOCK_ASSERT_OK(l.status());
   int refused = 0;
   for (int i = 0; i < 5; ++i) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"SET", prefix_ + "r", "their-token", "NX", "PX", "10000"});
+    absl::StatusOr<RedisValue> v =
+        fleet_->Command(i, {"SET", prefix_ + "r", "their-token", "NX", "PX", "10000"});
     refused += v.ok() && v->type == RedisValue::Type::kNil;
   }
   EXPECT_GE(refused, 3);
@@ -291,10 +300,13 @@ TEST_F(ClientTest, ReloadsScriptsAfterScriptFlush) {
 
 TEST_F(ClientTest, BadInputChangesNothing) {
   auto c = MakeClient();
-  EXPECT_EQ(c->TryAcquire("", absl::Seconds(1)).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(c->TryAcquire(std::string(kMaxResourceLength + 1, 'x'), absl::Seconds(1)).status().code(),
+  EXPECT_EQ(c->TryAcquire("", absl::Seconds(1)).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(c->TryAcquire("r", absl::Milliseconds(2)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      c->TryAcquire(std::string(kMaxResourceLength + 1, 'x'), absl::Seconds(1)).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->TryAcquire("r", absl::Milliseconds(2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c->Acquire("r", absl::Seconds(1), -absl::Seconds(1)).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(c->Release(Lease()).code(), absl::StatusCode::kInvalidArgument);
@@ -310,8 +322,8 @@ TEST_F(ClientTest, BadInputChangesNothing) {
 
 TEST_F(ClientTest, UnreachableNodesAreVotesNotErrorsAtCreate) {
   Options o = MakeOptions();
-  absl::StatusOr<int> p1 = testing::PickFreePort("127.0.0.1");
-  absl::StatusOr<int> p2 = testing::PickFreePort("127.0.0.1");
+  absl::StatusOr<int> p1 = testkit::PickFreePort("127.0.0.1");
+  absl::StatusOr<int> p2 = testkit::PickFreePort("127.0.0.1");
   REDLOCK_ASSERT_OK(p1.status());
   o.nodes[3].port = *p1;  // nothing listens there
   o.nodes[4].port = *p2;
@@ -337,7 +349,8 @@ TEST_F(ClientTest, UnreachableNodesAreVotesNotErrorsAtCreate) {
 TEST_F(ClientTest, AsyncFormsAndBlockingFromCallbackIsRefused) {
   auto c = MakeClient();
   std::promise<absl::StatusOr<Lease>> got;
-  c->AcquireAsync("r", absl::Seconds(10), [&](absl::StatusOr<Lease> l) { got.set_value(std::move(l)); });
+  c->AcquireAsync("r", absl::Seconds(10),
+                  [&](absl::StatusOr<Lease> l) { got.set_value(std::move(l)); });
   absl::StatusOr<Lease> l = got.get_future().get();
   REDLOCK_ASSERT_OK(l.status());
   std::promise<absl::Status> nested;
@@ -361,7 +374,8 @@ TEST_F(ClientTest, DestroyingTheClientCancelsPendingCallbacks) {
   REDLOCK_ASSERT_OK(held.status());
   auto c = MakeClient(o);
   std::promise<absl::Status> got;
-  c->AcquireAsync("r", absl::Seconds(10), [&](absl::StatusOr<Lease> l) { got.set_value(l.status()); });
+  c->AcquireAsync("r", absl::Seconds(10),
+                  [&](absl::StatusOr<Lease> l) { got.set_value(l.status()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // now waiting out the retry delay
   c.reset();
   EXPECT_EQ(got.get_future().get().code(), absl::StatusCode::kCancelled);

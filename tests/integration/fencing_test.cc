@@ -1,5 +1,7 @@
 // Fencing tokens against five real redis-server processes.
 
+#include "redlock/fencing.h"
+
 #include <hiredis/hiredis.h>
 
 #include <atomic>
@@ -13,17 +15,16 @@
 #include "gtest/gtest.h"
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
-#include "redlock/fencing.h"
 #include "tests/testing/fleet_suite.h"
 
 namespace redlock {
 namespace {
 
-using testing::Fleet;
-using testing::RedisValue;
 using ::testing::HasSubstr;
+using testkit::Fleet;
+using testkit::RedisValue;
 
-class FencingTest : public testing::FleetSuite {
+class FencingTest : public testkit::FleetSuite {
  protected:
   Options MakeOptions() override {
     Options o = FleetSuite::MakeOptions();
@@ -79,7 +80,8 @@ TEST_F(FencingTest, ContendingClientsGetStrictlyIncreasingTokensInHoldOrder) {
     ASSERT_GT(in_hold_order[i], in_hold_order[i - 1]) << "at hold #" << i;
   }
   std::set<uint64_t> distinct(in_hold_order.begin(), in_hold_order.end());
-  EXPECT_EQ(distinct.size(), in_hold_order.size()) << "concurrent clients never receive equal tokens";
+  EXPECT_EQ(distinct.size(), in_hold_order.size())
+      << "concurrent clients never receive equal tokens";
 }
 
 TEST_F(FencingTest, EarlyExpiryBehindTheHoldersBackStillGivesAHigherToken) {
@@ -155,7 +157,8 @@ TEST_F(FencingTest, WithoutFencingNoCounterKeysAndNoTokens) {
   // Reserved names are only refused when fencing is on.
   REDLOCK_EXPECT_OK(c->TryAcquire("x:fence", absl::Seconds(1)).status());
   auto fenced = MakeClient(MakeOptions());
-  EXPECT_EQ(fenced->TryAcquire("x:fence", absl::Seconds(1)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(fenced->TryAcquire("x:fence", absl::Seconds(1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST_F(FencingTest, CountersHaveNoTtl) {
@@ -174,7 +177,8 @@ TEST_F(FencingTest, CountersHaveNoTtl) {
 
 TEST_F(FencingTest, FencedScriptsRefuseStaleTokens) {
   auto run = [&](absl::string_view script, std::vector<std::string> args) {
-    std::vector<std::string> cmd = {"EVAL", std::string(script), "2", prefix_ + "data", prefix_ + "fence"};
+    std::vector<std::string> cmd = {"EVAL", std::string(script), "2", prefix_ + "data",
+                                    prefix_ + "fence"};
     cmd.insert(cmd.end(), args.begin(), args.end());
     return fleet_->Command(0, cmd);
   };

@@ -13,8 +13,7 @@
 #include "gtest/gtest.h"
 #include "tests/testing/gtest_fleet.h"
 
-namespace redlock {
-namespace testing {
+namespace redlock::testkit {
 namespace {
 
 bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno != ESRCH; }
@@ -85,7 +84,8 @@ TEST(FleetTest, ACrashedTestBinaryLeavesNoOrphanServers) {
     close(fds[0]);
     auto fleet = Fleet::Start({.nodes = 2});
     if (!fleet.ok()) _exit(3);
-    std::string pids = std::to_string((*fleet)->pid(0)) + " " + std::to_string((*fleet)->pid(1)) + "\n";
+    std::string pids =
+        std::to_string((*fleet)->pid(0)) + " " + std::to_string((*fleet)->pid(1)) + "\n";
     ssize_t w = write(fds[1], pids.data(), pids.size());
     (void)w;
     abort();
@@ -99,7 +99,8 @@ TEST(FleetTest, ACrashedTestBinaryLeavesNoOrphanServers) {
   ASSERT_GT(n, 0) << "the child could not start its fleet";
   EXPECT_TRUE(WIFSIGNALED(status));
   std::vector<pid_t> pids;
-  for (absl::string_view p : absl::StrSplit(absl::string_view(buf, static_cast<size_t>(n)), ' ', absl::SkipWhitespace())) {
+  for (absl::string_view p : absl::StrSplit(absl::string_view(buf, static_cast<size_t>(n)), ' ',
+                                            absl::SkipWhitespace())) {
     int pid = 0;
     ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(p), &pid));
     pids.push_back(pid);
@@ -119,5 +120,4 @@ TEST(FleetTest, ACrashedTestBinaryLeavesNoOrphanServers) {
 }
 
 }  // namespace
-}  // namespace testing
-}  // namespace redlock
+}  // namespace redlock::testkit

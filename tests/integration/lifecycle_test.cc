@@ -17,12 +17,12 @@
 namespace redlock {
 namespace {
 
-using testing::Fleet;
-using testing::RedisValue;
 using ::testing::HasSubstr;
+using testkit::Fleet;
+using testkit::RedisValue;
 using SteadyClock = std::chrono::steady_clock;
 
-class LifecycleTest : public testing::FleetSuite {
+class LifecycleTest : public testkit::FleetSuite {
  protected:
   bool KeyOn(int node, const std::string& resource) {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"EXISTS", prefix_ + resource});
@@ -35,7 +35,7 @@ class LifecycleTest : public testing::FleetSuite {
   }
   // After a release (which returns at a quorum, the rest following).
   int KeyCountSettled(const std::string& resource) {
-    return testing::Eventually([&] { return KeyCount(resource); }, 0);
+    return testkit::Eventually([&] { return KeyCount(resource); }, 0);
   }
   long long SetCalls(int node) {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
@@ -43,7 +43,6 @@ class LifecycleTest : public testing::FleetSuite {
     size_t at = v->str.find("cmdstat_set:calls=");
     return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + 18);
   }
-
 };
 
 TEST_F(LifecycleTest, StandardLockTypesWork) {
@@ -67,7 +66,8 @@ TEST_F(LifecycleTest, StandardLockTypesWork) {
     EXPECT_EQ(contender.status().code(), absl::StatusCode::kAborted);
     EXPECT_FALSE(contender.try_lock_for(std::chrono::milliseconds(100)));
     EXPECT_EQ(contender.status().code(), absl::StatusCode::kDeadlineExceeded);
-    EXPECT_FALSE(contender.try_lock_until(std::chrono::system_clock::now() + std::chrono::milliseconds(50)));
+    EXPECT_FALSE(
+        contender.try_lock_until(std::chrono::system_clock::now() + std::chrono::milliseconds(50)));
   }
   {
     std::scoped_lock both(a, b);
@@ -113,7 +113,7 @@ TEST_F(LifecycleTest, RecursionDepthThreeThenUnlockLeavesTheResourceFree) {
 
 TEST_F(LifecycleTest, WaiterIsWokenByTheReleaseNotByPolling) {
   Options o = MakeOptions();
-  o.retry_delay = absl::Seconds(20);    // first polling pause: 5 s
+  o.retry_delay = absl::Seconds(20);  // first polling pause: 5 s
   o.wait_poll_max = absl::Seconds(5);
   auto holder = MakeClient(o);
   auto waiter = MakeClient(o);
@@ -271,7 +271,8 @@ TEST_F(LifecycleTest, DestroyingAClientWithLiveRenewalsIsClean) {
 
 TEST_F(LifecycleTest, InvalidRenewalsAreRejected) {
   auto c = MakeClient();
-  EXPECT_EQ(c->AutoRenew(Lease(), RenewOptions(), nullptr).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(c->AutoRenew(Lease(), RenewOptions(), nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
   absl::StatusOr<Lease> l = c->TryAcquire("x", absl::Seconds(5));
   REDLOCK_ASSERT_OK(l.status());
   RenewOptions ro;

@@ -19,15 +19,15 @@
 namespace redlock {
 namespace {
 
-using testing::Fleet;
-using testing::RedisValue;
 using ::testing::HasSubstr;
+using testkit::Fleet;
+using testkit::RedisValue;
 using Mode = MultiLock::Mode;
 using SteadyClock = std::chrono::steady_clock;
 
 absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
 
-class MultiLockTest : public testing::FleetSuite {
+class MultiLockTest : public testkit::FleetSuite {
  protected:
   Options MakeOptions() override {
     Options o = FleetSuite::MakeOptions();
@@ -38,11 +38,11 @@ class MultiLockTest : public testing::FleetSuite {
   // After a failed attempt returns, its cleanup (and the late SETs it
   // follows) may still be landing on the slower nodes.
   std::string GetSettled(int node, const std::string& r) {
-    return testing::Eventually([&] { return Get(node, r); }, std::string());
+    return testkit::Eventually([&] { return Get(node, r); }, std::string());
   }
   // After a release (which returns at a quorum, the rest following).
   int KeysSettled() {
-    return testing::Eventually([&] { return KeysEverywhere(); }, 0);
+    return testkit::Eventually([&] { return KeysEverywhere(); }, 0);
   }
   int KeysEverywhere() {
     int n = 0;
@@ -52,7 +52,6 @@ class MultiLockTest : public testing::FleetSuite {
     }
     return n;
   }
-
 };
 
 TEST_F(MultiLockTest, LocksEveryResourceOrNone) {
@@ -61,7 +60,8 @@ TEST_F(MultiLockTest, LocksEveryResourceOrNone) {
     MultiLock multi(c.get(), mode);
     absl::StatusOr<MultiLease> l = multi.TryAcquire({"c", "a", "b", "a"}, absl::Seconds(10));
     REDLOCK_ASSERT_OK(l.status());
-    EXPECT_EQ(l->resources(), (std::vector<std::string>{"a", "b", "c"})) << "canonical: sorted, deduplicated";
+    EXPECT_EQ(l->resources(), (std::vector<std::string>{"a", "b", "c"}))
+        << "canonical: sorted, deduplicated";
     EXPECT_EQ(l->leases().size(), 3u);
     EXPECT_EQ(l->token("a"), l->token("c"));
     EXPECT_EQ(l->token("zzz"), "");
@@ -73,7 +73,8 @@ TEST_F(MultiLockTest, LocksEveryResourceOrNone) {
     // {b, d} overlaps on b: refused, and d is left nowhere.
     absl::StatusOr<MultiLease> overlap = multi.TryAcquire({"d", "b"}, absl::Seconds(10));
     EXPECT_EQ(overlap.status().code(), absl::StatusCode::kAborted) << overlap.status();
-    for (int i = 0; i < 5; ++i) EXPECT_EQ(GetSettled(i, "d"), "") << "partial grant left on node " << i;
+    for (int i = 0; i < 5; ++i)
+      EXPECT_EQ(GetSettled(i, "d"), "") << "partial grant left on node " << i;
     REDLOCK_ASSERT_OK(multi.Release(*l));
     REDLOCK_ASSERT_OK(multi.Release(*l)) << "idempotent";
     EXPECT_EQ(KeysSettled(), 0);
@@ -89,7 +90,8 @@ TEST_F(MultiLockTest, ExcludesPlainLocksOnAMemberAndTheReverse) {
   REDLOCK_ASSERT_OK(multi.Release(*l));
   absl::StatusOr<Lease> single = c->TryAcquire("b", absl::Seconds(10));
   REDLOCK_ASSERT_OK(single.status());
-  EXPECT_EQ(multi.TryAcquire({"a", "b"}, absl::Seconds(10)).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(multi.TryAcquire({"a", "b"}, absl::Seconds(10)).status().code(),
+            absl::StatusCode::kAborted);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(GetSettled(i, "a"), "") << i;
   REDLOCK_ASSERT_OK(c->Release(*single));
 }
@@ -98,7 +100,8 @@ TEST_F(MultiLockTest, PartialConflictsRollBackCompletely) {
   auto c = MakeClient();
   // Someone else holds b on three nodes (plain SET NX PX, any Redlock client).
   for (int i : {1, 2, 4}) {
-    REDLOCK_ASSERT_OK(fleet_->Command(i, {"SET", prefix_ + "b", "theirs", "NX", "PX", "20000"}).status());
+    REDLOCK_ASSERT_OK(
+        fleet_->Command(i, {"SET", prefix_ + "b", "theirs", "NX", "PX", "20000"}).status());
   }
   for (Mode mode : {Mode::kQuorum, Mode::kAllNodes}) {
     MultiLock multi(c.get(), mode);
@@ -113,7 +116,8 @@ TEST_F(MultiLockTest, PartialConflictsRollBackCompletely) {
   // Held on one node only: quorum mode gets the other four; all-nodes fails.
   for (int i : {1, 2}) REDLOCK_ASSERT_OK(fleet_->Command(i, {"DEL", prefix_ + "b"}).status());
   MultiLock all(c.get(), Mode::kAllNodes);
-  EXPECT_EQ(all.TryAcquire({"a", "b"}, absl::Seconds(10)).status().code(), absl::StatusCode::kAborted);
+  EXPECT_EQ(all.TryAcquire({"a", "b"}, absl::Seconds(10)).status().code(),
+            absl::StatusCode::kAborted);
   for (int i = 0; i < 5; ++i) EXPECT_EQ(GetSettled(i, "a"), "") << "node " << i;
   MultiLock quorum(c.get(), Mode::kQuorum);
   absl::StatusOr<MultiLease> l = quorum.TryAcquire({"a", "b"}, absl::Seconds(10));
@@ -219,7 +223,8 @@ TEST_F(MultiLockTest, AllNodesModeFailsFastOnAStoppedNodeAndLeavesNothing) {
   EXPECT_EQ(l.status().code(), absl::StatusCode::kUnavailable);
   EXPECT_LT(Since(start), absl::Milliseconds(50));
   for (int i : {0, 1, 2, 4}) {
-    for (const char* r : {"a", "b", "c"}) EXPECT_EQ(GetSettled(i, r), "") << "node " << i << " kept " << r;
+    for (const char* r : {"a", "b", "c"})
+      EXPECT_EQ(GetSettled(i, r), "") << "node " << i << " kept " << r;
   }
   // The quorum mode rides it out.
   absl::StatusOr<MultiLease> q = quorum.TryAcquire({"a", "b", "c"}, absl::Seconds(10));
@@ -248,9 +253,13 @@ TEST_F(MultiLockTest, ExtendNeedsEveryKeyOnTheRequiredNodes) {
 TEST_F(MultiLockTest, BadInputIsRejectedAndSendsNothing) {
   auto c = MakeClient();
   MultiLock multi(c.get());
-  EXPECT_EQ(multi.TryAcquire({}, absl::Seconds(1)).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(multi.TryAcquire({"a", ""}, absl::Seconds(1)).status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(multi.TryAcquire({std::string(kMaxResourceLength + 1, 'x')}, absl::Seconds(1)).status().code(),
+  EXPECT_EQ(multi.TryAcquire({}, absl::Seconds(1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(multi.TryAcquire({"a", ""}, absl::Seconds(1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(multi.TryAcquire({std::string(kMaxResourceLength + 1, 'x')}, absl::Seconds(1))
+                .status()
+                .code(),
             absl::StatusCode::kInvalidArgument);
   std::vector<std::string> many;
   for (size_t i = 0; i <= MultiLock::kMaxResources; ++i) many.push_back(absl::StrCat("r", i));
@@ -261,7 +270,8 @@ TEST_F(MultiLockTest, BadInputIsRejectedAndSendsNothing) {
   absl::StatusOr<MultiLease> max = multi.TryAcquire(many, absl::Seconds(5));
   REDLOCK_ASSERT_OK(max.status()) << "exactly kMaxResources is fine";
   REDLOCK_ASSERT_OK(multi.Release(*max));
-  EXPECT_EQ(multi.TryAcquire({"a"}, absl::Milliseconds(2)).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(multi.TryAcquire({"a"}, absl::Milliseconds(2)).status().code(),
+            absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(multi.Release(MultiLease()).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(KeysSettled(), 0);
 }

@@ -13,7 +13,7 @@
 
 extern char** environ;
 
-namespace redlock::testing {
+namespace redlock::testkit {
 
 std::unique_ptr<Child> Child::Start(const std::vector<std::string>& argv,
                                     const std::vector<std::pair<std::string, std::string>>& env,
@@ -133,4 +133,4 @@ void Child::Kill() {
   pid_ = -1;
 }
 
-}  // namespace redlock::testing
+}  // namespace redlock::testkit

@@ -16,7 +16,7 @@
 
 #include "absl/time/time.h"
 
-namespace redlock::testing {
+namespace redlock::testkit {
 
 class Child {
  public:
@@ -48,6 +48,6 @@ class Child {
   std::string buffer_;
 };
 
-}  // namespace redlock::testing
+}  // namespace redlock::testkit
 
 #endif  // REDLOCK_TESTS_TESTING_CHILD_H_

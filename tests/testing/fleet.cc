@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -12,8 +13,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <hiredis/hiredis.h>
 
 #include <chrono>
 #include <filesystem>
@@ -28,8 +27,7 @@
 
 extern char** environ;
 
-namespace redlock {
-namespace testing {
+namespace redlock::testkit {
 namespace {
 
 std::string FindOnPath(const std::string& name) {
@@ -124,15 +122,18 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
   if (options.nodes < 1) return absl::InvalidArgumentError("a fleet needs at least one node");
   std::unique_ptr<Fleet> fleet(new Fleet(std::move(options)));
   char tmpl[] = "/tmp/redlock-fleet-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return absl::InternalError(absl::StrCat("mkdtemp: ", strerror(errno)));
+  if (mkdtemp(tmpl) == nullptr)
+    return absl::InternalError(absl::StrCat("mkdtemp: ", strerror(errno)));
   fleet->root_ = tmpl;
   fleet->nodes_.resize(static_cast<size_t>(fleet->options_.nodes));
   for (int i = 0; i < fleet->size(); ++i) {
     Node& n = fleet->nodes_[static_cast<size_t>(i)];
-    n.host = i < static_cast<int>(fleet->options_.hosts.size()) ? fleet->options_.hosts[static_cast<size_t>(i)]
-                                                                 : "127.0.0.1";
+    n.host = i < static_cast<int>(fleet->options_.hosts.size())
+                 ? fleet->options_.hosts[static_cast<size_t>(i)]
+                 : "127.0.0.1";
     if (!IsLoopback(n.host)) {
-      return absl::InvalidArgumentError(absl::StrCat("node address ", n.host, " is not in 127.0.0.0/8"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("node address ", n.host, " is not in 127.0.0.0/8"));
     }
     n.dir = absl::StrCat(fleet->root_, "/node", i);
     mkdir(n.dir.c_str(), 0700);
@@ -145,7 +146,8 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
       if (!port.ok() && fleet->options_.command_prefix.empty()) return port.status();
       // Inside a network namespace the address may not exist out here: pick
       // from a range instead.
-      fleet->nodes_[static_cast<size_t>(i)].port = port.ok() ? *port : 20000 + (getpid() * 7 + i * 101 + tries) % 30000;
+      fleet->nodes_[static_cast<size_t>(i)].port =
+          port.ok() ? *port : 20000 + (getpid() * 7 + i * 101 + tries) % 30000;
       std::lock_guard<std::mutex> lock(fleet->mu_);
       st = fleet->Launch(i);
       if (st.ok()) break;
@@ -193,7 +195,8 @@ pid_t Fleet::pid(int i) const {
 
 void Fleet::SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> env) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (options_.node_env.size() <= static_cast<size_t>(i)) options_.node_env.resize(static_cast<size_t>(i) + 1);
+  if (options_.node_env.size() <= static_cast<size_t>(i))
+    options_.node_env.resize(static_cast<size_t>(i) + 1);
   options_.node_env[static_cast<size_t>(i)] = std::move(env);
 }
 
@@ -201,7 +204,8 @@ absl::Status Fleet::Launch(int i) {
   Node& n = nodes_[static_cast<size_t>(i)];
   std::vector<std::string> args = options_.command_prefix;
   std::string server = FindOnPath(options_.redis_server);
-  if (server.empty()) return absl::NotFoundError(absl::StrCat(options_.redis_server, " not found on PATH"));
+  if (server.empty())
+    return absl::NotFoundError(absl::StrCat(options_.redis_server, " not found on PATH"));
   args.push_back(server);
   for (const char* a : {"--port"}) args.push_back(a);
   args.push_back(std::to_string(n.port));
@@ -267,17 +271,17 @@ absl::Status Fleet::Launch(int i) {
 
 absl::Status Fleet::WaitReady(int i) {
   Node& n = nodes_[static_cast<size_t>(i)];
-  auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(options_.start_timeout);
+  auto deadline =
+      std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(options_.start_timeout);
   std::string last = "no answer";
   for (int tries = 0; tries < 100000 && std::chrono::steady_clock::now() < deadline; ++tries) {
     int status = 0;
     pid_t r = waitpid(n.pid, &status, WNOHANG);
     if (r == n.pid) {
       n.pid = -1;
-      return absl::InternalError(absl::StrCat("redis-server for node ", i, " on ", n.host, ":", n.port,
-                                              " exited at start (status ", status, "):\n  ",
-                                              LogTail(n.dir + "/redis.log"), "\n  ",
-                                              LogTail(n.dir + "/stdout.log")));
+      return absl::InternalError(absl::StrCat(
+          "redis-server for node ", i, " on ", n.host, ":", n.port, " exited at start (status ",
+          status, "):\n  ", LogTail(n.dir + "/redis.log"), "\n  ", LogTail(n.dir + "/stdout.log")));
     }
     absl::StatusOr<RedisValue> pong = Command(i, {"PING"}, absl::Milliseconds(200));
     if (pong.ok() && pong->type != RedisValue::Type::kError) return absl::OkStatus();
@@ -290,10 +294,9 @@ absl::Status Fleet::WaitReady(int i) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(tries < 20 ? 2 : 10));
   }
-  return absl::DeadlineExceededError(absl::StrCat("node ", i, " (", n.host, ":", n.port,
-                                                  ") did not answer PING within ",
-                                                  absl::FormatDuration(options_.start_timeout),
-                                                  ": ", last));
+  return absl::DeadlineExceededError(
+      absl::StrCat("node ", i, " (", n.host, ":", n.port, ") did not answer PING within ",
+                   absl::FormatDuration(options_.start_timeout), ": ", last));
 }
 
 void Fleet::KillLocked(int i) {
@@ -421,5 +424,4 @@ absl::Status Fleet::FlushAll() const {
   return absl::OkStatus();
 }
 
-}  // namespace testing
-}  // namespace redlock
+}  // namespace redlock::testkit

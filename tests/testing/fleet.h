@@ -35,8 +35,7 @@
 #include "absl/time/time.h"
 #include "redlock/options.h"
 
-namespace redlock {
-namespace testing {
+namespace redlock::testkit {
 
 struct FleetOptions {
   int nodes = 5;
@@ -102,11 +101,11 @@ class Fleet {
   const std::string& root() const { return root_; }
   const FleetOptions& options() const { return options_; }
 
-  absl::Status Stop(int i);      // SIGSTOP
-  absl::Status Continue(int i);  // SIGCONT
-  absl::Status Kill(int i);      // SIGKILL and reap
-  absl::Status StartNode(int i); // start a killed node again on its port and dir
-  absl::Status Restart(int i);   // Kill + StartNode
+  absl::Status Stop(int i);       // SIGSTOP
+  absl::Status Continue(int i);   // SIGCONT
+  absl::Status Kill(int i);       // SIGKILL and reap
+  absl::Status StartNode(int i);  // start a killed node again on its port and dir
+  absl::Status Restart(int i);    // Kill + StartNode
 
   // Replaces node i's per-node extra environment (used at its next start).
   void SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> env);
@@ -146,7 +145,6 @@ absl::Status CheckRedisServerAvailable();
 // Picks a free TCP port on `host` (bind to port 0, read it back, close).
 absl::StatusOr<int> PickFreePort(const std::string& host);
 
-}  // namespace testing
-}  // namespace redlock
+}  // namespace redlock::testkit
 
 #endif  // REDLOCK_TESTS_TESTING_FLEET_H_

@@ -2,7 +2,7 @@
 // and gives every test its own key prefix, so tests cannot see each other's
 // keys:
 //
-//   class MyTest : public redlock::testing::FleetSuite {
+//   class MyTest : public redlock::testkit::FleetSuite {
 //    protected:
 //     Options MakeOptions() override {           // optional
 //       Options o = FleetSuite::MakeOptions();
@@ -24,8 +24,7 @@
 #include "redlock/client.h"
 #include "tests/testing/gtest_fleet.h"
 
-namespace redlock {
-namespace testing {
+namespace redlock::testkit {
 
 class FleetSuite : public ::testing::Test {
  protected:
@@ -81,7 +80,6 @@ class FleetSuite : public ::testing::Test {
   std::string prefix_;
 };
 
-}  // namespace testing
-}  // namespace redlock
+}  // namespace redlock::testkit
 
 #endif  // REDLOCK_TESTS_TESTING_FLEET_SUITE_H_

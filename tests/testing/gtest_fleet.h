@@ -8,24 +8,24 @@
 #include "tests/testing/fleet.h"
 
 // Use at the top of a test or SetUp().
-#define REDLOCK_REQUIRE_REDIS()                                                         \
-  do {                                                                                  \
-    ::absl::Status redlock_avail_ = ::redlock::testing::CheckRedisServerAvailable();    \
-    if (::absl::IsFailedPrecondition(redlock_avail_)) GTEST_SKIP() << redlock_avail_;   \
-    ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                                 \
+#define REDLOCK_REQUIRE_REDIS()                                                       \
+  do {                                                                                \
+    ::absl::Status redlock_avail_ = ::redlock::testkit::CheckRedisServerAvailable();  \
+    if (::absl::IsFailedPrecondition(redlock_avail_)) GTEST_SKIP() << redlock_avail_; \
+    ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                               \
   } while (0)
 
 #include <chrono>
 #include <thread>
 
-namespace redlock {
-namespace testing {
+namespace redlock::testkit {
 
 // Calls `probe` until it returns `want` or `timeout` passed (5 ms apart) and
 // returns its last value. For state that follows a call's return: a release
 // or an acquire returns at a quorum, the other nodes follow moments later.
 template <typename F, typename T>
-auto Eventually(F probe, const T& want, absl::Duration timeout = absl::Seconds(2)) -> decltype(probe()) {
+auto Eventually(F probe, const T& want, absl::Duration timeout = absl::Seconds(2))
+    -> decltype(probe()) {
   auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
   auto value = probe();
   while (!(value == want) && std::chrono::steady_clock::now() < deadline) {
@@ -40,8 +40,7 @@ template <typename T>
 const ::absl::Status& StatusOf(const ::absl::StatusOr<T>& s) {
   return s.status();
 }
-}  // namespace testing
-}  // namespace redlock
+}  // namespace redlock::testkit
 
 // REDLOCK_ASSERT_OK(status or statusor) << "more context";  (fatal)
 // REDLOCK_EXPECT_OK(status or statusor) << "more context";  (non-fatal)
@@ -50,13 +49,12 @@ const ::absl::Status& StatusOf(const ::absl::StatusOr<T>& s) {
 
 // The switch makes the macro a single statement that takes a trailing <<
 // and cannot capture a following else.
-#define REDLOCK_STATUS_CHECK_(expr, on_failure)                                 \
-  switch (0)                                                                    \
-  case 0:                                                                       \
-  default:                                                                      \
-    if (const ::absl::Status redlock_st_ = ::redlock::testing::StatusOf(expr);  \
-        redlock_st_.ok()) {                                                     \
-    } else                                                                      \
+#define REDLOCK_STATUS_CHECK_(expr, on_failure)                                                    \
+  switch (0)                                                                                       \
+  case 0:                                                                                          \
+  default:                                                                                         \
+    if (const ::absl::Status redlock_st_ = ::redlock::testkit::StatusOf(expr); redlock_st_.ok()) { \
+    } else                                                                                         \
       on_failure << redlock_st_ << " "
 
 #endif  // REDLOCK_TESTS_TESTING_GTEST_FLEET_H_

@@ -7,8 +7,7 @@
 
 #include "gtest/gtest.h"
 
-namespace redlock {
-namespace cli {
+namespace redlock::cli {
 namespace {
 
 std::vector<FlagSpec> Specs() {
@@ -73,8 +72,8 @@ TEST(OptionsFromFlags, NodesFromFlagOrEnvironment) {
   EXPECT_EQ(o->nodes.size(), 3u);
   EXPECT_EQ(o->quorum, 0);
 
-  a = *ParseArgs(Specs(), {"--all-nodes", "--fencing", "--node-timeout", "20ms", "--key-prefix", "p:"},
-                 false);
+  a = *ParseArgs(
+      Specs(), {"--all-nodes", "--fencing", "--node-timeout", "20ms", "--key-prefix", "p:"}, false);
   o = OptionsFromFlags(a, "redis://:pw@127.0.0.1:7001/2,127.0.0.1:7002");
   ASSERT_TRUE(o.ok()) << o.status();
   ASSERT_EQ(o->nodes.size(), 2u);
@@ -111,10 +110,7 @@ TEST(ExitCodeFor, DistinctCodes) {
   EXPECT_EQ(ExitCodeFor(absl::CancelledError("")), kExitInternal);
 }
 
-TEST(JsonString, Escapes) {
-  EXPECT_EQ(JsonString("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\"");
-}
+TEST(JsonString, Escapes) { EXPECT_EQ(JsonString("a\"b\\c\nd\x01"), "\"a\\\"b\\\\c\\nd\\u0001\""); }
 
 }  // namespace
-}  // namespace cli
-}  // namespace redlock
+}  // namespace redlock::cli

@@ -39,9 +39,9 @@ extern char** environ;
 namespace redlock {
 namespace {
 
-using testing::Fleet;
-using testing::FleetOptions;
-using testing::RedisValue;
+using testkit::Fleet;
+using testkit::FleetOptions;
+using testkit::RedisValue;
 
 constexpr int kUsage = 64;
 constexpr int kHeld = 65;
@@ -202,7 +202,7 @@ void Touch(const std::string& path) { std::ofstream(path) << "go\n"; }
 class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
-    if (!testing::CheckRedisServerAvailable().ok()) return;
+    if (!testkit::CheckRedisServerAvailable().ok()) return;
     auto fleet = Fleet::Start(FleetOptions{.nodes = 5});
     if (fleet.ok()) {
       fleet_ = fleet->release();
@@ -415,21 +415,21 @@ TEST_F(CliTest, StatusShowsTheHolder) {
 TEST_F(CliTest, FencingTokensIncrease) {
   Result a = Cli({"acquire", "--fencing", "--resource", Res("f"), "--ttl", "30s"});
   ASSERT_EQ(a.exit_code, 0) << Describe(a);
-  ASSERT_EQ(Cli({"release", "--resource", Res("f"), "--token", JsonField(a.out, "token")}).exit_code, 0);
+  ASSERT_EQ(
+      Cli({"release", "--resource", Res("f"), "--token", JsonField(a.out, "token")}).exit_code, 0);
   Result b = Cli({"--fencing", "acquire", "--resource", Res("f"), "--ttl", "30s"});
   ASSERT_EQ(b.exit_code, 0) << Describe(b);
   EXPECT_GT(JsonInt(b.out, "fencing_token"), JsonInt(a.out, "fencing_token"));
 }
 
 TEST_F(CliTest, AllNodesNeedsEveryNode) {
-  absl::StatusOr<int> dead = testing::PickFreePort("127.0.0.1");
+  absl::StatusOr<int> dead = testkit::PickFreePort("127.0.0.1");
   ASSERT_TRUE(dead.ok());
   std::string nodes = absl::StrCat(Nodes(), ",127.0.0.1:", *dead);  // 5 of 6 answer
-  Result majority =
-      RunCli({"acquire", "--nodes", nodes, "--resource", Res("m1"), "--ttl", "10s"});
+  Result majority = RunCli({"acquire", "--nodes", nodes, "--resource", Res("m1"), "--ttl", "10s"});
   EXPECT_EQ(majority.exit_code, 0) << Describe(majority);
-  Result all = RunCli(
-      {"acquire", "--all-nodes", "--nodes", nodes, "--resource", Res("m2"), "--ttl", "10s"});
+  Result all =
+      RunCli({"acquire", "--all-nodes", "--nodes", nodes, "--resource", Res("m2"), "--ttl", "10s"});
   EXPECT_EQ(all.exit_code, kUnavailable) << Describe(all);
   EXPECT_TRUE(OneLine(all.err)) << Describe(all);
   for (const std::string& v : Values(Res("m2"))) EXPECT_EQ(v, "") << "left behind";
@@ -449,10 +449,14 @@ TEST_F(CliTest, KeyPrefix) {
   EXPECT_GE(NodesHolding("app1:" + Res("k"), token), 3);
   EXPECT_EQ(NodesHolding(Res("k"), token), 0);
   // Another prefix is another lock; the same prefix sees the holder.
-  EXPECT_EQ(Cli({"acquire", "--key-prefix", "app2:", "--resource", Res("k"), "--ttl", "10s"}).exit_code, 0);
+  EXPECT_EQ(
+      Cli({"acquire", "--key-prefix", "app2:", "--resource", Res("k"), "--ttl", "10s"}).exit_code,
+      0);
   Result s = Cli({"status", "--key-prefix=app1:", "--json", Res("k")});
   EXPECT_EQ(JsonField(s.out, "holder"), token) << Describe(s);
-  EXPECT_EQ(Cli({"release", "--key-prefix", "app1:", "--resource", Res("k"), "--token", token}).exit_code, 0);
+  EXPECT_EQ(
+      Cli({"release", "--key-prefix", "app1:", "--resource", Res("k"), "--token", token}).exit_code,
+      0);
   EXPECT_EQ(NodesHolding("app1:" + Res("k"), token), 0);
 }
 
@@ -473,8 +477,8 @@ TEST_F(CliTest, PasswordsInRedisUrls) {
   v = (*secured)->Command(0, {"EXISTS", Res("p")});
   ASSERT_TRUE(v.ok()) << v.status();
   EXPECT_EQ(v->integer, 0) << "the key is in database 0";
-  Result no_auth = RunCli({"acquire", "--nodes", (*secured)->NodeList(), "--resource", Res("p2"),
-                           "--ttl", "10s"});
+  Result no_auth = RunCli(
+      {"acquire", "--nodes", (*secured)->NodeList(), "--resource", Res("p2"), "--ttl", "10s"});
   EXPECT_EQ(no_auth.exit_code, kUnavailable) << Describe(no_auth);
   EXPECT_FALSE(absl::StrContains(no_auth.err, "s3cr")) << "password leaked: " << no_auth.err;
 }
@@ -496,15 +500,16 @@ TEST_F(CliTest, RunExitsWithTheCommandsStatus) {
 TEST_F(CliTest, RunHoldsTheLockWhileTheCommandRunsAndReleasesAfter) {
   const std::string marker = dir_ + "/started", go = dir_ + "/go";
   // The child records its token and waits (bounded) for the test to let it go.
-  std::string script = absl::StrCat(
-      "echo \"$REDLOCK_TOKEN $REDLOCK_RESOURCE\" > ", marker,
-      ".tmp && mv ", marker, ".tmp ", marker,
-      "; i=0; while [ ! -e ", go, " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 3");
+  std::string script =
+      absl::StrCat("echo \"$REDLOCK_TOKEN $REDLOCK_RESOURCE\" > ", marker, ".tmp && mv ", marker,
+                   ".tmp ", marker, "; i=0; while [ ! -e ", go,
+                   " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done; exit 3");
   auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("run"), "--ttl", "1s",
                               "--", "sh", "-c", script});
   ASSERT_NE(p, nullptr);
   ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
-  std::vector<std::string> parts = absl::StrSplit(ReadFile(marker), absl::ByAnyChar(" \n"), absl::SkipEmpty());
+  std::vector<std::string> parts =
+      absl::StrSplit(ReadFile(marker), absl::ByAnyChar(" \n"), absl::SkipEmpty());
   ASSERT_EQ(parts.size(), 2u);
   const std::string token = parts[0];
   EXPECT_EQ(parts[1], Res("run"));
@@ -534,9 +539,9 @@ TEST_F(CliTest, RunDoesNotStartTheCommandWhenHeld) {
 
 TEST_F(CliTest, RunStopsTheCommandWhenTheLeaseIsLost) {
   const std::string marker = dir_ + "/started", term = dir_ + "/term";
-  std::string script = absl::StrCat(
-      "trap 'echo term > ", term, "; exit 0' TERM; touch ", marker,
-      "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  std::string script =
+      absl::StrCat("trap 'echo term > ", term, "; exit 0' TERM; touch ", marker,
+                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
   auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("lost"), "--ttl", "1s",
                               "--grace", "5s", "--", "sh", "-c", script});
   ASSERT_NE(p, nullptr);
@@ -555,9 +560,9 @@ TEST_F(CliTest, RunStopsTheCommandWhenTheLeaseIsLost) {
 
 TEST_F(CliTest, RunKillsACommandThatIgnoresSigterm) {
   const std::string marker = dir_ + "/started";
-  std::string script = absl::StrCat(
-      "trap '' TERM; touch ", marker,
-      "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  std::string script =
+      absl::StrCat("trap '' TERM; touch ", marker,
+                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
   auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("kill"), "--ttl", "1s",
                               "--grace", "300ms", "--", "sh", "-c", script});
   ASSERT_NE(p, nullptr);
@@ -570,9 +575,9 @@ TEST_F(CliTest, RunKillsACommandThatIgnoresSigterm) {
 
 TEST_F(CliTest, RunForwardsSigterm) {
   const std::string marker = dir_ + "/started", term = dir_ + "/term";
-  std::string script = absl::StrCat(
-      "trap 'echo term > ", term, "; exit 5' TERM; touch ", marker,
-      "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  std::string script =
+      absl::StrCat("trap 'echo term > ", term, "; exit 5' TERM; touch ", marker,
+                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
   auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("fwd"), "--ttl", "10s",
                               "--", "sh", "-c", script});
   ASSERT_NE(p, nullptr);
@@ -594,16 +599,16 @@ TEST_F(CliTest, BadInputIsAUsageErrorOnOneLine) {
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "30"},            // no unit
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "-1s"},
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "--wait", "soon"},
-      {"acquire", "--nodes", ok_nodes, "--ttl", "10s"},                              // no resource
+      {"acquire", "--nodes", ok_nodes, "--ttl", "10s"},  // no resource
       {"acquire", "--nodes", ok_nodes, "--resource", "", "--ttl", "10s"},
-      {"acquire", "--nodes", ok_nodes, "--resource", "r"},                           // no ttl
+      {"acquire", "--nodes", ok_nodes, "--resource", "r"},  // no ttl
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "--bogus"},
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "extra"},
-      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "1ms"},           // <= drift
-      {"release", "--nodes", ok_nodes, "--resource", "r"},                           // no token
-      {"extend", "--nodes", ok_nodes, "--resource", "r", "--token", "t"},            // no ttl
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "1ms"},  // <= drift
+      {"release", "--nodes", ok_nodes, "--resource", "r"},                  // no token
+      {"extend", "--nodes", ok_nodes, "--resource", "r", "--token", "t"},   // no ttl
       {"status", "--nodes", ok_nodes},
-      {"run", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s"},               // no command
+      {"run", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s"},  // no command
       {"run", "--nodes", ok_nodes, "--ttl", "10s", "--", "true"},
       {"frobnicate"},
       {"--nodes"},

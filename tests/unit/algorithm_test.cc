@@ -9,16 +9,17 @@
 #include "redlock/internal/token.h"
 #include "redlock/internal/transport.h"
 
-namespace redlock {
-namespace internal {
+namespace redlock::internal {
 namespace {
 
 using Vote = Round::Vote;
 using Outcome = Round::Outcome;
 
 TEST(Drift, IsTtlTimesFactorPlusFloor) {
-  EXPECT_EQ(DriftAllowance(absl::Seconds(10), 0.01, absl::Milliseconds(2)), absl::Milliseconds(102));
-  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), 0.0, absl::Milliseconds(2)), absl::Milliseconds(2));
+  EXPECT_EQ(DriftAllowance(absl::Seconds(10), 0.01, absl::Milliseconds(2)),
+            absl::Milliseconds(102));
+  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), 0.0, absl::Milliseconds(2)),
+            absl::Milliseconds(2));
   EXPECT_EQ(Validity(absl::Seconds(10), absl::Milliseconds(30), absl::Milliseconds(102)),
             absl::Milliseconds(9868));
   EXPECT_LT(Validity(absl::Milliseconds(100), absl::Milliseconds(99), absl::Milliseconds(3)),
@@ -31,13 +32,14 @@ TEST(CheckTtl, MustExceedDriftAndBeFiniteAndBounded) {
   EXPECT_EQ(*CheckTtl(absl::Microseconds(10999), o), 10) << "sub-millisecond parts are truncated";
   // ttl must be > ttl*0.01 + 2ms, i.e. ttl > 2.0202ms: 3ms is the smallest.
   EXPECT_TRUE(CheckTtl(absl::Milliseconds(3), o).ok());
-  for (absl::Duration bad : {absl::Milliseconds(2), absl::Milliseconds(1), absl::ZeroDuration(),
-                             absl::Milliseconds(-5), absl::InfiniteDuration(),
-                             absl::Milliseconds(kMaxTtlMs + 1)}) {
+  for (absl::Duration bad :
+       {absl::Milliseconds(2), absl::Milliseconds(1), absl::ZeroDuration(), absl::Milliseconds(-5),
+        absl::InfiniteDuration(), absl::Milliseconds(kMaxTtlMs + 1)}) {
     absl::StatusOr<int64_t> r = CheckTtl(bad, o);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
-  EXPECT_NE(CheckTtl(absl::Milliseconds(2), o).status().message().find("drift"), absl::string_view::npos);
+  EXPECT_NE(CheckTtl(absl::Milliseconds(2), o).status().message().find("drift"),
+            absl::string_view::npos);
   o.clock_drift_factor = 0.5;
   EXPECT_FALSE(CheckTtl(absl::Milliseconds(4), o).ok());
   EXPECT_TRUE(CheckTtl(absl::Milliseconds(5), o).ok());
@@ -64,7 +66,8 @@ TEST(Round, QuorumSizesAndEarlyDecisions) {
     EXPECT_EQ(yes.Record("n", Vote::kYes), Outcome::kSucceeded);
     // Against: n - q + 1 non-yes votes decide failure without waiting.
     Round no(n, q);
-    for (int i = 0; i < n - q; ++i) EXPECT_EQ(no.Record("n", Vote::kUnavailable, "x"), Outcome::kPending);
+    for (int i = 0; i < n - q; ++i)
+      EXPECT_EQ(no.Record("n", Vote::kUnavailable, "x"), Outcome::kPending);
     EXPECT_EQ(no.Record("n", Vote::kRefused), Outcome::kFailed) << n;
   }
   // All-nodes mode: the first refusal decides.
@@ -78,18 +81,22 @@ TEST(Round, FailureCodesFollowTheDesignTable) {
     Round r(5, 3);
     for (Vote v : votes) r.Record("127.0.0.1:7001", v, "boom");
     EXPECT_EQ(r.outcome(), Outcome::kFailed);
-    return r.Failure("acquire \"r\"", "granted", "held by another client", absl::StatusCode::kAborted);
+    return r.Failure("acquire \"r\"", "granted", "held by another client",
+                     absl::StatusCode::kAborted);
   };
-  EXPECT_EQ(fail({Vote::kRefused, Vote::kRefused, Vote::kRefused}).code(), absl::StatusCode::kAborted);
-  EXPECT_EQ(fail({Vote::kYes, Vote::kYes, Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable}).code(),
+  EXPECT_EQ(fail({Vote::kRefused, Vote::kRefused, Vote::kRefused}).code(),
             absl::StatusCode::kAborted);
+  EXPECT_EQ(
+      fail({Vote::kYes, Vote::kYes, Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable}).code(),
+      absl::StatusCode::kAborted);
   EXPECT_EQ(fail({Vote::kUnavailable, Vote::kUnavailable, Vote::kUnavailable}).code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(fail({Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable}).code(),
             absl::StatusCode::kAborted)
       << "two nodes down alone would not have prevented the quorum: the refusal did";
-  EXPECT_EQ(fail({Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable, Vote::kUnavailable}).code(),
-            absl::StatusCode::kUnavailable)
+  EXPECT_EQ(
+      fail({Vote::kRefused, Vote::kUnavailable, Vote::kUnavailable, Vote::kUnavailable}).code(),
+      absl::StatusCode::kUnavailable)
       << "three nodes down make the quorum impossible whatever the others say";
   {
     Round all(5, 5);  // all-nodes mode: one refusal decides
@@ -98,8 +105,10 @@ TEST(Round, FailureCodesFollowTheDesignTable) {
     EXPECT_EQ(all.Failure("a", "granted", "held", absl::StatusCode::kAborted).code(),
               absl::StatusCode::kAborted);
   }
-  EXPECT_EQ(fail({Vote::kInternal, Vote::kInternal, Vote::kInternal}).code(), absl::StatusCode::kInternal);
-  EXPECT_EQ(fail({Vote::kInternal, Vote::kUnavailable, Vote::kUnavailable}).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(fail({Vote::kInternal, Vote::kInternal, Vote::kInternal}).code(),
+            absl::StatusCode::kInternal);
+  EXPECT_EQ(fail({Vote::kInternal, Vote::kUnavailable, Vote::kUnavailable}).code(),
+            absl::StatusCode::kInternal);
   EXPECT_EQ(fail({Vote::kCancelled, Vote::kUnavailable, Vote::kUnavailable}).code(),
             absl::StatusCode::kCancelled);
 }
@@ -111,7 +120,8 @@ TEST(Round, MessageNamesTallyAndFirstErrors) {
   r.Record("127.0.0.1:7003", Vote::kUnavailable, "connection refused");
   r.Record("127.0.0.1:7004", Vote::kUnavailable, "no reply within 50ms");
   r.Record("127.0.0.1:7005", Vote::kUnavailable, "no reply within 50ms");
-  absl::Status st = r.Failure("acquire \"orders/42\"", "granted", "held", absl::StatusCode::kAborted);
+  absl::Status st =
+      r.Failure("acquire \"orders/42\"", "granted", "held", absl::StatusCode::kAborted);
   EXPECT_EQ(st.message(),
             "acquire \"orders/42\": 2 of 5 nodes granted (quorum 3); 127.0.0.1:7003: connection "
             "refused; 127.0.0.1:7004: no reply within 50ms; 127.0.0.1:7005: no reply within 50ms");
@@ -121,11 +131,13 @@ TEST(Round, MessageNamesTallyAndFirstErrors) {
 }
 
 TEST(VoteForErrorReply, AvailabilityVersusInternal) {
-  for (const char* e : {"LOADING Redis is loading", "READONLY You can't write", "OOM command not allowed",
-                        "NOAUTH Authentication required.", "BUSY Redis is busy", "MASTERDOWN x"}) {
+  for (const char* e :
+       {"LOADING Redis is loading", "READONLY You can't write", "OOM command not allowed",
+        "NOAUTH Authentication required.", "BUSY Redis is busy", "MASTERDOWN x"}) {
     EXPECT_EQ(VoteForErrorReply(e), Vote::kUnavailable) << e;
   }
-  for (const char* e : {"WRONGTYPE Operation against a key", "ERR Error running script", "NOSCRIPT x"}) {
+  for (const char* e :
+       {"WRONGTYPE Operation against a key", "ERR Error running script", "NOSCRIPT x"}) {
     EXPECT_EQ(VoteForErrorReply(e), Vote::kInternal) << e;
   }
 }
@@ -152,9 +164,11 @@ TEST(Encoding, Sha1KnownVectors) {
 }
 
 TEST(Encoding, RespAndEvalFallback) {
-  EXPECT_EQ(EncodeCommand({"SET", "k", "", "NX"}), "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$2\r\nNX\r\n");
+  EXPECT_EQ(EncodeCommand({"SET", "k", "", "NX"}),
+            "*4\r\n$3\r\nSET\r\n$1\r\nk\r\n$0\r\n\r\n$2\r\nNX\r\n");
   Command c = ScriptCommand(ReleaseScript(), {"a", "b"}, {"tok"});
-  EXPECT_EQ(c.payload, "*6\r\n$7\r\nEVALSHA\r\n$40\r\n" + ReleaseScript().sha + "\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\nb\r\n$3\r\ntok\r\n");
+  EXPECT_EQ(c.payload, "*6\r\n$7\r\nEVALSHA\r\n$40\r\n" + ReleaseScript().sha +
+                           "\r\n$1\r\n2\r\n$1\r\na\r\n$1\r\nb\r\n$3\r\ntok\r\n");
   std::string eval = EvalFallback(c);
   std::string body = ReleaseScript().body;
   EXPECT_EQ(eval, "*6\r\n$4\r\nEVAL\r\n$" + std::to_string(body.size()) + "\r\n" + body +
@@ -174,9 +188,9 @@ TEST(Token, RandomHexOfTwentyBytes) {
 TEST(DescribeResources, QuotesAndElides) {
   EXPECT_EQ(DescribeResources({"a"}), "\"a\"");
   EXPECT_EQ(DescribeResources({"a", "b"}), "{\"a\", \"b\"}");
-  EXPECT_EQ(DescribeResources({"a", "b", "c", "d", "e", "f"}), "{\"a\", \"b\", \"c\", \"d\", ... (6 in all)}");
+  EXPECT_EQ(DescribeResources({"a", "b", "c", "d", "e", "f"}),
+            "{\"a\", \"b\", \"c\", \"d\", ... (6 in all)}");
 }
 
 }  // namespace
-}  // namespace internal
-}  // namespace redlock
+}  // namespace redlock::internal

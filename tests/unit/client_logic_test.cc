@@ -12,9 +12,9 @@ namespace redlock {
 namespace {
 
 using internal::ClientImpl;
-using testing::FakeClock;
-using testing::FakeTransport;
 using ::testing::HasSubstr;
+using testkit::FakeClock;
+using testkit::FakeTransport;
 
 class ClientLogicTest : public ::testing::Test {
  protected:
@@ -34,9 +34,10 @@ class ClientLogicTest : public ::testing::Test {
 
   // Starts an async single attempt and returns the slot its result lands in.
   std::shared_ptr<std::optional<absl::StatusOr<Lease>>> TryAcquire(const std::string& r,
-                                                                    absl::Duration ttl) {
+                                                                   absl::Duration ttl) {
     auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    client_->TryAcquireAsync(r, ttl, [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    client_->TryAcquireAsync(r, ttl,
+                             [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
     return out;
   }
 
@@ -46,7 +47,9 @@ class ClientLogicTest : public ::testing::Test {
     return it != keys.end() && it->second.data == token &&
            (!it->second.expires || *it->second.expires > clock_.Now());
   }
-  bool HasKey(int node, const std::string& key) { return transport_->node(node).keys.count(key) > 0; }
+  bool HasKey(int node, const std::string& key) {
+    return transport_->node(node).keys.count(key) > 0;
+  }
 
   FakeClock clock_;
   FakeTransport* transport_ = nullptr;
@@ -56,7 +59,8 @@ class ClientLogicTest : public ::testing::Test {
 TEST_F(ClientLogicTest, SendsToEveryNodeAtOnceAndDecidesAtQuorum) {
   Make(5);
   auto result = TryAcquire("orders/42", absl::Seconds(10));
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(transport_->pending(i).size(), 1u) << "fan-out to node " << i;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(transport_->pending(i).size(), 1u) << "fan-out to node " << i;
   transport_->AnswerAll(0);
   transport_->AnswerAll(1);
   EXPECT_FALSE(result->has_value());
@@ -101,7 +105,8 @@ TEST_F(ClientLogicTest, NoValidityLeftIsDeadlineExceededAndReleasesEverywhere) {
   ASSERT_TRUE(result->has_value());
   EXPECT_EQ((*result)->status().code(), absl::StatusCode::kDeadlineExceeded);
   EXPECT_THAT(std::string((*result)->status().message()), HasSubstr("no validity was left"));
-  EXPECT_EQ(transport_->sent_count("release"), 5) << "released on all nodes, also those not yet answered";
+  EXPECT_EQ(transport_->sent_count("release"), 5)
+      << "released on all nodes, also those not yet answered";
   transport_->AnswerEverything();
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
 }
@@ -164,7 +169,8 @@ TEST_F(ClientLogicTest, RetriesReleaseBeforeTheNextAttempt) {
   transport_->node(0).keys["r"] = {"other", clock_.Now() + std::chrono::milliseconds(100), false};
   transport_->node(1).keys["r"] = {"other", clock_.Now() + std::chrono::milliseconds(100), false};
   auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  client_->AcquireAsync("r", absl::Seconds(10),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
   transport_->AnswerAll(0);
   transport_->AnswerAll(1);  // attempt 1 fails: held on 0 and 1
   EXPECT_FALSE(out->has_value());
@@ -189,7 +195,8 @@ TEST_F(ClientLogicTest, GivesUpAfterMaxAttempts) {
   Make(3, o);
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
   auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  client_->AcquireAsync("r", absl::Seconds(10),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
   transport_->AnswerEverything();
   transport_->Advance(o.retry_delay);
   transport_->AnswerEverything();
@@ -302,7 +309,8 @@ TEST_F(ClientLogicTest, ExtendNeedsQuorumOfHoldersAndNeverRecreates) {
   // The key vanishes on three nodes (early expiry after a clock jump).
   for (int i = 0; i < 3; ++i) transport_->node(i).keys.erase("r");
   std::optional<absl::StatusOr<Lease>> ext;
-  client_->ExtendAsync(lease, absl::Seconds(10), [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  client_->ExtendAsync(lease, absl::Seconds(10),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
   transport_->AnswerEverything();
   ASSERT_TRUE(ext.has_value());
   EXPECT_EQ(ext->status().code(), absl::StatusCode::kFailedPrecondition);
@@ -317,7 +325,8 @@ TEST_F(ClientLogicTest, ExtendValidityIsMeasuredFromItsOwnStart) {
   Lease lease = ***result;
   clock_.Advance(absl::Seconds(5));
   std::optional<absl::StatusOr<Lease>> ext;
-  client_->ExtendAsync(lease, absl::Seconds(20), [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  client_->ExtendAsync(lease, absl::Seconds(20),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
   clock_.Advance(absl::Seconds(1));
   transport_->AnswerEverything();
   ASSERT_TRUE(ext.has_value() && ext->ok()) << ext->status();
@@ -378,8 +387,9 @@ TEST_F(ClientLogicTest, NodeErrorRepliesAreVotesNotCrashes) {
 TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
   Make(5);
   std::optional<absl::StatusOr<std::vector<Lease>>> out;
-  client_->TryAcquireSetAsync({"a", "b"}, absl::Seconds(10), 5,
-                              [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
+  client_->TryAcquireSetAsync(
+      {"a", "b"}, absl::Seconds(10), 5,
+      [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
   transport_->TimeOutAll(3);
   ASSERT_TRUE(out.has_value()) << "one unavailable node decides the all-nodes mode at once";
   EXPECT_EQ(out->status().code(), absl::StatusCode::kUnavailable);

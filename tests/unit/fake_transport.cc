@@ -4,8 +4,7 @@
 
 #include "absl/strings/numbers.h"
 
-namespace redlock {
-namespace testing {
+namespace redlock::testkit {
 
 using internal::Clock;
 using internal::Reply;
@@ -50,14 +49,17 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
   if (cmd != "EVALSHA" && cmd != "EVAL") return Reply::Error("ERR unknown command");
   const internal::Script* script = nullptr;
   for (const internal::Script* s : internal::AllScripts()) {
-    if ((cmd == "EVALSHA" && argv[1] == s->sha) || (cmd == "EVAL" && argv[1] == s->body)) script = s;
+    if ((cmd == "EVALSHA" && argv[1] == s->sha) || (cmd == "EVAL" && argv[1] == s->body))
+      script = s;
   }
   if (script == nullptr) return Reply::Error("NOSCRIPT No matching script.");
   log.push_back(script->name);
   size_t numkeys = std::strtoul(argv[2].c_str(), nullptr, 10);
   std::vector<std::string> k(argv.begin() + 3, argv.begin() + 3 + static_cast<long>(numkeys));
   std::vector<std::string> a(argv.begin() + 3 + static_cast<long>(numkeys), argv.end());
-  auto wrongtype = [] { return Reply::Error("WRONGTYPE Operation against a key holding the wrong kind of value"); };
+  auto wrongtype = [] {
+    return Reply::Error("WRONGTYPE Operation against a key holding the wrong kind of value");
+  };
   auto holds = [&](const std::string& key, const std::string& token, bool* wrong) {
     const Value* v = Get(key, now);
     if (v != nullptr && v->is_list) *wrong = true;
@@ -105,7 +107,8 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
       if (wrong) return wrongtype();
       if (!h) return Reply::Integer(0);
     }
-    for (const auto& key : k) keys[key].expires = now + std::chrono::milliseconds(std::atoll(a[1].c_str()));
+    for (const auto& key : k)
+      keys[key].expires = now + std::chrono::milliseconds(std::atoll(a[1].c_str()));
     return Reply::Integer(1);
   }
   if (name == "fence-commit") {
@@ -126,7 +129,12 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
   if (name == "inspect") {
     const Value* v = Get(k[0], now);
     const Value* c = Get(k[1], now);
-    int64_t pttl = v == nullptr ? -2 : (v->expires ? std::chrono::duration_cast<std::chrono::milliseconds>(*v->expires - now).count() : -1);
+    int64_t pttl =
+        v == nullptr
+            ? -2
+            : (v->expires ? std::chrono::duration_cast<std::chrono::milliseconds>(*v->expires - now)
+                                .count()
+                          : -1);
     return Reply::Array({Reply::String(v == nullptr ? "" : v->data), Reply::Integer(pttl),
                          Reply::String(c == nullptr ? "0" : c->data)});
   }
@@ -209,9 +217,11 @@ void FakeTransport::AnswerEverything() {
   }
 }
 
-internal::Transport::TimerId FakeTransport::RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) {
+internal::Transport::TimerId FakeTransport::RunAfter(absl::Duration delay,
+                                                     absl::AnyInvocable<void()> fn) {
   TimerId id = next_timer_++;
-  timers_.emplace(std::make_pair(clock_->Now() + absl::ToChronoNanoseconds(delay), id), std::move(fn));
+  timers_.emplace(std::make_pair(clock_->Now() + absl::ToChronoNanoseconds(delay), id),
+                  std::move(fn));
   return id;
 }
 
@@ -227,7 +237,9 @@ bool FakeTransport::Cancel(TimerId id) {
 
 void FakeTransport::Advance(absl::Duration d) {
   clock_->Advance(d);
-  for (int guard = 0; guard < 100000 && !timers_.empty() && timers_.begin()->first.first <= clock_->Now(); ++guard) {
+  for (int guard = 0;
+       guard < 100000 && !timers_.empty() && timers_.begin()->first.first <= clock_->Now();
+       ++guard) {
     auto fn = std::move(timers_.begin()->second);
     timers_.erase(timers_.begin());
     ++in_callback_;
@@ -261,5 +273,4 @@ void FakeTransport::Shutdown() {
   }
 }
 
-}  // namespace testing
-}  // namespace redlock
+}  // namespace redlock::testkit

@@ -31,8 +31,7 @@
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/transport.h"
 
-namespace redlock {
-namespace testing {
+namespace redlock::testkit {
 
 class FakeClock final : public internal::Clock {
  public:
@@ -152,7 +151,6 @@ class FakeTransport final : public internal::Transport {
   bool stopping_ = false;
 };
 
-}  // namespace testing
-}  // namespace redlock
+}  // namespace redlock::testkit
 
 #endif  // REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_

@@ -12,9 +12,9 @@ namespace redlock {
 namespace {
 
 using internal::ClientImpl;
-using testing::FakeClock;
-using testing::FakeTransport;
 using ::testing::HasSubstr;
+using testkit::FakeClock;
+using testkit::FakeTransport;
 
 class FencingLogicTest : public ::testing::Test {
  protected:
@@ -28,8 +28,8 @@ class FencingLogicTest : public ::testing::Test {
       o.nodes.push_back(ep);
     }
     transport_ = new FakeTransport(5, &clock_);
-    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_,
-                                           nullptr);
+    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
+                                           &clock_, nullptr);
   }
   void SetCounter(int node, const std::string& value) {
     transport_->node(node).keys["r:fence"] = {value, std::nullopt, false};
@@ -41,7 +41,8 @@ class FencingLogicTest : public ::testing::Test {
   }
   std::shared_ptr<std::optional<absl::StatusOr<Lease>>> TryAcquire() {
     auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    client_->TryAcquireAsync("r", absl::Seconds(10), [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    client_->TryAcquireAsync("r", absl::Seconds(10),
+                             [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
     return out;
   }
 
@@ -57,7 +58,8 @@ TEST_F(FencingLogicTest, TokenIsOnePlusTheMaxOfTheCountingNodes) {
   auto out = TryAcquire();
   for (int i = 0; i < 3; ++i) transport_->AnswerOne(i);  // round 1 decided by nodes 0..2
   EXPECT_FALSE(out->has_value()) << "round 2 still to go";
-  EXPECT_EQ(transport_->sent_count("fence-commit"), 3) << "round 2 goes to exactly the counted nodes";
+  EXPECT_EQ(transport_->sent_count("fence-commit"), 3)
+      << "round 2 goes to exactly the counted nodes";
   for (int i = 0; i < 3; ++i) EXPECT_EQ(transport_->pending(i).size(), 1u);
   transport_->AnswerEverything();
   ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
@@ -109,7 +111,8 @@ TEST_F(FencingLogicTest, ARetryAfterAFailedRoundTwoCarriesItsOwnToken) {
   o.retry_jitter = absl::ZeroDuration();
   Make(o);
   auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  client_->AcquireAsync("r", absl::Seconds(10),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
   for (int i = 0; i < 3; ++i) transport_->AnswerAll(i);  // attempt 1: round 1 says T = 1
   transport_->node(0).keys.erase("r");                   // lost on nodes 0 and 1 before round 2
   transport_->node(1).keys.erase("r");
@@ -120,7 +123,8 @@ TEST_F(FencingLogicTest, ARetryAfterAFailedRoundTwoCarriesItsOwnToken) {
   transport_->Advance(o.retry_delay);
   transport_->AnswerEverything();
   ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
-  EXPECT_EQ((**out)->fencing_token(), 42u) << "the token of the attempt that succeeded, not of the first";
+  EXPECT_EQ((**out)->fencing_token(), 42u)
+      << "the token of the attempt that succeeded, not of the first";
   EXPECT_EQ(Counter(0), "42");
 }
 
@@ -131,7 +135,8 @@ TEST_F(FencingLogicTest, ValidityCoversBothRounds) {
   clock_.Advance(absl::Seconds(2));
   transport_->AnswerEverything();
   ASSERT_TRUE(out->has_value() && (*out)->ok());
-  EXPECT_EQ((**out)->TimeLeft(clock_.Now()), absl::Seconds(10) - absl::Seconds(3) - absl::Milliseconds(102));
+  EXPECT_EQ((**out)->TimeLeft(clock_.Now()),
+            absl::Seconds(10) - absl::Seconds(3) - absl::Milliseconds(102));
 }
 
 TEST_F(FencingLogicTest, SuccessiveHoldersGetIncreasingTokens) {

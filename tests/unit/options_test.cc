@@ -55,11 +55,28 @@ TEST(ParseEndpoint, RedisUrlDefaultPort) {
 }
 
 TEST(ParseEndpoint, RejectsMalformed) {
-  for (const char* bad : {"", "   ", "localhost", "127.0.0.1:", ":7001", "127.0.0.1:0",
-                          "127.0.0.1:65536", "127.0.0.1:70x", "127.0.0.1:-1", "::1:7001",
-                          "[::1:7001", "[::1]7001", "host name:1", "rediss://h:1", "http://h:1",
-                          "redis://user@h:1", "redis://:@h:1", "redis://h:1/x", "redis://h:1/-1",
-                          "redis://h:1?db=2", "redis://:%zz@h:1", "redis://:a%2@h:1"}) {
+  for (const char* bad : {"",
+                          "   ",
+                          "localhost",
+                          "127.0.0.1:",
+                          ":7001",
+                          "127.0.0.1:0",
+                          "127.0.0.1:65536",
+                          "127.0.0.1:70x",
+                          "127.0.0.1:-1",
+                          "::1:7001",
+                          "[::1:7001",
+                          "[::1]7001",
+                          "host name:1",
+                          "rediss://h:1",
+                          "http://h:1",
+                          "redis://user@h:1",
+                          "redis://:@h:1",
+                          "redis://h:1/x",
+                          "redis://h:1/-1",
+                          "redis://h:1?db=2",
+                          "redis://:%zz@h:1",
+                          "redis://:a%2@h:1"}) {
     absl::StatusOr<Endpoint> ep = ParseEndpoint(bad);
     EXPECT_FALSE(ep.ok()) << "accepted \"" << bad << "\"";
     if (!ep.ok()) {
@@ -80,7 +97,8 @@ TEST(ParseEndpointList, ParsesAndRejectsEmptyItems) {
 
 Options FiveNodes() {
   Options o;
-  for (int i = 0; i < 5; ++i) o.nodes.push_back(*ParseEndpoint("127.0.0.1:" + std::to_string(7001 + i)));
+  for (int i = 0; i < 5; ++i)
+    o.nodes.push_back(*ParseEndpoint("127.0.0.1:" + std::to_string(7001 + i)));
   return o;
 }
 
@@ -88,7 +106,8 @@ TEST(EffectiveQuorum, MajorityByDefault) {
   Options o;
   for (int n = 1; n <= 8; ++n) {
     o.nodes.clear();
-    for (int i = 0; i < n; ++i) o.nodes.push_back(*ParseEndpoint("127.0.0.1:" + std::to_string(7001 + i)));
+    for (int i = 0; i < n; ++i)
+      o.nodes.push_back(*ParseEndpoint("127.0.0.1:" + std::to_string(7001 + i)));
     EXPECT_EQ(EffectiveQuorum(o), n / 2 + 1) << n;
   }
   o.quorum = 8;
@@ -120,7 +139,12 @@ TEST(ValidateOptions, RejectsBadFields) {
   };
   check([](Options& o) { o.nodes.clear(); }, "no nodes");
   check([](Options& o) { o.nodes.push_back(o.nodes[0]); }, "listed twice");
-  check([](Options& o) { o.nodes[1].host = "127.0.0.1"; o.nodes[1].port = 7001; }, "listed twice");
+  check(
+      [](Options& o) {
+        o.nodes[1].host = "127.0.0.1";
+        o.nodes[1].port = 7001;
+      },
+      "listed twice");
   check([](Options& o) { o.nodes[0].port = 0; }, "port");
   check([](Options& o) { o.nodes[0].username = "u"; }, "username needs a password");
   check([](Options& o) { o.node_timeout = absl::ZeroDuration(); }, "node_timeout");
@@ -131,7 +155,8 @@ TEST(ValidateOptions, RejectsBadFields) {
   check([](Options& o) { o.max_attempts = 0; }, "max_attempts");
   check([](Options& o) { o.retry_delay = absl::Milliseconds(-5); }, "retry_delay");
   check([](Options& o) { o.retry_jitter = absl::InfiniteDuration(); }, "retry_jitter");
-  check([](Options& o) { o.reconnect_backoff_max = absl::Milliseconds(1); }, "reconnect_backoff_max");
+  check([](Options& o) { o.reconnect_backoff_max = absl::Milliseconds(1); },
+        "reconnect_backoff_max");
   check([](Options& o) { o.max_in_flight_per_node = 3; }, "max_in_flight_per_node");
   check([](Options& o) { o.key_prefix = std::string(kMaxResourceLength + 1, 'p'); }, "key_prefix");
 }
