@@ -17,6 +17,9 @@ struct Mutex::State {
   Lease lease;
   std::unique_ptr<Renewal> renewal;
   absl::Status status;
+
+  // The lease with the validity of its latest extension. REQUIRES: mu held.
+  Lease CurrentLease() const { return renewal != nullptr ? renewal->lease() : lease; }
 };
 
 Mutex::Mutex(Client* client, std::string resource, MutexOptions options)
@@ -136,13 +139,13 @@ absl::Status Mutex::status() const {
 
 bool Mutex::held_ok() const {
   std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->held && !state_->lost && state_->lease.TimeLeft() > absl::ZeroDuration();
+  // The validity of the lease as last extended, not as first acquired.
+  return state_->held && !state_->lost && state_->CurrentLease().TimeLeft() > absl::ZeroDuration();
 }
 
 Lease Mutex::lease() const {
   std::lock_guard<std::mutex> lock(state_->mu);
-  return state_->held ? state_->renewal != nullptr ? state_->renewal->lease() : state_->lease
-                      : Lease();
+  return state_->held ? state_->CurrentLease() : Lease();
 }
 
 // ---------------------------------------------------------------------------

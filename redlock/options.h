@@ -75,8 +75,12 @@ struct Options {
   // ---- Nodes and quorum ---------------------------------------------------
 
   // The independent Redis masters (not replicas of each other: Redlock's
-  // safety rests on their independence). At least one; no node may appear
-  // twice (same host and port).
+  // safety rests on their independence). At least one; no server may appear
+  // twice, since it would then vote twice: Client::Create refuses two entries
+  // that resolve to one address and port, and two entries whose servers
+  // report the same run_id (two names for one server, a proxy, a port
+  // forward); a duplicate found only on a later connection is refused, with
+  // that message in Health() and in every call's node errors.
   std::vector<Endpoint> nodes;
 
   // How many nodes must grant for a lock to be held. 0 means a majority,

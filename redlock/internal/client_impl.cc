@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/engine.h"
+#include "redlock/internal/node_identity.h"
 #include "redlock/internal/resp.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/status_macros.h"
@@ -1185,6 +1186,7 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
   }
   std::string key = Key(resource);
   Command command = ScriptCommand(InspectScript(), {key, absl::StrCat(key, kFenceSuffix)}, {});
+  command.op = "inspect";
   for (int i = 0; i < n; ++i) {
     state->views[static_cast<size_t>(i)].node = transport_->NodeName(i);
     transport_->Send(i, command, [state, waiter, i](absl::StatusOr<Reply> r) {
@@ -1233,6 +1235,7 @@ namespace redlock {
 
 absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   REDLOCK_RETURN_IF_ERROR(ValidateOptions(options));
+  REDLOCK_RETURN_IF_ERROR(internal::CheckDistinctAddresses(options.nodes));
   internal::Engine::Config config;
   config.nodes = options.nodes;
   config.node_timeout = options.node_timeout;
@@ -1245,6 +1248,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
                            internal::Engine::Start(std::move(config)));
   if (options.wait_for_connections) {
     engine->WaitForFirstConnections(options.connect_timeout + absl::Milliseconds(100));
+    std::vector<std::pair<int, int>> same = engine->DuplicateNodes();
+    if (!same.empty()) {
+      return internal::SameServerError(options.nodes, same[0].first, same[0].second, "same run_id");
+    }
   }
   internal::Engine* raw = engine.get();
   return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),

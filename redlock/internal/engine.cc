@@ -92,6 +92,16 @@ Reply Convert(const redisReply* r) {
   }
 }
 
+// The run_id line of an INFO reply ("" if absent).
+std::string RunIdFromInfo(absl::string_view info) {
+  constexpr absl::string_view kKey = "run_id:";
+  size_t pos = info.find(kKey);
+  if (pos == absl::string_view::npos) return "";
+  absl::string_view rest = info.substr(pos + kKey.size());
+  size_t end = rest.find_first_of("\r\n");
+  return std::string(rest.substr(0, end));
+}
+
 }  // namespace
 
 // One request awaiting its reply.
@@ -102,8 +112,9 @@ struct Engine::Slot {
   NodeCallback done;  // empty once completed
   TimePoint deadline = TimePoint::max();
   bool cleanup = false;
-  uint8_t expect = 0;  // Command::expect
-  std::string echo;    // kProbe: the nonce the PING must return
+  uint8_t expect = 0;   // Command::expect
+  const char* op = "";  // Command::op, for messages
+  std::string echo;     // kProbe: the nonce the PING must return
   // For a NOSCRIPT retry: the request as sent.
   const Script* script = nullptr;
   std::string payload;
@@ -235,6 +246,7 @@ Engine::Engine(Config config) : config_(std::move(config)) {
     n->sub.backoff = config_.reconnect_backoff_min;
     nodes_.push_back(std::move(n));
   }
+  run_ids_.resize(nodes_.size());
 }
 
 Engine::~Engine() {
@@ -419,6 +431,7 @@ void Engine::Send(int node, Command command, NodeCallback done) {
   slot->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
   slot->cleanup = command.cleanup;
   slot->expect = command.expect;
+  slot->op = command.op;
   if (command.script != nullptr) {
     slot->script = command.script;
     slot->payload = command.payload;
@@ -713,6 +726,10 @@ void Engine::OnConnected(Node& n) {
     AppendCommand(&payload, {"SELECT", std::to_string(n.endpoint.db)});
     add("SELECT", nullptr);
   }
+  // The server's run_id: two entries of the node list that reach one server
+  // (two names, a proxy, a port forward) must not give it two votes.
+  AppendCommand(&payload, {"INFO", "server"});
+  add("INFO", nullptr);
   for (const Script* s : AllScripts()) {
     AppendCommand(&payload, {"SCRIPT", "LOAD", s->body});
     add("SCRIPT LOAD", s);
@@ -780,9 +797,12 @@ void Engine::OnReadable(Node& n) {
       std::shared_ptr<Slot> slot = std::move(n.fifo.front());
       n.fifo.pop_front();
       if (!ReplyFits(*slot, reply)) {
-        failure = absl::StrCat("replies out of step with requests (", reply.Describe(),
-                               " does not answer the command it would be paired with; a reply "
-                               "was lost in transit?): reconnecting");
+        failure =
+            absl::StrCat("the node sent ", reply.Describe(), ", which cannot answer ", slot->op,
+                         " (not a Redis server, or its replies are out of step "
+                         "with the requests): reconnecting");
+        // Back in the FIFO, so Disconnect fails its request with this message.
+        n.fifo.push_front(std::move(slot));
         break;
       }
       if (n.expired > 0) {
@@ -796,7 +816,13 @@ void Engine::OnReadable(Node& n) {
       switch (slot->kind) {
         case Slot::Kind::kHandshake: {
           std::string problem;
-          if (reply.is_error()) {
+          const bool info = std::string(slot->step) == "INFO";
+          if (info && reply.is_error() && !absl::StrContains(reply.str, "NOAUTH")) {
+            // An ACL user without INFO (+@dangerous): the server's identity
+            // cannot be checked on this node; everything else works.
+          } else if (info && reply.type == Reply::Type::kString) {
+            problem = CheckIdentityLocked(n, RunIdFromInfo(reply.str));
+          } else if (reply.is_error()) {
             if (absl::StrContains(reply.str, "NOAUTH")) {
               problem = absl::StrCat(
                   "authentication required: the node has a password, give it in the endpoint "
@@ -859,11 +885,13 @@ void Engine::OnReadable(Node& n) {
             retry->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
             retry->cleanup = slot->cleanup;
             retry->expect = slot->expect;
+            retry->op = slot->op;
             std::string eval = EvalFallback(again);
             for (const Script* s : AllScripts()) {
               auto load = std::make_shared<Slot>();
               load->kind = Slot::Kind::kReload;
               load->expect = kExpectString;
+              load->op = "SCRIPT LOAD";
               load->deadline = retry->deadline;
               n.fifo.push_back(std::move(load));
               AppendCommand(&n.out, {"SCRIPT", "LOAD", s->body});
@@ -914,6 +942,10 @@ void Engine::Disconnect(Node& n, const std::string& why) {
     n.waiting.clear();
     n.probe_in_flight = false;
     n.handshake_left = 0;
+    {
+      std::lock_guard<std::mutex> identity(identity_mu_);
+      run_ids_[static_cast<size_t>(n.index)].clear();
+    }
     OpenBreakerLocked(n, why);
     if (!n.first_connect_reported) {
       n.first_connect_reported = true;
@@ -1030,6 +1062,7 @@ void Engine::SendProbe(Node& n) {
   std::unique_lock<std::mutex> lock(n.mu);
   auto slot = std::make_shared<Slot>();
   slot->kind = Slot::Kind::kProbe;
+  slot->op = "a PING probe";
   slot->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
   slot->echo = absl::StrCat("redlock-probe-", next_probe_id_.fetch_add(1));
   n.probe_in_flight = true;
@@ -1335,6 +1368,24 @@ void Engine::SubDisconnect(Node& n, const std::string& why) {
   sub.next_connect = Clock::now() + absl::ToChronoNanoseconds(sub.backoff);
   sub.backoff = std::min(sub.backoff * 2, config_.reconnect_backoff_max);
   (void)why;  // Notifications are best effort: waiters fall back to polling.
+}
+
+std::string Engine::CheckIdentityLocked(Node& n, const std::string& run_id) {
+  if (run_id.empty()) return "";
+  std::lock_guard<std::mutex> identity(identity_mu_);
+  for (size_t j = 0; j < run_ids_.size(); ++j) {
+    if (static_cast<int>(j) == n.index || run_ids_[j] != run_id) continue;
+    duplicates_.emplace_back(static_cast<int>(j), n.index);
+    return absl::StrCat("the same server as node ", nodes_[j]->name, " (run_id ", run_id,
+                        "): one server listed twice would vote twice; refused");
+  }
+  run_ids_[static_cast<size_t>(n.index)] = run_id;
+  return "";
+}
+
+std::vector<std::pair<int, int>> Engine::DuplicateNodes() const {
+  std::lock_guard<std::mutex> identity(identity_mu_);
+  return duplicates_;
 }
 
 std::vector<NodeHealth> Engine::Health() const {

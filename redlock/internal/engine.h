@@ -81,6 +81,10 @@ class Engine final : public Transport {
 
   std::vector<NodeHealth> Health() const;
 
+  // Pairs (first, second) of nodes found to be one server (same run_id):
+  // the second was refused. Checked when each connection is established.
+  std::vector<std::pair<int, int>> DuplicateNodes() const;
+
   // Transport.
   int size() const override { return static_cast<int>(nodes_.size()); }
   const std::string& NodeName(int node) const override;
@@ -144,6 +148,9 @@ class Engine final : public Transport {
   void FlushLocked(Node& n, std::unique_lock<std::mutex>& lock);
   void OpenBreakerLocked(Node& n, const std::string& why);
   void Wake();
+  // Records node n's server identity; a message when another node already
+  // has it (the connection is then refused). REQUIRES: n.mu held.
+  std::string CheckIdentityLocked(Node& n, const std::string& run_id);
   void FailLater(NodeCallback done, absl::Status status);
 
   const Config config_;
@@ -179,6 +186,10 @@ class Engine final : public Transport {
   MessageHandler message_handler_;
   int first_connect_pending_ = 0;
   std::condition_variable first_connect_cv_;
+
+  mutable std::mutex identity_mu_;               // guards the two below
+  std::vector<std::string> run_ids_;             // per node, of its current connection
+  std::vector<std::pair<int, int>> duplicates_;  // (kept, refused)
 };
 
 }  // namespace redlock::internal

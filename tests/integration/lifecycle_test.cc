@@ -232,6 +232,31 @@ TEST_F(LifecycleTest, MutexStatusReflectsALostLease) {
   m.unlock();
 }
 
+// held_ok() reads the validity of the lease as last renewed: a hold longer
+// than the first lease's validity is still held_ok().
+TEST_F(LifecycleTest, HeldOkStaysTrueWhileTheRenewedLockOutlivesItsFirstLease) {
+  auto c = MakeClient();
+  MutexOptions mo;
+  mo.ttl = absl::Milliseconds(400);
+  Mutex m(c.get(), "renewed", mo);
+  RecursiveMutex r(c.get(), "renewed-recursive", mo);
+  m.lock();
+  r.lock();
+  Lease first = m.lease();
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // three ttls
+  ASSERT_EQ(first.TimeLeft(), absl::ZeroDuration()) << "the first lease has run out";
+  REDLOCK_EXPECT_OK(m.status());
+  EXPECT_GT(m.lease().TimeLeft(), absl::ZeroDuration());
+  EXPECT_GE(KeyCount("renewed"), 3);
+  EXPECT_TRUE(m.held_ok());
+  REDLOCK_EXPECT_OK(r.status());
+  EXPECT_TRUE(r.held_ok());
+  m.unlock();
+  r.unlock();
+  EXPECT_FALSE(m.held_ok());
+  EXPECT_EQ(KeyCountSettled("renewed") + KeyCountSettled("renewed-recursive"), 0);
+}
+
 TEST_F(LifecycleTest, RenewalCapLetsTheLeaseRunOut) {
   auto c = MakeClient();
   absl::StatusOr<Lease> l = c->TryAcquire("capped", absl::Milliseconds(300));

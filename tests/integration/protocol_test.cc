@@ -1,0 +1,162 @@
+// Nodes that break the protocol's contract: well-formed replies of the wrong
+// type, and one server listed twice. Real redis-server processes plus fake
+// servers (scripted_server.h) that answer what a test tells them to.
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "redlock/client.h"
+#include "tests/integration/scripted_server.h"
+#include "tests/testing/fleet_suite.h"
+
+namespace redlock {
+namespace {
+
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using testkit::ScriptedServer;
+
+// Runs `call` on a thread of its own and gives it `limit` to return; a call
+// that never returns aborts the test binary (it cannot be joined).
+template <typename F>
+auto WithinDeadline(F call, absl::Duration limit) -> decltype(call()) {
+  auto future = std::async(std::launch::async, std::move(call));
+  if (future.wait_for(absl::ToChronoNanoseconds(limit)) != std::future_status::ready) {
+    std::fprintf(stderr, "FATAL: the call did not return within %s\n",
+                 absl::FormatDuration(limit).c_str());
+    std::abort();
+  }
+  return future.get();
+}
+
+// SET answered with an integer, scripts with a bulk string: each reply is
+// well formed, and none can be the answer to its command.
+std::string WrongTypes(const std::vector<std::string>& cmd) {
+  if (!cmd.empty() && cmd[0] == "SET") return ":1\r\n";
+  if (!cmd.empty() && (cmd[0] == "EVALSHA" || cmd[0] == "EVAL")) return ScriptedServer::Bulk("foo");
+  return ScriptedServer::Default(cmd);
+}
+
+class ProtocolTest : public testkit::FleetSuite {
+ protected:
+  // Node 0 of the fleet plus `fakes` fake servers.
+  Options WithFakes(const std::vector<std::unique_ptr<ScriptedServer>>& fakes) {
+    Options o = MakeOptions();
+    o.nodes = {fleet_->endpoint(0)};
+    for (const auto& f : fakes) {
+      Endpoint e;
+      e.host = "127.0.0.1";
+      e.port = f->port();
+      o.nodes.push_back(e);
+    }
+    return o;
+  }
+};
+
+TEST_F(ProtocolTest, WrongTypeRepliesFromTwoOfThreeNodesFailTheCallWithinItsDeadline) {
+  std::vector<std::unique_ptr<ScriptedServer>> fakes;
+  for (int i = 0; i < 2; ++i) {
+    auto s = ScriptedServer::Start([i](const std::vector<std::string>& cmd) {
+      if (!cmd.empty() && cmd[0] == "INFO") {
+        return ScriptedServer::Default(cmd, absl::StrCat("fake-run-id-", i));
+      }
+      return WrongTypes(cmd);
+    });
+    ASSERT_TRUE(s.ok()) << s.status();
+    fakes.push_back(*std::move(s));
+  }
+  auto client = MakeClient(WithFakes(fakes));
+  ASSERT_NE(client, nullptr);
+
+  // A free resource.
+  absl::StatusOr<Lease> free = WithinDeadline(
+      [&] { return client->TryAcquire("free", absl::Seconds(10)); }, absl::Seconds(10));
+  ASSERT_FALSE(free.ok());
+  EXPECT_THAT(std::string(free.status().message()),
+              AllOf(HasSubstr("(integer) 1"), HasSubstr("cannot answer")));
+
+  // A resource held elsewhere (on the real node).
+  REDLOCK_ASSERT_OK(fleet_->Command(0, {"SET", prefix_ + "held", "other", "PX", "60000"}).status());
+  absl::StatusOr<Lease> held = WithinDeadline(
+      [&] { return client->TryAcquire("held", absl::Seconds(10)); }, absl::Seconds(10));
+  EXPECT_FALSE(held.ok());
+
+  // Release and extend meet a bulk string where an integer must be.
+  absl::Status released = WithinDeadline(
+      [&] { return client->Release(Lease::ForToken("free", "tok")); }, absl::Seconds(10));
+  EXPECT_FALSE(released.ok());
+  absl::StatusOr<Lease> extended = WithinDeadline(
+      [&] { return client->Extend(Lease::ForToken("free", "tok"), absl::Seconds(5)); },
+      absl::Seconds(10));
+  EXPECT_FALSE(extended.ok());
+
+  // Nothing of ours stayed on the real node.
+  EXPECT_EQ(testkit::Eventually([&] { return Get(0, "free"); }, std::string()), "");
+  EXPECT_EQ(Get(0, "held"), "other");
+}
+
+TEST_F(ProtocolTest, OneServerUnderTwoNamesIsRefusedAtCreate) {
+  Options o = MakeOptions();
+  Endpoint by_name = fleet_->endpoint(0);
+  by_name.host = "localhost";
+  o.nodes = {fleet_->endpoint(0), by_name, fleet_->endpoint(1)};
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
+  ASSERT_FALSE(client.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
+  EXPECT_THAT(
+      std::string(client.status().message()),
+      AllOf(HasSubstr(fleet_->endpoint(0).ToString()),
+            HasSubstr(absl::StrCat("localhost:", fleet_->port(0))), HasSubstr("same server")));
+}
+
+TEST_F(ProtocolTest, TwoEndpointsReachingOneServerAreRefusedByRunId) {
+  // Two addresses no resolver can match, one server behind both (as through
+  // a proxy or a port forward): the same run_id gives it away.
+  std::vector<std::unique_ptr<ScriptedServer>> fakes;
+  for (int i = 0; i < 2; ++i) {
+    auto s = ScriptedServer::Start(
+        [](const std::vector<std::string>& cmd) { return ScriptedServer::Default(cmd, "same"); });
+    ASSERT_TRUE(s.ok()) << s.status();
+    fakes.push_back(*std::move(s));
+  }
+  Options o = WithFakes(fakes);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
+  ASSERT_FALSE(client.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(client.status())) << client.status();
+  EXPECT_THAT(std::string(client.status().message()),
+              AllOf(HasSubstr(o.nodes[1].ToString()), HasSubstr(o.nodes[2].ToString()),
+                    HasSubstr("run_id")));
+
+  // Found only after Create (no waiting for connections): the second one is
+  // refused with that message, and never votes.
+  o.wait_for_connections = false;
+  auto late = MakeClient(o);
+  ASSERT_NE(late, nullptr);
+  auto refused_nodes = [&] {
+    int refused = 0;
+    for (const NodeHealth& n : late->Health()) {
+      refused += absl::StrContains(n.last_error, "same server");
+    }
+    return refused;
+  };
+  EXPECT_EQ(testkit::Eventually(refused_nodes, 1, absl::Seconds(5)), 1);
+  int refused = 0, connected = 0;
+  for (const NodeHealth& n : late->Health()) {
+    refused += absl::StrContains(n.last_error, "same server");
+    connected += n.connected;
+  }
+  EXPECT_EQ(refused, 1);
+  EXPECT_EQ(connected, 2);
+}
+
+}  // namespace
+}  // namespace redlock
