@@ -145,9 +145,8 @@ struct Options {
   // Fencing tokens (see lease.h, Lease::fencing_token()). The counters live
   // on the nodes without a ttl and must survive restarts: run the nodes with
   // appendfsync always (one node that loses its counter can repeat a token,
-  // see README "Fencing tokens"). Costs one extra
-  // round trip per acquisition and keeps one counter key per resource on every
-  // node. Default: false.
+  // see README "Fencing tokens"). Costs one extra round trip per acquisition
+  // and keeps one counter key per resource on every node. Default: false.
   bool fencing = false;
 
   // ---- Connections --------------------------------------------------------------
