@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "chaos/cleanup.h"
+#include "tests/testing/fleet.h"
 
 namespace redlock::chaos {
 namespace {
@@ -178,19 +179,26 @@ std::string BuildNftTeardown(const RuleContext& ctx) {
   return absl::StrCat("delete table ip ", ctx.table, "\n");
 }
 
-absl::Status PartitionSupport() {
+absl::Status PartitionSupport(const std::vector<std::pair<std::string, std::string>>& tools) {
+  std::string missing;
   if (geteuid() != 0) {
-    return absl::FailedPreconditionError("partitions need root (network namespace and nft rules)");
-  }
-  for (const auto& [tool, flag] :
-       {std::pair<const char*, const char*>{"ip", "-V"}, {"nft", "-v"}}) {
-    absl::StatusOr<CommandResult> r = RunCommand({tool, flag}, absl::Seconds(5));
-    if (!r.ok() || r->exit_code != 0) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("partitions need `", tool, "` (iproute2/nftables)"));
+    missing = "partitions need root (network namespace and nft rules)";
+  } else {
+    for (const auto& [tool, flag] : tools) {
+      absl::StatusOr<CommandResult> r = RunCommand({tool, flag}, absl::Seconds(5));
+      if (!r.ok() || r->exit_code != 0) {
+        missing = absl::StrCat("partitions need `", tool,
+                               "` (Debian packages iproute2 and nftables; scripts/setup.sh "
+                               "installs them)");
+        break;
+      }
     }
   }
-  return absl::OkStatus();
+  if (missing.empty()) return absl::OkStatus();
+  // Under CI a scenario that cannot run is a failure, never a silent skip.
+  if (testkit::UnderCi())
+    return absl::NotFoundError(absl::StrCat(missing, "; CI=true makes that a failure"));
+  return absl::FailedPreconditionError(missing);
 }
 
 std::string UniqueName(absl::string_view prefix) {

@@ -110,9 +110,12 @@ std::string BuildNftTeardown(const RuleContext& ctx);
 
 // ---- Namespace and rules -----------------------------------------------------
 
-// OK when partitions can run here (root, `ip` and `nft` present); otherwise
-// kFailedPrecondition with the reason (the scenario is reported as skipped).
-absl::Status PartitionSupport();
+// OK when partitions can run here (root, and the `tools` answer their
+// version flag); otherwise kFailedPrecondition with the reason (the scenario
+// is reported as skipped), or under CI (CI=true) kNotFound: there a scenario
+// that cannot run is a failure.
+absl::Status PartitionSupport(const std::vector<std::pair<std::string, std::string>>& tools = {
+                                  {"ip", "-V"}, {"nft", "-v"}});
 
 // "<prefix>-<pid>-<n>", unique in this host while this process lives.
 std::string UniqueName(absl::string_view prefix);

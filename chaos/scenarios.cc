@@ -737,9 +737,11 @@ ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) 
   if (scenario.needs_root) {
     absl::Status s = PartitionSupport();
     if (!s.ok()) {
-      res.skipped = true;
+      // A missing tool skips the scenario, except under CI (NotFound).
+      res.skipped = absl::IsFailedPrecondition(s);
       res.skip_reason = std::string(s.message());
-      res.ok = true;
+      res.why = std::string(s.message());
+      res.ok = res.skipped;
       return res;
     }
   }

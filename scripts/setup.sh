@@ -34,7 +34,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   nlohmann-json3-dev                         # bench/chaos JSON output
   redis-server                               # the servers tests and bench start
-  iproute2 iptables                          # chaos partitions (network namespaces)
+  iproute2 nftables                          # chaos partitions (network namespaces, nft rules)
   docker-compose                             # offline validation of docker-compose.yml
 )
 missing=()

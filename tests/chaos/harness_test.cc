@@ -244,6 +244,51 @@ TEST(PartitionRulesTest, Shapes) {
 
 // ---- Expectations, S5, client flags --------------------------------------------------
 
+// Sets an environment variable for the scope, restoring it afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = getenv(name);
+    if (old != nullptr) old_ = old;
+    had_ = old != nullptr;
+    if (value == nullptr) {
+      unsetenv(name);
+    } else {
+      setenv(name, value, 1);
+    }
+  }
+  ~ScopedEnv() {
+    if (had_) {
+      setenv(name_, old_.c_str(), 1);
+    } else {
+      unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+// A partition scenario on a machine without nft (or without root) is skipped
+// on a developer's machine, and fails under CI=true: CI must never stay
+// green without running it.
+TEST(PartitionSupportTest, AMissingToolIsASkipLocallyAndAFailureUnderCi) {
+  const std::vector<std::pair<std::string, std::string>> tools = {{"ip", "-V"},
+                                                                  {"redlock-no-such-tool", "-v"}};
+  {
+    ScopedEnv ci("CI", nullptr);
+    EXPECT_TRUE(absl::IsFailedPrecondition(PartitionSupport(tools)));
+  }
+  {
+    ScopedEnv ci("CI", "true");
+    absl::Status s = PartitionSupport(tools);
+    EXPECT_TRUE(absl::IsNotFound(s)) << s;
+    EXPECT_NE(s.message().find("CI=true"), absl::string_view::npos) << s;
+  }
+}
+
 TEST(ExpectationTest, Verdicts) {
   std::array<int64_t, kNumHarnessProperties> none{}, s1{1, 0, 0, 0, 0}, s3{0, 0, 2, 0, 0};
   std::string why;

@@ -89,10 +89,14 @@ bool IsLoopback(const std::string& host) {
 
 }  // namespace
 
+bool UnderCi() {
+  const char* ci = getenv("CI");
+  return ci != nullptr && std::string(ci) == "true";
+}
+
 absl::Status CheckRedisServerAvailable() {
   if (!FindOnPath("redis-server").empty()) return absl::OkStatus();
-  const char* ci = getenv("CI");
-  if (ci != nullptr && std::string(ci) == "true") {
+  if (UnderCi()) {
     return absl::NotFoundError("redis-server is not installed, and CI=true makes that a failure");
   }
   return absl::FailedPreconditionError("redis-server is not installed (run scripts/setup.sh)");

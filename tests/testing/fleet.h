@@ -137,6 +137,10 @@ class Fleet {
   mutable std::mutex mu_;
 };
 
+// True under CI (CI=true): a test or scenario that cannot run for a missing
+// tool must then fail, never skip.
+bool UnderCi();
+
 // Whether tests that need redis-server can run. Returns OK when it is on the
 // PATH. Otherwise kFailedPrecondition, and the caller should skip; but under
 // CI=true the absence is a failure (kNotFound), never a skip.
