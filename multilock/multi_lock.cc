@@ -1,14 +1,10 @@
 #include "multilock/multi_lock.h"
 
 #include <algorithm>
-#include <chrono>
-#include <future>
-#include <random>
-#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
+#include "redlock/internal/set_api.h"
 
 namespace redlock {
 namespace {
@@ -18,21 +14,9 @@ const std::string& Empty() {
   return *empty;
 }
 
-// Runs an async call and waits for its result (the release watch has no
-// blocking form).
-template <typename T, typename Start>
-T Wait(Start start) {
-  std::promise<T> promise;
-  std::future<T> future = promise.get_future();
-  start([&promise](T value) { promise.set_value(std::move(value)); });
-  return future.get();
-}
-
-absl::Duration Jittered(const Options& o, std::minstd_rand& rng) {
-  int64_t jitter = absl::ToInt64Nanoseconds(o.retry_jitter);
-  int64_t d = absl::ToInt64Nanoseconds(o.retry_delay);
-  if (jitter > 0) d += std::uniform_int_distribution<int64_t>(-jitter, jitter)(rng);
-  return absl::Nanoseconds(std::max<int64_t>(d, 0));
+absl::StatusOr<MultiLease> ToMultiLease(absl::StatusOr<std::vector<Lease>> leases) {
+  if (!leases.ok()) return leases.status();
+  return MultiLease(*std::move(leases));
 }
 
 }  // namespace
@@ -44,11 +28,8 @@ std::vector<std::string> MultiLease::resources() const {
   return out;
 }
 
-const std::string& MultiLease::token(absl::string_view resource) const {
-  for (const Lease& l : leases_) {
-    if (l.resource() == resource) return l.token();
-  }
-  return Empty();
+const std::string& MultiLease::token() const {
+  return leases_.empty() ? Empty() : leases_.front().token();
 }
 
 uint64_t MultiLease::fencing_token(absl::string_view resource) const {
@@ -94,107 +75,76 @@ int MultiLock::RequiredNodes() const {
   return mode_ == Mode::kAllNodes ? static_cast<int>(client_->options().nodes.size()) : 0;
 }
 
-std::string MultiLock::KnownDownNodes() const {
-  if (mode_ != Mode::kAllNodes) return "";
-  std::vector<std::string> down;
-  for (const NodeHealth& h : client_->Health()) {
-    if (h.breaker_open) down.push_back(absl::StrCat(h.node, " (", h.last_error, ")"));
-  }
-  return absl::StrJoin(down, ", ");
-}
-
-absl::StatusOr<MultiLease> MultiLock::Attempt(const std::vector<std::string>& resources,
-                                              absl::Duration ttl) {
-  absl::StatusOr<std::vector<Lease>> leases =
-      client_->TryAcquireSet(resources, ttl, RequiredNodes());
-  if (!leases.ok()) return leases.status();
-  return MultiLease(*std::move(leases));
+internal::SetAcquire MultiLock::Request(std::vector<std::string> canonical,
+                                        absl::Duration ttl) const {
+  internal::SetAcquire request;
+  request.resources = std::move(canonical);
+  request.ttl = ttl;
+  request.quorum = RequiredNodes();
+  return request;
 }
 
 absl::StatusOr<MultiLease> MultiLock::TryAcquire(std::vector<std::string> resources,
                                                  absl::Duration ttl) {
   absl::StatusOr<std::vector<std::string>> canonical = Canonical(std::move(resources));
   if (!canonical.ok()) return canonical.status();
-  return Attempt(*canonical, ttl);
+  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  request.max_attempts = 1;
+  return ToMultiLease(internal::AcquireSet(*client_, std::move(request)));
 }
 
 absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources,
                                               absl::Duration ttl) {
   absl::StatusOr<std::vector<std::string>> canonical = Canonical(std::move(resources));
   if (!canonical.ok()) return canonical.status();
-  std::minstd_rand rng(std::random_device{}());
-  const Options& o = client_->options();
-  absl::StatusOr<MultiLease> last = absl::UnknownError("no attempt");
-  for (int attempt = 1; attempt <= o.max_attempts; ++attempt) {
-    last = Attempt(*canonical, ttl);
-    if (last.ok() || absl::IsInvalidArgument(last.status()) || absl::IsCancelled(last.status())) {
-      return last;
-    }
-    std::string down = KnownDownNodes();
-    if (!down.empty()) {
-      return absl::Status(
-          last.status().code(),
-          absl::StrCat(last.status().message(),
-                       "; all-nodes mode needs every node, and these are down: ", down));
-    }
-    if (attempt < o.max_attempts) {
-      std::this_thread::sleep_for(absl::ToChronoNanoseconds(Jittered(o, rng)));
-    }
-  }
-  return last;
+  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  request.fail_fast_unavailable = mode_ == Mode::kAllNodes;
+  return ToMultiLease(internal::AcquireSet(*client_, std::move(request)));
 }
 
 absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources,
-                                              absl::Duration ttl, absl::Duration wait) {
-  if (wait < absl::ZeroDuration() || wait == absl::InfiniteDuration()) {
-    return absl::InvalidArgumentError("multilock: wait must be >= 0 and finite");
-  }
+                                              absl::Duration ttl, absl::Duration wait,
+                                              const StopToken& stop) {
   absl::StatusOr<std::vector<std::string>> canonical = Canonical(std::move(resources));
   if (!canonical.ok()) return canonical.status();
-  std::minstd_rand rng(std::random_device{}());
-  const Options& o = client_->options();
-  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(wait);
-  // Watch before the first attempt, so a release between a failed attempt
-  // and the wait is not missed (same mechanism as Client::Acquire).
-  std::unique_ptr<ReleaseWatch> watch;
-  if (o.release_notifications) watch = client_->WatchReleases(*canonical);
-  absl::Duration pause = std::max(o.retry_delay / 4, absl::Milliseconds(1));
-  for (int attempts = 1;; ++attempts) {
-    absl::StatusOr<MultiLease> last = Attempt(*canonical, ttl);
-    if (last.ok() || absl::IsInvalidArgument(last.status()) || absl::IsCancelled(last.status())) {
-      return last;
-    }
-    absl::Duration left = absl::FromChrono(deadline - std::chrono::steady_clock::now());
-    if (left <= absl::ZeroDuration()) {
-      return absl::DeadlineExceededError(absl::StrCat(
-          "multilock: not held after waiting ", absl::FormatDuration(wait), " (", attempts,
-          attempts == 1 ? " attempt" : " attempts", "); last attempt: ", last.status().message()));
-    }
-    // Growing, jittered polling pauses capped at wait_poll_max, cut short by
-    // a release announcement.
-    absl::Duration sleep =
-        std::min(left, pause * std::uniform_real_distribution<double>(0.5, 1.5)(rng));
-    pause = std::min(pause * 2, o.wait_poll_max);
-    if (watch != nullptr) {
-      (void)Wait<absl::Status>(
-          [&](Client::StatusCallback cb) { watch->WaitAsync(sleep, std::move(cb)); });
-    } else {
-      std::this_thread::sleep_for(absl::ToChronoNanoseconds(sleep));
-    }
+  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  request.wait = wait;
+  request.stop = stop;
+  return ToMultiLease(internal::AcquireSet(*client_, std::move(request)));
+}
+
+void MultiLock::AcquireAsync(std::vector<std::string> resources, absl::Duration ttl,
+                             absl::Duration wait, const StopToken& stop,
+                             absl::AnyInvocable<void(absl::StatusOr<MultiLease>)> done) {
+  absl::StatusOr<std::vector<std::string>> canonical = Canonical(std::move(resources));
+  if (!canonical.ok()) {
+    done(canonical.status());
+    return;
   }
+  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  request.wait = wait;
+  request.stop = stop;
+  internal::AcquireSetAsync(*client_, std::move(request),
+                            [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
+                              done(ToMultiLease(std::move(r)));
+                            });
 }
 
 absl::StatusOr<MultiLease> MultiLock::Extend(const MultiLease& lease, absl::Duration ttl) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  absl::StatusOr<std::vector<Lease>> leases =
-      client_->ExtendSet(lease.leases(), ttl, RequiredNodes());
-  if (!leases.ok()) return leases.status();
-  return MultiLease(*std::move(leases));
+  return ToMultiLease(internal::ExtendSet(*client_, lease.leases(), ttl, RequiredNodes()));
 }
 
 absl::Status MultiLock::Release(const MultiLease& lease) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  return client_->ReleaseSet(lease.leases(), RequiredNodes());
+  return internal::ReleaseSet(*client_, lease.leases(), RequiredNodes());
+}
+
+absl::StatusOr<std::unique_ptr<Renewal>> MultiLock::AutoRenew(
+    const MultiLease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
+  if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
+  return internal::AutoRenewSet(*client_, lease.leases(), RequiredNodes(), std::move(options),
+                                std::move(on_lost));
 }
 
 }  // namespace redlock

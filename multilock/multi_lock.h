@@ -32,7 +32,9 @@
 //              instead of a minority (see README "Quorum or all nodes").
 //
 // Validity is computed as for Client (DESIGN.md 4.2). With Options::fencing
-// every resource of a lease gets its own fencing token.
+// every resource of a lease gets its own fencing token. Retries and waits
+// follow the client's own policy (Options::max_attempts, retry_delay,
+// release_notifications, wait_poll_max).
 //
 // Thread-safety: a MultiLock is a thin, stateless wrapper; share it freely.
 // REQUIRES: the Client outlives the MultiLock.
@@ -46,17 +48,25 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/client.h"
 #include "redlock/lease.h"
+#include "redlock/renewal.h"
+#include "redlock/stop_token.h"
 
 namespace redlock {
+
+namespace internal {
+struct SetAcquire;
+}  // namespace internal
 
 // A held set of locks, one Lease per resource, sharing one token and one
 // validity. A copy names the same locks.
@@ -69,10 +79,10 @@ class MultiLease {
   std::vector<std::string> resources() const;
   // Every resource's lease, in canonical order.
   const std::vector<Lease>& leases() const { return leases_; }
-  // The token of `resource` ("" if it is not part of this lease). All
-  // resources of one acquisition share the same token.
-  const std::string& token(absl::string_view resource) const;
-  // Fencing token of `resource` (0 without fencing or if not part of it).
+  // The token every resource of this acquisition holds ("" when empty).
+  const std::string& token() const;
+  // Fencing token of `resource` (0 without fencing or if not part of it):
+  // each resource has its own counter.
   uint64_t fencing_token(absl::string_view resource) const;
 
   Lease::TimePoint valid_until() const;
@@ -101,19 +111,33 @@ class MultiLock {
   [[nodiscard]] absl::StatusOr<MultiLease> TryAcquire(std::vector<std::string> resources,
                                                       absl::Duration ttl);
   // Up to Options::max_attempts attempts (retry_delay +/- retry_jitter apart).
-  // In kAllNodes mode it gives up at once, without retrying, when a node is
-  // known to be down.
+  // In kAllNodes mode it gives up at once, without retrying, when a node did
+  // not answer (it is down: every node must grant).
   [[nodiscard]] absl::StatusOr<MultiLease> Acquire(std::vector<std::string> resources,
                                                    absl::Duration ttl);
   // Keeps trying until it holds every resource or `wait` has passed
-  // (kDeadlineExceeded naming the last attempt's error).
+  // (kDeadlineExceeded naming the last attempt's error); `wait` may be
+  // infinite. Woken by release announcements, like Client::Acquire; `stop`
+  // cancels it (kCancelled at once, nothing left on the nodes).
   [[nodiscard]] absl::StatusOr<MultiLease> Acquire(std::vector<std::string> resources,
-                                                   absl::Duration ttl, absl::Duration wait);
+                                                   absl::Duration ttl, absl::Duration wait,
+                                                   const StopToken& stop = StopToken());
+  // The asynchronous form of the above; `done` runs on the client's I/O
+  // thread, exactly once.
+  void AcquireAsync(std::vector<std::string> resources, absl::Duration ttl, absl::Duration wait,
+                    const StopToken& stop,
+                    absl::AnyInvocable<void(absl::StatusOr<MultiLease>)> done);
   // Extends every resource; succeeds only if the required nodes still hold
   // every key (kFailedPrecondition otherwise). Never re-creates a key.
   [[nodiscard]] absl::StatusOr<MultiLease> Extend(const MultiLease& lease, absl::Duration ttl);
   // Releases every resource. Idempotent.
   [[nodiscard]] absl::Status Release(const MultiLease& lease);
+  // Keeps every resource of `lease` alive, as Client::AutoRenew does for one
+  // lease (an extension needs every key on the required nodes); at-risk and
+  // lost signals as there (redlock/renewal.h).
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
+      const MultiLease& lease, RenewOptions options,
+      absl::AnyInvocable<void(absl::Status)> on_lost);
 
   // The canonical form of a resource list: sorted, duplicates removed, each
   // checked. kInvalidArgument for bad input.
@@ -123,9 +147,7 @@ class MultiLock {
 
  private:
   int RequiredNodes() const;
-  absl::StatusOr<MultiLease> Attempt(const std::vector<std::string>& resources, absl::Duration ttl);
-  // The down nodes, when the mode needs every node ("" if none).
-  std::string KnownDownNodes() const;
+  internal::SetAcquire Request(std::vector<std::string> canonical, absl::Duration ttl) const;
 
   Client* const client_;
   const Mode mode_;

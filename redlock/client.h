@@ -18,9 +18,9 @@
 // All of them share one connection per node; their commands are pipelined on
 // it. Share one Client per process and per set of nodes.
 //
-// Callbacks of the *Async methods (and AutoRenew's on_lost, ReleaseWatch's
-// WaitAsync) run on the client's I/O thread, one at a time, never inside a
-// call made on another thread. They must not block; calling a blocking
+// Callbacks of the *Async methods (and AutoRenew's on_lost and on_at_risk)
+// run on the client's I/O thread, one at a time, never inside a call made on
+// another thread. They must not block; calling a blocking
 // method of the same client from a callback returns kFailedPrecondition
 // instead of deadlocking. A thread blocked in a synchronous call polls the
 // nodes itself meanwhile (no thread hand-off on the fast path). When the client is
@@ -43,7 +43,8 @@
 //                        longer holds our token); or a blocking call made
 //                        from a callback of this client.
 //   kInternal            unexpected replies or script errors from a quorum.
-//   kCancelled           the client was destroyed while the call was pending.
+//   kCancelled           the call's StopToken was stopped, or the client was
+//                        destroyed while the call was pending.
 // Messages name the operation, the resource, the tally and the first node
 // errors, e.g.
 //   acquire "orders/42": 2 of 5 nodes granted (quorum 3); 127.0.0.1:7003:
@@ -63,90 +64,22 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/lease.h"
+#include "redlock/node_status.h"
 #include "redlock/options.h"
+#include "redlock/renewal.h"
+#include "redlock/stop_token.h"
 
 namespace redlock {
-
-// What one node says about a resource (Client::Inspect).
-struct NodeView {
-  std::string node;         // "host:port"
-  absl::Status status;      // why the node could not be asked, or OK
-  bool held = false;        // the key exists
-  std::string token;        // its value, when held
-  absl::Duration ttl_left;  // remaining ttl, when held
-  // The fencing counter stored next to the key on this node. Counters differ
-  // between nodes: a holder's second round raises them only on the nodes of
-  // its quorum; the highest one (of any majority) is the latest token.
-  uint64_t fence_counter = 0;
-};
-
-// Health of one node's connection, as seen by the client.
-struct NodeHealth {
-  std::string node;           // "host:port"
-  bool connected = false;     // the connection is established and ready
-  bool breaker_open = false;  // requests fail fast until a probe succeeds
-  size_t in_flight = 0;       // commands awaiting a reply
-  std::string last_error;     // the most recent connection or request error
-};
-
-// Extension policy of Client::AutoRenew.
-struct RenewOptions {
-  // The ttl every extension sets. Zero: the lease's own ttl. Default: zero.
-  absl::Duration ttl = absl::ZeroDuration();
-  // Extend when this fraction of the ttl has passed since the lease was
-  // acquired or last extended. In (0, 1). Default: 1/3, so two extensions
-  // can fail before the lease runs out.
-  double interval_fraction = 1.0 / 3.0;
-  // At most this many extensions; 0 means no limit. Past the limit the lease
-  // simply runs out at its validity, and the lost-lease callback is called
-  // then. Default: 0.
-  int max_renewals = 0;
-};
-
-// A running auto-renewal (see Client::AutoRenew). Destroying the handle stops
-// the renewal; the lease itself stays until its ttl runs out or Release.
-// Thread-safe. The handle may outlive the Client; it is inert afterwards.
-class Renewal {
- public:
-  virtual ~Renewal() = default;
-  // Stops renewing (idempotent). Does not release the lease.
-  virtual void Stop() = 0;
-  // The lease as last extended (its valid_until moves forward).
-  virtual Lease lease() const = 0;
-  // True until stopped, lost, or the client is destroyed.
-  virtual bool active() const = 0;
-  // Why the renewal ended: OK while active or after Stop()/Release, the
-  // loss otherwise (kFailedPrecondition: a quorum no longer holds the token;
-  // kDeadlineExceeded: the validity ran out before an extension succeeded).
-  virtual absl::Status status() const = 0;
-  // Extensions made so far.
-  virtual int renewals() const = 0;
-};
-
-// Waits for release announcements of a set of resources: the release script
-// publishes on a channel per key, and the client listens on connections of
-// its own (see Options::release_notifications). Used by Acquire with a wait
-// and by MultiLock; available for custom wait loops.
-// REQUIRES: the Client outlives the watch.
-class ReleaseWatch {
- public:
-  virtual ~ReleaseWatch() = default;
-  // Completes with OK as soon as a release of one of the resources is
-  // announced (including one announced since the previous Wait completed),
-  // or with kDeadlineExceeded after `max_wait`. One wait at a time; `done`
-  // runs on the client's I/O thread.
-  virtual void WaitAsync(absl::Duration max_wait, absl::AnyInvocable<void(absl::Status)> done) = 0;
-};
 
 class Client {
  public:
   using LeaseCallback = absl::AnyInvocable<void(absl::StatusOr<Lease>)>;
-  using LeasesCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)>;
   using StatusCallback = absl::AnyInvocable<void(absl::Status)>;
 
   // Validates `options` (see ValidateOptions) and starts the client: one I/O
   // thread and one connection per node. Unreachable nodes do not fail
-  // Create; they are retried in the background with backoff.
+  // Create; they are retried in the background with backoff. Two entries
+  // that are one server are refused (Options::nodes).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<Client>> Create(Options options);
 
   Client() = default;
@@ -173,11 +106,19 @@ class Client {
                                                       absl::Duration ttl) = 0;
 
   // Keeps trying until it holds the lock or `wait` has passed (then
-  // kDeadlineExceeded, naming the last attempt's error). Between attempts it
-  // waits for a release notification from the nodes or, failing that, a
-  // jittered poll interval; it never busy-polls.
+  // kDeadlineExceeded, naming the last attempt's error). `wait` may be
+  // absl::InfiniteDuration(): until held, stopped or the client goes.
+  // Between attempts it waits for release announcements from the nodes or,
+  // failing that, a jittered poll interval; it never busy-polls. When `stop`
+  // is stopped, it returns kCancelled at once; what an attempt in flight set
+  // is released when its replies arrive (no key is left behind).
   [[nodiscard]] virtual absl::StatusOr<Lease> Acquire(absl::string_view resource,
-                                                      absl::Duration ttl, absl::Duration wait) = 0;
+                                                      absl::Duration ttl, absl::Duration wait,
+                                                      const StopToken& stop) = 0;
+  [[nodiscard]] absl::StatusOr<Lease> Acquire(absl::string_view resource, absl::Duration ttl,
+                                              absl::Duration wait) {
+    return Acquire(resource, ttl, wait, StopToken());
+  }
 
   // Sets the keys' ttl to `ttl` again on every node that still holds
   // lease.token() (never re-creates a missing key). Succeeds with a quorum
@@ -186,9 +127,10 @@ class Client {
   [[nodiscard]] virtual absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) = 0;
 
   // Deletes the key on every node where it still holds lease.token(), and
-  // announces the release to blocked waiters. Idempotent: releasing an
-  // expired, already released or foreign lease is OK. kUnavailable when fewer
-  // than a quorum of nodes confirmed (the lock lingers until its ttl).
+  // announces the release to blocked waiters. Stops the lease's renewals.
+  // Idempotent: releasing an expired, already released or foreign lease is
+  // OK. kUnavailable when fewer than a quorum of nodes confirmed (the lock
+  // lingers until its ttl).
   [[nodiscard]] virtual absl::Status Release(const Lease& lease) = 0;
 
   // Asynchronous forms of the calls above; `done` runs exactly once.
@@ -196,48 +138,27 @@ class Client {
                                LeaseCallback done) = 0;
   virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) = 0;
   virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
-                            LeaseCallback done) = 0;
+                            const StopToken& stop, LeaseCallback done) = 0;
+  void AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
+                    LeaseCallback done) {
+    AcquireAsync(resource, ttl, wait, StopToken(), std::move(done));
+  }
   virtual void ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) = 0;
   virtual void ReleaseAsync(const Lease& lease, StatusCallback done) = 0;
 
   // ---- Lifecycle ----------------------------------------------------------
 
-  // Keeps `lease` alive while the holder works (a watchdog): extends it every
-  // ttl * interval_fraction, never re-creating a missing key. On the first
-  // result that shows the lease lost (or its validity running out before an
-  // extension succeeds) it stops and calls `on_lost` once, on the client's
-  // I/O thread. Release(lease) stops it (without calling on_lost), and so do
-  // the handle's Stop() and destructor and the client's destruction. All
+  // Keeps `lease` alive while the holder works (a watchdog, redlock/renewal.h):
+  // extends it every ttl * interval_fraction, never re-creating a missing
+  // key. Calls options.on_at_risk when extensions fail and the validity runs
+  // low; on the first result that shows the lease lost (or its validity
+  // running out before an extension succeeds) it stops, stops the handle's
+  // lost() token and calls `on_lost` once, on the client's I/O thread.
+  // Release(lease) stops it (without calling on_lost), and so do the
+  // handle's Stop() and destructor and the client's destruction. All
   // renewals share the client's I/O thread and timers: no thread per lease.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) = 0;
-
-  // A watch on release announcements of `resources` (see ReleaseWatch).
-  virtual std::unique_ptr<ReleaseWatch> WatchReleases(std::vector<std::string> resources) = 0;
-
-  // ---- Entry points for multilock/ (documented in multilock/multi_lock.h) --
-
-  // One attempt at locking every resource of `resources` at once: on each
-  // node, one script sets all the keys (same token) only if none of them
-  // exists, so a node never holds part of the set. Requires `quorum` nodes
-  // (0 = the client's quorum; N = every node). Returns one Lease per resource
-  // in the order given, all with the same token and validity.
-  // REQUIRES: resources non-empty, each valid, no duplicates.
-  virtual void TryAcquireSetAsync(std::vector<std::string> resources, absl::Duration ttl,
-                                  int quorum, LeasesCallback done) = 0;
-  // Extends every lease of a set; a node counts only if it still holds every
-  // key. Returns the leases with their new common validity.
-  virtual void ExtendSetAsync(std::vector<Lease> leases, absl::Duration ttl, int quorum,
-                              LeasesCallback done) = 0;
-  // Releases every lease of a set (compare-and-delete per key).
-  virtual void ReleaseSetAsync(std::vector<Lease> leases, int quorum, StatusCallback done) = 0;
-  // Blocking forms of the three above.
-  [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> TryAcquireSet(
-      std::vector<std::string> resources, absl::Duration ttl, int quorum) = 0;
-  [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> ExtendSet(std::vector<Lease> leases,
-                                                                     absl::Duration ttl,
-                                                                     int quorum) = 0;
-  [[nodiscard]] virtual absl::Status ReleaseSet(std::vector<Lease> leases, int quorum) = 0;
 
   // ---- Introspection ------------------------------------------------------
 

@@ -24,6 +24,10 @@
 
 namespace redlock {
 
+namespace internal {
+class LeaseFactory;
+}  // namespace internal
+
 class Lease {
  public:
   using TimePoint = std::chrono::steady_clock::time_point;
@@ -31,23 +35,15 @@ class Lease {
   // An empty lease: resource() and token() are empty, TimeLeft() is zero.
   Lease() = default;
 
-  Lease(std::string resource, std::string token, absl::Duration ttl, TimePoint acquired_at,
-        TimePoint valid_until, int nodes_granted, uint64_t fencing_token = 0)
-      : resource_(std::move(resource)),
-        token_(std::move(token)),
-        ttl_(ttl),
-        acquired_at_(acquired_at),
-        valid_until_(valid_until),
-        nodes_granted_(nodes_granted),
-        fencing_token_(fencing_token) {}
-
   // A lease known only by its resource and token, e.g. one taken by another
   // process (the `redlock acquire` command prints both). Good for Release
   // and Extend, which need nothing else; it carries no validity (TimeLeft()
   // is zero) and no fencing token.
   static Lease ForToken(std::string resource, std::string token) {
-    return Lease(std::move(resource), std::move(token), absl::ZeroDuration(), TimePoint(),
-                 TimePoint(), 0);
+    Lease lease;
+    lease.resource_ = std::move(resource);
+    lease.token_ = std::move(token);
+    return lease;
   }
 
   // The resource name as given to Acquire (without Options::key_prefix).
@@ -93,6 +89,9 @@ class Lease {
   explicit operator bool() const { return has_value(); }
 
  private:
+  // Only the client makes leases with a validity (it measured it).
+  friend class internal::LeaseFactory;
+
   std::string resource_;
   std::string token_;
   absl::Duration ttl_ = absl::ZeroDuration();

@@ -18,6 +18,9 @@ struct Mutex::State {
   std::unique_ptr<Renewal> renewal;
   absl::Status status;
 
+  // lock() was cancelled: "held" for the lock protocol, but nothing is.
+  bool cancelled = false;
+
   // The lease with the validity of its latest extension. REQUIRES: mu held.
   Lease CurrentLease() const { return renewal != nullptr ? renewal->lease() : lease; }
 };
@@ -43,35 +46,33 @@ bool Mutex::Adopt(absl::StatusOr<Lease> acquired) {
     state_->status = acquired.status();
     return false;
   }
-  std::unique_ptr<Renewal> renewal;
-  if (options_.auto_renew) {
-    RenewOptions renew = options_.renew;
-    renew.ttl = options_.ttl;
-    std::weak_ptr<State> weak = state_;
-    std::string token = acquired->token();
-    absl::StatusOr<std::unique_ptr<Renewal>> r =
-        client_->AutoRenew(*acquired, renew, [weak, token](absl::Status why) {
-          auto s = weak.lock();
-          if (s == nullptr) return;
-          std::lock_guard<std::mutex> lock(s->mu);
-          if (!s->held || s->lease.token() != token) return;
-          s->lost = true;
-          s->status =
-              absl::Status(why.code(), absl::StrCat("lock lost while held: ", why.message()));
-        });
-    if (!r.ok()) {
-      (void)client_->Release(*acquired);
-      std::lock_guard<std::mutex> lock(state_->mu);
-      state_->status = r.status();
-      return false;
-    }
-    renewal = *std::move(r);
+  // Renewed (or, without auto_renew, only watched) while held: the renewal
+  // carries the current validity and the lost signal.
+  RenewOptions renew = options_.renew;
+  if (renew.ttl == absl::ZeroDuration()) renew.ttl = options_.ttl;
+  renew.extend = options_.auto_renew;
+  std::weak_ptr<State> weak = state_;
+  std::string token = acquired->token();
+  absl::StatusOr<std::unique_ptr<Renewal>> renewal =
+      client_->AutoRenew(*acquired, renew, [weak, token](absl::Status why) {
+        auto s = weak.lock();
+        if (s == nullptr) return;
+        std::lock_guard<std::mutex> lock(s->mu);
+        if (!s->held || s->lease.token() != token) return;
+        s->lost = true;
+        s->status = absl::Status(why.code(), absl::StrCat("lock lost while held: ", why.message()));
+      });
+  if (!renewal.ok()) {
+    (void)client_->Release(*acquired);
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->status = renewal.status();
+    return false;
   }
   std::lock_guard<std::mutex> lock(state_->mu);
   state_->held = true;
   state_->lost = false;
   state_->lease = *std::move(acquired);
-  state_->renewal = std::move(renewal);
+  state_->renewal = *std::move(renewal);
   state_->status = absl::OkStatus();
   return true;
 }
@@ -80,22 +81,23 @@ bool Mutex::try_lock() { return Adopt(client_->TryAcquire(resource_, options_.tt
 
 bool Mutex::TryLockFor(absl::Duration wait) {
   if (wait <= absl::ZeroDuration()) return try_lock();
-  // Waits longer than a day are made of day-long waits (the client bounds a
-  // single wait to a finite duration).
-  constexpr absl::Duration kChunk = absl::Hours(24);
-  for (;;) {
-    absl::Duration chunk = std::min(wait, kChunk);
-    absl::StatusOr<Lease> l = client_->Acquire(resource_, options_.ttl, chunk);
-    if (l.ok() || !absl::IsDeadlineExceeded(l.status()) || wait <= kChunk)
-      return Adopt(std::move(l));
-    if (wait != absl::InfiniteDuration()) wait -= chunk;
-  }
+  return Adopt(client_->Acquire(resource_, options_.ttl, wait, options_.stop));
 }
 
 void Mutex::lock() {
   for (;;) {
     if (TryLockFor(absl::InfiniteDuration())) return;
     absl::Status st = status();
+    if (absl::IsCancelled(st) && options_.stop.stop_requested()) {
+      // Cancelled: return "locked" but lost (see the file comment).
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->held = true;
+      state_->lost = true;
+      state_->lease = Lease();
+      state_->renewal.reset();
+      state_->cancelled = true;
+      return;
+    }
     // Contention and unavailable nodes are retried forever; these cannot
     // succeed by waiting, and lock() has no way to report them.
     if (absl::IsInvalidArgument(st) || absl::IsCancelled(st) || absl::IsFailedPrecondition(st)) {
@@ -117,6 +119,11 @@ void Mutex::unlock() noexcept {
       return;
     }
     state_->held = false;
+    if (state_->cancelled) {
+      // lock() was cancelled: nothing was taken, and status() keeps saying so.
+      state_->cancelled = false;
+      return;
+    }
     lease = std::move(state_->lease);
     state_->lease = Lease();
     renewal = std::move(state_->renewal);
@@ -141,6 +148,12 @@ bool Mutex::held_ok() const {
   std::lock_guard<std::mutex> lock(state_->mu);
   // The validity of the lease as last extended, not as first acquired.
   return state_->held && !state_->lost && state_->CurrentLease().TimeLeft() > absl::ZeroDuration();
+}
+
+StopToken Mutex::lost() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->cancelled) return options_.stop;
+  return state_->held && state_->renewal != nullptr ? state_->renewal->lost() : StopToken();
 }
 
 Lease Mutex::lease() const {

@@ -26,6 +26,13 @@
 // prefer try_lock_for / try_lock_until, which return false and leave the
 // reason in status().
 //
+// Cancellation: MutexOptions::stop cancels a pending lock(), try_lock_for()
+// or try_lock_until() from another thread. try_lock_for/until then return
+// false with kCancelled in status(); lock(), which must return holding the
+// lock, returns in the "lost" state instead: held_ok() is false, status() is
+// kCancelled, lost() is stopped, and the unlock() that follows releases
+// nothing. Nothing is left on the nodes either way.
+//
 // Thread-safety: like std::timed_mutex. Several threads may contend through
 // one Mutex object: the distributed lock decides; status() reports the last
 // call made on the object. Unlocking from a thread other than the one that
@@ -48,6 +55,8 @@
 #include "absl/time/time.h"
 #include "redlock/client.h"
 #include "redlock/lease.h"
+#include "redlock/renewal.h"
+#include "redlock/stop_token.h"
 
 namespace redlock {
 
@@ -57,9 +66,15 @@ struct MutexOptions {
   absl::Duration ttl = absl::Seconds(10);
   // Keep the lease alive while held (Client::AutoRenew). Default: true.
   bool auto_renew = true;
-  // Renewal policy when auto_renew is on (its ttl field is ignored: `ttl`
-  // above is used). Default: extend every ttl/3, no limit.
+  // Renewal policy when auto_renew is on (redlock/renewal.h): its ttl is the
+  // ttl each extension sets (zero: `ttl` above), its limits, its at-risk
+  // threshold and callback all apply. Without auto_renew the lease is only
+  // watched (at-risk and lost by its validity). Default: extend every ttl/3,
+  // no limit.
   RenewOptions renew;
+  // Cancels pending lock()/try_lock_for()/try_lock_until() calls (see the
+  // file comment). Default: never.
+  StopToken stop;
 };
 
 namespace internal {
@@ -107,8 +122,13 @@ class Mutex {
   // acquire error, "not held" for a stray unlock, the release error), or the
   // renewal's loss while held.
   absl::Status status() const;
-  // True while this object holds the lock and no loss has been detected.
+  // True while this object holds the lock, no loss has been detected and the
+  // lease (as last renewed) has validity left.
   bool held_ok() const;
+  // Stopped when the lock is lost while held (the renewal found it gone, or
+  // its validity ran out): poll it, or pass it to work that must stop then.
+  // A never-stopped token when not held.
+  StopToken lost() const;
   // The current lease (its validity moves with each renewal); empty when
   // not held.
   Lease lease() const;
@@ -151,6 +171,7 @@ class RecursiveMutex {
 
   absl::Status status() const;
   bool held_ok() const { return mutex_.held_ok(); }
+  StopToken lost() const { return mutex_.lost(); }
   Lease lease() const { return mutex_.lease(); }
   // Nesting depth of the owning thread (0 when not held).
   int depth() const { return depth_.load(); }

@@ -1,5 +1,7 @@
 // acquire, release, extend and status.
 
+#include <string.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +18,7 @@
 #include "redlock/options.h"
 #include "tools/cli_flags.h"
 #include "tools/commands.h"
+#include "tools/interruptible.h"
 
 namespace redlock::cli {
 
@@ -98,11 +101,20 @@ int RunAcquire(const ParsedArgs& args) {
   absl::StatusOr<absl::Duration> wait =
       DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
   if (!wait.ok()) return Fail(kName, wait.status());
+  // Before the client: its I/O thread must not take SIGINT/SIGTERM.
+  InterruptSignals signals;
   absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
   if (!client.ok()) return Fail(kName, client.status());
 
   // A zero wait makes exactly one attempt.
-  absl::StatusOr<Lease> lease = (*client)->Acquire(*resource, *ttl, *wait);
+  int signo = 0;
+  absl::StatusOr<Lease> lease =
+      AcquireInterruptibly(**client, *resource, *ttl, *wait, signals, &signo);
+  if (signo != 0) {
+    PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
+                                   "; gave up waiting, nothing is held"));
+    return 128 + signo;
+  }
   if (!lease.ok()) return Fail(kName, lease.status());
   PrintLine(LeaseJson(*lease, true));
   return kExitOk;

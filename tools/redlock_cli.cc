@@ -35,6 +35,8 @@ constexpr char kExitCodes[] =
   126  run: the command cannot be executed
   127  run: the command was not found
   128+N  run: the command died of signal N
+  130, 143  acquire --wait, run: interrupted by SIGINT or SIGTERM while waiting
+       for the lock; the wait was cancelled and nothing is held
 )";
 
 std::string ToolHelp() {

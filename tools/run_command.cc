@@ -1,9 +1,11 @@
 // `redlock run`: holds a lock, auto-renewed, while a command runs.
 //
 // Signals: SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGCHLD are blocked in every
-// thread while the command runs and read from a signalfd by the main thread,
-// so the client's I/O thread (created with them blocked) never sees them. The
-// command is spawned with the signal mask redlock started with.
+// thread and read from signalfds by the main thread, so the client's I/O
+// thread (created with them blocked) never sees them. While waiting for the
+// lock, SIGINT and SIGTERM cancel the wait (exit 128 + signal, nothing held);
+// while the command runs, they are forwarded to it. The command is spawned
+// with the signal mask redlock started with.
 
 #include <errno.h>
 #include <poll.h>
@@ -31,6 +33,7 @@
 #include "redlock/client.h"
 #include "tools/cli_flags.h"
 #include "tools/commands.h"
+#include "tools/interruptible.h"
 
 extern char** environ;
 
@@ -146,29 +149,36 @@ int RunRun(const ParsedArgs& args) {
     return kExitUsage;
   }
 
-  sigset_t handled, original;
+  sigset_t handled;
   sigemptyset(&handled);
   for (int sig : kForwarded) sigaddset(&handled, sig);
   sigaddset(&handled, SIGCHLD);
   // The client's I/O thread inherits the mask at its creation: create it
   // with our signals blocked, so that only the main thread takes them.
-  pthread_sigmask(SIG_BLOCK, &handled, &original);
+  // While waiting for the lock, SIGINT and SIGTERM cancel the wait.
+  InterruptSignals interrupts;
+  const sigset_t original = interrupts.original_mask();
+  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
   absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
-  // While waiting for the lock, Ctrl-C and SIGTERM simply end redlock.
-  pthread_sigmask(SIG_SETMASK, &original, nullptr);
   if (!client.ok()) {
     PrintError(kName, client.status().message());
     return ExitCodeFor(client.status());
   }
   const bool fencing = (*client)->options().fencing;
 
-  absl::StatusOr<Lease> lease = (*client)->Acquire(*resource, *ttl, *wait);
+  int signo = 0;
+  absl::StatusOr<Lease> lease =
+      AcquireInterruptibly(**client, *resource, *ttl, *wait, interrupts, &signo);
+  if (signo != 0) {
+    PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
+                                   " while waiting for the lock; the command was not run"));
+    return 128 + signo;
+  }
   if (!lease.ok()) {
     PrintError(kName, lease.status().message());
     return ExitCodeFor(lease.status());
   }
 
-  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
   ScopedFd signal_fd{signalfd(-1, &handled, SFD_CLOEXEC | SFD_NONBLOCK)};
   int event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (signal_fd.fd < 0 || event_fd < 0) {

@@ -179,32 +179,10 @@ struct Engine::Node {
 
 bool Engine::ReplyFits(const Slot& slot, const Reply& reply) {
   if (slot.kind == Slot::Kind::kHandshake) return true;  // checked step by step
-  if (reply.is_error()) return true;                     // any command can fail
   if (slot.kind == Slot::Kind::kProbe) {
-    return reply.type == Reply::Type::kString && reply.str == slot.echo;
+    return reply.is_error() || (reply.type == Reply::Type::kString && reply.str == slot.echo);
   }
-  if (slot.expect == 0) return true;
-  uint8_t kind = 0;
-  switch (reply.type) {
-    case Reply::Type::kStatus:
-      kind = kExpectStatus;
-      break;
-    case Reply::Type::kNil:
-      kind = kExpectNil;
-      break;
-    case Reply::Type::kInteger:
-      kind = kExpectInteger;
-      break;
-    case Reply::Type::kString:
-      kind = kExpectString;
-      break;
-    case Reply::Type::kArray:
-      kind = kExpectArray;
-      break;
-    case Reply::Type::kError:
-      return true;
-  }
-  return (slot.expect & kind) != 0;
+  return internal::ReplyFits(slot.expect, reply);
 }
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(Config config) {

@@ -49,8 +49,8 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "redlock/client.h"
 #include "redlock/internal/transport.h"
+#include "redlock/node_status.h"
 #include "redlock/options.h"
 
 namespace redlock::internal {

@@ -23,4 +23,23 @@ std::string Reply::Describe() const {
   return "?";
 }
 
+bool ReplyFits(uint8_t expect, const Reply& reply) {
+  if (expect == 0) return true;
+  switch (reply.type) {
+    case Reply::Type::kError:
+      return true;
+    case Reply::Type::kStatus:
+      return (expect & kExpectStatus) != 0;
+    case Reply::Type::kNil:
+      return (expect & kExpectNil) != 0;
+    case Reply::Type::kInteger:
+      return (expect & kExpectInteger) != 0;
+    case Reply::Type::kString:
+      return (expect & kExpectString) != 0;
+    case Reply::Type::kArray:
+      return (expect & kExpectArray) != 0;
+  }
+  return false;
+}
+
 }  // namespace redlock::internal

@@ -34,6 +34,19 @@ struct Reply {
   std::string Describe() const;
 };
 
+// Sets of reply types, as bit masks: what a command declares it can get
+// (error replies always can). Redis replies carry no request id, so a reply
+// outside the set proves the connection's replies are out of step with its
+// requests, or that the peer is not a Redis server.
+inline constexpr uint8_t kExpectStatus = 1;
+inline constexpr uint8_t kExpectNil = 2;
+inline constexpr uint8_t kExpectInteger = 4;
+inline constexpr uint8_t kExpectString = 8;
+inline constexpr uint8_t kExpectArray = 16;
+
+// True when `reply` is an error or of a type in `expect` (0: anything).
+bool ReplyFits(uint8_t expect, const Reply& reply);
+
 }  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_REPLY_H_

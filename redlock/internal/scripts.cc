@@ -1,16 +1,19 @@
 #include "redlock/internal/scripts.h"
 
+#include "redlock/internal/reply.h"
 #include "redlock/internal/sha1.h"
 
 namespace redlock::internal {
 namespace {
 
-Script Make(const char* name, const char* body) { return Script{name, body, Sha1Hex(body)}; }
+Script Make(const char* name, uint8_t replies, const char* body) {
+  return Script{name, body, Sha1Hex(body), replies};
+}
 
 }  // namespace
 
 const Script& AcquireSetScript() {
-  static const Script s = Make("acquire", R"lua(
+  static const Script s = Make("acquire", kExpectInteger, R"lua(
 for i = 1, #KEYS do
   if redis.call('exists', KEYS[i]) == 1 then return -i end
 end
@@ -23,7 +26,7 @@ return 1
 }
 
 const Script& ReleaseScript() {
-  static const Script s = Make("release", R"lua(
+  static const Script s = Make("release", kExpectInteger, R"lua(
 local n = 0
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) == ARGV[1] then
@@ -38,7 +41,7 @@ return n
 }
 
 const Script& ExtendScript() {
-  static const Script s = Make("extend", R"lua(
+  static const Script s = Make("extend", kExpectInteger, R"lua(
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) ~= ARGV[1] then return 0 end
 end
@@ -51,7 +54,7 @@ return 1
 }
 
 const Script& FenceAcquireScript() {
-  static const Script s = Make("fence-acquire", R"lua(
+  static const Script s = Make("fence-acquire", kExpectArray, R"lua(
 local n = #KEYS / 2
 for i = 1, n do
   if redis.call('exists', KEYS[i]) == 1 then return {-i} end
@@ -69,7 +72,7 @@ return out
 }
 
 const Script& FenceCommitScript() {
-  static const Script s = Make("fence-commit", R"lua(
+  static const Script s = Make("fence-commit", kExpectInteger, R"lua(
 local n = #KEYS / 2
 for i = 1, n do
   if redis.call('get', KEYS[i]) ~= ARGV[1] then return 0 end
@@ -87,7 +90,7 @@ return 1
 }
 
 const Script& InspectScript() {
-  static const Script s = Make("inspect", R"lua(
+  static const Script s = Make("inspect", kExpectArray, R"lua(
 return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
         redis.call('get', KEYS[2]) or '0'}
 )lua");

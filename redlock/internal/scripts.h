@@ -9,6 +9,7 @@
 #ifndef REDLOCK_INTERNAL_SCRIPTS_H_
 #define REDLOCK_INTERNAL_SCRIPTS_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,8 @@ namespace redlock::internal {
 struct Script {
   const char* name;
   std::string body;
-  std::string sha;  // lowercase hex SHA-1 of body
+  std::string sha;      // lowercase hex SHA-1 of body
+  uint8_t replies = 0;  // the reply types it returns (reply.h, kExpect*)
 };
 
 // KEYS = lock keys; ARGV = token, ttl_ms.

@@ -28,9 +28,7 @@ Command ScriptCommand(const Script& script, const std::vector<std::string>& keys
   for (const auto& k : keys) need += k.size() + 16;
   for (const auto& a : args) need += a.size() + 16;
   c.payload.reserve(need);
-  // What each script returns (scripts.h).
-  const std::string name = script.name;
-  c.expect = name == "fence-acquire" || name == "inspect" ? kExpectArray : kExpectInteger;
+  c.expect = script.replies;
   AppendArrayHeader(&c.payload, 3 + keys.size() + args.size());
   AppendBulk(&c.payload, "EVALSHA");
   AppendBulk(&c.payload, script.sha);

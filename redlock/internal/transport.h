@@ -39,19 +39,9 @@ struct Command {
   std::chrono::steady_clock::time_point since{};
   // Free-form name for tests and diagnostics ("acquire", "release", ...).
   const char* op = "";
-  // The reply types this command can get (error replies always can), a mask
-  // of kExpect* bits; 0 accepts anything. Redis replies carry no request id:
-  // a reply of another type proves the connection's replies are out of step
-  // with its requests (bytes lost in transit), and the transport reconnects
-  // instead of handing a stranger's reply to this command.
+  // The reply types this command can get (reply.h, kExpect*; 0: anything).
   uint8_t expect = 0;
 };
-
-inline constexpr uint8_t kExpectStatus = 1;
-inline constexpr uint8_t kExpectNil = 2;
-inline constexpr uint8_t kExpectInteger = 4;
-inline constexpr uint8_t kExpectString = 8;
-inline constexpr uint8_t kExpectArray = 16;
 
 // EVALSHA script numkeys keys... args...
 Command ScriptCommand(const Script& script, const std::vector<std::string>& keys,

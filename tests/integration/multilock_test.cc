@@ -63,12 +63,12 @@ TEST_F(MultiLockTest, LocksEveryResourceOrNone) {
     EXPECT_EQ(l->resources(), (std::vector<std::string>{"a", "b", "c"}))
         << "canonical: sorted, deduplicated";
     EXPECT_EQ(l->leases().size(), 3u);
-    EXPECT_EQ(l->token("a"), l->token("c"));
-    EXPECT_EQ(l->token("zzz"), "");
+    for (const Lease& each : l->leases()) EXPECT_EQ(each.token(), l->token()) << "one token";
+    EXPECT_EQ(MultiLease().token(), "");
     EXPECT_GT(l->TimeLeft(), absl::Seconds(9));
     if (mode == Mode::kAllNodes) {
       EXPECT_EQ(l->nodes_granted(), 5);
-      for (int i = 0; i < 5; ++i) EXPECT_EQ(Get(i, "b"), l->token("b")) << i;
+      for (int i = 0; i < 5; ++i) EXPECT_EQ(Get(i, "b"), l->token()) << i;
     }
     // {b, d} overlaps on b: refused, and d is left nowhere.
     absl::StatusOr<MultiLease> overlap = multi.TryAcquire({"d", "b"}, absl::Seconds(10));

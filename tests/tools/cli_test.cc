@@ -59,9 +59,15 @@ struct Result {
 class CliProcess {
  public:
   // `env` is added to our environment minus REDLOCK_* variables.
+  // With `ignore_sigint`, redlock starts with SIGINT ignored, as a shell
+  // starts a background job.
   static std::unique_ptr<CliProcess> Start(const std::vector<std::string>& args,
-                                           const std::vector<std::string>& env = {}) {
+                                           const std::vector<std::string>& env = {},
+                                           bool ignore_sigint = false) {
     std::vector<std::string> argv_s = {REDLOCK_CLI_PATH};
+    if (ignore_sigint) {
+      argv_s = {"/bin/sh", "-c", "trap '' INT; exec \"$0\" \"$@\"", REDLOCK_CLI_PATH};
+    }
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<std::string> env_s;
     for (char** e = environ; *e != nullptr; ++e) {
@@ -587,6 +593,39 @@ TEST_F(CliTest, RunForwardsSigterm) {
   EXPECT_EQ(r.exit_code, 5) << Describe(r);
   EXPECT_EQ(ReadFile(term), "term\n");
   for (const std::string& v : Values(Res("fwd"))) EXPECT_EQ(v, "") << "not released";
+}
+
+// SIGINT and SIGTERM end a waiting `acquire --wait` or `run` at once, even
+// started the way a shell starts a background job (SIGINT ignored), with
+// exit 128 + signal and none of its keys left on the nodes.
+TEST_F(CliTest, SignalsCancelAWaitPromptlyAndLeaveNothing) {
+  Result holder = Cli({"acquire", "--resource", Res("busy"), "--ttl", "60s"});
+  ASSERT_EQ(holder.exit_code, 0) << Describe(holder);
+  const std::string token = JsonField(holder.out, "token");
+  struct Case {
+    std::vector<std::string> args;
+    int sig;
+  };
+  const std::vector<Case> cases = {
+      {{"acquire", "--resource", Res("busy"), "--ttl", "10s", "--wait", "30s"}, SIGINT},
+      {{"acquire", "--resource", Res("busy"), "--ttl", "10s", "--wait", "30s"}, SIGTERM},
+      {{"run", "--resource", Res("busy"), "--ttl", "10s", "--wait", "30s", "--", "true"}, SIGINT},
+      {{"run", "--resource", Res("busy"), "--ttl", "10s", "--wait", "30s", "--", "true"}, SIGTERM},
+  };
+  for (const Case& c : cases) {
+    std::vector<std::string> args = {"--nodes", Nodes()};
+    args.insert(args.end(), c.args.begin(), c.args.end());
+    auto p = CliProcess::Start(args, {}, /*ignore_sigint=*/true);
+    ASSERT_NE(p, nullptr);
+    absl::SleepFor(absl::Seconds(1));     // connected, failed once, waiting
+    ASSERT_EQ(kill(p->pid(), c.sig), 0);  // the process we started
+    // A 30 s wait that ignored the signal would run into this bound.
+    Result r = p->Wait(absl::Seconds(5));
+    EXPECT_EQ(r.exit_code, 128 + c.sig) << c.args[0] << " " << Describe(r);
+    EXPECT_TRUE(absl::StrContains(r.err, "interrupted")) << r.err;
+    EXPECT_TRUE(OneLine(r.err)) << r.err;
+    for (const std::string& v : Values(Res("busy"))) EXPECT_EQ(v, token) << "only the holder's";
+  }
 }
 
 TEST_F(CliTest, BadInputIsAUsageErrorOnOneLine) {

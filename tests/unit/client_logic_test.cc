@@ -285,6 +285,106 @@ TEST_F(ClientLogicTest, OnlyTheOldestWaiterOfAClientIsWoken) {
   for (int w = 1; w < 5; ++w) EXPECT_FALSE(outs[w]->has_value()) << w;
 }
 
+// A release reaches the nodes at different times: the waiter wakes when the
+// announcements (plus the nodes that granted its last attempt) make a
+// quorum, not at the first one, whose attempt would fail and lose the rest.
+TEST_F(ClientLogicTest, AStaggeredReleaseWakesTheWaiterOnceAQuorumIsFree) {
+  Options o;
+  o.retry_delay = absl::Seconds(20);
+  o.wait_poll_max = absl::Seconds(5);
+  Make(5, o);
+  for (int i = 0; i < 5; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  EXPECT_EQ(transport_->sent_count("acquire"), 5);
+  // Node 0 releases first; the others 200 ms later.
+  transport_->node(0).keys.erase("r");
+  transport_->Publish(0, "redlock:release:r", "holder");
+  transport_->Advance(absl::Milliseconds(200));
+  EXPECT_EQ(transport_->sent_count("acquire"), 5) << "one node free of five: no attempt yet";
+  for (int i = 1; i < 5; ++i) {
+    transport_->node(i).keys.erase("r");
+    transport_->Publish(i, "redlock:release:r", "holder");
+  }
+  transport_->Advance(absl::ZeroDuration());
+  EXPECT_EQ(transport_->sent_count("acquire"), 10) << "one attempt, at the third announcement";
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_TRUE((*out)->ok()) << (*out)->status();
+}
+
+TEST_F(ClientLogicTest, NodesThatGrantedTheLastAttemptCountAsFree) {
+  Options o;
+  o.retry_delay = absl::Seconds(20);
+  o.wait_poll_max = absl::Seconds(5);
+  Make(5, o);
+  // The holder has nodes 0-2; nodes 3 and 4 grant the waiter's attempt.
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  EXPECT_EQ(transport_->sent_count("acquire"), 5);
+  transport_->node(0).keys.erase("r");
+  transport_->Publish(0, "redlock:release:r", "holder");
+  transport_->Advance(absl::ZeroDuration());
+  EXPECT_EQ(transport_->sent_count("acquire"), 10) << "3 and 4 plus 0 are a quorum";
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_TRUE((*out)->ok()) << (*out)->status();
+}
+
+TEST_F(ClientLogicTest, AnInfiniteWaitPollsUntilStopped) {
+  Options o;
+  o.release_notifications = false;
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  StopSource stop;
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token(),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  for (int i = 0; i < 200; ++i) {
+    transport_->AnswerEverything();
+    transport_->Advance(absl::Seconds(1));
+  }
+  EXPECT_FALSE(out->has_value()) << "still waiting after 200 s";
+  EXPECT_GE(transport_->sent_count("acquire"), 3 * 100) << "polling at most every 250 ms x 1.5";
+  stop.RequestStop();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled) << (*out)->status();
+  transport_->AnswerEverything();
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(transport_->node(i).keys["r"].data, "holder");
+}
+
+TEST_F(ClientLogicTest, StoppingDuringAnAttemptReturnsAtOnceAndReleasesBehindIt) {
+  Make(5);
+  StopSource stop;
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30), stop.token(),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  transport_->AnswerOne(0);  // node 0 granted; the rest are in flight
+  stop.RequestStop();
+  ASSERT_TRUE(out->has_value()) << "cancelled without waiting for the nodes";
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled);
+  // The other SETs land, and the releases queued behind them remove them.
+  transport_->AnswerEverything();
+  for (int i = 0; i < 5; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
+}
+
+TEST_F(ClientLogicTest, AStopRequestedBeforeTheCallSendsNothing) {
+  Make(3);
+  StopSource stop;
+  stop.RequestStop();
+  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30), stop.token(),
+                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled);
+  EXPECT_EQ(transport_->sent_count("acquire"), 0);
+}
+
 TEST_F(ClientLogicTest, InvalidInputSendsNothing) {
   Make(3);
   auto empty = TryAcquire("", absl::Seconds(1));
@@ -338,7 +438,7 @@ TEST_F(ClientLogicTest, ExtendValidityIsMeasuredFromItsOwnStart) {
 
 TEST_F(ClientLogicTest, ReleaseIsIdempotentAndReportsUnavailableBelowQuorum) {
   Make(5);
-  Lease foreign("r", std::string(40, 'a'), absl::Seconds(1), clock_.Now(), clock_.Now(), 3);
+  Lease foreign = Lease::ForToken("r", std::string(40, 'a'));
   transport_->node(0).keys["r"] = {"owner", std::nullopt, false};
   absl::Status st = absl::UnknownError("pending");
   client_->ReleaseAsync(foreign, [&](absl::Status s) { st = s; });
@@ -387,9 +487,13 @@ TEST_F(ClientLogicTest, NodeErrorRepliesAreVotesNotCrashes) {
 TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
   Make(5);
   std::optional<absl::StatusOr<std::vector<Lease>>> out;
-  client_->TryAcquireSetAsync(
-      {"a", "b"}, absl::Seconds(10), 5,
-      [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
+  internal::AcquireCall call;
+  call.resources = {"a", "b"};
+  call.ttl = absl::Seconds(10);
+  call.quorum = 5;
+  call.max_attempts = 1;
+  client_->AcquireSet(std::move(call),
+                      [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
   transport_->TimeOutAll(3);
   ASSERT_TRUE(out.has_value()) << "one unavailable node decides the all-nodes mode at once";
   EXPECT_EQ(out->status().code(), absl::StatusCode::kUnavailable);

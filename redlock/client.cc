@@ -1,0 +1,40 @@
+// Client::Create: the real client, over the engine.
+
+#include "redlock/client.h"
+
+#include <utility>
+
+#include "redlock/internal/client_impl.h"
+#include "redlock/internal/engine.h"
+#include "redlock/internal/node_identity.h"
+#include "redlock/internal/status_macros.h"
+
+namespace redlock {
+
+absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
+  REDLOCK_RETURN_IF_ERROR(ValidateOptions(options));
+  REDLOCK_RETURN_IF_ERROR(internal::CheckDistinctAddresses(options.nodes));
+  internal::Engine::Config config;
+  config.nodes = options.nodes;
+  config.node_timeout = options.node_timeout;
+  config.connect_timeout = options.connect_timeout;
+  config.reconnect_backoff_min = options.reconnect_backoff_min;
+  config.reconnect_backoff_max = options.reconnect_backoff_max;
+  config.breaker_probe_interval = options.breaker_probe_interval;
+  config.max_in_flight_per_node = options.max_in_flight_per_node;
+  REDLOCK_ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine,
+                           internal::Engine::Start(std::move(config)));
+  if (options.wait_for_connections) {
+    engine->WaitForFirstConnections(options.connect_timeout + absl::Milliseconds(100));
+    std::vector<std::pair<int, int>> same = engine->DuplicateNodes();
+    if (!same.empty()) {
+      return internal::SameServerError(options.nodes, same[0].first, same[0].second, "same run_id");
+    }
+  }
+  internal::Engine* raw = engine.get();
+  return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),
+                                                          internal::SteadyClock::Get(),
+                                                          [raw] { return raw->Health(); }));
+}
+
+}  // namespace redlock

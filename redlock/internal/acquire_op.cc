@@ -1,0 +1,422 @@
+#include "redlock/internal/acquire_op.h"
+
+#include <algorithm>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/algorithm.h"
+#include "redlock/internal/lease_factory.h"
+#include "redlock/internal/release_watch.h"
+#include "redlock/internal/resp.h"
+#include "redlock/internal/scripts.h"
+#include "redlock/internal/token.h"
+#include "redlock/internal/votes.h"
+
+namespace redlock::internal {
+namespace {
+
+using Outcome = Round::Outcome;
+
+std::vector<std::string> FenceKeys(const std::vector<std::string>& keys) {
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  for (const auto& k : keys) out.push_back(absl::StrCat(k, kFenceSuffix));
+  return out;
+}
+
+std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
+  a.insert(a.end(), b.begin(), b.end());
+  return a;
+}
+
+std::string Attempts(int n) { return absl::StrCat(n, n == 1 ? " attempt" : " attempts"); }
+
+class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
+ public:
+  AcquireOp(OpContext* ctx, AcquireRequest request, LeasesCallback done)
+      : ctx_(ctx),
+        request_(std::move(request)),
+        ttl_ms_(absl::ToInt64Milliseconds(request_.ttl)),
+        form_(ctx->options().fencing           ? AcquireForm::kFencing
+              : request_.resources.size() == 1 ? AcquireForm::kSet
+                                               : AcquireForm::kScript),
+        what_(absl::StrCat("acquire ", DescribeResources(request_.resources))),
+        drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
+                              ctx->options().clock_drift_floor)),
+        pause_(std::max(ctx->options().retry_delay / 4, absl::Milliseconds(1))),
+        done_(std::move(done)),
+        round_(ctx->nodes(), request_.quorum) {
+    for (const auto& r : request_.resources) keys_.push_back(ctx_->Key(r));
+    if (request_.wait.has_value() && *request_.wait != absl::InfiniteDuration()) {
+      deadline_ = ctx_->clock().Now() + absl::ToChronoNanoseconds(*request_.wait);
+    }
+  }
+
+  void Start() {
+    if (request_.wait.has_value() && ctx_->options().release_notifications) {
+      // Before the first attempt, so a release that lands between a failed
+      // attempt and the wait is not missed.
+      watch_ = ctx_->watches().Open(keys_);
+    }
+    if (request_.stop.stop_possible()) {
+      std::weak_ptr<AcquireOp> weak = weak_from_this();
+      // Runs Cancel at once if the stop was already requested.
+      stop_callback_ = std::make_unique<StopCallback>(request_.stop, [weak] {
+        if (auto self = weak.lock()) self->Cancel();
+      });
+    }
+    StartAttempt();
+  }
+
+ private:
+  enum class Phase { kRound1, kRound2, kBetween, kDone };
+
+  struct NodeState {
+    bool granted = false;
+    std::vector<uint64_t> counters;  // fencing round 1
+  };
+
+  // What follows a failed attempt, done outside mu_ (AfterUnlock).
+  struct Retry {
+    absl::Duration delay;
+    uint64_t mark = 0;
+  };
+
+  int n() const { return ctx_->nodes(); }
+
+  Transport& transport() { return ctx_->transport(); }
+
+  Command Round1Command() {
+    Command command;
+    switch (form_) {
+      case AcquireForm::kFencing:
+        command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(keys_)),
+                                {token_, std::to_string(ttl_ms_)});
+        break;
+      case AcquireForm::kSet:
+        // The classic single-key form, identical to every other Redlock client.
+        command.payload =
+            EncodeCommand({"SET", keys_[0], token_, "NX", "PX", std::to_string(ttl_ms_)});
+        command.expect = kExpectStatus | kExpectNil;
+        break;
+      case AcquireForm::kScript:
+        command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
+        break;
+    }
+    command.op = "acquire";
+    return command;
+  }
+
+  void StartAttempt() {
+    Command command;
+    int attempt = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (phase_ == Phase::kDone) return;  // cancelled meanwhile
+      if (transport().stopping()) {
+        SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")));
+      } else {
+        attempt = ++attempt_;
+        token_ = NewToken();
+        start_ = ctx_->clock().Now();
+        mark_ = watch_ != nullptr ? watch_->Mark() : 0;
+        phase_ = Phase::kRound1;
+        failed_ = false;
+        round_ = Round(n(), request_.quorum);
+        nodes_.assign(static_cast<size_t>(n()), NodeState{});
+        sent_ = 0;
+        fanout_active_ = true;
+        command = Round1Command();
+      }
+    }
+    if (attempt == 0) {
+      AfterUnlock();
+      return;
+    }
+    // The fan-out runs without mu_, so replies are counted while later nodes
+    // are still being sent to. If the attempt fails meanwhile, the decider
+    // releases the nodes sent so far (sent_) and this loop releases each
+    // node whose send was in progress, and sends no more: a release never
+    // overtakes its SET on a node's ordered connection.
+    auto self = shared_from_this();
+    for (int i = 0; i < n(); ++i) {
+      transport().Send(i, command, [self, attempt, i](absl::StatusOr<Reply> r) {
+        self->OnRound1(attempt, i, std::move(r));
+      });
+      std::lock_guard<std::mutex> lock(mu_);
+      sent_ = i + 1;
+      if (failed_) {
+        SendRelease(i);
+        break;
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      fanout_active_ = false;
+    }
+    AfterUnlock();
+  }
+
+  void OnRound1(int attempt, int node, absl::StatusOr<Reply> r) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (attempt != attempt_) return;
+      NodeState& state = nodes_[static_cast<size_t>(node)];
+      Vote v = AcquireVote(r, form_, keys_.size(), &state.counters);
+      state.granted = v.vote == Round::Vote::kYes;
+      Outcome outcome = Outcome::kPending;
+      if (phase_ != Phase::kRound1) {
+        // Decided already. A late grant of a failed attempt is removed by
+        // its cleanup: for the wait, that node is free.
+        if (failed_ && state.granted) freed_.push_back(node);
+      } else {
+        outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
+      }
+      if (outcome == Outcome::kSucceeded) {
+        if (form_ == AcquireForm::kFencing) {
+          StartRound2Locked();
+        } else {
+          SucceedLocked({});
+        }
+      } else if (outcome == Outcome::kFailed) {
+        FailAttemptLocked(
+            round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted));
+      }
+    }
+    AfterUnlock();
+  }
+
+  // Fencing round 2 (DESIGN.md 4.5): T = 1 + max of the counters read from
+  // exactly the nodes counted so far; only they take part.
+  void StartRound2Locked() {
+    round2_nodes_.clear();
+    fences_.clear();
+    std::vector<std::string> args = {token_};
+    for (size_t j = 0; j < keys_.size(); ++j) {
+      std::vector<uint64_t> seen;
+      for (const NodeState& s : nodes_) {
+        if (s.granted) seen.push_back(s.counters[j]);
+      }
+      absl::StatusOr<uint64_t> t = NextFence(seen);
+      if (!t.ok()) {
+        FailAttemptLocked(
+            absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
+        return;
+      }
+      fences_.push_back(*t);
+      args.push_back(std::to_string(*t));
+    }
+    for (int i = 0; i < n(); ++i) {
+      if (nodes_[static_cast<size_t>(i)].granted) round2_nodes_.push_back(i);
+    }
+    phase_ = Phase::kRound2;
+    round_ = Round(static_cast<int>(round2_nodes_.size()), request_.quorum);
+    Command command = ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args);
+    command.op = "fence-commit";
+    for (int i : round2_nodes_) {
+      transport().Send(i, command,
+                       [self = shared_from_this(), a = attempt_, i](absl::StatusOr<Reply> r) {
+                         self->OnRound2(a, i, std::move(r));
+                       });
+    }
+  }
+
+  void OnRound2(int attempt, int node, absl::StatusOr<Reply> r) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (attempt != attempt_ || phase_ != Phase::kRound2) return;
+      Vote v = CommitVote(r);
+      Outcome outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
+      if (outcome == Outcome::kSucceeded) {
+        SucceedLocked(fences_);
+      } else if (outcome == Outcome::kFailed) {
+        FailAttemptLocked(round_.Failure(absl::StrCat(what_, " (fencing round)"), "confirmed",
+                                         "lost the key before confirming",
+                                         absl::StatusCode::kAborted));
+      }
+    }
+    AfterUnlock();
+  }
+
+  void SucceedLocked(const std::vector<uint64_t>& fences) {
+    Clock::TimePoint now = ctx_->clock().Now();
+    absl::Duration elapsed = absl::FromChrono(now - start_);
+    absl::Duration validity = Validity(request_.ttl, elapsed, drift_);
+    if (validity <= absl::ZeroDuration()) {
+      FailAttemptLocked(absl::DeadlineExceededError(absl::StrCat(
+          what_, ": ", round_.Summary(fences.empty() ? "granted" : "confirmed", ""),
+          " but no validity was left: the attempt took ", absl::FormatDuration(elapsed), " of the ",
+          ttl_ms_, "ms ttl (drift allowance ", absl::FormatDuration(drift_), ")")));
+      return;
+    }
+    Clock::TimePoint valid_until = now + absl::ToChronoNanoseconds(validity);
+    std::vector<Lease> leases;
+    leases.reserve(request_.resources.size());
+    for (size_t j = 0; j < request_.resources.size(); ++j) {
+      leases.push_back(LeaseFactory::Make(request_.resources[j], token_, request_.ttl, start_,
+                                          valid_until, round_.yes(),
+                                          fences.empty() ? 0 : fences[j]));
+    }
+    SetResultLocked(std::move(leases));
+  }
+
+  // Removes what this attempt may have set on node i. Cleanup class: it goes
+  // out even to a node marked down, behind a SET that may still be waiting
+  // on the same ordered connection.
+  void SendRelease(int i) {
+    Command release = ScriptCommand(ReleaseScript(), keys_, {token_, ""});
+    release.cleanup = true;
+    release.since = start_;
+    release.op = "release";
+    transport().Send(i, std::move(release), [](absl::StatusOr<Reply>) {});
+  }
+
+  // Ends the attempt in flight: its keys are released on every node its SET
+  // went to (those not sent to yet are handled by the fan-out loop).
+  void AbandonAttemptLocked() {
+    failed_ = true;
+    for (int i = 0; i < sent_; ++i) {
+      SendRelease(i);
+      if (nodes_[static_cast<size_t>(i)].granted) freed_.push_back(i);
+    }
+  }
+
+  void FailAttemptLocked(absl::Status status) {
+    AbandonAttemptLocked();
+    phase_ = Phase::kBetween;
+    if (absl::IsCancelled(status) || transport().stopping()) {
+      SetResultLocked(std::move(status));
+      return;
+    }
+    Retry retry;
+    retry.delay = ctx_->RetryDelay();
+    if (request_.wait.has_value()) {
+      absl::Duration left = absl::InfiniteDuration();
+      if (deadline_.has_value()) left = absl::FromChrono(*deadline_ - ctx_->clock().Now());
+      if (left <= absl::ZeroDuration()) {
+        SetResultLocked(absl::DeadlineExceededError(
+            absl::StrCat(what_, ": not held after waiting ", absl::FormatDuration(*request_.wait),
+                         " (", Attempts(attempt_), "); last attempt: ", status.message())));
+        return;
+      }
+      // Growing, jittered polling pauses (capped at wait_poll_max), cut short
+      // by release announcements when notifications are on.
+      retry.delay = std::min(pause_ * UniformReal(0.5, 1.5), left);
+      pause_ = std::min(pause_ * 2, ctx_->options().wait_poll_max);
+      retry.mark = mark_;
+    } else if (attempt_ >= request_.max_attempts ||
+               (request_.fail_fast_unavailable && absl::IsUnavailable(status))) {
+      if (attempt_ > 1) {
+        status = absl::Status(status.code(),
+                              absl::StrCat(status.message(), " (after ", Attempts(attempt_), ")"));
+      }
+      SetResultLocked(std::move(status));
+      return;
+    }
+    retry_.emplace(std::move(retry));
+  }
+
+  void Cancel() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (result_.has_value() || !done_) return;
+      if (phase_ == Phase::kRound1 || phase_ == Phase::kRound2) AbandonAttemptLocked();
+      retry_.reset();
+      SetResultLocked(
+          absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
+                                            attempt_ > 0 ? Attempts(attempt_) : "")));
+    }
+    AfterUnlock();
+  }
+
+  void SetResultLocked(absl::StatusOr<std::vector<Lease>> result) {
+    phase_ = Phase::kDone;
+    result_.emplace(std::move(result));
+  }
+
+  // Runs what a locked section decided, outside mu_: the user's callback
+  // (once, and only after the fan-out loop is done: a callback that releases
+  // the lease must not overtake a SET), or the wait before the next attempt.
+  void AfterUnlock() {
+    LeasesCallback done;
+    std::optional<absl::StatusOr<std::vector<Lease>>> result;
+    std::optional<Retry> retry;
+    std::shared_ptr<ReleaseWatches::Watch> watch;
+    std::unique_ptr<StopCallback> stop_callback;
+    std::vector<int> freed;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      watch = watch_;
+      if (watch != nullptr) freed.swap(freed_);
+      if (!fanout_active_ && result_.has_value() && done_) {
+        done = std::move(done_);
+        done_ = nullptr;
+        result = std::move(result_);
+        watch_.reset();  // unsubscribes once `watch` goes too
+        // The stop callback goes last: destroying it waits for a Cancel()
+        // running on another thread, which needs mu_.
+        stop_callback = std::move(stop_callback_);
+      } else if (!fanout_active_ && retry_.has_value()) {
+        retry.swap(retry_);
+      }
+    }
+    // Before the wait, which counts them.
+    for (int node : freed) watch->Freed(node);
+    if (done) {
+      if (watch != nullptr) watch->Cancel();
+      watch.reset();
+      stop_callback.reset();
+      done(*std::move(result));
+      return;
+    }
+    if (!retry.has_value()) return;
+    auto self = shared_from_this();
+    if (watch != nullptr) {
+      watch->Wait(retry->mark, request_.quorum, retry->delay,
+                  [self](absl::Status) { self->StartAttempt(); });
+    } else {
+      transport().RunAfter(retry->delay, [self] { self->StartAttempt(); });
+    }
+  }
+
+  OpContext* const ctx_;
+  const AcquireRequest request_;
+  const int64_t ttl_ms_;
+  const AcquireForm form_;
+  const std::string what_;
+  const absl::Duration drift_;
+  std::optional<Clock::TimePoint> deadline_;  // wait mode, finite waits
+  std::vector<std::string> keys_;
+  std::shared_ptr<ReleaseWatches::Watch> watch_;
+  std::unique_ptr<StopCallback> stop_callback_;
+
+  std::mutex mu_;
+  absl::Duration pause_;
+  LeasesCallback done_;
+  int attempt_ = 0;
+  std::string token_;
+  Clock::TimePoint start_;
+  uint64_t mark_ = 0;
+  Phase phase_ = Phase::kBetween;
+  bool failed_ = false;         // the current attempt failed
+  int sent_ = 0;                // nodes [0, sent_) have this attempt's SET
+  bool fanout_active_ = false;  // StartAttempt is still sending
+  Round round_;
+  std::vector<NodeState> nodes_;
+  std::vector<int> round2_nodes_;
+  std::vector<uint64_t> fences_;
+  std::optional<Retry> retry_;
+  std::vector<int> freed_;  // nodes freed by a failed attempt's cleanup, for the watch
+  std::optional<absl::StatusOr<std::vector<Lease>>> result_;
+};
+
+}  // namespace
+
+void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
+  auto op = std::make_shared<AcquireOp>(ctx, std::move(request), std::move(done));
+  op->Start();
+}
+
+}  // namespace redlock::internal

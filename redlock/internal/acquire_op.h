@@ -1,0 +1,53 @@
+// An acquisition: attempts of one round over all nodes (two with fencing),
+// the cleanup of a failed attempt, and the retry or wait policy between
+// attempts (DESIGN.md 4.2, 4.3, 4.5).
+
+#ifndef REDLOCK_INTERNAL_ACQUIRE_OP_H_
+#define REDLOCK_INTERNAL_ACQUIRE_OP_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "redlock/internal/context.h"
+#include "redlock/lease.h"
+#include "redlock/stop_token.h"
+
+namespace redlock::internal {
+
+using LeasesCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)>;
+
+struct AcquireRequest {
+  // Checked by the caller: non-empty, each valid, no duplicates.
+  std::vector<std::string> resources;
+  // A checked ttl, whole milliseconds.
+  absl::Duration ttl;
+  // Resolved (never 0).
+  int quorum = 0;
+  // Without `wait`: at most this many attempts, retry_delay apart.
+  int max_attempts = 1;
+  // Without `wait`: no retry after an attempt that failed for unavailable
+  // nodes (MultiLock's all-nodes mode: such a node fails every attempt until
+  // it is back).
+  bool fail_fast_unavailable = false;
+  // With it: attempts until the lock is held or this much time has passed
+  // (InfiniteDuration: until held, cancelled or the client goes), woken by
+  // release announcements, else jittered polling.
+  std::optional<absl::Duration> wait;
+  // Cancels the acquisition: it completes with kCancelled at once, and what
+  // an attempt in flight sets is released behind it.
+  StopToken stop;
+};
+
+// Starts the acquisition; `done` runs exactly once, where the operation
+// completes (the I/O thread, or a caller polling in a synchronous call).
+// One lease per resource, in the order given. The first attempt's fan-out
+// runs on the calling thread.
+void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done);
+
+}  // namespace redlock::internal
+
+#endif  // REDLOCK_INTERNAL_ACQUIRE_OP_H_

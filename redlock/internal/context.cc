@@ -1,0 +1,42 @@
+#include "redlock/internal/context.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/release_watch.h"
+#include "redlock/internal/renewal.h"
+#include "redlock/internal/token.h"
+
+namespace redlock::internal {
+
+OpContext::OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock)
+    : options_(std::move(options)),
+      quorum_(EffectiveQuorum(options_)),
+      transport_(std::move(transport)),
+      clock_(clock),
+      watches_(std::make_unique<ReleaseWatches>(transport_.get())),
+      renewals_(std::make_unique<Renewals>()) {}
+
+OpContext::~OpContext() { Shutdown(); }
+
+void OpContext::Shutdown() {
+  // Renewal handles may outlive the client: detach them first.
+  renewals_->DetachAll();
+  transport_->Shutdown();
+}
+
+std::string OpContext::Key(absl::string_view resource) const {
+  return absl::StrCat(options_.key_prefix, resource);
+}
+
+absl::Duration OpContext::RetryDelay() const {
+  absl::Duration d = options_.retry_delay;
+  if (options_.retry_jitter > absl::ZeroDuration()) {
+    int64_t j = absl::ToInt64Nanoseconds(options_.retry_jitter);
+    d += absl::Nanoseconds(UniformInt(-j, j));
+  }
+  return std::max(d, absl::ZeroDuration());
+}
+
+}  // namespace redlock::internal

@@ -1,0 +1,61 @@
+// What the client's operations share: options, quorum, the transport, the
+// clock, the release watches and the renewals. The operations (acquire_op,
+// keys_op, renewal, release_watch) depend on this small object, never on
+// ClientImpl or on each other's classes.
+
+#ifndef REDLOCK_INTERNAL_CONTEXT_H_
+#define REDLOCK_INTERNAL_CONTEXT_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "redlock/internal/clock.h"
+#include "redlock/internal/transport.h"
+#include "redlock/options.h"
+
+namespace redlock::internal {
+
+class ReleaseWatches;  // release_watch.h
+class Renewals;        // renewal.h
+
+class OpContext {
+ public:
+  // `clock` must outlive the context.
+  OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock);
+  ~OpContext();
+  OpContext(const OpContext&) = delete;
+  OpContext& operator=(const OpContext&) = delete;
+
+  const Options& options() const { return options_; }
+  // The client's quorum (Options::quorum resolved).
+  int quorum() const { return quorum_; }
+  // `quorum` of a call (0: the client's).
+  int QuorumOr(int quorum) const { return quorum == 0 ? quorum_ : quorum; }
+  int nodes() const { return transport_->size(); }
+  Transport& transport() const { return *transport_; }
+  const Clock& clock() const { return *clock_; }
+  ReleaseWatches& watches() const { return *watches_; }
+  Renewals& renewals() const { return *renewals_; }
+
+  // The Redis key of `resource`: key_prefix + resource.
+  std::string Key(absl::string_view resource) const;
+  // The pause before a retry: retry_delay +/- retry_jitter, at least zero.
+  absl::Duration RetryDelay() const;
+
+  // Stops the renewals and completes everything pending with kCancelled.
+  void Shutdown();
+
+ private:
+  const Options options_;
+  const int quorum_;
+  std::unique_ptr<Transport> transport_;
+  const Clock* const clock_;
+  std::unique_ptr<ReleaseWatches> watches_;
+  std::unique_ptr<Renewals> renewals_;
+};
+
+}  // namespace redlock::internal
+
+#endif  // REDLOCK_INTERNAL_CONTEXT_H_

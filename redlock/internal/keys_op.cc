@@ -1,0 +1,162 @@
+#include "redlock/internal/keys_op.h"
+
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/algorithm.h"
+#include "redlock/internal/lease_factory.h"
+#include "redlock/internal/scripts.h"
+#include "redlock/internal/votes.h"
+
+namespace redlock::internal {
+namespace {
+
+using Outcome = Round::Outcome;
+
+class KeysOp : public std::enable_shared_from_this<KeysOp> {
+ public:
+  enum class Kind { kRelease, kExtend };
+
+  KeysOp(OpContext* ctx, Kind kind, std::vector<Lease> leases, absl::Duration ttl, int quorum,
+         LeasesCallback done)
+      : ctx_(ctx),
+        kind_(kind),
+        leases_(std::move(leases)),
+        ttl_(ttl),
+        done_(std::move(done)),
+        round_(ctx->nodes(), quorum) {
+    std::vector<std::string> resources;
+    for (const Lease& l : leases_) {
+      resources.push_back(l.resource());
+      keys_.push_back(ctx_->Key(l.resource()));
+    }
+    what_ = absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ",
+                         DescribeResources(resources));
+  }
+
+  void Start() {
+    std::unique_lock<std::mutex> lock(mu_);
+    start_ = ctx_->clock().Now();
+    const std::string& token = leases_[0].token();
+    Command command;
+    if (kind_ == Kind::kRelease) {
+      command = ScriptCommand(ReleaseScript(), keys_, {token, std::string(kReleaseChannelPrefix)});
+      // Goes out even to a node behind an open breaker, after a SET that may
+      // still be waiting there (Command::cleanup).
+      command.cleanup = true;
+      command.since = leases_[0].acquired_at();
+      command.op = "release";
+    } else {
+      command = ScriptCommand(ExtendScript(), keys_,
+                              {token, std::to_string(absl::ToInt64Milliseconds(ttl_))});
+      command.op = "extend";
+    }
+    Transport& t = ctx_->transport();
+    for (int i = 0; i < t.size(); ++i) {
+      Command c = i + 1 < t.size() ? command : std::move(command);
+      t.Send(i, std::move(c), [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
+        self->OnReply(i, std::move(r));
+      });
+    }
+  }
+
+ private:
+  void OnReply(int node, absl::StatusOr<Reply> r) {
+    LeasesCallback done;
+    std::optional<absl::StatusOr<std::vector<Lease>>> result;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!done_) return;  // decided already
+      Vote v = kind_ == Kind::kRelease ? ReleaseVote(r) : ExtendVote(r);
+      Outcome outcome = round_.Record(ctx_->transport().NodeName(node), v.vote, v.detail);
+      if (outcome == Outcome::kPending) return;
+      if (kind_ == Kind::kRelease) {
+        if (outcome == Outcome::kSucceeded) {
+          result.emplace(std::vector<Lease>{});
+        } else {
+          result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
+        }
+      } else if (outcome == Outcome::kFailed) {
+        result.emplace(round_.Failure(what_, "still held the lease", "lease lost",
+                                      absl::StatusCode::kFailedPrecondition));
+      } else {
+        result.emplace(Extended());
+      }
+      done = std::move(done_);
+      done_ = nullptr;
+    }
+    done(*std::move(result));
+  }
+
+  absl::StatusOr<std::vector<Lease>> Extended() {
+    const Options& o = ctx_->options();
+    Clock::TimePoint now = ctx_->clock().Now();
+    absl::Duration drift = DriftAllowance(ttl_, o.clock_drift_factor, o.clock_drift_floor);
+    absl::Duration elapsed = absl::FromChrono(now - start_);
+    absl::Duration validity = Validity(ttl_, elapsed, drift);
+    if (validity <= absl::ZeroDuration()) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          what_, ": ", round_.Summary("still held the lease", "lease lost"),
+          " but no validity was left: the extend took ", absl::FormatDuration(elapsed)));
+    }
+    Clock::TimePoint valid_until = now + absl::ToChronoNanoseconds(validity);
+    std::vector<Lease> out;
+    out.reserve(leases_.size());
+    for (const Lease& l : leases_) {
+      out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_, valid_until,
+                                       round_.yes(), l.fencing_token()));
+    }
+    return out;
+  }
+
+  OpContext* const ctx_;
+  const Kind kind_;
+  const std::vector<Lease> leases_;
+  const absl::Duration ttl_;
+  std::vector<std::string> keys_;
+  std::string what_;
+
+  std::mutex mu_;
+  LeasesCallback done_;
+  Clock::TimePoint start_;
+  Round round_;
+};
+
+}  // namespace
+
+absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view what) {
+  if (leases.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": no leases"));
+  std::set<std::string> seen;
+  for (const Lease& l : leases) {
+    if (!l.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty lease"));
+    if (l.token() != leases[0].token()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
+    }
+    if (!seen.insert(l.resource()).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": resource \"", l.resource(), "\" twice"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void StartExtend(OpContext* ctx, std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                 LeasesCallback done) {
+  auto op = std::make_shared<KeysOp>(ctx, KeysOp::Kind::kExtend, std::move(leases), ttl, quorum,
+                                     std::move(done));
+  op->Start();
+}
+
+void StartRelease(OpContext* ctx, std::vector<Lease> leases, int quorum, StatusCallback done) {
+  auto op = std::make_shared<KeysOp>(
+      ctx, KeysOp::Kind::kRelease, std::move(leases), absl::ZeroDuration(), quorum,
+      [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable { done(r.status()); });
+  op->Start();
+}
+
+}  // namespace redlock::internal

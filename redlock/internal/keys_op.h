@@ -1,0 +1,41 @@
+// Release and extend: one round of a compare-and-act script over every node
+// for the keys of one lease, or of a set of leases sharing a token
+// (DESIGN.md 4.3).
+
+#ifndef REDLOCK_INTERNAL_KEYS_OP_H_
+#define REDLOCK_INTERNAL_KEYS_OP_H_
+
+#include <vector>
+
+#include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "redlock/internal/acquire_op.h"
+#include "redlock/internal/context.h"
+#include "redlock/lease.h"
+
+namespace redlock::internal {
+
+using StatusCallback = absl::AnyInvocable<void(absl::Status)>;
+
+// kInvalidArgument unless `leases` is a non-empty set of non-empty leases of
+// one acquisition (one token), each resource once.
+absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view what);
+
+// Sets the keys' ttl to `ttl` (a checked ttl) on every node that still holds
+// the token, with `quorum` (resolved) nodes needed; `done` gets the leases
+// with their new validity, measured from the extend's start.
+// REQUIRES: CheckLeases(leases) is OK.
+void StartExtend(OpContext* ctx, std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                 LeasesCallback done);
+
+// Deletes the keys where they still hold the token and announces the
+// release; kUnavailable when fewer than `quorum` nodes confirmed.
+// REQUIRES: CheckLeases(leases) is OK.
+void StartRelease(OpContext* ctx, std::vector<Lease> leases, int quorum, StatusCallback done);
+
+}  // namespace redlock::internal
+
+#endif  // REDLOCK_INTERNAL_KEYS_OP_H_

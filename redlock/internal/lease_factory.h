@@ -1,0 +1,33 @@
+// Makes leases with a validity: only the operations that measured it may.
+
+#ifndef REDLOCK_INTERNAL_LEASE_FACTORY_H_
+#define REDLOCK_INTERNAL_LEASE_FACTORY_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "redlock/lease.h"
+
+namespace redlock::internal {
+
+class LeaseFactory {
+ public:
+  static Lease Make(std::string resource, std::string token, absl::Duration ttl,
+                    Lease::TimePoint acquired_at, Lease::TimePoint valid_until, int nodes_granted,
+                    uint64_t fencing_token) {
+    Lease l;
+    l.resource_ = std::move(resource);
+    l.token_ = std::move(token);
+    l.ttl_ = ttl;
+    l.acquired_at_ = acquired_at;
+    l.valid_until_ = valid_until;
+    l.nodes_granted_ = nodes_granted;
+    l.fencing_token_ = fencing_token;
+    return l;
+  }
+};
+
+}  // namespace redlock::internal
+
+#endif  // REDLOCK_INTERNAL_LEASE_FACTORY_H_

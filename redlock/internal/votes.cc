@@ -1,0 +1,87 @@
+#include "redlock/internal/votes.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace redlock::internal {
+namespace {
+
+using V = Round::Vote;
+
+// The vote for a reply that did not arrive or is an error reply; false when
+// `r` is a reply to decode.
+bool Undecodable(const absl::StatusOr<Reply>& r, Vote* out) {
+  if (!r.ok()) {
+    out->vote = absl::IsCancelled(r.status())  ? V::kCancelled
+                : absl::IsInternal(r.status()) ? V::kInternal
+                                               : V::kUnavailable;
+    out->detail = std::string(r.status().message());
+    return true;
+  }
+  if (r->is_error()) {
+    out->vote = VoteForErrorReply(r->str);
+    out->detail = r->str;
+    return true;
+  }
+  return false;
+}
+
+Vote Unexpected(const Reply& reply) {
+  return Vote{V::kInternal, absl::StrCat("unexpected reply ", reply.Describe())};
+}
+
+}  // namespace
+
+Vote AcquireVote(const absl::StatusOr<Reply>& r, AcquireForm form, size_t keys,
+                 std::vector<uint64_t>* counters) {
+  Vote v;
+  if (Undecodable(r, &v)) return v;
+  const Reply& reply = *r;
+  switch (form) {
+    case AcquireForm::kSet:
+      if (reply.IsStatus("OK")) return Vote{V::kYes, ""};
+      if (reply.is_nil()) return Vote{V::kRefused, ""};
+      break;
+    case AcquireForm::kScript:
+      if (reply.type != Reply::Type::kInteger) break;
+      if (reply.integer == 1) return Vote{V::kYes, ""};
+      if (reply.integer < 0) return Vote{V::kRefused, ""};
+      break;
+    case AcquireForm::kFencing: {
+      if (reply.type != Reply::Type::kArray || reply.elements.empty() ||
+          reply.elements[0].type != Reply::Type::kInteger) {
+        break;
+      }
+      if (reply.elements[0].integer < 0) return Vote{V::kRefused, ""};
+      if (reply.elements[0].integer != 1 || reply.elements.size() != keys + 1) break;
+      counters->clear();
+      for (size_t j = 1; j < reply.elements.size(); ++j) {
+        absl::StatusOr<uint64_t> c = ParseCounter(reply.elements[j].str);
+        // The key was set; it is released with the attempt or the lease.
+        if (!c.ok()) return Vote{V::kInternal, std::string(c.status().message())};
+        counters->push_back(*c);
+      }
+      return Vote{V::kYes, ""};
+    }
+  }
+  return Unexpected(reply);
+}
+
+Vote CommitVote(const absl::StatusOr<Reply>& r) { return ExtendVote(r); }
+
+Vote ExtendVote(const absl::StatusOr<Reply>& r) {
+  Vote v;
+  if (Undecodable(r, &v)) return v;
+  if (r->type == Reply::Type::kInteger && r->integer == 1) return Vote{V::kYes, ""};
+  if (r->type == Reply::Type::kInteger && r->integer == 0) return Vote{V::kRefused, ""};
+  return Unexpected(*r);
+}
+
+Vote ReleaseVote(const absl::StatusOr<Reply>& r) {
+  Vote v;
+  if (Undecodable(r, &v)) return v;
+  // Deleted, or already gone: either way not held by us.
+  if (r->type == Reply::Type::kInteger) return Vote{V::kYes, ""};
+  return Unexpected(*r);
+}
+
+}  // namespace redlock::internal

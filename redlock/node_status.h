@@ -1,0 +1,40 @@
+// redlock/node_status.h: what the client knows about each node (Client::Health,
+// Client::Inspect).
+
+#ifndef REDLOCK_NODE_STATUS_H_
+#define REDLOCK_NODE_STATUS_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace redlock {
+
+// What one node says about a resource (Client::Inspect).
+struct NodeView {
+  std::string node;         // "host:port"
+  absl::Status status;      // why the node could not be asked, or OK
+  bool held = false;        // the key exists
+  std::string token;        // its value, when held
+  absl::Duration ttl_left;  // remaining ttl, when held
+  // The fencing counter stored next to the key on this node. Counters differ
+  // between nodes: a holder's second round raises them only on the nodes of
+  // its quorum; the highest one (of any majority) is the latest token.
+  uint64_t fence_counter = 0;
+};
+
+// Health of one node's connection, as seen by the client.
+struct NodeHealth {
+  std::string node;           // "host:port"
+  bool connected = false;     // the connection is established and ready
+  bool breaker_open = false;  // requests fail fast until a probe succeeds
+  size_t in_flight = 0;       // commands awaiting a reply
+  std::string last_error;     // the most recent connection or request error
+};
+
+}  // namespace redlock
+
+#endif  // REDLOCK_NODE_STATUS_H_
