@@ -200,6 +200,7 @@ class Timeline {
     DrawLanes();
     DrawGrid();
     DrawFaults();
+    DrawViolationBands();
     DrawClients();
     DrawViolations();
     DrawAxis();
@@ -258,7 +259,9 @@ class Timeline {
     for (const GrantInfo& g : check_.grants) take(g.hold_end);
     if (lo > hi) lo = hi = run_ != nullptr ? run_->start : 0;
     const int64_t span = std::max<int64_t>(hi - lo, 1000000);
-    axis_.d0 = lo;
+    // A margin on both sides, so that what happens first or last is not
+    // drawn on the frame.
+    axis_.d0 = lo - span / 100;
     axis_.d1 = lo + span + span / 100;
     axis_.origin = run_ != nullptr ? run_->start : lo;
     axis_.width = std::max(300, options_.plot_width);
@@ -642,18 +645,36 @@ class Timeline {
     return out;
   }
 
+  // Where a violation is drawn: at least 3 pixels wide, so that a tiny
+  // overlap stays visible.
+  std::pair<double, double> Span(const Violation& v) const {
+    const double x0 = axis_.X(v.t);
+    const double x1 = axis_.X(std::max(v.t, v.t_end));
+    if (x1 - x0 >= 3) return {x0, x1};
+    const double mid = (x0 + x1) / 2;
+    return {mid - 1.5, mid + 1.5};
+  }
+
+  // The tinted band across the lanes of each violation, behind the holds so
+  // that they keep their colours.
+  void DrawViolationBands() {
+    for (const Violation& v : check_.violations) {
+      const std::vector<size_t> lanes = ViolationLanes(v);
+      if (lanes.empty()) continue;
+      const auto [x0, x1] = Span(v);
+      const double top = lanes_[lanes.front()].y;
+      const double bottom = lanes_[lanes.back()].y + lanes_[lanes.back()].h;
+      doc_.Rect(x0, top, x1 - x0, bottom - top,
+                {.fill = kViolationColor[static_cast<size_t>(v.property)], .opacity = 0.3});
+    }
+  }
+
   void DrawViolations() {
     for (size_t i = 0; i < check_.violations.size(); ++i) {
       const Violation& v = check_.violations[i];
       const std::string color = kViolationColor[static_cast<size_t>(v.property)];
       const std::string& label = labels_[i];
-      double x0 = axis_.X(v.t);
-      double x1 = axis_.X(std::max(v.t, v.t_end));
-      if (x1 - x0 < 3) {  // a tiny overlap stays visible
-        const double mid = (x0 + x1) / 2;
-        x0 = mid - 1.5;
-        x1 = mid + 1.5;
-      }
+      const auto [x0, x1] = Span(v);
       std::vector<size_t> lanes = ViolationLanes(v);
       doc_.Open({.cls = absl::StrCat("violation ", PropertyName(v.property)),
                  .tooltip = absl::StrCat(label, " (", v.resource, ", ", axis_.MsText(v.t), " to ",
@@ -664,8 +685,6 @@ class Timeline {
         doc_.Rect(x0, lanes_y_ - 5, x1 - x0, 3, {.fill = color});
       } else {
         const double top = lanes_[lanes.front()].y;
-        const double bottom = lanes_[lanes.back()].y + lanes_[lanes.back()].h;
-        doc_.Rect(x0, top, x1 - x0, bottom - top, {.fill = color, .opacity = 0.22});
         for (size_t l : lanes) {
           // A bracket on each lane involved, so a band crossing other lanes
           // still says which ones.
