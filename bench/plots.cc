@@ -7,10 +7,14 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "bench/svg.h"
+#include "common/svg.h"
 
 namespace redlock::bench {
 namespace {
+
+using svg::FormatMicros;
+using svg::LineChart;
+using svg::Series;
 
 constexpr char kColorLibrary[] = "#1f77b4";
 constexpr char kColorSequential[] = "#d62728";
@@ -197,20 +201,21 @@ std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults&
   std::vector<std::pair<std::string, std::string>> out;
   {
     LineChart c;
-    if (LatencyVsN(results, &c)) out.emplace_back("latency_vs_n.svg", RenderSvg(c));
+    if (LatencyVsN(results, &c)) out.emplace_back("latency_vs_n.svg", svg::RenderLineChart(c));
   }
   {
     LineChart c;
-    if (ThroughputVsN(results, &c)) out.emplace_back("throughput_vs_n.svg", RenderSvg(c));
+    if (ThroughputVsN(results, &c))
+      out.emplace_back("throughput_vs_n.svg", svg::RenderLineChart(c));
   }
   {
     LineChart c;
     std::string file;
-    if (LatencyCdf(results, &c, &file)) out.emplace_back(file, RenderSvg(c));
+    if (LatencyCdf(results, &c, &file)) out.emplace_back(file, svg::RenderLineChart(c));
   }
   {
     LineChart c;
-    if (HandoffCdf(results, &c)) out.emplace_back("handoff_cdf.svg", RenderSvg(c));
+    if (HandoffCdf(results, &c)) out.emplace_back("handoff_cdf.svg", svg::RenderLineChart(c));
   }
   return out;
 }

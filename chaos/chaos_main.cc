@@ -5,12 +5,17 @@
 //   redlock-chaos --quick                 the CI subset
 //   redlock-chaos --full                  the whole catalog
 //   redlock-chaos --scenario NAME [--scenario NAME ...]
-//   options: --seed N  --json FILE  --keep DIR  --client-binary PATH  --verbose
+//   options: --seed N  --json FILE  --keep DIR  --plot DIR  --client-binary PATH  --verbose
+//
+// --plot DIR writes DIR/<scenario>.svg, a timeline picture of each run
+// (chaos/plot.h), and with --quick or --full DIR/index.html, every verdict
+// with its picture.
 //
 // Exit status: 0 when every verdict is as expected (skipped scenarios
 // included), 1 when one is not, 2 on a usage error, 130 when interrupted.
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -20,6 +25,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "chaos/cleanup.h"
+#include "chaos/plot.h"
 #include "chaos/scenarios.h"
 
 namespace {
@@ -27,7 +33,8 @@ namespace {
 void Usage(FILE* out) {
   fprintf(out,
           "usage: redlock-chaos (--list | --quick | --full | --scenario NAME...) [--seed N]\n"
-          "                     [--json FILE] [--keep DIR] [--client-binary PATH] [--verbose]\n");
+          "                     [--json FILE] [--keep DIR] [--plot DIR] [--client-binary PATH]\n"
+          "                     [--verbose]\n");
 }
 
 }  // namespace
@@ -79,6 +86,8 @@ int main(int argc, char** argv) {
       json_path = value;
     } else if (take("--keep")) {
       options.keep_dir = value;
+    } else if (take("--plot")) {
+      options.plot_dir = value;
     } else if (take("--client-binary")) {
       options.client_binary = value;
     } else {
@@ -112,12 +121,22 @@ int main(int argc, char** argv) {
     Usage(stderr);
     return 2;
   }
+  if (!options.plot_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.plot_dir, ec);
+    if (ec) {
+      fprintf(stderr, "redlock-chaos: cannot create %s: %s\n", options.plot_dir.c_str(),
+              ec.message().c_str());
+      return 2;
+    }
+  }
   chaos::InstallSignalCleanup();
   fprintf(stderr, "redlock-chaos: %zu scenario(s), seed %llu, client %s\n", todo.size(),
           static_cast<unsigned long long>(options.seed),
           (options.client_binary.empty() ? chaos::DefaultClientBinary() : options.client_binary)
               .c_str());
   absl::Time start = absl::Now();
+  bool plots_missing = false;
   std::vector<chaos::ScenarioResult> results;
   for (const chaos::Scenario* s : todo) {
     if (chaos::Interrupted()) break;
@@ -135,6 +154,10 @@ int main(int argc, char** argv) {
     if (verbose || !r.ok) {
       for (const std::string& e : r.examples) fprintf(stderr, "    %s\n", e.c_str());
       for (const std::string& n : r.notes) fprintf(stderr, "    note: %s\n", n.c_str());
+    }
+    if (!options.plot_dir.empty() && !r.skipped && r.plot_path.empty()) {
+      fprintf(stderr, "    no picture of %s was written (see the notes)\n", r.name.c_str());
+      plots_missing = true;
     }
     results.push_back(std::move(r));
   }
@@ -157,6 +180,16 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  if (!options.plot_dir.empty() && (quick || full)) {
+    const std::string index = options.plot_dir + "/index.html";
+    absl::Status s =
+        chaos::WriteTextFile(index, chaos::FormatIndexHtml(results, options.seed, total));
+    if (!s.ok()) {
+      fprintf(stderr, "redlock-chaos: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    fprintf(stderr, "redlock-chaos: pictures and %s written\n", index.c_str());
+  }
   if (chaos::Interrupted()) return 130;
-  return all_ok ? 0 : 1;
+  return all_ok && !plots_missing ? 0 : 1;
 }

@@ -1,11 +1,13 @@
 // redlock-check: checks a chaos history for S1..S4 (see chaos/checker.h).
 //
 //   redlock-check HISTORY.jsonl [MORE.jsonl ...] [--json] [--skip-malformed]
-//                 [--fault-window-s=SECONDS] [--max-violations=N]
+//                 [--fault-window-s=SECONDS] [--max-violations=N] [--plot FILE]
 //
 // Several files are merged by t. Prints the verdict table and every violation
-// (or one JSON document with --json). Exit status: 0 clean, 1 violations,
-// 2 bad input (unreadable file, malformed line without --skip-malformed, bad
+// (or one JSON document with --json). --plot FILE also writes the timeline
+// picture of the history (chaos/plot.h); a kept run's directory has what it
+// needs: redlock-check DIR/<scenario>/*.jsonl --plot picture.svg. Exit status: 0 clean, 1
+// violations, 2 bad input (unreadable file, malformed line without --skip-malformed, bad
 // arguments).
 
 #include <cstdint>
@@ -22,6 +24,7 @@
 #include "absl/time/time.h"
 #include "chaos/checker.h"
 #include "chaos/history.h"
+#include "chaos/plot.h"
 
 namespace {
 
@@ -33,9 +36,10 @@ void Usage(std::FILE* out) {
   std::fputs(
       "usage: redlock-check HISTORY.jsonl [MORE.jsonl ...] [--json]\n"
       "                     [--skip-malformed] [--fault-window-s=SECONDS]\n"
-      "                     [--max-violations=N]\n"
+      "                     [--max-violations=N] [--plot FILE]\n"
       "Checks a chaos history (JSON Lines) for S1 mutual exclusion, S2\n"
       "validity, S3 lost updates and S4 fencing. Files are merged by t.\n"
+      "--plot FILE: also write the timeline picture (SVG) of the history.\n"
       "Exit status: 0 clean, 1 violations, 2 bad input.\n",
       out);
 }
@@ -46,6 +50,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> paths;
   bool json = false;
   bool skip_malformed = false;
+  std::string plot_path;
   redlock::chaos::CheckOptions options;
   for (int i = 1; i < argc; ++i) {
     const absl::string_view arg = argv[i];
@@ -53,6 +58,16 @@ int main(int argc, char** argv) {
       json = true;
     } else if (arg == "--skip-malformed") {
       skip_malformed = true;
+    } else if (arg == "--plot" || absl::StartsWith(arg, "--plot=")) {
+      if (arg == "--plot") {
+        if (i + 1 >= argc) {
+          std::fprintf(stderr, "redlock-check: --plot needs a file\n");
+          return kExitBadInput;
+        }
+        plot_path = argv[++i];
+      } else {
+        plot_path = std::string(arg.substr(7));
+      }
     } else if (arg == "-h" || arg == "--help") {
       Usage(stdout);
       return kExitClean;
@@ -108,5 +123,13 @@ int main(int argc, char** argv) {
   const std::string report =
       json ? redlock::chaos::FormatReportJson(result) : redlock::chaos::FormatReport(result);
   std::fwrite(report.data(), 1, report.size(), stdout);
+  if (!plot_path.empty()) {
+    const absl::Status s =
+        redlock::chaos::WriteTextFile(plot_path, redlock::chaos::RenderTimeline(*history, result));
+    if (!s.ok()) {
+      std::fprintf(stderr, "redlock-check: %s\n", std::string(s.message()).c_str());
+      return kExitBadInput;
+    }
+  }
   return result.ok() ? kExitClean : kExitViolations;
 }

@@ -53,6 +53,8 @@ class Checker {
     CheckValidity();
     CheckHarm();
     CheckFencing();
+    for (const Grant& g : grants_) result_.grants.push_back(g.info);
+    result_.faults = faults_;
     std::stable_sort(result_.violations.begin(), result_.violations.end(),
                      [](const Violation& a, const Violation& b) {
                        if (a.property != b.property) {
@@ -138,6 +140,7 @@ class Checker {
                             FaultPhaseName(e.phase), kSep, e.detail);
       case EventType::kFinal:
         return absl::StrCat("final", kSep, e.t, kSep, e.resource, kSep, e.counter, kSep, e.initial);
+      case EventType::kRun:
       case EventType::kUnknown:
         return std::string();
     }
@@ -159,6 +162,7 @@ class Checker {
     std::map<std::string, bool> resources;
 
     for (const Event* e : events_) {
+      if (e->type == EventType::kRun) continue;
       if (e->type == EventType::kUnknown) {
         ++result_.counts.unknown;
         ++unknown_types[e->type_name];
@@ -238,6 +242,7 @@ class Checker {
           }
           break;
         }
+        case EventType::kRun:
         case EventType::kUnknown:
           break;
       }
@@ -264,6 +269,8 @@ class Checker {
       span.detail = e->detail;
       span.phase = e->phase;
       span.t = e->t;
+      span.nodes = e->nodes;
+      span.clients = e->clients;
       switch (e->phase) {
         case FaultPhase::kInstant:
           faults_.push_back(std::move(span));

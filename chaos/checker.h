@@ -46,6 +46,8 @@
 // or absent, and "instant" events within [t - fault_window, t_end]. With
 // t == t_end this is "the faults active at t".
 //
+// Run events (the harness's description of the run) are ignored.
+//
 // Robustness: the checker never fails on a history. Exact duplicate events
 // are dropped, a use or release without its grant, a stop without a start,
 // an unknown event type, a use whose token, resource or fencing token differs
@@ -120,6 +122,8 @@ struct FaultInfo {
   FaultPhase phase = FaultPhase::kInstant;  // kStart or kInstant
   int64_t t = 0;                            // start (or the instant)
   std::optional<int64_t> stop;              // t of the matching stop
+  std::vector<int> nodes;                   // what it acts on, as recorded
+  std::vector<std::string> clients;
 };
 
 struct Violation {
@@ -161,6 +165,11 @@ struct CheckResult {
   std::array<int64_t, kNumProperties> violation_counts{};
   // Ordered by property, then resource, then t.
   std::vector<Violation> violations;
+  // Every grant with its hold interval, in history order, and every nemesis
+  // fault (a start with its stop, or an instant), in history order: what a
+  // timeline of the run draws (chaos/plot.h).
+  std::vector<GrantInfo> grants;
+  std::vector<FaultInfo> faults;
   // Malformed-history findings, "file:line: message" when known.
   std::vector<std::string> warnings;
   int64_t warning_count = 0;

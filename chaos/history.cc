@@ -82,25 +82,49 @@ class FieldReader {
     return absl::OkStatus();
   }
 
-  absl::Status IntArray(const char* key, std::vector<int>* out) const {
+  // An array whose every element `convert(element, &value)` accepts.
+  template <typename T, typename Convert>
+  absl::Status Array(const char* key, const char* what, std::vector<T>* out,
+                     const Convert& convert) const {
     const Json* v = Find(key);
     if (v == nullptr) return absl::OkStatus();
-    if (!v->is_array()) return WrongType(key, "an array of integers");
+    if (!v->is_array()) return WrongType(key, what);
     out->clear();
     out->reserve(v->size());
     for (const Json& e : *v) {
+      T x{};
+      absl::Status s = convert(e, &x);
+      if (!s.ok()) return s;
+      out->push_back(std::move(x));
+    }
+    return absl::OkStatus();
+  }
+
+  // Integers in T's range.
+  template <typename T>
+  absl::Status IntArray(const char* key, std::vector<T>* out) const {
+    return Array(key, "an array of integers", out, [key](const Json& e, T* x) {
       if (!e.is_number_integer()) return WrongType(key, "an array of integers");
-      const int64_t x =
+      const bool in_range =
           e.is_number_unsigned()
-              ? static_cast<int64_t>(std::min<uint64_t>(e.get<uint64_t>(), uint64_t{1} << 40))
-              : e.get<int64_t>();
-      if (x < std::numeric_limits<int>::min() || x > std::numeric_limits<int>::max()) {
+              ? e.get<uint64_t>() <= static_cast<uint64_t>(std::numeric_limits<T>::max())
+              : e.get<int64_t>() >= std::numeric_limits<T>::min() &&
+                    e.get<int64_t>() <= std::numeric_limits<T>::max();
+      if (!in_range) {
         return absl::InvalidArgumentError(
             absl::StrCat("field \"", key, "\" has an element out of range"));
       }
-      out->push_back(static_cast<int>(x));
-    }
-    return absl::OkStatus();
+      *x = static_cast<T>(e.get<int64_t>());
+      return absl::OkStatus();
+    });
+  }
+
+  absl::Status StringArray(const char* key, std::vector<std::string>* out) const {
+    return Array(key, "an array of strings", out, [key](const Json& e, std::string* x) {
+      if (!e.is_string()) return WrongType(key, "an array of strings");
+      *x = e.get<std::string>();
+      return absl::OkStatus();
+    });
   }
 
  private:
@@ -129,6 +153,7 @@ EventType TypeFromName(absl::string_view name) {
   if (name == "release") return EventType::kRelease;
   if (name == "nemesis") return EventType::kNemesis;
   if (name == "final") return EventType::kFinal;
+  if (name == "run") return EventType::kRun;
   return EventType::kUnknown;
 }
 
@@ -184,6 +209,8 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.String("fault", true, &e->fault));
       REDLOCK_CHAOS_TRY(f.String("target", false, &e->target));
       REDLOCK_CHAOS_TRY(f.String("detail", false, &e->detail));
+      REDLOCK_CHAOS_TRY(f.IntArray("nodes", &e->nodes));
+      REDLOCK_CHAOS_TRY(f.StringArray("clients", &e->clients));
       std::string phase = "instant";
       REDLOCK_CHAOS_TRY(f.String("phase", false, &phase));
       if (phase == "start") {
@@ -205,6 +232,22 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.Int("counter", true, &e->counter));
       REDLOCK_CHAOS_TRY(f.Int("initial", false, &e->initial));
       return absl::OkStatus();
+    case EventType::kRun: {
+      REDLOCK_CHAOS_TRY(f.String("scenario", false, &e->scenario));
+      std::optional<uint64_t> seed;
+      REDLOCK_CHAOS_TRY(f.Uint("seed", &seed));
+      e->seed = seed.value_or(0);
+      REDLOCK_CHAOS_TRY(f.String("config", false, &e->config));
+      REDLOCK_CHAOS_TRY(f.String("expected", false, &e->expected));
+      REDLOCK_CHAOS_TRY(f.String("verdict", false, &e->verdict));
+      REDLOCK_CHAOS_TRY(f.String("why", false, &e->why));
+      e->start = e->t;
+      REDLOCK_CHAOS_TRY(f.Int("start", false, &e->start));
+      REDLOCK_CHAOS_TRY(f.IntArray("nodes", &e->nodes));
+      REDLOCK_CHAOS_TRY(f.StringArray("clients", &e->clients));
+      REDLOCK_CHAOS_TRY(f.IntArray("violations", &e->violations));
+      return absl::OkStatus();
+    }
     case EventType::kUnknown:
       // Forward compatible: keep what every event has, ignore the rest.
       return absl::OkStatus();
@@ -288,6 +331,8 @@ absl::string_view EventTypeName(EventType type) {
       return "nemesis";
     case EventType::kFinal:
       return "final";
+    case EventType::kRun:
+      return "run";
     case EventType::kUnknown:
       return "unknown";
   }
@@ -390,6 +435,8 @@ Event ToEvent(const NemesisRecord& r) {
   e.target = r.target;
   e.detail = r.detail;
   e.phase = r.phase;
+  e.nodes = r.nodes;
+  e.clients = r.clients;
   return e;
 }
 
@@ -401,6 +448,24 @@ Event ToEvent(const FinalRecord& r) {
   e.resource = r.resource;
   e.counter = r.counter;
   e.initial = r.initial;
+  return e;
+}
+
+Event ToEvent(const RunRecord& r) {
+  Event e;
+  e.type = EventType::kRun;
+  e.type_name = "run";
+  e.t = r.t;
+  e.scenario = r.scenario;
+  e.seed = r.seed;
+  e.config = r.config;
+  e.expected = r.expected;
+  e.verdict = r.verdict;
+  e.why = r.why;
+  e.start = r.start;
+  e.nodes = r.nodes;
+  e.clients = r.clients;
+  e.violations = r.violations;
   return e;
 }
 
@@ -453,11 +518,25 @@ std::string FormatEventLine(const Event& e) {
       j["target"] = e.target;
       j["detail"] = e.detail;
       j["phase"] = std::string(FaultPhaseName(e.phase));
+      if (!e.nodes.empty()) j["nodes"] = e.nodes;
+      if (!e.clients.empty()) j["clients"] = e.clients;
       break;
     case EventType::kFinal:
       j["resource"] = e.resource;
       j["counter"] = e.counter;
       j["initial"] = e.initial;
+      break;
+    case EventType::kRun:
+      j["scenario"] = e.scenario;
+      j["seed"] = e.seed;
+      j["config"] = e.config;
+      j["expected"] = e.expected;
+      j["verdict"] = e.verdict;
+      j["why"] = e.why;
+      j["start"] = e.start;
+      j["nodes"] = e.nodes;
+      j["clients"] = e.clients;
+      j["violations"] = e.violations;
       break;
     case EventType::kUnknown:
       break;
@@ -591,6 +670,7 @@ absl::Status HistoryWriter::WriteUse(const UseRecord& r) { return Write(ToEvent(
 absl::Status HistoryWriter::WriteRelease(const ReleaseRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteNemesis(const NemesisRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteFinal(const FinalRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteRun(const RunRecord& r) { return Write(ToEvent(r)); }
 
 absl::Status HistoryWriter::Sync() {
   if (::fdatasync(fd_) != 0) {

@@ -30,9 +30,18 @@
 //     release     token, end (ns, when the call returned), ok (bool);
 //                 t is when the release call started
 //   nemesis       fault ("clock_jump", "kill", "pause", ...), target ("n2",
-//                 "c3"), detail, phase ("start", "stop" or "instant")
+//                 "c3": a start and its stop share fault and target), detail,
+//                 phase ("start", "stop" or "instant"), nodes (array of the
+//                 node indexes the fault acts on, optional), clients (array of
+//                 the client names it acts on, optional)
 //   final         resource, counter, initial (default 0): the counter read by
 //                 the harness after the run
+//   run           what a scenario run was, written by the harness at its end:
+//                 scenario, seed (uint64), config, expected, verdict ("OK",
+//                 "FAIL"), why, start (when the scenario began), nodes (every
+//                 node index), clients (every client name), violations (the
+//                 counts of S1..S5). Optional, all its fields too; the checker
+//                 ignores it.
 //
 //   {"t":1200,"type":"grant","process":"c1","op":7,"resource":"r",
 //    "token":"9f..","start":1000,"valid_until":900000,"ttl_ms":1000,
@@ -83,6 +92,7 @@ enum class EventType {
   kRelease,
   kNemesis,
   kFinal,
+  kRun,
   kUnknown,  // a type this reader does not know; see Event::type_name
 };
 
@@ -115,10 +125,13 @@ struct Event {
   // grant, use, release.
   std::string token;
   // grant: raw time the successful attempt began (default: t) and the raw
-  // time until which the client believes it holds the lock.
+  // time until which the client believes it holds the lock; run: when the
+  // scenario began (default: t).
   int64_t start = 0;
   int64_t valid_until = 0;
   int64_t drift_ms = 0;
+  // grant: the nodes that granted; nemesis: the nodes the fault acts on;
+  // run: every node.
   std::vector<int> nodes;
   // grant, use: absent when fencing is off (or the write was not fenced).
   std::optional<uint64_t> fencing_token;
@@ -145,6 +158,17 @@ struct Event {
   std::string target;
   std::string detail;
   FaultPhase phase = FaultPhase::kInstant;
+  // nemesis: the clients the fault acts on; run: every client.
+  std::vector<std::string> clients;
+
+  // run.
+  std::string scenario;
+  uint64_t seed = 0;
+  std::string config;
+  std::string expected;
+  std::string verdict;
+  std::string why;
+  std::vector<int64_t> violations;
 
   // final.
   int64_t counter = 0;
@@ -215,6 +239,8 @@ struct NemesisRecord {
   std::string target{};
   std::string detail{};
   FaultPhase phase = FaultPhase::kInstant;
+  std::vector<int> nodes{};
+  std::vector<std::string> clients{};
 };
 
 struct FinalRecord {
@@ -222,6 +248,20 @@ struct FinalRecord {
   std::string resource{};
   int64_t counter = 0;
   int64_t initial = 0;
+};
+
+struct RunRecord {
+  int64_t t = 0;
+  std::string scenario{};
+  uint64_t seed = 0;
+  std::string config{};
+  std::string expected{};
+  std::string verdict{};
+  std::string why{};
+  int64_t start = 0;
+  std::vector<int> nodes{};
+  std::vector<std::string> clients{};
+  std::vector<int64_t> violations{};
 };
 
 // Conversions to the generic event (t is copied as is, 0 included).
@@ -232,6 +272,7 @@ Event ToEvent(const UseRecord& r);
 Event ToEvent(const ReleaseRecord& r);
 Event ToEvent(const NemesisRecord& r);
 Event ToEvent(const FinalRecord& r);
+Event ToEvent(const RunRecord& r);
 
 // One JSON line for `event`, '\n' included. Writes the fields of its type
 // only. A kUnknown event is written with its type_name and common fields.
@@ -288,6 +329,7 @@ class HistoryWriter {
   [[nodiscard]] absl::Status WriteRelease(const ReleaseRecord& r);
   [[nodiscard]] absl::Status WriteNemesis(const NemesisRecord& r);
   [[nodiscard]] absl::Status WriteFinal(const FinalRecord& r);
+  [[nodiscard]] absl::Status WriteRun(const RunRecord& r);
 
   // fdatasync(2): only needed to survive a host crash, not a process kill.
   [[nodiscard]] absl::Status Sync();

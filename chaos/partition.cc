@@ -74,6 +74,18 @@ std::string PartitionSpec::Describe() const {
   return absl::StrCat(name, ": ", parts.empty() ? "no cut" : absl::StrJoin(parts, " "));
 }
 
+FaultSite PartitionSpec::Site() const {
+  std::set<int> nodes, clients;
+  for (const LinkCut& c : cuts) {
+    nodes.insert(c.node);
+    clients.insert(c.client);
+  }
+  FaultSite site;
+  site.nodes.assign(nodes.begin(), nodes.end());
+  for (int c : clients) site.clients.push_back(absl::StrCat("c", c + 1));
+  return site;
+}
+
 PartitionSpec IsolateNode(int node, int nodes, int clients) {
   PartitionSpec s;
   s.name = absl::StrCat("isolate n", node);
@@ -300,11 +312,12 @@ Partitioner::~Partitioner() {
   if (!s.ok()) fprintf(stderr, "redlock-chaos: nft teardown: %s\n", s.ToString().c_str());
 }
 
-void Partitioner::Log(absl::string_view detail, FaultPhase phase) {
-  if (history_ == nullptr) return;
-  absl::Status s = history_->WriteNemesis(
-      {.fault = "partition", .target = "net", .detail = std::string(detail), .phase = phase});
-  (void)s;
+// One partition at a time: every start and stop share the key "net".
+constexpr absl::string_view kPartitionKey = "net";
+
+void Partitioner::StopActive() {
+  if (active_) log_.Stop("partition", kPartitionKey, "healed");
+  active_ = false;
 }
 
 absl::Status Partitioner::Apply(const PartitionSpec& spec) {
@@ -312,18 +325,18 @@ absl::Status Partitioner::Apply(const PartitionSpec& spec) {
   if (!script.ok()) return script.status();
   absl::Status s = ns_->RunNft(*script);
   if (!s.ok()) return s;
-  if (active_) Log(active_name_, FaultPhase::kStop);
+  StopActive();
   active_ = true;
-  active_name_ = spec.Describe();
-  Log(active_name_, FaultPhase::kStart);
+  // The shape names the sides ("split {n0,n1,c1} | {n2,c2}"); the links cut
+  // follow from it.
+  log_.Start("partition", spec.Site(), spec.name, kPartitionKey);
   return absl::OkStatus();
 }
 
 absl::Status Partitioner::Heal() {
   absl::Status s = ns_->RunNft(BuildNftHeal(ctx_));
   if (!s.ok()) return s;
-  if (active_) Log(active_name_, FaultPhase::kStop);
-  active_ = false;
+  StopActive();
   return absl::OkStatus();
 }
 

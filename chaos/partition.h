@@ -43,6 +43,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "chaos/history.h"
+#include "chaos/nemesis.h"
 
 namespace redlock::chaos {
 
@@ -70,6 +71,8 @@ struct PartitionSpec {
   std::vector<LinkCut> cuts;
   // "c1-x-n0 c1-x-n1 c2->x-n3" (x: both, >x: to node only, x<: from node only).
   std::string Describe() const;
+  // The nodes and clients of the cut links (what the partition acts on).
+  FaultSite Site() const;
 };
 
 // ---- Shapes ----------------------------------------------------------------
@@ -167,14 +170,13 @@ class Partitioner {
 
  private:
   Partitioner(const NetNamespace* ns, RuleContext ctx, HistoryWriter* history)
-      : ns_(ns), ctx_(std::move(ctx)), history_(history) {}
-  void Log(absl::string_view detail, FaultPhase phase);
+      : ns_(ns), ctx_(std::move(ctx)), log_(history) {}
+  void StopActive();
 
   const NetNamespace* ns_;
   RuleContext ctx_;
-  HistoryWriter* history_;
+  NemesisLog log_;
   bool active_ = false;
-  std::string active_name_;
 };
 
 }  // namespace redlock::chaos

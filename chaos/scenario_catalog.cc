@@ -302,7 +302,11 @@ absl::Status PartitionCycle(Run& run, const std::function<PartitionSpec(Run&)>& 
 PartitionSpec Merge(std::string name, const std::vector<PartitionSpec>& parts) {
   PartitionSpec out;
   out.name = std::move(name);
-  for (const auto& p : parts) out.cuts.insert(out.cuts.end(), p.cuts.begin(), p.cuts.end());
+  for (const auto& p : parts) {
+    out.cuts.insert(out.cuts.end(), p.cuts.begin(), p.cuts.end());
+    // The parts' shapes: the name is what the nemesis log records.
+    absl::StrAppend(&out.name, &p == &parts.front() ? ": " : "; ", p.name);
+  }
   return out;
 }
 

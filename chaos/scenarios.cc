@@ -24,6 +24,8 @@
 #include "absl/strings/str_join.h"
 #include "chaos/cleanup.h"
 #include "chaos/history.h"
+#include "chaos/plot.h"
+#include "common/svg.h"
 
 namespace redlock::chaos {
 namespace {
@@ -78,6 +80,24 @@ std::string FaultName(const FaultSpec& spec, Direction d) {
       break;
   }
   return "none";
+}
+
+// The per-client views of kPerClientProxies, recorded as a partition that
+// lasts the whole run.
+constexpr absl::string_view kViewsKey = "views";
+
+// The verdict of a finished run.
+void Judge(const Scenario& sc, ScenarioResult* res) {
+  if (!res->error.empty()) {
+    res->ok = false;
+    res->why = res->error;
+  } else {
+    res->ok = JudgeExpectation(sc.expect, res->violations, res->counts.grants, &res->why);
+  }
+  if (Interrupted() && res->ok) {
+    res->ok = false;
+    res->why = "interrupted";
+  }
 }
 
 std::string Shorten(std::string s, size_t n) {
@@ -199,38 +219,40 @@ FaultProxy* Run::link(int client, int node) {
   return links_[static_cast<size_t>(client)][static_cast<size_t>(node)].get();
 }
 
-absl::Status Run::SetLogged(FaultProxy* p, const std::string& target, Direction d,
+absl::Status Run::SetLogged(FaultProxy* p, const FaultSite& site, Direction d,
                             const FaultSpec& spec) {
-  if (p == nullptr) return absl::FailedPreconditionError(absl::StrCat("no proxy for ", target));
+  if (p == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("no proxy for ", site.Name()));
+  }
   absl::Status s = p->SetFault(d, spec);
   if (!s.ok()) return s;
-  std::string key = absl::StrCat(target, ":", DirectionName(d));
+  std::string key = absl::StrCat(site.Name(), ":", DirectionName(d));
   auto it = active_faults_.find(key);
   if (it != active_faults_.end()) {
-    Nemesis(it->second, key, "replaced", FaultPhase::kStop);
+    nemesis_log_.Stop(it->second, key, "replaced");
     active_faults_.erase(it);
   }
   if (spec.kind == FaultKind::kNone) return absl::OkStatus();
   std::string name = FaultName(spec, d);
-  Nemesis(name, key, spec.ToString(), FaultPhase::kStart);
+  nemesis_log_.Start(name, site, absl::StrCat(spec.ToString(), " ", DirectionName(d)), key);
   active_faults_[key] = name;
   return absl::OkStatus();
 }
 
-void Run::ClearLogged(FaultProxy* p, const std::string& target) {
+void Run::ClearLogged(FaultProxy* p, const FaultSite& site) {
   if (p == nullptr) return;
   p->ClearFaults();
   for (Direction d : {Direction::kToServer, Direction::kToClient}) {
-    std::string key = absl::StrCat(target, ":", DirectionName(d));
+    std::string key = absl::StrCat(site.Name(), ":", DirectionName(d));
     auto it = active_faults_.find(key);
     if (it == active_faults_.end()) continue;
-    Nemesis(it->second, key, "cleared", FaultPhase::kStop);
+    nemesis_log_.Stop(it->second, key, "cleared");
     active_faults_.erase(it);
   }
 }
 
 absl::Status Run::ProxyFault(int node, Direction d, const FaultSpec& spec) {
-  return SetLogged(proxy(node), NodeSupervisor::NodeName(node), d, spec);
+  return SetLogged(proxy(node), {.nodes = {node}}, d, spec);
 }
 
 absl::Status Run::ProxyFaultBoth(int node, const FaultSpec& spec) {
@@ -239,34 +261,33 @@ absl::Status Run::ProxyFaultBoth(int node, const FaultSpec& spec) {
   return ProxyFault(node, Direction::kToClient, spec);
 }
 
-void Run::ProxyClear(int node) { ClearLogged(proxy(node), NodeSupervisor::NodeName(node)); }
+void Run::ProxyClear(int node) { ClearLogged(proxy(node), {.nodes = {node}}); }
 
 void Run::ProxyReset(int node) {
   FaultProxy* p = proxy(node);
   if (p == nullptr) return;
   p->ResetAll();
-  Nemesis("reset", NodeSupervisor::NodeName(node), "RST on every open connection",
-          FaultPhase::kInstant);
+  nemesis_log_.Instant("reset", {.nodes = {node}}, "RST on every open connection");
 }
 
 absl::Status Run::LinkFault(int client, int node, Direction d, const FaultSpec& spec) {
-  return SetLogged(link(client, node), absl::StrCat(ClientName(client), "-n", node), d, spec);
+  return SetLogged(link(client, node), {.nodes = {node}, .clients = {ClientName(client)}}, d, spec);
 }
 
 void Run::LinkClear(int client, int node) {
-  ClearLogged(link(client, node), absl::StrCat(ClientName(client), "-n", node));
+  ClearLogged(link(client, node), {.nodes = {node}, .clients = {ClientName(client)}});
 }
 
 absl::Status Run::PauseClient(int k) {
   absl::Status s = client(k).Pause();
-  if (s.ok()) Nemesis("client_pause", ClientName(k), "SIGSTOP", FaultPhase::kStart);
+  if (s.ok()) nemesis_log_.Start("client_pause", {.clients = {ClientName(k)}}, "SIGSTOP");
   return s;
 }
 
 absl::Status Run::ResumeClient(int k) {
   if (!client(k).paused()) return absl::OkStatus();
   absl::Status s = client(k).Resume();
-  Nemesis("client_pause", ClientName(k), "SIGCONT", FaultPhase::kStop);
+  nemesis_log_.Stop("client_pause", ClientName(k), "SIGCONT");
   return s;
 }
 
@@ -277,24 +298,14 @@ absl::Status Run::ClientClockJump(int k, absl::Duration wall, absl::Duration mon
   ClockControl* c = client_clocks_[static_cast<size_t>(k)].get();
   absl::Status s = c->JumpBy(wall, mono);
   if (!s.ok()) return s;
-  Nemesis("client_clock_jump", ClientName(k),
-          absl::StrCat("wall ", absl::FormatDuration(wall),
-                       mono != absl::ZeroDuration()
-                           ? absl::StrCat(", monotonic ", absl::FormatDuration(mono))
-                           : "",
-                       " (offset now ", absl::FormatDuration(c->state().realtime), ")"),
-          FaultPhase::kInstant);
+  nemesis_log_.Instant(
+      "client_clock_jump", {.clients = {ClientName(k)}},
+      absl::StrCat("wall ", absl::FormatDuration(wall),
+                   mono != absl::ZeroDuration()
+                       ? absl::StrCat(", monotonic ", absl::FormatDuration(mono))
+                       : "",
+                   " (offset now ", absl::FormatDuration(c->state().realtime), ")"));
   return absl::OkStatus();
-}
-
-void Run::Nemesis(absl::string_view fault, absl::string_view target, absl::string_view detail,
-                  FaultPhase phase) {
-  if (nemesis_ == nullptr) return;
-  absl::Status s = nemesis_->WriteNemesis({.fault = std::string(fault),
-                                           .target = std::string(target),
-                                           .detail = std::string(detail),
-                                           .phase = phase});
-  (void)s;
 }
 
 std::optional<Marker> Run::WaitMarker(absl::string_view kind, int client, absl::Duration timeout,
@@ -347,6 +358,7 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
       HistoryWriter::Open(run.dir_ + "/nemesis.jsonl");
   if (!nem.ok()) return nem.status();
   run.nemesis_ = *std::move(nem);
+  run.nemesis_log_ = NemesisLog(run.nemesis_.get());
   run.history_files_.push_back(run.dir_ + "/nemesis.jsonl");
 
   if (setup.topology == Topology::kNamespace) {
@@ -409,14 +421,8 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
       }
     }
     if (!setup.views.empty()) {
-      std::vector<std::string> desc;
-      for (size_t k = 0; k < setup.views.size(); ++k) {
-        std::vector<std::string> ns;
-        for (int n : setup.views[k]) ns.push_back(absl::StrCat("n", n));
-        desc.push_back(absl::StrCat(Run::ClientName(static_cast<int>(k)), " sees {",
-                                    absl::StrJoin(ns, ","), "}"));
-      }
-      run.Nemesis("partition", "views", absl::StrJoin(desc, "; "), FaultPhase::kStart);
+      const PartitionSpec views = FromViews(setup.views, fleet.size());
+      run.nemesis_log_.Start("partition", views.Site(), views.name, kViewsKey);
     }
   }
   if (setup.topology == Topology::kNamespace) {
@@ -553,6 +559,7 @@ void Runner::Teardown(Run& run) {
 void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* res) {
   Run run;
   run.scenario_ = &sc;
+  run.start_raw_ = RawMonotonicNanos();
   run.rng_.seed(opt.seed ^ Fnv(sc.name));
   namespace fs = std::filesystem;
   std::error_code ec;
@@ -662,16 +669,18 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
       }
     }
     if (!sc.setup.views.empty() && sc.setup.topology == Topology::kPerClientProxies) {
-      run.Nemesis("partition", "views", "run over", FaultPhase::kStop);
+      run.nemesis_log_.Stop("partition", kViewsKey, "run over");
     }
   }
 
   std::vector<std::string> malformed;
   absl::StatusOr<std::vector<Event>> history = ReadHistory(run.history_files_, &malformed);
+  std::optional<CheckResult> check;
   if (!history.ok()) {
     if (res->error.empty()) res->error = absl::StrCat("history: ", history.status().ToString());
   } else {
-    CheckResult cr = Check(*history);
+    check = Check(*history);
+    const CheckResult& cr = *check;
     res->counts = cr.counts;
     for (int p = 0; p < kNumProperties; ++p)
       res->violations[static_cast<size_t>(p)] = cr.violation_counts[static_cast<size_t>(p)];
@@ -699,6 +708,36 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
       std::ofstream(run.dir_ + "/report.txt") << FormatReport(cr);
       std::ofstream s5(run.dir_ + "/s5.txt");
       for (const LeftoverKey& k : res->leftovers) s5 << k.why << "\n";
+    }
+  }
+  // Judged here (and again by RunScenario, for the runs that end earlier)
+  // so that the history and the picture carry the verdict.
+  Judge(sc, res);
+  if (run.nemesis_ != nullptr) {
+    RunRecord record{.scenario = sc.name,
+                     .seed = opt.seed,
+                     .config = sc.config,
+                     .expected = sc.expect.Describe(),
+                     .verdict = res->ok ? "OK" : "FAIL",
+                     .why = res->why,
+                     .start = run.start_raw_,
+                     .violations = {res->violations.begin(), res->violations.end()}};
+    for (int i = 0; i < sc.setup.nodes; ++i) record.nodes.push_back(i);
+    for (int k = 0; k < static_cast<int>(sc.setup.clients.size()); ++k) {
+      record.clients.push_back(Run::ClientName(k));
+    }
+    record.t = RawMonotonicNanos();
+    absl::Status s = run.nemesis_->WriteRun(record);
+    if (!s.ok()) run.Note(absl::StrCat("run record: ", s.ToString()));
+    if (!opt.plot_dir.empty() && check.has_value()) {
+      history->push_back(ToEvent(record));
+      const std::string path = absl::StrCat(opt.plot_dir, "/", sc.name, ".svg");
+      s = WriteTextFile(path, RenderTimeline(*history, *check));
+      if (s.ok()) {
+        res->plot_path = path;
+      } else {
+        run.Note(absl::StrCat("plot: ", s.ToString()));
+      }
     }
   }
   res->notes = run.notes_;
@@ -750,16 +789,7 @@ ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) 
   std::thread t([&] { Runner::Execute(scenario, options, &res); });
   t.join();
   res.elapsed = absl::FromChrono(SteadyClock::now() - t0);
-  if (!res.error.empty()) {
-    res.ok = false;
-    res.why = res.error;
-  } else {
-    res.ok = JudgeExpectation(scenario.expect, res.violations, res.counts.grants, &res.why);
-  }
-  if (Interrupted() && res.ok) {
-    res.ok = false;
-    res.why = "interrupted";
-  }
+  Judge(scenario, &res);
   return res;
 }
 
@@ -825,6 +855,58 @@ std::string FormatJson(const std::vector<ScenarioResult>& results, uint64_t seed
   doc["scenarios"] = std::move(arr);
   doc["ok"] = all_ok;
   return doc.dump(2) + "\n";
+}
+
+std::string FormatIndexHtml(const std::vector<ScenarioResult>& results, uint64_t seed,
+                            absl::Duration total) {
+  auto esc = [](absl::string_view text) { return svg::XmlEscape(text); };
+  bool all_ok = true;
+  for (const ScenarioResult& r : results) all_ok = all_ok && r.ok;
+  std::string out =
+      absl::StrCat("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n",
+                   "<title>redlock-chaos, seed ", seed, "</title>\n</head>\n<body>\n",
+                   "<h1>redlock-chaos: ", results.size(), " scenarios, seed ", seed, "</h1>\n<p>",
+                   all_ok ? "Every verdict as expected" : "<b>Some verdicts not as expected</b>",
+                   absl::StrFormat(", in %.1f s. ", absl::ToDoubleSeconds(total)),
+                   "Each picture: a lane per client (holds, failed attempts), a lane per node (the "
+                   "faults), the violations marked across the lanes; hover for details.</p>\n");
+  absl::StrAppend(&out,
+                  "<table border=\"1\" cellpadding=\"4\" cellspacing=\"0\">\n<tr><th>scenario"
+                  "</th><th>configuration</th><th>expected</th><th>verdict</th>");
+  for (int p = 0; p < kNumHarnessProperties; ++p) {
+    absl::StrAppend(&out, "<th>", HarnessPropertyName(p), "</th>");
+  }
+  out += "</tr>\n";
+  auto verdict = [](const ScenarioResult& r) -> std::string {
+    if (r.skipped) return "SKIP";
+    return r.ok ? "<b style=\"color:#2ca02c\">OK</b>" : "<b style=\"color:#d62728\">FAIL</b>";
+  };
+  for (const ScenarioResult& r : results) {
+    absl::StrAppend(&out, "<tr><td><a href=\"#", esc(r.name), "\">", esc(r.name), "</a></td><td>",
+                    esc(r.config), "</td><td>", esc(r.expect.Describe()), "</td><td>", verdict(r),
+                    "</td>");
+    for (int p = 0; p < kNumHarnessProperties; ++p) {
+      absl::StrAppend(&out, "<td>", r.skipped ? "-" : absl::StrCat(r.violations[p]), "</td>");
+    }
+    out += "</tr>\n";
+  }
+  out += "</table>\n";
+  for (const ScenarioResult& r : results) {
+    absl::StrAppend(&out, "<h2 id=\"", esc(r.name), "\">", esc(r.name), ": ", verdict(r),
+                    "</h2>\n<p>", esc(r.config), "; expected: ", esc(r.expect.Describe()));
+    if (!r.why.empty()) absl::StrAppend(&out, "<br>why: ", esc(r.why));
+    if (r.skipped) absl::StrAppend(&out, "<br>skipped: ", esc(r.skip_reason));
+    out += "</p>\n";
+    if (!r.plot_path.empty()) {
+      const std::string file = std::filesystem::path(r.plot_path).filename().string();
+      absl::StrAppend(&out, "<p><a href=\"", esc(file), "\"><img src=\"", esc(file),
+                      "\" alt=\"timeline of ", esc(r.name), "\" width=\"100%\"></a></p>\n");
+    } else if (!r.skipped) {
+      out += "<p>no picture (the run left no history)</p>\n";
+    }
+  }
+  out += "</body>\n</html>\n";
+  return out;
 }
 
 std::string FormatList() {

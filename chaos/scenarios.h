@@ -17,6 +17,11 @@
 //           partial grant that was never released), and (b) no lock key at
 //           all survives a ttl (plus a margin) after the end.
 //
+// With RunOptions::plot_dir, the runner also draws the run (chaos/plot.h).
+// The history's nemesis.jsonl ends with a `run` event (scenario, seed,
+// configuration, expectation, verdict), so a kept history redrawn by
+// `redlock-check --plot` has the same title.
+//
 // Verdict: OK when every property the expectation lists as clean shows no
 // violation and the violations it expects are found; a safe configuration
 // with a violation, or an unsafe one without, is FAIL. A run that made fewer
@@ -47,6 +52,7 @@
 #include "chaos/checker.h"
 #include "chaos/clock_control.h"
 #include "chaos/fault_proxy.h"
+#include "chaos/nemesis.h"
 #include "chaos/partition.h"
 #include "chaos/supervisor.h"
 #include "chaos/workload.h"
@@ -176,8 +182,11 @@ class Run {
   [[nodiscard]] absl::Status ClientClockJump(int k, absl::Duration wall,
                                              absl::Duration mono = absl::ZeroDuration());
 
-  void Nemesis(absl::string_view fault, absl::string_view target, absl::string_view detail,
-               FaultPhase phase);
+  // Where every fault of the run is recorded (chaos/nemesis.h). The faults
+  // above and those of nodes() and partitioner() record themselves; a body
+  // records any other fault it causes here, with the nodes and clients it
+  // acts on, and the timeline draws it.
+  NemesisLog& nemesis() { return nemesis_log_; }
   void Note(std::string note) { notes_.push_back(std::move(note)); }
 
   // Markers: the current sequence number, and the first marker after `after`
@@ -199,15 +208,16 @@ class Run {
  private:
   friend class Runner;
   Run() = default;
-  absl::Status SetLogged(FaultProxy* p, const std::string& target, Direction d,
-                         const FaultSpec& spec);
-  void ClearLogged(FaultProxy* p, const std::string& target);
+  absl::Status SetLogged(FaultProxy* p, const FaultSite& site, Direction d, const FaultSpec& spec);
+  void ClearLogged(FaultProxy* p, const FaultSite& site);
 
   const Scenario* scenario_ = nullptr;
   std::mt19937_64 rng_;
   std::chrono::steady_clock::time_point deadline_;
   std::string dir_;
-  std::unique_ptr<HistoryWriter> nemesis_;
+  int64_t start_raw_ = 0;                   // when the run began (raw clock)
+  std::unique_ptr<HistoryWriter> nemesis_;  // nemesis.jsonl
+  NemesisLog nemesis_log_{nullptr};
   std::unique_ptr<NetNamespace> netns_;
   std::unique_ptr<testkit::Fleet> data_;
   std::unique_ptr<NodeSupervisor> supervisor_;
@@ -230,6 +240,8 @@ struct RunOptions {
   std::string client_binary;
   // Keep the histories (and the checker's report) in keep_dir/<scenario>/.
   std::string keep_dir;
+  // Write the timeline picture (chaos/plot.h) to plot_dir/<scenario>.svg.
+  std::string plot_dir;
   bool verbose = false;
 };
 
@@ -250,6 +262,7 @@ struct ScenarioResult {
   std::string why;  // why FAIL
   absl::Duration elapsed;
   std::string kept_dir;
+  std::string plot_path;  // the picture written, if any
 };
 
 // The path of redlock-chaos-client to use (see RunOptions::client_binary).
@@ -262,6 +275,12 @@ std::string FormatTable(const std::vector<ScenarioResult>& results);
 std::string FormatJson(const std::vector<ScenarioResult>& results, uint64_t seed,
                        absl::Duration total);
 std::string FormatList();
+
+// The index page of a run with pictures: plain HTML (no script), one section
+// per scenario with its verdict, expectation, counts and its picture
+// (referenced by file name: the page sits next to the pictures).
+std::string FormatIndexHtml(const std::vector<ScenarioResult>& results, uint64_t seed,
+                            absl::Duration total);
 
 }  // namespace redlock::chaos
 

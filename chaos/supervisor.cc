@@ -227,14 +227,20 @@ absl::StatusOr<std::unique_ptr<NodeSupervisor>> NodeSupervisor::Start(Supervisor
 
 NodeSupervisor::~NodeSupervisor() = default;
 
-void NodeSupervisor::Log(absl::string_view fault, absl::string_view target,
-                         absl::string_view detail, FaultPhase phase) {
-  if (options_.history == nullptr) return;
-  absl::Status s = options_.history->WriteNemesis({.fault = std::string(fault),
-                                                   .target = std::string(target),
-                                                   .detail = std::string(detail),
-                                                   .phase = phase});
-  if (!s.ok()) fprintf(stderr, "redlock-chaos: nemesis log: %s\n", s.ToString().c_str());
+void NodeSupervisor::Log(absl::string_view fault, int i, absl::string_view detail,
+                         FaultPhase phase) {
+  const FaultSite site{.nodes = {i}};
+  switch (phase) {
+    case FaultPhase::kInstant:
+      log_.Instant(fault, site, detail);
+      break;
+    case FaultPhase::kStart:
+      log_.Start(fault, site, detail);
+      break;
+    case FaultPhase::kStop:
+      log_.Stop(fault, site.Name(), detail);
+      break;
+  }
 }
 
 bool NodeSupervisor::running(int i) const { return !killed_[static_cast<size_t>(i)]; }
@@ -248,7 +254,7 @@ absl::Status NodeSupervisor::Kill(int i) {
   absl::Status s = fleet_->Kill(i);
   if (!s.ok()) return s;
   killed_[static_cast<size_t>(i)] = true;
-  Log("kill", NodeName(i), options_.aof ? "kill -9 (aof always)" : "kill -9 (no persistence)",
+  Log("kill", i, options_.aof ? "kill -9 (aof always)" : "kill -9 (no persistence)",
       FaultPhase::kStart);
   return absl::OkStatus();
 }
@@ -257,7 +263,7 @@ absl::Status NodeSupervisor::StartNode(int i) {
   absl::Status s = fleet_->StartNode(i);
   if (!s.ok()) return s;
   killed_[static_cast<size_t>(i)] = false;
-  Log("kill", NodeName(i), "started again", FaultPhase::kStop);
+  Log("kill", i, "started again", FaultPhase::kStop);
   return absl::OkStatus();
 }
 
@@ -266,7 +272,7 @@ absl::Status NodeSupervisor::RestartNow(int i) {
     absl::Status s = Resume(i);
     (void)s;
   }
-  Log("restart", NodeName(i),
+  Log("restart", i,
       options_.aof ? "kill -9 + immediate restart (aof always)"
                    : "kill -9 + immediate restart (no persistence)",
       FaultPhase::kInstant);
@@ -294,7 +300,7 @@ absl::Status NodeSupervisor::RestartAmnesia(int i, const AmnesiaSpec& spec) {
   std::string detail =
       cut.ok() ? absl::StrCat("kill -9, ", cut->Describe(), ", restart")
                : absl::StrCat("kill -9, nothing cut (", cut.status().message(), "), restart");
-  Log("amnesia", NodeName(i), detail, FaultPhase::kInstant);
+  Log("amnesia", i, detail, FaultPhase::kInstant);
   s = fleet_->StartNode(i);
   if (!s.ok()) return s;
   killed_[static_cast<size_t>(i)] = false;
@@ -306,7 +312,7 @@ absl::Status NodeSupervisor::Pause(int i) {
   absl::Status s = fleet_->Stop(i);
   if (!s.ok()) return s;
   paused_[static_cast<size_t>(i)] = true;
-  Log("pause", NodeName(i), "SIGSTOP", FaultPhase::kStart);
+  Log("pause", i, "SIGSTOP", FaultPhase::kStart);
   return absl::OkStatus();
 }
 
@@ -314,7 +320,7 @@ absl::Status NodeSupervisor::Resume(int i) {
   absl::Status s = fleet_->Continue(i);
   if (!s.ok()) return s;
   paused_[static_cast<size_t>(i)] = false;
-  Log("pause", NodeName(i), "SIGCONT", FaultPhase::kStop);
+  Log("pause", i, "SIGCONT", FaultPhase::kStop);
   return absl::OkStatus();
 }
 
@@ -329,7 +335,7 @@ absl::Status NodeSupervisor::ClockJump(int i, absl::Duration by) {
     return absl::FailedPreconditionError("nodes were not started under the clock shim");
   absl::Status s = c->JumpBy(by);
   if (!s.ok()) return s;
-  Log("clock_jump", NodeName(i),
+  Log("clock_jump", i,
       absl::StrCat(by >= absl::ZeroDuration() ? "+" : "", absl::FormatDuration(by), " (offset now ",
                    absl::FormatDuration(c->state().realtime), ")"),
       FaultPhase::kInstant);
@@ -344,8 +350,8 @@ absl::Status NodeSupervisor::ClockStrobe(int i, absl::Duration a, absl::Duration
   bool was = c->state().mode == ClockState::Mode::kStrobe;
   absl::Status s = c->Strobe(a, b, period);
   if (!s.ok()) return s;
-  if (was) Log("clock_strobe", NodeName(i), "replaced", FaultPhase::kStop);
-  Log("clock_strobe", NodeName(i),
+  if (was) Log("clock_strobe", i, "replaced", FaultPhase::kStop);
+  Log("clock_strobe", i,
       absl::StrCat(absl::FormatDuration(a), " / ", absl::FormatDuration(b), " every ",
                    absl::FormatDuration(period)),
       FaultPhase::kStart);
@@ -358,7 +364,7 @@ absl::Status NodeSupervisor::ClockSteady(int i) {
   ClockState st = c->state();
   absl::Status s = c->SetOffset(st.realtime, st.monotonic);
   if (!s.ok()) return s;
-  Log("clock_strobe", NodeName(i), absl::StrCat("fixed at ", absl::FormatDuration(st.realtime)),
+  Log("clock_strobe", i, absl::StrCat("fixed at ", absl::FormatDuration(st.realtime)),
       FaultPhase::kStop);
   return absl::OkStatus();
 }

@@ -41,6 +41,7 @@
 #include "absl/time/time.h"
 #include "chaos/clock_control.h"
 #include "chaos/history.h"
+#include "chaos/nemesis.h"
 #include "tests/testing/fleet.h"
 
 namespace redlock::chaos {
@@ -150,14 +151,15 @@ class NodeSupervisor {
   // are left as they are: undoing a jump is a jump too.
   [[nodiscard]] absl::Status HealAll();
 
-  // Log a nemesis event (no-op without a history).
-  void Log(absl::string_view fault, absl::string_view target, absl::string_view detail,
-           FaultPhase phase);
+  // Records a fault of node `i` (no-op without a history).
+  void Log(absl::string_view fault, int i, absl::string_view detail, FaultPhase phase);
 
  private:
-  NodeSupervisor(SupervisorOptions options) : options_(std::move(options)) {}
+  NodeSupervisor(SupervisorOptions options)
+      : options_(std::move(options)), log_(options_.history) {}
 
   SupervisorOptions options_;
+  NemesisLog log_;
   std::vector<std::unique_ptr<ClockControl>> clocks_;
   std::unique_ptr<testkit::Fleet> fleet_;
   std::vector<bool> killed_;

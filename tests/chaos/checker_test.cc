@@ -21,98 +21,19 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/chaos/history_builder.h"
 
 namespace redlock::chaos {
 namespace {
 
+using synthetic::Builder;
+using synthetic::Ms;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
-
-// Times in the tests are milliseconds after an arbitrary raw-clock origin.
-constexpr int64_t kOrigin = int64_t{1'000'000'000'000};
-int64_t Ms(int64_t ms) { return kOrigin + ms * 1'000'000; }
-
-// Builds histories the way the workload writes them.
-class Builder {
- public:
-  // An acquire by `process` (op `op`) whose attempt starts at `start`,
-  // granted at `granted`, valid until `valid_until` (all ms). Returns the
-  // token.
-  std::string Grant(const std::string& process, int64_t op, int64_t start, int64_t granted,
-                    int64_t valid_until, std::optional<uint64_t> fencing = std::nullopt,
-                    const std::string& resource = "r") {
-    const std::string token = absl::StrCat("tok-", process, "-", op);
-    events.push_back(ToEvent(InvokeRecord{
-        .t = Ms(start), .process = process, .op = op, .resource = resource, .ttl_ms = 1000}));
-    events.push_back(ToEvent(GrantRecord{.t = Ms(granted),
-                                         .process = process,
-                                         .op = op,
-                                         .resource = resource,
-                                         .token = token,
-                                         .start = Ms(start),
-                                         .valid_until = Ms(valid_until),
-                                         .ttl_ms = 1000,
-                                         .drift_ms = 12,
-                                         .nodes = {0, 1, 2},
-                                         .fencing_token = fencing}));
-    return token;
-  }
-
-  void Fail(const std::string& process, int64_t op, int64_t start, int64_t t) {
-    events.push_back(
-        ToEvent(InvokeRecord{.t = Ms(start), .process = process, .op = op, .resource = "r"}));
-    events.push_back(ToEvent(FailRecord{.t = Ms(t),
-                                        .process = process,
-                                        .op = op,
-                                        .resource = "r",
-                                        .code = "ABORTED",
-                                        .error = "held by someone else"}));
-  }
-
-  void Use(const std::string& process, int64_t op, const std::string& token, int64_t begin,
-           int64_t end, int64_t read, bool accepted = true,
-           std::optional<uint64_t> fencing = std::nullopt, const std::string& resource = "r") {
-    events.push_back(ToEvent(UseRecord{.t = Ms(end),
-                                       .process = process,
-                                       .op = op,
-                                       .resource = resource,
-                                       .token = token,
-                                       .begin = Ms(begin),
-                                       .end = Ms(end),
-                                       .read = read,
-                                       .wrote = read + 1,
-                                       .accepted = accepted,
-                                       .fencing_token = fencing}));
-  }
-
-  void Release(const std::string& process, int64_t op, const std::string& token, int64_t t,
-               const std::string& resource = "r") {
-    events.push_back(ToEvent(ReleaseRecord{.t = Ms(t),
-                                           .process = process,
-                                           .op = op,
-                                           .resource = resource,
-                                           .token = token,
-                                           .end = Ms(t) + 100'000,
-                                           .ok = true}));
-  }
-
-  void Nemesis(int64_t t, const std::string& fault, const std::string& target, FaultPhase phase,
-               const std::string& detail = "") {
-    events.push_back(ToEvent(NemesisRecord{
-        .t = Ms(t), .fault = fault, .target = target, .detail = detail, .phase = phase}));
-  }
-
-  void Final(int64_t t, int64_t counter, int64_t initial = 0, const std::string& resource = "r") {
-    events.push_back(ToEvent(
-        FinalRecord{.t = Ms(t), .resource = resource, .counter = counter, .initial = initial}));
-  }
-
-  std::vector<Event> events;
-};
 
 std::vector<const Violation*> Of(const CheckResult& r, Property p) {
   std::vector<const Violation*> out;

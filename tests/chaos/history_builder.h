@@ -1,0 +1,114 @@
+// tests/chaos/history_builder.h: builds chaos histories in code, the way
+// the workload writes them, for the checker and timeline tests (no server).
+//
+//   synthetic::Builder b;
+//   const std::string t1 = b.Grant("c1", 1, 0, 10, 1000);
+//   b.Release("c1", 1, t1, 500);
+//   CheckResult r = Check(b.events);
+
+#ifndef REDLOCK_TESTS_CHAOS_HISTORY_BUILDER_H_
+#define REDLOCK_TESTS_CHAOS_HISTORY_BUILDER_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "chaos/history.h"
+
+namespace redlock::chaos::synthetic {
+
+// Times in the tests are milliseconds after an arbitrary raw-clock origin.
+inline constexpr int64_t kOrigin = int64_t{1'000'000'000'000};
+inline int64_t Ms(int64_t ms) { return kOrigin + ms * 1'000'000; }
+
+// Builds histories the way the workload writes them.
+class Builder {
+ public:
+  // An acquire by `process` (op `op`) whose attempt starts at `start`,
+  // granted at `granted`, valid until `valid_until` (all ms). Returns the
+  // token.
+  std::string Grant(const std::string& process, int64_t op, int64_t start, int64_t granted,
+                    int64_t valid_until, std::optional<uint64_t> fencing = std::nullopt,
+                    const std::string& resource = "r") {
+    const std::string token = absl::StrCat("tok-", process, "-", op);
+    events.push_back(ToEvent(InvokeRecord{
+        .t = Ms(start), .process = process, .op = op, .resource = resource, .ttl_ms = 1000}));
+    events.push_back(ToEvent(GrantRecord{.t = Ms(granted),
+                                         .process = process,
+                                         .op = op,
+                                         .resource = resource,
+                                         .token = token,
+                                         .start = Ms(start),
+                                         .valid_until = Ms(valid_until),
+                                         .ttl_ms = 1000,
+                                         .drift_ms = 12,
+                                         .nodes = {0, 1, 2},
+                                         .fencing_token = fencing}));
+    return token;
+  }
+
+  void Fail(const std::string& process, int64_t op, int64_t start, int64_t t,
+            const std::string& code = "ABORTED") {
+    events.push_back(
+        ToEvent(InvokeRecord{.t = Ms(start), .process = process, .op = op, .resource = "r"}));
+    events.push_back(ToEvent(FailRecord{.t = Ms(t),
+                                        .process = process,
+                                        .op = op,
+                                        .resource = "r",
+                                        .code = code,
+                                        .error = "held by someone else"}));
+  }
+
+  void Use(const std::string& process, int64_t op, const std::string& token, int64_t begin,
+           int64_t end, int64_t read, bool accepted = true,
+           std::optional<uint64_t> fencing = std::nullopt, const std::string& resource = "r") {
+    events.push_back(ToEvent(UseRecord{.t = Ms(end),
+                                       .process = process,
+                                       .op = op,
+                                       .resource = resource,
+                                       .token = token,
+                                       .begin = Ms(begin),
+                                       .end = Ms(end),
+                                       .read = read,
+                                       .wrote = read + 1,
+                                       .accepted = accepted,
+                                       .fencing_token = fencing}));
+  }
+
+  void Release(const std::string& process, int64_t op, const std::string& token, int64_t t,
+               const std::string& resource = "r") {
+    events.push_back(ToEvent(ReleaseRecord{.t = Ms(t),
+                                           .process = process,
+                                           .op = op,
+                                           .resource = resource,
+                                           .token = token,
+                                           .end = Ms(t) + 100'000,
+                                           .ok = true}));
+  }
+
+  void Nemesis(int64_t t, const std::string& fault, const std::string& target, FaultPhase phase,
+               const std::string& detail = "", std::vector<int> nodes = {},
+               std::vector<std::string> clients = {}) {
+    events.push_back(ToEvent(NemesisRecord{.t = Ms(t),
+                                           .fault = fault,
+                                           .target = target,
+                                           .detail = detail,
+                                           .phase = phase,
+                                           .nodes = std::move(nodes),
+                                           .clients = std::move(clients)}));
+  }
+
+  void Final(int64_t t, int64_t counter, int64_t initial = 0, const std::string& resource = "r") {
+    events.push_back(ToEvent(
+        FinalRecord{.t = Ms(t), .resource = resource, .counter = counter, .initial = initial}));
+  }
+
+  std::vector<Event> events;
+};
+
+}  // namespace redlock::chaos::synthetic
+
+#endif  // REDLOCK_TESTS_CHAOS_HISTORY_BUILDER_H_
