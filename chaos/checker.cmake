@@ -4,7 +4,6 @@
 #
 #   redlock::chaos_checker  static library: chaos/history.h, chaos/checker.h
 #   redlock-check           redlock-check HISTORY.jsonl [--json]
-#   chaos_checker_test      unit test (no server)
 
 find_package(nlohmann_json 3.2 REQUIRED)
 
@@ -22,13 +21,3 @@ target_link_libraries(redlock_chaos_checker
 add_executable(redlock-check ${CMAKE_CURRENT_LIST_DIR}/check_main.cc)
 redlock_internal_target(redlock-check)
 target_link_libraries(redlock-check PRIVATE redlock::chaos_checker absl::strings absl::time)
-
-if(REDLOCK_BUILD_TESTS)
-  if(NOT TARGET GTest::gtest_main)
-    find_package(GTest REQUIRED)
-  endif()
-  redlock_add_test(chaos_checker_test
-    SOURCES ${PROJECT_SOURCE_DIR}/tests/chaos/checker_test.cc
-    LIBS redlock::chaos_checker nlohmann_json::nlohmann_json
-    LABELS unit)
-endif()

@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "chaos/cleanup.h"
 #include "chaos/history.h"
+#include "testkit/process.h"
 
 namespace redlock::chaos {
 namespace {
@@ -430,7 +431,9 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
     run.partitioner_ = *std::move(part);
   }
 
-  std::string binary = opt.client_binary.empty() ? DefaultClientBinary() : opt.client_binary;
+  const std::string binary = opt.client_binary.empty() ? DefaultClientBinary() : opt.client_binary;
+  const std::string broken_binary =
+      opt.broken_client_binary.empty() ? DefaultBrokenClientBinary() : opt.broken_client_binary;
   for (int k = 0; k < nc; ++k) {
     ClientLaunch launch;
     launch.config = setup.clients[static_cast<size_t>(k)];
@@ -454,7 +457,7 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
     c.history = absl::StrCat(run.dir_, "/", c.name, ".jsonl");
     c.seed = run.rng_();
     c.duration_ms = absl::ToInt64Milliseconds(setup.budget) + 60000;
-    launch.binary = binary;
+    launch.binary = c.variant == ClientVariant::kLibrary ? binary : broken_binary;
     launch.index = k;
     launch.log_path = absl::StrCat(run.dir_, "/", c.name, ".log");
     if (setup.topology == Topology::kNamespace) launch.uid = kClientUidBase + k;
@@ -710,23 +713,37 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
   }
 }
 
-std::string DefaultClientBinary() {
+namespace {
+
+// `name` next to this executable, or in the build tree's chaos directory.
+std::string FindHarnessBinary(const std::string& name) {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n > 0) {
     buf[n] = 0;
     std::string dir = std::filesystem::path(buf).parent_path().string();
-    for (const std::string& cand :
-         {dir + "/redlock-chaos-client", dir + "/../chaos/redlock-chaos-client"}) {
+    for (const std::string& cand : {dir + "/" + name, dir + "/../chaos/" + name}) {
       if (access(cand.c_str(), X_OK) == 0) return cand;
     }
   }
-#ifdef REDLOCK_CHAOS_CLIENT_PATH
-  return REDLOCK_CHAOS_CLIENT_PATH;
+#ifdef REDLOCK_CHAOS_BINARY_DIR
+  return absl::StrCat(REDLOCK_CHAOS_BINARY_DIR, "/", name);
 #else
-  return "redlock-chaos-client";
+  return name;
 #endif
 }
+
+bool UsesBrokenClient(const Scenario& scenario) {
+  for (const ClientConfig& c : scenario.setup.clients) {
+    if (c.variant != ClientVariant::kLibrary) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string DefaultClientBinary() { return FindHarnessBinary("redlock-chaos-client"); }
+std::string DefaultBrokenClientBinary() { return FindHarnessBinary("redlock-chaos-broken-client"); }
 
 ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) {
   ScenarioResult res;
@@ -739,6 +756,17 @@ ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) 
     if (!s.ok()) {
       res.skipped = true;
       res.skip_reason = std::string(s.message());
+      res.ok = true;
+      return res;
+    }
+  }
+  if (UsesBrokenClient(scenario)) {
+    const std::string broken = options.broken_client_binary.empty() ? DefaultBrokenClientBinary()
+                                                                    : options.broken_client_binary;
+    if (testkit::FindExecutable(broken).empty()) {
+      res.skipped = true;
+      res.skip_reason = absl::StrCat(
+          "no ", broken, " (the broken clients are test code: build with REDLOCK_BUILD_TESTS=ON)");
       res.ok = true;
       return res;
     }

@@ -228,6 +228,11 @@ struct RunOptions {
   uint64_t seed = 1;
   // redlock-chaos-client; "" = next to this executable, then the build tree.
   std::string client_binary;
+  // redlock-chaos-broken-client (the deliberately broken variants, test code
+  // built with REDLOCK_BUILD_TESTS), for the clients of the broken-*
+  // scenarios; "" = looked up like client_binary. Missing: those scenarios
+  // are skipped.
+  std::string broken_client_binary;
   // Keep the histories (and the checker's report) in keep_dir/<scenario>/.
   std::string keep_dir;
   bool verbose = false;
@@ -252,8 +257,10 @@ struct ScenarioResult {
   std::string kept_dir;
 };
 
-// The path of redlock-chaos-client to use (see RunOptions::client_binary).
+// The paths of redlock-chaos-client and redlock-chaos-broken-client to use
+// (see RunOptions::client_binary).
 std::string DefaultClientBinary();
+std::string DefaultBrokenClientBinary();
 
 ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options);
 

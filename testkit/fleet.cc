@@ -1,46 +1,27 @@
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "absl/strings/str_split.h"
-
-extern char** environ;
 
 namespace redlock::testkit {
 namespace {
-
-std::string FindOnPath(const std::string& name) {
-  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
-  const char* path = getenv("PATH");
-  if (path == nullptr) path = "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin";
-  for (absl::string_view dir : absl::StrSplit(path, ':')) {
-    if (dir.empty()) continue;
-    std::string candidate = absl::StrCat(dir, "/", name);
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
-}
 
 std::string LogTail(const std::string& path, size_t max_lines = 8) {
   std::ifstream in(path);
@@ -53,35 +34,6 @@ std::string LogTail(const std::string& path, size_t max_lines = 8) {
   return absl::StrJoin(lines, "\n  ");
 }
 
-RedisValue Convert(const redisReply* r) {
-  RedisValue v;
-  switch (r->type) {
-    case REDIS_REPLY_STRING:
-      v.type = RedisValue::Type::kString;
-      v.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_STATUS:
-      v.type = RedisValue::Type::kStatus;
-      v.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_ERROR:
-      v.type = RedisValue::Type::kError;
-      v.str.assign(r->str, r->len);
-      break;
-    case REDIS_REPLY_INTEGER:
-      v.type = RedisValue::Type::kInteger;
-      v.integer = r->integer;
-      break;
-    case REDIS_REPLY_ARRAY:
-      v.type = RedisValue::Type::kArray;
-      for (size_t i = 0; i < r->elements; ++i) v.elements.push_back(Convert(r->element[i]));
-      break;
-    default:
-      break;
-  }
-  return v;
-}
-
 bool IsLoopback(const std::string& host) {
   in_addr addr{};
   return inet_pton(AF_INET, host.c_str(), &addr) == 1 && (ntohl(addr.s_addr) >> 24) == 127;
@@ -90,7 +42,7 @@ bool IsLoopback(const std::string& host) {
 }  // namespace
 
 absl::Status CheckRedisServerAvailable() {
-  if (!FindOnPath("redis-server").empty()) return absl::OkStatus();
+  if (!FindExecutable("redis-server").empty()) return absl::OkStatus();
   const char* ci = getenv("CI");
   if (ci != nullptr && std::string(ci) == "true") {
     return absl::NotFoundError("redis-server is not installed, and CI=true makes that a failure");
@@ -190,7 +142,8 @@ std::string Fleet::NodeList() const {
 
 pid_t Fleet::pid(int i) const {
   std::lock_guard<std::mutex> lock(mu_);
-  return nodes_[static_cast<size_t>(i)].pid;
+  const Node& n = nodes_[static_cast<size_t>(i)];
+  return n.process != nullptr ? n.process->pid() : -1;
 }
 
 void Fleet::SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> env) {
@@ -202,68 +155,35 @@ void Fleet::SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> e
 
 absl::Status Fleet::Launch(int i) {
   Node& n = nodes_[static_cast<size_t>(i)];
-  std::vector<std::string> args = options_.command_prefix;
-  std::string server = FindOnPath(options_.redis_server);
-  if (server.empty())
+  const std::string server = FindExecutable(options_.redis_server);
+  if (server.empty()) {
     return absl::NotFoundError(absl::StrCat(options_.redis_server, " not found on PATH"));
-  args.push_back(server);
-  for (const char* a : {"--port"}) args.push_back(a);
-  args.push_back(std::to_string(n.port));
-  args.insert(args.end(), {"--bind", n.host, "--dir", n.dir, "--save", "", "--daemonize", "no",
-                           "--protected-mode", "no", "--logfile", n.dir + "/redis.log",
-                           "--appendonly", options_.aof ? "yes" : "no"});
-  if (options_.aof) args.insert(args.end(), {"--appendfsync", "always"});
-  if (options_.enable_debug) args.insert(args.end(), {"--enable-debug-command", "local"});
-  if (!options_.password.empty()) args.insert(args.end(), {"--requirepass", options_.password});
-  args.insert(args.end(), options_.extra_args.begin(), options_.extra_args.end());
-
-  std::string exe = FindOnPath(args[0]);
-  if (exe.empty()) return absl::NotFoundError(absl::StrCat(args[0], " not found on PATH"));
-
-  // Everything the child needs is built before fork: after fork in a
-  // multi-threaded process only async-signal-safe calls are allowed.
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
-  auto add_env = [&](const std::pair<std::string, std::string>& kv) {
-    std::string prefix = kv.first + "=";
-    for (auto& s : env_strings) {
-      if (absl::StartsWith(s, prefix)) {
-        s = prefix + kv.second;
-        return;
-      }
-    }
-    env_strings.push_back(prefix + kv.second);
-  };
-  for (const auto& kv : options_.env) add_env(kv);
+  }
+  ProcessOptions p;
+  p.argv = options_.command_prefix;
+  p.argv.push_back(server);
+  p.argv.insert(p.argv.end(),
+                {"--port", std::to_string(n.port), "--bind", n.host, "--dir", n.dir, "--save", "",
+                 "--daemonize", "no", "--protected-mode", "no", "--logfile", n.dir + "/redis.log",
+                 "--appendonly", options_.aof ? "yes" : "no"});
+  if (options_.aof) p.argv.insert(p.argv.end(), {"--appendfsync", "always"});
+  if (options_.enable_debug) p.argv.insert(p.argv.end(), {"--enable-debug-command", "local"});
+  if (!options_.password.empty()) p.argv.insert(p.argv.end(), {"--requirepass", options_.password});
+  p.argv.insert(p.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
+  p.env = options_.env;
   if (static_cast<size_t>(i) < options_.node_env.size()) {
-    for (const auto& kv : options_.node_env[static_cast<size_t>(i)]) add_env(kv);
+    const auto& node_env = options_.node_env[static_cast<size_t>(i)];
+    p.env.insert(p.env.end(), node_env.begin(), node_env.end());
   }
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (auto& e : env_strings) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string out_path = n.dir + "/stdout.log";
-  pid_t parent = getpid();
-
-  pid_t pid = fork();
-  if (pid < 0) return absl::InternalError(absl::StrCat("fork: ", strerror(errno)));
-  if (pid == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-    int fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    if (fd >= 0) {
-      dup2(fd, 1);
-      dup2(fd, 2);
-    }
-    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (devnull >= 0) dup2(devnull, 0);
-    execve(exe.c_str(), argv.data(), envp.data());
-    _exit(127);
-  }
-  n.pid = pid;
-  n.stopped = false;
+  p.stdout_to = Stream::kLogFile;
+  p.stderr_to = Stream::kLogFile;
+  p.log_path = n.dir + "/stdout.log";
+  // A harness that blocks SIGINT/SIGTERM to clean up by itself (redlock-chaos)
+  // keeps its nodes out of a terminal's ctrl-C too: it stops them itself.
+  p.keep_signal_mask = true;
+  absl::StatusOr<std::unique_ptr<Process>> process = Process::Start(std::move(p));
+  if (!process.ok()) return process.status();
+  n.process = *std::move(process);
   absl::Status st = WaitReady(i);
   if (!st.ok()) KillLocked(i);
   return st;
@@ -275,13 +195,12 @@ absl::Status Fleet::WaitReady(int i) {
       std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(options_.start_timeout);
   std::string last = "no answer";
   for (int tries = 0; tries < 100000 && std::chrono::steady_clock::now() < deadline; ++tries) {
-    int status = 0;
-    pid_t r = waitpid(n.pid, &status, WNOHANG);
-    if (r == n.pid) {
-      n.pid = -1;
-      return absl::InternalError(absl::StrCat(
-          "redis-server for node ", i, " on ", n.host, ":", n.port, " exited at start (status ",
-          status, "):\n  ", LogTail(n.dir + "/redis.log"), "\n  ", LogTail(n.dir + "/stdout.log")));
+    if (std::optional<int> status = n.process->Wait(absl::ZeroDuration()); status.has_value()) {
+      n.process.reset();
+      return absl::InternalError(
+          absl::StrCat("redis-server for node ", i, " on ", n.host, ":", n.port,
+                       " exited at start (", DescribeWaitStatus(*status), "):\n  ",
+                       LogTail(n.dir + "/redis.log"), "\n  ", LogTail(n.dir + "/stdout.log")));
     }
     absl::StatusOr<RedisValue> pong = Command(i, {"PING"}, absl::Milliseconds(200));
     if (pong.ok() && pong->type != RedisValue::Type::kError) return absl::OkStatus();
@@ -300,36 +219,30 @@ absl::Status Fleet::WaitReady(int i) {
 }
 
 void Fleet::KillLocked(int i) {
-  Node& n = nodes_[static_cast<size_t>(i)];
-  if (n.pid <= 0) return;
-  kill(n.pid, SIGKILL);
-  int status = 0;
-  waitpid(n.pid, &status, 0);
-  n.pid = -1;
-  n.stopped = false;
+  nodes_[static_cast<size_t>(i)].process.reset();  // SIGKILL and reap
 }
 
 absl::Status Fleet::Stop(int i) {
   std::lock_guard<std::mutex> lock(mu_);
   Node& n = nodes_[static_cast<size_t>(i)];
-  if (n.pid <= 0) return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
-  if (kill(n.pid, SIGSTOP) != 0) return absl::InternalError(strerror(errno));
-  n.stopped = true;
-  return absl::OkStatus();
+  if (n.process == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
+  }
+  return n.process->Signal(SIGSTOP);
 }
 
 absl::Status Fleet::Continue(int i) {
   std::lock_guard<std::mutex> lock(mu_);
   Node& n = nodes_[static_cast<size_t>(i)];
-  if (n.pid <= 0) return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
-  if (kill(n.pid, SIGCONT) != 0) return absl::InternalError(strerror(errno));
-  n.stopped = false;
-  return absl::OkStatus();
+  if (n.process == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
+  }
+  return n.process->Signal(SIGCONT);
 }
 
 absl::Status Fleet::Kill(int i) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (nodes_[static_cast<size_t>(i)].pid <= 0) {
+  if (nodes_[static_cast<size_t>(i)].process == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
   }
   KillLocked(i);
@@ -338,7 +251,7 @@ absl::Status Fleet::Kill(int i) {
 
 absl::Status Fleet::StartNode(int i) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (nodes_[static_cast<size_t>(i)].pid > 0) {
+  if (nodes_[static_cast<size_t>(i)].process != nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("node ", i, " is already running"));
   }
   // The port was ours a moment ago; the kernel may need a few ms to free it.
@@ -357,57 +270,6 @@ absl::Status Fleet::Restart(int i) {
     KillLocked(i);
   }
   return StartNode(i);
-}
-
-RedisValue RedisValueFromReply(const void* redis_reply) {
-  return Convert(static_cast<const redisReply*>(redis_reply));
-}
-
-absl::StatusOr<RedisValue> RunCommand(const Endpoint& node, const std::vector<std::string>& args,
-                                      absl::Duration timeout) {
-  const std::string name = node.ToString();
-  timeval tv = absl::ToTimeval(timeout);
-  redisContext* c = redisConnectWithTimeout(node.host.c_str(), node.port, tv);
-  if (c == nullptr) return absl::UnavailableError("cannot allocate a redis context");
-  if (c->err) {
-    std::string err = c->errstr;
-    redisFree(c);
-    return absl::UnavailableError(absl::StrCat(name, ": ", err));
-  }
-  redisSetTimeout(c, tv);
-  auto run = [&](const std::vector<std::string>& cmd) -> absl::StatusOr<RedisValue> {
-    std::vector<const char*> argv;
-    std::vector<size_t> lens;
-    for (const auto& a : cmd) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-    void* raw = redisCommandArgv(c, static_cast<int>(argv.size()), argv.data(), lens.data());
-    if (raw == nullptr) return absl::UnavailableError(absl::StrCat(name, ": ", c->errstr));
-    RedisValue v = Convert(static_cast<redisReply*>(raw));
-    freeReplyObject(raw);
-    return v;
-  };
-  std::vector<std::vector<std::string>> hello;
-  if (!node.password.empty()) {
-    if (node.username.empty()) {
-      hello.push_back({"AUTH", node.password});
-    } else {
-      hello.push_back({"AUTH", node.username, node.password});
-    }
-  }
-  if (node.db != 0) hello.push_back({"SELECT", std::to_string(node.db)});
-  for (const auto& cmd : hello) {
-    absl::StatusOr<RedisValue> r = run(cmd);
-    if (!r.ok() || r->type == RedisValue::Type::kError) {
-      redisFree(c);
-      if (!r.ok()) return r.status();
-      return absl::UnavailableError(absl::StrCat(name, ": ", cmd[0], " failed: ", r->str));
-    }
-  }
-  absl::StatusOr<RedisValue> out = run(args);
-  redisFree(c);
-  return out;
 }
 
 absl::StatusOr<RedisValue> Fleet::Command(int i, const std::vector<std::string>& args,

@@ -1,136 +1,321 @@
-#include "tests/testing/child.h"
+#include "testkit/process.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
 
 namespace redlock::testkit {
+namespace {
 
-std::unique_ptr<Child> Child::Start(const std::vector<std::string>& argv,
-                                    const std::vector<std::pair<std::string, std::string>>& env,
-                                    bool capture_stdout) {
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string entry = *e;
-    bool replaced = false;
-    for (const auto& [name, value] : env) {
-      if (entry.compare(0, name.size() + 1, name + "=") == 0) replaced = true;
-    }
-    if (!replaced) env_strings.push_back(std::move(entry));
-  }
-  for (const auto& [name, value] : env) env_strings.push_back(name + "=" + value);
-  // Everything the child needs is built before fork(): the child may only
-  // make async-signal-safe calls.
+constexpr size_t kMaxCapture = 4 << 20;
+
+// What the child must reach after fork(): plain arrays and numbers only.
+struct ChildPlan {
+  std::vector<char*> argv;
   std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
-  envp.push_back(nullptr);
-  std::vector<std::string> argv_copy = argv;
-  std::vector<char*> argvp;
-  for (auto& s : argv_copy) argvp.push_back(s.data());
-  argvp.push_back(nullptr);
+  const char* exe = nullptr;
+  int stdin_fd = -1;
+  int stdout_fd = -1;
+  int stderr_fd = -1;
+  int pass_fd = -1;
+  int uid = -1;
+  bool keep_signal_mask = false;
+  pid_t parent = 0;
+};
 
-  int out[2] = {-1, -1};
-  if (capture_stdout && ::pipe2(out, O_CLOEXEC) != 0) return nullptr;
-  const pid_t parent = ::getpid();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    if (capture_stdout) {
-      ::close(out[0]);
-      ::close(out[1]);
+[[noreturn]] void ExecChild(const ChildPlan& p) {
+  if (!p.keep_signal_mask) {
+    sigset_t empty;
+    sigemptyset(&empty);
+    pthread_sigmask(SIG_SETMASK, &empty, nullptr);
+  }
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != p.parent) _exit(127);  // the parent died before prctl
+  dup2(p.stdin_fd, 0);
+  dup2(p.stdout_fd, 1);
+  dup2(p.stderr_fd, 2);
+  if (p.pass_fd == 3) {
+    fcntl(3, F_SETFD, fcntl(3, F_GETFD) & ~FD_CLOEXEC);
+  } else if (p.pass_fd >= 0) {
+    dup2(p.pass_fd, 3);  // dup2 clears FD_CLOEXEC on the new descriptor
+  }
+  if (p.uid >= 0) {
+    if (setgroups(0, nullptr) != 0 || setgid(static_cast<gid_t>(p.uid)) != 0 ||
+        setuid(static_cast<uid_t>(p.uid)) != 0) {
+      _exit(126);
     }
-    return nullptr;
+    // setuid clears the death signal; set it again.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != p.parent) _exit(127);
   }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(126);
-    int devnull = ::open("/dev/null", O_RDWR);
-    ::dup2(devnull, 0);
-    ::dup2(capture_stdout ? out[1] : devnull, 1);
-    ::dup2(devnull, 2);
-    ::execve(argvp[0], argvp.data(), envp.data());
-    ::_exit(127);
-  }
-  auto child = std::unique_ptr<Child>(new Child(pid));
-  if (capture_stdout) {
-    ::close(out[1]);
-    child->out_fd_ = out[0];
-  }
-  return child;
+  execve(p.exe, p.argv.data(), p.envp.data());
+  _exit(127);
 }
 
-Child::~Child() {
+std::vector<std::string> ChildEnvironment(const ProcessOptions& o) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    absl::string_view entry = *e;
+    bool drop = false;
+    for (const std::string& prefix : o.remove_env_prefixes) {
+      drop = drop || absl::StartsWith(entry, prefix);
+    }
+    for (const auto& [name, value] : o.env) {
+      drop = drop || (absl::StartsWith(entry, name) && entry.size() > name.size() &&
+                      entry[name.size()] == '=');
+    }
+    if (!drop) env.emplace_back(entry);
+  }
+  for (const auto& [name, value] : o.env) env.push_back(absl::StrCat(name, "=", value));
+  return env;
+}
+
+// Closes every descriptor in `fds` that is open, once.
+void CloseAll(std::initializer_list<int*> fds) {
+  for (int* fd : fds) {
+    if (*fd >= 0) close(*fd);
+    *fd = -1;
+  }
+}
+
+// Reads what is there from `fd` into `out` (capped); false at EOF or error.
+bool Drain(int fd, std::string* out) {
+  char buf[4096];
+  ssize_t n = read(fd, buf, sizeof(buf));
+  if (n < 0 && errno == EINTR) return true;
+  if (n <= 0) return false;
+  if (out->size() < kMaxCapture) out->append(buf, static_cast<size_t>(n));
+  return true;
+}
+
+}  // namespace
+
+int ProcessResult::exit_code() const {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  return -1;
+}
+
+std::string FindExecutable(const std::string& name) {
+  if (name.empty()) return "";
+  if (name.find('/') != std::string::npos) return access(name.c_str(), X_OK) == 0 ? name : "";
+  const char* path = getenv("PATH");
+  const std::string dirs = absl::StrCat(
+      path != nullptr ? path : "", ":/usr/local/sbin:/usr/sbin:/sbin:/usr/local/bin:/usr/bin:/bin");
+  for (absl::string_view dir : absl::StrSplit(dirs, ':', absl::SkipEmpty())) {
+    std::string candidate = absl::StrCat(dir, "/", name);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+std::string DescribeWaitStatus(int s) {
+  if (WIFEXITED(s)) return absl::StrCat("exit ", WEXITSTATUS(s));
+  if (WIFSIGNALED(s)) return absl::StrCat("signal ", WTERMSIG(s));
+  return absl::StrCat("status ", s);
+}
+
+absl::StatusOr<std::unique_ptr<Process>> Process::Start(ProcessOptions o) {
+  if (o.argv.empty()) return absl::InvalidArgumentError("Process::Start: empty argv");
+  const std::string exe = FindExecutable(o.executable.empty() ? o.argv[0] : o.executable);
+  if (exe.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat(o.executable.empty() ? o.argv[0] : o.executable, ": no such executable"));
+  }
+  if (o.stdout_to == Stream::kStdout) {
+    return absl::InvalidArgumentError("Process::Start: stdout cannot go to stdout");
+  }
+  std::vector<std::string> env = ChildEnvironment(o);
+  ChildPlan plan;
+  for (std::string& a : o.argv) plan.argv.push_back(a.data());
+  plan.argv.push_back(nullptr);
+  for (std::string& e : env) plan.envp.push_back(e.data());
+  plan.envp.push_back(nullptr);
+  plan.exe = exe.c_str();
+  plan.pass_fd = o.pass_fd;
+  plan.uid = o.uid;
+  plan.keep_signal_mask = o.keep_signal_mask;
+  plan.parent = getpid();
+
+  // Every descriptor is O_CLOEXEC: the child keeps only what dup2 gives it.
+  int null_fd = -1, log_fd = -1, in[2] = {-1, -1}, out[2] = {-1, -1}, err[2] = {-1, -1};
+  auto fail = [&](absl::string_view what) {
+    const int e = errno;
+    CloseAll({&null_fd, &log_fd, &in[0], &in[1], &out[0], &out[1], &err[0], &err[1]});
+    return absl::UnavailableError(absl::StrCat(what, ": ", strerror(e)));
+  };
+  null_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null_fd < 0) return fail("/dev/null");
+  if (o.stdout_to == Stream::kLogFile || o.stderr_to == Stream::kLogFile) {
+    if (o.log_path.empty()) {
+      CloseAll({&null_fd});
+      return absl::InvalidArgumentError("Process::Start: kLogFile without a log_path");
+    }
+    log_fd = open(o.log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (log_fd < 0) return fail(o.log_path);
+    if (o.uid >= 0) {
+      // Not fatal: the child may still write if the mode allows.
+      (void)!fchown(log_fd, static_cast<uid_t>(o.uid), static_cast<gid_t>(o.uid));
+    }
+  }
+  if (o.stdin_pipe && pipe2(in, O_CLOEXEC) != 0) return fail("pipe");
+  if (o.stdout_to == Stream::kPipe && pipe2(out, O_CLOEXEC) != 0) return fail("pipe");
+  if (o.stderr_to == Stream::kPipe && pipe2(err, O_CLOEXEC) != 0) return fail("pipe");
+  auto target = [&](Stream s, int pipe_write, int own) {
+    switch (s) {
+      case Stream::kNull:
+        return null_fd;
+      case Stream::kInherit:
+        return own;
+      case Stream::kPipe:
+        return pipe_write;
+      case Stream::kLogFile:
+        return log_fd;
+      case Stream::kStdout:
+        break;
+    }
+    return -1;
+  };
+  plan.stdin_fd = o.stdin_pipe ? in[0] : null_fd;
+  plan.stdout_fd = target(o.stdout_to, out[1], 1);
+  plan.stderr_fd = o.stderr_to == Stream::kStdout ? plan.stdout_fd : target(o.stderr_to, err[1], 2);
+
+  const pid_t pid = fork();
+  if (pid < 0) return fail("fork");
+  if (pid == 0) ExecChild(plan);
+
+  auto p = std::unique_ptr<Process>(new Process(pid));
+  p->in_fd_ = in[1];
+  p->out_fd_ = out[0];
+  p->err_fd_ = err[0];
+  in[1] = out[0] = err[0] = -1;
+  CloseAll({&null_fd, &log_fd, &in[0], &out[1], &err[1]});
+  return p;
+}
+
+Process::~Process() {
   Kill();
-  if (out_fd_ >= 0) ::close(out_fd_);
+  CloseAll({&in_fd_, &out_fd_, &err_fd_});
 }
 
-std::optional<std::string> Child::ReadLine(absl::Duration timeout) {
+std::optional<std::string> Process::ReadLine(absl::Duration timeout) {
   const absl::Time deadline = absl::Now() + timeout;
   for (int i = 0; i < 100000; ++i) {
-    size_t nl = buffer_.find('\n');
+    const size_t nl = out_buffer_.find('\n');
     if (nl != std::string::npos) {
-      std::string line = buffer_.substr(0, nl);
-      buffer_.erase(0, nl + 1);
+      std::string line = out_buffer_.substr(0, nl);
+      out_buffer_.erase(0, nl + 1);
       return line;
     }
     const absl::Duration left = deadline - absl::Now();
     if (left <= absl::ZeroDuration() || out_fd_ < 0) return std::nullopt;
     pollfd p{out_fd_, POLLIN, 0};
-    int r = ::poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
+    const int r = poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1);
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) return std::nullopt;
-    char buf[4096];
-    ssize_t n = ::read(out_fd_, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return std::nullopt;
-    buffer_.append(buf, static_cast<size_t>(n));
+    const size_t before = out_buffer_.size();
+    if (!Drain(out_fd_, &out_buffer_) && out_buffer_.size() == before) return std::nullopt;
   }
   return std::nullopt;
 }
 
-void Child::Signal(int sig) {
-  if (pid_ > 0) ::kill(pid_, sig);
+absl::Status Process::Signal(int sig) {
+  if (pid_ <= 0) return absl::FailedPreconditionError("the process has been reaped");
+  if (kill(pid_, sig) != 0) return absl::InternalError(absl::StrCat("kill: ", strerror(errno)));
+  return absl::OkStatus();
 }
 
-int Child::Wait(absl::Duration timeout) {
+std::optional<int> Process::Wait(absl::Duration timeout) {
+  if (pid_ <= 0) return wait_status_;
   const absl::Time deadline = absl::Now() + timeout;
-  for (int i = 0; i < 100000 && pid_ > 0; ++i) {
+  for (int i = 0; i < 10000000; ++i) {
     int status = 0;
-    if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    const pid_t r = waitpid(pid_, &status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno == ECHILD)) {
+      wait_status_ = r == pid_ ? status : 0;
       pid_ = -1;
-      return status;
+      return wait_status_;
     }
-    if (absl::Now() > deadline) return -1;
-    absl::SleepFor(absl::Milliseconds(5));
+    if (absl::Now() >= deadline) return std::nullopt;
+    absl::SleepFor(absl::Milliseconds(2));
   }
-  return -1;
+  return std::nullopt;
 }
 
-bool Child::Running() {
-  if (pid_ <= 0) return false;
+int Process::Kill() {
+  if (pid_ <= 0) return wait_status_;
+  kill(pid_, SIGKILL);
   int status = 0;
-  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-    pid_ = -1;
-    return false;
-  }
-  return true;
-}
-
-void Child::Kill() {
-  if (pid_ <= 0) return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
-  }
+  pid_t r;
+  do {
+    r = waitpid(pid_, &status, 0);
+  } while (r < 0 && errno == EINTR);
+  wait_status_ = r == pid_ ? status : 0;
   pid_ = -1;
+  return wait_status_;
+}
+
+ProcessResult Process::Communicate(absl::Duration timeout, absl::string_view input) {
+  ProcessResult result;
+  const absl::Time deadline = absl::Now() + timeout;
+  if (in_fd_ >= 0) {
+    for (size_t off = 0; off < input.size();) {
+      const ssize_t w = write(in_fd_, input.data() + off, input.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      off += static_cast<size_t>(w);
+    }
+    CloseAll({&in_fd_});
+  }
+  result.out = std::move(out_buffer_);
+  out_buffer_.clear();
+  // Bounded: every pass either reads or waits at most 100 ms, until the deadline.
+  for (int i = 0; i < 1000000 && (out_fd_ >= 0 || err_fd_ >= 0); ++i) {
+    const absl::Duration left = deadline - absl::Now();
+    if (left <= absl::ZeroDuration()) {
+      result.timed_out = true;
+      break;
+    }
+    pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};
+    const int r =
+        poll(fds, 2, static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 100)));
+    if (r <= 0) continue;
+    if (fds[0].revents != 0 && !Drain(out_fd_, &result.out)) CloseAll({&out_fd_});
+    if (fds[1].revents != 0 && !Drain(err_fd_, &result.err)) CloseAll({&err_fd_});
+  }
+  std::optional<int> status;
+  if (!result.timed_out) status = Wait(std::max(deadline - absl::Now(), absl::ZeroDuration()));
+  if (!status.has_value()) {
+    result.timed_out = true;
+    status = Kill();
+  }
+  result.wait_status = *status;
+  return result;
+}
+
+absl::StatusOr<ProcessResult> RunProcess(ProcessOptions options, absl::Duration timeout,
+                                         absl::string_view input) {
+  if (!input.empty()) options.stdin_pipe = true;
+  absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(std::move(options));
+  if (!p.ok()) return p.status();
+  return (*p)->Communicate(timeout, input);
 }
 
 }  // namespace redlock::testkit

@@ -22,7 +22,7 @@
 #include "chaos/supervisor.h"
 #include "chaos/workload.h"
 #include "gtest/gtest.h"
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 namespace redlock::chaos {
 namespace {

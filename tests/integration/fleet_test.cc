@@ -1,4 +1,4 @@
-// The real-server fleet fixture itself (tests/testing/fleet.h).
+// The real-server fleet fixture itself (testkit/fleet.h).
 
 #include <errno.h>
 #include <signal.h>
@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "tests/testing/gtest_fleet.h"
+#include "testkit/gtest_fleet.h"
 
 namespace redlock::testkit {
 namespace {
