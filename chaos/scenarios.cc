@@ -24,6 +24,7 @@
 #include "absl/strings/str_join.h"
 #include "chaos/cleanup.h"
 #include "chaos/history.h"
+#include "testkit/files.h"
 #include "testkit/process.h"
 
 namespace redlock::chaos {
@@ -32,15 +33,8 @@ namespace {
 // The last `max_lines` lines of a file ("" when unreadable): a crashed
 // client's sanitizer report lands in the run's output, not only in --keep.
 std::string LogTail(const std::string& path, size_t max_lines) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(line);
-    if (lines.size() > max_lines) lines.pop_front();
-  }
   std::string out;
-  for (const auto& l : lines) absl::StrAppend(&out, "    ", l, "\n");
+  for (const auto& l : testkit::LastLines(path, max_lines)) absl::StrAppend(&out, "    ", l, "\n");
   return out;
 }
 

@@ -11,8 +11,6 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <optional>
 #include <thread>
 
@@ -23,16 +21,7 @@
 namespace redlock::testkit {
 namespace {
 
-std::string LogTail(const std::string& path, size_t max_lines = 8) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(line);
-    if (lines.size() > max_lines) lines.erase(lines.begin());
-  }
-  return absl::StrJoin(lines, "\n  ");
-}
+std::string LogTail(const std::string& path) { return absl::StrJoin(LastLines(path, 8), "\n  "); }
 
 bool IsLoopback(const std::string& host) {
   in_addr addr{};
@@ -73,10 +62,9 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
   if (!available.ok()) return available;
   if (options.nodes < 1) return absl::InvalidArgumentError("a fleet needs at least one node");
   std::unique_ptr<Fleet> fleet(new Fleet(std::move(options)));
-  char tmpl[] = "/tmp/redlock-fleet-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr)
-    return absl::InternalError(absl::StrCat("mkdtemp: ", strerror(errno)));
-  fleet->root_ = tmpl;
+  if (fleet->root_.path().empty()) {
+    return absl::InternalError("cannot create a temp dir under /tmp (mkdtemp)");
+  }
   fleet->nodes_.resize(static_cast<size_t>(fleet->options_.nodes));
   for (int i = 0; i < fleet->size(); ++i) {
     Node& n = fleet->nodes_[static_cast<size_t>(i)];
@@ -87,7 +75,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
       return absl::InvalidArgumentError(
           absl::StrCat("node address ", n.host, " is not in 127.0.0.0/8"));
     }
-    n.dir = absl::StrCat(fleet->root_, "/node", i);
+    n.dir = absl::StrCat(fleet->root_.path(), "/node", i);
     mkdir(n.dir.c_str(), 0700);
   }
   for (int i = 0; i < fleet->size(); ++i) {
@@ -112,10 +100,7 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
 Fleet::~Fleet() {
   std::lock_guard<std::mutex> lock(mu_);
   for (int i = 0; i < size(); ++i) KillLocked(i);
-  if (!root_.empty()) {
-    std::error_code ec;
-    std::filesystem::remove_all(root_, ec);
-  }
+  // root_ (the nodes' directories) goes after this body.
 }
 
 std::string Fleet::address(int i) const { return absl::StrCat(host(i), ":", port(i)); }
@@ -222,23 +207,17 @@ void Fleet::KillLocked(int i) {
   nodes_[static_cast<size_t>(i)].process.reset();  // SIGKILL and reap
 }
 
-absl::Status Fleet::Stop(int i) {
+absl::Status Fleet::SignalNode(int i, int sig) {
   std::lock_guard<std::mutex> lock(mu_);
   Node& n = nodes_[static_cast<size_t>(i)];
   if (n.process == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
   }
-  return n.process->Signal(SIGSTOP);
+  return n.process->Signal(sig);
 }
 
-absl::Status Fleet::Continue(int i) {
-  std::lock_guard<std::mutex> lock(mu_);
-  Node& n = nodes_[static_cast<size_t>(i)];
-  if (n.process == nullptr) {
-    return absl::FailedPreconditionError(absl::StrCat("node ", i, " is not running"));
-  }
-  return n.process->Signal(SIGCONT);
-}
+absl::Status Fleet::Stop(int i) { return SignalNode(i, SIGSTOP); }
+absl::Status Fleet::Continue(int i) { return SignalNode(i, SIGCONT); }
 
 absl::Status Fleet::Kill(int i) {
   std::lock_guard<std::mutex> lock(mu_);

@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "redlock/options.h"
+#include "testkit/files.h"
 #include "testkit/process.h"
 #include "testkit/redis.h"
 
@@ -82,7 +83,7 @@ class Fleet {
   // The pid of node i, or -1 when it is not running.
   pid_t pid(int i) const;
   const std::string& dir(int i) const { return nodes_[i].dir; }
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return root_.path(); }
   const FleetOptions& options() const { return options_; }
 
   absl::Status Stop(int i);       // SIGSTOP
@@ -113,10 +114,11 @@ class Fleet {
   explicit Fleet(FleetOptions options) : options_(std::move(options)) {}
   absl::Status Launch(int i);
   absl::Status WaitReady(int i);
+  absl::Status SignalNode(int i, int sig);
   void KillLocked(int i);
 
   FleetOptions options_;
-  std::string root_;
+  TempDir root_{"redlock-fleet"};
   std::vector<Node> nodes_;
   mutable std::mutex mu_;
 };

@@ -14,15 +14,11 @@ RedisValue Convert(const redisReply* r) {
   RedisValue v;
   switch (r->type) {
     case REDIS_REPLY_STRING:
-      v.type = RedisValue::Type::kString;
-      v.str.assign(r->str, r->len);
-      break;
     case REDIS_REPLY_STATUS:
-      v.type = RedisValue::Type::kStatus;
-      v.str.assign(r->str, r->len);
-      break;
     case REDIS_REPLY_ERROR:
-      v.type = RedisValue::Type::kError;
+      v.type = r->type == REDIS_REPLY_STRING   ? RedisValue::Type::kString
+               : r->type == REDIS_REPLY_STATUS ? RedisValue::Type::kStatus
+                                               : RedisValue::Type::kError;
       v.str.assign(r->str, r->len);
       break;
     case REDIS_REPLY_INTEGER:

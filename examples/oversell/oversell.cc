@@ -49,6 +49,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "examples/oversell/worker.h"
+#include "testkit/files.h"
 #include "testkit/fleet.h"
 #include "testkit/process.h"
 #include "testkit/redis.h"
@@ -190,11 +191,10 @@ class Demo {
     lock_nodes.nodes = 5;
     lock_nodes.redis_server = absl::GetFlag(FLAGS_redis_server);
 #ifdef REDLOCK_OVERSELL_CLOCK_JUMP
-    char tmpl[] = "/tmp/redlock-oversell-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
-    clock_dir_ = tmpl;
+    clock_dir_ = std::make_unique<redlock::testkit::TempDir>("redlock-oversell");
+    if (clock_dir_->path().empty()) return absl::InternalError("mkdtemp failed");
     absl::StatusOr<std::unique_ptr<redlock::chaos::ClockControl>> clock =
-        redlock::chaos::ClockControl::Create(clock_dir_ + "/node2.clock");
+        redlock::chaos::ClockControl::Create(clock_dir_->path() + "/node2.clock");
     if (!clock.ok()) return clock.status();
     clock_ = *std::move(clock);
     lock_nodes.node_env.resize(kJumpingNode + 1);
@@ -224,13 +224,9 @@ class Demo {
   }
 
   ~Demo() {
-    if (!clock_dir_.empty()) {
 #ifdef REDLOCK_OVERSELL_CLOCK_JUMP
-      clock_.reset();
+    clock_.reset();  // before its directory goes
 #endif
-      unlink((clock_dir_ + "/node2.clock").c_str());
-      rmdir(clock_dir_.c_str());
-    }
   }
 
   int stock() const { return stock_; }
@@ -359,7 +355,7 @@ class Demo {
 
   std::unique_ptr<redlock::chaos::ClockControl> clock_;
 #endif
-  std::string clock_dir_;
+  std::unique_ptr<redlock::testkit::TempDir> clock_dir_;
   int stock_ = 0;
   int workers_ = 0;
   std::unique_ptr<Fleet> lock_fleet_;

@@ -35,6 +35,7 @@
 #include "absl/time/time.h"
 #include "chaos/clock_control.h"
 #include "gtest/gtest.h"
+#include "testkit/files.h"
 #include "testkit/gtest_fleet.h"
 #include "testkit/process.h"
 
@@ -47,23 +48,7 @@ constexpr int64_t kHour = 3600 * kSecond;
 using redlock::testkit::Process;
 using redlock::testkit::ProcessOptions;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "redlock_clock_XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    if (!path_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(path_, ec);
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using redlock::testkit::TempDir;
 
 using Reading = std::map<std::string, int64_t>;
 

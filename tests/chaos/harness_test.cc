@@ -22,6 +22,7 @@
 #include "chaos/supervisor.h"
 #include "chaos/workload.h"
 #include "gtest/gtest.h"
+#include "testkit/files.h"
 #include "testkit/fleet.h"
 
 namespace redlock::chaos {
@@ -33,21 +34,7 @@ std::string Resp(const std::vector<std::string>& args) {
   return out;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = "/tmp/redlock-harness-test-XXXXXX";
-    path_ = mkdtemp(t.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testkit::TempDir;
 
 void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary) << data;

@@ -22,6 +22,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "testkit/files.h"
 #include "testkit/fleet.h"
 #include "testkit/gtest_fleet.h"
 #include "testkit/process.h"
@@ -164,16 +165,11 @@ class CliTest : public ::testing::Test {
     ASSERT_NE(fleet_, nullptr);
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     prefix_ = absl::StrCat("cli/", info->name(), "/");
-    char tmpl[] = "/tmp/redlock-cli-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    tmp_ = std::make_unique<testkit::TempDir>("redlock-cli-test");
+    ASSERT_FALSE(tmp_->path().empty()) << "mkdtemp failed";
+    dir_ = tmp_->path();
   }
-  void TearDown() override {
-    if (!dir_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(dir_, ec);
-    }
-  }
+  void TearDown() override { tmp_.reset(); }
 
   Fleet& fleet() { return *fleet_; }
   std::string Nodes() { return fleet_->NodeList(); }
@@ -209,6 +205,7 @@ class CliTest : public ::testing::Test {
   static Fleet* fleet_;
   static std::string* start_error_;
   std::string prefix_;
+  std::unique_ptr<testkit::TempDir> tmp_;
   std::string dir_;
 };
 
