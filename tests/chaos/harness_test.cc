@@ -314,6 +314,27 @@ TEST(CatalogTest, EveryScenarioIsWellFormed) {
   }
 }
 
+// ---- The broken clients stay out of the shipped client ------------------------------------
+
+TEST(BrokenClientTest, TheShippedClientRunsTheLibraryOnly) {
+  ClientConfig c;
+  c.nodes = {"127.0.0.1:1"};
+  c.variant = ClientVariant::kPlainDelRelease;
+  absl::StatusOr<std::unique_ptr<LockBackend>> b = MakeLibraryBackend(c);
+  EXPECT_TRUE(absl::IsInvalidArgument(b.status())) << b.status();
+}
+
+TEST(BrokenClientTest, BrokenScenariosAreSkippedWithoutTheBrokenClient) {
+  const Scenario* s = FindScenario("broken-plain-del");
+  ASSERT_NE(s, nullptr);
+  RunOptions options;
+  options.broken_client_binary = "/nonexistent/redlock-chaos-broken-client";
+  ScenarioResult r = RunScenario(*s, options);
+  EXPECT_TRUE(r.skipped);
+  EXPECT_TRUE(r.ok);
+  EXPECT_NE(r.skip_reason.find("REDLOCK_BUILD_TESTS"), std::string::npos) << r.skip_reason;
+}
+
 // ---- The --quick subset through the runner -----------------------------------------------
 
 class QuickScenarioTest : public ::testing::TestWithParam<std::string> {};
