@@ -263,10 +263,11 @@ int Process::Kill() {
   if (pid_ <= 0) return wait_status_;
   kill(pid_, SIGKILL);
   int status = 0;
-  pid_t r;
-  do {
+  pid_t r = -1;
+  for (int i = 0; i < 1000; ++i) {  // retried on EINTR only
     r = waitpid(pid_, &status, 0);
-  } while (r < 0 && errno == EINTR);
+    if (r >= 0 || errno != EINTR) break;
+  }
   wait_status_ = r == pid_ ? status : 0;
   pid_ = -1;
   return wait_status_;
@@ -276,12 +277,28 @@ ProcessResult Process::Communicate(absl::Duration timeout, absl::string_view inp
   ProcessResult result;
   const absl::Time deadline = absl::Now() + timeout;
   if (in_fd_ >= 0) {
-    for (size_t off = 0; off < input.size();) {
+    // A child that exits without reading its stdin must not kill the caller
+    // with SIGPIPE: blocked for this thread while writing (EPIPE instead),
+    // and a SIGPIPE raised meanwhile is consumed.
+    sigset_t pipe_set, old_set;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_set);
+    bool broken = false;
+    for (size_t off = 0, i = 0; off < input.size() && i < 100000; ++i) {
       const ssize_t w = write(in_fd_, input.data() + off, input.size() - off);
       if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
+      if (w <= 0) {
+        broken = w < 0 && errno == EPIPE;
+        break;
+      }
       off += static_cast<size_t>(w);
     }
+    if (broken) {
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe_set, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_set, nullptr);
     CloseAll({&in_fd_});
   }
   result.out = std::move(out_buffer_);
