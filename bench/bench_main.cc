@@ -42,7 +42,7 @@
 #include "bench/system_info.h"
 #include "bench/workload.h"
 #include "redlock/options.h"
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 ABSL_FLAG(bool, quick, false, "The default run: N in {1,3,5}, the main scenarios, about a minute.");
 ABSL_FLAG(bool, full, false, "Every scenario at N in {1,3,5,7} with longer measurements.");

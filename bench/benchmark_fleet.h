@@ -11,7 +11,7 @@
 
 #include <string>
 
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 namespace redlock::bench {
 

@@ -6,9 +6,7 @@
 #include <thread>
 #include <utility>
 
-#ifdef REDLOCK_BENCH_HAVE_MULTILOCK
 #include "multilock/multi_lock.h"
-#endif
 
 namespace redlock::bench {
 
@@ -47,7 +45,6 @@ class ClientLocker final : public Locker {
   Lease lease_;
 };
 
-#ifdef REDLOCK_BENCH_HAVE_MULTILOCK
 class MultiLocker final : public Locker {
  public:
   MultiLocker(Client* client, bool all_nodes, std::vector<std::string> resources)
@@ -67,7 +64,6 @@ class MultiLocker final : public Locker {
   const std::vector<std::string> resources_;
   MultiLease lease_;
 };
-#endif
 
 }  // namespace
 
@@ -77,31 +73,7 @@ std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource) {
 
 std::unique_ptr<Locker> NewMultiLocker(Client* client, bool all_nodes,
                                        std::vector<std::string> resources) {
-#ifdef REDLOCK_BENCH_HAVE_MULTILOCK
   return std::make_unique<MultiLocker>(client, all_nodes, std::move(resources));
-#else
-  (void)client;
-  (void)all_nodes;
-  (void)resources;
-  return nullptr;
-#endif
-}
-
-bool MultiLockAvailable() {
-#ifdef REDLOCK_BENCH_HAVE_MULTILOCK
-  return true;
-#else
-  return false;
-#endif
-}
-
-const char* MultiLockMissingReason() {
-#ifdef REDLOCK_BENCH_HAVE_MULTILOCK
-  return "";
-#else
-  return "redlock::MultiLock is not built yet (no redlock::multilock target when this binary "
-         "was configured)";
-#endif
 }
 
 // ---- HotResource -------------------------------------------------------------

@@ -33,13 +33,9 @@ CycleFn LockCycle(std::unique_ptr<Locker> locker, absl::Duration ttl);
 // by every caller and must outlive the locker.
 std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource);
 
-// MultiLock::TryAcquire + Release of a set of resources. Null when this build
-// has no MultiLock (see MultiLockAvailable()).
+// MultiLock::TryAcquire + Release of a set of resources.
 std::unique_ptr<Locker> NewMultiLocker(Client* client, bool all_nodes,
                                        std::vector<std::string> resources);
-// Whether redlock::MultiLock was linked into this build, and why not.
-bool MultiLockAvailable();
-const char* MultiLockMissingReason();
 
 // A contended hot resource shared by several callers of one Client, for the
 // hand-off latency: the time from the holder's Release returning to the next

@@ -7,7 +7,6 @@
 #include <thread>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -15,12 +14,9 @@
 #include "bench/locker.h"
 #include "bench/report.h"
 #include "bench/workload.h"
+#include "chaos/fault_proxy.h"
 #include "redlock/client.h"
 #include "redlock/internal/algorithm.h"
-
-#ifdef REDLOCK_BENCH_HAVE_PROXY
-#include "chaos/fault_proxy.h"
-#endif
 
 namespace redlock::bench {
 
@@ -34,14 +30,6 @@ const char* ModeName(Mode mode) {
       return "full";
   }
   return "?";
-}
-
-bool ProxyAvailable() {
-#ifdef REDLOCK_BENCH_HAVE_PROXY
-  return true;
-#else
-  return false;
-#endif
 }
 
 // ---- NodeSet, Progress, Context -------------------------------------------------
@@ -121,18 +109,6 @@ struct RowSpec {
 };
 
 std::string CallersLabel(int callers) { return absl::StrCat("x", callers); }
-
-RowResult SkippedRow(std::string impl, std::string family, std::string variant, int callers,
-                     std::string reason) {
-  RowResult row;
-  row.impl = std::move(impl);
-  row.family = std::move(family);
-  row.variant = std::move(variant);
-  row.callers = callers;
-  row.skipped = true;
-  row.skip_reason = std::move(reason);
-  return row;
-}
 
 RowResult HarnessErrorRow(Context& ctx, RowResult row, const std::string& what,
                           const absl::Status& status) {
@@ -274,9 +250,6 @@ struct LibrarySpec {
 };
 
 RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const LibrarySpec& ls) {
-  if (ls.kind != LibraryKind::kSingle && !MultiLockAvailable()) {
-    return SkippedRow(ls.impl, ls.family, ls.variant, ls.callers, MultiLockMissingReason());
-  }
   Options options = ClientOptions(ctx, eps);
   if (ls.tweak) ls.tweak(&options);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
@@ -311,7 +284,6 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
         locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,
                                 {resource + ":a", resource + ":b", resource + ":c"});
       }
-      if (locker == nullptr) return absl::UnimplementedError(MultiLockMissingReason());
       out.push_back(LockCycle(std::move(locker), ttl));
     }
     return out;
@@ -427,7 +399,6 @@ void RunStopped(Context& ctx, int n, GroupResult* g) {
 
 void RunSlow(Context& ctx, int n, GroupResult* g, int slow_count, absl::Duration latency,
              absl::Duration jitter) {
-#ifdef REDLOCK_BENCH_HAVE_PROXY
   std::vector<Endpoint> eps = ctx.nodes.First(n);
   const std::vector<Endpoint> direct = eps;
   std::vector<std::unique_ptr<chaos::FaultProxy>> proxies;
@@ -483,15 +454,6 @@ void RunSlow(Context& ctx, int n, GroupResult* g, int slow_count, absl::Duration
   g->rows.push_back(BaselineRow(ctx, kSequential, eps, 1, &fault));
   g->rows.push_back(BaselineRow(ctx, kWaitForAll, eps, 1, &fault));
   g->notes.push_back("the floor talks to node 0 directly; the slow nodes are always the last ones");
-#else
-  (void)ctx;
-  (void)n;
-  (void)slow_count;
-  (void)latency;
-  (void)jitter;
-  g->skipped = true;
-  g->skip_reason = "this build has no fault proxy (chaos/fault_proxy.cc)";
-#endif
 }
 
 void RunSlow1(Context& ctx, int n, GroupResult* g) {
@@ -797,9 +759,6 @@ GroupResult RunGroup(const Scenario& scenario, int n, Context& ctx) {
     g.skip_reason =
         "needs nodes started by redlock-bench (it stops nodes or puts a proxy in front of "
         "them), and --nodes was given";
-  } else if (absl::StartsWith(scenario.name, "slow") && !ProxyAvailable()) {
-    g.skipped = true;
-    g.skip_reason = "this build has no fault proxy (chaos/fault_proxy.cc)";
   }
   if (g.skipped) {
     g.title = scenario.description;

@@ -31,7 +31,7 @@
 #include "absl/time/time.h"
 #include "bench/results.h"
 #include "redlock/options.h"
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 namespace redlock::bench {
 
@@ -127,11 +127,8 @@ const Scenario* FindScenario(const std::string& name);
 std::vector<int> NsFor(const Scenario& scenario, const BenchSettings& settings);
 
 // Runs `scenario` at `n`, or returns the group marked skipped with the
-// reason (not enough nodes, no fleet control, feature missing).
+// reason (not enough nodes, no fleet control).
 GroupResult RunGroup(const Scenario& scenario, int n, Context& ctx);
-
-// Whether the fault proxy is linked into this build.
-bool ProxyAvailable();
 
 }  // namespace redlock::bench
 

@@ -2,15 +2,18 @@
 
 #include <hiredis/hiredis.h>
 #include <sched.h>
-#include <stdio.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "testkit/process.h"
 
 #ifndef REDLOCK_BENCH_BUILD_TYPE
 #define REDLOCK_BENCH_BUILD_TYPE "unknown"
@@ -25,28 +28,14 @@
 namespace redlock::bench {
 namespace {
 
-// The first line `command` prints, bounded in size.
-std::string FirstLineOf(const std::string& command) {
-  FILE* p = popen(command.c_str(), "r");
-  if (p == nullptr) return "";
-  char buf[512];
-  std::string line;
-  if (fgets(buf, sizeof(buf), p) != nullptr) line = buf;
-  // Drain (bounded) so the child is not killed by SIGPIPE mid-write.
-  for (int i = 0; i < 64 && fgets(buf, sizeof(buf), p) != nullptr; ++i) {
-  }
-  pclose(p);
-  return std::string(absl::StripAsciiWhitespace(line));
-}
-
-bool SafeForShell(const std::string& s) {
-  for (char c : s) {
-    if (!(absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '/' || c == '.' || c == '_' ||
-          c == '-')) {
-      return false;
-    }
-  }
-  return !s.empty();
+// The first line `argv` prints on stdout, within a few seconds ("" if none).
+std::string FirstLineOf(std::vector<std::string> argv) {
+  testkit::ProcessOptions o;
+  o.argv = std::move(argv);
+  o.stdout_to = testkit::Stream::kPipe;
+  absl::StatusOr<testkit::ProcessResult> r = testkit::RunProcess(std::move(o), absl::Seconds(5));
+  if (!r.ok() || r->timed_out) return "";
+  return std::string(absl::StripAsciiWhitespace(r->out.substr(0, r->out.find('\n'))));
 }
 
 }  // namespace
@@ -83,9 +72,7 @@ MachineInfo GetMachineInfo() {
 
 VersionInfo GetVersionInfo(const std::string& redis_server) {
   VersionInfo v;
-  if (SafeForShell(redis_server)) {
-    v.redis_server = FirstLineOf(absl::StrCat(redis_server, " --version 2>/dev/null"));
-  }
+  v.redis_server = FirstLineOf({redis_server, "--version"});
   if (v.redis_server.empty()) v.redis_server = absl::StrCat(redis_server, ": not found");
   v.hiredis = absl::StrCat(HIREDIS_MAJOR, ".", HIREDIS_MINOR, ".", HIREDIS_PATCH);
 #if defined(__clang__)

@@ -35,17 +35,3 @@ target_link_libraries(redlock_chaos_plot
 add_executable(redlock-check ${CMAKE_CURRENT_LIST_DIR}/check_main.cc)
 redlock_internal_target(redlock-check)
 target_link_libraries(redlock-check PRIVATE redlock::chaos_plot absl::strings absl::time)
-
-if(REDLOCK_BUILD_TESTS)
-  if(NOT TARGET GTest::gtest_main)
-    find_package(GTest REQUIRED)
-  endif()
-  redlock_add_test(chaos_checker_test
-    SOURCES ${PROJECT_SOURCE_DIR}/tests/chaos/checker_test.cc
-    LIBS redlock::chaos_checker nlohmann_json::nlohmann_json
-    LABELS unit)
-  redlock_add_test(chaos_plot_test
-    SOURCES ${PROJECT_SOURCE_DIR}/tests/chaos/plot_test.cc ${PROJECT_SOURCE_DIR}/tests/chaos/xml_lite.cc
-    LIBS redlock::chaos_plot redlock::svg absl::strings
-    LABELS unit)
-endif()

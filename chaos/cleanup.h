@@ -1,5 +1,5 @@
-// chaos/cleanup.h: child processes, helper commands and the last-resort
-// cleanup of the chaos harness.
+// chaos/cleanup.h: helper commands and the last-resort cleanup of the chaos
+// harness (child processes themselves are testkit::Process).
 //
 // Everything the harness creates outside its own memory (client processes,
 // network namespaces with their nft rules) is registered here while it
@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "testkit/process.h"
 
 namespace redlock::chaos {
 
@@ -36,54 +37,22 @@ void UnregisterNamespace(const std::string& name);
 
 // Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (call it from main
 // before any thread is started, so every thread inherits the mask) and starts
-// the signal thread described above. Children started by SpawnProcess() and
-// RunCommand() get an empty signal mask back. Idempotent.
+// the signal thread described above. Children started with testkit::Process
+// (RunCommand() and the client processes) get an empty signal mask back.
+// Idempotent.
 void InstallSignalCleanup(absl::Duration grace = absl::Seconds(20));
 
 // True once a termination signal was received (or RequestInterrupt()).
 bool Interrupted();
 void RequestInterrupt();
 
-// Output of a finished helper command.
-struct CommandResult {
-  int exit_code = -1;  // -1: killed by a signal (or the timeout)
-  std::string output;  // stdout and stderr, interleaved
-};
-
-// Runs argv[0] (looked up on PATH) with `input` on its stdin, waits for it at
-// most `timeout` (then SIGKILL by pid), and returns its exit code and output.
+// Runs argv[0] (testkit::FindExecutable) with `input` on its stdin, its pid
+// registered while it runs, and waits for it at most `timeout` (then SIGKILL
+// by pid). The result holds the exit code and stdout and stderr, interleaved.
 // A non-zero exit is not an error here; a command that cannot be started is
-// kUnavailable, a timeout kDeadlineExceeded.
-[[nodiscard]] absl::StatusOr<CommandResult> RunCommand(const std::vector<std::string>& argv,
-                                                       absl::Duration timeout,
-                                                       const std::string& input = "");
-
-// How to start a child process.
-struct SpawnSpec {
-  std::vector<std::string> argv;  // argv[0] is an absolute path
-  // Added to (or replacing in) the harness's environment.
-  std::vector<std::pair<std::string, std::string>> env;
-  // Run as this uid/gid (setgroups(0), setgid, setuid) when >= 0.
-  int uid = -1;
-  // stdout and stderr appended to this file ("" = /dev/null).
-  std::string log_path;
-  // This descriptor of the parent becomes fd 3 of the child (-1: none).
-  int pass_fd = -1;
-};
-
-// fork+exec with PR_SET_PDEATHSIG=SIGKILL (the child dies with the thread
-// that forked it: call from a thread that outlives the child), an empty
-// signal mask and stdin from /dev/null. The pid is registered; the caller
-// reaps it (ReapProcess) and unregisters it.
-[[nodiscard]] absl::StatusOr<pid_t> SpawnProcess(const SpawnSpec& spec);
-
-// waitpid for exactly `pid`: returns true (and the raw wait status) when it
-// has exited; with `timeout` zero it does not wait. Unregisters the pid once
-// reaped.
-bool ReapProcess(pid_t pid, absl::Duration timeout, int* wait_status);
-
-// "exit 0", "signal 9", ... for a raw wait status.
-std::string DescribeWaitStatus(int wait_status);
+// an error (kNotFound when it is missing), a timeout kDeadlineExceeded.
+[[nodiscard]] absl::StatusOr<testkit::ProcessResult> RunCommand(
+    const std::vector<std::string>& argv, absl::Duration timeout, const std::string& input = "");
 
 // Sleeps for `d` in small steps; returns false early when Interrupted().
 bool InterruptibleSleep(absl::Duration d);

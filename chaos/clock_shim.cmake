@@ -6,13 +6,10 @@
 #                                clocks by offsets read from a control file
 #   redlock::chaos_clock_control static library: chaos/clock_control.h (writes
 #                                the control file; knows the path of the .so)
-#   chaos_clock_probe            tests/chaos/clock_probe.c, prints shimmed and raw clocks
-#   chaos_clock_shim_test        test (label chaos), runs the probe and
-#                                redis-server under the shim
 #
-# The shim and the probe are deliberately NOT linked with redlock_build_flags:
-# the shim is preloaded into unsanitized processes (redis-server, the probe),
-# where an ASan/TSan runtime would refuse to load, so both keep the same flags
+# The shim is deliberately NOT linked with redlock_build_flags: it is
+# preloaded into unsanitized processes (redis-server, the test's clock probe),
+# where an ASan/TSan runtime would refuse to load, so it keeps the same flags
 # in every build, sanitized or not.
 
 add_library(redlock_clock_shim SHARED ${CMAKE_CURRENT_LIST_DIR}/clock_shim.c)
@@ -38,23 +35,3 @@ target_link_libraries(redlock_chaos_clock_control
 target_compile_definitions(redlock_chaos_clock_control
   PRIVATE REDLOCK_CLOCK_SHIM_PATH="$<TARGET_FILE:redlock::clock_shim>")
 add_dependencies(redlock_chaos_clock_control redlock_clock_shim)
-
-if(REDLOCK_BUILD_TESTS)
-  if(NOT TARGET GTest::gtest_main)
-    find_package(GTest REQUIRED)
-  endif()
-  add_executable(chaos_clock_probe ${PROJECT_SOURCE_DIR}/tests/chaos/clock_probe.c)
-  set_target_properties(chaos_clock_probe PROPERTIES
-    OUTPUT_NAME clock_probe C_STANDARD 11 C_EXTENSIONS ON)
-  target_compile_options(chaos_clock_probe PRIVATE -Wall -Wextra)
-
-  redlock_add_test(chaos_clock_shim_test
-    SOURCES ${PROJECT_SOURCE_DIR}/tests/chaos/clock_shim_test.cc
-    LIBS redlock::chaos_clock_control redlock::testkit
-         absl::strings absl::str_format absl::time Threads::Threads
-    LABELS chaos
-    TIMEOUT 300)
-  target_compile_definitions(chaos_clock_shim_test PRIVATE
-    REDLOCK_CLOCK_PROBE_PATH="$<TARGET_FILE:chaos_clock_probe>")
-  add_dependencies(chaos_clock_shim_test chaos_clock_probe redlock_clock_shim)
-endif()

@@ -13,7 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "chaos/cleanup.h"
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 namespace redlock::chaos {
 namespace {
@@ -197,8 +197,8 @@ absl::Status PartitionSupport(const std::vector<std::pair<std::string, std::stri
     missing = "partitions need root (network namespace and nft rules)";
   } else {
     for (const auto& [tool, flag] : tools) {
-      absl::StatusOr<CommandResult> r = RunCommand({tool, flag}, absl::Seconds(5));
-      if (!r.ok() || r->exit_code != 0) {
+      absl::StatusOr<testkit::ProcessResult> r = RunCommand({tool, flag}, absl::Seconds(5));
+      if (!r.ok() || r->exit_code() != 0) {
         missing = absl::StrCat("partitions need `", tool,
                                "` (Debian packages iproute2 and nftables; scripts/setup.sh "
                                "installs them)");
@@ -221,18 +221,18 @@ std::string UniqueName(absl::string_view prefix) {
 absl::StatusOr<std::unique_ptr<NetNamespace>> NetNamespace::Create(std::string name) {
   std::unique_ptr<NetNamespace> ns(new NetNamespace(std::move(name)));
   RegisterNamespace(ns->name_);
-  absl::StatusOr<CommandResult> r =
+  absl::StatusOr<testkit::ProcessResult> r =
       RunCommand({"ip", "netns", "add", ns->name_}, absl::Seconds(10));
-  if (!r.ok() || r->exit_code != 0) {
+  if (!r.ok() || r->exit_code() != 0) {
     UnregisterNamespace(ns->name_);
     ns->name_.clear();  // nothing to delete
     return absl::UnavailableError(
-        absl::StrCat("ip netns add: ", r.ok() ? r->output : r.status().ToString()));
+        absl::StrCat("ip netns add: ", r.ok() ? r->out : r.status().ToString()));
   }
   r = RunCommand({"ip", "-n", ns->name_, "link", "set", "lo", "up"}, absl::Seconds(10));
-  if (!r.ok() || r->exit_code != 0) {
+  if (!r.ok() || r->exit_code() != 0) {
     return absl::UnavailableError(
-        absl::StrCat("ip link set lo up: ", r.ok() ? r->output : r.status().ToString()));
+        absl::StrCat("ip link set lo up: ", r.ok() ? r->out : r.status().ToString()));
   }
   return ns;
 }
@@ -243,10 +243,11 @@ NetNamespace::~NetNamespace() {
     (void)s;
   }
   if (name_.empty()) return;
-  absl::StatusOr<CommandResult> r = RunCommand({"ip", "netns", "del", name_}, absl::Seconds(10));
-  if (!r.ok() || r->exit_code != 0) {
+  absl::StatusOr<testkit::ProcessResult> r =
+      RunCommand({"ip", "netns", "del", name_}, absl::Seconds(10));
+  if (!r.ok() || r->exit_code() != 0) {
     fprintf(stderr, "redlock-chaos: could not delete network namespace %s: %s\n", name_.c_str(),
-            r.ok() ? r->output.c_str() : r.status().ToString().c_str());
+            r.ok() ? r->out.c_str() : r.status().ToString().c_str());
     return;  // stays registered: the signal path retries
   }
   UnregisterNamespace(name_);
@@ -285,12 +286,12 @@ absl::Status NetNamespace::Leave() {
 }
 
 absl::Status NetNamespace::RunNft(const std::string& script) const {
-  absl::StatusOr<CommandResult> r = RunCommand(
+  absl::StatusOr<testkit::ProcessResult> r = RunCommand(
       {"ip", "netns", "exec", name_, "nft", "-f", "/dev/stdin"}, absl::Seconds(10), script);
   if (!r.ok()) return r.status();
-  if (r->exit_code != 0) {
+  if (r->exit_code() != 0) {
     return absl::InternalError(
-        absl::StrCat("nft failed (exit ", r->exit_code, "): ", r->output, "\nscript:\n", script));
+        absl::StrCat("nft failed (exit ", r->exit_code(), "): ", r->out, "\nscript:\n", script));
   }
   return absl::OkStatus();
 }

@@ -72,13 +72,18 @@ ClientConfig Fenced(ClientConfig c) {
   return c;
 }
 
+struct OverlapNodes {
+  bool aof = false;              // appendonly yes, appendfsync always
+  bool node_clock_shim = false;  // nodes under the clock shim
+};
+
 // c1 sees {n0,n1,n2}, c2 sees {n2,n3,n4}: n2 is the only node both
 // majorities share, so mutual exclusion rests on n2 alone.
-ScenarioSetup Overlap(bool aof, bool node_clock) {
+ScenarioSetup Overlap(OverlapNodes nodes) {
   ScenarioSetup s;
   s.nodes = 5;
-  s.aof = aof;
-  s.node_clock_shim = node_clock;
+  s.aof = nodes.aof;
+  s.node_clock_shim = nodes.node_clock_shim;
   s.topology = Topology::kPerClientProxies;
   s.views = {{0, 1, 2}, {2, 3, 4}};
   s.clients = {Holder(), Holder()};
@@ -520,97 +525,145 @@ absl::Status KleppmannJump(Run& run) {
 
 std::vector<Scenario> Build() {
   std::vector<Scenario> c;
-  const std::vector<int> kAll = {kS1, kS2, kS3, kS4, kS5};
 
   // ---- Baseline ----
-  c.push_back({"no-faults", "N=5 direct, 3 clients x 2 resources, fencing",
-               "No fault at all: the baseline. Every property holds; availability is the "
-               "contention-only figure.",
-               true, false, ExpectClean(),
-               Plain(Topology::kDirect, Many(3, Fenced(Std())), Seconds(5)), NoFaults});
+  c.push_back({.name = "no-faults",
+               .config = "N=5 direct, 3 clients x 2 resources, fencing",
+               .summary =
+                   "No fault at all: the baseline. Every property holds; availability is the "
+                   "contention-only figure.",
+               .quick = true,
+               .expect = ExpectClean(),
+               .setup = Plain(Topology::kDirect, Many(3, Fenced(Std())), Seconds(5)),
+               .body = NoFaults});
 
   // ---- Node clocks (Kleppmann vs antirez) ----
-  c.push_back({"kleppmann-clock-jump", "views {n0,n1,n2}|{n2,n3,n4}, n2 clock +3 ttl",
-               "Kleppmann's counter-example: c1 holds the lock on n0,n1,n2; n2's wall clock "
-               "jumps forward past the key's expiry; c2 (who cannot reach n0,n1) now gets "
-               "n2,n3,n4. Two holders: Redlock assumes bounded clock drift, and a jump breaks "
-               "the assumption. A violation is expected and must be found.",
-               true, false, Found({kS1}), Overlap(false, true), KleppmannJump});
+  c.push_back({.name = "kleppmann-clock-jump",
+               .config = "views {n0,n1,n2}|{n2,n3,n4}, n2 clock +3 ttl",
+               .summary =
+                   "Kleppmann's counter-example: c1 holds the lock on n0,n1,n2; n2's wall clock "
+                   "jumps forward past the key's expiry; c2 (who cannot reach n0,n1) now gets "
+                   "n2,n3,n4. Two holders: Redlock assumes bounded clock drift, and a jump breaks "
+                   "the assumption. A violation is expected and must be found.",
+               .quick = true,
+               .expect = Found({kS1}),
+               .setup = Overlap({.node_clock_shim = true}),
+               .body = KleppmannJump});
   {
-    ScenarioSetup f = Overlap(false, true);
+    ScenarioSetup f = Overlap({.node_clock_shim = true});
     for (auto& cl : f.clients) cl = Fenced(cl);
-    c.push_back({"kleppmann-clock-jump-fenced", "as kleppmann-clock-jump, fencing tokens",
-                 "The same clock jump with fencing: the two holders still overlap (S1), but c2's "
-                 "round 1 reads n2's counter after c1 confirmed its token there, so c2's token is "
-                 "higher; its fenced read raises the fence and c1's late write is refused. No "
-                 "lost update (S3), no equal or stale token accepted (S4).",
-                 true, false, Found({kS1}, {kS3, kS4, kS5}), f, KleppmannJump});
+    c.push_back(
+        {.name = "kleppmann-clock-jump-fenced",
+         .config = "as kleppmann-clock-jump, fencing tokens",
+         .summary =
+             "The same clock jump with fencing: the two holders still overlap (S1), but c2's "
+             "round 1 reads n2's counter after c1 confirmed its token there, so c2's token is "
+             "higher; its fenced read raises the fence and c1's late write is refused. No "
+             "lost update (S3), no equal or stale token accepted (S4).",
+         .quick = true,
+         .expect = Found({kS1}, {kS3, kS4, kS5}),
+         .setup = f,
+         .body = KleppmannJump});
   }
-  c.push_back({"clock-jump-within-drift", "views {n0,n1,n2}|{n2,n3,n4}, n2 +-0.55 drift",
-               "Same overlapping views, but n2's clock only moves forward by 55 % of the drift "
-               "allowance (ttl*0.01+2ms), by jumps and by a strobe. The validity already "
-               "subtracts that much, so the lease ends before n2's key: clean (antirez's "
-               "argument: bounded drift is what Redlock assumes).",
-               false, false, ExpectClean(), Overlap(false, true), ClockJumpWithinDrift});
-  c.push_back({"clock-jump-beyond-drift", "views {n0,n1,n2}|{n2,n3,n4}, n2 +4 drift",
-               "The sharp edge of the previous scenario: n2 jumps forward by four times the drift "
-               "allowance (88 ms of a 2 s ttl) right after a grant. The other side gets in a few "
-               "tens of milliseconds before the holder's validity ends: a small overlap the "
-               "checker must still find.",
-               false, false, Found({kS1}), Overlap(false, true), [](Run& run) {
-                 return OnMarker(
-                     run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
-                     [](Run& r, const Marker&) {
-                       return r.nodes().ClockJump(2, DriftAllowance(r.ttl_ms(), 0.01) * 4);
-                     },
-                     UntilAll({kS1}));
-               }});
-  c.push_back({"clock-jump-backward", "views {n0,n1,n2}|{n2,n3,n4}, n2 clock -1.5 ttl",
-               "n2's clock jumps back while a lease is held: its key lives longer, which only "
-               "delays the next holder (availability), never lets two in: clean.",
-               false, false, ExpectClean(), Overlap(false, true), [](Run& run) {
+  c.push_back({.name = "clock-jump-within-drift",
+               .config = "views {n0,n1,n2}|{n2,n3,n4}, n2 +-0.55 drift",
+               .summary =
+                   "Same overlapping views, but n2's clock only moves forward by 55 % of the drift "
+                   "allowance (ttl*0.01+2ms), by jumps and by a strobe. The validity already "
+                   "subtracts that much, so the lease ends before n2's key: clean (antirez's "
+                   "argument: bounded drift is what Redlock assumes).",
+               .quick = false,
+               .expect = ExpectClean(),
+               .setup = Overlap({.node_clock_shim = true}),
+               .body = ClockJumpWithinDrift});
+  c.push_back(
+      {.name = "clock-jump-beyond-drift",
+       .config = "views {n0,n1,n2}|{n2,n3,n4}, n2 +4 drift",
+       .summary =
+           "The sharp edge of the previous scenario: n2 jumps forward by four times the drift "
+           "allowance (88 ms of a 2 s ttl) right after a grant. The other side gets in a few "
+           "tens of milliseconds before the holder's validity ends: a small overlap the "
+           "checker must still find.",
+       .quick = false,
+       .expect = Found({kS1}),
+       .setup = Overlap({.node_clock_shim = true}),
+       .body = [](Run& run) {
+         return OnMarker(
+             run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+             [](Run& r, const Marker&) {
+               return r.nodes().ClockJump(2, DriftAllowance(r.ttl_ms(), 0.01) * 4);
+             },
+             UntilAll({kS1}));
+       }});
+  c.push_back({.name = "clock-jump-backward",
+               .config = "views {n0,n1,n2}|{n2,n3,n4}, n2 clock -1.5 ttl",
+               .summary =
+                   "n2's clock jumps back while a lease is held: its key lives longer, which only "
+                   "delays the next holder (availability), never lets two in: clean.",
+               .quick = false,
+               .expect = ExpectClean(),
+               .setup = Overlap({.node_clock_shim = true}),
+               .body = [](Run& run) {
                  return OnMarker(
                      run, "grant", -1, 3, Ttl(run) * 2, absl::ZeroDuration(),
                      [](Run& r, const Marker&) { return r.nodes().ClockJump(2, -Ttl(r) * 1.5); });
                }});
 
   // ---- Restarts ----
-  c.push_back({"restart-no-persistence", "views {n0,n1,n2}|{n2,n3,n4}, kill -9 n2 + restart",
-               "Kleppmann's restart case: c1 holds on n0,n1,n2; n2 is killed and restarted at "
-               "once without persistence, forgetting the key; c2 gets n2,n3,n4. Violation "
-               "expected.",
-               true, false, Found({kS1}), Overlap(false, false), [](Run& run) {
-                 return OnMarker(
-                     run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
-                     [](Run& r, const Marker&) { return r.nodes().RestartNow(2); },
-                     UntilAll({kS1}));
-               }});
+  c.push_back(
+      {.name = "restart-no-persistence",
+       .config = "views {n0,n1,n2}|{n2,n3,n4}, kill -9 n2 + restart",
+       .summary = "Kleppmann's restart case: c1 holds on n0,n1,n2; n2 is killed and restarted at "
+                  "once without persistence, forgetting the key; c2 gets n2,n3,n4. Violation "
+                  "expected.",
+       .quick = true,
+       .expect = Found({kS1}),
+       .setup = Overlap({}),
+       .body = [](Run& run) {
+         return OnMarker(
+             run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+             [](Run& r, const Marker&) { return r.nodes().RestartNow(2); }, UntilAll({kS1}));
+       }});
   {
-    ScenarioSetup s = Overlap(true, false);
-    c.push_back({"restart-aof-always", "views overlap, AOF always, kill -9 n2 + restart",
-                 "The same kill and immediate restart with appendonly yes + appendfsync always: "
-                 "Redis fsyncs the SET before it replies, so the restarted n2 still holds the key "
-                 "(with its absolute expiry): clean.",
-                 true, false, ExpectClean(), s, [](Run& run) {
-                   return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500),
-                                   absl::ZeroDuration(),
-                                   [](Run& r, const Marker&) { return r.nodes().RestartNow(2); });
-                 }});
+    ScenarioSetup s = Overlap({.aof = true});
+    c.push_back(
+        {.name = "restart-aof-always",
+         .config = "views overlap, AOF always, kill -9 n2 + restart",
+         .summary =
+             "The same kill and immediate restart with appendonly yes + appendfsync always: "
+             "Redis fsyncs the SET before it replies, so the restarted n2 still holds the key "
+             "(with its absolute expiry): clean.",
+         .quick = true,
+         .expect = ExpectClean(),
+         .setup = s,
+         .body = [](Run& run) {
+           return OnMarker(run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
+                           [](Run& r, const Marker&) { return r.nodes().RestartNow(2); });
+         }});
   }
-  c.push_back({"restart-delayed", "views overlap, no persistence, n2 down 1.25 ttl",
-               "antirez's answer to the restart case: a node that restarts empty only after a "
-               "ttl cannot help a second client while the first lease is still valid: clean.",
-               false, false, ExpectClean(), Overlap(false, false), [](Run& run) {
-                 return OnMarker(run, "grant", -1, 3, Milliseconds(500), absl::ZeroDuration(),
-                                 [](Run& r, const Marker&) {
-                                   return r.nodes().RestartDelayed(2, Ttl(r) * 1.25);
-                                 });
-               }});
-  c.push_back({"restart-amnesia", "views overlap, AOF, n2 loses its AOF tail",
-               "Power loss: AOF is on, but n2 restarts with the tail of its log (from the "
-               "holder's SET on) cut off, as a disk that had not flushed would. The key is "
-               "forgotten like without persistence: violation expected.",
-               false, false, Found({kS1}), Overlap(true, false), [](Run& run) {
+  c.push_back(
+      {.name = "restart-delayed",
+       .config = "views overlap, no persistence, n2 down 1.25 ttl",
+       .summary = "antirez's answer to the restart case: a node that restarts empty only after a "
+                  "ttl cannot help a second client while the first lease is still valid: clean.",
+       .quick = false,
+       .expect = ExpectClean(),
+       .setup = Overlap({}),
+       .body = [](Run& run) {
+         return OnMarker(
+             run, "grant", -1, 3, Milliseconds(500), absl::ZeroDuration(),
+             [](Run& r, const Marker&) { return r.nodes().RestartDelayed(2, Ttl(r) * 1.25); });
+       }});
+  c.push_back({.name = "restart-amnesia",
+               .config = "views overlap, AOF, n2 loses its AOF tail",
+               .summary =
+                   "Power loss: AOF is on, but n2 restarts with the tail of its log (from the "
+                   "holder's SET on) cut off, as a disk that had not flushed would. The key is "
+                   "forgotten like without persistence: violation expected.",
+               .quick = false,
+               .expect = Found({kS1}),
+               .setup = Overlap({.aof = true}),
+               .body = [](Run& run) {
                  return OnMarker(
                      run, "grant", -1, 4, Ttl(run) + Milliseconds(500), absl::ZeroDuration(),
                      [](Run& r, const Marker& m) {
@@ -628,11 +681,16 @@ std::vector<Scenario> Build() {
                }});
 
   // ---- Pauses ----
-  c.push_back({"node-pause", "N=5 direct, SIGSTOP 1-2 nodes for 1.1-1.6 ttl",
-               "Nodes frozen longer than the ttl: requests wait in their sockets and run late "
-               "(SET, then the release queued behind it on the same connection); keys expire "
-               "by the wall clock meanwhile. Clean.",
-               false, false, ExpectClean(), Plain(Topology::kDirect, Many(3, Std())), NodePause});
+  c.push_back({.name = "node-pause",
+               .config = "N=5 direct, SIGSTOP 1-2 nodes for 1.1-1.6 ttl",
+               .summary =
+                   "Nodes frozen longer than the ttl: requests wait in their sockets and run late "
+                   "(SET, then the release queued behind it on the same connection); keys expire "
+                   "by the wall clock meanwhile. Clean.",
+               .quick = false,
+               .expect = ExpectClean(),
+               .setup = Plain(Topology::kDirect, Many(3, Std())),
+               .body = NodePause});
   {
     ScenarioSetup s = Plain(Topology::kSharedProxies, Many(3, Hot(200)), Seconds(12));
     for (auto& cl : s.clients) {
@@ -644,32 +702,46 @@ std::vector<Scenario> Build() {
     // c1's node deadline outlasts the pause, so the late replies count as
     // grants and the elapsed-time check is what must refuse the lease.
     s.clients[0].node_timeout_ms = 1500;
-    c.push_back({"client-pause-in-flight", "proxies +60ms replies; c1 stopped mid-acquire",
-                 "c1 is stopped (SIGSTOP) 10 ms into an attempt made while the lock looked "
-                 "free, its replies in flight, for 1.2 ttl. When it resumes the replies say OK, "
-                 "but the attempt took longer than the "
-                 "ttl: the library's elapsed-time check refuses the lease. Clean.",
-                 false, false, ExpectClean(), s,
-                 [](Run& run) { return PauseInFlight(run, nullptr); }});
+    c.push_back(
+        {.name = "client-pause-in-flight",
+         .config = "proxies +60ms replies; c1 stopped mid-acquire",
+         .summary = "c1 is stopped (SIGSTOP) 10 ms into an attempt made while the lock looked "
+                    "free, its replies in flight, for 1.2 ttl. When it resumes the replies say OK, "
+                    "but the attempt took longer than the "
+                    "ttl: the library's elapsed-time check refuses the lease. Clean.",
+         .quick = false,
+         .expect = ExpectClean(),
+         .setup = s,
+         .body = [](Run& run) { return PauseInFlight(run, nullptr); }});
     ScenarioSetup b = s;
     b.clients[0] = Variant(b.clients[0], ClientVariant::kNoElapsedCheck);
-    c.push_back({"broken-no-elapsed", "as client-pause-in-flight, c1 = no-elapsed",
-                 "The same pause with a client that computes validity as ttl - drift without "
-                 "subtracting the elapsed time: it believes it holds a lock whose keys expired "
-                 "while it was stopped. Must be caught.",
-                 true, false, FoundAny({kS1, kS3}), b, [](Run& run) {
+    c.push_back({.name = "broken-no-elapsed",
+                 .config = "as client-pause-in-flight, c1 = no-elapsed",
+                 .summary =
+                     "The same pause with a client that computes validity as ttl - drift without "
+                     "subtracting the elapsed time: it believes it holds a lock whose keys expired "
+                     "while it was stopped. Must be caught.",
+                 .quick = true,
+                 .expect = FoundAny({kS1, kS3}),
+                 .setup = b,
+                 .body = [](Run& run) {
                    return PauseInFlight(run, UntilAny({kS1, kS3}));
                  }});
   }
   {
     ScenarioSetup s = Plain(Topology::kDirect, Many(3, Hot(100)));
     c.push_back(
-        {"client-pause-in-cs", "3 clients, 1 resource, pause holder 2 ttl after read",
-         "Kleppmann's GC pause: a holder is stopped between reading the counter and "
-         "writing it back, for twice the ttl. Its lease expires, another client takes the "
-         "lock and increments, the paused one writes a stale value. No lock service can "
-         "prevent this without fencing: S1 and S3 violations expected.",
-         true, false, Found({kS1, kS3}), s, [](Run& run) {
+        {.name = "client-pause-in-cs",
+         .config = "3 clients, 1 resource, pause holder 2 ttl after read",
+         .summary =
+             "Kleppmann's GC pause: a holder is stopped between reading the counter and "
+             "writing it back, for twice the ttl. Its lease expires, another client takes the "
+             "lock and increments, the paused one writes a stale value. No lock service can "
+             "prevent this without fencing: S1 and S3 violations expected.",
+         .quick = true,
+         .expect = Found({kS1, kS3}),
+         .setup = s,
+         .body = [](Run& run) {
            return OnMarker(
                run, "use_read", -1, 3, Milliseconds(800), absl::ZeroDuration(),
                [](Run& r, const Marker& m) { return PauseClientFor(r, m.client, Ttl(r) * 2); },
@@ -678,12 +750,17 @@ std::vector<Scenario> Build() {
     ScenarioSetup f = s;
     for (auto& cl : f.clients) cl = Fenced(cl);
     c.push_back(
-        {"client-pause-in-cs-fenced", "as client-pause-in-cs, fencing tokens",
-         "The same pause, with fencing: the newer holder's fenced read raises the fence, "
-         "so the paused holder's late write is refused (accepted=false). The hold "
-         "intervals still overlap (S1), but no update is lost (S3) and the store never "
-         "accepts a stale token (S4).",
-         true, false, Found({kS1}, {kS3, kS4, kS5}), f, [](Run& run) {
+        {.name = "client-pause-in-cs-fenced",
+         .config = "as client-pause-in-cs, fencing tokens",
+         .summary =
+             "The same pause, with fencing: the newer holder's fenced read raises the fence, "
+             "so the paused holder's late write is refused (accepted=false). The hold "
+             "intervals still overlap (S1), but no update is lost (S3) and the store never "
+             "accepts a stale token (S4).",
+         .quick = true,
+         .expect = Found({kS1}, {kS3, kS4, kS5}),
+         .setup = f,
+         .body = [](Run& run) {
            return OnMarker(
                run, "use_read", -1, 3, Milliseconds(800), absl::ZeroDuration(),
                [](Run& r, const Marker& m) { return PauseClientFor(r, m.client, Ttl(r) * 2); },
@@ -693,41 +770,63 @@ std::vector<Scenario> Build() {
   {
     ScenarioSetup s = Plain(Topology::kDirect, Many(3, Hot(300)));
     s.clients[0].pre_release_ms = 60;
-    c.push_back({"client-pause-before-release", "c1 stopped 1.5 ttl before its release",
-                 "c1 is stopped after its last use, before it releases; the release arrives after "
-                 "the lease expired and another client took the lock. The compare-and-delete "
-                 "release leaves the new holder's key alone: clean.",
-                 false, false, ExpectClean(), s,
-                 [](Run& run) { return PauseBeforeRelease(run, nullptr); }});
+    c.push_back(
+        {.name = "client-pause-before-release",
+         .config = "c1 stopped 1.5 ttl before its release",
+         .summary =
+             "c1 is stopped after its last use, before it releases; the release arrives after "
+             "the lease expired and another client took the lock. The compare-and-delete "
+             "release leaves the new holder's key alone: clean.",
+         .quick = false,
+         .expect = ExpectClean(),
+         .setup = s,
+         .body = [](Run& run) { return PauseBeforeRelease(run, nullptr); }});
     ScenarioSetup b = s;
     b.clients[0] = Variant(b.clients[0], ClientVariant::kPlainDelRelease);
-    c.push_back({"broken-plain-del", "as client-pause-before-release, c1 = plain-del",
-                 "The same late release from a client that releases with DEL: it deletes the new "
-                 "holder's key and a third client gets in. Must be caught.",
-                 true, false, FoundAny({kS1, kS3}), b, [](Run& run) {
-                   return PauseBeforeRelease(run, UntilAny({kS1, kS3}));
-                 }});
+    c.push_back(
+        {.name = "broken-plain-del",
+         .config = "as client-pause-before-release, c1 = plain-del",
+         .summary =
+             "The same late release from a client that releases with DEL: it deletes the new "
+             "holder's key and a third client gets in. Must be caught.",
+         .quick = true,
+         .expect = FoundAny({kS1, kS3}),
+         .setup = b,
+         .body = [](Run& run) {
+           return PauseBeforeRelease(run, UntilAny({kS1, kS3}));
+         }});
   }
 
   // ---- Client clocks ----
   {
     ScenarioSetup s = Plain(Topology::kDirect, Many(3, Std()));
     s.client_clock_shim = true;
-    c.push_back({"client-clock-jump", "clients under the shim: wall +-1-5 s, mono +",
-                 "The clients' wall clocks jump back and forth by seconds (and their monotonic "
-                 "clocks forward now and then). The library measures leases on the steady clock, "
-                 "so wall jumps change nothing and monotonic jumps forward only shorten leases: "
-                 "clean.",
-                 false, false, ExpectClean(), s, ClientClockJumps});
+    c.push_back(
+        {.name = "client-clock-jump",
+         .config = "clients under the shim: wall +-1-5 s, mono +",
+         .summary =
+             "The clients' wall clocks jump back and forth by seconds (and their monotonic "
+             "clocks forward now and then). The library measures leases on the steady clock, "
+             "so wall jumps change nothing and monotonic jumps forward only shorten leases: "
+             "clean.",
+         .quick = false,
+         .expect = ExpectClean(),
+         .setup = s,
+         .body = ClientClockJumps});
     ScenarioSetup b = Plain(Topology::kDirect, Many(3, Hot(150)));
     b.client_clock_shim = true;
     b.clients[0] = Variant(b.clients[0], ClientVariant::kWallClock);
     b.clients[0].uses_per_lease = 12;
-    c.push_back({"broken-wall-clock", "c1 = wall-clock, its wall clock -3 s after a grant",
-                 "c1 measures validity on system_clock and uses the lock as long as it thinks "
-                 "time is left; its wall clock jumps back 3 s right after a grant, so it keeps "
-                 "using the lock well past the real end of its lease. Must be caught.",
-                 true, false, FoundAny({kS1, kS2}), b, [](Run& run) {
+    c.push_back({.name = "broken-wall-clock",
+                 .config = "c1 = wall-clock, its wall clock -3 s after a grant",
+                 .summary =
+                     "c1 measures validity on system_clock and uses the lock as long as it thinks "
+                     "time is left; its wall clock jumps back 3 s right after a grant, so it keeps "
+                     "using the lock well past the real end of its lease. Must be caught.",
+                 .quick = true,
+                 .expect = FoundAny({kS1, kS2}),
+                 .setup = b,
+                 .body = [](Run& run) {
                    return OnMarker(
                        run, "grant", 0, 4, Ttl(run) * 2.5, absl::ZeroDuration(),
                        [](Run& r, const Marker&) { return r.ClientClockJump(0, -Seconds(3)); },
@@ -738,9 +837,14 @@ std::vector<Scenario> Build() {
   // ---- Partitions (root) ----
   auto part = [&](std::string name, std::string config, std::string summary, bool quick,
                   std::function<PartitionSpec(Run&)> shape) {
-    c.push_back({std::move(name), std::move(config), std::move(summary), quick, true, ExpectClean(),
-                 Plain(Topology::kNamespace, Many(3, Std())),
-                 [shape](Run& run) { return PartitionCycle(run, shape); }});
+    c.push_back({.name = std::move(name),
+                 .config = std::move(config),
+                 .summary = std::move(summary),
+                 .quick = quick,
+                 .needs_root = true,
+                 .expect = ExpectClean(),
+                 .setup = Plain(Topology::kNamespace, Many(3, Std())),
+                 .body = [shape](Run& run) { return PartitionCycle(run, shape); }});
   };
   part("partition-isolate-node", "netns, nft: one node cut from every client",
        "One node at a time is unreachable (both directions) for 1.5 s, then healed. A majority "
@@ -777,47 +881,67 @@ std::vector<Scenario> Build() {
        });
 
   // ---- Proxy faults ----
-  c.push_back({"latency-minority", "proxies: 2 nodes +30ms+-40ms (timeout 50ms)",
-               "Two slow nodes whose replies often miss the 50 ms node deadline: the "
-               "attempt is decided by the fast majority without waiting. Clean.",
-               false, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())),
-               LatencyMinority});
+  c.push_back({.name = "latency-minority",
+               .config = "proxies: 2 nodes +30ms+-40ms (timeout 50ms)",
+               .summary = "Two slow nodes whose replies often miss the 50 ms node deadline: the "
+                          "attempt is decided by the fast majority without waiting. Clean.",
+               .quick = false,
+               .expect = ExpectClean(),
+               .setup = Plain(Topology::kSharedProxies, Many(3, Std())),
+               .body = LatencyMinority});
   {
     ClientConfig slow = Std();
     slow.node_timeout_ms = 900;
     slow.use_ms = 20;
     slow.guard_ms = 50;
-    c.push_back({"latency-near-ttl", "proxies: all +330-430ms each way, ttl 1s",
-                 "Every round trip takes 660-860 ms of a 1 s ttl: validity is what is left after "
-                 "the elapsed time and drift, often too little to use (DEADLINE_EXCEEDED or no "
-                 "use), never negative time wrongly believed. Clean.",
-                 false, false, ExpectClean(),
-                 Plain(Topology::kSharedProxies, Many(3, slow), Seconds(10)), LatencyNearTtl});
+    c.push_back(
+        {.name = "latency-near-ttl",
+         .config = "proxies: all +330-430ms each way, ttl 1s",
+         .summary =
+             "Every round trip takes 660-860 ms of a 1 s ttl: validity is what is left after "
+             "the elapsed time and drift, often too little to use (DEADLINE_EXCEEDED or no "
+             "use), never negative time wrongly believed. Clean.",
+         .quick = false,
+         .expect = ExpectClean(),
+         .setup = Plain(Topology::kSharedProxies, Many(3, slow), Seconds(10)),
+         .body = LatencyNearTtl});
   }
-  c.push_back({"late-delivery-hold", "proxies: hold-then-release SETs/replies 0.2-1.5 s",
-               "Bytes to (or from) one or two nodes are held and delivered late: SETs that run "
-               "after their attempt gave up, replies that arrive after the deadline, releases "
-               "that trail their SETs on the same connection. Clean, no leftover key.",
-               false, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())),
-               LateDelivery});
-  c.push_back({"ack-loss-and-resets", "proxies: replies black-holed (minority, majority), RST",
-               "The nodes execute but the replies vanish (ack loss) on a minority, then a "
-               "majority; connections are reset. Failed attempts must still release every "
-               "node, including those whose acks were lost: clean, and S5 clean.",
-               true, false, ExpectClean(), Plain(Topology::kSharedProxies, Many(3, Std())),
-               AckLossAndResets});
+  c.push_back({.name = "late-delivery-hold",
+               .config = "proxies: hold-then-release SETs/replies 0.2-1.5 s",
+               .summary =
+                   "Bytes to (or from) one or two nodes are held and delivered late: SETs that run "
+                   "after their attempt gave up, replies that arrive after the deadline, releases "
+                   "that trail their SETs on the same connection. Clean, no leftover key.",
+               .quick = false,
+               .expect = ExpectClean(),
+               .setup = Plain(Topology::kSharedProxies, Many(3, Std())),
+               .body = LateDelivery});
+  c.push_back({.name = "ack-loss-and-resets",
+               .config = "proxies: replies black-holed (minority, majority), RST",
+               .summary =
+                   "The nodes execute but the replies vanish (ack loss) on a minority, then a "
+                   "majority; connections are reset. Failed attempts must still release every "
+                   "node, including those whose acks were lost: clean, and S5 clean.",
+               .quick = true,
+               .expect = ExpectClean(),
+               .setup = Plain(Topology::kSharedProxies, Many(3, Std())),
+               .body = AckLossAndResets});
   {
     ScenarioSetup b =
         Plain(Topology::kSharedProxies,
               Many(3, Variant(Hot(30, 6000), ClientVariant::kNoPartialRelease)), Seconds(5));
     b.quiet = Milliseconds(500);
-    c.push_back({"broken-no-partial-release",
-                 "as ack-loss (majority), clients = no-partial-release",
-                 "Ack loss on a majority with clients that do not release the partial grants of "
-                 "a failed attempt: the keys stay on all five nodes until their 6 s ttl, nobody "
-                 "can lock meanwhile, and they are still there after the run (S5). Must be "
-                 "caught.",
-                 true, false, Found({kS5}, {kS1, kS2, kS3, kS4}), b, PartialGrants});
+    c.push_back(
+        {.name = "broken-no-partial-release",
+         .config = "as ack-loss (majority), clients = no-partial-release",
+         .summary = "Ack loss on a majority with clients that do not release the partial grants of "
+                    "a failed attempt: the keys stay on all five nodes until their 6 s ttl, nobody "
+                    "can lock meanwhile, and they are still there after the run (S5). Must be "
+                    "caught.",
+         .quick = true,
+         .expect = Found({kS5}, {kS1, kS2, kS3, kS4}),
+         .setup = b,
+         .body = PartialGrants});
   }
 
   // ---- Random mixes ----
@@ -825,23 +949,33 @@ std::vector<Scenario> Build() {
     ScenarioSetup s = Plain(Topology::kSharedProxies, Many(3, Fenced(Std())), Seconds(12));
     s.aof = true;
     s.node_clock_shim = true;
-    c.push_back({"mix-safe", "seeded mix: AOF restarts, pauses, small clocks, proxy faults",
-                 "A seeded random sequence of faults that the Redlock model tolerates: kill -9 "
-                 "with AOF always, delayed restarts, node pauses, clock strobes within half the "
-                 "drift, backward jumps, latency, black holes, holds, ack loss, resets, short "
-                 "client pauses. Clean.",
-                 true, false, ExpectClean(), s, MixSafe});
+    c.push_back(
+        {.name = "mix-safe",
+         .config = "seeded mix: AOF restarts, pauses, small clocks, proxy faults",
+         .summary = "A seeded random sequence of faults that the Redlock model tolerates: kill -9 "
+                    "with AOF always, delayed restarts, node pauses, clock strobes within half the "
+                    "drift, backward jumps, latency, black holes, holds, ack loss, resets, short "
+                    "client pauses. Clean.",
+         .quick = true,
+         .expect = ExpectClean(),
+         .setup = s,
+         .body = MixSafe});
   }
   {
     ScenarioSetup s = Plain(Topology::kSharedProxies, Many(3, Hot(100)), Seconds(12));
     s.node_clock_shim = true;
-    c.push_back({"mix-unsafe", "seeded mix: majority restarts (no AOF), big jumps, GC pauses",
-                 "A seeded random sequence of faults outside the model: a majority restarted "
-                 "without persistence, a majority's clocks jumping 3 ttl forward, a holder paused "
-                 "inside its critical section. Violations expected.",
-                 false, false, FoundAny({kS1, kS2, kS3}), s, MixUnsafe});
+    c.push_back(
+        {.name = "mix-unsafe",
+         .config = "seeded mix: majority restarts (no AOF), big jumps, GC pauses",
+         .summary =
+             "A seeded random sequence of faults outside the model: a majority restarted "
+             "without persistence, a majority's clocks jumping 3 ttl forward, a holder paused "
+             "inside its critical section. Violations expected.",
+         .quick = false,
+         .expect = FoundAny({kS1, kS2, kS3}),
+         .setup = s,
+         .body = MixUnsafe});
   }
-  (void)kAll;
   return c;
 }
 

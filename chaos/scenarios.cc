@@ -26,6 +26,8 @@
 #include "chaos/history.h"
 #include "chaos/plot.h"
 #include "common/svg.h"
+#include "testkit/files.h"
+#include "testkit/process.h"
 
 namespace redlock::chaos {
 namespace {
@@ -33,15 +35,8 @@ namespace {
 // The last `max_lines` lines of a file ("" when unreadable): a crashed
 // client's sanitizer report lands in the run's output, not only in --keep.
 std::string LogTail(const std::string& path, size_t max_lines) {
-  std::ifstream in(path);
-  std::deque<std::string> lines;
-  std::string line;
-  while (std::getline(in, line)) {
-    lines.push_back(line);
-    if (lines.size() > max_lines) lines.pop_front();
-  }
   std::string out;
-  for (const auto& l : lines) absl::StrAppend(&out, "    ", l, "\n");
+  for (const auto& l : testkit::LastLines(path, max_lines)) absl::StrAppend(&out, "    ", l, "\n");
   return out;
 }
 
@@ -436,7 +431,9 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
     run.partitioner_ = *std::move(part);
   }
 
-  std::string binary = opt.client_binary.empty() ? DefaultClientBinary() : opt.client_binary;
+  const std::string binary = opt.client_binary.empty() ? DefaultClientBinary() : opt.client_binary;
+  const std::string broken_binary =
+      opt.broken_client_binary.empty() ? DefaultBrokenClientBinary() : opt.broken_client_binary;
   for (int k = 0; k < nc; ++k) {
     ClientLaunch launch;
     launch.config = setup.clients[static_cast<size_t>(k)];
@@ -460,7 +457,7 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
     c.history = absl::StrCat(run.dir_, "/", c.name, ".jsonl");
     c.seed = run.rng_();
     c.duration_ms = absl::ToInt64Milliseconds(setup.budget) + 60000;
-    launch.binary = binary;
+    launch.binary = c.variant == ClientVariant::kLibrary ? binary : broken_binary;
     launch.index = k;
     launch.log_path = absl::StrCat(run.dir_, "/", c.name, ".log");
     if (setup.topology == Topology::kNamespace) launch.uid = kClientUidBase + k;
@@ -749,23 +746,37 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
   }
 }
 
-std::string DefaultClientBinary() {
+namespace {
+
+// `name` next to this executable, or in the build tree's chaos directory.
+std::string FindHarnessBinary(const std::string& name) {
   char buf[4096];
   ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
   if (n > 0) {
     buf[n] = 0;
     std::string dir = std::filesystem::path(buf).parent_path().string();
-    for (const std::string& cand :
-         {dir + "/redlock-chaos-client", dir + "/../chaos/redlock-chaos-client"}) {
+    for (const std::string& cand : {dir + "/" + name, dir + "/../chaos/" + name}) {
       if (access(cand.c_str(), X_OK) == 0) return cand;
     }
   }
-#ifdef REDLOCK_CHAOS_CLIENT_PATH
-  return REDLOCK_CHAOS_CLIENT_PATH;
+#ifdef REDLOCK_CHAOS_BINARY_DIR
+  return absl::StrCat(REDLOCK_CHAOS_BINARY_DIR, "/", name);
 #else
-  return "redlock-chaos-client";
+  return name;
 #endif
 }
+
+bool UsesBrokenClient(const Scenario& scenario) {
+  for (const ClientConfig& c : scenario.setup.clients) {
+    if (c.variant != ClientVariant::kLibrary) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string DefaultClientBinary() { return FindHarnessBinary("redlock-chaos-client"); }
+std::string DefaultBrokenClientBinary() { return FindHarnessBinary("redlock-chaos-broken-client"); }
 
 ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) {
   ScenarioResult res;
@@ -780,6 +791,20 @@ ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) 
       res.skipped = absl::IsFailedPrecondition(s);
       res.skip_reason = std::string(s.message());
       res.why = std::string(s.message());
+      res.ok = res.skipped;
+      return res;
+    }
+  }
+  if (UsesBrokenClient(scenario)) {
+    const std::string broken = options.broken_client_binary.empty() ? DefaultBrokenClientBinary()
+                                                                    : options.broken_client_binary;
+    if (testkit::FindExecutable(broken).empty()) {
+      // Skipped where tests are not built; under CI a failure, never a skip.
+      res.skipped = !testkit::UnderCi();
+      res.skip_reason = absl::StrCat(
+          "no ", broken, " (the broken clients are test code: build with REDLOCK_BUILD_TESTS=ON)",
+          res.skipped ? "" : "; CI=true makes that a failure");
+      res.why = res.skip_reason;
       res.ok = res.skipped;
       return res;
     }

@@ -238,6 +238,11 @@ struct RunOptions {
   uint64_t seed = 1;
   // redlock-chaos-client; "" = next to this executable, then the build tree.
   std::string client_binary;
+  // redlock-chaos-broken-client (the deliberately broken variants, test code
+  // built with REDLOCK_BUILD_TESTS), for the clients of the broken-*
+  // scenarios; "" = looked up like client_binary. Missing: those scenarios
+  // are skipped.
+  std::string broken_client_binary;
   // Keep the histories (and the checker's report) in keep_dir/<scenario>/.
   std::string keep_dir;
   // Write the timeline picture (chaos/plot.h) to plot_dir/<scenario>.svg.
@@ -265,8 +270,10 @@ struct ScenarioResult {
   std::string plot_path;  // the picture written, if any
 };
 
-// The path of redlock-chaos-client to use (see RunOptions::client_binary).
+// The paths of redlock-chaos-client and redlock-chaos-broken-client to use
+// (see RunOptions::client_binary).
 std::string DefaultClientBinary();
+std::string DefaultBrokenClientBinary();
 
 ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options);
 

@@ -1,6 +1,6 @@
 // chaos/supervisor.h: the node supervisor of the chaos harness.
 //
-// A NodeSupervisor owns a Fleet (tests/testing/fleet.h, the one fixture that
+// A NodeSupervisor owns a Fleet (testkit/fleet.h, the one fixture that
 // starts real redis-server processes) and performs the node faults of
 // DESIGN.md section 7, logging every action as a nemesis event in the
 // history:
@@ -42,7 +42,7 @@
 #include "chaos/clock_control.h"
 #include "chaos/history.h"
 #include "chaos/nemesis.h"
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 namespace redlock::chaos {
 

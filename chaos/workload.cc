@@ -1,7 +1,6 @@
 #include "chaos/workload.h"
 
 #include <fcntl.h>
-#include <hiredis/hiredis.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -23,6 +22,9 @@
 #include "chaos/history.h"
 #include "redlock/client.h"
 #include "redlock/fencing.h"
+#include "redlock/internal/status_macros.h"
+#include "redlock/options.h"
+#include "testkit/redis.h"
 
 namespace redlock::chaos {
 namespace {
@@ -54,83 +56,46 @@ void SleepRaw(int64_t ns, const std::atomic<bool>* stop) {
 // A blocking connection to the data server (never faulted).
 class DataStore {
  public:
-  explicit DataStore(std::string address) : address_(std::move(address)) {}
-  ~DataStore() {
-    if (c_ != nullptr) redisFree(c_);
+  explicit DataStore(const std::string& address) : address_(address) {
+    absl::StatusOr<Endpoint> ep = ParseEndpoint(address);
+    if (ep.ok()) conn_.emplace(*std::move(ep));
   }
 
   // Runs a command; returns the reply converted, or an error status for
   // transport errors. Redis error replies are returned as kAborted with the
   // message (STALE ...) or kInternal.
   absl::StatusOr<std::optional<std::string>> Run(const std::vector<std::string>& args) {
+    if (!conn_.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("bad data address ", address_));
+    }
     for (int attempt = 0; attempt < 3; ++attempt) {
-      if (c_ == nullptr) {
-        absl::Status s = Connect();
-        if (!s.ok()) {
-          SleepRaw(50000000, nullptr);
-          continue;
-        }
-      }
-      std::vector<const char*> argv;
-      std::vector<size_t> lens;
-      for (const auto& a : args) {
-        argv.push_back(a.data());
-        lens.push_back(a.size());
-      }
-      redisReply* r = static_cast<redisReply*>(
-          redisCommandArgv(c_, static_cast<int>(argv.size()), argv.data(), lens.data()));
-      if (r == nullptr) {
-        redisFree(c_);
-        c_ = nullptr;
+      if (!conn_->connected() && !conn_->Connect(absl::Seconds(2), absl::Seconds(2)).ok()) {
+        SleepRaw(50000000, nullptr);
         continue;
       }
-      absl::StatusOr<std::optional<std::string>> out;
+      absl::StatusOr<testkit::RedisValue> r = conn_->Command(args);
+      if (!r.ok()) continue;  // closed: reconnect
       switch (r->type) {
-        case REDIS_REPLY_NIL:
-          out = std::optional<std::string>();
-          break;
-        case REDIS_REPLY_STRING:
-        case REDIS_REPLY_STATUS:
-          out = std::optional<std::string>(std::string(r->str, r->len));
-          break;
-        case REDIS_REPLY_INTEGER:
-          out = std::optional<std::string>(std::to_string(r->integer));
-          break;
-        case REDIS_REPLY_ERROR: {
-          std::string msg(r->str, r->len);
-          out = absl::StartsWith(msg, "STALE") ? absl::AbortedError(msg) : absl::InternalError(msg);
-          break;
-        }
+        case testkit::RedisValue::Type::kNil:
+          return std::optional<std::string>();
+        case testkit::RedisValue::Type::kString:
+        case testkit::RedisValue::Type::kStatus:
+          return std::optional<std::string>(r->str);
+        case testkit::RedisValue::Type::kInteger:
+          return std::optional<std::string>(std::to_string(r->integer));
+        case testkit::RedisValue::Type::kError:
+          return absl::StartsWith(r->str, "STALE") ? absl::AbortedError(r->str)
+                                                   : absl::InternalError(r->str);
         default:
-          out = absl::InternalError("unexpected reply type");
+          return absl::InternalError("unexpected reply type");
       }
-      freeReplyObject(r);
-      return out;
     }
     return absl::UnavailableError(absl::StrCat("data server ", address_, " unreachable"));
   }
 
  private:
-  absl::Status Connect() {
-    std::vector<std::string> hp = absl::StrSplit(address_, absl::MaxSplits(':', 1));
-    int port = 0;
-    if (hp.size() != 2 || !absl::SimpleAtoi(hp[1], &port)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad data address ", address_));
-    }
-    timeval tv{2, 0};
-    c_ = redisConnectWithTimeout(hp[0].c_str(), port, tv);
-    if (c_ == nullptr || c_->err) {
-      std::string err = c_ != nullptr ? c_->errstr : "alloc";
-      if (c_ != nullptr) redisFree(c_);
-      c_ = nullptr;
-      return absl::UnavailableError(err);
-    }
-    redisSetTimeout(c_, tv);
-    return absl::OkStatus();
-  }
-
-  std::string address_;
-  redisContext* c_ = nullptr;
+  const std::string address_;
+  std::optional<testkit::RedisConnection> conn_;
 };
 
 class LibraryBackend : public LockBackend {
@@ -337,6 +302,11 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
 }
 
 absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConfig& config) {
+  if (config.variant != ClientVariant::kLibrary) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "variant ", VariantName(config.variant),
+        " is a deliberately broken client: it is in the test-only redlock-chaos-broken-client"));
+  }
   redlock::Options options;
   for (const std::string& n : config.nodes) {
     absl::StatusOr<redlock::Endpoint> ep = redlock::ParseEndpoint(n);
@@ -499,6 +469,49 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
   return 0;
 }
 
+namespace {
+
+// Set by the handler, read by the loop. A process-directed signal may be
+// delivered to any thread (the library's I/O thread too), so this must be an
+// atomic, not a volatile bool; lock-free, it is async-signal-safe.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+void OnTerm(int) { g_stop.store(true); }
+
+}  // namespace
+
+int ClientMain(int argc, char** argv, BackendFactory make_backend) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      fprintf(stderr,
+              "usage: %s --name=c1 --nodes=h:p,... --data=h:p --history=FILE [options]\n"
+              "see chaos/workload.h and chaos/README.md\n",
+              argv[0]);
+      return 0;
+    }
+  }
+  absl::StatusOr<ClientConfig> config = ParseClientArgs(args);
+  if (!config.ok()) {
+    fprintf(stderr, "%s: %s\n", argv[0], config.status().ToString().c_str());
+    return 2;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnTerm;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<LockBackend>> backend = make_backend(*config);
+  if (!backend.ok()) {
+    fprintf(stderr, "%s: %s\n", config->name.c_str(), backend.status().ToString().c_str());
+    return 2;
+  }
+  return RunClientLoop(*config, **backend, &g_stop);
+}
+
 // ---- MarkerHub -------------------------------------------------------------------
 
 void MarkerHub::Push(Marker m) {
@@ -552,7 +565,7 @@ absl::StatusOr<std::unique_ptr<ClientProcess>> ClientProcess::Spawn(ClientLaunch
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) return absl::UnavailableError(strerror(errno));
   config.marker_fd = 3;
-  SpawnSpec spec;
+  testkit::ProcessOptions spec;
   spec.argv.push_back(p->launch_.binary);
   for (std::string& a : ClientArgs(config)) spec.argv.push_back(std::move(a));
   spec.env = p->launch_.env;
@@ -566,15 +579,21 @@ absl::StatusOr<std::unique_ptr<ClientProcess>> ClientProcess::Spawn(ClientLaunch
                                                      "verify_asan_link_order=0")});
   }
   spec.uid = p->launch_.uid;
-  spec.log_path = p->launch_.log_path;
-  spec.pass_fd = fds[1];
-  absl::StatusOr<pid_t> pid = SpawnProcess(spec);
-  close(fds[1]);
-  if (!pid.ok()) {
-    close(fds[0]);
-    return pid.status();
+  if (!p->launch_.log_path.empty()) {
+    spec.stdout_to = testkit::Stream::kLogFile;
+    spec.stderr_to = testkit::Stream::kLogFile;
+    spec.log_path = p->launch_.log_path;
   }
-  p->pid_ = *pid;
+  spec.pass_fd = fds[1];
+  absl::StatusOr<std::unique_ptr<testkit::Process>> process =
+      testkit::Process::Start(std::move(spec));
+  close(fds[1]);
+  if (!process.ok()) {
+    close(fds[0]);
+    return process.status();
+  }
+  p->process_ = *std::move(process);
+  RegisterPid(p->process_->pid());
   p->read_fd_ = fds[0];
   p->reader_ = std::thread([raw = p.get()] { raw->ReadMarkers(); });
   return p;
@@ -613,49 +632,56 @@ void ClientProcess::ReadMarkers() {
   }
 }
 
-bool ClientProcess::exited() {
+bool ClientProcess::Reap(absl::Duration timeout) {
   if (reaped_) return true;
-  if (ReapProcess(pid_, absl::ZeroDuration(), &wait_status_)) reaped_ = true;
-  return reaped_;
+  const pid_t pid = process_->pid();
+  std::optional<int> status = process_->Wait(timeout);
+  if (!status.has_value()) return false;
+  wait_status_ = *status;
+  UnregisterPid(pid);
+  reaped_ = true;
+  return true;
 }
+
+void ClientProcess::KillAndReap() {
+  const pid_t pid = process_->pid();
+  wait_status_ = process_->Kill();
+  UnregisterPid(pid);
+  reaped_ = true;
+}
+
+bool ClientProcess::exited() { return Reap(absl::ZeroDuration()); }
 
 absl::Status ClientProcess::Pause() {
   if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
-  if (kill(pid_, SIGSTOP) != 0) return absl::InternalError(strerror(errno));
+  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGSTOP));
   paused_ = true;
   return absl::OkStatus();
 }
 
 absl::Status ClientProcess::Resume() {
   if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
-  if (kill(pid_, SIGCONT) != 0) return absl::InternalError(strerror(errno));
+  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGCONT));
   paused_ = false;
   return absl::OkStatus();
 }
 
 std::string ClientProcess::Stop(absl::Duration timeout) {
   if (!exited()) {
-    kill(pid_, SIGCONT);
+    (void)process_->Signal(SIGCONT);
     paused_ = false;
-    kill(pid_, SIGTERM);
-    if (ReapProcess(pid_, timeout, &wait_status_)) {
-      reaped_ = true;
-    } else {
-      kill(pid_, SIGKILL);
-      ReapProcess(pid_, absl::Seconds(10), &wait_status_);
-      reaped_ = true;
-      return absl::StrCat(DescribeWaitStatus(wait_status_), " (killed after ",
+    (void)process_->Signal(SIGTERM);
+    if (!Reap(timeout)) {
+      KillAndReap();
+      return absl::StrCat(testkit::DescribeWaitStatus(wait_status_), " (killed after ",
                           absl::FormatDuration(timeout), ")");
     }
   }
-  return DescribeWaitStatus(wait_status_);
+  return testkit::DescribeWaitStatus(wait_status_);
 }
 
 ClientProcess::~ClientProcess() {
-  if (pid_ > 0 && !exited()) {
-    kill(pid_, SIGKILL);
-    ReapProcess(pid_, absl::Seconds(10), &wait_status_);
-  }
+  if (process_ != nullptr && !exited()) KillAndReap();
   reaped_ = true;
   if (reader_.joinable()) reader_.join();
   if (read_fd_ >= 0) close(read_fd_);

@@ -21,7 +21,8 @@
 // list is empty unless --inspect-nodes asks the nodes after the grant which
 // of them hold the token (Client::Inspect, one more round trip: a superset
 // of the granting quorum at that instant, recorded as such); the broken
-// variants (tests/chaos/broken_client.h) know their granting nodes exactly.
+// variants (tests/chaos/broken_client.h, in the test-only binary
+// redlock-chaos-broken-client) know their granting nodes exactly.
 //
 // A correct client checks before each use that TimeLeft() >= use + guard.
 // Between the steps the client also writes one-line markers ("grant 7 r0")
@@ -55,13 +56,15 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/lease.h"
+#include "testkit/process.h"
 
 namespace redlock::chaos {
 
 // Which lock implementation a client process runs.
 enum class ClientVariant {
   kLibrary,  // redlock::Client
-  // tests/chaos/broken_client.h, one defect each:
+  // Deliberately broken, one defect each (test code: tests/chaos/broken_client.h,
+  // run by redlock-chaos-broken-client):
   kNoElapsedCheck,    // validity = ttl - drift (the time the round took is ignored)
   kPlainDelRelease,   // release is DEL key (deletes whatever holds the key)
   kWallClock,         // validity measured on system_clock (a wall-clock jump moves it)
@@ -136,7 +139,9 @@ class LockBackend {
   [[nodiscard]] virtual absl::Status Release(const HeldLock& lock) = 0;
 };
 
-// redlock::Client with the config's options.
+// redlock::Client with the config's options. kInvalidArgument for a broken
+// variant: those live in the test-only redlock-chaos-broken-client
+// (tests/chaos/broken_client.h), never in the shipped client.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(
     const ClientConfig& config);
 
@@ -146,6 +151,13 @@ class LockBackend {
 // `stop` is set from a signal handler, which may run on any thread of the
 // process (the library's I/O thread included): hence a lock-free atomic.
 int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::atomic<bool>* stop);
+
+// main() of a client process binary: parses the command line (ClientArgs),
+// ends the loop on SIGTERM/SIGINT, makes the backend with `make_backend` and
+// runs RunClientLoop. redlock-chaos-client passes MakeLibraryBackend, the
+// test-only redlock-chaos-broken-client MakeBrokenBackend.
+using BackendFactory = absl::StatusOr<std::unique_ptr<LockBackend>> (*)(const ClientConfig&);
+int ClientMain(int argc, char** argv, BackendFactory make_backend);
 
 // ---- Harness side ----------------------------------------------------------------
 
@@ -188,7 +200,8 @@ struct ClientLaunch {
 class ClientProcess {
  public:
   // Creates the history file (owned by `uid` if set), the marker pipe and the
-  // reader thread, and spawns the client (chaos/cleanup.h SpawnProcess).
+  // reader thread, and spawns the client (a testkit::Process whose pid is
+  // registered with chaos/cleanup.h while it runs).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClientProcess>> Spawn(ClientLaunch launch,
                                                                             MarkerHub* hub);
   // SIGKILL (by pid) if still running, reap, join the reader.
@@ -198,7 +211,7 @@ class ClientProcess {
 
   const std::string& name() const { return launch_.config.name; }
   const ClientConfig& config() const { return launch_.config; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }  // -1 once reaped
   bool paused() const { return paused_; }
   bool exited();
 
@@ -212,10 +225,13 @@ class ClientProcess {
  private:
   ClientProcess(ClientLaunch launch, MarkerHub* hub) : launch_(std::move(launch)), hub_(hub) {}
   void ReadMarkers();
+  // Waits up to `timeout` for the exit; true once reaped.
+  bool Reap(absl::Duration timeout);
+  void KillAndReap();
 
   ClientLaunch launch_;
   MarkerHub* hub_;
-  pid_t pid_ = -1;
+  std::unique_ptr<testkit::Process> process_;
   std::atomic<bool> reaped_{false};
   int wait_status_ = 0;
   bool paused_ = false;

@@ -23,15 +23,15 @@
 //   build/examples/oversell/oversell            # all modes, well under a minute
 //   build/examples/oversell/oversell --quick --check   # what ctest runs
 
-#include <signal.h>
-#include <spawn.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -41,15 +41,18 @@
 #include "absl/flags/usage.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "examples/oversell/redis_conn.h"
 #include "examples/oversell/worker.h"
-#include "tests/testing/fleet.h"
+#include "testkit/files.h"
+#include "testkit/fleet.h"
+#include "testkit/process.h"
+#include "testkit/redis.h"
 
 #ifdef REDLOCK_OVERSELL_CLOCK_JUMP
 #include "chaos/clock_control.h"
@@ -80,6 +83,9 @@ namespace {
 
 using redlock::testkit::Fleet;
 using redlock::testkit::FleetOptions;
+using redlock::testkit::Process;
+using redlock::testkit::RedisConnection;
+using redlock::testkit::RedisValue;
 
 // The node whose clock jumps, and the two nodes half of the workers cannot
 // reach, in Kleppmann's naming A..E = 0..4.
@@ -128,17 +134,49 @@ const char* ModeArg(LockMode m) {
   return "none";
 }
 
-pid_t SpawnWorker(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  int rc = posix_spawn(&pid, "/proc/self/exe", nullptr, nullptr, argv.data(), environ);
-  if (rc != 0) {
-    std::fprintf(stderr, "oversell: posix_spawn: %s\n", strerror(rc));
-    return -1;
+// This program again, as a worker process (its messages go to our stderr).
+std::unique_ptr<Process> SpawnWorker(std::vector<std::string> args) {
+  redlock::testkit::ProcessOptions o;
+  o.argv = std::move(args);
+  o.executable = "/proc/self/exe";
+  o.stdout_to = redlock::testkit::Stream::kInherit;
+  o.stderr_to = redlock::testkit::Stream::kInherit;
+  absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(std::move(o));
+  if (!p.ok()) {
+    std::fprintf(stderr, "oversell: starting a worker: %s\n", p.status().ToString().c_str());
+    return nullptr;
   }
-  return pid;
+  return *std::move(p);
+}
+
+// A connection to `address` (host:port).
+absl::StatusOr<std::unique_ptr<RedisConnection>> Connect(const std::string& address) {
+  absl::StatusOr<redlock::Endpoint> node = redlock::ParseEndpoint(address);
+  if (!node.ok()) return node.status();
+  auto conn = std::make_unique<RedisConnection>(*node);
+  if (absl::Status st = conn->Connect(absl::Seconds(5), absl::Seconds(5)); !st.ok()) return st;
+  return conn;
+}
+
+// The integer reply of `args`, or the integer in a string reply (nil: 0).
+absl::StatusOr<long long> Integer(RedisConnection& conn, const std::vector<std::string>& args) {
+  absl::StatusOr<RedisValue> r = conn.Command(args);
+  if (!r.ok()) return r.status();
+  long long v = 0;
+  switch (r->type) {
+    case RedisValue::Type::kInteger:
+      return r->integer;
+    case RedisValue::Type::kNil:
+      return 0;
+    case RedisValue::Type::kString:
+      if (absl::SimpleAtoi(r->str, &v)) return v;
+      break;
+    case RedisValue::Type::kError:
+      return absl::InternalError(absl::StrCat(args[0], ": ", r->str));
+    default:
+      break;
+  }
+  return absl::InternalError(absl::StrCat(args[0], ": not an integer reply"));
 }
 
 class Demo {
@@ -153,11 +191,10 @@ class Demo {
     lock_nodes.nodes = 5;
     lock_nodes.redis_server = absl::GetFlag(FLAGS_redis_server);
 #ifdef REDLOCK_OVERSELL_CLOCK_JUMP
-    char tmpl[] = "/tmp/redlock-oversell-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return absl::InternalError("mkdtemp failed");
-    clock_dir_ = tmpl;
+    clock_dir_ = std::make_unique<redlock::testkit::TempDir>("redlock-oversell");
+    if (clock_dir_->path().empty()) return absl::InternalError("mkdtemp failed");
     absl::StatusOr<std::unique_ptr<redlock::chaos::ClockControl>> clock =
-        redlock::chaos::ClockControl::Create(clock_dir_ + "/node2.clock");
+        redlock::chaos::ClockControl::Create(clock_dir_->path() + "/node2.clock");
     if (!clock.ok()) return clock.status();
     clock_ = *std::move(clock);
     lock_nodes.node_env.resize(kJumpingNode + 1);
@@ -180,20 +217,16 @@ class Demo {
       if (!port.ok()) return port.status();
       unreachable_.push_back(absl::StrCat("127.0.0.1:", *port));
     }
-    absl::StatusOr<std::unique_ptr<RedisConn>> data = RedisConn::Connect(data_fleet_->address(0));
+    absl::StatusOr<std::unique_ptr<RedisConnection>> data = Connect(data_fleet_->address(0));
     if (!data.ok()) return data.status();
     data_ = *std::move(data);
     return absl::OkStatus();
   }
 
   ~Demo() {
-    if (!clock_dir_.empty()) {
 #ifdef REDLOCK_OVERSELL_CLOCK_JUMP
-      clock_.reset();
+    clock_.reset();  // before its directory goes
 #endif
-      unlink((clock_dir_ + "/node2.clock").c_str());
-      rmdir(clock_dir_.c_str());
-    }
   }
 
   int stock() const { return stock_; }
@@ -211,7 +244,7 @@ class Demo {
     // Fresh state: the stock, and no lock or fencing counter left over.
     for (const std::vector<std::string>& cmd : std::vector<std::vector<std::string>>{
              {"FLUSHALL"}, {"SET", kStockKey, std::to_string(stock_)}}) {
-      absl::StatusOr<Reply> r = data_->Command(cmd);
+      absl::StatusOr<RedisValue> r = data_->Command(cmd);
       if (!r.ok()) return r.status();
     }
     if (absl::Status st = lock_fleet_->FlushAll(); !st.ok()) return st;
@@ -223,10 +256,10 @@ class Demo {
       all.push_back(lock_fleet_->address(i));
       partial.push_back(i < 3 ? lock_fleet_->address(i) : unreachable_[static_cast<size_t>(i - 3)]);
     }
-    std::vector<pid_t> pids;
+    std::vector<std::unique_ptr<Process>> procs;
     for (int i = 0; i < workers_; ++i) {
       const bool cut_off = mode.clock_jump && i % 2 == 0;
-      pid_t pid = SpawnWorker({
+      std::unique_ptr<Process> worker = SpawnWorker({
           "oversell",
           "--worker",
           absl::StrCat("--worker_id=", i),
@@ -236,21 +269,21 @@ class Demo {
           absl::StrCat("--pause=", absl::FormatDuration(absl::GetFlag(FLAGS_pause))),
           absl::StrCat("--ttl=", absl::FormatDuration(absl::GetFlag(FLAGS_ttl))),
       });
-      if (pid > 0) pids.push_back(pid);
+      if (worker != nullptr) procs.push_back(std::move(worker));
     }
 
     // Start them together, once every worker is connected.
     absl::Time ready_deadline = absl::Now() + absl::Seconds(20);
     for (;;) {
-      absl::StatusOr<long long> ready = data_->Integer({"GET", kReadyKey});
+      absl::StatusOr<long long> ready = Integer(*data_, {"GET", kReadyKey});
       if (!ready.ok()) return ready.status();
-      if (*ready >= static_cast<long long>(pids.size())) break;
+      if (*ready >= static_cast<long long>(procs.size())) break;
       if (absl::Now() > ready_deadline) break;  // the workers' own barrier times out
       absl::SleepFor(absl::Milliseconds(5));
     }
     std::vector<std::string> go = {"RPUSH", kGoKey};
-    for (size_t i = 0; i < pids.size(); ++i) go.push_back("go");
-    if (absl::StatusOr<Reply> r = data_->Command(go); !r.ok()) return r.status();
+    for (size_t i = 0; i < procs.size(); ++i) go.push_back("go");
+    if (absl::StatusOr<RedisValue> r = data_->Command(go); !r.ok()) return r.status();
     const absl::Time start = absl::Now();
 
     std::atomic<bool> stop{false};
@@ -264,29 +297,21 @@ class Demo {
 
     // Reap the workers (bounded: they give up on their own after 40 s).
     absl::Time deadline = absl::Now() + absl::Seconds(60);
-    for (pid_t pid : pids) {
-      int status = 0;
-      for (;;) {
-        pid_t r = waitpid(pid, &status, WNOHANG);
-        if (r == pid) break;
-        if (absl::Now() > deadline) {
-          kill(pid, SIGKILL);  // our own worker
-          waitpid(pid, &status, 0);
-          break;
-        }
-        absl::SleepFor(absl::Milliseconds(5));
-      }
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++out.failed_workers;
+    for (std::unique_ptr<Process>& worker : procs) {
+      std::optional<int> status =
+          worker->Wait(std::max(deadline - absl::Now(), absl::ZeroDuration()));
+      if (!status.has_value()) status = worker->Kill();  // our own worker, by pid
+      if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) ++out.failed_workers;
     }
-    out.failed_workers += workers_ - static_cast<int>(pids.size());
+    out.failed_workers += workers_ - static_cast<int>(procs.size());
     out.elapsed = absl::Now() - start;
     stop = true;
     if (controller.joinable()) controller.join();
     out.jumps = jumps.load();
 
-    absl::StatusOr<long long> left = data_->Integer({"GET", kStockKey});
-    absl::StatusOr<long long> orders = data_->Integer({"LLEN", kOrdersKey});
-    absl::StatusOr<long long> stale = data_->Integer({"GET", kStaleKey});
+    absl::StatusOr<long long> left = Integer(*data_, {"GET", kStockKey});
+    absl::StatusOr<long long> orders = Integer(*data_, {"LLEN", kOrdersKey});
+    absl::StatusOr<long long> stale = Integer(*data_, {"GET", kStaleKey});
     for (const absl::Status& st : {left.status(), orders.status(), stale.status()}) {
       if (!st.ok()) return st;
     }
@@ -304,8 +329,8 @@ class Demo {
   // expires keys by the wall clock, so that key is gone at once, long before
   // its holder's validity ends.
   void JumpClockOnGrant(std::atomic<bool>& stop, std::atomic<int>& jumps) {
-    absl::StatusOr<std::unique_ptr<RedisConn>> node =
-        RedisConn::Connect(lock_fleet_->address(kJumpingNode));
+    absl::StatusOr<std::unique_ptr<RedisConnection>> node =
+        Connect(lock_fleet_->address(kJumpingNode));
     if (!node.ok()) {
       std::fprintf(stderr, "oversell: clock controller: %s\n", node.status().ToString().c_str());
       return;
@@ -314,12 +339,11 @@ class Demo {
     const absl::Duration leap = absl::GetFlag(FLAGS_ttl) + absl::Seconds(1);
     // Bounded by the mode's own deadline (60 s) at 1 ms a turn.
     for (int turn = 0; turn < 60000 && !stop.load(); ++turn) {
-      absl::StatusOr<Reply> r = (*node)->Command({"GET", kResource});
+      absl::StatusOr<RedisValue> r = (*node)->Command({"GET", kResource});
       if (!r.ok()) return;
-      if ((*r)->type == REDIS_REPLY_STRING) {
-        std::string token((*r)->str, (*r)->len);
-        if (token != last) {
-          last = token;
+      if (r->type == RedisValue::Type::kString) {
+        if (r->str != last) {
+          last = r->str;
           if (clock_->JumpBy(leap).ok()) ++jumps;
           // Touch the key so that Redis drops it now.
           (void)(*node)->Command({"EXISTS", kResource});
@@ -331,12 +355,12 @@ class Demo {
 
   std::unique_ptr<redlock::chaos::ClockControl> clock_;
 #endif
-  std::string clock_dir_;
+  std::unique_ptr<redlock::testkit::TempDir> clock_dir_;
   int stock_ = 0;
   int workers_ = 0;
   std::unique_ptr<Fleet> lock_fleet_;
   std::unique_ptr<Fleet> data_fleet_;
-  std::unique_ptr<RedisConn> data_;
+  std::unique_ptr<RedisConnection> data_;
   std::vector<std::string> unreachable_;
 };
 

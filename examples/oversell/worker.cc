@@ -1,6 +1,7 @@
 // The part of the example to copy: a read-modify-write of shared state kept
 // in Redis, guarded by a redlock lease, with the lease's fencing token checked
-// by the data server itself.
+// by the data server itself. The data server is reached with the project's
+// test-kit connection (testkit/redis.h); in a service, any Redis client does.
 
 #include "examples/oversell/worker.h"
 
@@ -17,49 +18,50 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "examples/oversell/redis_conn.h"
 #include "redlock/client.h"
 #include "redlock/fencing.h"
 #include "redlock/options.h"
+#include "testkit/redis.h"
 
 namespace oversell {
 namespace {
 
+using redlock::testkit::RedisConnection;
+using redlock::testkit::RedisValue;
+
 // The stock as read, or nullopt when the fenced read was refused (a newer
 // lock holder has touched the stock: this worker's lease is stale).
-absl::StatusOr<std::optional<int64_t>> ReadStock(RedisConn& data, LockMode mode,
+absl::StatusOr<std::optional<int64_t>> ReadStock(RedisConnection& data, LockMode mode,
                                                  uint64_t fencing_token) {
-  absl::StatusOr<Reply> r =
+  absl::StatusOr<RedisValue> r =
       mode == LockMode::kFenced
           ? data.Command({"EVAL", std::string(redlock::FencedReadScript()), "2", kStockKey,
                           kFenceKey, std::to_string(fencing_token)})
           : data.Command({"GET", kStockKey});
   if (!r.ok()) return r.status();
-  const redisReply& reply = **r;
-  if (reply.type == REDIS_REPLY_ERROR) {
-    if (absl::StartsWith(reply.str, "STALE")) return std::nullopt;
-    return absl::InternalError(absl::StrCat("read: ", reply.str));
+  if (r->is_error()) {
+    if (absl::StartsWith(r->str, "STALE")) return std::nullopt;
+    return absl::InternalError(absl::StrCat("read: ", r->str));
   }
   int64_t stock = 0;
-  if (reply.type != REDIS_REPLY_STRING ||
-      !absl::SimpleAtoi(absl::string_view(reply.str, reply.len), &stock)) {
+  if (r->type != RedisValue::Type::kString || !absl::SimpleAtoi(r->str, &stock)) {
     return absl::InternalError("read: the stock is not a number");
   }
   return stock;
 }
 
 // False when the fenced write was refused.
-absl::StatusOr<bool> WriteStock(RedisConn& data, LockMode mode, uint64_t fencing_token,
+absl::StatusOr<bool> WriteStock(RedisConnection& data, LockMode mode, uint64_t fencing_token,
                                 int64_t stock) {
-  absl::StatusOr<Reply> r =
+  absl::StatusOr<RedisValue> r =
       mode == LockMode::kFenced
           ? data.Command({"EVAL", std::string(redlock::FencedWriteScript()), "2", kStockKey,
                           kFenceKey, std::to_string(fencing_token), std::to_string(stock)})
           : data.Command({"SET", kStockKey, std::to_string(stock)});
   if (!r.ok()) return r.status();
-  if ((*r)->type == REDIS_REPLY_ERROR) {
-    if (absl::StartsWith((*r)->str, "STALE")) return false;
-    return absl::InternalError(absl::StrCat("write: ", (*r)->str));
+  if (r->is_error()) {
+    if (absl::StartsWith(r->str, "STALE")) return false;
+    return absl::InternalError(absl::StrCat("write: ", r->str));
   }
   return true;
 }
@@ -72,8 +74,12 @@ int Fail(int id, const absl::Status& status) {
 }  // namespace
 
 int RunWorker(const WorkerConfig& config) {
-  absl::StatusOr<std::unique_ptr<RedisConn>> data = RedisConn::Connect(config.data);
-  if (!data.ok()) return Fail(config.id, data.status());
+  absl::StatusOr<redlock::Endpoint> data_node = redlock::ParseEndpoint(config.data);
+  if (!data_node.ok()) return Fail(config.id, data_node.status());
+  RedisConnection data(*data_node);
+  if (absl::Status st = data.Connect(absl::Seconds(5), absl::Seconds(5)); !st.ok()) {
+    return Fail(config.id, st);
+  }
 
   std::unique_ptr<redlock::Client> client;
   if (config.mode != LockMode::kNone) {
@@ -94,15 +100,15 @@ int RunWorker(const WorkerConfig& config) {
 
   // Start together: the parent pushes one token per worker once all are
   // ready.
-  if (absl::StatusOr<Reply> r = (*data)->Command({"INCR", kReadyKey}); !r.ok()) {
+  if (absl::StatusOr<RedisValue> r = data.Command({"INCR", kReadyKey}); !r.ok()) {
     return Fail(config.id, r.status());
   }
   bool started = false;
   for (int i = 0; i < 10 && !started;
        ++i) {  // up to 20 s, in waits shorter than the socket timeout
-    absl::StatusOr<Reply> go = (*data)->Command({"BLPOP", kGoKey, "2"});
+    absl::StatusOr<RedisValue> go = data.Command({"BLPOP", kGoKey, "2"});
     if (!go.ok()) return Fail(config.id, go.status());
-    started = (*go)->type == REDIS_REPLY_ARRAY;
+    started = go->type == RedisValue::Type::kArray;
   }
   if (!started) return Fail(config.id, absl::DeadlineExceededError("no start signal within 20s"));
 
@@ -126,10 +132,10 @@ int RunWorker(const WorkerConfig& config) {
     };
 
     absl::StatusOr<std::optional<int64_t>> stock =
-        ReadStock(**data, config.mode, lease.fencing_token());
+        ReadStock(data, config.mode, lease.fencing_token());
     if (!stock.ok()) return Fail(config.id, stock.status());
     if (!stock->has_value()) {  // a newer holder exists: our lease is stale
-      (void)(*data)->Command({"INCR", kStaleKey});
+      (void)data.Command({"INCR", kStaleKey});
       release();
       continue;
     }
@@ -142,15 +148,15 @@ int RunWorker(const WorkerConfig& config) {
     absl::SleepFor(config.pause);
 
     absl::StatusOr<bool> written =
-        WriteStock(**data, config.mode, lease.fencing_token(), **stock - 1);
+        WriteStock(data, config.mode, lease.fencing_token(), **stock - 1);
     if (!written.ok()) return Fail(config.id, written.status());
     if (!*written) {
-      (void)(*data)->Command({"INCR", kStaleKey});
+      (void)data.Command({"INCR", kStaleKey});
       release();
       continue;
     }
-    absl::StatusOr<Reply> order =
-        (*data)->Command({"RPUSH", kOrdersKey, absl::StrCat("worker", config.id, "-", ++sold)});
+    absl::StatusOr<RedisValue> order =
+        data.Command({"RPUSH", kOrdersKey, absl::StrCat("worker", config.id, "-", ++sold)});
     if (!order.ok()) return Fail(config.id, order.status());
     release();
   }

@@ -17,9 +17,11 @@
 //   kNoPartialRelease  a failed attempt leaves its partial grants on the nodes
 //                      until they expire (availability loss, leftover keys).
 //
-// redlock-chaos-client --variant=<name> runs them; the chaos harness has one
-// scenario per variant whose expected verdict is "violations found". They are
-// test code: never use them for anything else.
+// redlock-chaos-broken-client --variant=<name> runs them (broken_client_main.cc
+// next to this file, built only with the tests, never part of the shipped
+// redlock-chaos-client); the chaos harness has one scenario per variant whose
+// expected verdict is "violations found". They are test code: never use them
+// for anything else.
 //
 // Late replies: a node that misses its deadline keeps its connection; the
 // number of replies still owed is remembered and they are skipped when they

@@ -35,8 +35,9 @@
 #include "absl/time/time.h"
 #include "chaos/clock_control.h"
 #include "gtest/gtest.h"
-#include "tests/testing/child.h"
-#include "tests/testing/gtest_fleet.h"
+#include "testkit/files.h"
+#include "testkit/gtest_fleet.h"
+#include "testkit/process.h"
 
 namespace redlock::chaos {
 namespace {
@@ -44,25 +45,10 @@ namespace {
 constexpr int64_t kSecond = 1000000000LL;
 constexpr int64_t kHour = 3600 * kSecond;
 
-using redlock::testkit::Child;
+using redlock::testkit::Process;
+using redlock::testkit::ProcessOptions;
 
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "redlock_clock_XXXXXX").string();
-    if (::mkdtemp(tmpl.data()) != nullptr) path_ = tmpl;
-  }
-  ~TempDir() {
-    if (!path_.empty()) {
-      std::error_code ec;
-      std::filesystem::remove_all(path_, ec);
-    }
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using redlock::testkit::TempDir;
 
 using Reading = std::map<std::string, int64_t>;
 
@@ -78,19 +64,25 @@ std::optional<Reading> ParseProbeLine(const std::string& line) {
   return reading;
 }
 
-std::unique_ptr<Child> StartProbe(const std::vector<std::pair<std::string, std::string>>& env,
-                                  int count = 1, int interval_ms = 0) {
+std::unique_ptr<Process> StartProbe(const std::vector<std::pair<std::string, std::string>>& env,
+                                    int count = 1, int interval_ms = 0) {
   std::vector<std::string> argv = {REDLOCK_CLOCK_PROBE_PATH};
   if (count != 1 || interval_ms != 0) {
     argv.push_back(std::to_string(count));
     argv.push_back(std::to_string(interval_ms));
   }
-  return Child::Start(argv, env, /*capture_stdout=*/true);
+  ProcessOptions o;
+  o.argv = std::move(argv);
+  o.env = env;
+  o.stdout_to = redlock::testkit::Stream::kPipe;
+  absl::StatusOr<std::unique_ptr<Process>> probe = Process::Start(std::move(o));
+  EXPECT_TRUE(probe.ok()) << probe.status();
+  return probe.ok() ? *std::move(probe) : nullptr;
 }
 
 // Runs clock_probe once under `env` and returns its reading.
 std::optional<Reading> ProbeOnce(const std::vector<std::pair<std::string, std::string>>& env) {
-  std::unique_ptr<Child> probe = StartProbe(env);
+  std::unique_ptr<Process> probe = StartProbe(env);
   if (probe == nullptr) return std::nullopt;
   std::optional<std::string> line = probe->ReadLine(absl::Seconds(20));
   if (!line.has_value()) return std::nullopt;
@@ -248,7 +240,7 @@ TEST_F(ClockShimTest, MonotonicShiftedOnlyWhenEnabled) {
 TEST_F(ClockShimTest, JumpSeenByRunningProcess) {
   // Up to 1000 lines 10 ms apart; the test stops it as soon as it has seen
   // what it needs.
-  std::unique_ptr<Child> probe = StartProbe(clock_->ProcessEnv(), 1000, 10);
+  std::unique_ptr<Process> probe = StartProbe(clock_->ProcessEnv(), 1000, 10);
   ASSERT_NE(probe, nullptr);
   for (int i = 0; i < 3; ++i) {
     auto line = probe->ReadLine(absl::Seconds(20));
@@ -280,7 +272,7 @@ TEST_F(ClockShimTest, JumpSeenByRunningProcess) {
 
 TEST_F(ClockShimTest, StrobeAlternates) {
   ASSERT_TRUE(clock_->Strobe(absl::ZeroDuration(), absl::Hours(1), absl::Milliseconds(50)).ok());
-  std::unique_ptr<Child> probe = StartProbe(clock_->ProcessEnv(), 80, 10);
+  std::unique_ptr<Process> probe = StartProbe(clock_->ProcessEnv(), 80, 10);
   ASSERT_NE(probe, nullptr);
   int zero = 0, shifted = 0, other = 0, flips = 0;
   std::optional<bool> last;
@@ -309,7 +301,7 @@ TEST_F(ClockShimTest, StrobeAlternates) {
   EXPECT_GT(shifted, 0);
   // 80 lines at >= 10 ms span >= 16 phases of 50 ms; ask for far fewer flips.
   EXPECT_GE(flips, 3);
-  EXPECT_EQ(probe->Wait(absl::Seconds(30)), 0);
+  EXPECT_EQ(probe->Wait(absl::Seconds(30)).value_or(-1), 0);
 }
 
 // ---- redis-server under the shim ----

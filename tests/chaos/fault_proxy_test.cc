@@ -39,8 +39,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "tests/testing/child.h"
-#include "tests/testing/gtest_fleet.h"
+#include "testkit/gtest_fleet.h"
+#include "testkit/process.h"
 
 namespace redlock::chaos {
 namespace {
@@ -860,7 +860,18 @@ TEST_F(FaultProxyTest, DestructorClosesOpenConnections) {
 
 // ---- helpers for child processes (redlock-proxy, redis-server) ----
 
-using redlock::testkit::Child;
+// A child process with its stdout piped (or discarded); null if it could
+// not start.
+std::unique_ptr<redlock::testkit::Process> StartChild(std::vector<std::string> argv,
+                                                      bool capture_stdout) {
+  redlock::testkit::ProcessOptions o;
+  o.argv = std::move(argv);
+  if (capture_stdout) o.stdout_to = redlock::testkit::Stream::kPipe;
+  absl::StatusOr<std::unique_ptr<redlock::testkit::Process>> p =
+      redlock::testkit::Process::Start(std::move(o));
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *std::move(p) : nullptr;
+}
 
 // Sends one line and reads one reply line.
 std::string Exchange(const Socket& s, const std::string& line) {
@@ -877,12 +888,12 @@ std::string Exchange(const Socket& s, const std::string& line) {
 }
 
 TEST(RedlockProxyBinaryTest, HelpAndBadArguments) {
-  auto help = Child::Start({REDLOCK_PROXY_PATH, "--help"}, {}, true);
+  auto help = StartChild({REDLOCK_PROXY_PATH, "--help"}, true);
   ASSERT_NE(help, nullptr);
   auto first = help->ReadLine(kDeadline);
   ASSERT_TRUE(first.has_value());
   EXPECT_NE(first->find("usage: redlock-proxy"), std::string::npos);
-  int status = help->Wait(kDeadline);
+  int status = help->Wait(kDeadline).value_or(-1);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 0);
 
@@ -892,9 +903,9 @@ TEST(RedlockProxyBinaryTest, HelpAndBadArguments) {
            {REDLOCK_PROXY_PATH, "--map", "10.1.1.1:0=127.0.0.1:1", "--control", "127.0.0.1:0"},
            {REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0", "--control", "127.0.0.1:0"},
            {REDLOCK_PROXY_PATH, "--bogus"}}) {
-    auto bad = Child::Start(argv, {}, false);
+    auto bad = StartChild(argv, false);
     ASSERT_NE(bad, nullptr);
-    status = bad->Wait(kDeadline);
+    status = bad->Wait(kDeadline).value_or(-1);
     ASSERT_TRUE(WIFEXITED(status)) << argv.size();
     EXPECT_EQ(WEXITSTATUS(status), 2) << argv.back();
   }
@@ -904,9 +915,9 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   auto server = TestServer::Start(TestServer::Mode::kEcho);
   ASSERT_NE(server, nullptr);
   const std::string upstream = absl::StrCat("127.0.0.1:", server->port());
-  auto proxy = Child::Start({REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0=" + upstream, "--map",
-                             "127.0.0.1:0=" + upstream, "--control", "127.0.0.1:0", "--seed", "9"},
-                            {}, true);
+  auto proxy = StartChild({REDLOCK_PROXY_PATH, "--map", "127.0.0.1:0=" + upstream, "--map",
+                           "127.0.0.1:0=" + upstream, "--control", "127.0.0.1:0", "--seed", "9"},
+                          true);
   ASSERT_NE(proxy, nullptr);
   auto ready = proxy->ReadLine(kDeadline);
   ASSERT_TRUE(ready.has_value()) << "no READY line";
@@ -973,8 +984,8 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   EXPECT_EQ(Exchange(control, "all reset"), "OK reset");
   EXPECT_EQ(Exchange(control, "quit"), "OK bye");
 
-  proxy->Signal(SIGTERM);
-  const int status = proxy->Wait(kDeadline);
+  ASSERT_TRUE(proxy->Signal(SIGTERM).ok());
+  const int status = proxy->Wait(kDeadline).value_or(-1);
   ASSERT_TRUE(WIFEXITED(status)) << status;
   EXPECT_EQ(WEXITSTATUS(status), 0);
 }

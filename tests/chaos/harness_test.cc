@@ -22,7 +22,8 @@
 #include "chaos/supervisor.h"
 #include "chaos/workload.h"
 #include "gtest/gtest.h"
-#include "tests/testing/fleet.h"
+#include "testkit/files.h"
+#include "testkit/fleet.h"
 
 namespace redlock::chaos {
 namespace {
@@ -33,21 +34,7 @@ std::string Resp(const std::vector<std::string>& args) {
   return out;
 }
 
-class TempDir {
- public:
-  TempDir() {
-    std::string t = "/tmp/redlock-harness-test-XXXXXX";
-    path_ = mkdtemp(t.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using testkit::TempDir;
 
 void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary) << data;
@@ -370,6 +357,27 @@ TEST(CatalogTest, EveryScenarioIsWellFormed) {
     }
     EXPECT_TRUE(covered) << "no scenario for variant " << VariantName(v);
   }
+}
+
+// ---- The broken clients stay out of the shipped client ------------------------------------
+
+TEST(BrokenClientTest, TheShippedClientRunsTheLibraryOnly) {
+  ClientConfig c;
+  c.nodes = {"127.0.0.1:1"};
+  c.variant = ClientVariant::kPlainDelRelease;
+  absl::StatusOr<std::unique_ptr<LockBackend>> b = MakeLibraryBackend(c);
+  EXPECT_TRUE(absl::IsInvalidArgument(b.status())) << b.status();
+}
+
+TEST(BrokenClientTest, BrokenScenariosAreSkippedWithoutTheBrokenClient) {
+  const Scenario* s = FindScenario("broken-plain-del");
+  ASSERT_NE(s, nullptr);
+  RunOptions options;
+  options.broken_client_binary = "/nonexistent/redlock-chaos-broken-client";
+  ScenarioResult r = RunScenario(*s, options);
+  EXPECT_TRUE(r.skipped);
+  EXPECT_TRUE(r.ok);
+  EXPECT_NE(r.skip_reason.find("REDLOCK_BUILD_TESTS"), std::string::npos) << r.skip_reason;
 }
 
 // ---- The --quick subset through the runner -----------------------------------------------

@@ -9,7 +9,7 @@
 #include "chaos/fault_proxy.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
-#include "tests/testing/gtest_fleet.h"
+#include "testkit/gtest_fleet.h"
 
 namespace redlock {
 namespace {

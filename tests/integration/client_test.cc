@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/testing/fleet_suite.h"
+#include "testkit/fleet_suite.h"
 
 namespace redlock {
 namespace {

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
-#include "tests/testing/fleet_suite.h"
+#include "testkit/fleet_suite.h"
 
 namespace redlock {
 namespace {

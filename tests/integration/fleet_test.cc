@@ -1,4 +1,6 @@
-// The real-server fleet fixture itself (tests/testing/fleet.h).
+// The test kit itself: the real-server fleet fixture (testkit/fleet.h), child
+// processes (testkit/process.h) and the blocking Redis connection
+// (testkit/redis.h).
 
 #include <errno.h>
 #include <signal.h>
@@ -11,7 +13,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "tests/testing/gtest_fleet.h"
+#include "testkit/gtest_fleet.h"
+#include "testkit/process.h"
+#include "testkit/redis.h"
 
 namespace redlock::testkit {
 namespace {
@@ -117,6 +121,111 @@ TEST(FleetTest, ACrashedTestBinaryLeavesNoOrphanServers) {
     EXPECT_TRUE(gone) << "redis-server " << pid << " outlived its crashed parent";
     if (!gone) kill(pid, SIGKILL);  // ours (started by our child): do not leave it
   }
+}
+
+// ---- Process ------------------------------------------------------------------------
+
+ProcessOptions Shell(const std::string& script) {
+  ProcessOptions o;
+  o.argv = {"sh", "-c", script};
+  return o;
+}
+
+TEST(ProcessTest, CapturesOutputAndExitCode) {
+  ProcessOptions o = Shell("echo out; echo err >&2; exit 3");
+  o.stdout_to = Stream::kPipe;
+  o.stderr_to = Stream::kPipe;
+  absl::StatusOr<ProcessResult> r = RunProcess(std::move(o), absl::Seconds(30));
+  REDLOCK_ASSERT_OK(r.status());
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->exit_code(), 3);
+  EXPECT_EQ(r->out, "out\n");
+  EXPECT_EQ(r->err, "err\n");
+
+  o = Shell("echo out; echo err >&2");
+  o.stdout_to = Stream::kPipe;
+  o.stderr_to = Stream::kStdout;
+  r = RunProcess(std::move(o), absl::Seconds(30));
+  REDLOCK_ASSERT_OK(r.status());
+  EXPECT_EQ(r->exit_code(), 0);
+  EXPECT_EQ(r->out, "out\nerr\n");
+  EXPECT_EQ(r->err, "");
+
+  EXPECT_EQ(RunProcess({.argv = {"/nonexistent/binary"}}, absl::Seconds(5)).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST(ProcessTest, EnvironmentAndInput) {
+  ASSERT_EQ(setenv("REDLOCK_KIT_TEST_DROPPED", "x", 1), 0);
+  ProcessOptions o = Shell("echo \"$KIT_A:$REDLOCK_KIT_TEST_DROPPED\"; cat");
+  o.env = {{"KIT_A", "1"}};
+  o.remove_env_prefixes = {"REDLOCK_KIT_TEST_"};
+  o.stdout_to = Stream::kPipe;
+  absl::StatusOr<ProcessResult> r = RunProcess(std::move(o), absl::Seconds(30), "in\n");
+  unsetenv("REDLOCK_KIT_TEST_DROPPED");
+  REDLOCK_ASSERT_OK(r.status());
+  EXPECT_EQ(r->out, "1:\nin\n");
+
+  // A child that does not read its input: no SIGPIPE for the caller.
+  r = RunProcess({.argv = {"true"}}, absl::Seconds(30), std::string(1 << 20, 'x'));
+  REDLOCK_ASSERT_OK(r.status());
+  EXPECT_EQ(r->exit_code(), 0);
+}
+
+TEST(ProcessTest, TimeoutKillsAndSignalsArrive) {
+  absl::StatusOr<ProcessResult> r = RunProcess(Shell("exec sleep 30"), absl::Milliseconds(100));
+  REDLOCK_ASSERT_OK(r.status());
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_EQ(r->exit_code(), 128 + SIGKILL);
+
+  ProcessOptions o = Shell("echo ready; exec sleep 30");
+  o.stdout_to = Stream::kPipe;
+  absl::StatusOr<std::unique_ptr<Process>> p = Process::Start(std::move(o));
+  REDLOCK_ASSERT_OK(p.status());
+  EXPECT_EQ((*p)->ReadLine(absl::Seconds(30)).value_or("<none>"), "ready");
+  EXPECT_TRUE((*p)->Running());
+  REDLOCK_ASSERT_OK((*p)->Signal(SIGTERM));
+  std::optional<int> status = (*p)->Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.has_value());
+  EXPECT_TRUE(WIFSIGNALED(*status) && WTERMSIG(*status) == SIGTERM) << DescribeWaitStatus(*status);
+  EXPECT_EQ((*p)->pid(), -1);
+  EXPECT_FALSE((*p)->Signal(SIGTERM).ok());
+}
+
+// ---- RedisConnection ----------------------------------------------------------------
+
+TEST(RedisConnectionTest, AuthSelectReuseAndReconnect) {
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 1, .password = "s3cret"});
+  REDLOCK_ASSERT_OK(fleet.status());
+  Endpoint db2 = (*fleet)->endpoint(0);
+  db2.db = 2;
+  RedisConnection conn(db2);
+  EXPECT_FALSE(conn.Command({"PING"}).ok());  // not connected yet
+  REDLOCK_ASSERT_OK(conn.Connect(absl::Seconds(5), absl::Seconds(5)));
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RedisValue> r = conn.Command({"INCR", "k"});
+    REDLOCK_ASSERT_OK(r.status());
+    EXPECT_EQ(r->integer, i + 1);
+  }
+  // SELECT 2 took effect: db 0 has no "k".
+  absl::StatusOr<RedisValue> db0 = (*fleet)->Command(0, {"GET", "k"});
+  REDLOCK_ASSERT_OK(db0.status());
+  EXPECT_TRUE(db0->is_nil());
+  absl::StatusOr<RedisValue> err = conn.Command({"NOSUCHCOMMAND"});
+  REDLOCK_ASSERT_OK(err.status());
+  EXPECT_TRUE(err->is_error());
+
+  // A restarted server: the command fails, the connection closes, Connect again.
+  REDLOCK_ASSERT_OK((*fleet)->Restart(0));
+  EXPECT_FALSE(conn.Command({"PING"}).ok());
+  EXPECT_FALSE(conn.connected());
+  REDLOCK_ASSERT_OK(conn.Connect(absl::Seconds(5), absl::Seconds(5)));
+  REDLOCK_EXPECT_OK(conn.Command({"PING"}).status());
+
+  Endpoint wrong = (*fleet)->endpoint(0);
+  wrong.password = "wrong";
+  EXPECT_EQ(RunCommand(wrong, {"PING"}).status().code(), absl::StatusCode::kUnavailable);
 }
 
 }  // namespace

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/mutex.h"
-#include "tests/testing/fleet_suite.h"
+#include "testkit/fleet_suite.h"
 
 namespace redlock {
 namespace {

@@ -16,7 +16,7 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "tests/integration/scripted_server.h"
-#include "tests/testing/fleet_suite.h"
+#include "testkit/fleet_suite.h"
 
 namespace redlock {
 namespace {

@@ -1,16 +1,11 @@
 // The built `redlock` binary against a real fleet (label integration).
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <sstream>
@@ -27,14 +22,14 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "tests/testing/fleet.h"
-#include "tests/testing/gtest_fleet.h"
+#include "testkit/files.h"
+#include "testkit/fleet.h"
+#include "testkit/gtest_fleet.h"
+#include "testkit/process.h"
 
 #ifndef REDLOCK_CLI_PATH
-#error "REDLOCK_CLI_PATH must name the built redlock binary (tools/CMakeLists.txt)"
+#error "REDLOCK_CLI_PATH must name the built redlock binary (tests/CMakeLists.txt)"
 #endif
-
-extern char** environ;
 
 namespace redlock {
 namespace {
@@ -61,99 +56,46 @@ class CliProcess {
   // `env` is added to our environment minus REDLOCK_* variables.
   // With `ignore_sigint`, redlock starts with SIGINT ignored, as a shell
   // starts a background job.
-  static std::unique_ptr<CliProcess> Start(const std::vector<std::string>& args,
-                                           const std::vector<std::string>& env = {},
-                                           bool ignore_sigint = false) {
-    std::vector<std::string> argv_s = {REDLOCK_CLI_PATH};
+  static std::unique_ptr<CliProcess> Start(
+      const std::vector<std::string>& args,
+      const std::vector<std::pair<std::string, std::string>>& env = {},
+      bool ignore_sigint = false) {
+    testkit::ProcessOptions o;
+    o.argv = {REDLOCK_CLI_PATH};
     if (ignore_sigint) {
-      argv_s = {"/bin/sh", "-c", "trap '' INT; exec \"$0\" \"$@\"", REDLOCK_CLI_PATH};
+      o.argv = {"/bin/sh", "-c", "trap '' INT; exec \"$0\" \"$@\"", REDLOCK_CLI_PATH};
     }
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
-    std::vector<std::string> env_s;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (!absl::StartsWith(*e, "REDLOCK_")) env_s.emplace_back(*e);
+    o.argv.insert(o.argv.end(), args.begin(), args.end());
+    o.env = env;
+    o.remove_env_prefixes = {"REDLOCK_"};
+    o.stdout_to = testkit::Stream::kPipe;
+    o.stderr_to = testkit::Stream::kPipe;
+    absl::StatusOr<std::unique_ptr<testkit::Process>> p = testkit::Process::Start(std::move(o));
+    if (!p.ok()) {
+      ADD_FAILURE() << "starting " << REDLOCK_CLI_PATH << ": " << p.status();
+      return nullptr;
     }
-    env_s.insert(env_s.end(), env.begin(), env.end());
-    std::vector<char*> argv, envp;
-    for (auto& a : argv_s) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : env_s) envp.push_back(e.data());
-    envp.push_back(nullptr);
-
-    int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0) return nullptr;
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
-    posix_spawn_file_actions_adddup2(&actions, err[1], 2);
-    posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-    auto p = std::unique_ptr<CliProcess>(new CliProcess);
-    int rc = posix_spawn(&p->pid_, argv[0], &actions, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&actions);
-    close(out[1]);
-    close(err[1]);
-    p->out_fd_ = out[0];
-    p->err_fd_ = err[0];
-    if (rc != 0) {
-      p->pid_ = -1;
-      ADD_FAILURE() << "posix_spawn " << REDLOCK_CLI_PATH << ": " << strerror(rc);
-    }
-    return p;
+    return std::unique_ptr<CliProcess>(new CliProcess(*std::move(p)));
   }
 
-  ~CliProcess() {
-    if (pid_ > 0 && !reaped_) {
-      kill(pid_, SIGKILL);  // our own child, by pid
-      int st;
-      waitpid(pid_, &st, 0);
-    }
-    if (out_fd_ >= 0) close(out_fd_);
-    if (err_fd_ >= 0) close(err_fd_);
-  }
-
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return process_->pid(); }
 
   // Collects the output until the process exits, at most `timeout`.
   Result Wait(absl::Duration timeout = absl::Seconds(30)) {
-    Result r;
-    absl::Time deadline = absl::Now() + timeout;
-    bool out_open = true, err_open = true;
-    while ((out_open || err_open) && absl::Now() < deadline) {
-      pollfd fds[2] = {{out_open ? out_fd_ : -1, POLLIN, 0}, {err_open ? err_fd_ : -1, POLLIN, 0}};
-      poll(fds, 2, 50);
-      char buf[4096];
-      for (int i = 0; i < 2; ++i) {
-        if (fds[i].revents == 0) continue;
-        ssize_t n = read(fds[i].fd, buf, sizeof(buf));
-        if (n > 0) {
-          (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
-        } else if (n == 0 || errno != EINTR) {
-          (i == 0 ? out_open : err_open) = false;
-        }
-      }
-    }
-    if (out_open || err_open) {
-      ADD_FAILURE() << "redlock did not exit within " << timeout << "; killing it";
-      kill(pid_, SIGKILL);
-    }
-    int st = 0;
-    waitpid(pid_, &st, 0);
-    reaped_ = true;
-    r.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return r;
+    testkit::ProcessResult r = process_->Communicate(timeout);
+    if (r.timed_out) ADD_FAILURE() << "redlock did not exit within " << timeout << "; killed it";
+    return Result{r.exit_code(), std::move(r.out), std::move(r.err)};
   }
 
  private:
-  CliProcess() = default;
-  pid_t pid_ = -1;
-  int out_fd_ = -1;
-  int err_fd_ = -1;
-  bool reaped_ = false;
+  explicit CliProcess(std::unique_ptr<testkit::Process> process) : process_(std::move(process)) {}
+  std::unique_ptr<testkit::Process> process_;
 };
 
-Result RunCli(const std::vector<std::string>& args, const std::vector<std::string>& env = {}) {
+Result RunCli(const std::vector<std::string>& args,
+              const std::vector<std::pair<std::string, std::string>>& env = {}) {
   auto p = CliProcess::Start(args, env);
-  if (p == nullptr || p->pid() < 0) return Result{};
+  if (p == nullptr) return Result{};
   return p->Wait();
 }
 
@@ -229,16 +171,11 @@ class CliTest : public ::testing::Test {
     ASSERT_NE(fleet_, nullptr);
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     prefix_ = absl::StrCat("cli/", info->name(), "/");
-    char tmpl[] = "/tmp/redlock-cli-test-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
+    tmp_ = std::make_unique<testkit::TempDir>("redlock-cli-test");
+    ASSERT_FALSE(tmp_->path().empty()) << "mkdtemp failed";
+    dir_ = tmp_->path();
   }
-  void TearDown() override {
-    if (!dir_.empty()) {
-      std::string cmd = absl::StrCat("rm -rf '", dir_, "'");
-      (void)!system(cmd.c_str());
-    }
-  }
+  void TearDown() override { tmp_.reset(); }
 
   Fleet& fleet() { return *fleet_; }
   std::string Nodes() { return fleet_->NodeList(); }
@@ -274,6 +211,7 @@ class CliTest : public ::testing::Test {
   static Fleet* fleet_;
   static std::string* start_error_;
   std::string prefix_;
+  std::unique_ptr<testkit::TempDir> tmp_;
   std::string dir_;
 };
 
@@ -302,13 +240,13 @@ TEST_F(CliTest, AcquirePrintsJsonAndSetsTheKeys) {
 }
 
 TEST_F(CliTest, NodesFromTheEnvironment) {
-  Result r = RunCli({"acquire", "--resource", Res("env"), "--ttl", "10s"},
-                    {absl::StrCat("REDLOCK_NODES=", Nodes())});
+  Result r =
+      RunCli({"acquire", "--resource", Res("env"), "--ttl", "10s"}, {{"REDLOCK_NODES", Nodes()}});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   EXPECT_GE(NodesHolding(Res("env"), JsonField(r.out, "token")), 3);
   // --nodes wins over the variable.
   r = RunCli({"acquire", "--resource", Res("env2"), "--ttl", "10s", "--nodes", Nodes()},
-             {"REDLOCK_NODES=127.0.0.1"});
+             {{"REDLOCK_NODES", "127.0.0.1"}});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
 }
 

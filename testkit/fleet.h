@@ -19,8 +19,8 @@
 // Thread-safety: methods may be called from several threads; each node
 // operation is serialised by an internal mutex.
 
-#ifndef REDLOCK_TESTS_TESTING_FLEET_H_
-#define REDLOCK_TESTS_TESTING_FLEET_H_
+#ifndef REDLOCK_TESTKIT_FLEET_H_
+#define REDLOCK_TESTKIT_FLEET_H_
 
 #include <sys/types.h>
 
@@ -34,6 +34,9 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "redlock/options.h"
+#include "testkit/files.h"
+#include "testkit/process.h"
+#include "testkit/redis.h"
 
 namespace redlock::testkit {
 
@@ -62,24 +65,6 @@ struct FleetOptions {
   bool enable_debug = true;
 };
 
-// A reply, rendered simply: nil, status/string/error text, integer, array.
-struct RedisValue {
-  enum class Type { kNil, kStatus, kString, kInteger, kError, kArray };
-  Type type = Type::kNil;
-  std::string str;
-  long long integer = 0;
-  std::vector<RedisValue> elements;
-};
-
-// Converts a hiredis redisReply (given as const void*, so this header does
-// not pull in hiredis).
-RedisValue RedisValueFromReply(const void* redis_reply);
-
-// Runs one command on `node` over a fresh blocking connection (AUTH and
-// SELECT as the endpoint says). `timeout` applies to connect and reply.
-absl::StatusOr<RedisValue> RunCommand(const Endpoint& node, const std::vector<std::string>& args,
-                                      absl::Duration timeout = absl::Seconds(5));
-
 class Fleet {
  public:
   static absl::StatusOr<std::unique_ptr<Fleet>> Start(FleetOptions options);
@@ -98,7 +83,7 @@ class Fleet {
   // The pid of node i, or -1 when it is not running.
   pid_t pid(int i) const;
   const std::string& dir(int i) const { return nodes_[i].dir; }
-  const std::string& root() const { return root_; }
+  const std::string& root() const { return root_.path(); }
   const FleetOptions& options() const { return options_; }
 
   absl::Status Stop(int i);       // SIGSTOP
@@ -111,7 +96,8 @@ class Fleet {
   void SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> env);
 
   // Runs one command on node i over a fresh blocking connection (AUTH with
-  // the fleet's password first). Timeout applies to connect and reply.
+  // the fleet's password first; testkit/redis.h RunCommand). Timeout applies
+  // to connect and reply.
   absl::StatusOr<RedisValue> Command(int i, const std::vector<std::string>& args,
                                      absl::Duration timeout = absl::Seconds(5)) const;
   // FLUSHALL on every running node.
@@ -122,17 +108,17 @@ class Fleet {
     std::string host;
     int port = 0;
     std::string dir;
-    pid_t pid = -1;
-    bool stopped = false;
+    std::unique_ptr<Process> process;  // null when not running
   };
 
   explicit Fleet(FleetOptions options) : options_(std::move(options)) {}
   absl::Status Launch(int i);
   absl::Status WaitReady(int i);
+  absl::Status SignalNode(int i, int sig);
   void KillLocked(int i);
 
   FleetOptions options_;
-  std::string root_;
+  TempDir root_{"redlock-fleet"};
   std::vector<Node> nodes_;
   mutable std::mutex mu_;
 };
@@ -151,4 +137,4 @@ absl::StatusOr<int> PickFreePort(const std::string& host);
 
 }  // namespace redlock::testkit
 
-#endif  // REDLOCK_TESTS_TESTING_FLEET_H_
+#endif  // REDLOCK_TESTKIT_FLEET_H_

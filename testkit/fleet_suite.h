@@ -12,8 +12,8 @@
 //   };
 //   TEST_F(MyTest, Works) { auto client = MakeClient(); ... }
 
-#ifndef REDLOCK_TESTS_TESTING_FLEET_SUITE_H_
-#define REDLOCK_TESTS_TESTING_FLEET_SUITE_H_
+#ifndef REDLOCK_TESTKIT_FLEET_SUITE_H_
+#define REDLOCK_TESTKIT_FLEET_SUITE_H_
 
 #include <memory>
 #include <string>
@@ -22,7 +22,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
-#include "tests/testing/gtest_fleet.h"
+#include "testkit/gtest_fleet.h"
 
 namespace redlock::testkit {
 
@@ -82,4 +82,4 @@ class FleetSuite : public ::testing::Test {
 
 }  // namespace redlock::testkit
 
-#endif  // REDLOCK_TESTS_TESTING_FLEET_SUITE_H_
+#endif  // REDLOCK_TESTKIT_FLEET_SUITE_H_

@@ -1,11 +1,11 @@
 // GoogleTest glue for the fleet: skip when redis-server is missing, except
 // under CI=true where that is a failure.
 
-#ifndef REDLOCK_TESTS_TESTING_GTEST_FLEET_H_
-#define REDLOCK_TESTS_TESTING_GTEST_FLEET_H_
+#ifndef REDLOCK_TESTKIT_GTEST_FLEET_H_
+#define REDLOCK_TESTKIT_GTEST_FLEET_H_
 
 #include "gtest/gtest.h"
-#include "tests/testing/fleet.h"
+#include "testkit/fleet.h"
 
 // Use at the top of a test or SetUp().
 #define REDLOCK_REQUIRE_REDIS()                                                       \
@@ -57,4 +57,4 @@ const ::absl::Status& StatusOf(const ::absl::StatusOr<T>& s) {
     } else                                                                                         \
       on_failure << redlock_st_ << " "
 
-#endif  // REDLOCK_TESTS_TESTING_GTEST_FLEET_H_
+#endif  // REDLOCK_TESTKIT_GTEST_FLEET_H_
