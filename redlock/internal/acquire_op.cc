@@ -270,7 +270,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     release.cleanup = true;
     release.since = start_;
     release.op = "release";
-    transport().Send(i, std::move(release), [](absl::StatusOr<Reply>) {});
+    transport().Send(i, release, [](absl::StatusOr<Reply>) {});
   }
 
   // Ends the attempt in flight: its keys are released on every node its SET

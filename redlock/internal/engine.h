@@ -1,34 +1,37 @@
-// The I/O engine: one thread, one ordered connection per node.
+// The I/O engine: one ordered command connection per node (plus one for
+// release announcements), shared by every caller of a client.
 //
 // Design (DESIGN.md 4.7):
-// - Callers on any thread append their command to the node's output buffer
-//   and the reply slot to the node's FIFO under the node's mutex. Whoever
-//   finds no write in progress becomes the writer and flushes everything
-//   queued so far with one write(2) outside the mutex, so under load many
-//   callers' commands go out in one system call (pipelining), and a lone
-//   caller writes straight from its own thread without waking the loop.
-// - The loop thread owns reading: it parses replies with hiredis' reader,
-//   pairs them with FIFO slots in order and runs the callbacks.
-// - Every request's deadline is its send time plus node_timeout, taken under
-//   the node's mutex, so deadlines grow along each FIFO and expired requests
-//   always form a prefix of it; their late replies are discarded when they
-//   arrive. The loop never sleeps longer than node_timeout, so a new request
-//   never needs to wake it to arm a timer.
-// - Leader/follower polling: whoever polls holds poll_mu_ and runs the
-//   event processing (replies, deadlines, timers, reconnects). A thread
-//   blocked in a synchronous call polls itself instead of sleeping while the
-//   I/O thread does it and then wakes it: a lone synchronous call costs no
-//   thread hand-off. Other blocked callers queue and are handed the role
-//   when the poller's own call completes. The I/O thread polls when no
-//   caller has for a millisecond, and is the only thread that runs user
-//   callbacks (DeliverToUser), so those never run inside another call.
-// - A missed deadline or a failed connection opens the node's circuit
-//   breaker: normal requests then fail at once, and a PING probe is sent
+// - Connections (connection.h) are written once for both kinds: connect,
+//   stream (plain TCP or TLS), handshake, reply framing, backoff. The engine
+//   adds what a node needs on top: the FIFO of requests awaiting replies,
+//   their deadlines, the circuit breaker, the identity check, and the
+//   subscriber connection's channels.
+// - Sending: a caller appends its command to the node's output buffer and
+//   its request to the node's FIFO under the node's mutex. During a polling
+//   turn (replies being dispatched, callbacks sending the next commands) the
+//   output is only marked, and the poller writes each node's buffer once at
+//   the end of the turn: one write(2) per node per turn however many
+//   commands. Outside a turn the caller writes itself (no wake-up of
+//   another thread), unless a write is already in progress.
+// - Every request's deadline is its send time plus node_timeout, so deadlines
+//   grow along each FIFO and expired requests always form a prefix of it;
+//   their late replies are discarded. The poller never sleeps longer than
+//   node_timeout, so a new request never needs to wake it to arm a timer.
+// - Who polls (reads replies, runs deadlines and timers): whoever holds
+//   poll_mu_. A synchronous caller that finds nobody polling polls itself
+//   until its own call completes, so a lone caller costs no thread hand-off.
+//   A caller that finds someone polling sleeps until its call completes:
+//   the poller completes it. The I/O thread polls whenever callers sleep or
+//   asynchronous work is pending, and leaves the role to a lone synchronous
+//   caller; there are no hand-offs between callers. The I/O thread is also
+//   the only thread that runs user callbacks (DeliverToUser), so those never
+//   run inside another call.
+// - A node silent for node_timeout opens its circuit breaker: normal
+//   requests then fail at once, and a PING probe carrying a nonce is sent
 //   every breaker_probe_interval until one is answered in time. Requests in
 //   flight per node are capped, so nothing grows without bound behind a
 //   stopped node.
-// - Lost connections are re-established with exponential backoff; every new
-//   connection sends AUTH, SELECT and SCRIPT LOAD before any request.
 
 #ifndef REDLOCK_INTERNAL_ENGINE_H_
 #define REDLOCK_INTERNAL_ENGINE_H_
@@ -44,11 +47,13 @@
 #include <string>
 #include <thread>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "redlock/internal/connection.h"
 #include "redlock/internal/transport.h"
 #include "redlock/node_status.h"
 #include "redlock/options.h"
@@ -65,6 +70,9 @@ class Engine final : public Transport {
     absl::Duration reconnect_backoff_max = absl::Seconds(1);
     absl::Duration breaker_probe_interval = absl::Milliseconds(100);
     size_t max_in_flight_per_node = 4096;
+    // Per node, the stream over its socket (TLS); null entries or an empty
+    // vector: plain TCP.
+    std::vector<StreamFactory> streams;
   };
 
   // Starts the loop thread and the first connection to every node.
@@ -88,7 +96,7 @@ class Engine final : public Transport {
   // Transport.
   int size() const override { return static_cast<int>(nodes_.size()); }
   const std::string& NodeName(int node) const override;
-  void Send(int node, Command command, NodeCallback done) override;
+  void Send(int node, const Command& command, NodeCallback done) override;
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   void AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) override;
@@ -100,9 +108,6 @@ class Engine final : public Transport {
   void Subscribe(const std::vector<std::string>& channels) override;
   void Unsubscribe(const std::vector<std::string>& channels) override;
 
-  // Runs `fn` on the loop thread soon.
-  void Post(absl::AnyInvocable<void()> fn);
-
  private:
   using TimePoint = std::chrono::steady_clock::time_point;
   struct Node;
@@ -110,48 +115,57 @@ class Engine final : public Transport {
 
   explicit Engine(Config config);
 
+  // ---- Polling (engine.cc) ----
   void Loop();
+  // Whether the I/O thread should hold the polling role now.
+  bool IoThreadShouldPoll() const;
   // One round of polling: wait for events (or the next deadline), then
-  // process them, deadlines, reconnections, timers and tasks.
-  // REQUIRES: poll_mu_ held.
+  // process them, deadlines, reconnections, timers and tasks, then write
+  // the output the turn produced. REQUIRES: poll_mu_ held.
   void RunOnce();
-  // Wakes one caller queued for the polling role.
-  void HandOffPolling();
+  TimePoint NextWake(TimePoint now);
   void RunUserTasks();
-  // Each of these runs with poll_mu_ held (by the I/O thread or a caller).
-  void HandleEvent(uint64_t data, uint32_t events);
+  void RunTimers(TimePoint now);
+  void RunPosted();
+  void Post(absl::AnyInvocable<void()> fn);
+  void Wake();
+  void CancelEverything();
+
+  // ---- Command connections (engine_node.cc) ----
   void StartConnect(Node& n);
-  void OnConnected(Node& n);
-  void OnReadable(Node& n);
-  void OnWritable(Node& n);
+  void OnCommandIo(Node& n, uint32_t events);
+  void OnReady(Node& n);
+  void Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure);
   void Disconnect(Node& n, const std::string& why);
   void ExpireDeadlines(TimePoint now);
   void MaintainNodes(TimePoint now);
   void SendProbe(Node& n);
-  TimePoint NextWake(TimePoint now);
-  void RunTimers(TimePoint now);
-  // The subscriber connection of a node (loop thread only).
-  void SubConnect(Node& n);
-  void SubOnEvent(Node& n, uint32_t events);
-  void SubDisconnect(Node& n, const std::string& why);
+  // Appends under n.mu and writes, or leaves it to the end of the turn.
+  void EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, Slot* slot,
+                     absl::string_view payload);
+  // Writes n.out; `lock` holds n.mu and is released around the write.
+  void FlushLocked(Node& n, std::unique_lock<std::mutex>& lock);
+  // Writes the output marked during the turn that just ended.
+  void FlushTurn();
+  void WatchWritable(Node& n, bool on);
+  // Every request of n is on the wire (or the node stopped reading): their
+  // deadlines run from now. REQUIRES: n.mu held.
+  void StampWrittenLocked(Node& n);
+  void OpenBreakerLocked(Node& n, const std::string& why);
+  std::vector<HandshakeStep> CommandHandshake(Node& n);
+  std::string CheckIdentity(int node, const std::string& run_id);
+  // Requests are recycled per node (no allocation per request once warm).
+  // REQUIRES: n.mu held.
+  Slot* NewSlotLocked(Node& n);
+  void FreeSlotLocked(Node& n, Slot* slot);
+  void FailLater(NodeCallback done, absl::Status status);
+  static bool ReplyFits(const Slot& slot, const Reply& reply);
+
+  // ---- Subscriber connections (engine_node.cc) ----
+  void SubStart(Node& n);
+  void OnSubIo(Node& n, uint32_t events);
   void SubWrite(Node& n, std::string bytes);
   void SubMaintain(Node& n, TimePoint now);
-  void RunPosted();
-  void CancelEverything();
-
-  // Appends under n.mu and flushes if nobody else is writing. `lock` holds
-  // n.mu; it is released and re-taken around the write(2).
-  // False when `reply` cannot be the answer to `slot` (engine.cc).
-  static bool ReplyFits(const Slot& slot, const Reply& reply);
-  void EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, std::shared_ptr<Slot> slot,
-                     absl::string_view payload);
-  void FlushLocked(Node& n, std::unique_lock<std::mutex>& lock);
-  void OpenBreakerLocked(Node& n, const std::string& why);
-  void Wake();
-  // Records node n's server identity; a message when another node already
-  // has it (the connection is then refused). REQUIRES: n.mu held.
-  std::string CheckIdentityLocked(Node& n, const std::string& run_id);
-  void FailLater(NodeCallback done, absl::Status status);
 
   const Config config_;
   std::vector<std::unique_ptr<Node>> nodes_;
@@ -162,30 +176,35 @@ class Engine final : public Transport {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> stopped_{false};
   std::mutex shutdown_mu_;
-  // Latest point in time at which the loop will wake by itself (ns since the
-  // steady clock's epoch); RunAfter wakes it only for earlier timers.
+  // Latest point in time at which the poller will wake by itself (ns since
+  // the steady clock's epoch); RunAfter wakes it only for earlier timers.
   std::atomic<int64_t> wake_at_ns_{0};
 
-  // Leader/follower polling (see the file comment).
+  // Polling roles (see the file comment).
   std::mutex poll_mu_;
-  std::atomic<int> sync_active_{0};             // callers inside AwaitSync
-  std::atomic<bool> io_thread_polling_{false};  // the I/O thread holds poll_mu_
+  std::atomic<int> sync_active_{0};      // callers inside AwaitSync
+  std::atomic<int> sleepers_{0};         // of them, those sleeping until completed
+  std::atomic<bool> io_polling_{false};  // the I/O thread holds poll_mu_
   std::atomic<int64_t> last_sync_end_ns_{0};
+  // True while a poller dispatches (output is then written at the turn's end).
+  std::atomic<bool> in_turn_{false};
   std::atomic<uint64_t> next_probe_id_{1};
 
   mutable std::mutex mu_;                              // guards the members below
   std::deque<absl::AnyInvocable<void()>> posted_;      // run by any poller
   std::deque<absl::AnyInvocable<void()>> user_tasks_;  // run by the I/O thread
-  std::deque<std::shared_ptr<SyncWaiter>> handoff_;    // callers waiting to poll
   std::condition_variable idle_cv_;                    // the idle I/O thread
+  // A lone caller waiting for the I/O thread to give up the polling role.
+  std::shared_ptr<SyncWaiter> role_waiter_;
   std::map<std::pair<TimePoint, TimerId>, absl::AnyInvocable<void()>> timers_;
   std::unordered_map<TimerId, TimePoint> timer_index_;
   TimerId next_timer_id_ = 1;
-  // Loop thread only: subscribed channels and their reference counts.
-  std::map<std::string, int> channels_;
-  MessageHandler message_handler_;
   int first_connect_pending_ = 0;
   std::condition_variable first_connect_cv_;
+
+  // Poller only: subscribed channels and their reference counts.
+  std::map<std::string, int> channels_;
+  MessageHandler message_handler_;
 
   mutable std::mutex identity_mu_;               // guards the two below
   std::vector<std::string> run_ids_;             // per node, of its current connection

@@ -58,8 +58,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     }
     Transport& t = ctx_->transport();
     for (int i = 0; i < t.size(); ++i) {
-      Command c = i + 1 < t.size() ? command : std::move(command);
-      t.Send(i, std::move(c), [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
+      t.Send(i, command, [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
         self->OnReply(i, std::move(r));
       });
     }

@@ -66,31 +66,34 @@ void SyncWaiter::Wake() {
   syscall(SYS_futex, FutexWord(&state_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+// The futex wake is a system call: made only when the waiter sleeps (a
+// caller polling for itself completes its own wait without one).
 void SyncWaiter::SetReady() {
-  state_.fetch_or(kReady, std::memory_order_acq_rel);
-  Wake();
+  if (state_.fetch_or(kReady, std::memory_order_acq_rel) & kSleeping) Wake();
 }
 
 void SyncWaiter::Nudge() {
-  state_.fetch_or(kNudged, std::memory_order_acq_rel);
-  Wake();
+  if (state_.fetch_or(kNudged, std::memory_order_acq_rel) & kSleeping) Wake();
+}
+
+void SyncWaiter::Sleep(const timespec* timeout) {
+  uint32_t s = state_.fetch_or(kSleeping, std::memory_order_acq_rel) | kSleeping;
+  if ((s & (kReady | kNudged)) == 0) {
+    syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, s, timeout, nullptr, 0);
+  }
+  state_.fetch_and(~kSleeping, std::memory_order_acq_rel);
 }
 
 void SyncWaiter::Wait(absl::Duration timeout) {
-  uint32_t s = state_.load(std::memory_order_acquire);
-  if ((s & (kReady | kNudged)) == 0) {
+  if ((state_.load(std::memory_order_acquire) & (kReady | kNudged)) == 0) {
     timespec ts = absl::ToTimespec(timeout);
-    syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, s, &ts, nullptr, 0);
+    Sleep(&ts);
   }
   state_.fetch_and(~kNudged, std::memory_order_acq_rel);
 }
 
 void SyncWaiter::WaitReady() {
-  for (;;) {
-    uint32_t s = state_.load(std::memory_order_acquire);
-    if (s & kReady) return;
-    syscall(SYS_futex, FutexWord(&state_), FUTEX_WAIT_PRIVATE, s, nullptr, nullptr, 0);
-  }
+  while (!ready()) Sleep(nullptr);
 }
 
 }  // namespace redlock::internal

@@ -5,6 +5,8 @@
 #ifndef REDLOCK_INTERNAL_TRANSPORT_H_
 #define REDLOCK_INTERNAL_TRANSPORT_H_
 
+#include <time.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -75,7 +77,9 @@ class SyncWaiter {
  private:
   static constexpr uint32_t kReady = 1;
   static constexpr uint32_t kNudged = 2;
+  static constexpr uint32_t kSleeping = 4;  // the waiter is (about to be) in futex_wait
   void Wake();
+  void Sleep(const timespec* timeout);
   std::atomic<uint32_t> state_{0};
 };
 
@@ -92,7 +96,7 @@ class Transport {
   // Sends `command` to `node`. `done` runs exactly once, on the transport's
   // thread, never inline from Send. Commands sent to one node are executed
   // by it in the order of the Send calls.
-  virtual void Send(int node, Command command, NodeCallback done) = 0;
+  virtual void Send(int node, const Command& command, NodeCallback done) = 0;
 
   // Runs `fn` on the transport's thread after `delay`. Cancel returns true
   // when it removed a timer that had not run yet.

@@ -79,7 +79,7 @@ class FakeTransport final : public internal::Transport {
   // Transport.
   int size() const override { return static_cast<int>(nodes_.size()); }
   const std::string& NodeName(int node) const override { return names_[node]; }
-  void Send(int node, internal::Command command, internal::NodeCallback done) override;
+  void Send(int node, const internal::Command& command, internal::NodeCallback done) override;
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   bool InTransportThread() const override { return in_callback_ > 0; }

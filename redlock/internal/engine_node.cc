@@ -1,0 +1,707 @@
+// The engine's nodes: the command connection (requests, replies in order,
+// deadlines, circuit breaker, identity) and the subscriber connection
+// (release announcements).
+
+#include "redlock/internal/engine_node.h"
+
+#include <sys/epoll.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/engine.h"
+#include "redlock/internal/resp.h"
+#include "redlock/internal/scripts.h"
+
+namespace redlock::internal {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string FormatMs(absl::Duration d) { return absl::FormatDuration(d); }
+
+// The run_id line of an INFO reply ("" if absent).
+std::string RunIdFromInfo(absl::string_view info) {
+  constexpr absl::string_view kKey = "run_id:";
+  size_t pos = info.find(kKey);
+  if (pos == absl::string_view::npos) return "";
+  absl::string_view rest = info.substr(pos + kKey.size());
+  return std::string(rest.substr(0, rest.find_first_of("\r\n")));
+}
+
+}  // namespace
+
+// ---- Epoll registration ------------------------------------------------------------
+
+// epoll data: generation << 32 | node << 2 | kind (1 the command connection,
+// 3 the subscriber connection; 0 is the eventfd).
+uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind) {
+  return (uint64_t{generation} << 32) | (static_cast<uint64_t>(node) << 2) | kind;
+}
+
+void Engine::WatchWritable(Node& n, bool on) {
+  int fd = n.cmd.fd();
+  if (fd < 0) return;
+  epoll_event ev{};
+  ev.events = EPOLLIN | (on ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  ev.data.u64 = EngineEventData(n.cmd.generation(), n.index, kCommandEvents);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
+}
+
+// ---- Requests --------------------------------------------------------------------------
+
+Engine::Slot* Engine::NewSlotLocked(Node& n) {
+  if (n.free_slots.empty()) return new Slot();
+  Slot* s = n.free_slots.back();
+  n.free_slots.pop_back();
+  return s;
+}
+
+void Engine::FreeSlotLocked(Node& n, Slot* slot) {
+  slot->kind = Slot::Kind::kRequest;
+  slot->done = nullptr;
+  slot->deadline = TimePoint::max();
+  slot->cleanup = false;
+  slot->expect = 0;
+  slot->op = "";
+  slot->script = nullptr;
+  slot->payload.clear();
+  slot->echo.clear();
+  // Bounded: a burst leaves at most this many spare requests behind.
+  if (n.free_slots.size() < 1024) {
+    n.free_slots.push_back(slot);
+  } else {
+    delete slot;
+  }
+}
+
+bool Engine::ReplyFits(const Slot& slot, const Reply& reply) {
+  if (slot.kind == Slot::Kind::kProbe) {
+    return reply.is_error() || (reply.type == Reply::Type::kString && reply.str == slot.echo);
+  }
+  return internal::ReplyFits(slot.expect, reply);
+}
+
+void Engine::Send(int node, const Command& command, NodeCallback done) {
+  Node& n = *nodes_[static_cast<size_t>(node)];
+  if (stopping()) {
+    FailLater(std::move(done), absl::CancelledError("the client is shutting down"));
+    return;
+  }
+  std::unique_lock<std::mutex> lock(n.mu);
+  if (n.load() >= config_.max_in_flight_per_node) {
+    std::string why = absl::StrCat(n.load(), " commands already waiting for this node (",
+                                   n.breaker_open ? n.last_error : "it is slow", ")");
+    lock.unlock();
+    FailLater(std::move(done), absl::UnavailableError(why));
+    return;
+  }
+  bool usable = n.state != Node::State::kDisconnected;
+  // A cleanup goes out behind a SET that may still wait on this connection,
+  // unless that SET's attempt began after the breaker opened (never sent).
+  if (n.breaker_open && !(command.cleanup && n.state == Node::State::kReady &&
+                          command.since <= n.breaker_opened_at)) {
+    usable = false;
+  }
+  if (!usable) {
+    std::string why = n.last_error.empty() ? std::string("not connected") : n.last_error;
+    if (n.breaker_open) absl::StrAppend(&why, " (node marked down until a probe succeeds)");
+    lock.unlock();
+    FailLater(std::move(done), absl::UnavailableError(why));
+    return;
+  }
+  Slot* slot = NewSlotLocked(n);
+  slot->done = std::move(done);
+  slot->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
+  slot->cleanup = command.cleanup;
+  slot->expect = command.expect;
+  slot->op = command.op;
+  if (command.script != nullptr) {
+    slot->script = command.script;
+    slot->payload.assign(command.payload);
+  }
+  if (n.state != Node::State::kReady) {
+    // The connection is still being established: sent once it is ready.
+    n.waiting.emplace_back(slot, command.payload);
+    return;
+  }
+  EnqueueLocked(n, lock, slot, command.payload);
+}
+
+void Engine::EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, Slot* slot,
+                           absl::string_view payload) {
+  n.fifo.push_back(slot);
+  ++n.unwritten;
+  n.out.append(payload.data(), payload.size());
+  // A write in progress takes it along; a blocked socket gets it when
+  // writable; during a turn the poller writes it at the turn's end (read
+  // under n.mu, so a turn that just ended has flushed or will see it).
+  if (n.writing || n.epollout || n.flush_at_turn_end) return;
+  if (in_turn_.load(std::memory_order_acquire)) {
+    n.flush_at_turn_end = true;
+    return;
+  }
+  FlushLocked(n, lock);
+}
+
+void Engine::FlushTurn() {
+  for (auto& np : nodes_) {
+    Node& n = *np;
+    std::unique_lock<std::mutex> lock(n.mu);
+    if (!n.flush_at_turn_end) continue;
+    n.flush_at_turn_end = false;
+    if (!n.writing && !n.epollout) FlushLocked(n, lock);
+  }
+}
+
+void Engine::FlushLocked(Node& n, std::unique_lock<std::mutex>& lock) {
+  n.writing = true;
+  std::string buf;
+  for (int rounds = 0; rounds < 64 && !n.out.empty() && n.stream != nullptr; ++rounds) {
+    buf.clear();
+    buf.swap(n.out);  // n.out keeps buf's old capacity
+    std::shared_ptr<Stream> stream = n.stream;
+    lock.unlock();
+    Connection::Progress p = Connection::WriteSome(*stream, &buf);
+    lock.lock();
+    if (n.stream != stream) break;  // the connection was dropped meanwhile
+    if (buf.empty()) {
+      if (n.out.empty()) StampWrittenLocked(n);
+      continue;
+    }
+    if (p.failure.empty()) {
+      // The socket is full: the rest goes when it is writable again. The
+      // node not reading is the node's problem: its deadlines run.
+      StampWrittenLocked(n);
+      n.out.insert(0, buf);
+      n.epollout = true;
+      WatchWritable(n, true);
+    } else {
+      n.write_error = p.failure;
+      Wake();
+    }
+    break;
+  }
+  if (!n.out.empty() && !n.epollout && n.stream != nullptr && n.write_error.empty()) {
+    // Bounded rounds exhausted with more queued: let the poller finish.
+    n.epollout = true;
+    WatchWritable(n, true);
+  }
+  n.writing = false;
+}
+
+void Engine::StampWrittenLocked(Node& n) {
+  const TimePoint deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
+  for (size_t i = n.fifo.size() - std::min(n.unwritten, n.fifo.size()); i < n.fifo.size(); ++i) {
+    n.fifo[i]->deadline = deadline;
+  }
+  n.unwritten = 0;
+}
+
+void Engine::OpenBreakerLocked(Node& n, const std::string& why) {
+  n.last_error = why;
+  if (!n.breaker_open) {
+    n.breaker_open = true;
+    n.breaker_opened_at = Clock::now();
+    n.next_probe = n.breaker_opened_at + absl::ToChronoNanoseconds(config_.breaker_probe_interval);
+  }
+}
+
+// ---- The command connection -------------------------------------------------------------
+
+std::string Engine::CheckIdentity(int node, const std::string& run_id) {
+  if (run_id.empty()) return "";
+  std::lock_guard<std::mutex> identity(identity_mu_);
+  for (size_t j = 0; j < run_ids_.size(); ++j) {
+    if (static_cast<int>(j) == node || run_ids_[j] != run_id) continue;
+    duplicates_.emplace_back(static_cast<int>(j), node);
+    return absl::StrCat("the same server as node ", nodes_[j]->name, " (run_id ", run_id,
+                        "): one server listed twice would vote twice; refused");
+  }
+  run_ids_[static_cast<size_t>(node)] = run_id;
+  return "";
+}
+
+std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
+  std::vector<HandshakeStep> steps = LoginSteps(n.endpoint);
+  // The server's run_id: two entries of the node list that reach one server
+  // (two names, a proxy, a port forward) must not give it two votes.
+  HandshakeStep info;
+  AppendCommand(&info.payload, {"INFO", "server"});
+  const int index = n.index;
+  info.check = [this, index](const Reply& r) -> std::string {
+    if (r.is_error()) {
+      // An ACL user without INFO (+@dangerous): the identity cannot be
+      // checked on this node; everything else works.
+      return absl::StrContains(r.str, "NOAUTH") ? HandshakeError("INFO", r) : "";
+    }
+    if (r.type != Reply::Type::kString) return "INFO returned " + r.Describe();
+    return CheckIdentity(index, RunIdFromInfo(r.str));
+  };
+  steps.push_back(std::move(info));
+  for (const Script* s : AllScripts()) {
+    HandshakeStep load;
+    AppendCommand(&load.payload, {"SCRIPT", "LOAD", s->body});
+    load.check = [s](const Reply& r) -> std::string {
+      if (r.is_error()) return HandshakeError("SCRIPT LOAD", r);
+      if (r.type == Reply::Type::kString && r.str == s->sha) return "";
+      return absl::StrCat("SCRIPT LOAD of the ", s->name, " script returned ", r.Describe());
+    };
+    steps.push_back(std::move(load));
+  }
+  return steps;
+}
+
+void Engine::StartConnect(Node& n) {
+  if (stopping()) return;
+  std::string why;
+  if (!n.cmd.Start(CommandHandshake(n), &why)) {
+    Disconnect(n, why);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(n.mu);
+    n.state = Node::State::kConnecting;
+    n.write_error.clear();
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT;
+  ev.data.u64 = EngineEventData(n.cmd.generation(), n.index, kCommandEvents);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, n.cmd.fd(), &ev);
+}
+
+void Engine::OnCommandIo(Node& n, uint32_t events) {
+  const Connection::State before = n.cmd.state();
+  n.replies.clear();
+  Connection::Progress p = n.cmd.HandleIo(events, &n.replies);
+  std::string failure = p.failure;
+  if (failure.empty() && n.cmd.state() != Connection::State::kConnecting && !n.cmd.ready() &&
+      (before == Connection::State::kConnecting || before == Connection::State::kEstablishing)) {
+    // Connected, establishing the stream or in the handshake: readable
+    // events, and writable ones only while the stream asks for them.
+    std::lock_guard<std::mutex> lock(n.mu);
+    n.state = Node::State::kHandshake;
+    WatchWritable(n, p.want_write);
+  }
+  if (p.ready) OnReady(n);
+  if (!n.replies.empty()) Dispatch(n, n.replies, &failure);
+  if (!failure.empty()) {
+    Disconnect(n, failure);
+    return;
+  }
+  if ((events & EPOLLOUT) && n.cmd.ready()) {
+    std::unique_lock<std::mutex> lock(n.mu);
+    if (n.epollout && n.stream != nullptr) {
+      n.epollout = false;
+      WatchWritable(n, false);
+      if (!n.writing) FlushLocked(n, lock);
+    }
+  }
+}
+
+void Engine::OnReady(Node& n) {
+  std::unique_lock<std::mutex> lock(n.mu);
+  n.state = Node::State::kReady;
+  n.stream = n.cmd.stream();
+  n.transport = n.stream->Describe();
+  WatchWritable(n, false);
+  n.breaker_open = false;
+  n.probe_in_flight = false;
+  n.last_error.clear();
+  // Requests made while connecting.
+  auto waiting = std::move(n.waiting);
+  n.waiting.clear();
+  for (auto& [slot, payload] : waiting) {
+    if (!slot->done && !slot->cleanup) {  // timed out, never sent
+      FreeSlotLocked(n, slot);
+      continue;
+    }
+    n.fifo.push_back(slot);
+    ++n.unwritten;
+    n.out.append(payload);
+  }
+  if (!n.out.empty() && !n.writing && !n.epollout) FlushLocked(n, lock);
+  if (!n.first_connect_reported) {
+    n.first_connect_reported = true;
+    std::lock_guard<std::mutex> g(mu_);
+    --first_connect_pending_;
+    first_connect_cv_.notify_all();
+  }
+}
+
+void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure) {
+  std::vector<std::pair<NodeCallback, Reply>> ready;
+  {
+    std::unique_lock<std::mutex> lock(n.mu);
+    n.last_reply_at = Clock::now();
+    for (Reply& reply : replies) {
+      if (n.fifo.empty()) {
+        *failure = absl::StrCat("unexpected reply from the node: ", reply.Describe());
+        break;
+      }
+      Slot* slot = n.fifo.front();
+      if (!ReplyFits(*slot, reply)) {
+        // Left in the FIFO, so Disconnect fails its request with this message.
+        *failure =
+            absl::StrCat("the node sent ", reply.Describe(), ", which cannot answer ", slot->op,
+                         " (not a Redis server, or its replies are out of step "
+                         "with the requests): reconnecting");
+        break;
+      }
+      n.fifo.pop_front();
+      // Answered, so written (its writer may not have said so yet).
+      n.unwritten = std::min(n.unwritten, n.fifo.size());
+      if (n.expired > 0) {
+        // Its deadline passed: the caller has counted it as a "no" already.
+        // But the node is answering again: probe it now.
+        --n.expired;
+        if (slot->kind == Slot::Kind::kProbe) n.probe_in_flight = false;
+        n.next_probe = Clock::now();
+        FreeSlotLocked(n, slot);
+        continue;
+      }
+      switch (slot->kind) {
+        case Slot::Kind::kProbe:
+          n.probe_in_flight = false;
+          n.breaker_open = false;
+          n.last_error.clear();
+          break;
+        case Slot::Kind::kReload:
+          break;
+        case Slot::Kind::kRequest:
+          if (reply.is_error() && slot->script != nullptr &&
+              absl::StartsWith(reply.str, "NOSCRIPT") && slot->done) {
+            // The node's script cache was flushed (SCRIPT FLUSH): send the
+            // EVAL form and load the scripts again for the next requests.
+            Command again;
+            again.payload = slot->payload;
+            again.script = slot->script;
+            TimePoint deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
+            for (const Script* s : AllScripts()) {
+              Slot* load = NewSlotLocked(n);
+              load->kind = Slot::Kind::kReload;
+              load->expect = kExpectString;
+              load->op = "SCRIPT LOAD";
+              load->deadline = deadline;
+              n.fifo.push_back(load);
+              ++n.unwritten;
+              AppendCommand(&n.out, {"SCRIPT", "LOAD", s->body});
+            }
+            Slot* retry = NewSlotLocked(n);
+            retry->done = std::move(slot->done);
+            retry->deadline = deadline;
+            retry->cleanup = slot->cleanup;
+            retry->expect = slot->expect;
+            retry->op = slot->op;
+            n.fifo.push_back(retry);
+            ++n.unwritten;
+            n.out.append(EvalFallback(again));
+            if (!n.writing && !n.epollout) FlushLocked(n, lock);
+            break;
+          }
+          if (slot->done) ready.emplace_back(std::move(slot->done), std::move(reply));
+          break;
+      }
+      FreeSlotLocked(n, slot);
+    }
+  }
+  for (auto& [done, reply] : ready) done(std::move(reply));
+}
+
+void Engine::Disconnect(Node& n, const std::string& why) {
+  std::vector<NodeCallback> failed;
+  bool report_first = false;
+  const int fd = n.cmd.fd();
+  {
+    std::lock_guard<std::mutex> lock(n.mu);
+    n.state = Node::State::kDisconnected;
+    // A writer outside the lock keeps its own reference to the stream.
+    n.stream.reset();
+    n.out.clear();
+    n.epollout = false;
+    n.flush_at_turn_end = false;
+    n.write_error.clear();
+    for (Slot* slot : n.fifo) {
+      if (slot->done) failed.push_back(std::move(slot->done));
+      FreeSlotLocked(n, slot);
+    }
+    n.fifo.clear();
+    n.expired = 0;
+    n.unwritten = 0;
+    for (auto& [slot, payload] : n.waiting) {
+      if (slot->done) failed.push_back(std::move(slot->done));
+      FreeSlotLocked(n, slot);
+    }
+    n.waiting.clear();
+    n.probe_in_flight = false;
+    OpenBreakerLocked(n, why);
+    if (!n.first_connect_reported) {
+      n.first_connect_reported = true;
+      report_first = true;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> identity(identity_mu_);
+    run_ids_[static_cast<size_t>(n.index)].clear();
+  }
+  if (fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  n.cmd.Close();
+  if (report_first) {
+    std::lock_guard<std::mutex> g(mu_);
+    --first_connect_pending_;
+    first_connect_cv_.notify_all();
+  }
+  absl::Status status = stopping() ? absl::CancelledError("the client is shutting down")
+                                   : absl::UnavailableError(why);
+  for (auto& done : failed) done(status);
+}
+
+void Engine::ExpireDeadlines(TimePoint now) {
+  std::vector<NodeCallback> expired;
+  for (auto& np : nodes_) {
+    Node& n = *np;
+    // Replies already in the socket are not late: read them before expiring
+    // anything (after a pause of this process, say, they arrived while
+    // nobody was polling).
+    bool due;
+    {
+      std::lock_guard<std::mutex> lock(n.mu);
+      due = n.state == Node::State::kReady && n.expired + n.unwritten < n.fifo.size() &&
+            n.fifo[n.expired]->deadline <= now;
+    }
+    if (due) OnCommandIo(n, EPOLLIN);
+    std::lock_guard<std::mutex> lock(n.mu);
+    bool missed = false;
+    // Requests still waiting for this process to write them do not expire:
+    // their deadline starts when they are on the wire.
+    const size_t written = n.fifo.size() - n.unwritten;
+    while (n.expired < written && n.fifo[n.expired]->deadline <= now) {
+      Slot& slot = *n.fifo[n.expired];
+      ++n.expired;
+      if (slot.done) expired.push_back(std::move(slot.done));
+      // An expired probe stays outstanding until its late reply: a new one
+      // could not be answered before it anyway (one ordered stream).
+      missed = true;
+    }
+    for (auto& w : n.waiting) {
+      if (w.first->done && w.first->deadline <= now) expired.push_back(std::move(w.first->done));
+    }
+    // The breaker means "this node is silent": a node that keeps answering,
+    // only late (CPU starved, or slower than node_timeout), misses those
+    // deadlines (each a "no" vote) but is not shut out.
+    if (missed && now - n.last_reply_at >= absl::ToChronoNanoseconds(config_.node_timeout)) {
+      OpenBreakerLocked(n, absl::StrCat("no reply within ", FormatMs(config_.node_timeout)));
+    }
+  }
+  if (expired.empty()) return;
+  std::string why = absl::StrCat("no reply within ", FormatMs(config_.node_timeout));
+  for (auto& done : expired) done(absl::UnavailableError(why));
+}
+
+void Engine::MaintainNodes(TimePoint now) {
+  for (auto& np : nodes_) {
+    Node& n = *np;
+    std::string write_error;
+    bool probe = false;
+    bool stale = false;
+    {
+      std::lock_guard<std::mutex> lock(n.mu);
+      write_error = n.write_error;
+      // A probe counts against max_in_flight_per_node like any request; a
+      // node with that many unanswered commands is not probed until it
+      // answers some (each late reply triggers a probe).
+      probe = n.state == Node::State::kReady && n.breaker_open && !n.probe_in_flight &&
+              now >= n.next_probe && n.load() < config_.max_in_flight_per_node;
+      stale = n.state == Node::State::kReady && n.breaker_open && !n.fifo.empty() &&
+              now - std::max(n.last_reply_at, n.breaker_opened_at) >=
+                  absl::ToChronoNanoseconds(kStaleConnection);
+    }
+    if (!write_error.empty()) {
+      Disconnect(n, write_error);
+    } else {
+      switch (n.cmd.state()) {
+        case Connection::State::kDisconnected:
+          if (now >= n.cmd.next_connect()) StartConnect(n);
+          break;
+        case Connection::State::kConnecting:
+        case Connection::State::kEstablishing:
+        case Connection::State::kHandshake:
+          if (now >= n.cmd.connect_deadline()) {
+            Disconnect(
+                n, absl::StrCat("could not connect within ", FormatMs(config_.connect_timeout)));
+          }
+          break;
+        case Connection::State::kReady:
+          if (stale) {
+            // Silent for long with the breaker open: start afresh rather than
+            // wait behind a connection that may be stuck in TCP retransmission
+            // backoff (a healed partition) or behind a long backlog.
+            Disconnect(n,
+                       absl::StrCat("no reply for ", FormatMs(kStaleConnection), "; reconnecting"));
+          } else if (probe) {
+            SendProbe(n);
+          }
+          break;
+      }
+    }
+    SubMaintain(n, now);
+  }
+}
+
+void Engine::SendProbe(Node& n) {
+  std::unique_lock<std::mutex> lock(n.mu);
+  Slot* slot = NewSlotLocked(n);
+  slot->kind = Slot::Kind::kProbe;
+  slot->op = "a PING probe";
+  slot->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
+  slot->echo = absl::StrCat("redlock-probe-", next_probe_id_.fetch_add(1));
+  n.probe_in_flight = true;
+  n.next_probe = Clock::now() + absl::ToChronoNanoseconds(config_.breaker_probe_interval);
+  std::string ping = EncodeCommand({"PING", slot->echo});
+  EnqueueLocked(n, lock, slot, ping);
+}
+
+// ---- The subscriber connection ------------------------------------------------------------
+
+void Engine::Subscribe(const std::vector<std::string>& channels) {
+  Post([this, channels] {
+    std::vector<std::string> fresh;
+    for (const auto& c : channels) {
+      if (channels_[c]++ == 0) fresh.push_back(c);
+    }
+    if (fresh.empty()) return;
+    std::string cmd;
+    AppendArrayHeader(&cmd, fresh.size() + 1);
+    AppendBulk(&cmd, "SUBSCRIBE");
+    for (const auto& c : fresh) AppendBulk(&cmd, c);
+    // Connections still connecting subscribe to every channel once ready.
+    for (auto& n : nodes_) SubWrite(*n, cmd);
+  });
+}
+
+void Engine::Unsubscribe(const std::vector<std::string>& channels) {
+  Post([this, channels] {
+    std::vector<std::string> gone;
+    for (const auto& c : channels) {
+      auto it = channels_.find(c);
+      if (it == channels_.end()) continue;
+      if (--it->second <= 0) {
+        channels_.erase(it);
+        gone.push_back(c);
+      }
+    }
+    if (gone.empty()) return;
+    std::string cmd;
+    AppendArrayHeader(&cmd, gone.size() + 1);
+    AppendBulk(&cmd, "UNSUBSCRIBE");
+    for (const auto& c : gone) AppendBulk(&cmd, c);
+    for (auto& n : nodes_) SubWrite(*n, cmd);
+  });
+}
+
+void Engine::SubStart(Node& n) {
+  std::vector<HandshakeStep> steps = LoginSteps(n.endpoint);
+  // PING proves the handshake is through (a subscriber connection answers
+  // nothing else before it subscribes).
+  HandshakeStep ping;
+  AppendCommand(&ping.payload, {"PING"});
+  ping.check = [](const Reply& r) -> std::string {
+    return r.IsStatus("PONG") ? "" : absl::StrCat("PING returned ", r.Describe());
+  };
+  steps.push_back(std::move(ping));
+  std::string why;
+  n.sub_out.clear();
+  n.sub_epollout = false;
+  if (!n.sub.Start(std::move(steps), &why)) {
+    n.sub_error = why;
+    return;
+  }
+  epoll_event ev{};
+  ev.events = EPOLLIN | EPOLLOUT;
+  ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
+  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, n.sub.fd(), &ev);
+}
+
+void Engine::SubWrite(Node& n, std::string bytes) {
+  if (!n.sub.ready()) return;
+  n.sub_out.append(bytes);
+  if (n.sub_epollout) return;
+  Connection::Progress p = n.sub.Write(&n.sub_out);
+  if (!p.failure.empty()) {
+    n.sub_error = p.failure;
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
+    n.sub.Close();
+    return;
+  }
+  if (!n.sub_out.empty()) {
+    n.sub_epollout = true;
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLOUT;
+    ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, n.sub.fd(), &ev);
+  }
+}
+
+void Engine::OnSubIo(Node& n, uint32_t events) {
+  const Connection::State before = n.sub.state();
+  std::vector<Reply> messages;
+  Connection::Progress p = n.sub.HandleIo(events, &messages);
+  if (!p.failure.empty()) {
+    // Notifications are best effort: waiters fall back to polling.
+    n.sub_error = absl::StrCat("subscriber connection: ", p.failure);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
+    n.sub.Close();
+    return;
+  }
+  if (before == Connection::State::kConnecting && n.sub.state() != before) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | (p.want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+    ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, n.sub.fd(), &ev);
+  }
+  if (p.ready && !channels_.empty()) {
+    n.sub_error.clear();
+    std::string cmd;
+    AppendArrayHeader(&cmd, channels_.size() + 1);
+    AppendBulk(&cmd, "SUBSCRIBE");
+    for (const auto& [c, count] : channels_) AppendBulk(&cmd, c);
+    SubWrite(n, std::move(cmd));
+  }
+  if ((events & EPOLLOUT) && n.sub_epollout && n.sub.ready()) {
+    n.sub_epollout = false;
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
+    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, n.sub.fd(), &ev);
+    SubWrite(n, "");
+  }
+  for (const Reply& m : messages) {
+    // subscribe/unsubscribe confirmations need no action.
+    if (m.type == Reply::Type::kArray && m.elements.size() == 3 && m.elements[0].str == "message" &&
+        message_handler_) {
+      message_handler_(n.index, m.elements[1].str, m.elements[2].str);
+    }
+  }
+}
+
+void Engine::SubMaintain(Node& n, TimePoint now) {
+  if (channels_.empty() || stopping()) return;
+  switch (n.sub.state()) {
+    case Connection::State::kDisconnected:
+      if (now >= n.sub.next_connect()) SubStart(n);
+      break;
+    case Connection::State::kReady:
+      break;
+    default:
+      if (now >= n.sub.connect_deadline()) {
+        n.sub_error = "subscriber connection: could not connect in time";
+        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
+        n.sub.Close();
+      }
+      break;
+  }
+}
+
+}  // namespace redlock::internal

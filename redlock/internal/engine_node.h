@@ -1,0 +1,107 @@
+// The engine's per-node state, shared by engine.cc (polling) and
+// engine_node.cc (the node's connections). Internal to the engine.
+
+#ifndef REDLOCK_INTERNAL_ENGINE_NODE_H_
+#define REDLOCK_INTERNAL_ENGINE_NODE_H_
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "redlock/internal/connection.h"
+#include "redlock/internal/engine.h"
+#include "redlock/internal/scripts.h"
+#include "redlock/internal/transport.h"
+
+namespace redlock::internal {
+
+// epoll data: generation << 32 | node << 2 | kind; 0 is the eventfd.
+inline constexpr uint64_t kCommandEvents = 1;
+inline constexpr uint64_t kSubscriberEvents = 3;
+uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind);
+
+// A node behind an open breaker that has not answered anything for this long
+// gets a new connection.
+inline constexpr absl::Duration kStaleConnection = absl::Seconds(1);
+
+// One request awaiting its reply.
+struct Engine::Slot {
+  // kReload: a SCRIPT LOAD after NOSCRIPT, whose reply is not needed.
+  enum class Kind { kRequest, kProbe, kReload };
+  Kind kind = Kind::kRequest;
+  NodeCallback done;  // empty once completed
+  TimePoint deadline = TimePoint::max();
+  bool cleanup = false;
+  uint8_t expect = 0;   // Command::expect
+  const char* op = "";  // Command::op, for messages
+  std::string echo;     // kProbe: the nonce the PING must return
+  // For a NOSCRIPT retry: the script and the request as sent (the string
+  // keeps its capacity across recycled requests).
+  const Script* script = nullptr;
+  std::string payload;
+};
+
+struct Engine::Node {
+  enum class State { kDisconnected, kConnecting, kHandshake, kReady };
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  Node(int i, const Endpoint& e, Connection::Settings cmd_settings,
+       Connection::Settings sub_settings)
+      : index(i),
+        endpoint(e),
+        name(e.ToString()),
+        cmd(std::move(cmd_settings)),
+        sub(std::move(sub_settings)) {}
+
+  const int index;
+  const Endpoint endpoint;
+  const std::string name;
+
+  mutable std::mutex mu;
+  // ---- Guarded by mu ----
+  State state = State::kDisconnected;
+  // The command connection's stream, for writers outside the poller.
+  std::shared_ptr<Stream> stream;
+  std::string out;                 // bytes not written yet
+  bool writing = false;            // a thread writes n.out outside mu
+  bool epollout = false;           // waiting for the socket to take more output
+  bool flush_at_turn_end = false;  // output marked during a turn
+  std::string write_error;
+  std::deque<Slot*> fifo;  // sent, in order, awaiting replies
+  size_t expired = 0;      // fifo prefix whose deadline passed
+  // fifo suffix whose bytes are not on the wire yet: their deadlines start
+  // when they are (a request delayed by this process is not the node's fault).
+  size_t unwritten = 0;
+  // Requests made while the first connection is being established.
+  std::deque<std::pair<Slot*, std::string>> waiting;
+  bool breaker_open = false;
+  TimePoint breaker_opened_at{};
+  TimePoint last_reply_at{};  // any reply, late ones included: the node is alive
+  std::string last_error;
+  bool probe_in_flight = false;
+  TimePoint next_probe{};
+  std::vector<Slot*> free_slots;  // recycled requests
+  std::string transport;          // "tls 1.3", "" for plain TCP (Health)
+
+  // ---- Poller only ----
+  Connection cmd;
+  bool first_connect_reported = false;
+  std::vector<Reply> replies;  // reused per read
+  // The subscriber connection (release announcements), opened when the first
+  // channel is subscribed.
+  Connection sub;
+  std::string sub_out;
+  bool sub_epollout = false;
+  std::string sub_error;
+
+  size_t load() const { return fifo.size() + waiting.size(); }
+};
+
+}  // namespace redlock::internal
+
+#endif  // REDLOCK_INTERNAL_ENGINE_NODE_H_
