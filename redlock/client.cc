@@ -8,6 +8,7 @@
 #include "redlock/internal/engine.h"
 #include "redlock/internal/node_identity.h"
 #include "redlock/internal/status_macros.h"
+#include "redlock/observer.h"
 
 namespace redlock {
 
@@ -22,6 +23,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   config.reconnect_backoff_max = options.reconnect_backoff_max;
   config.breaker_probe_interval = options.breaker_probe_interval;
   config.max_in_flight_per_node = options.max_in_flight_per_node;
+  if (options.observer != nullptr) {
+    std::shared_ptr<Observer> observer = options.observer;
+    config.on_node_event = [observer](const NodeEvent& e) { observer->OnNode(e); };
+  }
   REDLOCK_ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine,
                            internal::Engine::Start(std::move(config)));
   if (options.wait_for_connections) {

@@ -20,6 +20,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,8 @@
 #include "absl/time/time.h"
 
 namespace redlock {
+
+class Observer;  // redlock/observer.h
 
 // One independent Redis master.
 struct Endpoint {
@@ -176,6 +179,14 @@ struct Options {
   // that is down does not fail Create: Redlock tolerates a minority down).
   // Default: true.
   bool wait_for_connections = true;
+
+  // ---- Observation -----------------------------------------------------------------
+
+  // Receives an event for every acquisition, extension and release, lease
+  // at risk or lost, and node state change (redlock/observer.h: threads and
+  // re-entrancy rules). redlock/metrics.h's MetricsCollector is one.
+  // Default: none.
+  std::shared_ptr<Observer> observer;
 };
 
 // Checks `options` as Client::Create() does. Returns kInvalidArgument naming

@@ -8,16 +8,18 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/lease_factory.h"
+#include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/resp.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/token.h"
 #include "redlock/internal/votes.h"
+#include "redlock/observer.h"
 
 namespace redlock::internal {
 namespace {
 
-using Outcome = Round::Outcome;
+using Decision = Round::Outcome;
 
 std::vector<std::string> FenceKeys(const std::vector<std::string>& keys) {
   std::vector<std::string> out;
@@ -76,6 +78,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   struct NodeState {
     bool granted = false;
     std::vector<uint64_t> counters;  // fencing round 1
+    NodeResult result;               // for the Outcome
   };
 
   // What follows a failed attempt, done outside mu_ (AfterUnlock).
@@ -116,7 +119,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       std::lock_guard<std::mutex> lock(mu_);
       if (phase_ == Phase::kDone) return;  // cancelled meanwhile
       if (transport().stopping()) {
-        SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")));
+        SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")),
+                        Outcome::Kind::kCancelled);
       } else {
         attempt = ++attempt_;
         token_ = NewToken();
@@ -126,6 +130,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         failed_ = false;
         round_ = Round(n(), request_.quorum);
         nodes_.assign(static_cast<size_t>(n()), NodeState{});
+        for (int i = 0; i < n(); ++i) {
+          nodes_[static_cast<size_t>(i)].result.node = transport().NodeName(i);
+        }
         sent_ = 0;
         fanout_active_ = true;
         command = Round1Command();
@@ -166,7 +173,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       NodeState& state = nodes_[static_cast<size_t>(node)];
       Vote v = AcquireVote(r, form_, keys_.size(), &state.counters);
       state.granted = v.vote == Round::Vote::kYes;
-      Outcome outcome = Outcome::kPending;
+      RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_), &state.result);
+      Decision outcome = Decision::kPending;
       if (phase_ != Phase::kRound1) {
         // Decided already. A late grant of a failed attempt is removed by
         // its cleanup: for the wait, that node is free.
@@ -174,13 +182,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       } else {
         outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
       }
-      if (outcome == Outcome::kSucceeded) {
+      if (outcome == Decision::kSucceeded) {
         if (form_ == AcquireForm::kFencing) {
           StartRound2Locked();
         } else {
           SucceedLocked({});
         }
-      } else if (outcome == Outcome::kFailed) {
+      } else if (outcome == Decision::kFailed) {
         FailAttemptLocked(
             round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted));
       }
@@ -228,10 +236,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       std::lock_guard<std::mutex> lock(mu_);
       if (attempt != attempt_ || phase_ != Phase::kRound2) return;
       Vote v = CommitVote(r);
-      Outcome outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
-      if (outcome == Outcome::kSucceeded) {
+      Decision outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
+      if (outcome == Decision::kSucceeded) {
         SucceedLocked(fences_);
-      } else if (outcome == Outcome::kFailed) {
+      } else if (outcome == Decision::kFailed) {
         FailAttemptLocked(round_.Failure(absl::StrCat(what_, " (fencing round)"), "confirmed",
                                          "lost the key before confirming",
                                          absl::StatusCode::kAborted));
@@ -259,7 +267,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
                                           valid_until, round_.yes(),
                                           fences.empty() ? 0 : fences[j]));
     }
-    SetResultLocked(std::move(leases));
+    SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);
   }
 
   // Removes what this attempt may have set on node i. Cleanup class: it goes
@@ -286,8 +294,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   void FailAttemptLocked(absl::Status status) {
     AbandonAttemptLocked();
     phase_ = Phase::kBetween;
+    const Outcome::Kind kind = KindOf(status);
     if (absl::IsCancelled(status) || transport().stopping()) {
-      SetResultLocked(std::move(status));
+      SetResultLocked(std::move(status), Outcome::Kind::kCancelled);
       return;
     }
     Retry retry;
@@ -296,9 +305,11 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       absl::Duration left = absl::InfiniteDuration();
       if (deadline_.has_value()) left = absl::FromChrono(*deadline_ - ctx_->clock().Now());
       if (left <= absl::ZeroDuration()) {
-        SetResultLocked(absl::DeadlineExceededError(
-            absl::StrCat(what_, ": not held after waiting ", absl::FormatDuration(*request_.wait),
-                         " (", Attempts(attempt_), "); last attempt: ", status.message())));
+        SetResultLocked(
+            absl::DeadlineExceededError(absl::StrCat(
+                what_, ": not held after waiting ", absl::FormatDuration(*request_.wait), " (",
+                Attempts(attempt_), "); last attempt: ", status.message())),
+            Outcome::Kind::kWaitExpired);
         return;
       }
       // Growing, jittered polling pauses (capped at wait_poll_max), cut short
@@ -312,7 +323,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         status = absl::Status(status.code(),
                               absl::StrCat(status.message(), " (after ", Attempts(attempt_), ")"));
       }
-      SetResultLocked(std::move(status));
+      SetResultLocked(std::move(status), kind);
       return;
     }
     retry_.emplace(std::move(retry));
@@ -326,13 +337,26 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       retry_.reset();
       SetResultLocked(
           absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
-                                            attempt_ > 0 ? Attempts(attempt_) : "")));
+                                            attempt_ > 0 ? Attempts(attempt_) : "")),
+          Outcome::Kind::kCancelled);
     }
     AfterUnlock();
   }
 
-  void SetResultLocked(absl::StatusOr<std::vector<Lease>> result) {
+  void SetResultLocked(absl::StatusOr<std::vector<Lease>> result, Outcome::Kind kind) {
     phase_ = Phase::kDone;
+    // The outcome of the whole call, with its last round per node.
+    std::vector<NodeResult> results;
+    results.reserve(nodes_.size());
+    for (const NodeState& s : nodes_) results.push_back(s.result);
+    outcome_ = MakeOutcome(kind, request_.quorum, std::move(results));
+    outcome_.attempts = attempt_;
+    outcome_.elapsed = absl::FromChrono(ctx_->clock().Now() - call_start_);
+    if (!result.ok()) {
+      absl::Status st = result.status();
+      AttachOutcome(&st, outcome_);
+      result = std::move(st);
+    }
     result_.emplace(std::move(result));
   }
 
@@ -368,6 +392,16 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       if (watch != nullptr) watch->Cancel();
       watch.reset();
       stop_callback.reset();
+      if (Observer* observer = ctx_->observer()) {
+        AcquireEvent event;
+        event.resources = request_.resources;
+        event.status = result->status();
+        event.outcome = outcome_;
+        if (result->ok() && !(*result)->empty()) {
+          event.fencing_token = (**result)[0].fencing_token();
+        }
+        observer->OnAcquire(event);
+      }
       done(*std::move(result));
       return;
     }
@@ -410,6 +444,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::optional<Retry> retry_;
   std::vector<int> freed_;  // nodes freed by a failed attempt's cleanup, for the watch
   std::optional<absl::StatusOr<std::vector<Lease>>> result_;
+  Outcome outcome_;  // goes with result_
+  const Clock::TimePoint call_start_ = ctx_->clock().Now();
 };
 
 }  // namespace

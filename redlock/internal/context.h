@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "redlock/internal/clock.h"
 #include "redlock/internal/transport.h"
+#include "redlock/observer.h"
 #include "redlock/options.h"
 
 namespace redlock::internal {
@@ -37,6 +38,8 @@ class OpContext {
   Transport& transport() const { return *transport_; }
   const Clock& clock() const { return *clock_; }
   ReleaseWatches& watches() const { return *watches_; }
+  // Options::observer, or null.
+  Observer* observer() const { return options_.observer.get(); }
   Renewals& renewals() const { return *renewals_; }
 
   // The Redis key of `resource`: key_prefix + resource.

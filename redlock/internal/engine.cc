@@ -312,6 +312,7 @@ void Engine::RunOnce() {
   RunPosted();
   in_turn_.store(false, std::memory_order_release);
   FlushTurn();
+  EmitNodeEvents();
 }
 
 Engine::TimePoint Engine::NextWake(TimePoint now) {

@@ -41,6 +41,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,6 +57,7 @@
 #include "redlock/internal/connection.h"
 #include "redlock/internal/transport.h"
 #include "redlock/node_status.h"
+#include "redlock/observer.h"
 #include "redlock/options.h"
 
 namespace redlock::internal {
@@ -73,6 +75,9 @@ class Engine final : public Transport {
     // Per node, the stream over its socket (TLS); null entries or an empty
     // vector: plain TCP.
     std::vector<StreamFactory> streams;
+    // Node state changes (connected, lost, breaker opened or closed), called
+    // on the polling thread outside every lock. Optional.
+    std::function<void(const NodeEvent&)> on_node_event;
   };
 
   // Starts the loop thread and the first connection to every node.
@@ -152,6 +157,10 @@ class Engine final : public Transport {
   // deadlines run from now. REQUIRES: n.mu held.
   void StampWrittenLocked(Node& n);
   void OpenBreakerLocked(Node& n, const std::string& why);
+  // Queues a node event (under n.mu) for EmitNodeEvents, which the poller
+  // runs at the end of every turn, outside the locks.
+  void NodeEventLocked(Node& n, NodeEvent::Kind kind, const std::string& detail);
+  void EmitNodeEvents();
   std::vector<HandshakeStep> CommandHandshake(Node& n);
   std::string CheckIdentity(int node, const std::string& run_id);
   // Requests are recycled per node (no allocation per request once warm).
@@ -189,6 +198,7 @@ class Engine final : public Transport {
   // True while a poller dispatches (output is then written at the turn's end).
   std::atomic<bool> in_turn_{false};
   std::atomic<uint64_t> next_probe_id_{1};
+  std::atomic<bool> node_events_pending_{false};
 
   mutable std::mutex mu_;                              // guards the members below
   std::deque<absl::AnyInvocable<void()>> posted_;      // run by any poller

@@ -200,9 +200,28 @@ void Engine::StampWrittenLocked(Node& n) {
   n.unwritten = 0;
 }
 
+void Engine::NodeEventLocked(Node& n, NodeEvent::Kind kind, const std::string& detail) {
+  if (!config_.on_node_event) return;
+  n.events.push_back(NodeEvent{kind, n.name, detail});
+  node_events_pending_.store(true, std::memory_order_release);
+}
+
+void Engine::EmitNodeEvents() {
+  if (!node_events_pending_.exchange(false, std::memory_order_acq_rel)) return;
+  for (auto& np : nodes_) {
+    std::vector<NodeEvent> events;
+    {
+      std::lock_guard<std::mutex> lock(np->mu);
+      events.swap(np->events);
+    }
+    for (const NodeEvent& e : events) config_.on_node_event(e);
+  }
+}
+
 void Engine::OpenBreakerLocked(Node& n, const std::string& why) {
   n.last_error = why;
   if (!n.breaker_open) {
+    NodeEventLocked(n, NodeEvent::Kind::kBreakerOpened, why);
     n.breaker_open = true;
     n.breaker_opened_at = Clock::now();
     n.next_probe = n.breaker_opened_at + absl::ToChronoNanoseconds(config_.breaker_probe_interval);
@@ -304,6 +323,8 @@ void Engine::OnCommandIo(Node& n, uint32_t events) {
 void Engine::OnReady(Node& n) {
   std::unique_lock<std::mutex> lock(n.mu);
   n.state = Node::State::kReady;
+  NodeEventLocked(n, NodeEvent::Kind::kConnected, "");
+  if (n.breaker_open) NodeEventLocked(n, NodeEvent::Kind::kBreakerClosed, "connected");
   n.stream = n.cmd.stream();
   n.transport = n.stream->Describe();
   WatchWritable(n, false);
@@ -365,6 +386,7 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
       switch (slot->kind) {
         case Slot::Kind::kProbe:
           n.probe_in_flight = false;
+          if (n.breaker_open) NodeEventLocked(n, NodeEvent::Kind::kBreakerClosed, "probe answered");
           n.breaker_open = false;
           n.last_error.clear();
           break;
@@ -416,6 +438,9 @@ void Engine::Disconnect(Node& n, const std::string& why) {
   const int fd = n.cmd.fd();
   {
     std::lock_guard<std::mutex> lock(n.mu);
+    if (n.state != Node::State::kDisconnected) {
+      NodeEventLocked(n, NodeEvent::Kind::kDisconnected, why);
+    }
     n.state = Node::State::kDisconnected;
     // A writer outside the lock keeps its own reference to the stream.
     n.stream.reset();

@@ -86,7 +86,8 @@ struct Engine::Node {
   bool probe_in_flight = false;
   TimePoint next_probe{};
   std::vector<Slot*> free_slots;  // recycled requests
-  std::string transport;          // "tls 1.3", "" for plain TCP (Health)
+  std::string transport;          // "TLSv1.3", "" for plain TCP (Health)
+  std::vector<NodeEvent> events;  // for the observer, emitted after the turn
 
   // ---- Poller only ----
   Connection cmd;

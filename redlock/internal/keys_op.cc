@@ -10,13 +10,15 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/lease_factory.h"
+#include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/votes.h"
+#include "redlock/observer.h"
 
 namespace redlock::internal {
 namespace {
 
-using Outcome = Round::Outcome;
+using Decision = Round::Outcome;
 
 class KeysOp : public std::enable_shared_from_this<KeysOp> {
  public:
@@ -37,6 +39,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     }
     what_ = absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ",
                          DescribeResources(resources));
+    results_.resize(static_cast<size_t>(ctx_->nodes()));
+    for (int i = 0; i < ctx_->nodes(); ++i) {
+      results_[static_cast<size_t>(i)].node = ctx_->transport().NodeName(i);
+    }
   }
 
   void Start() {
@@ -72,15 +78,17 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       std::lock_guard<std::mutex> lock(mu_);
       if (!done_) return;  // decided already
       Vote v = kind_ == Kind::kRelease ? ReleaseVote(r) : ExtendVote(r);
-      Outcome outcome = round_.Record(ctx_->transport().NodeName(node), v.vote, v.detail);
-      if (outcome == Outcome::kPending) return;
+      RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_),
+                   &results_[static_cast<size_t>(node)]);
+      Decision outcome = round_.Record(ctx_->transport().NodeName(node), v.vote, v.detail);
+      if (outcome == Decision::kPending) return;
       if (kind_ == Kind::kRelease) {
-        if (outcome == Outcome::kSucceeded) {
+        if (outcome == Decision::kSucceeded) {
           result.emplace(std::vector<Lease>{});
         } else {
           result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
         }
-      } else if (outcome == Outcome::kFailed) {
+      } else if (outcome == Decision::kFailed) {
         result.emplace(round_.Failure(what_, "still held the lease", "lease lost",
                                       absl::StatusCode::kFailedPrecondition));
       } else {
@@ -88,8 +96,30 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       }
       done = std::move(done_);
       done_ = nullptr;
+      Report(&*result);
     }
     done(*std::move(result));
+  }
+
+  // Attaches the outcome to a failure, and tells the observer.
+  void Report(absl::StatusOr<std::vector<Lease>>* result) {
+    Outcome outcome = MakeOutcome(KindOf(result->status()), round_.quorum(), results_);
+    outcome.attempts = 1;
+    outcome.elapsed = absl::FromChrono(ctx_->clock().Now() - start_);
+    if (!result->ok()) {
+      absl::Status st = result->status();
+      AttachOutcome(&st, outcome);
+      *result = std::move(st);
+    }
+    Observer* observer = ctx_->observer();
+    if (observer == nullptr) return;
+    std::vector<std::string> resources;
+    for (const Lease& l : leases_) resources.push_back(l.resource());
+    if (kind_ == Kind::kRelease) {
+      observer->OnRelease(ReleaseEvent{std::move(resources), result->status(), std::move(outcome)});
+    } else {
+      observer->OnExtend(ExtendEvent{std::move(resources), result->status(), std::move(outcome)});
+    }
   }
 
   absl::StatusOr<std::vector<Lease>> Extended() {
@@ -124,6 +154,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   LeasesCallback done_;
   Clock::TimePoint start_;
   Round round_;
+  std::vector<NodeResult> results_;
 };
 
 }  // namespace

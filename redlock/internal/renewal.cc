@@ -196,6 +196,7 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
       fire = std::move(on_lost_);
       on_lost_ = nullptr;
     }
+    Observe(ctx, LeaseEvent::Kind::kLost, why);
     ctx->transport().DeliverToUser(
         [self = shared_from_this(), fire = std::move(fire), why]() mutable {
           self->lost_.RequestStop();
@@ -204,10 +205,21 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
   }
 
   void ReportAtRisk(OpContext* ctx, absl::Status why) {
+    Observe(ctx, LeaseEvent::Kind::kAtRisk, why);
     if (!options_.on_at_risk) return;
     Lease lease = this->lease();
     auto fn = options_.on_at_risk;
     ctx->transport().DeliverToUser([fn, lease, why] { fn(lease, why); });
+  }
+
+  void Observe(OpContext* ctx, LeaseEvent::Kind kind, const absl::Status& why) {
+    Observer* observer = ctx->observer();
+    if (observer == nullptr) return;
+    LeaseEvent event;
+    event.kind = kind;
+    event.why = why;
+    for (const Lease& l : leases()) event.resources.push_back(l.resource());
+    observer->OnLease(event);
   }
 
   mutable std::mutex mu_;

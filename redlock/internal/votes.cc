@@ -84,4 +84,69 @@ Vote ReleaseVote(const absl::StatusOr<Reply>& r) {
   return Unexpected(*r);
 }
 
+void RecordAnswer(const Vote& vote, absl::Duration latency, NodeResult* out) {
+  switch (vote.vote) {
+    case V::kYes:
+      out->answer = NodeResult::Answer::kYes;
+      break;
+    case V::kRefused:
+      out->answer = NodeResult::Answer::kRefused;
+      break;
+    case V::kUnavailable:
+    case V::kCancelled:
+      out->answer = NodeResult::Answer::kUnavailable;
+      break;
+    case V::kInternal:
+      out->answer = NodeResult::Answer::kError;
+      break;
+  }
+  out->latency = latency;
+  out->detail = vote.detail;
+}
+
+Outcome::Kind KindOf(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return Outcome::Kind::kSucceeded;
+    case absl::StatusCode::kAborted:
+      return Outcome::Kind::kHeldElsewhere;
+    case absl::StatusCode::kUnavailable:
+      return Outcome::Kind::kQuorumUnreachable;
+    case absl::StatusCode::kDeadlineExceeded:
+      return Outcome::Kind::kNoValidityLeft;
+    case absl::StatusCode::kCancelled:
+      return Outcome::Kind::kCancelled;
+    case absl::StatusCode::kFailedPrecondition:
+      return Outcome::Kind::kLeaseLost;
+    default:
+      return Outcome::Kind::kInternal;
+  }
+}
+
+Outcome MakeOutcome(Outcome::Kind kind, int quorum, std::vector<NodeResult> nodes) {
+  Outcome o;
+  o.kind = kind;
+  o.quorum = quorum;
+  for (const NodeResult& n : nodes) {
+    switch (n.answer) {
+      case NodeResult::Answer::kYes:
+        ++o.yes;
+        break;
+      case NodeResult::Answer::kRefused:
+        ++o.refused;
+        break;
+      case NodeResult::Answer::kUnavailable:
+        ++o.unavailable;
+        break;
+      case NodeResult::Answer::kError:
+        ++o.errors;
+        break;
+      case NodeResult::Answer::kNone:
+        break;
+    }
+  }
+  o.nodes = std::move(nodes);
+  return o;
+}
+
 }  // namespace redlock::internal

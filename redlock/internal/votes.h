@@ -11,8 +11,10 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/reply.h"
+#include "redlock/outcome.h"
 
 namespace redlock::internal {
 
@@ -41,6 +43,16 @@ Vote CommitVote(const absl::StatusOr<Reply>& r);
 // key is gone either way).
 Vote ExtendVote(const absl::StatusOr<Reply>& r);
 Vote ReleaseVote(const absl::StatusOr<Reply>& r);
+
+// Records a node's answer for the Outcome (outcome.h).
+void RecordAnswer(const Vote& vote, absl::Duration latency, NodeResult* out);
+
+// The kind of a failed call's status (kDeadlineExceeded: no validity left;
+// a wait that ran out is told apart by its caller).
+Outcome::Kind KindOf(const absl::Status& status);
+
+// An outcome of `kind` with the answers of a round and their tally.
+Outcome MakeOutcome(Outcome::Kind kind, int quorum, std::vector<NodeResult> nodes);
 
 }  // namespace redlock::internal
 

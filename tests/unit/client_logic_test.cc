@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/internal/client_impl.h"
+#include "redlock/outcome.h"
 #include "tests/unit/fake_transport.h"
 
 namespace redlock {
@@ -383,6 +384,62 @@ TEST_F(ClientLogicTest, AStopRequestedBeforeTheCallSendsNothing) {
   ASSERT_TRUE(out->has_value());
   EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(transport_->sent_count("acquire"), 0);
+}
+
+// Outcomes tell failures apart without parsing messages.
+TEST_F(ClientLogicTest, FailuresCarryAnOutcomeWithEveryNodesAnswer) {
+  Make(5);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
+  auto held = TryAcquire("r", absl::Seconds(10));
+  transport_->AnswerAll(0);
+  transport_->AnswerAll(1);
+  transport_->AnswerAll(3);
+  transport_->AnswerAll(2);
+  ASSERT_TRUE(held->has_value());
+  std::optional<Outcome> o = GetOutcome((*held)->status());
+  ASSERT_TRUE(o.has_value()) << (*held)->status();
+  EXPECT_EQ(o->kind, Outcome::Kind::kHeldElsewhere);
+  EXPECT_EQ(o->quorum, 3);
+  EXPECT_EQ(o->refused, 3);
+  EXPECT_EQ(o->yes, 1);
+  EXPECT_EQ(o->attempts, 1);
+  ASSERT_EQ(o->nodes.size(), 5u);
+  EXPECT_EQ(o->nodes[0].node, "fake0:6379");
+  EXPECT_EQ(o->nodes[0].answer, NodeResult::Answer::kRefused);
+  EXPECT_EQ(o->nodes[3].answer, NodeResult::Answer::kYes);
+  EXPECT_EQ(o->nodes[4].answer, NodeResult::Answer::kNone) << "decided before it answered";
+  transport_->AnswerEverything();
+
+  auto down = TryAcquire("s", absl::Seconds(10));
+  for (int i = 0; i < 3; ++i) transport_->TimeOutAll(i);
+  ASSERT_TRUE(down->has_value());
+  o = GetOutcome((*down)->status());
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->kind, Outcome::Kind::kQuorumUnreachable);
+  EXPECT_EQ(o->unavailable, 3);
+  EXPECT_FALSE(o->nodes[0].detail.empty());
+  transport_->AnswerEverything();
+
+  // No validity left, and a wait that ran out: both kDeadlineExceeded.
+  auto slow = TryAcquire("t", absl::Milliseconds(100));
+  clock_.Advance(absl::Milliseconds(150));
+  transport_->AnswerEverything();
+  ASSERT_TRUE(slow->has_value());
+  EXPECT_EQ(GetOutcome((*slow)->status())->kind, Outcome::Kind::kNoValidityLeft);
+  for (int i = 0; i < 5; ++i) transport_->node(i).keys["w"] = {"other", std::nullopt, false};
+  auto waited = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+  client_->AcquireAsync("w", absl::Seconds(10), absl::Milliseconds(300),
+                        [waited](absl::StatusOr<Lease> l) { waited->emplace(std::move(l)); });
+  for (int i = 0; i < 20 && !waited->has_value(); ++i) {
+    transport_->AnswerEverything();
+    transport_->Advance(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(waited->has_value());
+  o = GetOutcome((*waited)->status());
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->kind, Outcome::Kind::kWaitExpired);
+  EXPECT_GE(o->attempts, 2);
+  EXPECT_EQ(GetOutcome(absl::OkStatus()), std::nullopt);
 }
 
 TEST_F(ClientLogicTest, InvalidInputSendsNothing) {

@@ -1,0 +1,92 @@
+// redlock/observer.h: events for metrics and logs (Options::observer).
+//
+//   class LatencyLog : public redlock::Observer {
+//    public:
+//     void OnAcquire(const redlock::AcquireEvent& e) override {
+//       if (!e.status.ok()) LOG(INFO) << e.resources[0] << ": " << e.status;
+//     }
+//   };
+//   options.observer = std::make_shared<LatencyLog>();
+//
+// redlock/metrics.h has a ready-made collector that renders Prometheus text.
+//
+// Threads and re-entrancy: events are delivered synchronously on the thread
+// where they happen (the client's I/O thread, a thread polling in a
+// synchronous call, or a caller's thread for calls decided at once), so
+// several may arrive at the same time: an observer must be thread-safe. It
+// must be quick and must not block; it must not call the client's blocking
+// methods (they would return kFailedPrecondition). Every method has an empty
+// default, so an observer overrides only what it needs.
+
+#ifndef REDLOCK_OBSERVER_H_
+#define REDLOCK_OBSERVER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "redlock/outcome.h"
+
+namespace redlock {
+
+// An acquisition finished (TryAcquire, Acquire with or without a wait,
+// MultiLock), successfully or not. `outcome` covers the whole call: its
+// attempts and duration (waits included), and the last round per node.
+struct AcquireEvent {
+  std::vector<std::string> resources;
+  absl::Status status;
+  Outcome outcome;
+  uint64_t fencing_token = 0;  // on success with fencing
+};
+
+// An extension or a release finished (one round).
+struct ExtendEvent {
+  std::vector<std::string> resources;
+  absl::Status status;
+  Outcome outcome;
+};
+struct ReleaseEvent {
+  std::vector<std::string> resources;
+  absl::Status status;
+  Outcome outcome;
+};
+
+// A renewed (or watched) lease became at risk, or was lost (renewal.h).
+struct LeaseEvent {
+  enum class Kind { kAtRisk, kLost };
+  Kind kind = Kind::kAtRisk;
+  std::vector<std::string> resources;
+  absl::Status why;
+};
+
+// A node's connection changed state.
+struct NodeEvent {
+  enum class Kind {
+    kConnected,      // a connection is established and ready
+    kDisconnected,   // it failed or was lost (`detail` says why)
+    kBreakerOpened,  // requests now fail at once until a probe succeeds
+    kBreakerClosed,  // a probe succeeded (or a new connection is ready)
+  };
+  Kind kind = Kind::kConnected;
+  std::string node;  // "host:port"
+  std::string detail;
+};
+
+const char* LeaseEventName(LeaseEvent::Kind kind);  // "at_risk", "lost"
+const char* NodeEventName(NodeEvent::Kind kind);    // "connected", ...
+
+class Observer {
+ public:
+  virtual ~Observer() = default;
+  virtual void OnAcquire(const AcquireEvent& event) {}
+  virtual void OnExtend(const ExtendEvent& event) {}
+  virtual void OnRelease(const ReleaseEvent& event) {}
+  virtual void OnLease(const LeaseEvent& event) {}
+  virtual void OnNode(const NodeEvent& event) {}
+};
+
+}  // namespace redlock
+
+#endif  // REDLOCK_OBSERVER_H_
