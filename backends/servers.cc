@@ -529,11 +529,13 @@ absl::Status ServerCluster::Stop(int i) {
   Member& m = members_[static_cast<size_t>(i)];
   if (m.process == nullptr)
     return absl::FailedPreconditionError(absl::StrCat("m", i, " is not running"));
+  // The postmaster's children are listed first (a /proc scan takes a while),
+  // then everything stops at once.
+  const std::vector<pid_t> children =
+      options_.kind == ServerKind::kPostgres ? ChildrenOf(m.process->pid()) : std::vector<pid_t>();
   absl::Status s = m.process->Signal(SIGSTOP);
+  for (pid_t child : children) kill(child, SIGSTOP);
   if (s.ok()) m.stopped = true;
-  if (options_.kind == ServerKind::kPostgres) {
-    for (pid_t child : ChildrenOf(m.process->pid())) kill(child, SIGSTOP);
-  }
   return s;
 }
 
