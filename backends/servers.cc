@@ -246,6 +246,10 @@ pid_t ServerCluster::pid(int i) const {
   return m.process != nullptr ? m.process->pid() : -1;
 }
 
+int ServerCluster::uid(int i) const {
+  return fleet_ != nullptr ? -1 : members_[static_cast<size_t>(i)].uid;
+}
+
 std::string ServerCluster::log_path(int i) const {
   if (fleet_ != nullptr) return absl::StrCat(fleet_->dir(i), "/redis.log");
   return absl::StrCat(members_[static_cast<size_t>(i)].dir, "/server.log");

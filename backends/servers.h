@@ -80,6 +80,8 @@ class ServerCluster {
   std::vector<std::string> endpoints() const;
   std::string endpoint(int i) const;
   pid_t pid(int i) const;
+  // The uid member i runs as (-1: the caller's).
+  int uid(int i) const;
   std::string log_path(int i) const;
   const std::string& root() const { return root_; }
   // "etcd 3.4.23", "zookeeper 3.8.0", "postgres (PostgreSQL) 15.x", "redis-server 7.0.15".

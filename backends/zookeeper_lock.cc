@@ -5,16 +5,20 @@
 
 #ifdef REDLOCK_HAVE_ZOOKEEPER
 
+#include <sys/random.h>
 #include <zookeeper/zookeeper.h>
 
 #include <algorithm>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <map>
 #include <mutex>
 #include <set>
+#include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -60,6 +64,32 @@ void OnWatch(zhandle_t*, int, int, const char*, void* ctx) {
 }
 
 void OnSession(zhandle_t*, int, int, const char*, void*) {}
+
+// Deletes `path`, retrying through a connection loss (the session, and so
+// the znode, outlives a lost connection: a delete given up on would leave
+// the lock held until the session ends). Bounded by `patience`.
+int DeleteRetrying(zhandle_t* zh, const std::string& path, absl::Duration patience) {
+  const auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(patience);
+  int rc = ZOK;
+  for (int i = 0; i < 1000; ++i) {
+    rc = zoo_delete(zh, path.c_str(), -1);
+    if (rc == ZOK || rc == ZNONODE) return ZOK;
+    if (rc != ZCONNECTIONLOSS && rc != ZOPERATIONTIMEOUT) return rc;
+    if (zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE) return ZOK;  // gone with the session
+    if (std::chrono::steady_clock::now() >= deadline) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return rc;
+}
+
+// A name unique to one attempt: a create whose reply was lost can still be
+// found among the children, and removed (Curator's "protected" mode).
+std::string AttemptId() {
+  static std::atomic<uint64_t> counter{0};
+  uint64_t r = 0;
+  if (getrandom(&r, sizeof(r), 0) != static_cast<ssize_t>(sizeof(r))) r = 0;
+  return absl::StrCat("p", absl::Hex(r ^ (counter.fetch_add(1) << 48), absl::kZeroPad16));
+}
 
 int64_t SequenceOf(absl::string_view name) {
   int64_t seq = -1;
@@ -171,8 +201,8 @@ class ZooKeeperSession final : public LockSession {
     // A new session means the old one expired and took its ephemeral
     // znodes with it: nothing left to delete (and the path may be reused).
     if (!same_session) return absl::OkStatus();
-    int rc = zoo_delete((*h)->zh, grant.token.c_str(), -1);
-    if (rc == ZOK || rc == ZNONODE) return absl::OkStatus();
+    int rc = DeleteRetrying((*h)->zh, grant.token, ReleasePatience());
+    if (rc == ZOK) return absl::OkStatus();
     return ZkError(rc, "delete");
   }
 
@@ -196,8 +226,30 @@ class ZooKeeperSession final : public LockSession {
     absl::StatusOr<std::string> parent = service_->Parent(zh, resource);
     if (!parent.ok()) return parent.status();
     char created[1024];
-    int rc = zoo_create(zh, (*parent + "/lock-").c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE,
-                        ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof(created));
+    const std::string id = AttemptId();
+    int rc = zoo_create(zh, absl::StrCat(*parent, "/", id, "-lock-").c_str(), "", 0,
+                        &ZOO_OPEN_ACL_UNSAFE, ZOO_EPHEMERAL_SEQUENTIAL, created, sizeof(created));
+    if (rc == ZCONNECTIONLOSS || rc == ZOPERATIONTIMEOUT) {
+      // The create may have been applied: find our node by its id, delete it.
+      const auto deadline =
+          SteadyClock::now() + absl::ToChronoNanoseconds(service_->options().session_timeout);
+      for (int i = 0; i < 1000 && SteadyClock::now() < deadline; ++i) {
+        String_vector children{};
+        int crc = zoo_get_children(zh, parent->c_str(), 0, &children);
+        if (crc == ZOK) {
+          for (int k = 0; k < children.count; ++k) {
+            if (absl::StartsWith(children.data[k], id)) {
+              (void)DeleteRetrying(zh, absl::StrCat(*parent, "/", children.data[k]),
+                                   service_->options().session_timeout);
+            }
+          }
+          deallocate_String_vector(&children);
+          break;
+        }
+        if (zoo_state(zh) == ZOO_EXPIRED_SESSION_STATE) break;
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
     if (rc != ZOK) return ZkError(rc, "create");
     const std::string mine = created;
     const int64_t my_seq = SequenceOf(mine);
@@ -205,7 +257,7 @@ class ZooKeeperSession final : public LockSession {
       String_vector children{};
       rc = zoo_get_children(zh, parent->c_str(), 0, &children);
       if (rc != ZOK) {
-        (void)zoo_delete(zh, mine.c_str(), -1);
+        (void)DeleteRetrying(zh, mine, ReleasePatience());
         return ZkError(rc, "get_children");
       }
       int64_t lowest = -1;
@@ -232,7 +284,7 @@ class ZooKeeperSession final : public LockSession {
         return g;
       }
       if (wait <= absl::ZeroDuration() || SteadyClock::now() >= deadline) {
-        (void)zoo_delete(zh, mine.c_str(), -1);
+        (void)DeleteRetrying(zh, mine, ReleasePatience());
         if (wait <= absl::ZeroDuration()) {
           return absl::AbortedError(absl::StrCat("zookeeper lock \"", resource, "\": held (",
                                                  predecessor, " before ", mine, ")"));
@@ -256,15 +308,22 @@ class ZooKeeperSession final : public LockSession {
         continue;
       }
       if (rc != ZOK) {
-        (void)zoo_delete(zh, mine.c_str(), -1);
+        (void)DeleteRetrying(zh, mine, ReleasePatience());
         return ZkError(rc, "exists");
       }
       std::unique_lock<std::mutex> lock(reg.mu);
       reg.cv.wait_until(lock, deadline, [&] { return reg.pending.count(id) == 0; });
       reg.pending.erase(id);
     }
-    (void)zoo_delete(zh, mine.c_str(), -1);
+    (void)DeleteRetrying(zh, mine, ReleasePatience());
     return absl::DeadlineExceededError("zookeeper: too many rounds");
+  }
+
+  // A partition can keep a session alive but unreachable for longer than
+  // its timeout (no leader, no expiry): keep trying well past it, or the
+  // node stays and the lock with it.
+  absl::Duration ReleasePatience() const {
+    return std::max(service_->options().session_timeout * 10, absl::Seconds(20));
   }
 
   ZooKeeperService* const service_;
