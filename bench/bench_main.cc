@@ -35,6 +35,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "bench/backends_scenario.h"
 #include "bench/plots.h"
 #include "bench/report.h"
 #include "bench/results.h"
@@ -159,6 +160,7 @@ int Main(int argc, char** argv) {
       s.memory_duration = absl::Milliseconds(150);
       s.memory_warmup = absl::Milliseconds(50);
       s.hot_duration = absl::Milliseconds(150);
+      s.stopped_duration = absl::Milliseconds(300);
       s.callers_many = 8;
       s.hot_waiters = 4;
       break;
@@ -174,6 +176,7 @@ int Main(int argc, char** argv) {
       s.memory_duration = absl::Seconds(6);
       s.memory_warmup = absl::Seconds(2);
       s.hot_duration = absl::Seconds(3);
+      s.stopped_duration = absl::Seconds(10);
       break;
   }
   if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
@@ -225,7 +228,9 @@ int Main(int argc, char** argv) {
     scenarios.push_back(sc);
   }
   if (scenarios.empty()) {
-    for (const Scenario& x : AllScenarios()) scenarios.push_back(&x);
+    for (const Scenario& x : AllScenarios()) {
+      if (!x.explicit_only) scenarios.push_back(&x);
+    }
   }
   std::vector<std::pair<const Scenario*, int>> plan;
   int max_n = 1;
@@ -322,6 +327,9 @@ int Main(int argc, char** argv) {
     absl::Status st = WritePlots(results, plot_dir, &written);
     if (!st.ok()) results.harness_errors.push_back(absl::StrCat("--plot: ", st.ToString()));
     for (const std::string& w : written) fprintf(out, "wrote %s\n", w.c_str());
+  }
+  if (std::string md = BackendsMarkdown(results); !md.empty()) {
+    fprintf(out, "\n== backends, as Markdown (bench/backends_scenario.h)\n%s", md.c_str());
   }
   fputs(RenderSummary(results).c_str(), out);
   fflush(out);

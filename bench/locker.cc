@@ -93,8 +93,35 @@ struct HotResource::State {
   int64_t not_waiting = 0;
 };
 
+namespace {
+
+class ClientWaiter final : public HotResource::Waiter {
+ public:
+  explicit ClientWaiter(Client* client) : client_(client) {}
+  absl::Status Acquire(const std::string& resource, absl::Duration ttl,
+                       absl::Duration wait) override {
+    absl::StatusOr<Lease> lease = client_->Acquire(resource, ttl, wait);
+    if (!lease.ok()) return lease.status();
+    lease_ = *std::move(lease);
+    return absl::OkStatus();
+  }
+  absl::Status Release() override { return client_->Release(lease_); }
+
+ private:
+  Client* const client_;
+  Lease lease_;
+};
+
+}  // namespace
+
 HotResource::HotResource(Client* client, Config config)
-    : client_(client), config_(std::move(config)), state_(std::make_shared<State>()) {}
+    : HotResource([client](int) { return std::make_unique<ClientWaiter>(client); },
+                  std::move(config)) {}
+
+HotResource::HotResource(std::function<std::unique_ptr<Waiter>(int id)> make_waiter, Config config)
+    : make_waiter_(std::move(make_waiter)),
+      config_(std::move(config)),
+      state_(std::make_shared<State>()) {}
 
 HotResource::~HotResource() { Stop(); }
 
@@ -127,8 +154,9 @@ CycleFn HotResource::Cycle(int id) {
     std::lock_guard<std::mutex> lock(state_->mu);
     ++state_->callers;
   }
-  return [this, id, state = state_]() -> CycleSample {
+  return [this, id, state = state_, waiter = std::shared_ptr<Waiter>()]() mutable -> CycleSample {
     CycleSample s;
+    if (waiter == nullptr) waiter = make_waiter_(id);
     const auto wait = absl::ToChronoNanoseconds(config_.wait);
     {
       std::lock_guard<std::mutex> lock(state->mu);
@@ -136,15 +164,15 @@ CycleFn HotResource::Cycle(int id) {
     }
     state->cv.notify_all();
     const int64_t t0 = NowNs();
-    absl::StatusOr<Lease> lease = client_->Acquire(config_.resource, config_.ttl, config_.wait);
+    const absl::Status acquired = waiter->Acquire(config_.resource, config_.ttl, config_.wait);
     const int64_t t1 = NowNs();
     {
       std::lock_guard<std::mutex> lock(state->mu);
       --state->in_acquire;
     }
     s.acquire_ns = t1 - t0;
-    s.acquire_status = lease.status();
-    if (!lease.ok()) return s;
+    s.acquire_status = acquired;
+    if (!acquired.ok()) return s;
     int64_t seq = 0;
     {
       std::unique_lock<std::mutex> lock(state->mu);
@@ -177,7 +205,7 @@ CycleFn HotResource::Cycle(int id) {
       std::this_thread::sleep_for(absl::ToChronoNanoseconds(config_.hold));
     }
     const int64_t release_start = NowNs();
-    s.release_status = client_->Release(*lease);
+    s.release_status = waiter->Release();
     const int64_t t2 = NowNs();
     s.cycle_ns = t2 - t0;
     {

@@ -6,6 +6,7 @@
 #ifndef REDLOCK_BENCH_LOCKER_H_
 #define REDLOCK_BENCH_LOCKER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,13 +51,25 @@ std::unique_ptr<Locker> NewMultiLocker(Client* client, bool all_nodes,
 // is not counted as a hand-off (not_waiting()).
 class HotResource {
  public:
+  // One caller's lock for the hot resource, on any lock service: a blocking
+  // acquire with a wait, and the release of what it took.
+  class Waiter {
+   public:
+    virtual ~Waiter() = default;
+    virtual absl::Status Acquire(const std::string& resource, absl::Duration ttl,
+                                 absl::Duration wait) = 0;
+    virtual absl::Status Release() = 0;
+  };
   struct Config {
     std::string resource;
     absl::Duration ttl = absl::Seconds(10);
     absl::Duration wait = absl::Seconds(2);  // Acquire's wait, and every internal wait
     absl::Duration hold = absl::Microseconds(200);
   };
+  // Callers share `client` (Client::Acquire with a wait, Client::Release).
   HotResource(Client* client, Config config);
+  // Caller `id` uses make_waiter(id), built on its own thread's first cycle.
+  HotResource(std::function<std::unique_ptr<Waiter>(int id)> make_waiter, Config config);
   ~HotResource();
 
   // One cycle of caller `id`: Acquire with a wait, hold, Release, then wait
@@ -75,7 +88,7 @@ class HotResource {
 
  private:
   struct State;
-  Client* const client_;
+  const std::function<std::unique_ptr<Waiter>(int id)> make_waiter_;
   const Config config_;
   std::shared_ptr<State> state_;
 };

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "bench/backends_scenario.h"
 #include "common/svg.h"
 
 namespace redlock::bench {
@@ -217,6 +218,7 @@ std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults&
     LineChart c;
     if (HandoffCdf(results, &c)) out.emplace_back("handoff_cdf.svg", svg::RenderLineChart(c));
   }
+  for (auto& plot : RenderBackendPlots(results)) out.push_back(std::move(plot));
   return out;
 }
 

@@ -10,9 +10,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/backends_scenario.h"
 #include "bench/baselines.h"
 #include "bench/locker.h"
 #include "bench/report.h"
+#include "bench/rows.h"
 #include "bench/workload.h"
 #include "chaos/fault_proxy.h"
 #include "redlock/client.h"
@@ -78,35 +80,6 @@ void Progress::Done() {
 }
 
 std::string Context::RowKey() { return absl::StrCat("rb:", settings.run_id, ":", ++next_row); }
-
-namespace {
-
-// ---- Rows -------------------------------------------------------------------------
-
-// A fault switched on before a row's warm-up and off after its measurement.
-struct Fault {
-  std::string description;
-  std::function<absl::Status()> on;
-  std::function<absl::Status()> off;
-};
-
-struct RowSpec {
-  std::string impl;
-  std::string family;
-  std::string variant;
-  int callers = 1;
-  absl::Duration duration = absl::ZeroDuration();  // zero: settings.duration
-  absl::Duration warmup = absl::ZeroDuration();    // zero: settings.warmup
-  const Fault* fault = nullptr;
-  bool track_memory = false;
-  // Builds one cycle per caller, before anything is timed.
-  std::function<absl::StatusOr<std::vector<CycleFn>>()> make;
-  std::function<void()> at_start;
-  std::function<void()> at_mid;
-  std::function<void()> at_stop;
-  // After the measurement, while the fault is still on.
-  std::function<void(RowResult*)> after;
-};
 
 std::string CallersLabel(int callers) { return absl::StrCat("x", callers); }
 
@@ -218,6 +191,8 @@ RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector
 RowResult FloorRow(Context& ctx, const std::vector<Endpoint>& eps) {
   return BaselineRow(ctx, kFloor, {eps.at(0)}, 1);
 }
+
+namespace {
 
 Options ClientOptions(const Context& ctx, const std::vector<Endpoint>& eps) {
   Options o;
@@ -720,6 +695,16 @@ const std::vector<Scenario>& AllScenarios() {
        {5},
        {3, 5, 7},
        RunMultiLock},
+      {"backends",
+       "Redis (this library, 1 and N nodes) vs etcd vs ZooKeeper vs PostgreSQL: latency, "
+       "throughput, hand-off, one member stopped (servers started here; only when named)",
+       true,
+       1,
+       {3},
+       {5},
+       {5},
+       RunBackends,
+       true},
   };
   return *kScenarios;
 }

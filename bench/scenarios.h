@@ -18,6 +18,8 @@
 //                      notifications on and off
 //   fencing            Options::fencing on, side by side with off
 //   multilock          MultiLock over 3 resources, quorum and all-nodes modes
+//   backends           Redis vs etcd vs ZooKeeper vs PostgreSQL (only with
+//                      --scenario backends; bench/backends_scenario.h)
 
 #ifndef REDLOCK_BENCH_SCENARIOS_H_
 #define REDLOCK_BENCH_SCENARIOS_H_
@@ -46,6 +48,7 @@ struct BenchSettings {
   absl::Duration memory_duration = absl::Milliseconds(1500);  // library rows with a stopped node
   absl::Duration memory_warmup = absl::Seconds(1);            // their warm-up under the fault
   absl::Duration hot_duration = absl::Seconds(1);
+  absl::Duration stopped_duration = absl::Seconds(5);  // backends: a member stopped
   int callers_many = 64;
   absl::Duration ttl = absl::Seconds(10);
   absl::Duration node_timeout = absl::Milliseconds(50);
@@ -117,6 +120,8 @@ struct Scenario {
   std::vector<int> quick_ns;
   std::vector<int> full_ns;
   void (*run)(Context& ctx, int n, GroupResult* group) = nullptr;
+  // Runs only when named with --scenario (it starts servers of its own).
+  bool explicit_only = false;
 };
 
 const std::vector<Scenario>& AllScenarios();

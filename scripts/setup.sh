@@ -2,10 +2,12 @@
 # Sets up a fresh Debian 12 machine for redlock and builds it.
 #
 #   scripts/setup.sh [--build-dir DIR] [--sanitize address|thread] [--build-type TYPE]
-#                    [--no-build] [-DCMAKE_OPTION=VALUE ...]
+#                    [--no-build] [--backends] [-DCMAKE_OPTION=VALUE ...]
 #
 # 1. Installs the Debian packages the project needs when run as root; as any
-#    other user it prints the exact apt-get line to run and stops.
+#    other user it prints the exact apt-get line to run and stops. With
+#    --backends also the lock services compared with this library (etcd,
+#    ZooKeeper with its C client, PostgreSQL with libpq; backends/README.md).
 # 2. Configures with CMake and builds everything (library, tests, bench,
 #    chaos, tools, examples) into DIR (default: build).
 set -euo pipefail
@@ -15,6 +17,7 @@ build_dir=build
 sanitize=""
 build_type=RelWithDebInfo
 do_build=1
+backends=0
 cmake_args=()
 while (($#)); do
   case "$1" in
@@ -22,8 +25,9 @@ while (($#)); do
     --sanitize) sanitize="$2"; shift 2 ;;
     --build-type) build_type="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
+    --backends) backends=1; shift ;;
     -D*) cmake_args+=("$1"); shift ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -37,6 +41,13 @@ packages=(
   iproute2 nftables                          # chaos partitions (network namespaces, nft rules)
   docker-compose                             # offline validation of docker-compose.yml
 )
+if ((backends)); then
+  packages+=(
+    etcd-server                              # a 3-member etcd cluster (backends/servers.h)
+    zookeeper libzookeeper-mt-dev            # a 3-member ensemble (Java) and its C client
+    postgresql libpq-dev                     # the database and libpq
+  )
+fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

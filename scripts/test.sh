@@ -13,4 +13,6 @@ while (($#)); do
 done
 # -j2: the chaos and bench suites mostly wait on timers; they overlap well.
 # -LE browser: the Chromium rendering test needs an extra install (README).
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j2 -LE browser
+# -LE backends: etcd, ZooKeeper and PostgreSQL are extra installs and slow to
+# start (scripts/backends.sh runs them).
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j2 -LE 'browser|backends'
