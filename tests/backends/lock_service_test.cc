@@ -104,7 +104,9 @@ TEST_P(LockServiceTest, AWaitRunsOutWhileTheLockIsHeld) {
   // The failed wait left nothing behind: the lock is free.
   absl::StatusOr<Grant> again = b->TryAcquire("t", absl::Seconds(10));
   EXPECT_TRUE(again.ok()) << again.status();
-  if (again.ok()) EXPECT_TRUE(b->Release(*again).ok());
+  if (again.ok()) {
+    EXPECT_TRUE(b->Release(*again).ok());
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, LockServiceTest, ::testing::ValuesIn(AllKinds()),
