@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "redlock/client.h"
+#include "redlock/observer.h"
 #include "tools/cli_flags.h"
 
 namespace redlock::cli {
@@ -50,8 +51,10 @@ absl::StatusOr<std::string> ResourceFlag(const ParsedArgs& args, bool allow_posi
 absl::StatusOr<absl::Duration> DurationFlag(const ParsedArgs& args, const std::string& name,
                                             bool required, absl::Duration fallback,
                                             bool allow_zero);
-// Options from the flags and REDLOCK_NODES, then Client::Create.
-absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args);
+// Options from the flags and REDLOCK_NODES (with `observer`, if given), then
+// Client::Create.
+absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args,
+                                                   std::shared_ptr<Observer> observer = nullptr);
 // The lease as the one JSON line `acquire` and `extend` print.
 std::string LeaseJson(const Lease& lease, bool with_fencing_token);
 

@@ -1,6 +1,7 @@
 // acquire, release, extend and status.
 
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -15,6 +16,7 @@
 #include "absl/strings/str_join.h"
 #include "redlock/client.h"
 #include "redlock/lease.h"
+#include "redlock/metrics.h"
 #include "redlock/options.h"
 #include "tools/cli_flags.h"
 #include "tools/commands.h"
@@ -53,9 +55,11 @@ absl::StatusOr<absl::Duration> DurationFlag(const ParsedArgs& args, const std::s
   return ParseDurationFlag(name, args.Get(name), allow_zero);
 }
 
-absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args) {
+absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args,
+                                                   std::shared_ptr<Observer> observer) {
   absl::StatusOr<Options> options = OptionsFromFlags(args, std::getenv("REDLOCK_NODES"));
   if (!options.ok()) return options.status();
+  options->observer = std::move(observer);
   return Client::Create(*std::move(options));
 }
 
@@ -162,7 +166,9 @@ int RunStatus(const ParsedArgs& args) {
   }
   absl::StatusOr<std::string> resource = ResourceFlag(args, true);
   if (!resource.ok()) return Fail(kName, resource.status());
-  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
+  std::shared_ptr<MetricsCollector> metrics;
+  if (args.Switch("metrics")) metrics = std::make_shared<MetricsCollector>();
+  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args, metrics);
   if (!client.ok()) return Fail(kName, client.status());
   const int n = static_cast<int>((*client)->options().nodes.size());
   const int quorum = EffectiveQuorum((*client)->options());
@@ -235,6 +241,16 @@ int RunStatus(const ParsedArgs& args) {
           v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
           v.fence_counter));
     }
+  }
+  if (metrics != nullptr) {
+    // A probe of the whole path (acquire, release) on a resource of its own.
+    char host[256] = "host";
+    gethostname(host, sizeof(host) - 1);
+    std::string probe = absl::StrCat("redlock-probe/", host, "/", getpid());
+    absl::StatusOr<Lease> l = (*client)->TryAcquire(probe, absl::Seconds(10));
+    if (l.ok()) (void)(*client)->Release(*l);
+    std::fputs(metrics->PrometheusText().c_str(), stdout);
+    std::fflush(stdout);
   }
   if (answered < quorum) {
     return Fail(kName, absl::UnavailableError(

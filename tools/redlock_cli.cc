@@ -157,21 +157,30 @@ CMD gets REDLOCK_RESOURCE, REDLOCK_TOKEN and, with --fencing,
 REDLOCK_FENCING_TOKEN in its environment: pass the fencing token to the
 resource you protect.
 
-If the lease is lost while CMD runs (a renewal finds a quorum no longer
-holds the token, or the validity runs out before a renewal succeeds),
-redlock says so on stderr, sends SIGTERM to CMD, then SIGKILL if it is still
-running after --grace, and exits 67 whatever CMD's status.
+When the lease is at risk (renewals keep failing and less than ttl/3 of
+validity is left, or --max-hold is reached), redlock sends CMD the
+--at-risk-signal (default SIGTERM) so it can stop before the lock is gone.
+If the lease is then lost (a renewal finds a quorum no longer holds the
+token, or the validity runs out), redlock says so on stderr, sends that
+signal if it has not yet, SIGKILLs CMD if it still runs --grace after the
+loss, and exits 67 whatever CMD's status: 67 always means "the lock was
+lost", CMD's own status means "the lock held throughout".
 
 SIGINT, SIGTERM, SIGHUP and SIGQUIT sent to redlock are forwarded to CMD
 (redlock then waits for CMD to exit). Signals from the terminal (Ctrl-C)
 already reach CMD, which runs in redlock's process group, and are not sent
-twice. While redlock is still waiting for the lock, they simply end it.
+twice. While redlock is still waiting for the lock, SIGINT and SIGTERM
+cancel the wait (exit 130 or 143; CMD is not run, nothing is held).
 )",
        {{"resource", true, "R", "the lock name (the Redis key, after --key-prefix)"},
         {"ttl", true, "DUR", "lease ttl; renewed every ttl/3 while CMD runs (required)"},
         {"wait", true, "DUR", "wait up to DUR for the lock if it is held (default 0: one attempt)"},
         {"grace", true, "DUR",
-         "after losing the lease, SIGKILL CMD if it still runs DUR after SIGTERM (default 10s)"}},
+         "after losing the lease, SIGKILL CMD if it still runs DUR later (default 10s)"},
+        {"at-risk-signal", true, "SIG",
+         "sent to CMD when the lease is at risk (default TERM; 'none' to send nothing)"},
+        {"max-hold", true, "DUR",
+         "renew no longer than this in all: then the lease runs out (default: no limit)"}},
        true,
        &RunRun},
       {"acquire",
@@ -224,9 +233,15 @@ a quorum no longer holds T: the lock is lost.
 left, and its fencing counter (read-only). Prints a summary line and one
 line per node, or one JSON object with --json. Exit 0 when a quorum of
 nodes answered, whether R is held or not; 66 otherwise.
+
+With --metrics, also takes and releases a probe lock (a resource of its own,
+"redlock-probe/<host>/<pid>", never R) and prints the client's metrics in the
+Prometheus text format (redlock/metrics.h) after the status.
 )",
        {{"resource", true, "R", "the lock name (or give it as the argument)"},
-        {"json", false, "", "print one JSON object instead of the table"}},
+        {"json", false, "", "print one JSON object instead of the table"},
+        {"metrics", false, "",
+         "then a probe acquire+release, and the metrics in Prometheus text format"}},
        false,
        &RunStatus},
   };

@@ -27,6 +27,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
@@ -43,35 +44,61 @@ namespace {
 constexpr absl::string_view kName = "run";
 constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT};
 
-// Where the renewal reports the loss of the lease (from the client's I/O
-// thread). Shared, so that a late callback never touches freed memory.
+// Where the renewal reports that the lease is at risk, or lost (from the
+// client's I/O thread). Shared, so that a late callback never touches freed
+// memory.
 struct LossReport {
   explicit LossReport(int fd) : event_fd(fd) {}
   ~LossReport() { close(event_fd); }
   LossReport(const LossReport&) = delete;
   LossReport& operator=(const LossReport&) = delete;
 
-  void Report(absl::Status why) {
+  void Report(absl::Status why, bool is_lost) {
     {
       std::lock_guard<std::mutex> lock(mu);
-      if (!lost) status = std::move(why);
-      lost = true;
+      if (is_lost) {
+        if (!lost) lost_status = std::move(why);
+        lost = true;
+      } else if (!at_risk) {
+        at_risk = true;
+        risk_status = std::move(why);
+      }
     }
     uint64_t one = 1;
-    // Non-blocking; a full counter already means "lost".
+    // Non-blocking; a full counter already means "something happened".
     (void)!write(event_fd, &one, sizeof(one));
+  }
+  bool AtRisk(absl::Status* why) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (at_risk && why != nullptr) *why = risk_status;
+    return at_risk;
   }
   bool Lost(absl::Status* why) {
     std::lock_guard<std::mutex> lock(mu);
-    if (lost && why != nullptr) *why = status;
+    if (lost && why != nullptr) *why = lost_status;
     return lost;
   }
 
   const int event_fd;
   std::mutex mu;
+  bool at_risk = false;
   bool lost = false;
-  absl::Status status;
+  absl::Status risk_status, lost_status;
 };
+
+// "TERM", "SIGTERM", "15" or "none" (0).
+absl::StatusOr<int> ParseSignal(const std::string& text) {
+  if (text == "none") return 0;
+  int number = 0;
+  if (absl::SimpleAtoi(text, &number) && number > 0 && number < NSIG) return number;
+  std::string name = absl::StartsWith(text, "SIG") ? text.substr(3) : text;
+  for (int sig = 1; sig < NSIG; ++sig) {
+    const char* abbrev = sigabbrev_np(sig);
+    if (abbrev != nullptr && name == abbrev) return sig;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("--at-risk-signal: unknown signal '", text, "' (TERM, INT, USR1, ... or none)"));
+}
 
 // fd closed on scope exit.
 struct ScopedFd {
@@ -138,7 +165,12 @@ int RunRun(const ParsedArgs& args) {
       DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
   absl::StatusOr<absl::Duration> grace =
       DurationFlag(args, "grace", false, absl::Seconds(10), true);
-  for (const absl::Status& st : {resource.status(), ttl.status(), wait.status(), grace.status()}) {
+  absl::StatusOr<absl::Duration> max_hold =
+      DurationFlag(args, "max-hold", false, absl::InfiniteDuration(), false);
+  absl::StatusOr<int> at_risk_signal =
+      ParseSignal(args.Has("at-risk-signal") ? args.Get("at-risk-signal") : "TERM");
+  for (const absl::Status& st : {resource.status(), ttl.status(), wait.status(), grace.status(),
+                                 max_hold.status(), at_risk_signal.status()}) {
     if (!st.ok()) {
       PrintError(kName, st.message());
       return kExitUsage;
@@ -190,8 +222,11 @@ int RunRun(const ParsedArgs& args) {
   }
   auto loss = std::make_shared<LossReport>(event_fd);
 
-  absl::StatusOr<std::unique_ptr<Renewal>> renewal =
-      (*client)->AutoRenew(*lease, RenewOptions(), [loss](absl::Status why) { loss->Report(why); });
+  RenewOptions renew;
+  renew.max_hold = *max_hold;
+  renew.on_at_risk = [loss](const Lease&, const absl::Status& why) { loss->Report(why, false); };
+  absl::StatusOr<std::unique_ptr<Renewal>> renewal = (*client)->AutoRenew(
+      *lease, std::move(renew), [loss](absl::Status why) { loss->Report(why, true); });
   if (!renewal.ok()) {
     (void)(*client)->Release(*lease);
     PrintError(kName, renewal.status().message());
@@ -211,6 +246,7 @@ int RunRun(const ParsedArgs& args) {
 
   // Supervise until the command exits. Each turn waits at most 100 ms, so a
   // missed wake-up costs no more than that.
+  bool signalled = false;  // the at-risk signal was sent
   bool lost = false;
   bool killed = false;
   absl::Time kill_at = absl::InfiniteFuture();
@@ -245,23 +281,36 @@ int RunRun(const ParsedArgs& args) {
     while (read(event_fd, &count, sizeof(count)) == static_cast<ssize_t>(sizeof(count))) {
     }
     absl::Status why;
+    const std::string signal_name =
+        *at_risk_signal > 0 ? absl::StrCat("SIG", sigabbrev_np(*at_risk_signal)) : "";
+    if (!signalled && *at_risk_signal > 0 && loss->AtRisk(&why) && !loss->Lost(nullptr)) {
+      // Likely to be lost, not certainly: ask the command to stop now.
+      signalled = true;
+      kill(pid, *at_risk_signal);
+      PrintError(kName,
+                 absl::StrCat("the lock on ", JsonString(*resource), " is at risk (", why.message(),
+                              "); sent ", signal_name, " to the command (pid ", pid, ")"));
+    }
     if (!lost && loss->Lost(&why)) {
       lost = true;
-      kill(pid, SIGTERM);
       kill_at = absl::Now() + *grace;
+      std::string sent;
+      if (!signalled && *at_risk_signal > 0) {
+        signalled = true;
+        kill(pid, *at_risk_signal);
+        sent = absl::StrCat("; sent ", signal_name, " to the command (pid ", pid, ")");
+      }
       PrintError(kName,
-                 absl::StrCat("lost the lock on ", JsonString(*resource), " (", why.message(),
-                              "); sent SIGTERM to the command (pid ", pid, ")",
-                              *grace > absl::ZeroDuration()
-                                  ? absl::StrCat(", SIGKILL in ", absl::FormatDuration(*grace))
-                                  : ""));
+                 absl::StrCat("lost the lock on ", JsonString(*resource), " (", why.message(), ")",
+                              sent, ", SIGKILL in ", absl::FormatDuration(*grace)));
     }
     if (lost && !killed && absl::Now() >= kill_at) {
       killed = true;
       kill(pid, SIGKILL);
       if (*grace > absl::ZeroDuration()) {
-        PrintError(kName, absl::StrCat("the command (pid ", pid, ") did not exit within ",
-                                       absl::FormatDuration(*grace), " of SIGTERM; sent SIGKILL"));
+        PrintError(kName,
+                   absl::StrCat("the command (pid ", pid, ") did not exit within ",
+                                absl::FormatDuration(*grace), " of losing the lock; sent SIGKILL"));
       }
     }
   }

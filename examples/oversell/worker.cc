@@ -21,6 +21,7 @@
 #include "redlock/client.h"
 #include "redlock/fencing.h"
 #include "redlock/options.h"
+#include "redlock/scoped_lease.h"
 #include "testkit/redis.h"
 
 namespace oversell {
@@ -118,31 +119,28 @@ int RunWorker(const WorkerConfig& config) {
     if (absl::Now() > deadline) {
       return Fail(config.id, absl::DeadlineExceededError("still selling at the deadline"));
     }
-    redlock::Lease lease;
+    // Released when it goes out of scope, whichever way the round ends
+    // (owns nothing in the no-lock mode).
+    redlock::ScopedLease held;
     if (client != nullptr) {
-      absl::StatusOr<redlock::Lease> l = client->Acquire(kResource, config.ttl, absl::Seconds(5));
+      absl::StatusOr<redlock::ScopedLease> l =
+          redlock::ScopedLease::Acquire(*client, kResource, config.ttl, absl::Seconds(5));
       if (absl::IsInvalidArgument(l.status()) || absl::IsInternal(l.status())) {
         return Fail(config.id, l.status());
       }
       if (!l.ok()) continue;  // contended for 5 s: try again (bounded by the deadline)
-      lease = *std::move(l);
+      held = *std::move(l);
     }
-    auto release = [&] {
-      if (client != nullptr) (void)client->Release(lease);
-    };
+    const redlock::Lease& lease = held.lease();
 
     absl::StatusOr<std::optional<int64_t>> stock =
         ReadStock(data, config.mode, lease.fencing_token());
     if (!stock.ok()) return Fail(config.id, stock.status());
     if (!stock->has_value()) {  // a newer holder exists: our lease is stale
       (void)data.Command({"INCR", kStaleKey});
-      release();
       continue;
     }
-    if (**stock <= 0) {
-      release();
-      break;
-    }
+    if (**stock <= 0) break;
     // The business logic between the read and the write: a payment call, a
     // slow query... long enough for a competitor to interleave.
     absl::SleepFor(config.pause);
@@ -152,13 +150,11 @@ int RunWorker(const WorkerConfig& config) {
     if (!written.ok()) return Fail(config.id, written.status());
     if (!*written) {
       (void)data.Command({"INCR", kStaleKey});
-      release();
       continue;
     }
     absl::StatusOr<RedisValue> order =
         data.Command({"RPUSH", kOrdersKey, absl::StrCat("worker", config.id, "-", ++sold)});
     if (!order.ok()) return Fail(config.id, order.status());
-    release();
   }
   return 0;
 }

@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/mutex.h"
+#include "redlock/scoped_lease.h"
 #include "testkit/fleet_suite.h"
 
 namespace redlock {
@@ -294,6 +295,73 @@ TEST_F(LifecycleTest, HeldOkStaysTrueWhileTheRenewedLockOutlivesItsFirstLease) {
   r.unlock();
   EXPECT_FALSE(m.held_ok());
   EXPECT_EQ(KeyCountSettled("renewed") + KeyCountSettled("renewed-recursive"), 0);
+}
+
+TEST_F(LifecycleTest, AScopedLeaseIsReleasedOnEveryExitPath) {
+  auto c = MakeClient();
+  {
+    absl::StatusOr<ScopedLease> held = ScopedLease::Acquire(*c, "scoped", absl::Seconds(10));
+    REDLOCK_ASSERT_OK(held.status());
+    EXPECT_TRUE(held->owns());
+    EXPECT_GE(KeyCount("scoped"), 3);
+    ScopedLease moved = *std::move(held);
+    EXPECT_FALSE(held->owns());
+    EXPECT_TRUE(moved.owns());
+  }
+  EXPECT_EQ(KeyCountSettled("scoped"), 0) << "released when the owner went out of scope";
+  absl::StatusOr<ScopedLease> kept = ScopedLease::Acquire(*c, "kept", absl::Seconds(10));
+  REDLOCK_ASSERT_OK(kept.status());
+  Lease dismissed = kept->Dismiss();
+  kept = absl::StatusOr<ScopedLease>(ScopedLease());
+  EXPECT_GE(KeyCount("kept"), 3) << "dismissed: not released";
+  REDLOCK_EXPECT_OK(c->Release(dismissed));
+}
+
+TEST_F(LifecycleTest, WithLockRenewsWhileTheWorkRunsAndReportsALoss) {
+  auto c = MakeClient();
+  int runs = 0;
+  REDLOCK_EXPECT_OK(WithLock(*c, "with", absl::Milliseconds(400), LockOptions{},
+                             [&](const Lease& lease, const StopToken& lost) {
+                               ++runs;
+                               EXPECT_EQ(lease.resource(), "with");
+                               // Three ttls: held only because it is renewed.
+                               std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+                               EXPECT_FALSE(lost.stop_requested());
+                               EXPECT_GE(KeyCount("with"), 3);
+                               return absl::OkStatus();
+                             }));
+  EXPECT_EQ(runs, 1);
+  EXPECT_EQ(KeyCountSettled("with"), 0);
+
+  // Lost while the work runs: the token stops, and the OK becomes the loss.
+  absl::Status lost_run =
+      WithLock(*c, "lost-with", absl::Milliseconds(600), LockOptions{},
+               [&](const Lease& lease, const StopToken& lost) {
+                 for (int i : {0, 1, 2}) {
+                   EXPECT_TRUE(fleet_->Command(i, {"DEL", prefix_ + "lost-with"}).ok());
+                 }
+                 for (int i = 0; i < 300 && !lost.stop_requested(); ++i) {
+                   std::this_thread::sleep_for(std::chrono::milliseconds(10));
+                 }
+                 EXPECT_TRUE(lost.stop_requested());
+                 return absl::OkStatus();
+               });
+  EXPECT_TRUE(absl::IsFailedPrecondition(lost_run)) << lost_run;
+  EXPECT_THAT(std::string(lost_run.message()), HasSubstr("lost while the work ran"));
+
+  // Not acquired: the function does not run.
+  auto other = MakeClient();
+  absl::StatusOr<Lease> held = other->TryAcquire("busy-with", absl::Seconds(10));
+  REDLOCK_ASSERT_OK(held.status());
+  bool ran = false;
+  absl::Status busy = WithLock(*c, "busy-with", absl::Seconds(1), LockOptions{},
+                               [&](const Lease&, const StopToken&) {
+                                 ran = true;
+                                 return absl::OkStatus();
+                               });
+  EXPECT_TRUE(absl::IsAborted(busy)) << busy;
+  EXPECT_FALSE(ran);
+  REDLOCK_EXPECT_OK(other->Release(*held));
 }
 
 TEST_F(LifecycleTest, RenewalCapLetsTheLeaseRunOut) {

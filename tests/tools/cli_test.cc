@@ -502,6 +502,53 @@ TEST_F(CliTest, RunStopsTheCommandWhenTheLeaseIsLost) {
   EXPECT_EQ(ReadFile(term), "term\n");
 }
 
+// The documented order: the command gets its environment, then the
+// at-risk signal while the lock can still be saved, then SIGKILL a grace
+// period after the loss; exit 67 tells "lost" from the command's status.
+TEST_F(CliTest, RunSignalsAtRiskThenKillsAfterTheLoss) {
+  const std::string marker = dir_ + "/started", log = dir_ + "/log";
+  std::string script =
+      absl::StrCat("echo \"$REDLOCK_RESOURCE $REDLOCK_TOKEN\" > ", log, "; trap 'echo usr1 >> ",
+                   log, "' USR1; touch ", marker,
+                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  auto p =
+      CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("risk"), "--ttl", "900ms",
+                         "--grace", "300ms", "--at-risk-signal", "USR1", "--", "sh", "-c", script});
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
+  // Extensions cannot reach a quorum: at risk, then lost by the validity.
+  for (int i : {0, 1, 2}) ASSERT_TRUE(fleet().Stop(i).ok());
+  Result r = p->Wait(absl::Seconds(20));
+  for (int i : {0, 1, 2}) ASSERT_TRUE(fleet().Continue(i).ok());
+  EXPECT_EQ(r.exit_code, kLeaseLost) << Describe(r);
+  size_t risk = r.err.find("is at risk");
+  size_t lost = r.err.find("lost the lock");
+  size_t killed = r.err.find("sent SIGKILL");
+  ASSERT_NE(risk, std::string::npos) << r.err;
+  ASSERT_NE(lost, std::string::npos) << r.err;
+  ASSERT_NE(killed, std::string::npos) << r.err;
+  EXPECT_LT(risk, lost);
+  EXPECT_LT(lost, killed);
+  EXPECT_TRUE(absl::StrContains(r.err, "sent SIGUSR1")) << r.err;
+  std::string seen = ReadFile(log);
+  EXPECT_TRUE(absl::StartsWith(seen, Res("risk") + " ")) << seen;
+  EXPECT_TRUE(absl::StrContains(seen, "usr1")) << seen;
+}
+
+TEST_F(CliTest, StatusMetricsPrintsPrometheusTextOfAProbeRun) {
+  Result r = Cli({"status", "--metrics", Res("m")});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_TRUE(absl::StrContains(r.out, "# TYPE redlock_acquisitions_total counter")) << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "redlock_acquisitions_total{outcome=\"succeeded\"} 1"))
+      << r.out;
+  EXPECT_TRUE(absl::StrContains(r.out, "redlock_releases_total{outcome=\"succeeded\"} 1")) << r.out;
+  EXPECT_TRUE(absl::StrContains(
+      r.out, absl::StrCat("redlock_node_up{node=\"", fleet().endpoint(0).ToString(), "\"} 1")))
+      << r.out;
+  // The probe left nothing, and R was never touched.
+  for (const std::string& v : Values(Res("m"))) EXPECT_EQ(v, "");
+}
+
 TEST_F(CliTest, RunKillsACommandThatIgnoresSigterm) {
   const std::string marker = dir_ + "/started";
   std::string script =
