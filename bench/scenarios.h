@@ -9,7 +9,10 @@
 // nodes are healthy again between rows.
 //
 // Scenarios:
-//   healthy            library, sequential, wait-for-all; 1 and many callers
+//   healthy            library, sequential, wait-for-all; 1 and many callers;
+//                      library async and the pipelined limit with many
+//   sweep              library blocking vs async vs the pipelined limit at
+//                      each count of --sweep_callers
 //   stopped            the last of the N nodes SIGSTOPped (N >= 3)
 //   slow1              one node behind the fault proxy with added latency
 //   slow2              two nodes behind the proxy with added latency (N >= 3)
@@ -47,6 +50,7 @@ struct BenchSettings {
   absl::Duration memory_warmup = absl::Seconds(1);            // their warm-up under the fault
   absl::Duration hot_duration = absl::Seconds(1);
   int callers_many = 64;
+  std::vector<int> sweep_callers = {1, 8, 64, 256};  // the sweep scenario
   absl::Duration ttl = absl::Seconds(10);
   absl::Duration node_timeout = absl::Milliseconds(50);
   absl::Duration slow_latency = absl::Milliseconds(2);
