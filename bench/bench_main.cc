@@ -60,7 +60,8 @@ ABSL_FLAG(uint64_t, seed, 0,
           "Seed of the fault proxy's jitter and of the run id in key names; 0 picks one from the "
           "clock (always printed). Lock tokens are always random.");
 ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
-          "Measurement time per row (0: the mode's default: smoke 60ms, quick 400ms, full 3s).");
+          "Measurement time per row (0: the mode's default: smoke 60ms, quick 400ms, full 3s; the "
+          "sweep's rows 60ms, 250ms, 2s).");
 ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
           "Warm-up per row (0: the mode's default: smoke 15ms, quick 150ms, full 500ms).");
 ABSL_FLAG(int64_t, iterations, 0,
@@ -175,6 +176,7 @@ int Main(int argc, char** argv) {
       s.hot_duration = absl::Milliseconds(150);
       s.callers_many = 8;
       s.sweep_callers = {1, 8};
+      s.sweep_duration = s.duration;
       s.hot_waiters = 4;
       break;
     case Mode::kQuick:
@@ -182,6 +184,7 @@ int Main(int argc, char** argv) {
       s.duration = absl::Milliseconds(400);
       s.memory_duration = absl::Milliseconds(1500);
       s.hot_duration = absl::Seconds(1);
+      s.sweep_duration = absl::Milliseconds(250);
       break;
     case Mode::kFull:
       s.warmup = absl::Milliseconds(500);
@@ -189,12 +192,14 @@ int Main(int argc, char** argv) {
       s.memory_duration = absl::Seconds(6);
       s.memory_warmup = absl::Seconds(2);
       s.hot_duration = absl::Seconds(3);
+      s.sweep_duration = absl::Seconds(2);
       break;
   }
   if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
     s.duration = absl::GetFlag(FLAGS_duration);
     s.memory_duration = std::max(s.memory_duration, s.duration);
     s.hot_duration = std::max(s.hot_duration, s.duration);
+    s.sweep_duration = s.duration;
   }
   if (absl::GetFlag(FLAGS_warmup) > absl::ZeroDuration()) s.warmup = absl::GetFlag(FLAGS_warmup);
   if (absl::GetFlag(FLAGS_iterations) > 0) s.iterations = absl::GetFlag(FLAGS_iterations);
@@ -283,6 +288,7 @@ int Main(int argc, char** argv) {
       {"node_timeout", absl::FormatDuration(s.node_timeout)},
       {"warmup", absl::FormatDuration(s.warmup)},
       {"duration", absl::FormatDuration(s.duration)},
+      {"sweep_duration", absl::FormatDuration(s.sweep_duration)},
       {"memory_duration", absl::FormatDuration(s.memory_duration)},
       {"memory_warmup", absl::FormatDuration(s.memory_warmup)},
       {"hot_duration", absl::FormatDuration(s.hot_duration)},

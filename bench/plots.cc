@@ -274,6 +274,7 @@ std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults&
     if (SweepChart(results, &c, "user+sys CPU per cycle",
                    [](const RowResult& row) { return row.cpu_us_per_cycle(); })) {
       c.y.format = FormatMicros;
+      c.y.log = true;  // blocking callers at 256 cost 10-100 x the async path
       out.emplace_back("callers_sweep_cpu.svg", svg::RenderLineChart(c));
     }
   }

@@ -360,12 +360,13 @@ LibrarySpec AsyncSpec(int callers) {
 
 // The pipelined limit (pipelined_limit.h) with `callers` chains.
 RowResult LimitRow(Context& ctx, const std::vector<Endpoint>& eps, int callers,
-                   const Fault* fault = nullptr) {
+                   const Fault* fault = nullptr, absl::Duration duration = absl::ZeroDuration()) {
   RowSpec spec;
   spec.impl = "pipelined limit";
   spec.family = kPipelinedLimit;
   spec.callers = callers;
   spec.fault = fault;
+  spec.duration = duration;
   absl::StatusOr<std::unique_ptr<PipelinedLimit>> limit =
       PipelinedLimit::Start(BaselinesFor(ctx, eps));
   if (!limit.ok()) {
@@ -761,12 +762,16 @@ void RunSweep(Context& ctx, int n, GroupResult* g) {
   CommonSettings(ctx, g);
   AddSetting(g, "callers", absl::StrJoin(ctx.settings.sweep_callers, ","));
   g->rows.push_back(FloorRow(ctx, eps));
+  const absl::Duration duration = ctx.settings.sweep_duration;
   for (int callers : ctx.settings.sweep_callers) {
     LibrarySpec lib;
     lib.callers = callers;
+    lib.duration = duration;
     g->rows.push_back(LibraryRow(ctx, eps, lib));
-    g->rows.push_back(LibraryRow(ctx, eps, AsyncSpec(callers)));
-    g->rows.push_back(LimitRow(ctx, eps, callers));
+    LibrarySpec async = AsyncSpec(callers);
+    async.duration = duration;
+    g->rows.push_back(LibraryRow(ctx, eps, async));
+    g->rows.push_back(LimitRow(ctx, eps, callers, nullptr, duration));
   }
 }
 

@@ -50,7 +50,8 @@ struct BenchSettings {
   absl::Duration memory_warmup = absl::Seconds(1);            // their warm-up under the fault
   absl::Duration hot_duration = absl::Seconds(1);
   int callers_many = 64;
-  std::vector<int> sweep_callers = {1, 8, 64, 256};  // the sweep scenario
+  std::vector<int> sweep_callers = {1, 8, 64, 256};         // the sweep scenario's rows
+  absl::Duration sweep_duration = absl::Milliseconds(250);  // and their measurement
   absl::Duration ttl = absl::Seconds(10);
   absl::Duration node_timeout = absl::Milliseconds(50);
   absl::Duration slow_latency = absl::Milliseconds(2);
