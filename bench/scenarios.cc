@@ -177,6 +177,12 @@ RowResult RunRow(Context& ctx, RowSpec spec) {
   row.peak_is_per_run = out.peak_is_per_run;
   row.usage = out.usage;
   row.usage_cycles = out.usage_cycles;
+  if (out.attempts > out.successes && out.first_failure_ns >= 0) {
+    row.notes.push_back(
+        absl::StrFormat("the %d failed cycles ended between %s and %s into the %.2fs measurement",
+                        out.attempts - out.successes, FormatLatency(out.first_failure_ns),
+                        FormatLatency(out.last_failure_ns), absl::ToDoubleSeconds(out.measured)));
+  }
   if (out.chains_left_running > 0) {
     row.notes.push_back(
         absl::StrCat(out.chains_left_running, " chains were still in a cycle when the row ended"));

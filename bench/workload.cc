@@ -21,6 +21,8 @@ struct PerThread {
   int64_t successes = 0;
   ErrorCounts acquire_errors;
   ErrorCounts release_errors;
+  int64_t first_failure_end_ns = -1;  // steady clock
+  int64_t last_failure_end_ns = -1;
 };
 
 struct Shared {
@@ -66,7 +68,12 @@ void Record(Shared* s, int phase, const CycleSample& sample, PerThread* out) {
   if (sample.cycle_ns >= 0 && sample.acquire_status.ok()) out->cycle.Record(sample.cycle_ns);
   if (sample.handoff_ns >= 0) out->handoff.Record(sample.handoff_ns);
   if (sample.handoff_call_ns >= 0) out->handoff_call.Record(sample.handoff_call_ns);
-  if (sample.ok()) ++out->successes;
+  if (sample.ok()) {
+    ++out->successes;
+  } else {
+    if (out->first_failure_end_ns < 0) out->first_failure_end_ns = end;
+    out->last_failure_end_ns = end;
+  }
   out->acquire_errors.Add(sample.acquire_status);
   out->release_errors.Add(sample.release_status);
   const int64_t done = s->measured_done.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -176,6 +183,14 @@ void Collect(const Shared& s, const PerThread& p, RunOutput* result) {
   result->successes += p.successes;
   result->acquire_errors.Merge(p.acquire_errors);
   result->release_errors.Merge(p.release_errors);
+  if (p.first_failure_end_ns >= 0) {
+    const int64_t first = p.first_failure_end_ns - s.measure_start_ns;
+    const int64_t last = p.last_failure_end_ns - s.measure_start_ns;
+    if (result->first_failure_ns < 0 || first < result->first_failure_ns) {
+      result->first_failure_ns = first;
+    }
+    result->last_failure_ns = std::max(result->last_failure_ns, last);
+  }
   result->measured =
       absl::Nanoseconds(std::max<int64_t>(s.last_end_ns.load() - s.measure_start_ns, 1));
 }

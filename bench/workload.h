@@ -98,6 +98,10 @@ struct RunOutput {
   LatencyHistogram handoff_call;
   int64_t attempts = 0;   // recorded cycles
   int64_t successes = 0;  // acquire and release both OK
+  // When the first and the last failed cycle ended, from the start of the
+  // measurement (-1 without failures): a burst or a steady rate.
+  int64_t first_failure_ns = -1;
+  int64_t last_failure_ns = -1;
   ErrorCounts acquire_errors;
   ErrorCounts release_errors;
   absl::Duration measured = absl::ZeroDuration();
