@@ -72,9 +72,13 @@ TargetCheck NotMeasured(std::string figure, std::string target) {
 }  // namespace
 
 // The N=5 one-caller acquire+release p50 over the floor's, measured before
-// the engine rewrite of issue 14 (commit 769a0f5, quick runs on the 2-core
-// machine; bench/README.md): the "no regression" reference.
-constexpr double kOneCallerN5RatioBefore = 1.90;
+// the engine rewrite of issue 14: the "no regression" reference. The median
+// of 14 quick runs of `--scenario healthy --n 5` at commit 769a0f5's library
+// on the 2-core machine with little else running (floor 22-23 us, ratios
+// 6.8-10.4; the pipelined limit with one chain measured the same). Under
+// load the floor slows down more than the quorum does and the ratio falls
+// to 1.4-2.5 (bench/README.md).
+constexpr double kOneCallerN5RatioBefore = 7.7;
 
 std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
   std::vector<TargetCheck> out;
@@ -97,6 +101,14 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
       t.measured =
           absl::StrFormat("%.2f x floor (%.0f us vs %.0f us)", ratio,
                           lib->cycle.Quantile(0.5) / 1e3, floor->cycle.Quantile(0.5) / 1e3);
+      const RowResult* limit = g->Find(kPipelinedLimit, "", 1);
+      if (limit != nullptr && !limit->cycle.empty()) {
+        absl::StrAppend(&t.measured,
+                        absl::StrFormat("; the pipelined limit with 1 chain: %.2f x floor",
+                                        static_cast<double>(limit->cycle.Quantile(0.5)) /
+                                            static_cast<double>(
+                                                std::max<int64_t>(1, floor->cycle.Quantile(0.5)))));
+      }
       t.status = ratio <= 1.5 ? "met" : "missed";
       r.measured = absl::StrFormat("%.2f x floor", ratio);
       r.status = ratio <= kOneCallerN5RatioBefore ? "met" : "missed";

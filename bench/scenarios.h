@@ -9,8 +9,8 @@
 // nodes are healthy again between rows.
 //
 // Scenarios:
-//   healthy            library, sequential, wait-for-all; 1 and many callers;
-//                      library async and the pipelined limit with many
+//   healthy            library, the pipelined limit, sequential, wait-for-all;
+//                      1 and many callers; library async with many
 //   sweep              library blocking vs async vs the pipelined limit at
 //                      each count of --sweep_callers
 //   stopped            the last of the N nodes SIGSTOPped (N >= 3)
