@@ -37,9 +37,7 @@ std::string FormatRate(double per_second) {
 
 std::string FormatCpu(double us) {
   if (!std::isfinite(us)) return "-";
-  if (us < 100) return absl::StrFormat("%.1fus", us);
-  if (us < 100000) return absl::StrFormat("%.0fus", us);
-  return absl::StrFormat("%.0fms", us / 1e3);
+  return FormatLatency(std::llround(us * 1e3));
 }
 
 std::string FormatCsw(double per_cycle) {

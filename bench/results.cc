@@ -77,7 +77,7 @@ TargetCheck NotMeasured(std::string figure, std::string target) {
 // on the 2-core machine with little else running (floor 22-23 us, ratios
 // 6.8-10.4; the pipelined limit with one chain measured the same). Under
 // load the floor slows down more than the quorum does and the ratio falls
-// to 1.4-2.5 (bench/README.md).
+// (bench/README.md).
 constexpr double kOneCallerN5RatioBefore = 7.7;
 
 std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
