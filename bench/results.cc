@@ -79,6 +79,8 @@ TargetCheck NotMeasured(std::string figure, std::string target) {
 // load the floor slows down more than the quorum does and the ratio falls
 // (bench/README.md).
 constexpr double kOneCallerN5RatioBefore = 7.7;
+// Run-to-run noise allowed on top of it: 13 of those 14 runs were within it.
+constexpr double kOneCallerN5Noise = 1.25;
 
 std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
   std::vector<TargetCheck> out;
@@ -89,9 +91,11 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
   // regression against the ratio measured before the rewrite.
   {
     TargetCheck t = NotMeasured("N=5, 1 caller, acquire+release p50", "<= 1.5 x floor");
+    const double no_regression = kOneCallerN5RatioBefore * kOneCallerN5Noise;
     TargetCheck r = NotMeasured(
         "N=5, 1 caller, p50 / floor: no regression",
-        absl::StrFormat("<= %.2f x floor (before the rewrite)", kOneCallerN5RatioBefore));
+        absl::StrFormat("<= %.1f x floor (%.1f before the rewrite + %.0f%%)", no_regression,
+                        kOneCallerN5RatioBefore, 100 * (kOneCallerN5Noise - 1)));
     const GroupResult* g = FindGroup(results, "healthy", 5);
     const RowResult* lib = g ? g->Find(kLibrary, "", 1) : nullptr;
     const RowResult* floor = g ? g->Floor() : nullptr;
@@ -111,7 +115,7 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
       }
       t.status = ratio <= 1.5 ? "met" : "missed";
       r.measured = absl::StrFormat("%.2f x floor", ratio);
-      r.status = ratio <= kOneCallerN5RatioBefore ? "met" : "missed";
+      r.status = ratio <= no_regression ? "met" : "missed";
     }
     out.push_back(t);
     out.push_back(r);
