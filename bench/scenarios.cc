@@ -297,27 +297,27 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
   spec.warmup = ls.warmup;
   const std::string key = ctx.RowKey();
   const absl::Duration ttl = ctx.settings.ttl;
-  spec.make = [&, c, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
-    std::vector<CycleFn> out;
-    for (int i = 0; i < ls.callers; ++i) {
-      std::string resource = absl::StrCat(key, ":t", i);
-      std::unique_ptr<Locker> locker;
-      if (ls.kind == LibraryKind::kSingle) {
-        locker = NewClientLocker(c, resource);
-      } else {
-        locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,
-                                {resource + ":a", resource + ":b", resource + ":c"});
-      }
-      out.push_back(LockCycle(std::move(locker), ttl));
-    }
-    return out;
-  };
   if (ls.async) {
-    spec.make = nullptr;
     spec.make_chains = [&, c, key, ttl]() -> absl::StatusOr<std::vector<ChainFn>> {
       std::vector<ChainFn> out;
       for (int i = 0; i < ls.callers; ++i) {
         out.push_back(LockChain(NewAsyncClientLocker(c, absl::StrCat(key, ":t", i)), ttl));
+      }
+      return out;
+    };
+  } else {
+    spec.make = [&, c, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
+      std::vector<CycleFn> out;
+      for (int i = 0; i < ls.callers; ++i) {
+        std::string resource = absl::StrCat(key, ":t", i);
+        std::unique_ptr<Locker> locker;
+        if (ls.kind == LibraryKind::kSingle) {
+          locker = NewClientLocker(c, resource);
+        } else {
+          locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,
+                                  {resource + ":a", resource + ":b", resource + ":c"});
+        }
+        out.push_back(LockCycle(std::move(locker), ttl));
       }
       return out;
     };
