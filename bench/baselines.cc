@@ -29,6 +29,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+absl::Duration DriftOf(const BaselineOptions& o, absl::Duration ttl) {
+  return ttl * o.clock_drift_factor + o.clock_drift_floor;
+}
+
+}  // namespace
+
 std::string NewBaselineToken() {
   unsigned char raw[20];
   size_t got = 0;
@@ -54,47 +60,8 @@ int EffectiveQuorumOf(const BaselineOptions& o) {
   return o.quorum > 0 ? o.quorum : n / 2 + 1;
 }
 
-// Arguments of one command, as hiredis wants them.
-struct Args {
-  std::vector<const char*> argv;
-  std::vector<size_t> lens;
-  explicit Args(const std::vector<std::string>& args) {
-    for (const std::string& a : args) {
-      argv.push_back(a.data());
-      lens.push_back(a.size());
-    }
-  }
-  int argc() const { return static_cast<int>(argv.size()); }
-};
-
-// The floor and sequential baselines talk through the test kit's blocking
-// connection (testkit/redis.h): plain hiredis, nothing from the library, and
-// on the hot path exactly the calls a hand-written blocking baseline makes
-// (redisCommandArgv with pre-split arguments, one reply converted). The
-// wait-for-all baseline needs non-blocking contexts driven by poll(2): it
-// keeps its own (NbConn below), as that engine is what it measures.
-
-// ---- Tally and decisions shared by the Redlock baselines ----------------------
-
-struct Tally {
-  int yes = 0;
-  int refused = 0;
-  int failed = 0;
-  std::string first_error;
-  void Fail(const std::string& why) {
-    ++failed;
-    if (first_error.empty()) first_error = why;
-  }
-};
-
-absl::Duration DriftOf(const BaselineOptions& o, absl::Duration ttl) {
-  return ttl * o.clock_drift_factor + o.clock_drift_floor;
-}
-
-// The Redlock decision of an attempt that started at `start`: a quorum and
-// validity left after the elapsed time and the drift allowance.
 absl::Status AcquireDecision(const char* what, const Tally& t, int n, int quorum,
-                             Clock::time_point start, absl::Duration ttl,
+                             std::chrono::steady_clock::time_point start, absl::Duration ttl,
                              const BaselineOptions& options) {
   const absl::Duration validity =
       ttl - absl::FromChrono(Clock::now() - start) - DriftOf(options, ttl);
@@ -116,6 +83,28 @@ absl::Status ReleaseDecision(const char* what, const Tally& t, int n, int quorum
   if (!t.first_error.empty()) absl::StrAppend(&msg, "; ", t.first_error);
   return t.failed > 0 ? absl::UnavailableError(msg) : absl::InternalError(msg);
 }
+
+namespace {
+
+// Arguments of one command, as hiredis wants them.
+struct Args {
+  std::vector<const char*> argv;
+  std::vector<size_t> lens;
+  explicit Args(const std::vector<std::string>& args) {
+    for (const std::string& a : args) {
+      argv.push_back(a.data());
+      lens.push_back(a.size());
+    }
+  }
+  int argc() const { return static_cast<int>(argv.size()); }
+};
+
+// The floor and sequential baselines talk through the test kit's blocking
+// connection (testkit/redis.h): plain hiredis, nothing from the library, and
+// on the hot path exactly the calls a hand-written blocking baseline makes
+// (redisCommandArgv with pre-split arguments, one reply converted). The
+// wait-for-all baseline needs non-blocking contexts driven by poll(2): it
+// keeps its own (NbConn below), as that engine is what it measures.
 
 void TallySet(const absl::StatusOr<testkit::RedisValue>& r, const std::string& node, Tally* t) {
   if (!r.ok()) {

@@ -25,6 +25,7 @@
 #ifndef REDLOCK_BENCH_BASELINES_H_
 #define REDLOCK_BENCH_BASELINES_H_
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -58,6 +59,38 @@ absl::StatusOr<std::unique_ptr<Locker>> NewSequentialLocker(const BaselineOption
                                                             std::string resource);
 absl::StatusOr<std::unique_ptr<Locker>> NewWaitForAllLocker(const BaselineOptions& options,
                                                             std::string resource);
+
+// ---- What the Redlock baselines and the pipelined limit share ----------------
+
+// 20 bytes from getrandom(2), in hex, like the library's tokens.
+std::string NewBaselineToken();
+
+// options.quorum, or N/2+1.
+int EffectiveQuorumOf(const BaselineOptions& options);
+
+// The answers of one round.
+struct Tally {
+  int yes = 0;
+  int refused = 0;  // SET NX found the key held
+  int failed = 0;   // errors and timeouts
+  std::string first_error;
+  void Fail(const std::string& why) {
+    ++failed;
+    if (first_error.empty()) first_error = why;
+  }
+};
+
+// The Redlock decision of an attempt that started at `start`: a quorum and
+// validity left after the elapsed time and the drift allowance (ttl *
+// clock_drift_factor + clock_drift_floor). Codes as the library's: OK,
+// kDeadlineExceeded (no validity left), kAborted (held elsewhere),
+// kUnavailable. `what` starts the message ("sequential").
+absl::Status AcquireDecision(const char* what, const Tally& t, int n, int quorum,
+                             std::chrono::steady_clock::time_point start, absl::Duration ttl,
+                             const BaselineOptions& options);
+// A release is confirmed by a quorum; kUnavailable when nodes failed,
+// kInternal when they answered something else.
+absl::Status ReleaseDecision(const char* what, const Tally& t, int n, int quorum);
 
 }  // namespace redlock::bench
 

@@ -61,14 +61,18 @@ ABSL_FLAG(uint64_t, seed, 0,
           "Seed of the fault proxy's jitter and of the run id in key names; 0 picks one from the "
           "clock (always printed). Lock tokens are always random.");
 ABSL_FLAG(absl::Duration, duration, absl::ZeroDuration(),
-          "Measurement time per row (0: the mode's default: smoke 60ms, quick 400ms, full 3s).");
+          "Measurement time per row (0: the mode's default: smoke 60ms, quick 400ms, full 3s; the "
+          "sweep's rows 60ms, 250ms, 2s).");
 ABSL_FLAG(absl::Duration, warmup, absl::ZeroDuration(),
           "Warm-up per row (0: the mode's default: smoke 15ms, quick 150ms, full 500ms).");
 ABSL_FLAG(int64_t, iterations, 0,
           "At most this many measured cycles per row, all callers together (0: no cap beyond "
           "1000000).");
 ABSL_FLAG(int, callers, 0,
-          "The 'many callers' count: threads sharing one Client (0: 64; smoke 8).");
+          "The 'many callers' count: threads sharing one Client, and async chains (0: 64; smoke "
+          "8).");
+ABSL_FLAG(std::string, sweep_callers, "",
+          "The sweep scenario's caller counts, comma-separated (default 1,8,64,256; smoke 1,8).");
 ABSL_FLAG(absl::Duration, ttl, absl::Seconds(10), "Lock ttl.");
 ABSL_FLAG(absl::Duration, node_timeout, absl::Milliseconds(50),
           "Options::node_timeout, and the baselines' per-node timeout.");
@@ -128,6 +132,17 @@ void CheckRenderings(const BenchResults& results, std::vector<std::string>* erro
   for (const GroupResult& g : results.groups)
     healthy_ran = healthy_ran || (g.scenario == "healthy" && !g.skipped);
   if (healthy_ran && plots.empty()) errors->push_back("smoke: no chart was rendered");
+  // Healthy nodes: every row must have completed cycles (a new client or
+  // runner that silently does nothing would otherwise pass).
+  for (const GroupResult& g : results.groups) {
+    if (g.skipped || (g.scenario != "healthy" && g.scenario != "sweep")) continue;
+    for (const RowResult& r : g.rows) {
+      if (r.ran() && r.successes == 0) {
+        errors->push_back(absl::StrCat("smoke: ", g.scenario, " N=", g.n, ": ", r.impl, " x",
+                                       r.callers, " completed no cycle"));
+      }
+    }
+  }
   for (const auto& [name, svg] : plots) {
     const bool ok = svg.rfind("<?xml", 0) == 0 && svg.find("<svg") != std::string::npos &&
                     svg.size() > 7 && svg.compare(svg.size() - 7, 7, "</svg>\n") == 0;
@@ -162,6 +177,8 @@ int Main(int argc, char** argv) {
       s.hot_duration = absl::Milliseconds(150);
       s.stopped_duration = absl::Milliseconds(300);
       s.callers_many = 8;
+      s.sweep_callers = {1, 8};
+      s.sweep_duration = s.duration;
       s.hot_waiters = 4;
       break;
     case Mode::kQuick:
@@ -169,6 +186,7 @@ int Main(int argc, char** argv) {
       s.duration = absl::Milliseconds(400);
       s.memory_duration = absl::Milliseconds(1500);
       s.hot_duration = absl::Seconds(1);
+      s.sweep_duration = absl::Milliseconds(250);
       break;
     case Mode::kFull:
       s.warmup = absl::Milliseconds(500);
@@ -177,12 +195,14 @@ int Main(int argc, char** argv) {
       s.memory_warmup = absl::Seconds(2);
       s.hot_duration = absl::Seconds(3);
       s.stopped_duration = absl::Seconds(10);
+      s.sweep_duration = absl::Seconds(2);
       break;
   }
   if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
     s.duration = absl::GetFlag(FLAGS_duration);
     s.memory_duration = std::max(s.memory_duration, s.duration);
     s.hot_duration = std::max(s.hot_duration, s.duration);
+    s.sweep_duration = s.duration;
   }
   if (absl::GetFlag(FLAGS_warmup) > absl::ZeroDuration()) s.warmup = absl::GetFlag(FLAGS_warmup);
   if (absl::GetFlag(FLAGS_iterations) > 0) s.iterations = absl::GetFlag(FLAGS_iterations);
@@ -204,6 +224,18 @@ int Main(int argc, char** argv) {
   }
   if (s.ttl < absl::Milliseconds(100)) return UsageError("--ttl must be at least 100ms");
   if (s.node_timeout <= absl::ZeroDuration()) return UsageError("--node_timeout must be positive");
+  if (!absl::GetFlag(FLAGS_sweep_callers).empty()) {
+    s.sweep_callers.clear();
+    for (absl::string_view part :
+         absl::StrSplit(absl::GetFlag(FLAGS_sweep_callers), ',', absl::SkipEmpty())) {
+      int c = 0;
+      if (!absl::SimpleAtoi(part, &c) || c < 1 || c > 1024) {
+        return UsageError(absl::StrCat("--sweep_callers: '", part, "' is not a count in 1..1024"));
+      }
+      s.sweep_callers.push_back(c);
+    }
+    if (s.sweep_callers.empty()) return UsageError("--sweep_callers: no count given");
+  }
   for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_n), ',', absl::SkipEmpty())) {
     int n = 0;
     if (!absl::SimpleAtoi(part, &n) || n < 1 || n > 15) {
@@ -261,11 +293,13 @@ int Main(int argc, char** argv) {
       {"node_timeout", absl::FormatDuration(s.node_timeout)},
       {"warmup", absl::FormatDuration(s.warmup)},
       {"duration", absl::FormatDuration(s.duration)},
+      {"sweep_duration", absl::FormatDuration(s.sweep_duration)},
       {"memory_duration", absl::FormatDuration(s.memory_duration)},
       {"memory_warmup", absl::FormatDuration(s.memory_warmup)},
       {"hot_duration", absl::FormatDuration(s.hot_duration)},
       {"iterations_cap", absl::StrCat(s.iterations)},
       {"callers", absl::StrCat("1 and ", s.callers_many)},
+      {"sweep_callers", absl::StrJoin(s.sweep_callers, ",")},
       {"slow_latency", absl::FormatDuration(s.slow_latency)},
       {"slow_near", absl::StrCat(absl::FormatDuration(s.slow_near_latency), "+U[0,",
                                  absl::FormatDuration(s.slow_near_jitter), "]")},

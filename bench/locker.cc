@@ -24,7 +24,50 @@ CycleFn LockCycle(std::unique_ptr<Locker> locker, absl::Duration ttl) {
   };
 }
 
+ChainFn LockChain(std::unique_ptr<AsyncLocker> locker, absl::Duration ttl) {
+  std::shared_ptr<AsyncLocker> shared = std::move(locker);
+  return [locker = std::move(shared), ttl](CycleDone done) {
+    const int64_t t0 = NowNs();
+    AsyncLocker* l = locker.get();
+    l->AcquireAsync(ttl, [l, t0, done = std::move(done)](absl::Status acquired) mutable {
+      CycleSample s;
+      s.acquire_ns = NowNs() - t0;
+      s.acquire_status = std::move(acquired);
+      if (!s.acquire_status.ok()) {
+        done(std::move(s));
+        return;
+      }
+      l->ReleaseAsync(
+          [t0, s = std::move(s), done = std::move(done)](absl::Status released) mutable {
+            s.release_status = std::move(released);
+            s.cycle_ns = NowNs() - t0;
+            done(std::move(s));
+          });
+    });
+  };
+}
+
 namespace {
+
+class AsyncClientLocker final : public AsyncLocker {
+ public:
+  AsyncClientLocker(Client* client, std::string resource)
+      : client_(client), resource_(std::move(resource)) {}
+
+  void AcquireAsync(absl::Duration ttl, Done done) override {
+    client_->TryAcquireAsync(resource_, ttl,
+                             [this, done = std::move(done)](absl::StatusOr<Lease> lease) mutable {
+                               if (lease.ok()) lease_ = *std::move(lease);
+                               done(lease.status());
+                             });
+  }
+  void ReleaseAsync(Done done) override { client_->ReleaseAsync(lease_, std::move(done)); }
+
+ private:
+  Client* const client_;
+  const std::string resource_;
+  Lease lease_;
+};
 
 class ClientLocker final : public Locker {
  public:
@@ -69,6 +112,10 @@ class MultiLocker final : public Locker {
 
 std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource) {
   return std::make_unique<ClientLocker>(client, std::move(resource));
+}
+
+std::unique_ptr<AsyncLocker> NewAsyncClientLocker(Client* client, std::string resource) {
+  return std::make_unique<AsyncClientLocker>(client, std::move(resource));
 }
 
 std::unique_ptr<Locker> NewMultiLocker(Client* client, bool all_nodes,

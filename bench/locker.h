@@ -1,7 +1,9 @@
 // The one interface redlock-bench measures: something that takes a lock on a
 // resource and releases it, used by one caller thread. The library (Client,
 // MultiLock) and the hiredis baselines (baselines.h) all implement it, so the
-// same cycle code times all of them.
+// same cycle code times all of them. Its asynchronous counterpart,
+// AsyncLocker, is implemented by the library's *Async calls and by the
+// pipelined limit (pipelined_limit.h), timed by the same chain code.
 
 #ifndef REDLOCK_BENCH_LOCKER_H_
 #define REDLOCK_BENCH_LOCKER_H_
@@ -29,6 +31,24 @@ class Locker {
 
 // acquire, then release when the acquire succeeded; both timed.
 CycleFn LockCycle(std::unique_ptr<Locker> locker, absl::Duration ttl);
+
+// One chain's lock, asynchronous: each call returns at once and calls `done`
+// exactly once, on any thread. A chain never has two calls in flight.
+class AsyncLocker {
+ public:
+  using Done = absl::AnyInvocable<void(absl::Status)>;
+  virtual ~AsyncLocker() = default;
+  virtual void AcquireAsync(absl::Duration ttl, Done done) = 0;
+  virtual void ReleaseAsync(Done done) = 0;
+};
+
+// LockCycle's asynchronous form, for RunChains: acquire, then release when
+// the acquire succeeded; both timed from the call to the callback.
+ChainFn LockChain(std::unique_ptr<AsyncLocker> locker, absl::Duration ttl);
+
+// Client::TryAcquireAsync + Client::ReleaseAsync of one resource. The
+// client must outlive the calls in flight (destroying it cancels them).
+std::unique_ptr<AsyncLocker> NewAsyncClientLocker(Client* client, std::string resource);
 
 // Client::TryAcquire + Client::Release of one resource. The client is shared
 // by every caller and must outlive the locker.

@@ -1,8 +1,10 @@
 #include "bench/plots.h"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -21,6 +23,21 @@ constexpr char kColorLibrary[] = "#1f77b4";
 constexpr char kColorSequential[] = "#d62728";
 constexpr char kColorWaitForAll[] = "#ff7f0e";
 constexpr char kColorFloor[] = "#7f7f7f";
+constexpr char kColorAsync[] = "#2ca02c";
+constexpr char kColorLimit[] = "#9467bd";
+
+// The throughput rows of the sweep and of throughput_vs_n.
+struct Impl {
+  const char* family;
+  const char* variant;
+  const char* label;
+  const char* color;
+};
+constexpr Impl kThroughputImpls[] = {
+    {kLibrary, "", "library (blocking)", kColorLibrary},
+    {kLibrary, kAsync, "library async", kColorAsync},
+    {kPipelinedLimit, "", "pipelined limit", kColorLimit},
+};
 
 const char* ColorOf(const std::string& family) {
   if (family == kLibrary) return kColorLibrary;
@@ -90,12 +107,16 @@ bool ThroughputVsN(const BenchResults& r, LineChart* chart) {
   chart->x.label = "N (nodes)";
   chart->y.label = "acquire+release cycles per second";
   std::set<double> ns;
-  for (const char* family : {kLibrary, kSequential, kWaitForAll}) {
+  std::vector<Impl> impls(std::begin(kThroughputImpls), std::end(kThroughputImpls));
+  impls.push_back({kSequential, "", kSequential, kColorSequential});
+  impls.push_back({kWaitForAll, "", kWaitForAll, kColorWaitForAll});
+  for (const Impl& impl : impls) {
     Series s;
-    s.name = family;
-    s.color = ColorOf(family);
+    s.name = impl.label;
+    s.color = impl.color;
+    s.dashed = std::string(impl.family) == kPipelinedLimit;
     for (const GroupResult* g : groups) {
-      const RowResult* row = g->Find(family, "", many);
+      const RowResult* row = g->Find(impl.family, impl.variant, many);
       if (row == nullptr) continue;
       s.points.emplace_back(g->n, row->throughput());
       ns.insert(g->n);
@@ -103,6 +124,37 @@ bool ThroughputVsN(const BenchResults& r, LineChart* chart) {
     if (!s.points.empty()) chart->series.push_back(std::move(s));
   }
   chart->x.ticks.assign(ns.begin(), ns.end());
+  return !chart->series.empty();
+}
+
+// A figure of the sweep vs callers (log x): one series per implementation
+// and N (N=1 solid, other N dashed).
+bool SweepChart(const BenchResults& r, LineChart* chart, const std::string& what,
+                const std::function<double(const RowResult&)>& value) {
+  std::vector<const GroupResult*> groups = Groups(r, "sweep");
+  if (groups.empty()) return false;
+  chart->subtitle = Subtitle(r);
+  chart->x.label = "callers (blocking threads, or async chains), log scale";
+  chart->x.log = true;
+  chart->y.label = what;
+  std::set<double> callers;
+  for (const GroupResult* g : groups) {
+    for (const Impl& impl : kThroughputImpls) {
+      Series s;
+      s.name = absl::StrCat(impl.label, ", N=", g->n);
+      s.color = impl.color;
+      s.dashed = g != groups.front();
+      for (const RowResult& row : g->rows) {
+        if (row.family != impl.family || row.variant != impl.variant || !row.ran()) continue;
+        const double v = value(row);
+        if (!std::isfinite(v)) continue;
+        s.points.emplace_back(row.callers, v);
+        callers.insert(row.callers);
+      }
+      if (!s.points.empty()) chart->series.push_back(std::move(s));
+    }
+  }
+  chart->x.ticks.assign(callers.begin(), callers.end());
   return !chart->series.empty();
 }
 
@@ -208,6 +260,24 @@ std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults&
     LineChart c;
     if (ThroughputVsN(results, &c))
       out.emplace_back("throughput_vs_n.svg", svg::RenderLineChart(c));
+  }
+  {
+    LineChart c;
+    c.title = "callers sweep: cycles/s vs callers (healthy nodes)";
+    if (SweepChart(results, &c, "acquire+release cycles per second",
+                   [](const RowResult& row) { return row.throughput(); })) {
+      out.emplace_back("callers_sweep.svg", svg::RenderLineChart(c));
+    }
+  }
+  {
+    LineChart c;
+    c.title = "callers sweep: client CPU per cycle vs callers (healthy nodes)";
+    if (SweepChart(results, &c, "user+sys CPU per cycle",
+                   [](const RowResult& row) { return row.cpu_us_per_cycle(); })) {
+      c.y.format = FormatMicros;
+      c.y.log = true;  // blocking callers at 256 cost 10-100 x the async path
+      out.emplace_back("callers_sweep_cpu.svg", svg::RenderLineChart(c));
+    }
   }
   {
     LineChart c;

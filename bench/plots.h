@@ -3,7 +3,12 @@
 //   latency_vs_n.svg     acquire+release p50 (solid) and p99 (dashed) vs N,
 //                        1 caller, healthy nodes: library, sequential,
 //                        wait-for-all and the floor.
-//   throughput_vs_n.svg  cycles/s vs N with many callers, healthy nodes.
+//   throughput_vs_n.svg  cycles/s vs N with many callers, healthy nodes
+//                        (library blocking and async, the pipelined limit,
+//                        sequential, wait-for-all).
+//   callers_sweep.svg    the sweep scenario: cycles/s vs callers, library
+//                        blocking vs async vs the pipelined limit, per N.
+//   callers_sweep_cpu.svg  the same rows' client CPU per cycle.
 //   latency_cdf_n5.svg   CDF of the library's acquire+release latency at N=5
 //                        (or the largest N measured), 1 caller: healthy vs
 //                        one node stopped vs slow node(s).

@@ -35,6 +35,17 @@ std::string FormatRate(double per_second) {
   return absl::StrFormat("%.0fk/s", per_second / 1e3);
 }
 
+std::string FormatCpu(double us) {
+  if (!std::isfinite(us)) return "-";
+  return FormatLatency(std::llround(us * 1e3));
+}
+
+std::string FormatCsw(double per_cycle) {
+  if (!std::isfinite(per_cycle)) return "-";
+  if (per_cycle < 100) return absl::StrFormat("%.2f", per_cycle);
+  return absl::StrFormat("%.0f", per_cycle);
+}
+
 std::string FormatKb(int64_t kb) {
   if (kb < 0) return "-";
   if (kb < 1024) return absl::StrFormat("%dKiB", kb);
@@ -85,6 +96,25 @@ std::string ErrorText(const char* what, const ErrorCounts& e) {
   return absl::StrJoin(parts, "; ");
 }
 
+// When a code has more than one cause: one line per cause, most frequent
+// first (at most 4).
+std::string CauseLines(const std::string& indent, const char* what, const ErrorCounts& e) {
+  std::string out;
+  for (const auto& [code, causes] : e.causes()) {
+    if (causes.size() < 2) continue;
+    std::vector<std::pair<int64_t, std::string>> sorted;
+    for (const auto& [cause, n] : causes) sorted.emplace_back(n, cause);
+    std::sort(sorted.rbegin(), sorted.rend());
+    for (size_t i = 0; i < sorted.size() && i < 4; ++i) {
+      std::string cause = sorted[i].second;
+      if (cause.size() > 200) cause = cause.substr(0, 197) + "...";
+      absl::StrAppend(&out, indent, "  ", what, " ", code, " x", sorted[i].first, ": ", cause,
+                      "\n");
+    }
+  }
+  return out;
+}
+
 constexpr size_t kImplWidth = 24;
 
 }  // namespace
@@ -111,7 +141,10 @@ std::string RenderHeader(const RunInfo& info) {
   absl::StrAppend(&out, "settings: ", absl::StrJoin(settings, ", "), "\n");
   absl::StrAppend(&out,
                   "Latencies are p50 p90 p99 p99.9 max, each followed by its ratio to the "
-                  "floor's (one node, one caller, plain hiredis) measured in the same group.\n");
+                  "floor's (one node, one caller, plain hiredis) measured in the same group.\n"
+                  "xlimit: cycles/s over the pipelined limit's (raw pipelined client, same "
+                  "commands) in the same group. CPU/cyc: user+sys of this process per cycle; "
+                  "csw/cyc: its context switches per cycle (getrusage over the measurement).\n");
   return out;
 }
 
@@ -131,7 +164,8 @@ std::string RenderGroup(const GroupResult& g) {
   for (const char* h : {"p50", "p90", "p99", "p99.9", "max"}) {
     absl::StrAppend(&out, Pad(h, 6, true), Pad("", 8));
   }
-  absl::StrAppend(&out, Pad("cycles/s", 9, true), Pad("ok%", 8, true), Pad("peak RSS", 10, true),
+  absl::StrAppend(&out, Pad("cycles/s", 9, true), Pad("xlimit", 7, true), Pad("ok%", 8, true),
+                  Pad("peak RSS", 10, true), Pad("CPU/cyc", 9, true), Pad("csw/cyc", 8, true),
                   "\n");
   for (const RowResult& r : g.rows) {
     const std::string lead =
@@ -145,10 +179,13 @@ std::string RenderGroup(const GroupResult& g) {
       absl::StrAppend(&out, lead, "HARNESS ERROR: ", r.harness_error, "\n");
       continue;
     }
-    const std::string tail =
-        absl::StrCat(Pad(FormatRate(r.throughput()), 9, true),
-                     Pad(absl::StrFormat("%.2f", 100 * r.success_rate()), 8, true),
-                     Pad(FormatKb(r.peak_rss_kb), 10, true));
+    const double to_limit = RatioToLimit(r, g);
+    const std::string tail = absl::StrCat(
+        Pad(FormatRate(r.throughput()), 9, true),
+        Pad(std::isfinite(to_limit) ? FormatRatio(to_limit) : "-", 7, true),
+        Pad(absl::StrFormat("%.2f", 100 * r.success_rate()), 8, true),
+        Pad(FormatKb(r.peak_rss_kb), 10, true), Pad(FormatCpu(r.cpu_us_per_cycle()), 9, true),
+        Pad(FormatCsw(r.csw_per_cycle()), 8, true));
     bool first = true;
     auto line = [&](const char* op, const Distribution& d, const Distribution* f) {
       absl::StrAppend(&out, first ? lead : cont, Pad(op, 10), LatencyCells(d, f));
@@ -169,9 +206,11 @@ std::string RenderGroup(const GroupResult& g) {
     if (r.attempts == 0) absl::StrAppend(&out, cont, "no cycle completed in the measurement\n");
     if (!r.acquire_errors.empty()) {
       absl::StrAppend(&out, cont, "errors: ", ErrorText("acquire", r.acquire_errors), "\n");
+      absl::StrAppend(&out, CauseLines(cont, "acquire", r.acquire_errors));
     }
     if (!r.release_errors.empty()) {
       absl::StrAppend(&out, cont, "errors: ", ErrorText("release", r.release_errors), "\n");
+      absl::StrAppend(&out, CauseLines(cont, "release", r.release_errors));
     }
     if (r.memory_tracked) {
       absl::StrAppend(
@@ -191,7 +230,7 @@ std::string RenderGroup(const GroupResult& g) {
 std::string RenderSummary(const BenchResults& results) {
   std::string out = "\n== targets (DESIGN.md section 6; informative, never the exit code)\n";
   for (const TargetCheck& t : CheckTargets(results)) {
-    absl::StrAppend(&out, "   ", Pad(t.status, 8), Pad(t.figure, 52), " target ", Pad(t.target, 26),
+    absl::StrAppend(&out, "   ", Pad(t.status, 8), Pad(t.figure, 56), " target ", Pad(t.target, 44),
                     " measured ", t.measured, "\n");
   }
   if (!results.harness_errors.empty()) {
@@ -245,13 +284,24 @@ Json ErrorsJson(const ErrorCounts& e) {
   return j;
 }
 
+Json CausesJson(const ErrorCounts& e) {
+  Json j = Json::object();
+  for (const auto& [code, causes] : e.causes()) {
+    Json c = Json::object();
+    for (const auto& [cause, n] : causes) c[cause] = n;
+    j[code] = c;
+  }
+  return j;
+}
+
 Json FirstErrorsJson(const ErrorCounts& e) {
   Json j = Json::object();
   for (const auto& [code, msg] : e.first_messages()) j[code] = msg;
   return j;
 }
 
-Json RowJson(const RowResult& r, const RowResult* floor) {
+Json RowJson(const RowResult& r, const GroupResult& group) {
+  const RowResult* floor = group.Floor();
   Json j;
   j["impl"] = r.impl;
   j["family"] = r.family;
@@ -266,6 +316,19 @@ Json RowJson(const RowResult& r, const RowResult* floor) {
   j["success_rate"] = r.success_rate();
   j["measured_s"] = r.measured_s;
   j["throughput_per_s"] = r.throughput();
+  if (const RowResult* limit = group.Limit(r.callers)) {
+    j["throughput_ratio_to_limit"] = RatioToLimit(r, group);
+    j["limit_callers"] = limit->callers;
+  } else {
+    j["throughput_ratio_to_limit"] = nullptr;
+  }
+  j["client_cpu"] = {{"user_s", r.usage.user_us / 1e6},
+                     {"sys_s", r.usage.sys_us / 1e6},
+                     {"voluntary_csw", r.usage.voluntary_csw},
+                     {"involuntary_csw", r.usage.involuntary_csw},
+                     {"cycles", r.usage_cycles},
+                     {"cpu_us_per_cycle", r.cpu_us_per_cycle()},
+                     {"csw_per_cycle", r.csw_per_cycle()}};
   j["warmup_cycles"] = r.warmup_cycles;
   j["hit_iteration_cap"] = r.hit_iteration_cap;
   j["acquire"] = LatencyJson(r.acquire, floor ? &floor->acquire : nullptr, false);
@@ -279,6 +342,8 @@ Json RowJson(const RowResult& r, const RowResult* floor) {
                  {"release", ErrorsJson(r.release_errors)}};
   j["first_errors"] = {{"acquire", FirstErrorsJson(r.acquire_errors)},
                        {"release", FirstErrorsJson(r.release_errors)}};
+  j["error_causes"] = {{"acquire", CausesJson(r.acquire_errors)},
+                       {"release", CausesJson(r.release_errors)}};
   Json mem;
   mem["peak_rss_kib"] = r.peak_rss_kb;
   mem["peak_is_per_row"] = r.peak_is_per_run;
@@ -333,9 +398,8 @@ std::string RenderJson(const BenchResults& results) {
     jg["settings"] = gs;
     jg["skipped"] = g.skipped;
     if (g.skipped) jg["skip_reason"] = g.skip_reason;
-    const RowResult* floor = g.Floor();
     Json rows = Json::array();
-    for (const RowResult& r : g.rows) rows.push_back(RowJson(r, floor));
+    for (const RowResult& r : g.rows) rows.push_back(RowJson(r, g));
     jg["rows"] = rows;
     jg["notes"] = g.notes;
     groups.push_back(jg);

@@ -18,6 +18,11 @@ std::string FormatLatency(int64_t ns);
 std::string FormatRatio(double ratio);
 // "950/s", "12.3k/s".
 std::string FormatRate(double per_second);
+// CPU microseconds per cycle, as FormatLatency: "8.4us", "235us", "1.34ms";
+// "-" for NaN.
+std::string FormatCpu(double us);
+// Context switches per cycle: "0.52", "-" for NaN.
+std::string FormatCsw(double per_cycle);
 // "812KiB", "12.3MiB".
 std::string FormatKb(int64_t kb);
 

@@ -25,12 +25,16 @@ inline constexpr char kLibrary[] = "library";
 inline constexpr char kSequential[] = "sequential";
 inline constexpr char kWaitForAll[] = "wait-for-all";
 inline constexpr char kMultiLock[] = "multilock";
+inline constexpr char kPipelinedLimit[] = "pipelined-limit";
+
+// Variant of the library rows driven through the *Async calls (C chains).
+inline constexpr char kAsync[] = "async";
 
 struct RowResult {
   std::string impl;    // display name, e.g. "library", "library fencing", "sequential"
   std::string family;  // one of the constants above
-  std::string
-      variant;  // "", "fencing", "notify=on", "notify=off", "quorum", "all-nodes", "no fault"
+  // "", "async", "fencing", "notify=on", "notify=off", "quorum", "all-nodes", "no fault"
+  std::string variant;
   int callers = 1;
 
   bool skipped = false;
@@ -58,9 +62,19 @@ struct RowResult {
   int64_t rss_mid_kb = -1;
   int64_t rss_end_kb = -1;
 
+  // The client's cost over the measurement: getrusage(RUSAGE_SELF) deltas
+  // (every thread of this process: callers, the library's I/O thread, the
+  // fault proxy of the slow scenarios) and the cycles completed meanwhile.
+  ProcessUsage usage;
+  int64_t usage_cycles = 0;
+
   std::vector<std::string> notes;
 
   bool ran() const { return !skipped && harness_error.empty(); }
+  // user+sys microseconds per cycle; NaN without cycles.
+  double cpu_us_per_cycle() const;
+  // Context switches (voluntary + involuntary) per cycle; NaN without cycles.
+  double csw_per_cycle() const;
   double throughput() const {
     return measured_s > 0 ? static_cast<double>(successes) / measured_s : 0;
   }
@@ -88,7 +102,13 @@ struct GroupResult {
   // The floor row, if it ran.
   const RowResult* Floor() const;
   const RowResult* Find(const std::string& family, const std::string& variant, int callers) const;
+  // The pipelined limit a row with `callers` callers is compared with: the
+  // limit row with as many chains, else the one with the most.
+  const RowResult* Limit(int callers) const;
 };
+
+// row's cycles/s over its limit's, NaN when either is missing.
+double RatioToLimit(const RowResult& row, const GroupResult& group);
 
 struct RunInfo {
   std::string mode;  // smoke, quick, full

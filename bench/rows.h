@@ -40,6 +40,8 @@ struct RowSpec {
   bool track_memory = false;
   // Builds one cycle per caller, before anything is timed.
   std::function<absl::StatusOr<std::vector<CycleFn>>()> make;
+  // Or one asynchronous chain per caller (RunChains instead of RunWorkload).
+  std::function<absl::StatusOr<std::vector<ChainFn>>()> make_chains;
   std::function<void()> at_start;
   std::function<void()> at_mid;
   std::function<void()> at_stop;

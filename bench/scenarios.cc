@@ -13,6 +13,7 @@
 #include "bench/backends_scenario.h"
 #include "bench/baselines.h"
 #include "bench/locker.h"
+#include "bench/pipelined_limit.h"
 #include "bench/report.h"
 #include "bench/rows.h"
 #include "bench/workload.h"
@@ -99,8 +100,15 @@ RowResult RunRow(Context& ctx, RowSpec spec) {
   row.callers = spec.callers;
   ctx.progress.Row(absl::StrCat(spec.impl, " ", CallersLabel(spec.callers)));
 
-  absl::StatusOr<std::vector<CycleFn>> callers = spec.make();
-  if (!callers.ok()) return HarnessErrorRow(ctx, std::move(row), "setup", callers.status());
+  absl::StatusOr<std::vector<CycleFn>> callers;
+  absl::StatusOr<std::vector<ChainFn>> chains;
+  if (spec.make_chains) {
+    chains = spec.make_chains();
+    if (!chains.ok()) return HarnessErrorRow(ctx, std::move(row), "setup", chains.status());
+  } else {
+    callers = spec.make();
+    if (!callers.ok()) return HarnessErrorRow(ctx, std::move(row), "setup", callers.status());
+  }
 
   const BenchSettings& s = ctx.settings;
   RunLimits limits;
@@ -122,7 +130,8 @@ RowResult RunRow(Context& ctx, RowSpec spec) {
   if (spec.at_mid) hooks.at_measure_mid = [&] { spec.at_mid(); };
   if (spec.at_stop) hooks.at_measure_stop = [&] { spec.at_stop(); };
 
-  RunOutput out = RunWorkload(*std::move(callers), limits, std::move(hooks));
+  RunOutput out = spec.make_chains ? RunChains(*std::move(chains), limits, std::move(hooks))
+                                   : RunWorkload(*std::move(callers), limits, std::move(hooks));
 
   row.acquire = Distribution(out.acquire);
   row.cycle = Distribution(out.cycle);
@@ -137,6 +146,18 @@ RowResult RunRow(Context& ctx, RowSpec spec) {
   row.release_errors = out.release_errors;
   row.peak_rss_kb = out.peak_rss_kb;
   row.peak_is_per_run = out.peak_is_per_run;
+  row.usage = out.usage;
+  row.usage_cycles = out.usage_cycles;
+  if (out.attempts > out.successes && out.first_failure_ns >= 0) {
+    row.notes.push_back(
+        absl::StrFormat("the %d failed cycles ended between %s and %s into the %.2fs measurement",
+                        out.attempts - out.successes, FormatLatency(out.first_failure_ns),
+                        FormatLatency(out.last_failure_ns), absl::ToDoubleSeconds(out.measured)));
+  }
+  if (out.chains_left_running > 0) {
+    row.notes.push_back(
+        absl::StrCat(out.chains_left_running, " chains were still in a cycle when the row ended"));
+  }
   if (spec.track_memory) {
     row.memory_tracked = true;
     row.rss_start_kb = out.rss_start_kb;
@@ -215,6 +236,7 @@ struct LibrarySpec {
   std::string variant;
   int callers = 1;
   LibraryKind kind = LibraryKind::kSingle;
+  bool async = false;  // C chains on TryAcquireAsync/ReleaseAsync (kSingle only)
   std::function<void(Options*)> tweak;
   const Fault* fault = nullptr;
   bool track_memory = false;
@@ -248,22 +270,44 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
   spec.warmup = ls.warmup;
   const std::string key = ctx.RowKey();
   const absl::Duration ttl = ctx.settings.ttl;
-  spec.make = [&, c, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
-    std::vector<CycleFn> out;
-    for (int i = 0; i < ls.callers; ++i) {
-      std::string resource = absl::StrCat(key, ":t", i);
-      std::unique_ptr<Locker> locker;
-      if (ls.kind == LibraryKind::kSingle) {
-        locker = NewClientLocker(c, resource);
-      } else {
-        locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,
-                                {resource + ":a", resource + ":b", resource + ":c"});
+  if (ls.async) {
+    spec.make_chains = [&, c, key, ttl]() -> absl::StatusOr<std::vector<ChainFn>> {
+      std::vector<ChainFn> out;
+      for (int i = 0; i < ls.callers; ++i) {
+        out.push_back(LockChain(NewAsyncClientLocker(c, absl::StrCat(key, ":t", i)), ttl));
       }
-      out.push_back(LockCycle(std::move(locker), ttl));
-    }
-    return out;
-  };
+      return out;
+    };
+  } else {
+    spec.make = [&, c, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
+      std::vector<CycleFn> out;
+      for (int i = 0; i < ls.callers; ++i) {
+        std::string resource = absl::StrCat(key, ":t", i);
+        std::unique_ptr<Locker> locker;
+        if (ls.kind == LibraryKind::kSingle) {
+          locker = NewClientLocker(c, resource);
+        } else {
+          locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,
+                                  {resource + ":a", resource + ":b", resource + ":c"});
+        }
+        out.push_back(LockCycle(std::move(locker), ttl));
+      }
+      return out;
+    };
+  }
   size_t in_flight_at_start = 0;
+  if (ls.watch_node < 0) {
+    // Nodes the client holds for unhealthy at the end of a row without a
+    // fault (e.g. a breaker opened by plain overload).
+    spec.after = [c](RowResult* row) {
+      for (const NodeHealth& h : c->Health()) {
+        if (h.breaker_open || !h.connected || !h.last_error.empty()) {
+          row->notes.push_back(absl::StrCat("at the end, the client saw ", DescribeHealth(h),
+                                            "; last error: ", h.last_error));
+        }
+      }
+    };
+  }
   if (ls.watch_node >= 0) {
     spec.at_start = [c, node = ls.watch_node, &in_flight_at_start] {
       std::vector<NodeHealth> health = c->Health();
@@ -281,6 +325,57 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
       }
     };
   }
+  return RunRow(ctx, std::move(spec));
+}
+
+LibrarySpec AsyncSpec(int callers) {
+  LibrarySpec lib;
+  lib.impl = "library async";
+  lib.variant = kAsync;
+  lib.callers = callers;
+  lib.async = true;
+  return lib;
+}
+
+// The pipelined limit (pipelined_limit.h) with `callers` chains.
+RowResult LimitRow(Context& ctx, const std::vector<Endpoint>& eps, int callers,
+                   const Fault* fault = nullptr, absl::Duration duration = absl::ZeroDuration()) {
+  RowSpec spec;
+  spec.impl = "pipelined limit";
+  spec.family = kPipelinedLimit;
+  spec.callers = callers;
+  spec.fault = fault;
+  spec.duration = duration;
+  absl::StatusOr<std::unique_ptr<PipelinedLimit>> limit =
+      PipelinedLimit::Start(BaselinesFor(ctx, eps));
+  if (!limit.ok()) {
+    RowResult row;
+    row.impl = spec.impl;
+    row.family = spec.family;
+    row.callers = callers;
+    return HarnessErrorRow(ctx, std::move(row), "connecting the pipelined limit", limit.status());
+  }
+  PipelinedLimit* l = limit->get();
+  const std::string key = ctx.RowKey();
+  const absl::Duration ttl = ctx.settings.ttl;
+  spec.make_chains = [l, key, ttl, callers]() -> absl::StatusOr<std::vector<ChainFn>> {
+    std::vector<ChainFn> out;
+    for (int i = 0; i < callers; ++i) {
+      out.push_back(LockChain(l->NewLocker(absl::StrCat(key, ":t", i)), ttl));
+    }
+    return out;
+  };
+  PipelinedLimit::Counters before;
+  spec.at_start = [l, &before] { before = l->counters(); };
+  spec.after = [l, &before](RowResult* row) {
+    const PipelinedLimit::Counters now = l->counters();
+    const int64_t commands = now.commands - before.commands;
+    const int64_t writes = now.writes - before.writes;
+    if (writes > 0) {
+      row->notes.push_back(absl::StrFormat("%.1f commands per write(2) on average (%d commands)",
+                                           static_cast<double>(commands) / writes, commands));
+    }
+  };
   return RunRow(ctx, std::move(spec));
 }
 
@@ -335,6 +430,10 @@ void RunHealthy(Context& ctx, int n, GroupResult* g) {
     LibrarySpec lib;
     lib.callers = callers;
     g->rows.push_back(LibraryRow(ctx, eps, lib));
+    // Measured next to the blocking row: their ratios are targets. With one
+    // caller the limit is the least a quorum round trip costs on this machine.
+    if (callers > 1) g->rows.push_back(LibraryRow(ctx, eps, AsyncSpec(callers)));
+    g->rows.push_back(LimitRow(ctx, eps, callers));
     g->rows.push_back(BaselineRow(ctx, kSequential, eps, callers));
     g->rows.push_back(BaselineRow(ctx, kWaitForAll, eps, callers));
   }
@@ -367,6 +466,15 @@ void RunStopped(Context& ctx, int n, GroupResult* g) {
     lib.warmup = ctx.settings.memory_warmup;
     if (callers > 1) lib.duration = ctx.settings.memory_duration;
     g->rows.push_back(LibraryRow(ctx, eps, lib));
+  }
+  {
+    // Short rows: the throughput under the fault, not the memory's steady state.
+    LibrarySpec async = AsyncSpec(ctx.settings.callers_many);
+    async.fault = &fault;
+    async.watch_node = stopped;
+    async.watch_label = "the stopped node";
+    g->rows.push_back(LibraryRow(ctx, eps, async));
+    g->rows.push_back(LimitRow(ctx, eps, ctx.settings.callers_many, &fault));
   }
   g->rows.push_back(BaselineRow(ctx, kSequential, eps, 1, &fault));
   g->rows.push_back(BaselineRow(ctx, kWaitForAll, eps, 1, &fault));
@@ -626,6 +734,25 @@ void RunMultiLock(Context& ctx, int n, GroupResult* g) {
   }
 }
 
+void RunSweep(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "all nodes healthy; callers sweep: blocking callers vs async chains vs the limit";
+  CommonSettings(ctx, g);
+  AddSetting(g, "callers", absl::StrJoin(ctx.settings.sweep_callers, ","));
+  g->rows.push_back(FloorRow(ctx, eps));
+  const absl::Duration duration = ctx.settings.sweep_duration;
+  for (int callers : ctx.settings.sweep_callers) {
+    LibrarySpec lib;
+    lib.callers = callers;
+    lib.duration = duration;
+    g->rows.push_back(LibraryRow(ctx, eps, lib));
+    LibrarySpec async = AsyncSpec(callers);
+    async.duration = duration;
+    g->rows.push_back(LibraryRow(ctx, eps, async));
+    g->rows.push_back(LimitRow(ctx, eps, callers, nullptr, duration));
+  }
+}
+
 }  // namespace
 
 const std::vector<Scenario>& AllScenarios() {
@@ -638,6 +765,14 @@ const std::vector<Scenario>& AllScenarios() {
        {1, 3, 5},
        {1, 3, 5, 7},
        RunHealthy},
+      {"sweep",
+       "callers sweep (--sweep_callers): library blocking vs async vs the pipelined limit",
+       false,
+       1,
+       {3},
+       {1, 5},
+       {1, 5},
+       RunSweep},
       {"stopped",
        "the last node SIGSTOPped (Fleet::Stop) during each row, continued after",
        true,

@@ -9,7 +9,10 @@
 // nodes are healthy again between rows.
 //
 // Scenarios:
-//   healthy            library, sequential, wait-for-all; 1 and many callers
+//   healthy            library, the pipelined limit, sequential, wait-for-all;
+//                      1 and many callers; library async with many
+//   sweep              library blocking vs async vs the pipelined limit at
+//                      each count of --sweep_callers
 //   stopped            the last of the N nodes SIGSTOPped (N >= 3)
 //   slow1              one node behind the fault proxy with added latency
 //   slow2              two nodes behind the proxy with added latency (N >= 3)
@@ -50,6 +53,8 @@ struct BenchSettings {
   absl::Duration hot_duration = absl::Seconds(1);
   absl::Duration stopped_duration = absl::Seconds(5);  // backends: a member stopped
   int callers_many = 64;
+  std::vector<int> sweep_callers = {1, 8, 64, 256};         // the sweep scenario's rows
+  absl::Duration sweep_duration = absl::Milliseconds(250);  // and their measurement
   absl::Duration ttl = absl::Seconds(10);
   absl::Duration node_timeout = absl::Milliseconds(50);
   absl::Duration slow_latency = absl::Milliseconds(2);

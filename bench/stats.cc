@@ -1,6 +1,7 @@
 #include "bench/stats.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -146,17 +147,50 @@ std::vector<std::pair<int64_t, double>> Distribution::Cdf(int max_points) const 
   return out;
 }
 
+std::string ErrorCounts::CauseOf(const std::string& message) {
+  std::string out;
+  out.reserve(message.size());
+  bool quoted = false;
+  for (size_t i = 0; i < message.size(); ++i) {
+    const char c = message[i];
+    if (c == '"') {
+      if (!quoted) out += "\"...\"";
+      quoted = !quoted;
+      continue;
+    }
+    if (quoted) continue;
+    if (c >= '0' && c <= '9') {
+      if (out.empty() || out.back() != '#') out += '#';
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+void ErrorCounts::AddCause(const std::string& code, const std::string& cause, int64_t n) {
+  std::map<std::string, int64_t>& m = causes_[code];
+  auto it = m.find(cause);
+  if (it == m.end() && m.size() >= kMaxCauses) it = m.emplace("(other)", 0).first;
+  if (it == m.end()) it = m.emplace(cause, 0).first;
+  it->second += n;
+}
+
 void ErrorCounts::Add(const absl::Status& status) {
   if (status.ok()) return;
   std::string code = absl::StatusCodeToString(status.code());
   auto [it, inserted] = counts_.emplace(code, 0);
   ++it->second;
   if (inserted) first_.emplace(code, std::string(status.message()));
+  AddCause(code, CauseOf(std::string(status.message())), 1);
 }
 
 void ErrorCounts::Merge(const ErrorCounts& other) {
   for (const auto& [code, n] : other.counts_) counts_[code] += n;
   for (const auto& [code, msg] : other.first_) first_.emplace(code, msg);
+  for (const auto& [code, causes] : other.causes_) {
+    for (const auto& [cause, n] : causes) AddCause(code, cause, n);
+  }
 }
 
 int64_t ErrorCounts::total() const {
@@ -183,6 +217,26 @@ int64_t StatusFieldKb(const char* field) {
 
 int64_t CurrentRssKb() { return StatusFieldKb("VmRSS"); }
 int64_t PeakRssKb() { return StatusFieldKb("VmHWM"); }
+
+ProcessUsage CurrentProcessUsage() {
+  ProcessUsage u;
+  rusage ru{};
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return u;
+  u.user_us = int64_t{ru.ru_utime.tv_sec} * 1000000 + ru.ru_utime.tv_usec;
+  u.sys_us = int64_t{ru.ru_stime.tv_sec} * 1000000 + ru.ru_stime.tv_usec;
+  u.voluntary_csw = ru.ru_nvcsw;
+  u.involuntary_csw = ru.ru_nivcsw;
+  return u;
+}
+
+ProcessUsage UsageDelta(const ProcessUsage& later, const ProcessUsage& earlier) {
+  ProcessUsage d;
+  d.user_us = later.user_us - earlier.user_us;
+  d.sys_us = later.sys_us - earlier.sys_us;
+  d.voluntary_csw = later.voluntary_csw - earlier.voluntary_csw;
+  d.involuntary_csw = later.involuntary_csw - earlier.involuntary_csw;
+  return d;
+}
 
 bool ResetPeakRss() {
   // Writing "5" to clear_refs resets VmHWM to the current RSS (Linux 4.0+).

@@ -97,9 +97,15 @@ class Distribution {
   double sum_ = 0;
 };
 
-// Failed calls by status code, with the first message seen for each code.
+// Failed calls by status code, with the first message seen for each code,
+// and by cause: the message with quoted names and numbers blanked out
+// (acquire "...": # of # nodes granted (quorum #); #.#.#.#:#: no reply
+// within #ms"), so that one resource or one count does not make a cause of
+// its own. At most kMaxCauses causes per code; the rest count as "(other)".
 class ErrorCounts {
  public:
+  static constexpr size_t kMaxCauses = 12;
+
   void Add(const absl::Status& status);
   void Merge(const ErrorCounts& other);
   bool empty() const { return counts_.empty(); }
@@ -107,11 +113,32 @@ class ErrorCounts {
   // Keyed by absl::StatusCodeToString (e.g. "UNAVAILABLE").
   const std::map<std::string, int64_t>& counts() const { return counts_; }
   const std::map<std::string, std::string>& first_messages() const { return first_; }
+  // Code -> cause -> count.
+  const std::map<std::string, std::map<std::string, int64_t>>& causes() const { return causes_; }
+
+  // The cause of a message (exposed for tests).
+  static std::string CauseOf(const std::string& message);
 
  private:
+  void AddCause(const std::string& code, const std::string& cause, int64_t n);
+
   std::map<std::string, int64_t> counts_;
   std::map<std::string, std::string> first_;
+  std::map<std::string, std::map<std::string, int64_t>> causes_;
 };
+
+// CPU time and context switches of this whole process (every thread) from
+// getrusage(RUSAGE_SELF): the client's cost, independent of how fast the
+// shared machine happens to be.
+struct ProcessUsage {
+  int64_t user_us = 0;
+  int64_t sys_us = 0;
+  int64_t voluntary_csw = 0;
+  int64_t involuntary_csw = 0;
+};
+ProcessUsage CurrentProcessUsage();
+// later - earlier, field by field.
+ProcessUsage UsageDelta(const ProcessUsage& later, const ProcessUsage& earlier);
 
 // Memory of this process, from /proc/self/status (kB; -1 if unreadable).
 int64_t CurrentRssKb();

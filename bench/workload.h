@@ -1,6 +1,7 @@
 // The workload runner of redlock-bench: C caller threads repeating a cycle
-// (acquire, then release), a warm-up, then a timed measurement, bounded both
-// by a number of cycles and by wall time.
+// (acquire, then release), or C asynchronous chains each starting its next
+// cycle from the callback that ends the previous one; a warm-up, then a
+// timed measurement, bounded both by a number of cycles and by wall time.
 //
 //   std::vector<CycleFn> callers;           // one per thread, built beforehand
 //   for (int i = 0; i < 64; ++i) callers.push_back(MakeCycle(i));
@@ -12,6 +13,11 @@
 // during the measurement is recorded even if it ends after the measurement
 // stops, and the measured time runs to the end of the last recorded cycle, so
 // throughput = successful recorded cycles / measured time.
+//
+// RunChains() does the same with asynchronous cycles: each chain starts one
+// cycle, and the cycle's completion starts the next, on whatever thread
+// completed it (the client's I/O thread), so C cycles are in flight with no
+// thread per caller.
 //
 // Every loop is bounded: each thread stops after `warmup_iterations +
 // iterations` cycles or at `warmup + duration + grace` at the latest, and the
@@ -57,6 +63,12 @@ struct CycleSample {
 // One caller's cycle. Called repeatedly from one thread.
 using CycleFn = absl::AnyInvocable<CycleSample()>;
 
+// One chain's asynchronous cycle: starts it and returns; `done` is called
+// exactly once when the cycle is over, on any thread (possibly inside the
+// call itself). A chain's cycles never overlap.
+using CycleDone = absl::AnyInvocable<void(CycleSample)>;
+using ChainFn = absl::AnyInvocable<void(CycleDone done)>;
+
 struct RunLimits {
   absl::Duration warmup = absl::Milliseconds(100);
   int64_t warmup_iterations = 1'000'000;  // total over all threads
@@ -86,6 +98,10 @@ struct RunOutput {
   LatencyHistogram handoff_call;
   int64_t attempts = 0;   // recorded cycles
   int64_t successes = 0;  // acquire and release both OK
+  // When the first and the last failed cycle ended, from the start of the
+  // measurement (-1 without failures): a burst or a steady rate.
+  int64_t first_failure_ns = -1;
+  int64_t last_failure_ns = -1;
   ErrorCounts acquire_errors;
   ErrorCounts release_errors;
   absl::Duration measured = absl::ZeroDuration();
@@ -96,9 +112,24 @@ struct RunOutput {
   int64_t peak_rss_kb = -1;   // VmHWM over warm-up and measurement
   bool peak_is_per_run = false;
   bool hit_iteration_cap = false;
+  // getrusage(RUSAGE_SELF) from the start of the measurement to its stop,
+  // and the cycles that completed in that window (the cycles of the warm-up
+  // still running at the start make up for those still running at the stop).
+  ProcessUsage usage;
+  int64_t usage_cycles = 0;
+  // RunChains: chains still in a cycle when the runner gave up waiting
+  // (their callbacks may still come; they record nothing).
+  int64_t chains_left_running = 0;
 };
 
 RunOutput RunWorkload(std::vector<CycleFn> callers, const RunLimits& limits, RunHooks hooks);
+
+// The asynchronous counterpart: the calling thread starts every chain, then
+// runs the phases like RunWorkload. The callbacks may outlive the call (a
+// chain whose cycle never completes); whatever they reach is kept alive by
+// them, so the caller may destroy the client behind the chains at any time
+// after this returns.
+RunOutput RunChains(std::vector<ChainFn> chains, const RunLimits& limits, RunHooks hooks);
 
 }  // namespace redlock::bench
 
