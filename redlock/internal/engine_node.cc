@@ -376,10 +376,17 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
       n.unwritten = std::min(n.unwritten, n.fifo.size());
       if (n.expired > 0) {
         // Its deadline passed: the caller has counted it as a "no" already.
-        // But the node is answering again: probe it now.
+        // But the node answers again, in step with its requests: it is not
+        // silent, so its breaker closes now (waiting for a probe would fail
+        // every request meanwhile, thousands under load, for a node that
+        // only stalled).
         --n.expired;
         if (slot->kind == Slot::Kind::kProbe) n.probe_in_flight = false;
-        n.next_probe = Clock::now();
+        if (n.breaker_open) {
+          NodeEventLocked(n, NodeEvent::Kind::kBreakerClosed, "answering again");
+          n.breaker_open = false;
+          n.last_error.clear();
+        }
         FreeSlotLocked(n, slot);
         continue;
       }
