@@ -422,8 +422,7 @@ void Engine::RunPosted() {
 void Engine::CancelEverything() {
   for (auto& n : nodes_) {
     Disconnect(*n, "the client is shutting down");
-    if (n->sub.fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n->sub.fd(), nullptr);
-    n->sub.Close();
+    SubClose(*n, "the client is shutting down");
   }
   // Timers and tasks may start more work; every Send now fails at once, so
   // this converges. Bounded anyway.

@@ -152,6 +152,9 @@ class Engine final : public Transport {
   void FlushLocked(Node& n, std::unique_lock<std::mutex>& lock);
   // Writes the output marked during the turn that just ended.
   void FlushTurn();
+  // (Re)registers connection `c` of node `node` with epoll (op ADD or MOD):
+  // readable always, writable when asked.
+  void Register(const Connection& c, int node, uint64_t kind, int op, bool writable);
   void WatchWritable(Node& n, bool on);
   // Every request of n is on the wire (or the node stopped reading): their
   // deadlines run from now. REQUIRES: n.mu held.
@@ -175,6 +178,7 @@ class Engine final : public Transport {
   void OnSubIo(Node& n, uint32_t events);
   void SubWrite(Node& n, std::string bytes);
   void SubMaintain(Node& n, TimePoint now);
+  void SubClose(Node& n, const std::string& why);
 
   const Config config_;
   std::vector<std::unique_ptr<Node>> nodes_;

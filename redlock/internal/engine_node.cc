@@ -41,13 +41,16 @@ uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind) {
   return (uint64_t{generation} << 32) | (static_cast<uint64_t>(node) << 2) | kind;
 }
 
-void Engine::WatchWritable(Node& n, bool on) {
-  int fd = n.cmd.fd();
-  if (fd < 0) return;
+void Engine::Register(const Connection& c, int node, uint64_t kind, int op, bool writable) {
+  if (c.fd() < 0) return;
   epoll_event ev{};
-  ev.events = EPOLLIN | (on ? static_cast<uint32_t>(EPOLLOUT) : 0u);
-  ev.data.u64 = EngineEventData(n.cmd.generation(), n.index, kCommandEvents);
-  epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &ev);
+  ev.events = EPOLLIN | (writable ? static_cast<uint32_t>(EPOLLOUT) : 0u);
+  ev.data.u64 = EngineEventData(c.generation(), node, kind);
+  epoll_ctl(epoll_fd_, op, c.fd(), &ev);
+}
+
+void Engine::WatchWritable(Node& n, bool on) {
+  Register(n.cmd, n.index, kCommandEvents, EPOLL_CTL_MOD, on);
 }
 
 // ---- Requests --------------------------------------------------------------------------
@@ -285,10 +288,7 @@ void Engine::StartConnect(Node& n) {
     n.state = Node::State::kConnecting;
     n.write_error.clear();
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLOUT;
-  ev.data.u64 = EngineEventData(n.cmd.generation(), n.index, kCommandEvents);
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, n.cmd.fd(), &ev);
+  Register(n.cmd, n.index, kCommandEvents, EPOLL_CTL_ADD, /*writable=*/true);  // connect done
 }
 
 void Engine::OnCommandIo(Node& n, uint32_t events) {
@@ -650,10 +650,7 @@ void Engine::SubStart(Node& n) {
     n.sub_error = why;
     return;
   }
-  epoll_event ev{};
-  ev.events = EPOLLIN | EPOLLOUT;
-  ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
-  epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, n.sub.fd(), &ev);
+  Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_ADD, /*writable=*/true);  // connect done
 }
 
 void Engine::SubWrite(Node& n, std::string bytes) {
@@ -662,17 +659,12 @@ void Engine::SubWrite(Node& n, std::string bytes) {
   if (n.sub_epollout) return;
   Connection::Progress p = n.sub.Write(&n.sub_out);
   if (!p.failure.empty()) {
-    n.sub_error = p.failure;
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
-    n.sub.Close();
+    SubClose(n, p.failure);
     return;
   }
   if (!n.sub_out.empty()) {
     n.sub_epollout = true;
-    epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLOUT;
-    ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, n.sub.fd(), &ev);
+    Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, true);
   }
 }
 
@@ -681,17 +673,11 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
   std::vector<Reply> messages;
   Connection::Progress p = n.sub.HandleIo(events, &messages);
   if (!p.failure.empty()) {
-    // Notifications are best effort: waiters fall back to polling.
-    n.sub_error = absl::StrCat("subscriber connection: ", p.failure);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
-    n.sub.Close();
+    SubClose(n, p.failure);
     return;
   }
   if (before == Connection::State::kConnecting && n.sub.state() != before) {
-    epoll_event ev{};
-    ev.events = EPOLLIN | (p.want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
-    ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, n.sub.fd(), &ev);
+    Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, p.want_write);
   }
   if (p.ready && !channels_.empty()) {
     n.sub_error.clear();
@@ -703,10 +689,7 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
   }
   if ((events & EPOLLOUT) && n.sub_epollout && n.sub.ready()) {
     n.sub_epollout = false;
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);
-    epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, n.sub.fd(), &ev);
+    Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, false);
     SubWrite(n, "");
   }
   for (const Reply& m : messages) {
@@ -718,6 +701,13 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
   }
 }
 
+void Engine::SubClose(Node& n, const std::string& why) {
+  // Notifications are best effort: waiters fall back to polling meanwhile.
+  n.sub_error = absl::StrCat("subscriber connection: ", why);
+  if (n.sub.fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
+  n.sub.Close();
+}
+
 void Engine::SubMaintain(Node& n, TimePoint now) {
   if (channels_.empty() || stopping()) return;
   switch (n.sub.state()) {
@@ -727,11 +717,7 @@ void Engine::SubMaintain(Node& n, TimePoint now) {
     case Connection::State::kReady:
       break;
     default:
-      if (now >= n.sub.connect_deadline()) {
-        n.sub_error = "subscriber connection: could not connect in time";
-        epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
-        n.sub.Close();
-      }
+      if (now >= n.sub.connect_deadline()) SubClose(n, "could not connect in time");
       break;
   }
 }
