@@ -161,19 +161,7 @@ void RunTarget(Context& ctx, const Target& t, GroupResult* g) {
           return std::make_unique<SessionWaiter>(*std::move(session));
         },
         hc);
-    RowSpec spec;
-    spec.impl = absl::StrCat(family, " hot");
-    spec.family = family;
-    spec.variant = "hot";
-    spec.callers = s.hot_waiters;
-    spec.duration = s.hot_duration;
-    spec.make = [&]() -> absl::StatusOr<std::vector<CycleFn>> {
-      std::vector<CycleFn> out;
-      for (int i = 0; i < s.hot_waiters; ++i) out.push_back(hot.Cycle(i));
-      return out;
-    };
-    spec.at_start = [&] { hot.ResetCounters(); };
-    spec.at_stop = [&] { hot.Stop(); };
+    RowSpec spec = HotRow(s, &hot, absl::StrCat(family, " hot"), family, "hot");
     spec.after = [&](RowResult* row) {
       row->notes.push_back(absl::StrCat(row->handoff.count(), " hand-offs between ", s.hot_waiters,
                                         " callers; ", hot.not_waiting(),

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "bench/locker.h"
 #include "bench/results.h"
 #include "bench/scenarios.h"
 #include "bench/workload.h"
@@ -55,6 +56,12 @@ RowResult RunRow(Context& ctx, RowSpec spec);
 
 // The floor (one node, one caller, plain hiredis) on eps[0].
 RowResult FloorRow(Context& ctx, const std::vector<Endpoint>& eps);
+
+// A row of hand-offs on `hot` (settings' hot_waiters callers for
+// hot_duration): each waiter's cycle, the counters zeroed at the start and
+// the waiters let go at the stop. REQUIRES: `hot` outlives the row.
+RowSpec HotRow(const BenchSettings& s, HotResource* hot, std::string impl, std::string family,
+               std::string variant);
 
 }  // namespace redlock::bench
 

@@ -209,6 +209,25 @@ RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector
   return RunRow(ctx, std::move(spec));
 }
 
+RowSpec HotRow(const BenchSettings& s, HotResource* hot, std::string impl, std::string family,
+               std::string variant) {
+  RowSpec spec;
+  spec.impl = std::move(impl);
+  spec.family = std::move(family);
+  spec.variant = std::move(variant);
+  spec.callers = s.hot_waiters;
+  spec.duration = s.hot_duration;
+  const int waiters = s.hot_waiters;
+  spec.make = [hot, waiters]() -> absl::StatusOr<std::vector<CycleFn>> {
+    std::vector<CycleFn> out;
+    for (int i = 0; i < waiters; ++i) out.push_back(hot->Cycle(i));
+    return out;
+  };
+  spec.at_start = [hot] { hot->ResetCounters(); };
+  spec.at_stop = [hot] { hot->Stop(); };
+  return spec;
+}
+
 RowResult FloorRow(Context& ctx, const std::vector<Endpoint>& eps) {
   return BaselineRow(ctx, kFloor, {eps.at(0)}, 1);
 }
@@ -608,18 +627,7 @@ RowResult HotRow(Context& ctx, const std::vector<Endpoint>& eps, bool notificati
   probe.node = eps[0];
   probe.channel = absl::StrCat(internal::kReleaseChannelPrefix, hc.resource);
 
-  RowSpec spec;
-  spec.impl = impl;
-  spec.family = kLibrary;
-  spec.variant = variant;
-  spec.callers = s.hot_waiters;
-  spec.duration = s.hot_duration;
-  spec.make = [&]() -> absl::StatusOr<std::vector<CycleFn>> {
-    std::vector<CycleFn> out;
-    for (int i = 0; i < s.hot_waiters; ++i) out.push_back(hot.Cycle(i));
-    return out;
-  };
-  spec.at_start = [&] { hot.ResetCounters(); };
+  RowSpec spec = HotRow(s, &hot, impl, kLibrary, variant);
   spec.at_mid = [&] { probe.Sample(); };
   spec.at_stop = [&] {
     probe.Sample();

@@ -143,14 +143,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "[%s] %s ... ", s->name.c_str(), s->config.c_str());
     fflush(stderr);
     chaos::ScenarioResult r = chaos::RunScenario(*s, options);
-    fprintf(stderr, "%s (%.1fs, %lld ops, S1-S5 %lld/%lld/%lld/%lld/%lld)%s%s\n",
-            r.skipped ? "SKIP"
-            : r.ok    ? "OK"
-                      : "FAIL",
-            absl::ToDoubleSeconds(r.elapsed), static_cast<long long>(r.counts.invokes),
-            static_cast<long long>(r.violations[0]), static_cast<long long>(r.violations[1]),
-            static_cast<long long>(r.violations[2]), static_cast<long long>(r.violations[3]),
-            static_cast<long long>(r.violations[4]), r.why.empty() ? "" : ": ", r.why.c_str());
+    fprintf(stderr, "%s\n", chaos::ProgressLine(r, chaos::kNumHarnessProperties).c_str());
     if (verbose || !r.ok) {
       for (const std::string& e : r.examples) fprintf(stderr, "    %s\n", e.c_str());
       for (const std::string& n : r.notes) fprintf(stderr, "    note: %s\n", n.c_str());

@@ -103,6 +103,17 @@ std::string Shorten(std::string s, size_t n) {
 
 }  // namespace
 
+std::string ProgressLine(const ScenarioResult& r, int properties) {
+  std::string counts;
+  for (int p = 0; p < properties; ++p) absl::StrAppend(&counts, p > 0 ? "/" : "", r.violations[p]);
+  return absl::StrFormat("%s (%.1fs, %d ops, S1-S%d %s)%s%s",
+                         r.skipped ? "SKIP"
+                         : r.ok    ? "OK"
+                                   : "FAIL",
+                         absl::ToDoubleSeconds(r.elapsed), r.counts.invokes, properties, counts,
+                         r.why.empty() ? "" : ": ", r.why);
+}
+
 std::string HarnessPropertyName(int p) { return absl::StrCat("S", p + 1); }
 
 std::string Expectation::Describe() const {

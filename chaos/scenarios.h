@@ -64,6 +64,11 @@ inline constexpr int kS1 = 0, kS2 = 1, kS3 = 2, kS4 = 3, kS5 = 4;
 inline constexpr int kNumHarnessProperties = 5;
 std::string HarnessPropertyName(int p);  // "S1".."S5"
 
+struct ScenarioResult;
+// One run's line for progress output: "OK (3.2s, 120 ops, S1-S5 0/0/0/0/0)",
+// with the first `properties` counts, and ": why" when there is one.
+std::string ProgressLine(const ScenarioResult& r, int properties);
+
 struct Expectation {
   std::vector<int> clean;         // must show no violation
   std::vector<int> violated_all;  // each must show at least one
