@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -294,6 +295,40 @@ TEST_F(MultiLockTest, WaitIsWokenByARelease) {
   REDLOCK_ASSERT_OK(l.status());
   EXPECT_LT(Since(start), absl::Seconds(2)) << "woken by the release, not by 5s polling";
   REDLOCK_EXPECT_OK(multi.Release(*l));
+}
+
+TEST_F(MultiLockTest, AutoRenewKeepsEveryResourceAndAWaitCanBeCancelled) {
+  auto c = MakeClient();
+  MultiLock multi(c.get(), Mode::kAllNodes);
+  absl::StatusOr<MultiLease> l = multi.TryAcquire({"r1", "r2"}, absl::Milliseconds(400));
+  REDLOCK_ASSERT_OK(l.status());
+  auto renewal = multi.AutoRenew(*l, RenewOptions(), [](absl::Status) {});
+  REDLOCK_ASSERT_OK(renewal.status());
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // three ttls
+  EXPECT_TRUE((*renewal)->active());
+  EXPECT_EQ((*renewal)->leases().size(), 2u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(Get(i, "r1"), l->token()) << i;
+    EXPECT_EQ(Get(i, "r2"), l->token()) << i;
+  }
+  // Another MultiLock waits for an overlapping set, until stopped.
+  MultiLock other(c.get());
+  StopSource stop;
+  std::promise<absl::Status> got;
+  std::thread t([&] {
+    got.set_value(
+        other.Acquire({"r2", "r3"}, absl::Seconds(5), absl::InfiniteDuration(), stop.token())
+            .status());
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  stop.RequestStop();
+  auto future = got.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready);
+  EXPECT_TRUE(absl::IsCancelled(future.get()));
+  t.join();
+  REDLOCK_EXPECT_OK(multi.Release(*l));
+  EXPECT_FALSE((*renewal)->active()) << "Release stops the renewal";
+  EXPECT_EQ(KeysSettled(), 0);
 }
 
 }  // namespace
