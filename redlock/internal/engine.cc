@@ -285,7 +285,9 @@ void Engine::RunOnce() {
   if (io_thread && !IoThreadShouldPoll()) timeout_ms = 0;
   int count = epoll_wait(epoll_fd_, events, kMaxEvents, static_cast<int>(timeout_ms));
   wake_at_ns_.store(0, std::memory_order_release);
-  // The turn: output produced by callbacks is written once per node at its end.
+  // The turn: output produced by callbacks is written once per node at its
+  // end, and the callers it completes are woken then.
+  SyncWaiter::DeferWakes defer_wakes;
   in_turn_.store(true, std::memory_order_release);
   for (int i = 0; i < count; ++i) {
     uint64_t data = events[i].data.u64;

@@ -66,10 +66,29 @@ void SyncWaiter::Wake() {
   syscall(SYS_futex, FutexWord(&state_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }
 
+thread_local std::vector<std::shared_ptr<SyncWaiter>>* t_deferred_wakes = nullptr;
+
+SyncWaiter::DeferWakes::DeferWakes() : saved_(t_deferred_wakes) { t_deferred_wakes = &pending_; }
+
+SyncWaiter::DeferWakes::~DeferWakes() {
+  t_deferred_wakes = saved_;
+  Flush();
+}
+
+void SyncWaiter::DeferWakes::Flush() {
+  for (auto& w : pending_) w->Wake();
+  pending_.clear();
+}
+
 // The futex wake is a system call: made only when the waiter sleeps (a
 // caller polling for itself completes its own wait without one).
 void SyncWaiter::SetReady() {
-  if (state_.fetch_or(kReady, std::memory_order_acq_rel) & kSleeping) Wake();
+  if ((state_.fetch_or(kReady, std::memory_order_acq_rel) & kSleeping) == 0) return;
+  if (t_deferred_wakes != nullptr) {
+    t_deferred_wakes->push_back(shared_from_this());
+  } else {
+    Wake();
+  }
 }
 
 void SyncWaiter::Nudge() {

@@ -60,7 +60,7 @@ using NodeCallback = absl::AnyInvocable<void(absl::StatusOr<Reply>)>;
 
 // A one-shot completion a blocked caller waits on, with a "nudge" that wakes
 // it without completing it (used to hand the polling role to it).
-class SyncWaiter {
+class SyncWaiter : public std::enable_shared_from_this<SyncWaiter> {
  public:
   virtual ~SyncWaiter() = default;
   bool ready() const { return (state_.load(std::memory_order_acquire) & kReady) != 0; }
@@ -73,6 +73,23 @@ class SyncWaiter {
   void Wait(absl::Duration timeout);
   // Blocks until ready.
   void WaitReady();
+
+  // While one lives on a thread, the wake-ups SetReady would make there wait
+  // until it goes (a poller wakes the callers it completed at the end of its
+  // turn, not in the middle of it: a woken caller tends to preempt it).
+  class DeferWakes {
+   public:
+    DeferWakes();
+    ~DeferWakes();
+    DeferWakes(const DeferWakes&) = delete;
+    DeferWakes& operator=(const DeferWakes&) = delete;
+    // Makes the deferred wake-ups now.
+    void Flush();
+
+   private:
+    std::vector<std::shared_ptr<SyncWaiter>> pending_;
+    std::vector<std::shared_ptr<SyncWaiter>>* saved_;
+  };
 
  private:
   static constexpr uint32_t kReady = 1;
