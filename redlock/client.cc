@@ -2,12 +2,15 @@
 
 #include "redlock/client.h"
 
+#include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "redlock/internal/client_impl.h"
 #include "redlock/internal/engine.h"
 #include "redlock/internal/node_identity.h"
 #include "redlock/internal/status_macros.h"
+#include "redlock/internal/tls_stream.h"
 
 namespace redlock {
 
@@ -22,6 +25,19 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   config.reconnect_backoff_max = options.reconnect_backoff_max;
   config.breaker_probe_interval = options.breaker_probe_interval;
   config.max_in_flight_per_node = options.max_in_flight_per_node;
+  if (std::any_of(options.nodes.begin(), options.nodes.end(),
+                  [](const Endpoint& ep) { return ep.tls; })) {
+    // One context (trust roots, client certificate) for every TLS node; each
+    // node's connections check its own name.
+    REDLOCK_ASSIGN_OR_RETURN(std::shared_ptr<internal::TlsContext> tls,
+                             internal::TlsContext::Create(options.tls));
+    for (const Endpoint& ep : options.nodes) {
+      config.streams.push_back(
+          ep.tls ? internal::TlsStreamFactory(
+                       tls, options.tls.server_name.empty() ? ep.host : options.tls.server_name)
+                 : nullptr);
+    }
+  }
   REDLOCK_ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine,
                            internal::Engine::Start(std::move(config)));
   if (options.wait_for_connections) {

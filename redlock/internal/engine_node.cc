@@ -525,8 +525,17 @@ void Engine::MaintainNodes(TimePoint now) {
         case Connection::State::kDisconnected:
           if (now >= n.cmd.next_connect()) StartConnect(n);
           break;
-        case Connection::State::kConnecting:
         case Connection::State::kEstablishing:
+          if (now >= n.cmd.connect_deadline()) {
+            // Only TLS streams take time to establish.
+            Disconnect(n, absl::StrCat("TLS handshake not finished within ",
+                                       FormatMs(config_.connect_timeout),
+                                       ": the node accepted the connection but does not answer "
+                                       "the handshake (a plaintext port? use redis:// for it; or "
+                                       "the node is stopped)"));
+          }
+          break;
+        case Connection::State::kConnecting:
         case Connection::State::kHandshake:
           if (now >= n.cmd.connect_deadline()) {
             Disconnect(
@@ -655,7 +664,10 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
     n.sub.Close();
     return;
   }
-  if (before == Connection::State::kConnecting && n.sub.state() != before) {
+  if ((before == Connection::State::kConnecting || before == Connection::State::kEstablishing) &&
+      n.sub.state() != Connection::State::kConnecting) {
+    // Connected or establishing the stream (TLS): writable events only while
+    // the stream asks for them.
     epoll_event ev{};
     ev.events = EPOLLIN | (p.want_write ? static_cast<uint32_t>(EPOLLOUT) : 0u);
     ev.data.u64 = EngineEventData(n.sub.generation(), n.index, kSubscriberEvents);

@@ -86,7 +86,7 @@ struct Engine::Node {
   bool probe_in_flight = false;
   TimePoint next_probe{};
   std::vector<Slot*> free_slots;  // recycled requests
-  std::string transport;          // "tls 1.3", "" for plain TCP (Health)
+  std::string transport;          // "TLSv1.3", "" for plain TCP (Health)
 
   // ---- Poller only ----
   Connection cmd;

@@ -404,6 +404,58 @@ TEST_F(CliTest, KeyPrefix) {
   EXPECT_EQ(NodesHolding("app1:" + Res("k"), token), 0);
 }
 
+TEST_F(CliTest, TlsNodesFromFlagsOrEnvironment) {
+  auto tls = Fleet::Start(FleetOptions{.nodes = 3, .tls = true, .tls_auth_clients = true});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  const testkit::TestCertificates& certs = *(*tls)->certificates();
+  std::string urls;
+  for (int i = 0; i < 3; ++i) absl::StrAppend(&urls, i ? "," : "", "rediss://", (*tls)->address(i));
+  const std::vector<std::string> flags = {
+      "--nodes",         urls,        "--tls-ca",      certs.ca_cert, "--tls-cert",
+      certs.client_cert, "--tls-key", certs.client_key};
+  std::vector<std::string> args = flags;
+  args.insert(args.end(), {"acquire", "--resource", Res("t"), "--ttl", "30s"});
+  Result r = RunCli(args);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_EQ(JsonInt(r.out, "nodes_granted"), 3) << r.out;
+
+  // status: TLS and its version per node, from the environment this time.
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"REDLOCK_NODES", urls},
+      {"REDLOCK_TLS_CA", certs.ca_cert},
+      {"REDLOCK_TLS_CERT", certs.client_cert},
+      {"REDLOCK_TLS_KEY", certs.client_key}};
+  Result s = RunCli({"status", Res("t")}, env);
+  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << s.out;
+  EXPECT_TRUE(absl::StrContains(lines[1], "TLS")) << lines[1];
+  for (int i = 2; i < 5; ++i) EXPECT_TRUE(absl::StrContains(lines[i], "TLSv1.")) << lines[i];
+  Result j = RunCli({"status", "--json", Res("t")}, env);
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  EXPECT_TRUE(absl::StrContains(j.out, "\"tls\":true,\"tls_version\":\"TLSv1.")) << j.out;
+
+  // Without the client certificate every node refuses: 66, the cause named.
+  Result no_cert = RunCli({"status", "--nodes", urls, "--tls-ca", certs.ca_cert, Res("t")});
+  EXPECT_EQ(no_cert.exit_code, kUnavailable) << Describe(no_cert);
+  EXPECT_TRUE(absl::StrContains(no_cert.err, "requires a client certificate")) << no_cert.err;
+  // A wrong name fails verification unless --tls-insecure says not to check.
+  std::vector<std::string> named = flags;
+  named.insert(named.end(), {"--tls-server-name", "redis.example.com"});
+  args = named;
+  args.insert(args.end(), {"status", Res("t")});
+  Result wrong = RunCli(args);
+  EXPECT_EQ(wrong.exit_code, kUnavailable) << Describe(wrong);
+  EXPECT_TRUE(absl::StrContains(wrong.err, "not valid for \"redis.example.com\"")) << wrong.err;
+  args = named;
+  args.insert(args.end(), {"--tls-insecure", "status", Res("t")});
+  EXPECT_EQ(RunCli(args).exit_code, 0);
+  // A missing file is a usage error: nothing is sent.
+  Result missing = RunCli({"status", "--nodes", urls, "--tls-ca", dir_ + "/nope.pem", Res("t")});
+  EXPECT_EQ(missing.exit_code, kUsage) << Describe(missing);
+  EXPECT_TRUE(absl::StrContains(missing.err, dir_ + "/nope.pem")) << missing.err;
+}
+
 TEST_F(CliTest, PasswordsInRedisUrls) {
   auto secured = Fleet::Start(FleetOptions{.nodes = 3, .password = "s3cr:t@"});
   ASSERT_TRUE(secured.ok()) << secured.status();
