@@ -422,11 +422,15 @@ Stream::Io TlsStream::Result(int rc, const char* op) {
   }
   unsigned long err = ERR_peek_last_error();
   const int reason = err != 0 ? ERR_GET_REASON(err) : 0;
-  const std::string prefix = handshake ? "TLS handshake failed: " : absl::StrCat("TLS ", op, ": ");
+  const std::string prefix = handshake ? "TLS handshake failed: " : "TLS: ";
   const bool have_cert = !context_->options().cert_file.empty();
   if (code == SSL_ERROR_SYSCALL || reason == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
     if (state->last_errno != 0) {
-      error_ = absl::StrCat(prefix, ErrnoText(state->last_errno));
+      // As TcpStream words them once established.
+      error_ = absl::StrCat(handshake                    ? prefix
+                            : std::string(op) == "write" ? "write failed: "
+                                                         : "",
+                            ErrnoText(state->last_errno));
     } else if (handshake) {
       error_ = "the node closed the connection during the TLS handshake";
     } else {

@@ -9,9 +9,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -270,32 +272,31 @@ TEST_F(TlsTest, BadTlsFilesAreInvalidArgumentsAtCreate) {
     EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument) << c.status();
     EXPECT_THAT(std::string(c.status().message()), HasSubstr(says));
   };
-  Options o = OptionsFor(*fleet);
-  Options bad = o;
-  bad.tls.ca_file = missing;
-  expect_invalid(bad, absl::StrCat("cannot read the CA file ", missing, ": No such file"));
-  bad = o;
-  bad.tls.ca_file = garbage;
-  expect_invalid(bad, absl::StrCat("cannot load the CA file ", garbage));
-  bad = o;
-  bad.tls.ca_dir = missing;
-  expect_invalid(bad, absl::StrCat("cannot read the CA directory ", missing));
-  bad = o;
-  bad.tls.cert_file = missing;
-  expect_invalid(bad, absl::StrCat("cannot read the client certificate ", missing));
-  bad = o;
-  bad.tls.key_file = garbage;
-  expect_invalid(bad, absl::StrCat("cannot load the client key ", garbage));
-  bad = o;
-  bad.tls.key_file = certs.other_client_key;
-  expect_invalid(bad, "does not belong to the certificate");
-  bad = o;
-  bad.tls.key_file.clear();
-  expect_invalid(bad, "a TLS client certificate needs its key");
+  const Options o = OptionsFor(*fleet);
+  const std::vector<std::pair<std::function<void(TlsOptions&)>, std::string>> cases = {
+      {[&](TlsOptions& t) { t.ca_file = missing; },
+       absl::StrCat("cannot read the CA file ", missing, ": No such file")},
+      {[&](TlsOptions& t) { t.ca_file = garbage; },
+       absl::StrCat("cannot load the CA file ", garbage)},
+      {[&](TlsOptions& t) { t.ca_dir = missing; },
+       absl::StrCat("cannot read the CA directory ", missing)},
+      {[&](TlsOptions& t) { t.cert_file = missing; },
+       absl::StrCat("cannot read the client certificate ", missing)},
+      {[&](TlsOptions& t) { t.key_file = garbage; },
+       absl::StrCat("cannot load the client key ", garbage)},
+      {[&](TlsOptions& t) { t.key_file = certs.other_client_key; },
+       "does not belong to the certificate"},
+      {[&](TlsOptions& t) { t.key_file.clear(); }, "a TLS client certificate needs its key"},
+  };
+  for (const auto& [mutate, says] : cases) {
+    Options bad = o;
+    mutate(bad.tls);
+    expect_invalid(bad, says);
+  }
   // TLS settings for nodes that all speak plaintext: not silently ignored.
-  bad = o;
-  for (Endpoint& ep : bad.nodes) ep.tls = false;
-  expect_invalid(bad, "no node uses TLS");
+  Options plain = o;
+  for (Endpoint& ep : plain.nodes) ep.tls = false;
+  expect_invalid(plain, "no node uses TLS");
 }
 
 // A peer that answers the ClientHello with a Redis error line (what a
