@@ -319,8 +319,14 @@ TlsStream::TlsStream(std::shared_ptr<TlsContext> context, std::shared_ptr<TlsSes
       ssl_(ssl) {}
 
 TlsStream::~TlsStream() {
-  // No close_notify: the node treats a closed socket like a QUIT, and a
-  // shutdown could block on a stopped node.
+  // A close_notify (one non-blocking write, never waited for) ends the
+  // connection cleanly: OpenSSL keeps the session resumable only then. Not
+  // after a fatal error, when OpenSSL forbids it.
+  if (established_ && !failed_) {
+    ERR_clear_error();
+    SSL_shutdown(ssl_);
+    ERR_clear_error();
+  }
   SocketState* state = Socket();
   SSL_free(ssl_);
   delete state;
@@ -335,6 +341,11 @@ std::string TlsStream::error() const {
 std::string TlsStream::Describe() const {
   std::lock_guard<std::mutex> lock(mu_);
   return established_ ? SSL_get_version(ssl_) : "";
+}
+
+bool TlsStream::resumed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return established_ && SSL_session_reused(ssl_) == 1;
 }
 
 Stream::Io TlsStream::Establish() {
@@ -437,6 +448,7 @@ Stream::Io TlsStream::Result(int rc, const char* op) {
       error_ = "connection closed by the node";
     }
     ERR_clear_error();
+    failed_ = true;
     return handshake || state->last_errno != 0 ? Io::kError : Io::kClosed;
   }
   const long verify = SSL_get_verify_result(ssl_);
@@ -465,6 +477,7 @@ Stream::Io TlsStream::Result(int rc, const char* op) {
     error_ = prefix + (err != 0 ? ReasonText(err) : std::string("unknown TLS error"));
   }
   ERR_clear_error();
+  failed_ = true;
   return Io::kError;
 }
 

@@ -94,6 +94,8 @@ class TlsStream final : public Stream {
   std::string error() const override;
   // The negotiated protocol, "TLSv1.3" (Client::Health, redlock status).
   std::string Describe() const override;
+  // Whether the handshake resumed an earlier session with the node.
+  bool resumed() const;
 
  private:
   TlsStream(std::shared_ptr<TlsContext> context, std::shared_ptr<TlsSessionCache> sessions, int fd,
@@ -113,6 +115,7 @@ class TlsStream final : public Stream {
   mutable std::mutex mu_;
   SSL* const ssl_;            // guarded by mu_
   bool established_ = false;  // guarded by mu_
+  bool failed_ = false;       // a fatal error happened; guarded by mu_
   std::string error_;         // guarded by mu_
 };
 

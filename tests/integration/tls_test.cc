@@ -5,6 +5,7 @@
 // client (contention, release, stopped and restarted nodes, a lost lease)
 // run over TLS in client_test.cc (Tls/ClientCoreTest).
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -297,6 +298,69 @@ TEST_F(TlsTest, BadTlsFilesAreInvalidArgumentsAtCreate) {
   Options plain = o;
   for (Endpoint& ep : plain.nodes) ep.tls = false;
   expect_invalid(plain, "no node uses TLS");
+}
+
+// Drives `stream` (a blocking test of a non-blocking stream): the
+// handshake, then PING until PONG. The reply also brings the node's session
+// tickets (TLS 1.3 sends them after the handshake).
+void PingOver(internal::Stream& stream) {
+  auto wait = [&](internal::Stream::Io io) {
+    pollfd p{stream.fd(),
+             static_cast<short>(io == internal::Stream::Io::kWantWrite ? POLLOUT : POLLIN), 0};
+    return poll(&p, 1, 5000) == 1;
+  };
+  internal::Stream::Io io = internal::Stream::Io::kWantWrite;
+  for (int i = 0; i < 100 && (io = stream.Establish()) != internal::Stream::Io::kDone; ++i) {
+    ASSERT_TRUE(io == internal::Stream::Io::kWantRead || io == internal::Stream::Io::kWantWrite)
+        << stream.error();
+    ASSERT_TRUE(wait(io));
+  }
+  ASSERT_EQ(io, internal::Stream::Io::kDone) << stream.error();
+  size_t n = 0;
+  ASSERT_EQ(stream.Write("PING\r\n", 6, &n), internal::Stream::Io::kDone) << stream.error();
+  ASSERT_EQ(n, 6u);
+  std::string got;
+  char buf[256];
+  for (int i = 0; i < 100 && !absl::StrContains(got, "+PONG\r\n"); ++i) {
+    io = stream.Read(buf, sizeof(buf), &n);
+    if (io == internal::Stream::Io::kDone) {
+      got.append(buf, n);
+    } else {
+      ASSERT_TRUE(io == internal::Stream::Io::kWantRead) << stream.error();
+      ASSERT_TRUE(wait(io));
+    }
+  }
+  EXPECT_EQ(got, "+PONG\r\n");
+}
+
+// A reconnection to a node resumes the session of the last connection (an
+// abbreviated handshake); another node's factory never offers it.
+TEST_F(TlsTest, ReconnectionsResumeTheSession) {
+  auto fleet = StartFleet({.nodes = 2, .tls = true});
+  ASSERT_NE(fleet, nullptr);
+  TlsOptions tls = fleet->ClientTls();
+  absl::StatusOr<std::shared_ptr<internal::TlsContext>> context = internal::TlsContext::Create(tls);
+  REDLOCK_ASSERT_OK(context.status());
+  internal::StreamFactory node0 = internal::TlsStreamFactory(*context, "127.0.0.1");
+  internal::StreamFactory node1 = internal::TlsStreamFactory(*context, "127.0.0.1");
+  auto connect = [&](int node, const internal::StreamFactory& factory) {
+    int fd = -1;
+    absl::Status st = internal::StartTcpConnect("127.0.0.1", fleet->port(node), &fd);
+    EXPECT_TRUE(st.ok()) << st;
+    std::string error;
+    std::unique_ptr<internal::Stream> s = factory(fd, &error);
+    EXPECT_NE(s, nullptr) << error;
+    return s;
+  };
+  std::vector<bool> resumed;
+  for (auto [node, factory] : {std::pair{0, &node0}, {0, &node0}, {1, &node1}, {0, &node0}}) {
+    std::unique_ptr<internal::Stream> s = connect(node, *factory);
+    ASSERT_NE(s, nullptr);
+    PingOver(*s);
+    EXPECT_EQ(s->Describe(), "TLSv1.3");
+    resumed.push_back(dynamic_cast<internal::TlsStream&>(*s).resumed());
+  }
+  EXPECT_EQ(resumed, (std::vector<bool>{false, true, false, true}));
 }
 
 // A peer that answers the ClientHello with a Redis error line (what a
