@@ -90,7 +90,7 @@ RowResult ConnectRow(Context& ctx, const Options& options, const std::string& va
 
 const RowResult* Find(const GroupResult& g, const std::string& variant, int callers) {
   for (const RowResult& r : g.rows) {
-    if (r.variant == variant && r.callers == callers && r.ran()) return &r;
+    if (r.family == kLibrary && r.variant == variant && r.callers == callers && r.ran()) return &r;
   }
   return nullptr;
 }

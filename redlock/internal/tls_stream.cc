@@ -206,6 +206,8 @@ absl::StatusOr<std::shared_ptr<TlsContext>> TlsContext::Create(const TlsOptions&
   // Writes may take part of a buffer, and the engine retries a blocked write
   // from a buffer that may have moved.
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  // One recv(2) per batch of replies, not two per record (header, body).
+  SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_verify(ctx, options.verify_peer ? SSL_VERIFY_PEER : SSL_VERIFY_NONE, nullptr);
   // Sessions are kept per node (TlsSessionCache), not in the context.
   SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_CLIENT | SSL_SESS_CACHE_NO_INTERNAL_STORE);
@@ -360,13 +362,17 @@ Stream::Io TlsStream::Read(char* buf, size_t len, size_t* n) {
   std::lock_guard<std::mutex> lock(mu_);
   BeginCall();
   size_t got = 0;
-  // Fill the buffer: records already decrypted inside the SSL object would
-  // not make the socket readable again.
+  // With read-ahead one recv(2) takes in every record the socket holds;
+  // those already inside the SSL object would not make the socket readable
+  // again, so they are all delivered now (or, when `buf` fills up, on the
+  // caller's next call: Connection::ReadAll goes on while reads fill its
+  // buffer). No further recv once nothing is buffered.
   while (got < len) {
     size_t chunk = 0;
     int rc = SSL_read_ex(ssl_, buf + got, len - got, &chunk);
     if (rc == 1) {
       got += chunk;
+      if (SSL_has_pending(ssl_) != 1) break;
       continue;
     }
     Io io = Result(rc, "read");
