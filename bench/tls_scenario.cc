@@ -1,9 +1,13 @@
 // The `tls` scenario: the library on N TLS nodes (rediss://, a fleet with a
 // throw-away CA started for the group) side by side with the same library
-// on the run's N plain nodes, 1 and many callers, plus the cost of
-// connecting: a fresh Client (N connections: TCP, the TLS handshake, AUTH,
-// INFO and the scripts) taking its first lock. The group's notes give the
-// TLS/plain ratios.
+// on the run's N plain nodes, 1 and many callers, plus what connections
+// cost: a fresh Client (N connections: TCP, the TLS handshake, AUTH, INFO
+// and the scripts) taking its first lock, and one node's reconnection as
+// the engine makes it (the connection type of the engine: TCP, the TLS
+// handshake resuming the node's session, then a PING). The group's notes
+// give the TLS/plain ratios.
+
+#include <poll.h>
 
 #include <memory>
 #include <string>
@@ -16,6 +20,9 @@
 #include "bench/report.h"
 #include "bench/scenarios.h"
 #include "redlock/client.h"
+#include "redlock/internal/connection.h"
+#include "redlock/internal/resp.h"
+#include "redlock/internal/tls_stream.h"
 #include "testkit/fleet.h"
 
 namespace redlock::bench {
@@ -88,6 +95,63 @@ RowResult ConnectRow(Context& ctx, const Options& options, const std::string& va
                     });
 }
 
+// One caller: a connection to `node` as the engine makes one (with
+// `make_stream`: TLS), ready once a PING is answered (acquire = cycle).
+// `fresh_sessions`: a new session cache per cycle (no resumption).
+RowResult ReconnectRow(Context& ctx, const Endpoint& node, const std::string& variant,
+                       std::shared_ptr<internal::TlsContext> tls, bool fresh_sessions) {
+  RowResult identity = Identity(absl::StrCat("reconnect", variant.empty() ? "" : " ", variant),
+                                absl::StrCat("reconnect", variant.empty() ? "" : " ", variant), 1);
+  const absl::Duration timeout = ctx.settings.node_timeout * 40;
+  return MeasureRow(ctx, std::move(identity), [=]() -> absl::StatusOr<std::vector<CycleFn>> {
+    internal::StreamFactory shared =
+        tls != nullptr ? internal::TlsStreamFactory(tls, node.host) : nullptr;
+    std::vector<CycleFn> out;
+    out.push_back([=]() -> CycleSample {
+      CycleSample s;
+      internal::Connection::Settings settings;
+      settings.endpoint = node;
+      settings.connect_timeout = timeout;
+      settings.make_stream =
+          tls != nullptr && fresh_sessions ? internal::TlsStreamFactory(tls, node.host) : shared;
+      internal::Connection conn(std::move(settings));
+      internal::HandshakeStep ping;
+      ping.payload = internal::EncodeCommand({"PING"});
+      ping.check = [](const internal::Reply& r) -> std::string {
+        return r.IsStatus("PONG") ? "" : "PING returned " + r.Describe();
+      };
+      const int64_t start = NowNs();
+      std::string why;
+      if (!conn.Start({ping}, &why)) {
+        s.acquire_status = absl::UnavailableError(why);
+        return s;
+      }
+      std::vector<internal::Reply> replies;
+      bool want_write = true;  // connecting
+      const int64_t deadline = start + absl::ToInt64Nanoseconds(timeout);
+      while (!conn.ready() && NowNs() < deadline) {
+        pollfd p{conn.fd(), static_cast<short>(POLLIN | (want_write ? POLLOUT : 0)), 0};
+        if (poll(&p, 1, 100) <= 0) continue;
+        internal::Connection::Progress progress =
+            conn.HandleIo(static_cast<uint32_t>(p.revents), &replies);
+        if (!progress.failure.empty()) {
+          s.acquire_status = absl::UnavailableError(progress.failure);
+          return s;
+        }
+        want_write =
+            conn.state() == internal::Connection::State::kConnecting || progress.want_write;
+      }
+      if (!conn.ready()) {
+        s.acquire_status = absl::DeadlineExceededError("not connected in time");
+        return s;
+      }
+      s.acquire_ns = s.cycle_ns = NowNs() - start;
+      return s;
+    });
+    return out;
+  });
+}
+
 const RowResult* Find(const GroupResult& g, const std::string& variant, int callers) {
   for (const RowResult& r : g.rows) {
     if (r.family == kLibrary && r.variant == variant && r.callers == callers && r.ran()) return &r;
@@ -141,6 +205,16 @@ void RunTls(Context& ctx, int n, GroupResult* g) {
   }
   g->rows.push_back(ConnectRow(ctx, plain, ""));
   g->rows.push_back(ConnectRow(ctx, tls, "tls"));
+  absl::StatusOr<std::shared_ptr<internal::TlsContext>> context =
+      internal::TlsContext::Create(tls.tls);
+  if (!context.ok()) {
+    ctx.harness_errors.push_back(
+        absl::StrCat("tls N=", n, ": the TLS context: ", context.status().ToString()));
+  } else {
+    g->rows.push_back(ReconnectRow(ctx, plain.nodes[0], "", nullptr, false));
+    g->rows.push_back(ReconnectRow(ctx, tls.nodes[0], "tls", *context, false));
+    g->rows.push_back(ReconnectRow(ctx, tls.nodes[0], "tls full", *context, true));
+  }
 
   const RowResult* plain_many = Find(*g, "", many);
   const RowResult* tls_many = Find(*g, "tls", many);
@@ -156,10 +230,14 @@ void RunTls(Context& ctx, int n, GroupResult* g) {
       absl::StrCat("TLS / plain, connecting (Client::Create: N connections, full TLS handshakes, "
                    "AUTH/INFO/SCRIPT LOAD) p50: ",
                    P50Ratio(Find(*g, "connect tls", 1), Find(*g, "connect", 1), true)));
+  g->notes.push_back(absl::StrCat(
+      "TLS / plain, one node's reconnection (TCP, TLS handshake resuming the session, PING) p50: ",
+      P50Ratio(Find(*g, "reconnect tls", 1), Find(*g, "reconnect", 1), true),
+      "; with a full handshake: ",
+      P50Ratio(Find(*g, "reconnect tls full", 1), Find(*g, "reconnect", 1), true)));
   g->notes.push_back(
       "the floor and the plain rows use the run's nodes, the tls rows a TLS fleet of the same "
-      "redis-server with the same settings; a reconnect of a running client resumes its TLS "
-      "session when the node allows it, cheaper than the full handshakes of 'connect tls'");
+      "redis-server with the same settings");
 }
 
 }  // namespace redlock::bench
