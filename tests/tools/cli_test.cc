@@ -466,21 +466,37 @@ TEST_F(CliTest, TlsNodesFromFlagsOrEnvironment) {
 // port only with the compose file's TLS arguments, the CLI with --tls-ca.
 TEST_F(CliTest, TlsCertsScriptMakesWhatTheComposeTlsNodesUse) {
   const std::string certs = dir_ + "/tls";
-  absl::StatusOr<testkit::ProcessResult> made = testkit::RunProcess(
-      {.argv = {"sh", REDLOCK_TLS_CERTS_SCRIPT, certs, "redis.example"},
-       .stdout_to = testkit::Stream::kPipe,
-       .stderr_to = testkit::Stream::kStdout},
-      absl::Seconds(60));
+  absl::StatusOr<testkit::ProcessResult> made =
+      testkit::RunProcess({.argv = {"sh", REDLOCK_TLS_CERTS_SCRIPT, certs, "redis.example"},
+                           .stdout_to = testkit::Stream::kPipe,
+                           .stderr_to = testkit::Stream::kStdout},
+                          absl::Seconds(60));
   ASSERT_TRUE(made.ok()) << made.status();
   ASSERT_EQ(made->exit_code(), 0) << made->out;
   absl::StatusOr<int> port = testkit::PickFreePort("127.0.0.1");
   ASSERT_TRUE(port.ok()) << port.status();
-  absl::StatusOr<std::unique_ptr<testkit::Process>> server = testkit::Process::Start(
-      {.argv = {"redis-server", "--port", "0", "--tls-port", std::to_string(*port),
-                "--tls-cert-file", certs + "/server.crt", "--tls-key-file", certs + "/server.key",
-                "--tls-ca-cert-file", certs + "/ca.crt", "--tls-auth-clients", "optional",
-                "--bind", "127.0.0.1", "--save", "", "--dir", dir_, "--logfile",
-                dir_ + "/redis.log"}});
+  absl::StatusOr<std::unique_ptr<testkit::Process>> server =
+      testkit::Process::Start({.argv = {"redis-server",
+                                        "--port",
+                                        "0",
+                                        "--tls-port",
+                                        std::to_string(*port),
+                                        "--tls-cert-file",
+                                        certs + "/server.crt",
+                                        "--tls-key-file",
+                                        certs + "/server.key",
+                                        "--tls-ca-cert-file",
+                                        certs + "/ca.crt",
+                                        "--tls-auth-clients",
+                                        "optional",
+                                        "--bind",
+                                        "127.0.0.1",
+                                        "--save",
+                                        "",
+                                        "--dir",
+                                        dir_,
+                                        "--logfile",
+                                        dir_ + "/redis.log"}});
   ASSERT_TRUE(server.ok()) << server.status();
   Endpoint node;
   node.host = "127.0.0.1";
@@ -672,14 +688,14 @@ TEST_F(CliTest, SignalsCancelAWaitPromptlyAndLeaveNothing) {
 TEST_F(CliTest, BadInputIsAUsageErrorOnOneLine) {
   const std::string ok_nodes = Nodes();
   const std::vector<std::vector<std::string>> cases = {
-      {"acquire", "--resource", "r", "--ttl", "10s"},                                // no nodes
-      {"acquire", "--nodes", "127.0.0.1", "--resource", "r", "--ttl", "10s"},        // no port
-      {"acquire", "--nodes", "127.0.0.1:99999", "--resource", "r", "--ttl", "10s"},  // bad port
-      {"acquire", "--nodes", "rediss://h:1", "--resource", "r", "--ttl", "10s",      // no such
-       "--tls-ca", "/nonexistent/ca.pem"},                                            // CA file
+      {"acquire", "--resource", "r", "--ttl", "10s"},                                    // no nodes
+      {"acquire", "--nodes", "127.0.0.1", "--resource", "r", "--ttl", "10s"},            // no port
+      {"acquire", "--nodes", "127.0.0.1:99999", "--resource", "r", "--ttl", "10s"},      // bad port
+      {"acquire", "--nodes", "rediss://h:1", "--resource", "r", "--ttl", "10s",          // no such
+       "--tls-ca", "/nonexistent/ca.pem"},                                               // CA file
       {"acquire", "--nodes", ok_nodes, "--tls-ca", "/etc/ssl/certs", "--resource", "r",  // TLS
        "--ttl", "10s"},  // settings, plaintext nodes
-      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "30"},            // no unit
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "30"},  // no unit
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "-1s"},
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "--wait", "soon"},
       {"acquire", "--nodes", ok_nodes, "--ttl", "10s"},  // no resource
