@@ -763,6 +763,21 @@ void RunSweep(Context& ctx, int n, GroupResult* g) {
 
 }  // namespace
 
+RowResult MeasureFloor(Context& ctx, const std::vector<Endpoint>& nodes) {
+  return FloorRow(ctx, nodes);
+}
+
+RowResult MeasureRow(Context& ctx, RowResult identity,
+                     std::function<absl::StatusOr<std::vector<CycleFn>>()> make) {
+  RowSpec spec;
+  spec.impl = identity.impl;
+  spec.family = identity.family;
+  spec.variant = identity.variant;
+  spec.callers = identity.callers;
+  spec.make = std::move(make);
+  return RunRow(ctx, std::move(spec));
+}
+
 const std::vector<Scenario>& AllScenarios() {
   static const std::vector<Scenario>* const kScenarios = new std::vector<Scenario>{
       {"healthy",
@@ -838,6 +853,14 @@ const std::vector<Scenario>& AllScenarios() {
        {5},
        {3, 5, 7},
        RunMultiLock},
+      {"tls",
+       "TLS nodes (rediss://) vs plain ones: 1 and many callers, and connecting",
+       true,
+       1,
+       {3},
+       {5},
+       {5},
+       RunTls},
       {"backends",
        "Redis (this library, 1 and N nodes) vs etcd vs ZooKeeper vs PostgreSQL: latency, "
        "throughput, hand-off, one member stopped (servers started here; only when named)",

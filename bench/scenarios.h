@@ -23,6 +23,8 @@
 //   multilock          MultiLock over 3 resources, quorum and all-nodes modes
 //   backends           Redis vs etcd vs ZooKeeper vs PostgreSQL (only with
 //                      --scenario backends; bench/backends_scenario.h)
+//   tls                the library on TLS nodes vs plain ones, and the cost of
+//                      connecting (tls_scenario.cc)
 
 #ifndef REDLOCK_BENCH_SCENARIOS_H_
 #define REDLOCK_BENCH_SCENARIOS_H_
@@ -35,6 +37,7 @@
 
 #include "absl/time/time.h"
 #include "bench/results.h"
+#include "bench/workload.h"
 #include "redlock/options.h"
 #include "testkit/fleet.h"
 
@@ -128,6 +131,18 @@ struct Scenario {
   // Runs only when named with --scenario (it starts servers of its own).
   bool explicit_only = false;
 };
+
+// For scenarios in files of their own. The group's first row: the floor on
+// the first of `nodes`.
+RowResult MeasureFloor(Context& ctx, const std::vector<Endpoint>& nodes);
+// One row (impl, family, variant and callers from `identity`) of the cycles
+// `make` builds, one per caller, before anything is timed: warm-up,
+// measurement and progress as for every row.
+RowResult MeasureRow(Context& ctx, RowResult identity,
+                     std::function<absl::StatusOr<std::vector<CycleFn>>()> make);
+
+// The run functions of those scenarios.
+void RunTls(Context& ctx, int n, GroupResult* group);  // tls_scenario.cc
 
 const std::vector<Scenario>& AllScenarios();
 const Scenario* FindScenario(const std::string& name);

@@ -523,6 +523,21 @@ absl::Status KleppmannJump(Run& run) {
       [](Run& r, const Marker&) { return r.nodes().ClockJump(2, Ttl(r) * 3); }, UntilAll({kS1}));
 }
 
+// The same scenario on TLS nodes (rediss://): the fault proxies and the nft
+// partitions act on the TCP connections under TLS, the nodes restart with
+// their certificates, and the verdict must be the same.
+void AddTlsVariant(std::vector<Scenario>* c, const std::string& name) {
+  auto it = std::find_if(c->begin(), c->end(), [&](const Scenario& s) { return s.name == name; });
+  if (it == c->end()) return;
+  Scenario t = *it;
+  t.name = name + "-tls";
+  t.config = "TLS nodes; " + t.config;
+  t.summary = absl::StrCat("As ", name, ", with every node on a TLS port only: same verdict.");
+  t.quick = false;
+  t.setup.tls = true;
+  c->push_back(std::move(t));
+}
+
 std::vector<Scenario> Build() {
   std::vector<Scenario> c;
 
@@ -975,6 +990,11 @@ std::vector<Scenario> Build() {
          .expect = FoundAny({kS1, kS2, kS3}),
          .setup = s,
          .body = MixUnsafe});
+  }
+  // ---- TLS nodes ----
+  for (const char* name :
+       {"restart-no-persistence", "restart-aof-always", "partition-majority-minority"}) {
+    AddTlsVariant(&c, name);
   }
   return c;
 }

@@ -389,6 +389,7 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
   so.clock_shim = setup.node_clock_shim;
   so.clock_dir = run.dir_;
   so.history = run.nemesis_.get();
+  so.tls = setup.tls;
   if (setup.topology == Topology::kNamespace) {
     for (int i = 0; i < setup.nodes; ++i) so.hosts.push_back(absl::StrCat("127.0.0.", 11 + i));
   }
@@ -442,6 +443,18 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
     run.partitioner_ = *std::move(part);
   }
 
+  std::string tls_ca;
+  if (setup.tls) {
+    // Clients may run as other users (kNamespace): a copy of the CA they
+    // can read, next to their histories.
+    tls_ca = run.dir_ + "/tls-ca.crt";
+    std::ifstream in(fleet.certificates()->ca_cert, std::ios::binary);
+    std::ofstream out(tls_ca, std::ios::binary);
+    out << in.rdbuf();
+    if (!in || !out) return absl::InternalError(absl::StrCat("cannot copy the CA to ", tls_ca));
+    out.close();
+    chmod(tls_ca.c_str(), 0644);
+  }
   const std::string binary = opt.client_binary.empty() ? DefaultClientBinary() : opt.client_binary;
   const std::string broken_binary =
       opt.broken_client_binary.empty() ? DefaultBrokenClientBinary() : opt.broken_client_binary;
@@ -463,6 +476,13 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
         default:
           c.nodes.push_back(fleet.address(i));
       }
+      if (setup.tls) c.nodes.back() = "rediss://" + c.nodes.back();
+    }
+    if (setup.tls) {
+      c.tls_ca = tls_ca;
+      // The nodes' certificate names localhost and 127.0.0.1; nodes in a
+      // namespace listen on other loopback addresses, proxies on 127.0.0.1.
+      c.tls_server_name = "localhost";
     }
     c.data = run.data_->address(0);
     c.history = absl::StrCat(run.dir_, "/", c.name, ".jsonl");

@@ -124,6 +124,9 @@ struct ScenarioSetup {
   std::vector<ClientConfig> clients;
   // How long the nemesis program may run.
   absl::Duration budget = absl::Seconds(8);
+  // The nodes speak TLS only (rediss://, a throw-away CA): the proxies and
+  // the partitions then act on the TCP connections under TLS.
+  bool tls = false;
   // Fault-free tail after the body, before the clients are stopped and the
   // S5 scan. Negative: the largest client ttl + 500 ms (at most 3 s).
   absl::Duration quiet = absl::Seconds(-1);

@@ -204,6 +204,7 @@ absl::StatusOr<std::unique_ptr<NodeSupervisor>> NodeSupervisor::Start(Supervisor
   fo.aof = s->options_.aof;
   fo.hosts = s->options_.hosts;
   fo.extra_args = s->options_.extra_args;
+  fo.tls = s->options_.tls;
   fo.enable_debug = false;
   if (s->options_.clock_shim) {
     if (s->options_.clock_dir.empty()) {

@@ -110,6 +110,8 @@ struct SupervisorOptions {
   // Bind address per node (default 127.0.0.1).
   std::vector<std::string> hosts;
   std::vector<std::string> extra_args;
+  // TLS ports only, with the fleet's throw-away certificates.
+  bool tls = false;
   // Where nemesis events go (may be null: nothing is logged).
   HistoryWriter* history = nullptr;
 };

@@ -191,7 +191,7 @@ std::string DataKey(absl::string_view resource) { return absl::StrCat("data:", r
 std::string FenceKey(absl::string_view resource) { return absl::StrCat("fence:", resource); }
 
 std::vector<std::string> ClientArgs(const ClientConfig& c) {
-  return {
+  std::vector<std::string> args = {
       absl::StrCat("--name=", c.name),
       absl::StrCat("--variant=", VariantName(c.variant)),
       absl::StrCat("--nodes=", absl::StrJoin(c.nodes, ",")),
@@ -215,6 +215,11 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
       absl::StrCat("--duration-ms=", c.duration_ms),
       absl::StrCat("--max-ops=", c.max_ops),
   };
+  if (!c.tls_ca.empty()) args.push_back(absl::StrCat("--tls-ca=", c.tls_ca));
+  if (!c.tls_server_name.empty()) {
+    args.push_back(absl::StrCat("--tls-server-name=", c.tls_server_name));
+  }
+  return args;
 }
 
 absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& args) {
@@ -279,6 +284,10 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       as_bool(&c.release);
     } else if (k == "inspect-nodes") {
       as_bool(&c.inspect_nodes);
+    } else if (k == "tls-ca") {
+      c.tls_ca = v;
+    } else if (k == "tls-server-name") {
+      c.tls_server_name = v;
     } else if (k == "seed") {
       ok = absl::SimpleAtoi(v, &c.seed);
     } else if (k == "duration-ms") {
@@ -313,6 +322,8 @@ absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConf
     if (!ep.ok()) return ep.status();
     options.nodes.push_back(*ep);
   }
+  options.tls.ca_file = config.tls_ca;
+  options.tls.server_name = config.tls_server_name;
   options.node_timeout = absl::Milliseconds(config.node_timeout_ms);
   options.clock_drift_factor = config.drift_factor;
   options.fencing = config.fencing;

@@ -80,8 +80,12 @@ struct ClientConfig {
   std::string name = "c1";  // the history's "process"
   ClientVariant variant = ClientVariant::kLibrary;
   // The nodes as this client reaches them (directly or through proxies),
-  // "host:port", in node-index order.
+  // "host:port" (or "rediss://host:port" for TLS nodes), in node-index order.
   std::vector<std::string> nodes;
+  // TLS nodes: the CA file their certificates chain to, and the name they
+  // are checked against (empty: each node's host).
+  std::string tls_ca;
+  std::string tls_server_name;
   std::string data;     // "host:port" of the data server
   std::string history;  // JSONL file (appended)
   int marker_fd = -1;   // markers, -1: none

@@ -48,7 +48,8 @@ install(FILES ${PROJECT_BINARY_DIR}/redlockConfig.cmake ${PROJECT_BINARY_DIR}/re
 
 # pkg-config. The modules required are derived from what the libraries
 # link (absl::<name> -> absl_<name>: Debian ships an absl_<name>.pc for each
-# Abseil target; PkgConfig::HIREDIS -> hiredis), so the file follows
+# Abseil target; PkgConfig::HIREDIS -> hiredis; OpenSSL::SSL/Crypto ->
+# libssl/libcrypto), so the file follows
 # redlock/CMakeLists.txt. Static libraries need every dependency on a plain
 # `pkg-config --libs redlock` line, so they all go in Requires; a shared
 # build needs only the public ones there.
@@ -72,6 +73,10 @@ foreach(_tgt redlock redlock_multilock)
         set(_module "absl_${CMAKE_MATCH_1}")
       elseif(_lib STREQUAL "PkgConfig::HIREDIS")
         set(_module hiredis)
+      elseif(_lib STREQUAL "OpenSSL::SSL")
+        set(_module libssl)
+      elseif(_lib STREQUAL "OpenSSL::Crypto")
+        set(_module libcrypto)
       else()
         message(WARNING "redlock.pc: no pkg-config module known for ${_tgt}'s dependency ${_lib}")
         continue()

@@ -2,6 +2,8 @@
 
 #include "redlock/client.h"
 
+#include <algorithm>
+#include <memory>
 #include <utility>
 
 #include "redlock/internal/client_impl.h"
@@ -9,6 +11,7 @@
 #include "redlock/internal/node_identity.h"
 #include "redlock/internal/status_macros.h"
 #include "redlock/observer.h"
+#include "redlock/internal/tls_stream.h"
 
 namespace redlock {
 
@@ -26,6 +29,19 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   if (options.observer != nullptr) {
     std::shared_ptr<Observer> observer = options.observer;
     config.on_node_event = [observer](const NodeEvent& e) { observer->OnNode(e); };
+  }
+  if (std::any_of(options.nodes.begin(), options.nodes.end(),
+                  [](const Endpoint& ep) { return ep.tls; })) {
+    // One context (trust roots, client certificate) for every TLS node; each
+    // node's connections check its own name.
+    REDLOCK_ASSIGN_OR_RETURN(std::shared_ptr<internal::TlsContext> tls,
+                             internal::TlsContext::Create(options.tls));
+    for (const Endpoint& ep : options.nodes) {
+      config.streams.push_back(
+          ep.tls ? internal::TlsStreamFactory(
+                       tls, options.tls.server_name.empty() ? ep.host : options.tls.server_name)
+                 : nullptr);
+    }
   }
   REDLOCK_ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine,
                            internal::Engine::Start(std::move(config)));

@@ -33,6 +33,10 @@ struct NodeHealth {
   bool breaker_open = false;  // requests fail fast until a probe succeeds
   size_t in_flight = 0;       // commands awaiting a reply
   std::string last_error;     // the most recent connection or request error
+  bool tls = false;           // the node is reached over TLS (rediss://)
+  // The protocol its current connection negotiated ("TLSv1.3"); empty while
+  // not connected, and for plain TCP.
+  std::string tls_version;
 };
 
 }  // namespace redlock

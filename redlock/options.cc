@@ -1,5 +1,6 @@
 #include "redlock/options.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <utility>
@@ -120,10 +121,11 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
     return ep;
   }
   std::string scheme = absl::AsciiStrToLower(s.substr(0, scheme_end));
-  if (scheme == "rediss")
-    return Bad(text, "rediss:// needs TLS, which this build does not support");
-  if (scheme != "redis")
-    return Bad(text, absl::StrCat("unknown scheme \"", scheme, "://\" (expected redis://)"));
+  if (scheme != "redis" && scheme != "rediss") {
+    return Bad(text,
+               absl::StrCat("unknown scheme \"", scheme, "://\" (expected redis:// or rediss://)"));
+  }
+  ep.tls = scheme == "rediss";
   absl::string_view rest = s.substr(scheme_end + 3);
   if (absl::StrContains(rest, '?') || absl::StrContains(rest, '#')) {
     return Bad(text, "query strings and fragments are not supported");
@@ -231,6 +233,17 @@ absl::Status ValidateOptions(const Options& o) {
     return bad("breaker_probe_interval must be positive and finite");
   if (!positive(o.wait_poll_max)) return bad("wait_poll_max must be positive and finite");
   if (o.max_in_flight_per_node < 16) return bad("max_in_flight_per_node must be >= 16");
+  const TlsOptions& tls = o.tls;
+  const bool any_tls_node =
+      std::any_of(o.nodes.begin(), o.nodes.end(), [](const Endpoint& ep) { return ep.tls; });
+  if (!any_tls_node && (!tls.ca_file.empty() || !tls.ca_dir.empty() || !tls.cert_file.empty() ||
+                        !tls.key_file.empty() || !tls.server_name.empty() || !tls.verify_peer)) {
+    return bad("TLS settings are given but no node uses TLS (write its endpoint as rediss://)");
+  }
+  if (tls.cert_file.empty() != tls.key_file.empty()) {
+    return bad(tls.cert_file.empty() ? "a TLS client key needs its certificate (cert_file)"
+                                     : "a TLS client certificate needs its key (key_file)");
+  }
   if (o.key_prefix.size() > kMaxResourceLength) {
     return bad("key_prefix is longer than ", kMaxResourceLength, " bytes");
   }

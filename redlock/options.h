@@ -47,6 +47,11 @@ struct Endpoint {
   std::string password;
   // Logical database selected with SELECT on every (re)connection. Default 0.
   int db = 0;
+  // Talk TLS to this node (what rediss:// sets). Trust roots, the client
+  // certificate and verification come from Options::tls; the certificate is
+  // checked against `host` unless Options::tls.server_name says otherwise.
+  // Plain and TLS nodes may be mixed in one client. Default: false.
+  bool tls = false;
 
   // "host:port" (IPv6 in brackets). Never contains the password; this is the
   // name of the node in every error message.
@@ -54,7 +59,7 @@ struct Endpoint {
 
   friend bool operator==(const Endpoint& a, const Endpoint& b) {
     return a.host == b.host && a.port == b.port && a.username == b.username &&
-           a.password == b.password && a.db == b.db;
+           a.password == b.password && a.db == b.db && a.tls == b.tls;
   }
   friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }
 };
@@ -63,16 +68,54 @@ struct Endpoint {
 //   host:port
 //   [ipv6]:port
 //   redis://[[user]:password@]host:port[/db]
-// The password may be percent-encoded (needed for '@', ':' and '/').
+//   rediss://[[user]:password@]host:port[/db]    (TLS: sets Endpoint::tls)
+// The password may be percent-encoded (needed for '@', ':' and '/'). A URL
+// without a port means 6379.
 // Returns kInvalidArgument with the offending text for anything else (missing
-// port, port out of range, empty host, bad db number, unknown scheme such as
-// rediss:// which needs TLS that this build does not have).
+// port, port out of range, empty host, bad db number, unknown scheme).
 [[nodiscard]] absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text);
 
 // Parses a comma-separated list of endpoints ("h1:p1,h2:p2,..."), as taken by
 // the command-line tools and the REDLOCK_NODES environment variable. Empty
 // items are an error.
 [[nodiscard]] absl::StatusOr<std::vector<Endpoint>> ParseEndpointList(absl::string_view text);
+
+// TLS settings for the nodes whose endpoint has `tls` set (rediss://).
+// Loaded once by Client::Create(): a missing, unreadable or malformed file is
+// kInvalidArgument naming it. Setting any of these while no node uses TLS is
+// kInvalidArgument too (plaintext where TLS was meant).
+//
+//   options.nodes = *ParseEndpointList("rediss://:pw@redis-1.example:6380,...");
+//   options.tls.ca_file = "/etc/redis/tls/ca.crt";
+//   options.tls.cert_file = "/etc/redis/tls/client.crt";  // mutual TLS only
+//   options.tls.key_file = "/etc/redis/tls/client.key";
+struct TlsOptions {
+  // Trust roots that the nodes' certificates must chain to: a PEM file of
+  // CA certificates, and/or a directory of them in OpenSSL's hashed layout
+  // (c_rehash). Both empty: the system's trusted CAs (what a managed Redis
+  // with a public certificate needs). Default: empty.
+  std::string ca_file;
+  std::string ca_dir;
+
+  // Client certificate (PEM, may include intermediates) and its private key
+  // (PEM, not encrypted), for nodes that require one (tls-auth-clients yes:
+  // mutual TLS). Both or neither. Default: none.
+  std::string cert_file;
+  std::string key_file;
+
+  // The name the nodes' certificates are checked against, and sent as SNI
+  // (for names; IP addresses are checked against the certificate's IP
+  // entries and not sent). Empty: each node's own host. Set it when every
+  // node is reached by address but presents a certificate for one name.
+  // Default: empty.
+  std::string server_name;
+
+  // Check the node's certificate: a trusted chain, in its validity period,
+  // issued for the server name. UNSAFE when false: anyone on the path can
+  // then impersonate the nodes, read the traffic and grant or steal locks;
+  // for experiments only. Default: true.
+  bool verify_peer = true;
+};
 
 struct Options {
   // ---- Nodes and quorum ---------------------------------------------------
@@ -154,9 +197,12 @@ struct Options {
 
   // ---- Connections --------------------------------------------------------------
 
-  // Deadline for one connection attempt including AUTH, SELECT and loading the
-  // scripts. Default: 1 s.
+  // Deadline for one connection attempt including the TLS handshake, AUTH,
+  // SELECT and loading the scripts. Default: 1 s.
   absl::Duration connect_timeout = absl::Seconds(1);
+
+  // TLS for the nodes whose endpoint says so (rediss://). See TlsOptions.
+  TlsOptions tls;
 
   // Reconnection backoff: the first retry after a failed or lost connection
   // waits reconnect_backoff_min, each further failure doubles it up to
@@ -189,8 +235,9 @@ struct Options {
   std::shared_ptr<Observer> observer;
 };
 
-// Checks `options` as Client::Create() does. Returns kInvalidArgument naming
-// the first offending field.
+// Checks `options` as Client::Create() does, except that it opens no file
+// (Create also loads the TLS files). Returns kInvalidArgument naming the
+// first offending field.
 [[nodiscard]] absl::Status ValidateOptions(const Options& options);
 
 // The quorum that `options` resolves to (N/2+1 when options.quorum is 0).

@@ -34,7 +34,8 @@ done
 
 packages=(
   build-essential cmake pkg-config           # toolchain
-  libhiredis-dev libabsl-dev                 # library dependencies
+  libhiredis-dev libabsl-dev libssl-dev      # library dependencies (OpenSSL: TLS to the nodes)
+  openssl                                    # throw-away certificates for the TLS tests
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   nlohmann-json3-dev                         # bench/chaos JSON output
   redis-server                               # the servers tests and bench start

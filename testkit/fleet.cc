@@ -69,6 +69,13 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
   if (fleet->root_.path().empty()) {
     return absl::InternalError("cannot create a temp dir under /tmp (mkdtemp)");
   }
+  if (fleet->options_.tls) {
+    const std::string dir = fleet->root_.path() + "/tls";
+    mkdir(dir.c_str(), 0700);
+    absl::StatusOr<TestCertificates> certs = MakeTestCertificates(dir);
+    if (!certs.ok()) return certs.status();
+    fleet->certificates_ = *std::move(certs);
+  }
   fleet->nodes_.resize(static_cast<size_t>(fleet->options_.nodes));
   for (int i = 0; i < fleet->size(); ++i) {
     Node& n = fleet->nodes_[static_cast<size_t>(i)];
@@ -114,7 +121,17 @@ Endpoint Fleet::endpoint(int i) const {
   ep.host = host(i);
   ep.port = port(i);
   ep.password = options_.password;
+  ep.tls = options_.tls;
   return ep;
+}
+
+TlsOptions Fleet::ClientTls() const {
+  TlsOptions tls;
+  if (!options_.tls) return tls;
+  tls.ca_file = certificates_.ca_cert;
+  tls.cert_file = certificates_.client_cert;
+  tls.key_file = certificates_.client_key;
+  return tls;
 }
 
 std::vector<Endpoint> Fleet::endpoints() const {
@@ -151,10 +168,24 @@ absl::Status Fleet::Launch(int i) {
   ProcessOptions p;
   p.argv = options_.command_prefix;
   p.argv.push_back(server);
-  p.argv.insert(p.argv.end(),
-                {"--port", std::to_string(n.port), "--bind", n.host, "--dir", n.dir, "--save", "",
-                 "--daemonize", "no", "--protected-mode", "no", "--logfile", n.dir + "/redis.log",
-                 "--appendonly", options_.aof ? "yes" : "no"});
+  if (options_.tls) {
+    const TestCertificates& c = certificates_;
+    const bool expired = options_.tls_server_cert == TlsServerCert::kExpired;
+    const bool other = options_.tls_server_cert == TlsServerCert::kOtherCa;
+    p.argv.insert(
+        p.argv.end(),
+        {"--port", "0", "--tls-port", std::to_string(n.port), "--tls-cert-file",
+         other     ? c.other_server_cert
+         : expired ? c.expired_cert
+                   : c.server_cert,
+         "--tls-key-file", other ? c.other_server_key : c.server_key, "--tls-ca-cert-file",
+         c.ca_cert, "--tls-auth-clients", options_.tls_auth_clients ? "yes" : "no"});
+  } else {
+    p.argv.insert(p.argv.end(), {"--port", std::to_string(n.port)});
+  }
+  p.argv.insert(p.argv.end(), {"--bind", n.host, "--dir", n.dir, "--save", "", "--daemonize", "no",
+                               "--protected-mode", "no", "--logfile", n.dir + "/redis.log",
+                               "--appendonly", options_.aof ? "yes" : "no"});
   if (options_.aof) p.argv.insert(p.argv.end(), {"--appendfsync", "always"});
   if (options_.enable_debug) p.argv.insert(p.argv.end(), {"--enable-debug-command", "local"});
   if (!options_.password.empty()) p.argv.insert(p.argv.end(), {"--requirepass", options_.password});
@@ -257,7 +288,9 @@ absl::Status Fleet::Restart(int i) {
 
 absl::StatusOr<RedisValue> Fleet::Command(int i, const std::vector<std::string>& args,
                                           absl::Duration timeout) const {
-  return RunCommand(endpoint(i), args, timeout);
+  TlsOptions tls = ClientTls();
+  tls.verify_peer = false;
+  return RunCommand(endpoint(i), args, timeout, tls);
 }
 
 absl::Status Fleet::FlushAll() const {

@@ -37,8 +37,16 @@
 #include "testkit/files.h"
 #include "testkit/process.h"
 #include "testkit/redis.h"
+#include "testkit/tls.h"
 
 namespace redlock::testkit {
+
+// Which certificate the nodes of a TLS fleet present.
+enum class TlsServerCert {
+  kValid,    // signed by the fleet's CA, for localhost and 127.0.0.1
+  kExpired,  // the same, expired
+  kOtherCa,  // signed by a CA nobody trusts
+};
 
 struct FleetOptions {
   int nodes = 5;
@@ -63,6 +71,16 @@ struct FleetOptions {
   absl::Duration start_timeout = absl::Seconds(10);
   // Enable DEBUG (for DEBUG SLEEP and friends) on every node.
   bool enable_debug = true;
+
+  // TLS: every node listens on a TLS port only (--port 0 --tls-port P) and
+  // endpoints() are rediss:// ones. The certificates (certificates()) are
+  // made at start, with a throw-away CA, in the fleet's temp dir.
+  bool tls = false;
+  // With tls: nodes require a client certificate from the fleet's CA
+  // (tls-auth-clients yes); else they take clients without one.
+  bool tls_auth_clients = false;
+  // With tls: the certificate the nodes present.
+  TlsServerCert tls_server_cert = TlsServerCert::kValid;
 };
 
 class Fleet {
@@ -85,6 +103,12 @@ class Fleet {
   const std::string& dir(int i) const { return nodes_[i].dir; }
   const std::string& root() const { return root_.path(); }
   const FleetOptions& options() const { return options_; }
+  // With FleetOptions::tls: the certificates (null otherwise).
+  const TestCertificates* certificates() const { return options_.tls ? &certificates_ : nullptr; }
+  // What a client of this fleet needs in Options::tls: the fleet's CA, and
+  // the client certificate (used by nodes that require one). Empty without
+  // FleetOptions::tls.
+  TlsOptions ClientTls() const;
 
   absl::Status Stop(int i);       // SIGSTOP
   absl::Status Continue(int i);   // SIGCONT
@@ -97,7 +121,8 @@ class Fleet {
 
   // Runs one command on node i over a fresh blocking connection (AUTH with
   // the fleet's password first; testkit/redis.h RunCommand). Timeout applies
-  // to connect and reply.
+  // to connect and reply. On a TLS fleet it does not check the node's
+  // certificate (tests give nodes broken ones on purpose).
   absl::StatusOr<RedisValue> Command(int i, const std::vector<std::string>& args,
                                      absl::Duration timeout = absl::Seconds(5)) const;
   // FLUSHALL on every running node.
@@ -119,6 +144,7 @@ class Fleet {
 
   FleetOptions options_;
   TempDir root_{"redlock-fleet"};
+  TestCertificates certificates_;
   std::vector<Node> nodes_;
   mutable std::mutex mu_;
 };

@@ -11,6 +11,13 @@
 //     }
 //   };
 //   TEST_F(MyTest, Works) { auto client = MakeClient(); ... }
+//
+// The same tests over plain TCP and over TLS (each instantiation runs on a
+// fleet of its own kind):
+//
+//   class MyCoreTest : public redlock::testkit::OverTransports<MyTest> {};
+//   TEST_P(MyCoreTest, Works) { ... }
+//   REDLOCK_INSTANTIATE_OVER_TRANSPORTS(MyCoreTest);
 
 #ifndef REDLOCK_TESTKIT_FLEET_SUITE_H_
 #define REDLOCK_TESTKIT_FLEET_SUITE_H_
@@ -30,20 +37,24 @@ class FleetSuite : public ::testing::Test {
  protected:
   static constexpr int kNodes = 5;
 
-  static void SetUpTestSuite() {
-    if (!CheckRedisServerAvailable().ok()) return;  // SetUp skips or fails
-    auto fleet = Fleet::Start({.nodes = kNodes});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = fleet->release();
-  }
   static void TearDownTestSuite() {
     delete fleet_;
     fleet_ = nullptr;
   }
 
+  // Whether the fleet speaks TLS (OverTransports sets it per instantiation).
+  virtual bool UseTls() const { return false; }
+
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
-    ASSERT_NE(fleet_, nullptr);
+    // Started by the suite's first test, shared by the others.
+    if (fleet_ == nullptr || fleet_->options().tls != UseTls()) {
+      delete fleet_;
+      fleet_ = nullptr;
+      auto fleet = Fleet::Start({.nodes = kNodes, .tls = UseTls()});
+      ASSERT_TRUE(fleet.ok()) << fleet.status();
+      fleet_ = fleet->release();
+    }
     // A test may have stopped or killed nodes: bring every node back.
     for (int i = 0; i < fleet_->size(); ++i) {
       if (fleet_->pid(i) <= 0) {
@@ -59,6 +70,7 @@ class FleetSuite : public ::testing::Test {
   virtual Options MakeOptions() {
     Options o;
     o.nodes = fleet_->endpoints();
+    o.tls = fleet_->ClientTls();
     o.key_prefix = prefix_;
     return o;
   }
@@ -79,6 +91,22 @@ class FleetSuite : public ::testing::Test {
   static inline Fleet* fleet_ = nullptr;
   std::string prefix_;
 };
+
+enum class Transport { kPlain, kTls };
+
+// A FleetSuite whose tests run once per transport (see the file comment).
+template <typename Suite>
+class OverTransports : public Suite, public ::testing::WithParamInterface<Transport> {
+ protected:
+  bool UseTls() const override { return this->GetParam() == Transport::kTls; }
+};
+
+// Two instantiations, "Plain/" and "Tls/", so that each runs all its tests
+// on one fleet.
+#define REDLOCK_INSTANTIATE_OVER_TRANSPORTS(suite)                                    \
+  INSTANTIATE_TEST_SUITE_P(Plain, suite,                                              \
+                           ::testing::Values(::redlock::testkit::Transport::kPlain)); \
+  INSTANTIATE_TEST_SUITE_P(Tls, suite, ::testing::Values(::redlock::testkit::Transport::kTls))
 
 }  // namespace redlock::testkit
 

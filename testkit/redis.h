@@ -8,7 +8,9 @@
 //   absl::StatusOr<RedisValue> pong = RunCommand(endpoint, {"PING"});  // fresh connection
 //
 // Plain hiredis underneath, nothing from the library, so it can check the
-// library from the outside. This header does not include hiredis.
+// library from the outside; for a TLS endpoint (rediss://) the kit's own
+// TlsChannel (tls.h) carries the bytes and hiredis' reader parses the
+// replies. This header does not include hiredis.
 //
 // Thread-safety: a RedisConnection is not thread-safe; RunCommand is.
 
@@ -16,6 +18,7 @@
 #define REDLOCK_TESTKIT_REDIS_H_
 
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -26,6 +29,7 @@
 #include "redlock/options.h"
 
 struct redisContext;
+struct redisReader;
 
 namespace redlock::testkit {
 
@@ -49,17 +53,21 @@ RedisValue RedisValueFromReply(const void* redis_reply);
 // endpoint says (none for a default endpoint).
 std::vector<std::vector<std::string>> HandshakeCommands(const Endpoint& node);
 
+class TlsChannel;
+
 // One blocking connection to one node, reusable across commands.
 class RedisConnection {
  public:
-  explicit RedisConnection(Endpoint endpoint);
+  // `tls`: trust roots, client certificate and verification for an endpoint
+  // with `tls` set (ignored for a plain one).
+  explicit RedisConnection(Endpoint endpoint, TlsOptions tls = {});
   ~RedisConnection();
   RedisConnection(const RedisConnection&) = delete;
   RedisConnection& operator=(const RedisConnection&) = delete;
 
   // "host:port", the prefix of every error message.
   const std::string& name() const { return name_; }
-  bool connected() const { return c_ != nullptr; }
+  bool connected() const { return c_ != nullptr || channel_ != nullptr; }
 
   // (Re)connects within `connect_timeout`, then AUTH and SELECT as the
   // endpoint says; every later command may take `command_timeout`.
@@ -76,15 +84,24 @@ class RedisConnection {
   void Close();
 
  private:
+  absl::StatusOr<RedisValue> TlsCommand(int argc, const char** argv, const size_t* lens);
+
   const Endpoint endpoint_;
+  const TlsOptions tls_;
   const std::string name_;
-  redisContext* c_ = nullptr;
+  redisContext* c_ = nullptr;  // plain
+  // TLS: the channel and the reply parser.
+  std::unique_ptr<TlsChannel> channel_;
+  redisReader* reader_ = nullptr;
+  absl::Duration command_timeout_;
 };
 
 // Runs one command on `node` over a fresh connection (AUTH and SELECT as the
-// endpoint says). `timeout` applies to connect and reply.
+// endpoint says; TLS as `tls` says for a rediss:// node). `timeout` applies
+// to connect and reply.
 absl::StatusOr<RedisValue> RunCommand(const Endpoint& node, const std::vector<std::string>& args,
-                                      absl::Duration timeout = absl::Seconds(5));
+                                      absl::Duration timeout = absl::Seconds(5),
+                                      const TlsOptions& tls = {});
 
 }  // namespace redlock::testkit
 

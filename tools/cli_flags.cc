@@ -1,5 +1,7 @@
 #include "tools/cli_flags.h"
 
+#include <sys/stat.h>
+
 #include <cstdio>
 #include <utility>
 
@@ -134,6 +136,18 @@ const std::vector<FlagSpec>& GlobalFlags() {
       {"key-prefix", true, "PREFIX",
        "prepended to the resource name to form the Redis key (default: none, like other "
        "Redlock clients)"},
+      {"tls-ca", true, "PATH",
+       "for rediss:// nodes: the CA certificates (PEM file, or a c_rehash directory) the nodes' "
+       "certificates must chain to (default: $REDLOCK_TLS_CA, else the system's)"},
+      {"tls-cert", true, "FILE",
+       "for rediss:// nodes: client certificate for mutual TLS (default: $REDLOCK_TLS_CERT)"},
+      {"tls-key", true, "FILE", "its private key (default: $REDLOCK_TLS_KEY)"},
+      {"tls-server-name", true, "NAME",
+       "the name the nodes' certificates are checked against, and SNI (default: "
+       "$REDLOCK_TLS_SERVER_NAME, else each node's host)"},
+      {"tls-insecure", false, "",
+       "UNSAFE: do not check the nodes' certificates (anyone on the path can impersonate a "
+       "node); for experiments only (default: $REDLOCK_TLS_INSECURE)"},
   };
   return *flags;
 }
@@ -165,7 +179,8 @@ std::string FormatFlagHelp(const std::vector<FlagSpec>& specs) {
   return out;
 }
 
-absl::StatusOr<Options> OptionsFromFlags(const ParsedArgs& args, const char* env_nodes) {
+absl::StatusOr<Options> OptionsFromFlags(const ParsedArgs& args, const char* env_nodes,
+                                         const EnvLookup& env) {
   Options options;
   std::string source = "--nodes";
   std::string text;
@@ -189,6 +204,34 @@ absl::StatusOr<Options> OptionsFromFlags(const ParsedArgs& args, const char* env
     absl::StatusOr<absl::Duration> d = ParseDurationFlag("node-timeout", args.Get("node-timeout"));
     if (!d.ok()) return d.status();
     options.node_timeout = *d;
+  }
+  // Each --tls-* flag, else its REDLOCK_TLS_* variable.
+  auto tls_setting = [&](const char* flag, const char* variable) -> std::string {
+    if (args.Has(flag)) return args.Get(flag);
+    const char* v = env ? env(variable) : nullptr;
+    return v != nullptr ? v : "";
+  };
+  const std::string ca = tls_setting("tls-ca", "REDLOCK_TLS_CA");
+  struct stat st;
+  if (!ca.empty() && stat(ca.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    options.tls.ca_dir = ca;
+  } else {
+    options.tls.ca_file = ca;  // a missing file is reported by Client::Create
+  }
+  options.tls.cert_file = tls_setting("tls-cert", "REDLOCK_TLS_CERT");
+  options.tls.key_file = tls_setting("tls-key", "REDLOCK_TLS_KEY");
+  options.tls.server_name = tls_setting("tls-server-name", "REDLOCK_TLS_SERVER_NAME");
+  if (args.Has("tls-insecure")) {
+    options.tls.verify_peer = !args.Switch("tls-insecure");
+  } else {
+    const char* v = env ? env("REDLOCK_TLS_INSECURE") : nullptr;
+    const std::string insecure = absl::AsciiStrToLower(v != nullptr ? v : "");
+    if (insecure == "1" || insecure == "true" || insecure == "yes") {
+      options.tls.verify_peer = false;
+    } else if (!insecure.empty() && insecure != "0" && insecure != "false" && insecure != "no") {
+      return absl::InvalidArgumentError(absl::StrCat("REDLOCK_TLS_INSECURE is \"", insecure,
+                                                     "\": expected 1, true, yes, 0, false or no"));
+    }
   }
   if (absl::Status st = ValidateOptions(options); !st.ok()) return st;
   return options;

@@ -4,6 +4,7 @@
 #ifndef REDLOCK_TOOLS_CLI_FLAGS_H_
 #define REDLOCK_TOOLS_CLI_FLAGS_H_
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -78,10 +79,17 @@ const std::vector<FlagSpec>& GlobalFlags();
 // "  --name VALUE    help" lines for `specs`.
 std::string FormatFlagHelp(const std::vector<FlagSpec>& specs);
 
+// Looks up an environment variable (std::getenv, or a table in tests); null
+// when unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
 // Builds the client options from the global flags, with REDLOCK_NODES
-// (`env_nodes`, may be null) as the fallback node list.
-// kInvalidArgument naming the flag or the variable.
-absl::StatusOr<Options> OptionsFromFlags(const ParsedArgs& args, const char* env_nodes);
+// (`env_nodes`, may be null) as the fallback node list and, when `env` is
+// given, REDLOCK_TLS_CA, REDLOCK_TLS_CERT, REDLOCK_TLS_KEY,
+// REDLOCK_TLS_SERVER_NAME and REDLOCK_TLS_INSECURE as the fallbacks of the
+// --tls-* flags. kInvalidArgument naming the flag or the variable.
+absl::StatusOr<Options> OptionsFromFlags(const ParsedArgs& args, const char* env_nodes,
+                                         const EnvLookup& env = nullptr);
 
 // `text` as a JSON string literal, quotes included.
 std::string JsonString(absl::string_view text);

@@ -57,7 +57,8 @@ absl::StatusOr<absl::Duration> DurationFlag(const ParsedArgs& args, const std::s
 
 absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args,
                                                    std::shared_ptr<Observer> observer) {
-  absl::StatusOr<Options> options = OptionsFromFlags(args, std::getenv("REDLOCK_NODES"));
+  absl::StatusOr<Options> options = OptionsFromFlags(
+      args, std::getenv("REDLOCK_NODES"), [](const char* name) { return std::getenv(name); });
   if (!options.ok()) return options.status();
   options->observer = std::move(observer);
   return Client::Create(*std::move(options));
@@ -175,6 +176,11 @@ int RunStatus(const ParsedArgs& args) {
 
   absl::StatusOr<std::vector<NodeView>> views = (*client)->Inspect(*resource);
   if (!views.ok()) return Fail(kName, views.status());
+  // Per node: TLS or not, and the protocol its connection negotiated.
+  const std::vector<NodeHealth> health = (*client)->Health();
+  auto tls_of = [&](size_t i) -> const NodeHealth* {
+    return i < health.size() ? &health[i] : nullptr;
+  };
 
   int answered = 0;
   uint64_t fence = 0;
@@ -197,8 +203,13 @@ int RunStatus(const ParsedArgs& args) {
 
   if (args.Switch("json")) {
     std::vector<std::string> nodes;
-    for (const NodeView& v : *views) {
+    for (size_t i = 0; i < views->size(); ++i) {
+      const NodeView& v = (*views)[i];
+      const NodeHealth* h = tls_of(i);
       std::string node = absl::StrCat("{\"node\":", JsonString(v.node));
+      absl::StrAppend(
+          &node, ",\"tls\":", h != nullptr && h->tls ? "true" : "false", ",\"tls_version\":",
+          h != nullptr && !h->tls_version.empty() ? JsonString(h->tls_version) : "null");
       if (!v.status.ok()) {
         absl::StrAppend(&node, ",\"error\":", JsonString(v.status.message()));
       } else {
@@ -229,17 +240,23 @@ int RunStatus(const ParsedArgs& args) {
     }
     PrintLine(absl::StrCat("resource ", JsonString(*resource), ": ", summary, " (quorum ", quorum,
                            "); fencing counter ", fence));
-    PrintLine(
-        absl::StrFormat("%-22s %-5s %-42s %10s %8s", "NODE", "HELD", "TOKEN", "TTL_LEFT", "FENCE"));
-    for (const NodeView& v : *views) {
+    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %s", "NODE", "HELD", "TOKEN", "TTL_LEFT",
+                              "FENCE", "TLS"));
+    for (size_t i = 0; i < views->size(); ++i) {
+      const NodeView& v = (*views)[i];
+      const NodeHealth* h = tls_of(i);
+      // "-" plain TCP; the protocol, or "yes" while not connected.
+      const std::string tls = h == nullptr || !h->tls   ? "-"
+                              : !h->tls_version.empty() ? h->tls_version
+                                                        : "yes";
       if (!v.status.ok()) {
         PrintLine(absl::StrFormat("%-22s error: %s", v.node, v.status.message()));
         continue;
       }
       PrintLine(absl::StrFormat(
-          "%-22s %-5s %-42s %10s %8d", v.node, v.held ? "yes" : "no", v.held ? v.token : "-",
+          "%-22s %-5s %-42s %10s %8d  %s", v.node, v.held ? "yes" : "no", v.held ? v.token : "-",
           v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
-          v.fence_counter));
+          v.fence_counter, tls));
     }
   }
   if (metrics != nullptr) {

@@ -67,6 +67,7 @@ bool Connection::Start(std::vector<HandshakeStep> steps, std::string* why) {
   ++generation_;
   steps_ = std::move(steps);
   steps_done_ = 0;
+  got_bytes_ = false;
   connect_deadline_ = Clock::now() + absl::ToChronoNanoseconds(settings_.connect_timeout);
   int fd = -1;
   absl::Status st = StartTcpConnect(settings_.endpoint.host, settings_.endpoint.port, &fd);
@@ -108,9 +109,10 @@ Connection::Progress Connection::Establish() {
         p.ready = true;
         return p;
       }
-      return Write(&hello).failure.empty() && hello.empty()
-                 ? p
-                 : Progress{false, "could not send the handshake in one write", false};
+      Progress w = Write(&hello);
+      if (!w.failure.empty()) return w;
+      return hello.empty() ? p
+                           : Progress{false, "could not send the handshake in one write", false};
     }
     case Stream::Io::kWantRead:
       return p;
@@ -170,8 +172,20 @@ Connection::Progress Connection::ReadAll(std::vector<Reply>* replies) {
     }
     if (io != Stream::Io::kDone) {
       p.failure = stream_->error();
+      if (!settings_.make_stream && !got_bytes_) {
+        // A TLS port resets a plaintext client at its first bytes.
+        absl::StrAppend(&p.failure,
+                        " before the node answered anything (does it speak TLS only? use "
+                        "rediss:// for it)");
+      }
       break;
     }
+    if (!settings_.make_stream && !got_bytes_ && (buf[0] == 0x15 || buf[0] == 0x16)) {
+      // A TLS alert or handshake record where a Redis reply should start.
+      p.failure = "the node answered in TLS: use rediss:// for it";
+      break;
+    }
+    got_bytes_ = true;
     if (!reader_->Feed(buf, n)) {
       p.failure = absl::StrCat("protocol error: ", reader_->error());
       break;

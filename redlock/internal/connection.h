@@ -56,7 +56,7 @@ class Connection {
     absl::Duration connect_timeout = absl::Seconds(1);
     absl::Duration backoff_min = absl::Milliseconds(10);
     absl::Duration backoff_max = absl::Seconds(1);
-    StreamFactory make_stream;  // null: plain TCP
+    StreamFactory make_stream;  // null: plain TCP (tls_stream.h: TLS)
   };
 
   // What HandleIo saw.
@@ -111,6 +111,7 @@ class Connection {
   std::unique_ptr<ReplyReader> reader_;
   std::vector<HandshakeStep> steps_;
   size_t steps_done_ = 0;
+  bool got_bytes_ = false;  // the node has sent something on this connection
   uint32_t generation_ = 0;
   absl::Duration backoff_;
   TimePoint next_connect_{};

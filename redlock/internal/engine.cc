@@ -473,6 +473,8 @@ std::vector<NodeHealth> Engine::Health() const {
     h.breaker_open = np->breaker_open;
     h.in_flight = np->load();
     h.last_error = np->last_error;
+    h.tls = np->endpoint.tls;
+    if (h.connected) h.tls_version = np->transport;
     out.push_back(std::move(h));
   }
   return out;

@@ -557,8 +557,17 @@ void Engine::MaintainNodes(TimePoint now) {
         case Connection::State::kDisconnected:
           if (now >= n.cmd.next_connect()) StartConnect(n);
           break;
-        case Connection::State::kConnecting:
         case Connection::State::kEstablishing:
+          if (now >= n.cmd.connect_deadline()) {
+            // Only TLS streams take time to establish.
+            Disconnect(n, absl::StrCat("TLS handshake not finished within ",
+                                       FormatMs(config_.connect_timeout),
+                                       ": the node accepted the connection but does not answer "
+                                       "the handshake (a plaintext port? use redis:// for it; or "
+                                       "the node is stopped)"));
+          }
+          break;
+        case Connection::State::kConnecting:
         case Connection::State::kHandshake:
           if (now >= n.cmd.connect_deadline()) {
             Disconnect(
@@ -676,7 +685,10 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
     SubClose(n, p.failure);
     return;
   }
-  if (before == Connection::State::kConnecting && n.sub.state() != before) {
+  if ((before == Connection::State::kConnecting || before == Connection::State::kEstablishing) &&
+      n.sub.state() != Connection::State::kConnecting) {
+    // Connected or establishing the stream (TLS): writable events only while
+    // the stream asks for them.
     Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, p.want_write);
   }
   if (p.ready && !channels_.empty()) {

@@ -1,5 +1,5 @@
-// The byte stream under a node connection: a non-blocking TCP socket, and
-// (later layers) the same socket under TLS. The connection above it sees
+// The byte stream under a node connection: a non-blocking TCP socket, or
+// the same socket under TLS (tls_stream.h). The connection above it sees
 // only Connect, Read, Write and Close; how bytes are framed into replies is
 // the reply reader's job (reply_reader.h).
 
@@ -44,9 +44,9 @@ class Stream {
   virtual Io Write(const char* buf, size_t len, size_t* n) = 0;
 
   // Why the last call returned kError (or kClosed).
-  virtual const std::string& error() const = 0;
+  virtual std::string error() const = 0;
 
-  // "tls 1.3" or "" for plain TCP (Client::Health).
+  // "TLSv1.3" or "" for plain TCP (Client::Health).
   virtual std::string Describe() const { return ""; }
 };
 
@@ -68,7 +68,7 @@ class TcpStream final : public Stream {
   Io Establish() override { return Io::kDone; }
   Io Read(char* buf, size_t len, size_t* n) override;
   Io Write(const char* buf, size_t len, size_t* n) override;
-  const std::string& error() const override { return error_; }
+  std::string error() const override { return error_; }
 
  private:
   const int fd_;

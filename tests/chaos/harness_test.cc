@@ -334,6 +334,15 @@ TEST(ClientArgsTest, RoundTrip) {
   EXPECT_FALSE(back->release);
   EXPECT_EQ(back->pre_release_ms, 60);
   EXPECT_DOUBLE_EQ(back->drift_factor, 0.02);
+  EXPECT_EQ(back->tls_ca, "");
+  c.nodes = {"rediss://127.0.0.1:1"};
+  c.tls_ca = "/tmp/ca.crt";
+  c.tls_server_name = "localhost";
+  back = ParseClientArgs(ClientArgs(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->nodes, c.nodes);
+  EXPECT_EQ(back->tls_ca, "/tmp/ca.crt");
+  EXPECT_EQ(back->tls_server_name, "localhost");
   EXPECT_FALSE(ParseClientArgs({"--bogus=1"}).ok());
   for (ClientVariant v : AllVariants()) EXPECT_EQ(*ParseVariant(VariantName(v)), v);
 }
@@ -408,6 +417,13 @@ std::vector<std::string> QuickNames() {
   }
   return out;
 }
+
+// One scenario of the full catalog on TLS nodes, through the fault proxies
+// (the rest of the TLS variants run with --full).
+INSTANTIATE_TEST_SUITE_P(Tls, QuickScenarioTest, ::testing::Values("restart-aof-always-tls"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return absl::StrReplaceAll(info.param, {{"-", "_"}});
+                         });
 
 INSTANTIATE_TEST_SUITE_P(Quick, QuickScenarioTest, ::testing::ValuesIn(QuickNames()),
                          [](const ::testing::TestParamInfo<std::string>& info) {

@@ -37,7 +37,12 @@ class ClientTest : public testkit::FleetSuite {
   }
 };
 
-TEST_F(ClientTest, TwoClientsContendExactlyOneWinsAndReleaseFreesIt) {
+// The core cases, over plain TCP and over TLS (rediss://, with the fleet's
+// throw-away CA): Plain/ClientCoreTest.* and Tls/ClientCoreTest.*.
+class ClientCoreTest : public testkit::OverTransports<ClientTest> {};
+REDLOCK_INSTANTIATE_OVER_TRANSPORTS(ClientCoreTest);
+
+TEST_P(ClientCoreTest, TwoClientsContendExactlyOneWinsAndReleaseFreesIt) {
   auto a = MakeClient();
   auto b = MakeClient();
   absl::StatusOr<Lease> la;
@@ -71,7 +76,7 @@ TEST_F(ClientTest, TwoClientsContendExactlyOneWinsAndReleaseFreesIt) {
   REDLOCK_EXPECT_OK(loser_client->Release(*after));
 }
 
-TEST_F(ClientTest, OneStoppedNodeCostsFarLessThanNodeTimeout) {
+TEST_P(ClientCoreTest, OneStoppedNodeCostsFarLessThanNodeTimeout) {
   Options o = MakeOptions();
   o.node_timeout = absl::Milliseconds(500);
   auto c = MakeClient(o);
@@ -87,7 +92,7 @@ TEST_F(ClientTest, OneStoppedNodeCostsFarLessThanNodeTimeout) {
   REDLOCK_ASSERT_OK(fleet_->Continue(4));
 }
 
-TEST_F(ClientTest, ThreeStoppedNodesFailSoonAfterNodeTimeoutAndLeaveNothing) {
+TEST_P(ClientCoreTest, ThreeStoppedNodesFailSoonAfterNodeTimeoutAndLeaveNothing) {
   Options o = MakeOptions();
   o.node_timeout = absl::Milliseconds(100);
   auto c = MakeClient(o);
@@ -112,7 +117,7 @@ TEST_F(ClientTest, ThreeStoppedNodesFailSoonAfterNodeTimeoutAndLeaveNothing) {
     EXPECT_EQ(KeysOn(i), 0) << "node " << i << " kept a key of the failed attempt";
 }
 
-TEST_F(ClientTest, StragglersLateSetIsRemovedByTheRelease) {
+TEST_P(ClientCoreTest, StragglersLateSetIsRemovedByTheRelease) {
   Options o = MakeOptions();
   o.node_timeout = absl::Milliseconds(50);
   auto c = MakeClient(o);
@@ -131,7 +136,7 @@ TEST_F(ClientTest, StragglersLateSetIsRemovedByTheRelease) {
   EXPECT_EQ(value, "") << "the straggler's SET outlived the release";
 }
 
-TEST_F(ClientTest, RestartedNodeIsUsedAgain) {
+TEST_P(ClientCoreTest, RestartedNodeIsUsedAgain) {
   Options o = MakeOptions();
   o.quorum = 5;  // every node must take part
   auto c = MakeClient(o);
@@ -149,7 +154,7 @@ TEST_F(ClientTest, RestartedNodeIsUsedAgain) {
   EXPECT_EQ(l->nodes_granted(), 5);
 }
 
-TEST_F(ClientTest, ExtendAfterKeyVanishedOnMajorityFailsAndRecreatesNothing) {
+TEST_P(ClientCoreTest, ExtendAfterKeyVanishedOnMajorityFailsAndRecreatesNothing) {
   auto c = MakeClient();
   absl::StatusOr<Lease> l = c->TryAcquire("r", absl::Seconds(10));
   REDLOCK_ASSERT_OK(l.status());

@@ -46,6 +46,11 @@ class LifecycleTest : public testkit::FleetSuite {
   }
 };
 
+// Over plain TCP and over TLS: the release announcements come over the
+// subscriber connection, TLS like the command connection.
+class LifecycleCoreTest : public testkit::OverTransports<LifecycleTest> {};
+REDLOCK_INSTANTIATE_OVER_TRANSPORTS(LifecycleCoreTest);
+
 TEST_F(LifecycleTest, StandardLockTypesWork) {
   auto c = MakeClient();
   Mutex a(c.get(), "a");
@@ -112,7 +117,7 @@ TEST_F(LifecycleTest, RecursionDepthThreeThenUnlockLeavesTheResourceFree) {
   REDLOCK_EXPECT_OK(other->Release(*l));
 }
 
-TEST_F(LifecycleTest, WaiterIsWokenByTheReleaseNotByPolling) {
+TEST_P(LifecycleCoreTest, WaiterIsWokenByTheReleaseNotByPolling) {
   Options o = MakeOptions();
   o.retry_delay = absl::Seconds(20);  // first polling pause: 5 s
   o.wait_poll_max = absl::Seconds(5);
@@ -213,7 +218,7 @@ TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
   }
 }
 
-TEST_F(LifecycleTest, RenewedLeaseOutlivesThreeTtls) {
+TEST_P(LifecycleCoreTest, RenewedLeaseOutlivesThreeTtls) {
   auto c = MakeClient();
   absl::StatusOr<Lease> l = c->TryAcquire("long-job", absl::Milliseconds(300));
   REDLOCK_ASSERT_OK(l.status());

@@ -2,6 +2,7 @@
 
 #include "tools/cli_flags.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,54 @@ TEST(OptionsFromFlags, NodesFromFlagOrEnvironment) {
   EXPECT_TRUE(o->fencing);
   EXPECT_EQ(o->node_timeout, absl::Milliseconds(20));
   EXPECT_EQ(o->key_prefix, "p:");
+}
+
+TEST(OptionsFromFlags, TlsFromFlagsOrEnvironment) {
+  std::map<std::string, std::string> vars = {{"REDLOCK_TLS_CA", "/env/ca.pem"},
+                                             {"REDLOCK_TLS_CERT", "/env/c.pem"},
+                                             {"REDLOCK_TLS_KEY", "/env/k.pem"},
+                                             {"REDLOCK_TLS_SERVER_NAME", "env.example"},
+                                             {"REDLOCK_TLS_INSECURE", "1"}};
+  EnvLookup env = [&](const char* name) -> const char* {
+    auto it = vars.find(name);
+    return it == vars.end() ? nullptr : it->second.c_str();
+  };
+  ParsedArgs a = *ParseArgs(Specs(), {"--nodes", "rediss://127.0.0.1:1,127.0.0.1:2"}, false);
+  absl::StatusOr<Options> o = OptionsFromFlags(a, nullptr, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_TRUE(o->nodes[0].tls);
+  EXPECT_FALSE(o->nodes[1].tls);
+  EXPECT_EQ(o->tls.ca_file, "/env/ca.pem");
+  EXPECT_EQ(o->tls.cert_file, "/env/c.pem");
+  EXPECT_EQ(o->tls.key_file, "/env/k.pem");
+  EXPECT_EQ(o->tls.server_name, "env.example");
+  EXPECT_FALSE(o->tls.verify_peer);
+
+  // Flags win; a directory is a CA directory.
+  a = *ParseArgs(
+      Specs(),
+      {"--nodes", "rediss://127.0.0.1:1", "--tls-ca", "/tmp", "--tls-cert", "/f/c.pem", "--tls-key",
+       "/f/k.pem", "--tls-server-name", "flag.example", "--tls-insecure=false"},
+      false);
+  o = OptionsFromFlags(a, nullptr, env);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->tls.ca_dir, "/tmp");
+  EXPECT_EQ(o->tls.ca_file, "");
+  EXPECT_EQ(o->tls.cert_file, "/f/c.pem");
+  EXPECT_EQ(o->tls.server_name, "flag.example");
+  EXPECT_TRUE(o->tls.verify_peer);
+
+  vars["REDLOCK_TLS_INSECURE"] = "maybe";
+  a = *ParseArgs(Specs(), {"--nodes", "rediss://127.0.0.1:1"}, false);
+  absl::Status st = OptionsFromFlags(a, nullptr, env).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(st));
+  EXPECT_NE(st.message().find("REDLOCK_TLS_INSECURE"), absl::string_view::npos) << st;
+  // TLS settings without a rediss:// node: refused, not silently plaintext.
+  vars.erase("REDLOCK_TLS_INSECURE");
+  a = *ParseArgs(Specs(), {"--nodes", "127.0.0.1:1"}, false);
+  st = OptionsFromFlags(a, nullptr, env).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(st));
+  EXPECT_NE(st.message().find("rediss://"), absl::string_view::npos) << st;
 }
 
 TEST(OptionsFromFlags, BadInput) {

@@ -404,6 +404,125 @@ TEST_F(CliTest, KeyPrefix) {
   EXPECT_EQ(NodesHolding("app1:" + Res("k"), token), 0);
 }
 
+TEST_F(CliTest, TlsNodesFromFlagsOrEnvironment) {
+  auto tls = Fleet::Start(FleetOptions{.nodes = 3, .tls = true, .tls_auth_clients = true});
+  ASSERT_TRUE(tls.ok()) << tls.status();
+  const testkit::TestCertificates& certs = *(*tls)->certificates();
+  std::string urls;
+  for (int i = 0; i < 3; ++i) absl::StrAppend(&urls, i ? "," : "", "rediss://", (*tls)->address(i));
+  const std::vector<std::string> flags = {
+      "--nodes",         urls,        "--tls-ca",      certs.ca_cert, "--tls-cert",
+      certs.client_cert, "--tls-key", certs.client_key};
+  std::vector<std::string> args = flags;
+  args.insert(args.end(), {"acquire", "--resource", Res("t"), "--ttl", "30s"});
+  Result r = RunCli(args);
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_GE(JsonInt(r.out, "nodes_granted"), 2) << r.out;
+
+  // status: TLS and its version per node, from the environment this time.
+  const std::vector<std::pair<std::string, std::string>> env = {
+      {"REDLOCK_NODES", urls},
+      {"REDLOCK_TLS_CA", certs.ca_cert},
+      {"REDLOCK_TLS_CERT", certs.client_cert},
+      {"REDLOCK_TLS_KEY", certs.client_key}};
+  Result s = RunCli({"status", Res("t")}, env);
+  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << s.out;
+  EXPECT_TRUE(absl::StrContains(lines[1], "TLS")) << lines[1];
+  for (int i = 2; i < 5; ++i) EXPECT_TRUE(absl::StrContains(lines[i], "TLSv1.")) << lines[i];
+  Result j = RunCli({"status", "--json", Res("t")}, env);
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  EXPECT_TRUE(absl::StrContains(j.out, "\"tls\":true,\"tls_version\":\"TLSv1.")) << j.out;
+
+  // Without the client certificate every node refuses: 66, the cause named
+  // on each node's line.
+  Result no_cert = RunCli({"status", "--nodes", urls, "--tls-ca", certs.ca_cert, Res("t")});
+  EXPECT_EQ(no_cert.exit_code, kUnavailable) << Describe(no_cert);
+  lines = absl::StrSplit(no_cert.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << no_cert.out;
+  for (int i = 2; i < 5; ++i) {
+    EXPECT_TRUE(absl::StrContains(lines[i], "requires a client certificate")) << lines[i];
+  }
+  // A wrong name fails verification unless --tls-insecure says not to check.
+  std::vector<std::string> named = flags;
+  named.insert(named.end(), {"--tls-server-name", "redis.example.com"});
+  args = named;
+  args.insert(args.end(), {"status", Res("t")});
+  Result wrong = RunCli(args);
+  EXPECT_EQ(wrong.exit_code, kUnavailable) << Describe(wrong);
+  EXPECT_TRUE(absl::StrContains(wrong.out, "not valid for \"redis.example.com\"")) << wrong.out;
+  args = named;
+  args.insert(args.end(), {"--tls-insecure", "status", Res("t")});
+  EXPECT_EQ(RunCli(args).exit_code, 0);
+  // A missing file is a usage error: nothing is sent.
+  Result missing = RunCli({"status", "--nodes", urls, "--tls-ca", dir_ + "/nope.pem", Res("t")});
+  EXPECT_EQ(missing.exit_code, kUsage) << Describe(missing);
+  EXPECT_TRUE(absl::StrContains(missing.err, dir_ + "/nope.pem")) << missing.err;
+}
+
+// The documented way to TLS nodes (README, docker-compose.yml's "tls"
+// profile): the certificates of scripts/tls-certs.sh, a redis-server on a TLS
+// port only with the compose file's TLS arguments, the CLI with --tls-ca.
+TEST_F(CliTest, TlsCertsScriptMakesWhatTheComposeTlsNodesUse) {
+  const std::string certs = dir_ + "/tls";
+  absl::StatusOr<testkit::ProcessResult> made =
+      testkit::RunProcess({.argv = {"sh", REDLOCK_TLS_CERTS_SCRIPT, certs, "redis.example"},
+                           .stdout_to = testkit::Stream::kPipe,
+                           .stderr_to = testkit::Stream::kStdout},
+                          absl::Seconds(60));
+  ASSERT_TRUE(made.ok()) << made.status();
+  ASSERT_EQ(made->exit_code(), 0) << made->out;
+  absl::StatusOr<int> port = testkit::PickFreePort("127.0.0.1");
+  ASSERT_TRUE(port.ok()) << port.status();
+  absl::StatusOr<std::unique_ptr<testkit::Process>> server =
+      testkit::Process::Start({.argv = {"redis-server",
+                                        "--port",
+                                        "0",
+                                        "--tls-port",
+                                        std::to_string(*port),
+                                        "--tls-cert-file",
+                                        certs + "/server.crt",
+                                        "--tls-key-file",
+                                        certs + "/server.key",
+                                        "--tls-ca-cert-file",
+                                        certs + "/ca.crt",
+                                        "--tls-auth-clients",
+                                        "optional",
+                                        "--bind",
+                                        "127.0.0.1",
+                                        "--save",
+                                        "",
+                                        "--dir",
+                                        dir_,
+                                        "--logfile",
+                                        dir_ + "/redis.log"}});
+  ASSERT_TRUE(server.ok()) << server.status();
+  Endpoint node;
+  node.host = "127.0.0.1";
+  node.port = *port;
+  node.tls = true;
+  TlsOptions tls;
+  tls.ca_file = certs + "/ca.crt";
+  absl::StatusOr<RedisValue> pong;
+  for (int i = 0; i < 200; ++i) {
+    pong = testkit::RunCommand(node, {"PING"}, absl::Milliseconds(500), tls);
+    if (pong.ok()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_TRUE(pong.ok()) << pong.status();
+
+  const std::string url = absl::StrCat("rediss://127.0.0.1:", *port);
+  Result r = RunCli({"acquire", "--nodes", url, "--tls-ca", certs + "/ca.crt", "--resource",
+                     Res("c"), "--ttl", "10s"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  // By a name the script was given, and with the client certificate.
+  r = RunCli({"acquire", "--nodes", url, "--tls-ca", certs + "/ca.crt", "--tls-server-name",
+              "redis.example", "--tls-cert", certs + "/client.crt", "--tls-key",
+              certs + "/client.key", "--resource", Res("d"), "--ttl", "10s"});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+}
+
 TEST_F(CliTest, PasswordsInRedisUrls) {
   auto secured = Fleet::Start(FleetOptions{.nodes = 3, .password = "s3cr:t@"});
   ASSERT_TRUE(secured.ok()) << secured.status();
@@ -616,11 +735,14 @@ TEST_F(CliTest, SignalsCancelAWaitPromptlyAndLeaveNothing) {
 TEST_F(CliTest, BadInputIsAUsageErrorOnOneLine) {
   const std::string ok_nodes = Nodes();
   const std::vector<std::vector<std::string>> cases = {
-      {"acquire", "--resource", "r", "--ttl", "10s"},                                // no nodes
-      {"acquire", "--nodes", "127.0.0.1", "--resource", "r", "--ttl", "10s"},        // no port
-      {"acquire", "--nodes", "127.0.0.1:99999", "--resource", "r", "--ttl", "10s"},  // bad port
-      {"acquire", "--nodes", "rediss://h:1", "--resource", "r", "--ttl", "10s"},     // TLS
-      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "30"},            // no unit
+      {"acquire", "--resource", "r", "--ttl", "10s"},                                    // no nodes
+      {"acquire", "--nodes", "127.0.0.1", "--resource", "r", "--ttl", "10s"},            // no port
+      {"acquire", "--nodes", "127.0.0.1:99999", "--resource", "r", "--ttl", "10s"},      // bad port
+      {"acquire", "--nodes", "rediss://h:1", "--resource", "r", "--ttl", "10s",          // no such
+       "--tls-ca", "/nonexistent/ca.pem"},                                               // CA file
+      {"acquire", "--nodes", ok_nodes, "--tls-ca", "/etc/ssl/certs", "--resource", "r",  // TLS
+       "--ttl", "10s"},  // settings, plaintext nodes
+      {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "30"},  // no unit
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "-1s"},
       {"acquire", "--nodes", ok_nodes, "--resource", "r", "--ttl", "10s", "--wait", "soon"},
       {"acquire", "--nodes", ok_nodes, "--ttl", "10s"},  // no resource

@@ -54,6 +54,20 @@ TEST(ParseEndpoint, RedisUrlDefaultPort) {
   EXPECT_EQ(ep->port, 6379);
 }
 
+TEST(ParseEndpoint, RedissUrlIsTls) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("rediss://alice:pw@redis-1.example:6380/3");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_TRUE(ep->tls);
+  EXPECT_EQ(ep->host, "redis-1.example");
+  EXPECT_EQ(ep->port, 6380);
+  EXPECT_EQ(ep->username, "alice");
+  EXPECT_EQ(ep->db, 3);
+  EXPECT_EQ(ep->ToString(), "redis-1.example:6380");
+  EXPECT_EQ(ParseEndpoint("RedisS://h")->port, 6379);
+  EXPECT_FALSE(ParseEndpoint("redis://h:1")->tls);
+  EXPECT_FALSE(ParseEndpoint("h:1")->tls);
+}
+
 TEST(ParseEndpoint, RejectsMalformed) {
   for (const char* bad : {"",
                           "   ",
@@ -68,7 +82,7 @@ TEST(ParseEndpoint, RejectsMalformed) {
                           "[::1:7001",
                           "[::1]7001",
                           "host name:1",
-                          "rediss://h:1",
+                          "redis+tls://h:1",
                           "http://h:1",
                           "redis://user@h:1",
                           "redis://:@h:1",
@@ -114,7 +128,18 @@ TEST(EffectiveQuorum, MajorityByDefault) {
   EXPECT_EQ(EffectiveQuorum(o), 8);
 }
 
-TEST(ValidateOptions, AcceptsDefaults) { EXPECT_TRUE(ValidateOptions(FiveNodes()).ok()); }
+TEST(ValidateOptions, AcceptsDefaults) {
+  EXPECT_TRUE(ValidateOptions(FiveNodes()).ok());
+  // Plain and TLS nodes mixed; TLS settings for the TLS ones (the files are
+  // loaded by Client::Create, not here).
+  Options o = FiveNodes();
+  o.nodes[0].tls = true;
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  o.tls.ca_file = "/nonexistent/ca.pem";
+  o.tls.cert_file = "c.pem";
+  o.tls.key_file = "k.pem";
+  EXPECT_TRUE(ValidateOptions(o).ok());
+}
 
 TEST(ValidateOptions, QuorumMustBeAMajorityOrN) {
   Options o = FiveNodes();
@@ -159,6 +184,21 @@ TEST(ValidateOptions, RejectsBadFields) {
         "reconnect_backoff_max");
   check([](Options& o) { o.max_in_flight_per_node = 3; }, "max_in_flight_per_node");
   check([](Options& o) { o.key_prefix = std::string(kMaxResourceLength + 1, 'p'); }, "key_prefix");
+  // TLS: certificate and key come in pairs; TLS settings need a TLS node.
+  check(
+      [](Options& o) {
+        o.nodes[0].tls = true;
+        o.tls.cert_file = "c.pem";
+      },
+      "needs its key");
+  check(
+      [](Options& o) {
+        o.nodes[0].tls = true;
+        o.tls.key_file = "k.pem";
+      },
+      "needs its certificate");
+  check([](Options& o) { o.tls.ca_file = "ca.pem"; }, "no node uses TLS");
+  check([](Options& o) { o.tls.verify_peer = false; }, "no node uses TLS");
 }
 
 }  // namespace
