@@ -139,10 +139,15 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
   const std::string binary = FindExecutable(options.binary);
   if (binary.empty()) return absl::NotFoundError(absl::StrCat(options.binary, " not found"));
   std::unique_ptr<Sentinel> s(new Sentinel());
-  if (s->dir_.path().empty()) return absl::InternalError("cannot create a temp dir (mkdtemp)");
+  std::string dir = options.dir;
+  if (dir.empty()) {
+    s->dir_.emplace("redlock-sentinel");
+    dir = s->dir_->path();
+    if (dir.empty()) return absl::InternalError("cannot create a temp dir (mkdtemp)");
+  }
   s->host_ = options.host;
-  s->log_ = s->dir_.path() + "/sentinel.log";
-  const std::string conf = s->dir_.path() + "/sentinel.conf";
+  s->log_ = dir + "/sentinel.log";
+  const std::string conf = dir + "/sentinel.conf";
   absl::Status st;
   for (int tries = 0; tries < 5; ++tries) {
     absl::StatusOr<int> port = PickFreePort(options.host);
@@ -151,8 +156,7 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
     {
       std::ofstream out(conf, std::ios::trunc);
       out << "port " << s->port_ << "\nbind " << options.host
-          << "\ndaemonize no\nprotected-mode no\ndir " << s->dir_.path() << "\nlogfile " << s->log_
-          << "\n";
+          << "\ndaemonize no\nprotected-mode no\ndir " << dir << "\nlogfile " << s->log_ << "\n";
       for (const SentinelOptions::Master& m : options.masters) {
         absl::StatusOr<Endpoint> ep = EndpointOf(m.address);
         if (!ep.ok()) return ep.status();
@@ -167,7 +171,7 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
     p.argv = {binary, conf};
     p.stdout_to = Stream::kLogFile;
     p.stderr_to = Stream::kLogFile;
-    p.log_path = s->dir_.path() + "/stdout.log";
+    p.log_path = dir + "/sentinel-stdout.log";
     p.keep_signal_mask = true;
     absl::StatusOr<std::unique_ptr<Process>> process = Process::Start(std::move(p));
     if (!process.ok()) return process.status();
@@ -250,14 +254,33 @@ absl::StatusOr<std::string> Sentinel::AwaitFailover(const std::string& name,
                                                     const std::string& from,
                                                     absl::Duration timeout) const {
   auto deadline = After(timeout);
+  std::string last = "no answer";
   for (int tries = 0; tries < 100000 && SteadyClock::now() < deadline; ++tries) {
-    absl::StatusOr<std::string> now = MasterAddress(name);
-    if (now.ok() && *now != from) return now;
+    // SENTINEL MASTER: field, value pairs. Done when the address moved and
+    // the failover is over (flags exactly "master": Sentinel has switched
+    // and announced +switch-master).
+    absl::StatusOr<RedisValue> r =
+        RunCommand(endpoint(), {"SENTINEL", "MASTER", name}, absl::Seconds(1));
+    if (r.ok() && r->type == RedisValue::Type::kArray) {
+      std::string ip, port, flags;
+      for (size_t i = 0; i + 1 < r->elements.size(); i += 2) {
+        const std::string& field = r->elements[i].str;
+        if (field == "ip") ip = r->elements[i + 1].str;
+        if (field == "port") port = r->elements[i + 1].str;
+        if (field == "flags") flags = r->elements[i + 1].str;
+      }
+      const std::string now = absl::StrCat(ip, ":", port);
+      if (now != from && flags == "master") return now;
+      last = absl::StrCat(now, " flags ", flags);
+    } else {
+      last = r.ok() ? r->str : r.status().ToString();
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  return absl::DeadlineExceededError(absl::StrCat(
-      "sentinel ", address(), " did not fail ", name, " over within ",
-      absl::FormatDuration(timeout), "; its log ends: ", absl::StrJoin(LastLines(log_, 8), " | ")));
+  return absl::DeadlineExceededError(
+      absl::StrCat("sentinel ", address(), " did not fail ", name, " over within ",
+                   absl::FormatDuration(timeout), " (last: ", last,
+                   "); its log ends: ", absl::StrJoin(LastLines(log_, 8), " | ")));
 }
 
 }  // namespace redlock::testkit

@@ -27,6 +27,7 @@
 #include <sys/types.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -95,8 +96,11 @@ struct SentinelOptions {
   };
   std::vector<Master> masters;
   // How long a master must be silent to be down (SDOWN; with quorum 1 also
-  // ODOWN, and the failover starts).
-  absl::Duration down_after = absl::Milliseconds(200);
+  // ODOWN, and the failover starts). Sentinel pings every instance this
+  // often too: much shorter than a second, a loaded machine makes a slow
+  // reply look like a dead server, and a freshly promoted replica can be
+  // failed over again at once.
+  absl::Duration down_after = absl::Seconds(1);
   // Sentinel's failover-timeout. Large by default: it also delays Sentinel's
   // "fix" of replicas that replicate from another address than the one it
   // monitors (a proxy on the replication link), and a second failover of the
@@ -104,6 +108,9 @@ struct SentinelOptions {
   absl::Duration failover_timeout = absl::Seconds(60);
   std::string host = "127.0.0.1";  // loopback only
   std::string binary = "redis-sentinel";
+  // Where the config file and the log go; "" for a temp dir removed with
+  // the Sentinel (a chaos run keeps its own).
+  std::string dir;
   absl::Duration start_timeout = absl::Seconds(10);
 };
 
@@ -122,15 +129,17 @@ class Sentinel {
   // Waits until Sentinel knows `count` replicas of `name` whose link to the
   // master is up (they are then eligible for promotion).
   absl::Status WaitReplicas(const std::string& name, int count, absl::Duration timeout) const;
-  // Polls MasterAddress (every 10 ms) until it is no longer `from`, as a
-  // Sentinel-aware client would learn of a failover; returns the new
-  // address. kDeadlineExceeded after `timeout` with the end of the log.
+  // Polls SENTINEL MASTER (every 10 ms) until the master's address is no
+  // longer `from` and the failover is over (Sentinel has switched to the
+  // promoted replica, when it announces +switch-master to the clients that
+  // follow it); returns the new address. kDeadlineExceeded after `timeout`
+  // with the end of the log.
   absl::StatusOr<std::string> AwaitFailover(const std::string& name, const std::string& from,
                                             absl::Duration timeout) const;
 
  private:
   Sentinel() = default;
-  TempDir dir_{"redlock-sentinel"};
+  std::optional<TempDir> dir_;  // when SentinelOptions::dir is empty
   int port_ = 0;
   std::string host_;
   std::string log_;
