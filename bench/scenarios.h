@@ -18,6 +18,9 @@
 //                      notifications on and off
 //   fencing            Options::fencing on, side by side with off
 //   multilock          MultiLock over 3 resources, quorum and all-nodes modes
+//   durability         every node given one replica for the group;
+//                      Options::durability off vs on (WAIT 1), and on with
+//                      one replica stopped
 
 #ifndef REDLOCK_BENCH_SCENARIOS_H_
 #define REDLOCK_BENCH_SCENARIOS_H_
