@@ -1006,6 +1006,17 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   EXPECT_EQ(Exchange(control, "0 to-client hold"), "OK to-client hold");
   EXPECT_EQ(Exchange(control, "0 release"), "OK released");
   EXPECT_EQ(Exchange(control, "all reset"), "OK reset");
+  auto other = TestServer::Start(TestServer::Mode::kEcho);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(Exchange(control, "all retarget 127.0.0.1:1").rfind("ERR ", 0), 0u);
+  EXPECT_EQ(Exchange(control, "1 retarget nowhere").rfind("ERR ", 0), 0u);
+  EXPECT_EQ(Exchange(control, absl::StrCat("1 retarget 127.0.0.1:", other->port())),
+            absl::StrCat("OK retarget 127.0.0.1:", other->port()));
+  Socket moved = Connect(map1);
+  ASSERT_TRUE(moved.valid());
+  ASSERT_TRUE(SendAll(moved, "moved"));
+  EXPECT_EQ(ReadUpTo(moved, 5).data, "moved");
+  EXPECT_TRUE(other->WaitForReceived(0, 5));
   EXPECT_EQ(Exchange(control, "quit"), "OK bye");
 
   ASSERT_TRUE(proxy->Signal(SIGTERM).ok());
