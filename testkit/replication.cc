@@ -33,6 +33,27 @@ std::string InfoField(const std::string& info, absl::string_view field) {
   return "";
 }
 
+// Calls `probe` (which says why not in *why) every `every` until it returns
+// true or `timeout` passed. False at the timeout.
+template <typename F>
+bool PollUntil(absl::Duration timeout, absl::Duration every, std::string* why, F probe) {
+  auto deadline = After(timeout);
+  for (int tries = 0; tries < 100000 && SteadyClock::now() < deadline; ++tries) {
+    if (probe(why)) return true;
+    std::this_thread::sleep_for(absl::ToChronoNanoseconds(every));
+  }
+  return false;
+}
+
+// The value of `field` in a reply that is a flat list of field, value pairs
+// (SENTINEL MASTER, one entry of SENTINEL REPLICAS); "" when absent.
+std::string Field(const RedisValue& pairs, absl::string_view field) {
+  for (size_t i = 0; i + 1 < pairs.elements.size(); i += 2) {
+    if (pairs.elements[i].str == field) return pairs.elements[i + 1].str;
+  }
+  return "";
+}
+
 absl::Status CheckReply(const absl::StatusOr<RedisValue>& r, const std::string& what) {
   if (!r.ok())
     return absl::Status(r.status().code(), absl::StrCat(what, ": ", r.status().message()));
@@ -100,18 +121,18 @@ absl::Status Replicas::Follow(int group, int j, const std::string& upstream) {
 }
 
 absl::Status Replicas::WaitSynced(int group, int j, absl::Duration timeout) {
-  auto deadline = After(timeout);
   std::string last = "no answer";
-  for (int tries = 0; tries < 100000 && SteadyClock::now() < deadline; ++tries) {
-    absl::StatusOr<RedisValue> info =
-        fleet_->Command(index(group, j), {"INFO", "replication"}, absl::Milliseconds(500));
-    if (info.ok() && !info->is_error()) {
-      if (InfoField(info->str, "master_link_status") == "up") return absl::OkStatus();
-      last = absl::StrCat("master_link_status:", InfoField(info->str, "master_link_status"));
-    } else {
-      last = info.ok() ? info->str : info.status().ToString();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (PollUntil(timeout, absl::Milliseconds(10), &last, [&](std::string* why) {
+        absl::StatusOr<RedisValue> info =
+            fleet_->Command(index(group, j), {"INFO", "replication"}, absl::Milliseconds(500));
+        if (!info.ok() || info->is_error()) {
+          *why = info.ok() ? info->str : info.status().ToString();
+          return false;
+        }
+        *why = absl::StrCat("master_link_status:", InfoField(info->str, "master_link_status"));
+        return InfoField(info->str, "master_link_status") == "up";
+      })) {
+    return absl::OkStatus();
   }
   return absl::DeadlineExceededError(absl::StrCat("replica ", address(group, j),
                                                   " did not sync within ",
@@ -222,28 +243,22 @@ absl::StatusOr<std::string> Sentinel::MasterAddress(const std::string& name) con
 
 absl::Status Sentinel::WaitReplicas(const std::string& name, int count,
                                     absl::Duration timeout) const {
-  auto deadline = After(timeout);
   std::string last = "no answer";
-  for (int tries = 0; tries < 100000 && SteadyClock::now() < deadline; ++tries) {
-    absl::StatusOr<RedisValue> r =
-        RunCommand(endpoint(), {"SENTINEL", "replicas", name}, absl::Seconds(1));
-    if (r.ok() && r->type == RedisValue::Type::kArray) {
-      int ok = 0;
-      for (const RedisValue& replica : r->elements) {
-        // A flat list of field, value pairs.
-        for (size_t i = 0; i + 1 < replica.elements.size(); i += 2) {
-          if (replica.elements[i].str == "master-link-status" &&
-              replica.elements[i + 1].str == "ok") {
-            ++ok;
-          }
+  if (PollUntil(timeout, absl::Milliseconds(20), &last, [&](std::string* why) {
+        absl::StatusOr<RedisValue> r =
+            RunCommand(endpoint(), {"SENTINEL", "replicas", name}, absl::Seconds(1));
+        if (!r.ok() || r->type != RedisValue::Type::kArray) {
+          *why = r.ok() ? r->str : r.status().ToString();
+          return false;
         }
-      }
-      if (ok >= count) return absl::OkStatus();
-      last = absl::StrCat(ok, " of ", r->elements.size(), " known replicas linked");
-    } else {
-      last = r.ok() ? r->str : r.status().ToString();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        int linked = 0;
+        for (const RedisValue& replica : r->elements) {
+          linked += Field(replica, "master-link-status") == "ok";
+        }
+        *why = absl::StrCat(linked, " of ", r->elements.size(), " known replicas linked");
+        return linked >= count;
+      })) {
+    return absl::OkStatus();
   }
   return absl::DeadlineExceededError(absl::StrCat("sentinel ", address(), " did not see ", count,
                                                   " linked replicas of ", name, " within ",
@@ -253,29 +268,22 @@ absl::Status Sentinel::WaitReplicas(const std::string& name, int count,
 absl::StatusOr<std::string> Sentinel::AwaitFailover(const std::string& name,
                                                     const std::string& from,
                                                     absl::Duration timeout) const {
-  auto deadline = After(timeout);
   std::string last = "no answer";
-  for (int tries = 0; tries < 100000 && SteadyClock::now() < deadline; ++tries) {
-    // SENTINEL MASTER: field, value pairs. Done when the address moved and
-    // the failover is over (flags exactly "master": Sentinel has switched
-    // and announced +switch-master).
-    absl::StatusOr<RedisValue> r =
-        RunCommand(endpoint(), {"SENTINEL", "MASTER", name}, absl::Seconds(1));
-    if (r.ok() && r->type == RedisValue::Type::kArray) {
-      std::string ip, port, flags;
-      for (size_t i = 0; i + 1 < r->elements.size(); i += 2) {
-        const std::string& field = r->elements[i].str;
-        if (field == "ip") ip = r->elements[i + 1].str;
-        if (field == "port") port = r->elements[i + 1].str;
-        if (field == "flags") flags = r->elements[i + 1].str;
-      }
-      const std::string now = absl::StrCat(ip, ":", port);
-      if (now != from && flags == "master") return now;
-      last = absl::StrCat(now, " flags ", flags);
-    } else {
-      last = r.ok() ? r->str : r.status().ToString();
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  std::string now;
+  if (PollUntil(timeout, absl::Milliseconds(10), &last, [&](std::string* why) {
+        absl::StatusOr<RedisValue> r =
+            RunCommand(endpoint(), {"SENTINEL", "MASTER", name}, absl::Seconds(1));
+        if (!r.ok() || r->type != RedisValue::Type::kArray) {
+          *why = r.ok() ? r->str : r.status().ToString();
+          return false;
+        }
+        // Done when the address moved and the failover is over (flags back
+        // to exactly "master": Sentinel has switched, +switch-master).
+        now = absl::StrCat(Field(*r, "ip"), ":", Field(*r, "port"));
+        *why = absl::StrCat(now, " flags ", Field(*r, "flags"));
+        return now != from && Field(*r, "flags") == "master";
+      })) {
+    return now;
   }
   return absl::DeadlineExceededError(
       absl::StrCat("sentinel ", address(), " did not fail ", name, " over within ",

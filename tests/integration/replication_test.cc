@@ -42,6 +42,19 @@ absl::StatusOr<Lease> UntilGranted(Client& client, const std::string& resource =
   return r;
 }
 
+// The options of these tests: generous timeouts (the replicas' acknowledgement
+// is a round trip between processes on a shared machine) and a key prefix
+// per test.
+Options DurableOptions(std::vector<Endpoint> nodes, int k) {
+  Options o;
+  o.nodes = std::move(nodes);
+  o.node_timeout = absl::Seconds(2);
+  o.durability.replicas = k;
+  o.durability.timeout = absl::Milliseconds(500);
+  o.key_prefix = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+  return o;
+}
+
 // One node: a master with one replica.
 class DurabilityTest : public ::testing::Test {
  protected:
@@ -55,16 +68,7 @@ class DurabilityTest : public ::testing::Test {
     replicas_ = *std::move(replicas);
   }
 
-  Options MakeOptions(int k) {
-    Options o;
-    o.nodes = masters_->endpoints();
-    o.node_timeout = absl::Seconds(2);
-    o.durability.replicas = k;
-    o.durability.timeout = absl::Milliseconds(500);
-    o.key_prefix =
-        absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-    return o;
-  }
+  Options MakeOptions(int k) { return DurableOptions(masters_->endpoints(), k); }
   std::unique_ptr<Client> MakeClient(Options o) {
     auto c = Client::Create(std::move(o));
     EXPECT_TRUE(c.ok()) << c.status();
@@ -201,17 +205,10 @@ class FailoverTest : public ::testing::Test {
   }
 
   Options MakeOptions(int k) {
-    Options o;
     Endpoint ep;
     ep.host = "127.0.0.1";
     ep.port = front_->listen_port();
-    o.nodes = {ep};
-    o.node_timeout = absl::Seconds(2);
-    o.durability.replicas = k;
-    o.durability.timeout = absl::Milliseconds(500);
-    o.key_prefix =
-        absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-    return o;
+    return DurableOptions({ep}, k);
   }
 
   // The master dies with the replication link cut (whatever it held is lost),
