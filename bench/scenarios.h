@@ -25,6 +25,9 @@
 //                      --scenario backends; bench/backends_scenario.h)
 //   tls                the library on TLS nodes vs plain ones, and the cost of
 //                      connecting (tls_scenario.cc)
+//   durability         every node given one replica for the group;
+//                      Options::durability off vs on (WAIT 1), and on with
+//                      one replica stopped
 
 #ifndef REDLOCK_BENCH_SCENARIOS_H_
 #define REDLOCK_BENCH_SCENARIOS_H_

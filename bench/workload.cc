@@ -37,6 +37,11 @@ struct Shared {
   int64_t measure_start_ns = 0;
   std::mutex mu;
   std::condition_variable cv;  // the main thread waits on it for caps
+  // Callers that finished the warm-up's cycles before the measurement began
+  // wait for it (a thread on `cv`, a chain here, kicked when it begins):
+  // otherwise a slow main thread lets them spend every cycle they may make
+  // on the warm-up. Guarded by mu.
+  std::vector<std::function<void()>> parked;
   // RunChains: chains not finished yet, and their one record (their
   // callbacks mostly run on one thread, the client's).
   std::atomic<int64_t> chains_running{0};
@@ -89,14 +94,27 @@ int PhaseForNextCycle(const Shared* s, int64_t started, int64_t max_cycles) {
 
 int64_t MaxCyclesPerCaller(const Shared* s) { return s->warmup_cap + s->measure_cap + 1; }
 
+// True once the warm-up has made its cycles (the caller should wait for
+// the measurement).
+bool WarmupDone(const Shared* s, int phase) {
+  return phase == kWarmup && s->warmup_done.load(std::memory_order_relaxed) >= s->warmup_cap;
+}
+
 void Worker(Shared* s, CycleFn* fn, PerThread* out) {
-  while (s->phase.load(std::memory_order_acquire) == kWaiting && NowNs() < s->hard_deadline_ns) {
-    std::unique_lock<std::mutex> lock(s->mu);
-    s->cv.wait_for(lock, std::chrono::milliseconds(5));
-  }
+  auto wait_while = [s](int phase) {
+    while (s->phase.load(std::memory_order_acquire) == phase && NowNs() < s->hard_deadline_ns) {
+      std::unique_lock<std::mutex> lock(s->mu);
+      s->cv.wait_for(lock, std::chrono::milliseconds(5));
+    }
+  };
+  wait_while(kWaiting);
   const int64_t max_cycles = MaxCyclesPerCaller(s);
   for (int64_t i = 0; i < max_cycles; ++i) {
-    const int phase = PhaseForNextCycle(s, i, max_cycles);
+    int phase = PhaseForNextCycle(s, i, max_cycles);
+    if (WarmupDone(s, phase)) {
+      wait_while(kWarmup);
+      phase = PhaseForNextCycle(s, i, max_cycles);
+    }
     if (phase == kStop) break;
     CycleSample sample = (*fn)();
     Record(s, phase, sample, out);
@@ -131,7 +149,14 @@ void RunPhases(Shared& s, const RunLimits& limits, RunHooks& hooks,
   const ProcessUsage usage_start = CurrentProcessUsage();
   s.measure_start_ns = NowNs();
   s.last_end_ns.store(s.measure_start_ns);
-  s.phase.store(kMeasure, std::memory_order_release);
+  std::vector<std::function<void()>> parked;
+  {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.phase.store(kMeasure, std::memory_order_release);
+    parked.swap(s.parked);
+  }
+  s.cv.notify_all();
+  for (auto& resume : parked) resume();
   if (hooks.at_measure_start) hooks.at_measure_start();
 
   auto cap_reached = [&] {
@@ -211,7 +236,17 @@ void Kick(const std::shared_ptr<Chain>& c);
 
 void StartCycle(const std::shared_ptr<Chain>& c) {
   Shared* s = c->shared.get();
-  const int phase = PhaseForNextCycle(s, c->started, MaxCyclesPerCaller(s));
+  int phase = PhaseForNextCycle(s, c->started, MaxCyclesPerCaller(s));
+  if (WarmupDone(s, phase)) {
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      if (s->phase.load(std::memory_order_acquire) == kWarmup) {
+        s->parked.push_back([c] { Kick(c); });
+        return;
+      }
+    }
+    phase = PhaseForNextCycle(s, c->started, MaxCyclesPerCaller(s));  // it has just begun
+  }
   if (phase == kStop) {
     if (s->chains_running.fetch_sub(1) == 1) Wake(s);
     return;

@@ -4,7 +4,8 @@
 //       --data=h:p --history=/run/c1.jsonl [--marker-fd=3] [--resources=r0,r1]
 //       [--ttl-ms=1000] [--use-ms=20] [--uses-per-lease=1] [--guard-ms=100]
 //       [--think-ms=5] [--retry-ms=20] [--node-timeout-ms=50]
-//       [--drift-factor=0.01] [--fencing] [--release=false] [--inspect-nodes]
+//       [--drift-factor=0.01] [--fencing] [--durability-replicas=K]
+//       [--durability-timeout-ms=20] [--release=false] [--inspect-nodes]
 //       [--seed=N] [--duration-ms=60000] [--max-ops=N]
 //
 // --variant: library (redlock::Client) only. The deliberately broken

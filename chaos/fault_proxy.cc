@@ -460,6 +460,22 @@ class FaultProxy::Loop {
     return Listen();
   }
 
+  void Retarget(in_addr host, uint16_t port) {
+    upstream_sa_.sin_addr = host;
+    upstream_sa_.sin_port = htons(port);
+    std::vector<uint64_t> ids = ConnIds();
+    for (uint64_t id : ids) {
+      Conn* c = Find(id);
+      if (c != nullptr) CloseConn(*c, /*abort=*/false);
+    }
+  }
+
+  std::string Upstream() const {
+    char buf[INET_ADDRSTRLEN] = {};
+    ::inet_ntop(AF_INET, &upstream_sa_.sin_addr, buf, sizeof(buf));
+    return absl::StrCat(buf, ":", ntohs(upstream_sa_.sin_port));
+  }
+
   ProxyStats Stats() const {
     ProxyStats s = stats_;
     s.connections_open = conns_.size();
@@ -1040,6 +1056,20 @@ absl::Status FaultProxy::Up() {
   absl::Status status;
   loop_->RunInLoop([&] { status = loop_->Up(); });
   return status;
+}
+
+absl::Status FaultProxy::Retarget(const std::string& host, uint16_t port) {
+  absl::StatusOr<in_addr> addr = LoopbackAddress("upstream host", host);
+  if (!addr.ok()) return addr.status();
+  if (port == 0) return absl::InvalidArgumentError("fault proxy: upstream port is 0");
+  loop_->RunInLoop([&] { loop_->Retarget(*addr, port); });
+  return absl::OkStatus();
+}
+
+std::string FaultProxy::upstream() const {
+  std::string out;
+  loop_->RunInLoop([&] { out = loop_->Upstream(); });
+  return out;
 }
 
 ProxyStats FaultProxy::Stats() const {

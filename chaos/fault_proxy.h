@@ -226,6 +226,18 @@ class FaultProxy {
   // Errors: kUnavailable if the port cannot be bound (taken meanwhile).
   [[nodiscard]] absl::Status Up();
 
+  // Sends every new connection to another upstream from now on, and closes
+  // every open connection (queued and held bytes are discarded), so that
+  // clients reconnect and reach the new upstream. This is how a harness makes
+  // a client follow a failover, as a Sentinel-aware client would: the proxy
+  // in front of "node i" is re-pointed at the promoted replica. Faults and
+  // the listening state stay as they are. options() keeps the upstream given
+  // at Start; upstream() is the current one.
+  // Errors: kInvalidArgument for a non-loopback host or port 0.
+  [[nodiscard]] absl::Status Retarget(const std::string& host, uint16_t port);
+  // "host:port" of the current upstream.
+  std::string upstream() const;
+
   ProxyStats Stats() const;
 
  private:

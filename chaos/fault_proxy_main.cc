@@ -50,6 +50,10 @@ Control protocol: one command per line; one reply line, "OK ..." or "ERR ...".
   <idx|all> release     deliver the bytes held by "hold"
   <idx|all> reset       abort open connections with RST (one-shot)
   <idx|all> clear       clear the faults of both directions
+  <idx> retarget HOST:PORT
+                        send new connections to another upstream and close the
+                        open ones (follow a failover to the promoted replica,
+                        as a Sentinel-aware client would)
   faults                current faults of every map
   stats                 counters of every map
   help                  this command list
@@ -123,7 +127,8 @@ std::string Execute(std::vector<Map>& maps, absl::string_view line, bool* quit) 
   if (t.size() == 1) {
     if (verb == "help") {
       return "OK <idx|all> <to-server|to-client|both> <fault>; <idx|all> "
-             "down|up|release|reset|clear; faults; stats; help; quit; fault = "
+             "down|up|release|reset|clear; <idx> retarget HOST:PORT; faults; stats; help; quit; "
+             "fault = "
              "latency <dur> [jitter <dur>] | blackhole | hold | reset | slice "
              "<bytes> [delay <dur>] | truncate <bytes> | clear";
     }
@@ -173,6 +178,16 @@ std::string Execute(std::vector<Map>& maps, absl::string_view line, bool* quit) 
       return "OK cleared";
     }
   }
+  if (action == "retarget") {
+    if (t.size() != 3 || targets.size() != 1) {
+      return "ERR usage: <idx> retarget HOST:PORT (one map at a time)";
+    }
+    absl::StatusOr<HostPort> to = ParseHostPort(t[2]);
+    if (!to.ok()) return absl::StrCat("ERR ", to.status().message());
+    absl::Status s = targets[0]->proxy->Retarget(to->host, to->port);
+    if (!s.ok()) return absl::StrCat("ERR ", s.message());
+    return absl::StrCat("OK retarget ", targets[0]->proxy->upstream());
+  }
   std::vector<Direction> dirs;
   if (action == "to-server") {
     dirs = {Direction::kToServer};
@@ -183,7 +198,7 @@ std::string Execute(std::vector<Map>& maps, absl::string_view line, bool* quit) 
   } else {
     return absl::StrCat("ERR unknown action '", t[1],
                         "' (to-server, to-client, both, down, up, release, "
-                        "reset, clear)");
+                        "reset, clear, retarget)");
   }
   if (t.size() < 3) return "ERR missing fault (try help)";
   // The fault text is everything after the direction.

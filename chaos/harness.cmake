@@ -1,7 +1,7 @@
 # chaos/harness.cmake: the chaos harness proper (DESIGN.md section 7).
 # Included from chaos/CMakeLists.txt.
 #
-#   redlock::chaos_harness   static library: node supervisor, partitions,
+#   redlock::chaos_harness   static library: node supervisor, replicated nodes, partitions,
 #                            workload (client processes), scenarios, runner
 #   redlock-chaos-client     one client process of a run (the library only)
 #   redlock-chaos            the CLI: --list, --quick, --full, --scenario NAME
@@ -18,6 +18,7 @@ add_library(redlock_chaos_harness STATIC
   ${CMAKE_CURRENT_LIST_DIR}/cleanup.cc
   ${CMAKE_CURRENT_LIST_DIR}/supervisor.cc
   ${CMAKE_CURRENT_LIST_DIR}/partition.cc
+  ${CMAKE_CURRENT_LIST_DIR}/replication.cc
   ${CMAKE_CURRENT_LIST_DIR}/workload.cc
   ${CMAKE_CURRENT_LIST_DIR}/scenarios.cc
   ${CMAKE_CURRENT_LIST_DIR}/scenario_catalog.cc)

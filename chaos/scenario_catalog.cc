@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -538,6 +540,256 @@ void AddTlsVariant(std::vector<Scenario>* c, const std::string& name) {
   c->push_back(std::move(t));
 }
 
+// ---- Replicated nodes (chaos/replication.h) ----
+
+// Holders for failover scenarios: the lease is held to its end, long enough
+// (ttl 8 s) to outlast a Sentinel failover (2-4 s with a one second
+// down-after: Sentinel pings once a second, then waits for the promoted
+// replica's next INFO) and the clients' reconnection. The node timeout
+// leaves room for the replicas' acknowledgement on a busy machine.
+ClientConfig FailoverHolder(int64_t ttl_ms = 8000) {
+  ClientConfig c = Holder();
+  c.ttl_ms = ttl_ms;
+  c.node_timeout_ms = 200;
+  return c;
+}
+
+// Short leases, released after each use: both sides of a split grant often.
+ClientConfig SplitWorker() {
+  ClientConfig c = Hot(50, 2000);
+  c.node_timeout_ms = 200;
+  return c;
+}
+
+// The durability vote on: one replica must confirm every grant.
+ClientConfig Durable(ClientConfig c) {
+  c.durability_replicas = 1;
+  c.durability_timeout_ms = 100;
+  return c;
+}
+
+// Every node a master with one replica, Sentinel watching; clients reach the
+// nodes through proxies of their own, which follow failovers.
+// Clean, with a lower bar for "something was tested": holders keep an 8 s
+// lease to its end, so a run makes only a few grants.
+Expectation CleanFew() {
+  Expectation e = ExpectClean();
+  e.min_grants = 2;
+  return e;
+}
+
+ScenarioSetup Replicated(int nodes, std::vector<ClientConfig> clients, absl::Duration budget,
+                         int stalled = 0) {
+  ScenarioSetup s;
+  s.nodes = nodes;
+  s.replicas = 1;
+  s.sentinel = true;
+  s.stalled = stalled;
+  s.topology = Topology::kPerClientProxies;
+  s.clients = std::move(clients);
+  s.budget = budget;
+  return s;
+}
+
+std::vector<int> AllClients(Run& run) {
+  std::vector<int> all(static_cast<size_t>(run.num_clients()));
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+std::string NodeNames(const std::vector<int>& nodes) {
+  std::vector<std::string> names;
+  for (int n : nodes) names.push_back(absl::StrCat("n", n));
+  return absl::StrJoin(names, ",");
+}
+
+// The masters of `nodes` die with their replication links cut (whatever the
+// links held is lost), Sentinel promotes their replicas, every client follows,
+// and the old masters come back, empty, as replicas of the new ones (so the
+// new masters can confirm writes again).
+absl::Status FailOver(Run& run, const std::vector<int>& nodes) {
+  ReplicatedNodes& rep = *run.replication();
+  for (int n : nodes) {
+    rep.CutLink(n);
+    absl::Status s = run.nodes().Kill(n);
+    if (!s.ok()) return s;
+  }
+  for (int n : nodes) {
+    absl::StatusOr<std::string> now = rep.AwaitSentinelFailover(n, Seconds(20));
+    if (!now.ok()) return now.status();
+  }
+  for (int n : nodes) {
+    absl::Status s = run.FollowMaster(n, AllClients(run));
+    if (!s.ok()) return s;
+  }
+  for (int n : nodes) {
+    absl::Status s = rep.RejoinAsReplica(n);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// Sleeps up to `max`, stopping early once `done` holds (checked every 250 ms).
+void WatchFor(Run& run, absl::Duration max, const Done& done) {
+  const absl::Time end = absl::Now() + max;
+  for (int i = 0; i < 400 && run.Active() && absl::Now() < end; ++i) {
+    run.Sleep(std::min(Milliseconds(250), end - absl::Now()));
+    if (done && done(run)) break;
+  }
+}
+
+// The failover case. Replication has been stalled on the first
+// setup().stalled nodes since before the clients started; at the first grant
+// their masters die and their replicas (which never got the grant's keys)
+// are promoted. The other client then tries the lock. With the durability
+// vote no grant can count a stalled node: when none comes within a second
+// and a half, replication is released, and the masters die right after the
+// next (confirmed) grant instead.
+absl::Status LoseAfterGrant(Run& run, const Done& done) {
+  ReplicatedNodes& rep = *run.replication();
+  std::vector<int> targets(static_cast<size_t>(run.setup().stalled));
+  std::iota(targets.begin(), targets.end(), 0);
+  auto grant_after = [&run](int64_t seq, absl::Duration timeout) {
+    return run.WaitMarker("grant", -1, timeout, seq);
+  };
+  // From the very first marker: the stall predates every attempt.
+  std::optional<Marker> grant = grant_after(0, Milliseconds(1500));
+  if (!grant.has_value()) {
+    run.Note(absl::StrCat("no grant while replication was stalled on ", NodeNames(targets),
+                          ": released, the masters die after the next grant"));
+    const int64_t seq = run.MarkerSeq();
+    for (int n : targets) rep.Resume(n);
+    grant = grant_after(seq, Seconds(3));
+  }
+  if (grant.has_value()) {
+    run.Note(absl::StrCat(Run::ClientName(grant->client), "'s grant ", grant->op, ", then ",
+                          NodeNames(targets), " failed over"));
+  } else {
+    run.Note("no grant to lose: the failover went ahead anyway");
+  }
+  absl::Status s = FailOver(run, targets);
+  if (!s.ok()) return s;
+  // Long enough for the other client to try throughout the lease.
+  WatchFor(run, Ttl(run), done);
+  return absl::OkStatus();
+}
+
+// A split brain: node 0's master is cut from its replica, from Sentinel and
+// from c2, but still serves c1; Sentinel promotes the replica and c2 follows.
+absl::Status SplitBrainFailover(Run& run, const Done& done) {
+  ReplicatedNodes& rep = *run.replication();
+  run.Sleep(Milliseconds(800));
+  rep.Isolate(0, {Run::ClientName(1)});
+  run.link(1, 0)->Down();
+  absl::StatusOr<std::string> now = rep.AwaitSentinelFailover(0, Seconds(20));
+  if (!now.ok()) return now.status();
+  absl::Status s = run.FollowMaster(0, {1});
+  if (!s.ok()) return s;
+  WatchFor(run, Seconds(4), done);
+  return absl::OkStatus();
+}
+
+void AddReplicated(std::vector<Scenario>& c) {
+  const std::string one = "1 master + 1 replica, Sentinel";
+  c.push_back(
+      {.name = "single-master-failover",
+       .config = one + ": master killed after a grant",
+       .summary =
+           "The case every article on Redis locks starts from: one master with an asynchronous "
+           "replica, watched by Sentinel. Replication lags (held on its link); right after a "
+           "grant the master is killed, Sentinel promotes the replica, which never got the key, "
+           "and the clients follow it. The other client takes the lock the first still holds. "
+           "Violation expected.",
+       .quick = true,
+       .expect = Found({kS1}),
+       .setup = Replicated(1, Many(2, FailoverHolder()), Seconds(14), 1),
+       .body = [](Run& run) { return LoseAfterGrant(run, UntilAll({kS1})); }});
+  c.push_back(
+      {.name = "single-master-failover-durable",
+       .config = "as single-master-failover, durability vote (WAIT 1)",
+       .summary =
+           "The same failover with the durability vote: while replication lags, no grant can be "
+           "confirmed (the node votes no and removes its key); once it catches up, the next "
+           "grant is on the replica before it counts, so the promoted replica still holds it and "
+           "the other client is refused. Clean.",
+       .expect = CleanFew(),
+       .setup = Replicated(1, Many(2, Durable(FailoverHolder())), Seconds(15), 1),
+       .body = [](Run& run) { return LoseAfterGrant(run, nullptr); }});
+  c.push_back(
+      {.name = "split-brain",
+       .config = one + ": old master cut from replica+Sentinel",
+       .summary =
+           "A split brain: the master is partitioned from its replica, from Sentinel and from c2, "
+           "but c1 still reaches it. Sentinel promotes the replica and c2 follows: two masters "
+           "for one node, both granting. When the partition heals, Sentinel turns the old master "
+           "into a replica and its writes are gone. Violation expected.",
+       .quick = true,
+       .expect = Found({kS1}),
+       .setup = Replicated(1, Many(2, SplitWorker()), Seconds(10)),
+       .body = [](Run& run) { return SplitBrainFailover(run, UntilAll({kS1})); }});
+  c.push_back(
+      {.name = "split-brain-durable",
+       .config = "as split-brain, durability vote (WAIT 1)",
+       .summary =
+           "The same split with the durability vote: the isolated old master gets no replica "
+           "acknowledgement, and the promoted replica has no replica of its own until the old "
+           "master rejoins, so neither side can grant during the split. Clean (and unavailable "
+           "while split: the price).",
+       .expect = ExpectClean(),
+       .setup = Replicated(1, Many(2, Durable(SplitWorker())), Seconds(10)),
+       .body = [](Run& run) { return SplitBrainFailover(run, nullptr); }});
+
+  const std::string five = "N=5, each master + replica, Sentinel";
+  struct Variant {
+    std::string suffix;
+    int failed;
+    bool durable;
+    bool fencing;
+    Expectation expect;
+    std::string what;
+  };
+  const std::vector<Variant> variants = {
+      {"", 1, false, false, CleanFew(),
+       "one node fails over without the key: within the quorum margin, the other holders' keys "
+       "on four nodes keep the lock. Clean."},
+      {"-majority", 3, false, false, Found({kS1}),
+       "three nodes fail over without the key: a majority forgot it, the other client gets "
+       "those three. Redlock's independence assumption broken by replication. Violation "
+       "expected."},
+      {"-durable", 1, true, false, CleanFew(),
+       "one node fails over, durability vote on: the stalled node could not confirm, so it "
+       "did not count. Clean."},
+      {"-majority-durable", 3, true, false, CleanFew(),
+       "three nodes fail over, durability vote on: no grant can be confirmed while their "
+       "replication stalls; the next grant after it catches up is on the replicas before it "
+       "counts, and they keep it through the failover. Clean."},
+      {"-fenced", 3, false, true, Found({kS1, kS4}),
+       "three nodes fail over with fencing on: the counters are replicated asynchronously too, "
+       "so the promoted replicas' counters lack the holder's token and the next holder's token "
+       "repeats or goes back. Fencing tokens are not monotonic across such a failover: S1 and "
+       "S4 expected."},
+      {"-fenced-durable", 3, true, true, CleanFew(),
+       "the same with the durability vote: a commit counts only once the replica has the "
+       "counter, so the promoted replicas' counters include every confirmed token. Tokens stay "
+       "monotonic. Clean."},
+  };
+  for (const Variant& v : variants) {
+    ClientConfig holder = FailoverHolder();
+    if (v.durable) holder = Durable(holder);
+    if (v.fencing) holder = Fenced(holder);
+    const int failed = v.failed;
+    const Done done = v.expect.violated_all.empty() ? Done() : UntilAll(v.expect.violated_all);
+    c.push_back(
+        {.name = "redlock-replicated-failover" + v.suffix,
+         .config = absl::StrCat(five, ": ", failed, failed == 1 ? " node fails" : " nodes fail",
+                                " over", v.durable ? ", vote" : "", v.fencing ? ", fencing" : ""),
+         .summary = absl::StrCat("Redlock over replicated nodes: ", v.what),
+         .expect = v.expect,
+         .setup = Replicated(5, Many(2, holder), Seconds(15), failed),
+         .body = [done](Run& run) { return LoseAfterGrant(run, done); }});
+  }
+}
+
 std::vector<Scenario> Build() {
   std::vector<Scenario> c;
 
@@ -958,6 +1210,9 @@ std::vector<Scenario> Build() {
          .setup = b,
          .body = PartialGrants});
   }
+
+  // ---- Replicated nodes (master + replica, Sentinel) ----
+  AddReplicated(c);
 
   // ---- Random mixes ----
   {

@@ -280,6 +280,25 @@ absl::Status Run::LinkFault(int client, int node, Direction d, const FaultSpec& 
   return SetLogged(link(client, node), {.nodes = {node}, .clients = {ClientName(client)}}, d, spec);
 }
 
+absl::Status Run::FollowMaster(int node, const std::vector<int>& clients) {
+  if (replication_ == nullptr) return absl::FailedPreconditionError("no replicated nodes");
+  absl::StatusOr<Endpoint> ep = testkit::EndpointOf(replication_->MasterAddress(node));
+  if (!ep.ok()) return ep.status();
+  std::vector<std::string> names;
+  for (int k : clients) {
+    FaultProxy* p = link(k, node);
+    absl::Status s = p->Retarget(ep->host, static_cast<uint16_t>(ep->port));
+    if (s.ok()) s = p->Up();
+    if (!s.ok()) return s;
+    names.push_back(ClientName(k));
+  }
+  nemesis_log_.Instant(
+      "follow", {.nodes = {node}, .clients = names},
+      absl::StrCat(absl::StrJoin(names, ","), " now reach n", node, " at ",
+                   replication_->MasterAddress(node), " (as a Sentinel-aware client would)"));
+  return absl::OkStatus();
+}
+
 void Run::LinkClear(int client, int node) {
   ClearLogged(link(client, node), {.nodes = {node}, .clients = {ClientName(client)}});
 }
@@ -397,6 +416,23 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
   if (!sup.ok()) return sup.status();
   run.supervisor_ = *std::move(sup);
   testkit::Fleet& fleet = run.supervisor_->fleet();
+  if (setup.replicas > 0) {
+    if (setup.topology != Topology::kPerClientProxies) {
+      return absl::InvalidArgumentError("replicated nodes need per-client proxies");
+    }
+    ReplicationOptions ro;
+    ro.replicas = setup.replicas;
+    ro.sentinel = setup.sentinel;
+    ro.dir = run.dir_;
+    absl::StatusOr<std::unique_ptr<ReplicatedNodes>> rep =
+        ReplicatedNodes::Start(run.supervisor_.get(), ro, &run.nemesis_log_);
+    if (!rep.ok()) return rep.status();
+    run.replication_ = *std::move(rep);
+    for (int i = 0; i < setup.stalled && i < fleet.size(); ++i) {
+      absl::Status s = run.replication_->Stall(i);
+      if (!s.ok()) return s;
+    }
+  }
 
   const int nc = static_cast<int>(setup.clients.size());
   auto start_proxy = [&](int node) -> absl::StatusOr<std::unique_ptr<FaultProxy>> {
@@ -548,6 +584,23 @@ void Runner::Heal(Run& run) {
     absl::Status s = run.partitioner_->Heal();
     if (!s.ok()) run.Note(absl::StrCat("heal partition: ", s.ToString()));
   }
+  if (run.replication_ != nullptr) {
+    run.replication_->HealAll();
+    // Every client follows every failover by the end (a client left on a
+    // partitioned old master learns of the new one once the partition heals).
+    std::vector<int> all(static_cast<size_t>(run.num_clients()));
+    for (int k = 0; k < run.num_clients(); ++k) all[static_cast<size_t>(k)] = k;
+    for (int i = 0; i < run.replication_->size(); ++i) {
+      if (!run.replication_->failed_over(i)) continue;
+      std::vector<int> behind;
+      for (int k : all) {
+        if (run.link(k, i)->upstream() != run.replication_->MasterAddress(i)) behind.push_back(k);
+      }
+      if (behind.empty()) continue;
+      absl::Status s = run.FollowMaster(i, behind);
+      if (!s.ok()) run.Note(absl::StrCat("heal: ", s.ToString()));
+    }
+  }
 }
 
 std::vector<KeyState> Runner::ScanKeys(Run& run, const std::vector<std::string>& resources) {
@@ -555,8 +608,13 @@ std::vector<KeyState> Runner::ScanKeys(Run& run, const std::vector<std::string>&
   testkit::Fleet& fleet = run.supervisor_->fleet();
   for (int i = 0; i < fleet.size(); ++i) {
     for (const std::string& r : resources) {
-      absl::StatusOr<testkit::RedisValue> v = fleet.Command(i, {"GET", r}, absl::Seconds(2));
-      absl::StatusOr<testkit::RedisValue> t = fleet.Command(i, {"PTTL", r}, absl::Seconds(2));
+      // On a replicated node, its current master.
+      auto command = [&](const std::vector<std::string>& args) {
+        return run.replication_ != nullptr ? run.replication_->Command(i, args, absl::Seconds(2))
+                                           : fleet.Command(i, args, absl::Seconds(2));
+      };
+      absl::StatusOr<testkit::RedisValue> v = command({"GET", r});
+      absl::StatusOr<testkit::RedisValue> t = command({"PTTL", r});
       if (!v.ok() || !t.ok()) {
         run.Note(absl::StrCat("S5 scan of n", i,
                               " failed: ", (!v.ok() ? v.status() : t.status()).ToString()));
@@ -574,6 +632,7 @@ void Runner::Teardown(Run& run) {
   run.partitioner_.reset();
   run.links_.clear();
   run.proxies_.clear();
+  run.replication_.reset();
   run.supervisor_.reset();
   run.data_.reset();
   if (run.netns_ != nullptr) {
@@ -826,6 +885,16 @@ ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) 
       return res;
     }
   }
+  if (scenario.setup.sentinel) {
+    absl::Status s = testkit::CheckRedisSentinelAvailable();
+    if (!s.ok()) {
+      res.skipped = absl::IsFailedPrecondition(s);
+      res.skip_reason = std::string(s.message());
+      res.why = res.skip_reason;
+      res.ok = res.skipped;
+      return res;
+    }
+  }
   if (UsesBrokenClient(scenario)) {
     const std::string broken = options.broken_client_binary.empty() ? DefaultBrokenClientBinary()
                                                                     : options.broken_client_binary;
@@ -852,22 +921,25 @@ ScenarioResult RunScenario(const Scenario& scenario, const RunOptions& options) 
 // ---- Reports -----------------------------------------------------------------------
 
 std::string FormatTable(const std::vector<ScenarioResult>& results) {
-  std::string out = absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s\n",
+  // The scenario column fits the longest name (28 at least).
+  int w = 28;
+  for (const ScenarioResult& r : results) w = std::max(w, static_cast<int>(r.name.size()));
+  std::string out = absl::StrFormat("%-*s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s\n", w,
                                     "scenario", "configuration", "ops", "S1", "S2", "S3", "S4",
                                     "S5", "avail", "expected", "verdict");
-  out += std::string(150, '-') + "\n";
+  out += std::string(static_cast<size_t>(122 + w), '-') + "\n";
   for (const ScenarioResult& r : results) {
     std::string verdict = r.skipped ? "SKIP" : r.ok ? "OK" : "FAIL";
     if (r.skipped) {
       absl::StrAppend(
-          &out, absl::StrFormat("%-28s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s (%s)\n", r.name,
-                                Shorten(r.config, 46), "-", "-", "-", "-", "-", "-", "-",
+          &out, absl::StrFormat("%-*s %-46s %6s %4s %4s %4s %4s %4s %6s  %-26s %s (%s)\n", w,
+                                r.name, Shorten(r.config, 46), "-", "-", "-", "-", "-", "-", "-",
                                 Shorten(r.expect.Describe(), 26), verdict, r.skip_reason));
       continue;
     }
     const auto& v = r.violations;
     absl::StrAppend(
-        &out, absl::StrFormat("%-28s %-46s %6d %4d %4d %4d %4d %4d %5.1f%%  %-26s %s\n", r.name,
+        &out, absl::StrFormat("%-*s %-46s %6d %4d %4d %4d %4d %4d %5.1f%%  %-26s %s\n", w, r.name,
                               Shorten(r.config, 46), r.counts.invokes, v[0], v[1], v[2], v[3], v[4],
                               100.0 * r.availability, Shorten(r.expect.Describe(), 26), verdict));
   }

@@ -54,6 +54,7 @@
 #include "chaos/fault_proxy.h"
 #include "chaos/nemesis.h"
 #include "chaos/partition.h"
+#include "chaos/replication.h"
 #include "chaos/supervisor.h"
 #include "chaos/workload.h"
 
@@ -130,6 +131,17 @@ struct ScenarioSetup {
   // Fault-free tail after the body, before the clients are stopped and the
   // S5 scan. Negative: the largest client ttl + 500 ms (at most 3 s).
   absl::Duration quiet = absl::Seconds(-1);
+  // Replicated nodes (chaos/replication.h): every node a master with this
+  // many asynchronous replicas; 0: independent masters. Needs
+  // kPerClientProxies (clients follow a failover through their proxies).
+  int replicas = 0;
+  // With replicas: Debian's redis-sentinel watches every master (a scenario
+  // without redis-sentinel installed is skipped, a failure under CI).
+  bool sentinel = false;
+  // With replicas: replication is held (ReplicatedNodes::Stall) on nodes
+  // n0 .. n<stalled-1> from before the clients start, so that every grant
+  // of the run finds those replicas lagging.
+  int stalled = 0;
 };
 
 class Run;
@@ -183,6 +195,12 @@ class Run {
   void LinkClear(int client, int node);
 
   Partitioner* partitioner() { return partitioner_.get(); }
+  // Replicated nodes (setup.replicas > 0), else null.
+  ReplicatedNodes* replication() { return replication_.get(); }
+  // Re-points clients' links to `node` at its current master (after a
+  // failover), as a Sentinel-aware client follows the master; a "follow"
+  // event. Links that were down come up.
+  [[nodiscard]] absl::Status FollowMaster(int node, const std::vector<int>& clients);
 
   [[nodiscard]] absl::Status PauseClient(int k);
   [[nodiscard]] absl::Status ResumeClient(int k);
@@ -232,6 +250,7 @@ class Run {
   std::vector<std::unique_ptr<FaultProxy>> proxies_;
   std::vector<std::vector<std::unique_ptr<FaultProxy>>> links_;
   std::unique_ptr<Partitioner> partitioner_;
+  std::unique_ptr<ReplicatedNodes> replication_;
   std::vector<std::unique_ptr<ClockControl>> client_clocks_;
   MarkerHub hub_;
   std::vector<std::unique_ptr<ClientProcess>> clients_;

@@ -209,6 +209,8 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
       absl::StrCat("--node-timeout-ms=", c.node_timeout_ms),
       absl::StrCat("--drift-factor=", c.drift_factor),
       absl::StrCat("--fencing=", c.fencing ? "true" : "false"),
+      absl::StrCat("--durability-replicas=", c.durability_replicas),
+      absl::StrCat("--durability-timeout-ms=", c.durability_timeout_ms),
       absl::StrCat("--release=", c.release ? "true" : "false"),
       absl::StrCat("--inspect-nodes=", c.inspect_nodes ? "true" : "false"),
       absl::StrCat("--seed=", c.seed),
@@ -280,6 +282,10 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       ok = absl::SimpleAtod(v, &c.drift_factor);
     } else if (k == "fencing") {
       as_bool(&c.fencing);
+    } else if (k == "durability-replicas") {
+      ok = absl::SimpleAtoi(v, &c.durability_replicas);
+    } else if (k == "durability-timeout-ms") {
+      ok = absl::SimpleAtoi(v, &c.durability_timeout_ms);
     } else if (k == "release") {
       as_bool(&c.release);
     } else if (k == "inspect-nodes") {
@@ -327,6 +333,8 @@ absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConf
   options.node_timeout = absl::Milliseconds(config.node_timeout_ms);
   options.clock_drift_factor = config.drift_factor;
   options.fencing = config.fencing;
+  options.durability.replicas = config.durability_replicas;
+  options.durability.timeout = absl::Milliseconds(config.durability_timeout_ms);
   options.max_attempts = 1;
   options.release_notifications = false;
   absl::StatusOr<std::unique_ptr<redlock::Client>> client = redlock::Client::Create(options);

@@ -100,6 +100,10 @@ struct ClientConfig {
   int64_t node_timeout_ms = 50;
   double drift_factor = 0.01;
   bool fencing = false;
+  // Options::durability: K replicas must confirm each grant (0: off), within
+  // this many ms.
+  int durability_replicas = 0;
+  int64_t durability_timeout_ms = 20;
   // false: never release; wait until the lease's validity has passed (the
   // lease lapses), then go on. The last lease is released at exit.
   bool release = true;

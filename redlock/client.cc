@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "redlock/internal/client_impl.h"
+#include "redlock/internal/durability.h"
 #include "redlock/internal/engine.h"
 #include "redlock/internal/node_identity.h"
 #include "redlock/internal/status_macros.h"
@@ -52,6 +53,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
       return internal::SameServerError(options.nodes, same[0].first, same[0].second, "same run_id");
     }
   }
+  REDLOCK_RETURN_IF_ERROR(internal::CheckDurabilitySupport(*engine, options.durability));
   internal::Engine* raw = engine.get();
   return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),
                                                           internal::SteadyClock::Get(),

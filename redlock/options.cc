@@ -233,6 +233,23 @@ absl::Status ValidateOptions(const Options& o) {
     return bad("breaker_probe_interval must be positive and finite");
   if (!positive(o.wait_poll_max)) return bad("wait_poll_max must be positive and finite");
   if (o.max_in_flight_per_node < 16) return bad("max_in_flight_per_node must be >= 16");
+  if (o.durability.replicas < 0) {
+    return bad("durability.replicas ", o.durability.replicas, " is negative");
+  }
+  if (o.durability.replicas > 0) {
+    const absl::Duration t = o.durability.timeout;
+    // WAIT 0 would block forever; below a millisecond WAIT cannot express it.
+    if (t == absl::InfiniteDuration() || t < absl::Milliseconds(1)) {
+      return bad("durability.timeout must be at least 1ms and finite (WAIT's timeout)");
+    }
+    if (t >= o.node_timeout) {
+      return bad("durability.timeout ", absl::FormatDuration(t),
+                 " must be shorter than node_timeout ", absl::FormatDuration(o.node_timeout),
+                 " (the wait is part of the node's round trip)");
+    }
+  } else if (o.durability.fsync) {
+    return bad("durability.fsync needs durability.replicas > 0");
+  }
   const TlsOptions& tls = o.tls;
   const bool any_tls_node =
       std::any_of(o.nodes.begin(), o.nodes.end(), [](const Endpoint& ep) { return ep.tls; });

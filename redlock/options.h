@@ -195,6 +195,59 @@ struct Options {
   // and keeps one counter key per resource on every node. Default: false.
   bool fencing = false;
 
+  // ---- Durability on replicated nodes ----------------------------------------
+
+  // Redlock wants independent masters. Many fleets nonetheless run each node
+  // as a master with asynchronous replicas (Sentinel, a managed service).
+  // There a node can lose a lock it granted: the master fails before its
+  // replica has the key and the replica is promoted (the failover every
+  // article on Redis locks starts from), or a partitioned old master keeps
+  // granting while a new one is promoted (split brain). Lose that on a
+  // majority and two clients hold the lock.
+  //
+  // With `durability.replicas` = K > 0, a node's grant counts only once at
+  // least K of its replicas have the write: right behind the SET, on the same
+  // connection (pipelined: no extra round trip before the wait itself), the
+  // client sends `WAIT K timeout` (or `WAITAOF`, see `fsync`). A node that
+  // cannot confirm in time votes "no" and its key is removed at once. The
+  // same holds for the fencing round's counter write (the WAIT behind the
+  // commit covers the round-1 SET too: one stream, one offset) and for
+  // Extend (an extension counts only where it is replicated). Releases are
+  // not waited for: a release lost in a failover only delays the next holder.
+  //
+  // What it protects against: a failover to a replica that has the key (so K
+  // must cover the replica that will be promoted: with one replica K = 1;
+  // with several, K = all of them, or trust the failover to pick the most
+  // up-to-date one, which Sentinel does by replication offset) and a split
+  // brain (a partitioned master gets no replica acknowledgements, so it
+  // cannot grant). What it does not: losing the master and every replica
+  // that confirmed at once, or replicas that restart without persistence.
+  //
+  // What it costs: on every grant, extension and fencing commit, the time
+  // the replicas take to acknowledge (one replica round trip on a healthy
+  // node; see the bench's `durability` rows), and on a node whose replicas
+  // lag or are gone, `timeout` per grant during which that node's connection
+  // (shared by every caller of the client) executes nothing else.
+  struct Durability {
+    // K: replicas that must confirm each write before the node's vote
+    // counts. 0 turns the check off (the nodes are independent masters).
+    // Default: 0.
+    int replicas = 0;
+    // How long a node waits for its replicas (WAIT's timeout, whole
+    // milliseconds, at least 1 ms). It is part of the node's round trip, so
+    // it must be shorter than node_timeout; leave room for the round trip
+    // itself (node_timeout / 2 or less). Default: 20 ms.
+    absl::Duration timeout = absl::Milliseconds(20);
+    // Also require the write to be on disk: `WAITAOF 1 K timeout` instead of
+    // WAIT (the node's own append-only file and those of K replicas, fsynced).
+    // Needs Redis 7.2 or later with appendonly yes on the node and its
+    // replicas; Client::Create asks every reachable node whether it knows
+    // WAITAOF and fails with kFailedPrecondition naming the first that does
+    // not; a node met later without it votes "no". Default: false.
+    bool fsync = false;
+  };
+  Durability durability;
+
   // ---- Connections --------------------------------------------------------------
 
   // Deadline for one connection attempt including the TLS handshake, AUTH,

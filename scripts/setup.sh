@@ -39,6 +39,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   nlohmann-json3-dev                         # bench/chaos JSON output
   redis-server                               # the servers tests and bench start
+  redis-sentinel                             # Sentinel failovers (replicated-node tests, chaos)
   iproute2 nftables                          # chaos partitions (network namespaces, nft rules)
   docker-compose                             # offline validation of docker-compose.yml
 )

@@ -7,6 +7,7 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
@@ -133,6 +134,12 @@ const std::vector<FlagSpec>& GlobalFlags() {
       {"fencing", false, "", "fencing tokens: a lease carries a strictly increasing number"},
       {"node-timeout", true, "DUR",
        "how long one node may take to answer one command (default 50ms)"},
+      {"durability", true, "K",
+       "nodes with replicas: a node's grant counts only once K replicas have it (WAIT K; "
+       "default 0, off)"},
+      {"durability-timeout", true, "DUR",
+       "how long a node waits for its replicas with --durability (default 20ms, below "
+       "--node-timeout)"},
       {"key-prefix", true, "PREFIX",
        "prepended to the resource name to form the Redis key (default: none, like other "
        "Redlock clients)"},
@@ -232,6 +239,20 @@ absl::StatusOr<Options> OptionsFromFlags(const ParsedArgs& args, const char* env
       return absl::InvalidArgumentError(absl::StrCat("REDLOCK_TLS_INSECURE is \"", insecure,
                                                      "\": expected 1, true, yes, 0, false or no"));
     }
+  }
+  if (args.Has("durability")) {
+    int k = 0;
+    if (!absl::SimpleAtoi(args.Get("durability"), &k) || k < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("--durability: \"", args.Get("durability"),
+                                                     "\" is not a number of replicas"));
+    }
+    options.durability.replicas = k;
+  }
+  if (args.Has("durability-timeout")) {
+    absl::StatusOr<absl::Duration> d =
+        ParseDurationFlag("durability-timeout", args.Get("durability-timeout"));
+    if (!d.ok()) return d.status();
+    options.durability.timeout = *d;
   }
   if (absl::Status st = ValidateOptions(options); !st.ok()) return st;
   return options;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/durability.h"
 #include "redlock/internal/lease_factory.h"
 #include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/release_watch.h"
@@ -47,6 +48,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         what_(absl::StrCat("acquire ", DescribeResources(request_.resources))),
         drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
                               ctx->options().clock_drift_floor)),
+        durability_(ctx->options().durability),
+        // Without fencing the grant itself waits for the replicas; with
+        // fencing the commit does, and its WAIT covers the round-1 SET too.
+        confirm_round1_(DurabilityOn(durability_) && form_ != AcquireForm::kFencing),
         pause_(std::max(ctx->options().retry_delay / 4, absl::Milliseconds(1))),
         done_(std::move(done)),
         round_(ctx->nodes(), request_.quorum) {
@@ -76,9 +81,16 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   enum class Phase { kRound1, kRound2, kBetween, kDone };
 
   struct NodeState {
-    bool granted = false;
+    bool granted = false;            // round 1 set our key on the node
     std::vector<uint64_t> counters;  // fencing round 1
     NodeResult result;               // for the Outcome
+    // The write of the current round whose vote waits for the replicas
+    // (Options::durability): its own answer, and the WAIT's if that came
+    // first (the transport keeps a node's replies in order; this does not
+    // rely on it).
+    bool replied = false;
+    bool write_yes = false;
+    std::optional<Vote> confirm;
   };
 
   // What follows a failed attempt, done outside mu_ (AfterUnlock).
@@ -148,10 +160,17 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     // node whose send was in progress, and sends no more: a release never
     // overtakes its SET on a node's ordered connection.
     auto self = shared_from_this();
+    const Command confirm = confirm_round1_ ? DurabilityCommand(durability_) : Command();
     for (int i = 0; i < n(); ++i) {
       transport().Send(i, command, [self, attempt, i](absl::StatusOr<Reply> r) {
         self->OnRound1(attempt, i, std::move(r));
       });
+      if (confirm_round1_) {
+        // Pipelined right behind the SET on the node's ordered connection.
+        transport().Send(i, confirm, [self, attempt, i](absl::StatusOr<Reply> r) {
+          self->OnConfirm(attempt, Phase::kRound1, i, std::move(r));
+        });
+      }
       std::lock_guard<std::mutex> lock(mu_);
       sent_ = i + 1;
       if (failed_) {
@@ -173,27 +192,75 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       NodeState& state = nodes_[static_cast<size_t>(node)];
       Vote v = AcquireVote(r, form_, keys_.size(), &state.counters);
       state.granted = v.vote == Round::Vote::kYes;
-      RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_), &state.result);
-      Decision outcome = Decision::kPending;
-      if (phase_ != Phase::kRound1) {
-        // Decided already. A late grant of a failed attempt is removed by
-        // its cleanup: for the wait, that node is free.
-        if (failed_ && state.granted) freed_.push_back(node);
-      } else {
-        outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
+      std::optional<Vote> vote = WriteVoteLocked(node, std::move(v), confirm_round1_);
+      if (!vote.has_value()) return;  // the replicas' answer decides
+      RecordRound1Locked(node, *std::move(vote));
+    }
+    AfterUnlock();
+  }
+
+  // The durability check behind a round's write on `node` answered.
+  void OnConfirm(int attempt, Phase phase, int node, absl::StatusOr<Reply> r) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (attempt != attempt_) return;
+      NodeState& state = nodes_[static_cast<size_t>(node)];
+      Vote v = DurabilityVote(r, durability_);
+      if (!state.replied) {
+        state.confirm = std::move(v);
+        return;
       }
-      if (outcome == Decision::kSucceeded) {
-        if (form_ == AcquireForm::kFencing) {
-          StartRound2Locked();
-        } else {
-          SucceedLocked({});
-        }
-      } else if (outcome == Decision::kFailed) {
-        FailAttemptLocked(
-            round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted));
+      if (!state.write_yes) return;  // its "no" was counted at the write's reply
+      if (v.vote != Round::Vote::kYes) DropUnconfirmedLocked(node);
+      if (phase == Phase::kRound1) {
+        RecordRound1Locked(node, std::move(v));
+      } else if (phase_ == Phase::kRound2) {
+        RecordRound2Locked(node, std::move(v));
       }
     }
     AfterUnlock();
+  }
+
+  // A write's own vote on `node`. With `confirmable` a yes is not counted
+  // yet: returns nullopt until the replicas' answer, or that answer if it
+  // came first.
+  std::optional<Vote> WriteVoteLocked(int node, Vote v, bool confirmable) {
+    NodeState& state = nodes_[static_cast<size_t>(node)];
+    state.replied = true;
+    state.write_yes = v.vote == Round::Vote::kYes;
+    if (!confirmable || !state.write_yes) return v;
+    if (!state.confirm.has_value()) return std::nullopt;
+    if (state.confirm->vote != Round::Vote::kYes) DropUnconfirmedLocked(node);
+    return state.confirm;
+  }
+
+  // A node granted but its replicas did not confirm: its vote is "no" and
+  // our key goes at once (a failed attempt's cleanup has sent that already).
+  void DropUnconfirmedLocked(int node) {
+    if (!failed_) SendRelease(node);
+  }
+
+  void RecordRound1Locked(int node, Vote v) {
+    NodeState& state = nodes_[static_cast<size_t>(node)];
+    RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_), &state.result);
+    Decision outcome = Decision::kPending;
+    if (phase_ != Phase::kRound1) {
+      // Decided already. A late grant of a failed attempt is removed by
+      // its cleanup: for the wait, that node is free.
+      if (failed_ && state.granted) freed_.push_back(node);
+    } else {
+      outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
+    }
+    if (outcome == Decision::kSucceeded) {
+      if (form_ == AcquireForm::kFencing) {
+        StartRound2Locked();
+      } else {
+        SucceedLocked({});
+      }
+    } else if (outcome == Decision::kFailed) {
+      FailAttemptLocked(
+          round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted));
+    }
   }
 
   // Fencing round 2 (DESIGN.md 4.5): T = 1 + max of the counters read from
@@ -217,35 +284,52 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       args.push_back(std::to_string(*t));
     }
     for (int i = 0; i < n(); ++i) {
-      if (nodes_[static_cast<size_t>(i)].granted) round2_nodes_.push_back(i);
+      NodeState& state = nodes_[static_cast<size_t>(i)];
+      if (state.granted) round2_nodes_.push_back(i);
+      state.replied = false;
+      state.write_yes = false;
+      state.confirm.reset();
     }
     phase_ = Phase::kRound2;
     round_ = Round(static_cast<int>(round2_nodes_.size()), request_.quorum);
     Command command = ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args);
     command.op = "fence-commit";
+    const bool confirm = DurabilityOn(durability_);
+    const Command wait = confirm ? DurabilityCommand(durability_) : Command();
+    auto self = shared_from_this();
     for (int i : round2_nodes_) {
-      transport().Send(i, command,
-                       [self = shared_from_this(), a = attempt_, i](absl::StatusOr<Reply> r) {
-                         self->OnRound2(a, i, std::move(r));
-                       });
+      transport().Send(i, command, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
+        self->OnRound2(a, i, std::move(r));
+      });
+      if (confirm) {
+        // Covers the counter write and, on the same stream, round 1's SET.
+        transport().Send(i, wait, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
+          self->OnConfirm(a, Phase::kRound2, i, std::move(r));
+        });
+      }
     }
   }
 
   void OnRound2(int attempt, int node, absl::StatusOr<Reply> r) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (attempt != attempt_ || phase_ != Phase::kRound2) return;
-      Vote v = CommitVote(r);
-      Decision outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
-      if (outcome == Decision::kSucceeded) {
-        SucceedLocked(fences_);
-      } else if (outcome == Decision::kFailed) {
-        FailAttemptLocked(round_.Failure(absl::StrCat(what_, " (fencing round)"), "confirmed",
-                                         "lost the key before confirming",
-                                         absl::StatusCode::kAborted));
-      }
+      if (attempt != attempt_) return;
+      std::optional<Vote> vote = WriteVoteLocked(node, CommitVote(r), DurabilityOn(durability_));
+      if (!vote.has_value() || phase_ != Phase::kRound2) return;
+      RecordRound2Locked(node, *std::move(vote));
     }
     AfterUnlock();
+  }
+
+  void RecordRound2Locked(int node, Vote v) {
+    Decision outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
+    if (outcome == Decision::kSucceeded) {
+      SucceedLocked(fences_);
+    } else if (outcome == Decision::kFailed) {
+      FailAttemptLocked(round_.Failure(absl::StrCat(what_, " (fencing round)"), "confirmed",
+                                       "lost the key before confirming",
+                                       absl::StatusCode::kAborted));
+    }
   }
 
   void SucceedLocked(const std::vector<uint64_t>& fences) {
@@ -421,6 +505,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   const AcquireForm form_;
   const std::string what_;
   const absl::Duration drift_;
+  const Options::Durability durability_;
+  const bool confirm_round1_;
   std::optional<Clock::TimePoint> deadline_;  // wait mode, finite waits
   std::vector<std::string> keys_;
   std::shared_ptr<ReleaseWatches::Watch> watch_;

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/durability.h"
 #include "redlock/internal/lease_factory.h"
 #include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/scripts.h"
@@ -30,8 +31,11 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         kind_(kind),
         leases_(std::move(leases)),
         ttl_(ttl),
+        // An extension counts only where the replicas have it.
+        confirm_(kind_ == Kind::kExtend && DurabilityOn(ctx->options().durability)),
         done_(std::move(done)),
-        round_(ctx->nodes(), quorum) {
+        round_(ctx->nodes(), quorum),
+        nodes_(static_cast<size_t>(ctx->nodes())) {
     std::vector<std::string> resources;
     for (const Lease& l : leases_) {
       resources.push_back(l.resource());
@@ -39,9 +43,8 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     }
     what_ = absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ",
                          DescribeResources(resources));
-    results_.resize(static_cast<size_t>(ctx_->nodes()));
     for (int i = 0; i < ctx_->nodes(); ++i) {
-      results_[static_cast<size_t>(i)].node = ctx_->transport().NodeName(i);
+      nodes_[static_cast<size_t>(i)].result.node = ctx_->transport().NodeName(i);
     }
   }
 
@@ -63,47 +66,90 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       command.op = "extend";
     }
     Transport& t = ctx_->transport();
+    const Command wait = confirm_ ? DurabilityCommand(ctx_->options().durability) : Command();
     for (int i = 0; i < t.size(); ++i) {
       t.Send(i, command, [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
         self->OnReply(i, std::move(r));
       });
+      if (confirm_) {
+        // Pipelined right behind the extend on the node's ordered connection.
+        t.Send(i, wait, [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
+          self->OnConfirm(i, std::move(r));
+        });
+      }
     }
   }
 
  private:
+  // A node's answer: the write's own and, with confirm_, its replicas'
+  // (either may come first; the transport keeps them in order anyway).
+  struct NodeState {
+    bool replied = false;
+    bool write_yes = false;
+    std::optional<Vote> confirm;
+    NodeResult result;  // for the Outcome
+  };
+
   void OnReply(int node, absl::StatusOr<Reply> r) {
-    LeasesCallback done;
-    std::optional<absl::StatusOr<std::vector<Lease>>> result;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (!done_) return;  // decided already
-      Vote v = kind_ == Kind::kRelease ? ReleaseVote(r) : ExtendVote(r);
-      RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_),
-                   &results_[static_cast<size_t>(node)]);
-      Decision outcome = round_.Record(ctx_->transport().NodeName(node), v.vote, v.detail);
-      if (outcome == Decision::kPending) return;
-      if (kind_ == Kind::kRelease) {
-        if (outcome == Decision::kSucceeded) {
-          result.emplace(std::vector<Lease>{});
-        } else {
-          result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
-        }
-      } else if (outcome == Decision::kFailed) {
-        result.emplace(round_.Failure(what_, "still held the lease", "lease lost",
-                                      absl::StatusCode::kFailedPrecondition));
-      } else {
-        result.emplace(Extended());
-      }
-      done = std::move(done_);
-      done_ = nullptr;
-      Report(&*result);
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!done_) return;  // decided already
+    Vote v = kind_ == Kind::kRelease ? ReleaseVote(r) : ExtendVote(r);
+    NodeState& state = nodes_[static_cast<size_t>(node)];
+    state.replied = true;
+    state.write_yes = v.vote == Round::Vote::kYes;
+    if (confirm_ && state.write_yes) {
+      if (!state.confirm.has_value()) return;  // the replicas' answer decides
+      v = *state.confirm;
     }
+    RecordLocked(node, std::move(v), std::move(lock));
+  }
+
+  void OnConfirm(int node, absl::StatusOr<Reply> r) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!done_) return;
+    Vote v = DurabilityVote(r, ctx_->options().durability);
+    NodeState& state = nodes_[static_cast<size_t>(node)];
+    if (!state.replied) {
+      state.confirm = std::move(v);
+      return;
+    }
+    if (!state.write_yes) return;  // its "no" was counted already
+    RecordLocked(node, std::move(v), std::move(lock));
+  }
+
+  // Counts the node's vote; once the round is decided, completes the
+  // operation outside mu_.
+  void RecordLocked(int node, Vote v, std::unique_lock<std::mutex> lock) {
+    RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_),
+                 &nodes_[static_cast<size_t>(node)].result);
+    Decision outcome = round_.Record(ctx_->transport().NodeName(node), v.vote, v.detail);
+    if (outcome == Decision::kPending) return;
+    std::optional<absl::StatusOr<std::vector<Lease>>> result;
+    if (kind_ == Kind::kRelease) {
+      if (outcome == Decision::kSucceeded) {
+        result.emplace(std::vector<Lease>{});
+      } else {
+        result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
+      }
+    } else if (outcome == Decision::kFailed) {
+      result.emplace(round_.Failure(what_, "still held the lease", "lease lost",
+                                    absl::StatusCode::kFailedPrecondition));
+    } else {
+      result.emplace(Extended());
+    }
+    LeasesCallback done = std::move(done_);
+    done_ = nullptr;
+    Report(&*result);
+    lock.unlock();
     done(*std::move(result));
   }
 
   // Attaches the outcome to a failure, and tells the observer.
   void Report(absl::StatusOr<std::vector<Lease>>* result) {
-    Outcome outcome = MakeOutcome(KindOf(result->status()), round_.quorum(), results_);
+    std::vector<NodeResult> results;
+    results.reserve(nodes_.size());
+    for (const NodeState& s : nodes_) results.push_back(s.result);
+    Outcome outcome = MakeOutcome(KindOf(result->status()), round_.quorum(), std::move(results));
     outcome.attempts = 1;
     outcome.elapsed = absl::FromChrono(ctx_->clock().Now() - start_);
     if (!result->ok()) {
@@ -149,12 +195,13 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   const absl::Duration ttl_;
   std::vector<std::string> keys_;
   std::string what_;
+  const bool confirm_;
 
   std::mutex mu_;
   LeasesCallback done_;
   Clock::TimePoint start_;
   Round round_;
-  std::vector<NodeResult> results_;
+  std::vector<NodeState> nodes_;
 };
 
 }  // namespace

@@ -797,6 +797,30 @@ TEST_F(FaultProxyTest, DownRefusesAndUpAcceptsOnSamePort) {
   EXPECT_FALSE(proxy_->Stats().down);
 }
 
+TEST_F(FaultProxyTest, RetargetClosesConnectionsAndSendsNewOnesToTheNewUpstream) {
+  StartWith(TestServer::Mode::kEcho);
+  auto other = TestServer::Start(TestServer::Mode::kEcho);
+  ASSERT_NE(other, nullptr);
+  Socket s = ConnectThrough();
+  ASSERT_TRUE(SendAll(s, "old"));
+  EXPECT_EQ(ReadUpTo(s, 3).data, "old");
+  ASSERT_TRUE(
+      proxy_->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(1))).ok());
+  EXPECT_FALSE(proxy_->Retarget("10.0.0.1", other->port()).ok()) << "loopback only";
+  EXPECT_FALSE(proxy_->Retarget("127.0.0.1", 0).ok());
+  ASSERT_TRUE(proxy_->Retarget("127.0.0.1", other->port()).ok());
+  EXPECT_EQ(proxy_->upstream(), absl::StrCat("127.0.0.1:", other->port()));
+  EXPECT_TRUE(Closed(ReadToEnd(s).end)) << "the client must reconnect to reach the new upstream";
+  Socket again = Connect(proxy_->listen_port());
+  ASSERT_TRUE(again.valid());
+  ASSERT_TRUE(other->WaitForConnections(1));
+  ASSERT_TRUE(SendAll(again, "new"));
+  EXPECT_EQ(ReadUpTo(again, 3).data, "new");
+  EXPECT_EQ(other->Received(0), "new");
+  EXPECT_EQ(server_->connections(), 1u) << "nothing more reached the old upstream";
+  EXPECT_EQ(proxy_->fault(Direction::kToClient).kind, FaultKind::kLatency) << "faults stay";
+}
+
 // ---- changing faults under traffic ----
 
 TEST_F(FaultProxyTest, FaultsChangeWhileTrafficFlows) {
@@ -982,6 +1006,17 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   EXPECT_EQ(Exchange(control, "0 to-client hold"), "OK to-client hold");
   EXPECT_EQ(Exchange(control, "0 release"), "OK released");
   EXPECT_EQ(Exchange(control, "all reset"), "OK reset");
+  auto other = TestServer::Start(TestServer::Mode::kEcho);
+  ASSERT_NE(other, nullptr);
+  EXPECT_EQ(Exchange(control, "all retarget 127.0.0.1:1").rfind("ERR ", 0), 0u);
+  EXPECT_EQ(Exchange(control, "1 retarget nowhere").rfind("ERR ", 0), 0u);
+  EXPECT_EQ(Exchange(control, absl::StrCat("1 retarget 127.0.0.1:", other->port())),
+            absl::StrCat("OK retarget 127.0.0.1:", other->port()));
+  Socket moved = Connect(map1);
+  ASSERT_TRUE(moved.valid());
+  ASSERT_TRUE(SendAll(moved, "moved"));
+  EXPECT_EQ(ReadUpTo(moved, 5).data, "moved");
+  EXPECT_TRUE(other->WaitForReceived(0, 5));
   EXPECT_EQ(Exchange(control, "quit"), "OK bye");
 
   ASSERT_TRUE(proxy->Signal(SIGTERM).ok());

@@ -323,6 +323,8 @@ TEST(ClientArgsTest, RoundTrip) {
   c.release = false;
   c.pre_release_ms = 60;
   c.drift_factor = 0.02;
+  c.durability_replicas = 2;
+  c.durability_timeout_ms = 35;
   absl::StatusOr<ClientConfig> back = ParseClientArgs(ClientArgs(c));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->name, "c7");
@@ -343,6 +345,8 @@ TEST(ClientArgsTest, RoundTrip) {
   EXPECT_EQ(back->nodes, c.nodes);
   EXPECT_EQ(back->tls_ca, "/tmp/ca.crt");
   EXPECT_EQ(back->tls_server_name, "localhost");
+  EXPECT_EQ(back->durability_replicas, 2);
+  EXPECT_EQ(back->durability_timeout_ms, 35);
   EXPECT_FALSE(ParseClientArgs({"--bogus=1"}).ok());
   for (ClientVariant v : AllVariants()) EXPECT_EQ(*ParseVariant(VariantName(v)), v);
 }
@@ -355,6 +359,11 @@ TEST(CatalogTest, EveryScenarioIsWellFormed) {
     EXPECT_FALSE(s.setup.clients.empty()) << s.name;
     EXPECT_TRUE(s.body != nullptr) << s.name;
     EXPECT_LE(s.setup.budget, absl::Seconds(15)) << s.name;
+    // Clients follow a failover through their own proxies.
+    if (s.setup.replicas > 0) {
+      EXPECT_EQ(s.setup.topology, Topology::kPerClientProxies) << s.name;
+    }
+    EXPECT_LE(s.setup.stalled, s.setup.replicas > 0 ? s.setup.nodes : 0) << s.name;
     quick += s.quick;
   }
   EXPECT_GE(quick, 8);

@@ -134,6 +134,23 @@ TEST(OptionsFromFlags, TlsFromFlagsOrEnvironment) {
   EXPECT_NE(st.message().find("rediss://"), absl::string_view::npos) << st;
 }
 
+TEST(OptionsFromFlags, Durability) {
+  ParsedArgs a = *ParseArgs(
+      Specs(), {"--nodes", "127.0.0.1:1", "--durability", "1", "--durability-timeout", "15ms"},
+      false);
+  absl::StatusOr<Options> o = OptionsFromFlags(a, nullptr);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->durability.replicas, 1);
+  EXPECT_EQ(o->durability.timeout, absl::Milliseconds(15));
+  a = *ParseArgs(Specs(), {"--nodes", "127.0.0.1:1", "--durability", "one"}, false);
+  EXPECT_TRUE(absl::IsInvalidArgument(OptionsFromFlags(a, nullptr).status()));
+  a = *ParseArgs(Specs(),
+                 {"--nodes", "127.0.0.1:1", "--durability", "1", "--durability-timeout", "1s"},
+                 false);
+  EXPECT_TRUE(absl::IsInvalidArgument(OptionsFromFlags(a, nullptr).status()))
+      << "the wait must fit in the node timeout";
+}
+
 TEST(OptionsFromFlags, BadInput) {
   ParsedArgs none = *ParseArgs(Specs(), {}, false);
   EXPECT_TRUE(absl::IsInvalidArgument(OptionsFromFlags(none, nullptr).status()));

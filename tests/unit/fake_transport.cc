@@ -46,6 +46,18 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
     return Reply::Status("OK");
   }
   if (cmd == "PING") return Reply::Status("PONG");
+  if (cmd == "WAIT") {
+    log.push_back("WAIT");
+    return Reply::Integer(replicas);
+  }
+  if (cmd == "WAITAOF" && knows_waitaof) {
+    log.push_back("WAITAOF");
+    if (!appendonly && argv[1] != "0") {
+      return Reply::Error(
+          "ERR WAITAOF cannot be used when numlocal is set but appendonly is disabled.");
+    }
+    return Reply::Array({Reply::Integer(appendonly ? 1 : 0), Reply::Integer(replicas)});
+  }
   if (cmd != "EVALSHA" && cmd != "EVAL") return Reply::Error("ERR unknown command");
   const internal::Script* script = nullptr;
   for (const internal::Script* s : internal::AllScripts()) {

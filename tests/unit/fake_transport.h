@@ -1,7 +1,8 @@
 // Fake nodes and a fake clock for unit tests of the Redlock state machines.
 //
 // Each fake node holds a tiny key space and understands exactly the commands
-// the client sends (SET NX PX and the scripts of redlock/internal/scripts.h),
+// the client sends (SET NX PX, the scripts of redlock/internal/scripts.h, and
+// WAIT / WAITAOF, answered from FakeNode::replicas),
 // so tests can check outcomes by content, not by mocking calls. Requests are
 // queued; the test decides when and how each node answers:
 //
@@ -59,6 +60,14 @@ class FakeNode {
   std::map<std::string, Value> keys;
   // When set, every command returns this error reply (READONLY, LOADING...).
   std::string forced_error;
+  // Replicas that have every write at once: what WAIT answers, and WAITAOF's
+  // second number (Options::durability). A test lowers it to model a replica
+  // that is down or lagging.
+  int replicas = 0;
+  // WAITAOF's first number: whether the node fsyncs its own append-only file.
+  bool appendonly = true;
+  // False: WAITAOF is an unknown command, as before Redis 7.2.
+  bool knows_waitaof = true;
   // Commands executed, in order (argv[0] or the script's name).
   std::vector<std::string> log;
 

@@ -1,0 +1,283 @@
+// The durability vote (Options::durability) against real replicated nodes:
+// Debian's redis-server as masters and asynchronous replicas, and Debian's
+// redis-sentinel failing a master over. Clients reach each node through a
+// fault proxy that the test re-points at the promoted replica, as a
+// Sentinel-aware client follows the master.
+
+#include "testkit/replication.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "chaos/fault_proxy.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "redlock/client.h"
+#include "testkit/gtest_fleet.h"
+
+namespace redlock {
+namespace {
+
+using ::testing::HasSubstr;
+using testkit::Fleet;
+using testkit::RedisValue;
+using testkit::Replicas;
+using testkit::Sentinel;
+
+std::string Get(const absl::StatusOr<RedisValue>& v) {
+  return v.ok() && v->type == RedisValue::Type::kString ? v->str : "";
+}
+
+// The replica's acknowledgement is a round trip between two processes on
+// a shared machine: where a test needs a grant, it retries (bounded) a
+// refusal for lack of one, instead of relying on timing.
+absl::StatusOr<Lease> UntilGranted(Client& client, const std::string& resource = "r") {
+  absl::StatusOr<Lease> r = absl::UnknownError("not tried");
+  for (int i = 0; i < 10; ++i) {
+    r = client.TryAcquire(resource, absl::Seconds(10));
+    if (!absl::IsUnavailable(r.status())) break;
+  }
+  return r;
+}
+
+// The options of these tests: generous timeouts (the replicas' acknowledgement
+// is a round trip between processes on a shared machine) and a key prefix
+// per test.
+Options DurableOptions(std::vector<Endpoint> nodes, int k) {
+  Options o;
+  o.nodes = std::move(nodes);
+  o.node_timeout = absl::Seconds(2);
+  o.durability.replicas = k;
+  o.durability.timeout = absl::Milliseconds(500);
+  o.key_prefix = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+  return o;
+}
+
+// One node: a master with one replica.
+class DurabilityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto masters = Fleet::Start({.nodes = 1});
+    ASSERT_TRUE(masters.ok()) << masters.status();
+    masters_ = *std::move(masters);
+    auto replicas = Replicas::Start({.upstreams = {masters_->address(0)}});
+    ASSERT_TRUE(replicas.ok()) << replicas.status();
+    replicas_ = *std::move(replicas);
+  }
+
+  Options MakeOptions(int k) { return DurableOptions(masters_->endpoints(), k); }
+  std::unique_ptr<Client> MakeClient(Options o) {
+    auto c = Client::Create(std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+  std::string OnReplica(const std::string& key) {
+    return Get(replicas_->fleet().Command(0, {"GET", key}));
+  }
+  std::string OnMaster(const std::string& key) { return Get(masters_->Command(0, {"GET", key})); }
+
+  std::unique_ptr<Fleet> masters_;
+  std::unique_ptr<Replicas> replicas_;
+};
+
+TEST_F(DurabilityTest, RefusesAGrantWhileTheReplicaIsStoppedAndAcceptsWhenItIsBack) {
+  Options o = MakeOptions(1);
+  const std::string key = o.key_prefix + "r";
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+  absl::StatusOr<Lease> refused = client->TryAcquire("r", absl::Seconds(10));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_THAT(
+      std::string(refused.status().message()),
+      HasSubstr("granted, but only 0 replicas of 1 confirmed the write within 500ms (WAIT)"));
+  EXPECT_EQ(testkit::Eventually([&] { return OnMaster(key); }, std::string()), "")
+      << "the unconfirmed grant's key is removed from the master";
+
+  REDLOCK_ASSERT_OK(replicas_->fleet().Continue(0));
+  REDLOCK_ASSERT_OK(replicas_->WaitSynced(0, 0, absl::Seconds(10)));
+  absl::StatusOr<Lease> lease = UntilGranted(*client);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(OnReplica(key), lease->token()) << "confirmed: the replica has it";
+  REDLOCK_EXPECT_OK(client->Release(*lease));
+}
+
+TEST_F(DurabilityTest, WithoutTheVoteTheGrantDoesNotWaitForTheReplica) {
+  auto client = MakeClient(MakeOptions(0));
+  ASSERT_NE(client, nullptr);
+  REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+  absl::StatusOr<Lease> lease = client->TryAcquire("r", absl::Seconds(10));
+  EXPECT_TRUE(lease.ok()) << lease.status();
+  REDLOCK_ASSERT_OK(replicas_->fleet().Continue(0));
+}
+
+TEST_F(DurabilityTest, ExtendCountsOnlyWhenReplicated) {
+  auto client = MakeClient(MakeOptions(1));
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<Lease> lease = UntilGranted(*client);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+  absl::StatusOr<Lease> ext = client->Extend(*lease, absl::Seconds(10));
+  EXPECT_EQ(ext.status().code(), absl::StatusCode::kUnavailable) << ext.status();
+  REDLOCK_ASSERT_OK(replicas_->fleet().Continue(0));
+  REDLOCK_ASSERT_OK(replicas_->WaitSynced(0, 0, absl::Seconds(10)));
+  for (int i = 0; i < 10; ++i) {
+    ext = client->Extend(*lease, absl::Seconds(10));
+    if (!absl::IsUnavailable(ext.status())) break;
+  }
+  EXPECT_TRUE(ext.ok()) << ext.status();
+}
+
+TEST_F(DurabilityTest, FencingCounterIsOnTheReplicaWhenTheLeaseIsGranted) {
+  Options o = MakeOptions(1);
+  o.fencing = true;
+  const std::string counter = o.key_prefix + "r:fence";
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Lease> lease = UntilGranted(*client);
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    EXPECT_EQ(OnReplica(counter), std::to_string(lease->fencing_token()));
+    REDLOCK_ASSERT_OK(client->Release(*lease));
+  }
+  REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+  absl::StatusOr<Lease> refused = client->TryAcquire("r", absl::Seconds(10));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("(fencing round)"));
+  REDLOCK_ASSERT_OK(replicas_->fleet().Continue(0));
+}
+
+TEST_F(DurabilityTest, FsyncNeedsAServerThatKnowsWaitAof) {
+  Options o = MakeOptions(1);
+  o.durability.fsync = true;
+  absl::StatusOr<RedisValue> info = masters_->Command(0, {"COMMAND", "INFO", "WAITAOF"});
+  ASSERT_TRUE(info.ok()) << info.status();
+  const bool known = info->elements.size() == 1 && !info->elements[0].is_nil();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
+  if (known) {
+    EXPECT_TRUE(client.ok()) << client.status();  // Redis 7.2 and later
+    return;
+  }
+  EXPECT_EQ(client.status().code(), absl::StatusCode::kFailedPrecondition) << client.status();
+  EXPECT_THAT(std::string(client.status().message()),
+              HasSubstr(absl::StrCat("durability.fsync needs WAITAOF (Redis 7.2 or later): ",
+                                     masters_->address(0), " does not know it")));
+}
+
+// ---- A Sentinel failover -----------------------------------------------------------
+
+// One node: a master with one replica, watched by a Sentinel. The client
+// reaches the node through `front_`, re-pointed at whatever Sentinel says the
+// master is; the replica replicates through `link_`, which the test can hold
+// (replication delayed) and cut.
+class FailoverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    absl::Status sentinel_available = testkit::CheckRedisSentinelAvailable();
+    if (absl::IsFailedPrecondition(sentinel_available)) GTEST_SKIP() << sentinel_available;
+    REDLOCK_ASSERT_OK(sentinel_available);
+    auto masters = Fleet::Start({.nodes = 1});
+    ASSERT_TRUE(masters.ok()) << masters.status();
+    masters_ = *std::move(masters);
+    front_ = StartProxy();
+    link_ = StartProxy();
+    ASSERT_NE(front_, nullptr);
+    ASSERT_NE(link_, nullptr);
+    auto replicas = Replicas::Start({.upstreams = {link_->listen_address()}});
+    ASSERT_TRUE(replicas.ok()) << replicas.status();
+    replicas_ = *std::move(replicas);
+    auto sentinel = Sentinel::Start({.masters = {{"n0", masters_->address(0)}}});
+    ASSERT_TRUE(sentinel.ok()) << sentinel.status();
+    sentinel_ = *std::move(sentinel);
+    REDLOCK_ASSERT_OK(sentinel_->WaitReplicas("n0", 1, absl::Seconds(15)));
+  }
+
+  std::unique_ptr<chaos::FaultProxy> StartProxy() {
+    chaos::ProxyOptions po;
+    po.upstream_port = static_cast<uint16_t>(masters_->port(0));
+    auto p = chaos::FaultProxy::Start(po);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *std::move(p) : nullptr;
+  }
+
+  Options MakeOptions(int k) {
+    Endpoint ep;
+    ep.host = "127.0.0.1";
+    ep.port = front_->listen_port();
+    return DurableOptions({ep}, k);
+  }
+
+  // The master dies with the replication link cut (whatever it held is lost),
+  // Sentinel promotes the replica, and the client's proxy follows.
+  void FailOver() {
+    link_->Down();
+    REDLOCK_ASSERT_OK(masters_->Kill(0));
+    absl::StatusOr<std::string> now =
+        sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(20));
+    ASSERT_TRUE(now.ok()) << now.status();
+    ASSERT_EQ(*now, replicas_->address(0, 0));
+    absl::StatusOr<Endpoint> ep = testkit::EndpointOf(*now);
+    ASSERT_TRUE(ep.ok());
+    REDLOCK_ASSERT_OK(front_->Retarget(ep->host, static_cast<uint16_t>(ep->port)));
+  }
+
+  // A second client tries the lock on the promoted replica (retrying while it
+  // connects, or while the replica still answers READONLY).
+  absl::StatusOr<Lease> Contender(Options o) {
+    o.durability.replicas = 0;  // the promoted replica has none
+    auto c = Client::Create(o);
+    if (!c.ok()) return c.status();
+    absl::StatusOr<Lease> r = absl::UnknownError("not tried");
+    for (int i = 0; i < 100; ++i) {
+      r = (*c)->TryAcquire("r", absl::Seconds(10));
+      if (!absl::IsUnavailable(r.status())) break;
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    return r;
+  }
+
+  std::unique_ptr<Fleet> masters_;
+  std::unique_ptr<chaos::FaultProxy> front_;
+  std::unique_ptr<chaos::FaultProxy> link_;
+  std::unique_ptr<Replicas> replicas_;
+  std::unique_ptr<Sentinel> sentinel_;
+};
+
+TEST_F(FailoverTest, WithoutTheVoteAFailoverLosesTheLock) {
+  Options o = MakeOptions(0);
+  auto holder = Client::Create(o);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  REDLOCK_ASSERT_OK(link_->SetFault(chaos::Direction::kToClient, chaos::FaultSpec::Hold()));
+  absl::StatusOr<Lease> lease = (*holder)->TryAcquire("r", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  FailOver();
+  absl::StatusOr<Lease> second = Contender(o);
+  EXPECT_TRUE(second.ok()) << "the textbook case: the replica was promoted without the key, so a "
+                              "second client takes the lock the first still holds: "
+                           << second.status();
+}
+
+TEST_F(FailoverTest, WithTheVoteAGrantedLockSurvivesTheFailover) {
+  Options o = MakeOptions(1);
+  auto holder = Client::Create(o);
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  REDLOCK_ASSERT_OK(link_->SetFault(chaos::Direction::kToClient, chaos::FaultSpec::Hold()));
+  absl::StatusOr<Lease> refused = (*holder)->TryAcquire("r", absl::Seconds(10));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
+      << "replication is held: nothing can be confirmed: " << refused.status();
+  link_->ClearFaults();  // the replica catches up
+  absl::StatusOr<Lease> lease = UntilGranted(**holder);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  FailOver();
+  absl::StatusOr<Lease> second = Contender(o);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kAborted)
+      << "the promoted replica has the key: " << second.status();
+  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token());
+}
+
+}  // namespace
+}  // namespace redlock
