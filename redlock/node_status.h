@@ -28,7 +28,10 @@ struct NodeView {
 
 // Health of one node's connection, as seen by the client.
 struct NodeHealth {
-  std::string node;           // "host:port"
+  std::string node;  // Endpoint::ToString()
+  // Where the node is reached: "host:port"; for a Sentinel-managed node, the
+  // master the Sentinels named last ("" until one has).
+  std::string address;
   bool connected = false;     // the connection is established and ready
   bool breaker_open = false;  // requests fail fast until a probe succeeds
   size_t in_flight = 0;       // commands awaiting a reply

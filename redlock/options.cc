@@ -106,8 +106,17 @@ absl::Status ParseHostPort(absl::string_view original, absl::string_view hp, boo
 }  // namespace
 
 std::string Endpoint::ToString() const {
-  if (host.find(':') != std::string::npos) return absl::StrCat("[", host, "]:", port);
-  return absl::StrCat(host, ":", port);
+  auto host_port = [](const std::string& h, int p) {
+    if (h.find(':') != std::string::npos) return absl::StrCat("[", h, "]:", p);
+    return absl::StrCat(h, ":", p);
+  };
+  if (!uses_sentinel()) return host_port(host, port);
+  std::string out = absl::StrCat("sentinel:", sentinel_master, "@");
+  for (size_t i = 0; i < sentinels.size(); ++i) {
+    if (i > 0) out.push_back('+');
+    absl::StrAppend(&out, host_port(sentinels[i].host, sentinels[i].port));
+  }
+  return out;
 }
 
 absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
@@ -121,9 +130,12 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
     return ep;
   }
   std::string scheme = absl::AsciiStrToLower(s.substr(0, scheme_end));
-  if (scheme != "redis" && scheme != "rediss") {
-    return Bad(text,
-               absl::StrCat("unknown scheme \"", scheme, "://\" (expected redis:// or rediss://)"));
+  if (scheme == "rediss+sentinel") {
+    return Bad(text, "Sentinel discovery over TLS is not supported yet (use redis+sentinel://)");
+  }
+  if (scheme != "redis" && scheme != "rediss" && scheme != "redis+sentinel") {
+    return Bad(text, absl::StrCat("unknown scheme \"", scheme,
+                                  "://\" (expected redis://, rediss:// or redis+sentinel://)"));
   }
   ep.tls = scheme == "rediss";
   absl::string_view rest = s.substr(scheme_end + 3);
@@ -147,19 +159,43 @@ absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
     ep.password = *std::move(pass);
   }
   absl::string_view hp = rest;
+  absl::string_view path;  // after the first '/'
   size_t slash = rest.find('/');
   if (slash != absl::string_view::npos) {
     hp = rest.substr(0, slash);
-    absl::string_view db = rest.substr(slash + 1);
-    if (!db.empty()) {
-      int v = 0;
-      if (db.find_first_not_of("0123456789") != absl::string_view::npos ||
-          !absl::SimpleAtoi(db, &v) || v < 0) {
-        return Bad(text, absl::StrCat("database \"", db, "\" is not a non-negative number"));
-      }
-      ep.db = v;
-    }
+    path = rest.substr(slash + 1);
   }
+  if (scheme == "redis+sentinel") {
+    // path: master[/db]
+    size_t db_slash = path.find('/');
+    absl::string_view master = path.substr(0, db_slash);
+    if (master.empty()) {
+      return Bad(text, "expected the master's name after the Sentinels: .../mymaster");
+    }
+    auto name = PercentDecode(master);
+    if (!name.ok()) return Bad(text, name.status().message());
+    ep.sentinel_master = *std::move(name);
+    path = db_slash == absl::string_view::npos ? absl::string_view() : path.substr(db_slash + 1);
+    for (absl::string_view one : absl::StrSplit(hp, '+')) {
+      Endpoint sentinel;
+      absl::Status st = ParseHostPort(text, one, /*port_optional=*/true, &sentinel);
+      if (!st.ok()) return st;
+      if (one.find(':') == absl::string_view::npos || absl::EndsWith(one, "]")) {
+        sentinel.port = 26379;  // Sentinel's default port, not Redis's
+      }
+      ep.sentinels.push_back(SentinelAddress{sentinel.host, sentinel.port});
+    }
+    ep.host.clear();
+  }
+  if (!path.empty()) {
+    int v = 0;
+    if (path.find_first_not_of("0123456789") != absl::string_view::npos ||
+        !absl::SimpleAtoi(path, &v) || v < 0) {
+      return Bad(text, absl::StrCat("database \"", path, "\" is not a non-negative number"));
+    }
+    ep.db = v;
+  }
+  if (ep.uses_sentinel()) return ep;
   absl::Status st = ParseHostPort(text, hp, /*port_optional=*/true, &ep);
   if (!st.ok()) return st;
   return ep;
@@ -191,6 +227,35 @@ absl::Status ValidateOptions(const Options& o) {
   if (n == 0) return bad("no nodes");
   std::set<std::pair<std::string, int>> seen;
   for (const Endpoint& ep : o.nodes) {
+    if (ep.uses_sentinel()) {
+      if (ep.sentinels.empty()) return bad("node ", ep.ToString(), ": no Sentinels to ask");
+      for (const SentinelAddress& s : ep.sentinels) {
+        if (s.host.empty()) return bad("node ", ep.ToString(), ": a Sentinel has an empty host");
+        if (s.port < 1 || s.port > 65535) {
+          return bad("node ", ep.ToString(), ": a Sentinel's port is out of range 1..65535");
+        }
+      }
+      if (ep.tls) {
+        return bad("node ", ep.ToString(),
+                   ": Sentinel discovery over TLS is not supported yet (the name to check the "
+                   "certificate against would change with every failover)");
+      }
+      if (!ep.sentinel_username.empty() && ep.sentinel_password.empty()) {
+        return bad("node ", ep.ToString(), ": a Sentinel username needs a password");
+      }
+      if (ep.db < 0) return bad("node ", ep.ToString(), ": negative database number");
+      if (!ep.username.empty() && ep.password.empty()) {
+        return bad("node ", ep.ToString(), ": a username needs a password");
+      }
+      if (!seen.emplace(ep.ToString(), -1).second) {
+        return bad("node ", ep.ToString(),
+                   " is listed twice (each node must be an independent master)");
+      }
+      continue;
+    }
+    if (!ep.sentinels.empty() || !ep.sentinel_password.empty() || !ep.sentinel_username.empty()) {
+      return bad("node ", ep.ToString(), ": Sentinels are given without sentinel_master");
+    }
     if (ep.host.empty()) return bad("a node has an empty host");
     if (ep.port < 1 || ep.port > 65535)
       return bad("node ", ep.ToString(), ": port out of range 1..65535");

@@ -33,6 +33,16 @@ namespace redlock {
 
 class Observer;  // redlock/observer.h
 
+// One Sentinel of a Sentinel-managed node (Endpoint::sentinels).
+struct SentinelAddress {
+  std::string host;  // name or address (IPv6 without brackets)
+  int port = 26379;  // 1..65535
+
+  friend bool operator==(const SentinelAddress& a, const SentinelAddress& b) {
+    return a.host == b.host && a.port == b.port;
+  }
+};
+
 // One independent Redis master.
 struct Endpoint {
   // Host name or IPv4/IPv6 address. IPv6 literals are written in brackets in
@@ -53,13 +63,41 @@ struct Endpoint {
   // Plain and TLS nodes may be mixed in one client. Default: false.
   bool tls = false;
 
-  // "host:port" (IPv6 in brackets). Never contains the password; this is the
-  // name of the node in every error message.
+  // ---- Sentinel discovery (what redis+sentinel:// sets) ----
+  // When set, this node is the master that `sentinels` know by this name:
+  // the engine asks them where it is (SENTINEL get-master-addr-by-name),
+  // checks that the server found there is a master (ROLE), follows
+  // +switch-master announcements, and treats a failover as a reconnect to the
+  // new master. `host` and `port` are then not used. `username`, `password`
+  // and `db` still apply to the master.
+  //
+  // SAFETY: a failover can lose a lock this node granted (the replica that
+  // is promoted may not have the key yet). Redlock tolerates that on fewer
+  // nodes than the quorum margin; to make each node's vote survive its own
+  // failover, set Options::durability. Not combined with `tls` yet
+  // (Client::Create refuses it: the name to check the certificate against
+  // would change with every failover). Default: empty (a plain node).
+  std::string sentinel_master;
+  // The Sentinels to ask, in order (the next one when one fails). Required
+  // with sentinel_master, unused otherwise.
+  std::vector<SentinelAddress> sentinels;
+  // AUTH for the Sentinels (Sentinel's own requirepass or ACL user), which
+  // need not be the master's. Empty: no AUTH.
+  std::string sentinel_username;
+  std::string sentinel_password;
+
+  bool uses_sentinel() const { return !sentinel_master.empty(); }
+
+  // "host:port" (IPv6 in brackets); for a Sentinel-managed node
+  // "sentinel:<master>@host:port+host:port..." (its Sentinels). Never
+  // contains a password; this is the name of the node in every error message.
   std::string ToString() const;
 
   friend bool operator==(const Endpoint& a, const Endpoint& b) {
     return a.host == b.host && a.port == b.port && a.username == b.username &&
-           a.password == b.password && a.db == b.db && a.tls == b.tls;
+           a.password == b.password && a.db == b.db && a.tls == b.tls &&
+           a.sentinel_master == b.sentinel_master && a.sentinels == b.sentinels &&
+           a.sentinel_username == b.sentinel_username && a.sentinel_password == b.sentinel_password;
   }
   friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }
 };
@@ -69,6 +107,10 @@ struct Endpoint {
 //   [ipv6]:port
 //   redis://[[user]:password@]host:port[/db]
 //   rediss://[[user]:password@]host:port[/db]    (TLS: sets Endpoint::tls)
+//   redis+sentinel://[[user]:password@]host[:port][+host[:port]...]/master[/db]
+//       (Sentinel discovery: the hosts are the Sentinels, default port
+//       26379; `master` is the name they know the master by; the password
+//       is the master's. Sentinel credentials are set in the struct.)
 // The password may be percent-encoded (needed for '@', ':' and '/'). A URL
 // without a port means 6379.
 // Returns kInvalidArgument with the offending text for anything else (missing

@@ -207,6 +207,10 @@ int RunStatus(const ParsedArgs& args) {
       const NodeView& v = (*views)[i];
       const NodeHealth* h = tls_of(i);
       std::string node = absl::StrCat("{\"node\":", JsonString(v.node));
+      // Where the node is reached (for a Sentinel-managed node, the master
+      // the Sentinels named last).
+      absl::StrAppend(&node, ",\"address\":",
+                      h != nullptr && !h->address.empty() ? JsonString(h->address) : "null");
       absl::StrAppend(
           &node, ",\"tls\":", h != nullptr && h->tls ? "true" : "false", ",\"tls_version\":",
           h != nullptr && !h->tls_version.empty() ? JsonString(h->tls_version) : "null");
@@ -249,6 +253,10 @@ int RunStatus(const ParsedArgs& args) {
       const std::string tls = h == nullptr || !h->tls   ? "-"
                               : !h->tls_version.empty() ? h->tls_version
                                                         : "yes";
+      if (h != nullptr && h->address != v.node) {
+        PrintLine(absl::StrFormat("%s (master at %s)", v.node,
+                                  h->address.empty() ? "unknown" : h->address));
+      }
       if (!v.status.ok()) {
         PrintLine(absl::StrFormat("%-22s error: %s", v.node, v.status.message()));
         continue;

@@ -83,6 +83,13 @@ class Connection {
   TimePoint next_connect() const { return next_connect_; }
   TimePoint connect_deadline() const { return connect_deadline_; }
 
+  // Where the next Start connects: a Sentinel-managed node's master moves,
+  // and one connection asks each Sentinel in turn.
+  void Retarget(const std::string& host, int port) {
+    settings_.endpoint.host = host;
+    settings_.endpoint.port = port;
+  }
+
   // Starts connecting with `steps` as the handshake; false (and closed, with
   // the reason in *why) when it failed at once.
   bool Start(std::vector<HandshakeStep> steps, std::string* why);
@@ -104,7 +111,7 @@ class Connection {
   Progress ReadAll(std::vector<Reply>* replies);
   Progress Establish();
 
-  const Settings settings_;
+  Settings settings_;
   State state_ = State::kDisconnected;
   std::shared_ptr<Stream> stream_;
   int connecting_fd_ = -1;  // the socket before the stream exists

@@ -84,8 +84,7 @@ Engine::Engine(Config config) : config_(std::move(config)) {
     settings.backoff_min = config_.reconnect_backoff_min;
     settings.backoff_max = config_.reconnect_backoff_max;
     if (i < config_.streams.size()) settings.make_stream = config_.streams[i];
-    nodes_.push_back(
-        std::make_unique<Node>(static_cast<int>(i), config_.nodes[i], settings, settings));
+    nodes_.push_back(std::make_unique<Node>(static_cast<int>(i), config_.nodes[i], settings));
   }
   run_ids_.resize(nodes_.size());
 }
@@ -303,6 +302,8 @@ void Engine::RunOnce() {
     Node& n = *nodes_[static_cast<size_t>(index)];
     if ((data & 3) == kSubscriberEvents) {
       if (n.sub.generation() == generation) OnSubIo(n, events[i].events);
+    } else if ((data & 3) == kSentinelEvents) {
+      if (n.sentinel.generation() == generation) OnSentinelIo(n, events[i].events);
     } else if (n.cmd.generation() == generation) {  // else closed earlier in this batch
       OnCommandIo(n, events[i].events);
     }
@@ -425,6 +426,7 @@ void Engine::CancelEverything() {
   for (auto& n : nodes_) {
     Disconnect(*n, "the client is shutting down");
     SubClose(*n, "the client is shutting down");
+    SentinelClose(*n);
   }
   // Timers and tasks may start more work; every Send now fails at once, so
   // this converges. Bounded anyway.
@@ -474,6 +476,7 @@ std::vector<NodeHealth> Engine::Health() const {
     h.in_flight = np->load();
     h.last_error = np->last_error;
     h.tls = np->endpoint.tls;
+    h.address = np->address;
     if (h.connected) h.tls_version = np->transport;
     out.push_back(std::move(h));
   }

@@ -141,7 +141,12 @@ class Engine final : public Transport {
   void OnCommandIo(Node& n, uint32_t events);
   void OnReady(Node& n);
   void Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure);
-  void Disconnect(Node& n, const std::string& why);
+  // Closes the command connection and fails its requests with `why`. A
+  // Sentinel-managed node then asks the Sentinels again, unless
+  // `ask_sentinel` is false (they have just named the new master).
+  void Disconnect(Node& n, const std::string& why, bool ask_sentinel = true);
+  // Once per node: its first connection succeeded or failed (Create waits).
+  void FirstConnectDone(Node& n);
   void ExpireDeadlines(TimePoint now);
   void MaintainNodes(TimePoint now);
   void SendProbe(Node& n);
@@ -179,6 +184,16 @@ class Engine final : public Transport {
   void SubWrite(Node& n, std::string bytes);
   void SubMaintain(Node& n, TimePoint now);
   void SubClose(Node& n, const std::string& why);
+
+  // ---- Sentinel discovery (engine_sentinel.cc) ----
+  void SentinelStart(Node& n);
+  void OnSentinelIo(Node& n, uint32_t events);
+  void SentinelMaintain(Node& n, TimePoint now);
+  // The connection to the current Sentinel failed: the next one is asked.
+  void SentinelFail(Node& n, const std::string& why);
+  void SentinelClose(Node& n);
+  // A Sentinel named the master of n at host:port (`why`: a failover).
+  void MasterAt(Node& n, const std::string& host, int port, const std::string& why);
 
   const Config config_;
   std::vector<std::unique_ptr<Node>> nodes_;

@@ -248,6 +248,23 @@ std::string Engine::CheckIdentity(int node, const std::string& run_id) {
 
 std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
   std::vector<HandshakeStep> steps = LoginSteps(n.endpoint);
+  if (n.endpoint.uses_sentinel()) {
+    // What a Sentinel named may be stale (a failover since, the old master
+    // back as a replica): only a master is used.
+    HandshakeStep role;
+    AppendCommand(&role.payload, {"ROLE"});
+    role.check = [master = n.endpoint.sentinel_master](const Reply& r) -> std::string {
+      if (r.is_error()) return HandshakeError("ROLE", r);
+      if (r.type == Reply::Type::kArray && !r.elements.empty() && r.elements[0].str == "master") {
+        return "";
+      }
+      return absl::StrCat(
+          "a Sentinel named this server as the master \"", master, "\", but its ROLE is ",
+          r.type == Reply::Type::kArray && !r.elements.empty() ? r.elements[0].str : r.Describe(),
+          ": asking the Sentinels again");
+    };
+    steps.push_back(std::move(role));
+  }
   // The server's run_id: two entries of the node list that reach one server
   // (two names, a proxy, a port forward) must not give it two votes.
   HandshakeStep info;
@@ -278,6 +295,14 @@ std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
 
 void Engine::StartConnect(Node& n) {
   if (stopping()) return;
+  if (n.endpoint.uses_sentinel() && !n.master_known) {
+    // Connects once a Sentinel has named the master (MasterAt).
+    if (n.sentinel.state() == Connection::State::kDisconnected &&
+        Clock::now() >= n.sentinel.next_connect()) {
+      SentinelStart(n);
+    }
+    return;
+  }
   std::string why;
   if (!n.cmd.Start(CommandHandshake(n), &why)) {
     Disconnect(n, why);
@@ -344,12 +369,15 @@ void Engine::OnReady(Node& n) {
     n.out.append(payload);
   }
   if (!n.out.empty() && !n.writing && !n.epollout) FlushLocked(n, lock);
-  if (!n.first_connect_reported) {
-    n.first_connect_reported = true;
-    std::lock_guard<std::mutex> g(mu_);
-    --first_connect_pending_;
-    first_connect_cv_.notify_all();
-  }
+  FirstConnectDone(n);
+}
+
+void Engine::FirstConnectDone(Node& n) {
+  if (n.first_connect_reported) return;
+  n.first_connect_reported = true;
+  std::lock_guard<std::mutex> g(mu_);
+  --first_connect_pending_;
+  first_connect_cv_.notify_all();
 }
 
 void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure) {
@@ -439,9 +467,8 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
   for (auto& [done, reply] : ready) done(std::move(reply));
 }
 
-void Engine::Disconnect(Node& n, const std::string& why) {
+void Engine::Disconnect(Node& n, const std::string& why, bool ask_sentinel) {
   std::vector<NodeCallback> failed;
-  bool report_first = false;
   const int fd = n.cmd.fd();
   {
     std::lock_guard<std::mutex> lock(n.mu);
@@ -469,10 +496,6 @@ void Engine::Disconnect(Node& n, const std::string& why) {
     n.waiting.clear();
     n.probe_in_flight = false;
     OpenBreakerLocked(n, why);
-    if (!n.first_connect_reported) {
-      n.first_connect_reported = true;
-      report_first = true;
-    }
   }
   {
     std::lock_guard<std::mutex> identity(identity_mu_);
@@ -480,10 +503,12 @@ void Engine::Disconnect(Node& n, const std::string& why) {
   }
   if (fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   n.cmd.Close();
-  if (report_first) {
-    std::lock_guard<std::mutex> g(mu_);
-    --first_connect_pending_;
-    first_connect_cv_.notify_all();
+  FirstConnectDone(n);
+  if (n.endpoint.uses_sentinel() && ask_sentinel && n.master_known) {
+    // The master may have moved: ask again (a fresh connection to the
+    // Sentinel asks in its handshake) before the next attempt.
+    n.master_known = false;
+    if (n.sentinel.state() != Connection::State::kDisconnected) SentinelClose(n);
   }
   absl::Status status = stopping() ? absl::CancelledError("the client is shutting down")
                                    : absl::UnavailableError(why);
@@ -588,6 +613,7 @@ void Engine::MaintainNodes(TimePoint now) {
       }
     }
     SubMaintain(n, now);
+    if (n.endpoint.uses_sentinel()) SentinelMaintain(n, now);
   }
 }
 
@@ -722,6 +748,7 @@ void Engine::SubClose(Node& n, const std::string& why) {
 
 void Engine::SubMaintain(Node& n, TimePoint now) {
   if (channels_.empty() || stopping()) return;
+  if (n.endpoint.uses_sentinel() && !n.master_known) return;
   switch (n.sub.state()) {
     case Connection::State::kDisconnected:
       if (now >= n.sub.next_connect()) SubStart(n);

@@ -22,6 +22,7 @@ namespace redlock::internal {
 
 // epoll data: generation << 32 | node << 2 | kind; 0 is the eventfd.
 inline constexpr uint64_t kCommandEvents = 1;
+inline constexpr uint64_t kSentinelEvents = 2;
 inline constexpr uint64_t kSubscriberEvents = 3;
 uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind);
 
@@ -50,13 +51,25 @@ struct Engine::Node {
   enum class State { kDisconnected, kConnecting, kHandshake, kReady };
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  Node(int i, const Endpoint& e, Connection::Settings cmd_settings,
-       Connection::Settings sub_settings)
+  // `settings`: of the node's connections; the Sentinel connection (of a
+  // Sentinel-managed node) takes its timeouts and backoff.
+  Node(int i, const Endpoint& e, const Connection::Settings& settings)
       : index(i),
         endpoint(e),
         name(e.ToString()),
-        cmd(std::move(cmd_settings)),
-        sub(std::move(sub_settings)) {}
+        address(e.uses_sentinel() ? "" : e.ToString()),
+        cmd(settings),
+        sub(settings),
+        sentinel(SentinelSettings(e, settings)) {}
+
+  static Connection::Settings SentinelSettings(const Endpoint& e, Connection::Settings s) {
+    Endpoint login;
+    login.username = e.sentinel_username;
+    login.password = e.sentinel_password;
+    s.endpoint = login;  // host and port: each Sentinel in turn (Retarget)
+    s.make_stream = nullptr;
+    return s;
+  }
 
   const int index;
   const Endpoint endpoint;
@@ -87,6 +100,7 @@ struct Engine::Node {
   TimePoint next_probe{};
   std::vector<Slot*> free_slots;  // recycled requests
   std::string transport;          // "TLSv1.3", "" for plain TCP (Health)
+  std::string address;            // "host:port" connected to ("" while unknown)
   std::vector<NodeEvent> events;  // for the observer, emitted after the turn
 
   // ---- Poller only ----
@@ -99,6 +113,17 @@ struct Engine::Node {
   std::string sub_out;
   bool sub_epollout = false;
   std::string sub_error;
+  // Sentinel discovery (endpoint.uses_sentinel()): the connection to one of
+  // the Sentinels, which names the master in its handshake and then listens
+  // for +switch-master.
+  Connection sentinel;
+  size_t sentinel_at = 0;        // which of endpoint.sentinels
+  size_t sentinel_failures = 0;  // in a row, across the Sentinels
+  std::string said_host;         // the master, as the last handshake said
+  int said_port = 0;
+  // The command connection's target is what a Sentinel said, and no
+  // connection to it has failed since.
+  bool master_known = false;
 
   size_t load() const { return fifo.size() + waiting.size(); }
 };

@@ -50,7 +50,11 @@ absl::Status SameServerError(const std::vector<Endpoint>& nodes, int first, int 
 absl::Status CheckDistinctAddresses(const std::vector<Endpoint>& nodes) {
   std::vector<std::set<std::string>> addresses;
   addresses.reserve(nodes.size());
-  for (const Endpoint& e : nodes) addresses.push_back(Resolve(e.host));
+  // A Sentinel-managed node's address is known only once a Sentinel names
+  // it: the engine's run_id check covers it.
+  for (const Endpoint& e : nodes) {
+    addresses.push_back(e.uses_sentinel() ? std::set<std::string>() : Resolve(e.host));
+  }
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (size_t j = i + 1; j < nodes.size(); ++j) {
       if (nodes[i].port != nodes[j].port) continue;

@@ -279,5 +279,128 @@ TEST_F(FailoverTest, WithTheVoteAGrantedLockSurvivesTheFailover) {
   EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token());
 }
 
+// ---- Sentinel discovery (redis+sentinel://) ---------------------------------------
+
+// One node: a master with one replica, watched by a Sentinel; the client
+// knows only the Sentinel and the master's name.
+class SentinelDiscoveryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    absl::Status sentinel_available = testkit::CheckRedisSentinelAvailable();
+    if (absl::IsFailedPrecondition(sentinel_available)) GTEST_SKIP() << sentinel_available;
+    REDLOCK_ASSERT_OK(sentinel_available);
+    auto masters = Fleet::Start({.nodes = 1});
+    ASSERT_TRUE(masters.ok()) << masters.status();
+    masters_ = *std::move(masters);
+    auto replicas = Replicas::Start({.upstreams = {masters_->address(0)}});
+    ASSERT_TRUE(replicas.ok()) << replicas.status();
+    replicas_ = *std::move(replicas);
+    auto sentinel = Sentinel::Start({.masters = {{"n0", masters_->address(0)}}});
+    ASSERT_TRUE(sentinel.ok()) << sentinel.status();
+    sentinel_ = *std::move(sentinel);
+    REDLOCK_ASSERT_OK(sentinel_->WaitReplicas("n0", 1, absl::Seconds(15)));
+  }
+
+  Options MakeOptions(const std::string& master = "n0") {
+    absl::StatusOr<Endpoint> ep =
+        ParseEndpoint(absl::StrCat("redis+sentinel://", sentinel_->address(), "/", master));
+    EXPECT_TRUE(ep.ok()) << ep.status();
+    return DurableOptions({ep.ok() ? *ep : Endpoint{}}, 0);
+  }
+
+  // Retries (bounded) while the client reconnects to the new master.
+  static absl::StatusOr<Lease> AcquireWithin(Client& client, absl::Duration budget) {
+    absl::StatusOr<Lease> r = absl::UnknownError("not tried");
+    const absl::Time end = absl::Now() + budget;
+    for (int i = 0; i < 1000 && absl::Now() < end; ++i) {
+      r = client.TryAcquire("r", absl::Seconds(10));
+      if (r.ok() || !absl::IsUnavailable(r.status())) break;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return r;
+  }
+
+  std::unique_ptr<Fleet> masters_;
+  std::unique_ptr<Replicas> replicas_;
+  std::unique_ptr<Sentinel> sentinel_;
+};
+
+TEST_F(SentinelDiscoveryTest, FindsTheMasterThroughTheSentinel) {
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<NodeHealth> health = (*client)->Health();
+  ASSERT_EQ(health.size(), 1u);
+  EXPECT_EQ(health[0].node, absl::StrCat("sentinel:n0@", sentinel_->address()));
+  EXPECT_EQ(health[0].address, masters_->address(0));
+  EXPECT_TRUE(health[0].connected) << health[0].last_error;
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(Get(masters_->Command(0, {"GET", o.key_prefix + "r"})), lease->token());
+}
+
+TEST_F(SentinelDiscoveryTest, FollowsAFailoverWhileTheOldMasterStillRuns) {
+  // A manual failover: the old master stays up (and still answers as a
+  // master until Sentinel converts it), so only +switch-master (or the ROLE
+  // check) can tell the client to move.
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE((*client)->TryAcquire("warm-up", absl::Seconds(1)).ok());
+  REDLOCK_ASSERT_OK(
+      testkit::RunCommand(sentinel_->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
+          .status());
+  absl::StatusOr<std::string> now =
+      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
+  ASSERT_TRUE(now.ok()) << now.status();
+  ASSERT_EQ(*now, replicas_->address(0, 0));
+  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
+      << "the lock is on the new master";
+  EXPECT_EQ((*client)->Health()[0].address, *now);
+}
+
+TEST_F(SentinelDiscoveryTest, FollowsTheMasterAfterItDies) {
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  REDLOCK_ASSERT_OK(masters_->Kill(0));
+  absl::StatusOr<Lease> refused = (*client)->TryAcquire("r", absl::Seconds(10));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
+  EXPECT_THAT(std::string(refused.status().message()), HasSubstr("sentinel:n0@"));
+  absl::StatusOr<std::string> now =
+      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
+  ASSERT_TRUE(now.ok()) << now.status();
+  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ((*client)->Health()[0].address, *now);
+}
+
+TEST_F(SentinelDiscoveryTest, AnUnknownMasterNameIsNamedInTheError) {
+  auto client = Client::Create(MakeOptions("no-such-master"));
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> r = (*client)->TryAcquire("r", absl::Seconds(10));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string(r.status().message()),
+              HasSubstr("the Sentinel knows no master named \"no-such-master\""));
+  EXPECT_EQ((*client)->Health()[0].address, "");
+}
+
+TEST_F(SentinelDiscoveryTest, AnUnreachableSentinelIsSkipped) {
+  // The first Sentinel listed is down: the second one names the master.
+  absl::StatusOr<int> dead = testkit::PickFreePort("127.0.0.1");
+  ASSERT_TRUE(dead.ok()) << dead.status();
+  absl::StatusOr<Endpoint> ep = ParseEndpoint(
+      absl::StrCat("redis+sentinel://127.0.0.1:", *dead, "+", sentinel_->address(), "/n0"));
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  auto client = Client::Create(DurableOptions({*ep}, 0));
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ((*client)->Health()[0].address, masters_->address(0));
+}
+
 }  // namespace
 }  // namespace redlock

@@ -68,6 +68,58 @@ TEST(ParseEndpoint, RedissUrlIsTls) {
   EXPECT_FALSE(ParseEndpoint("h:1")->tls);
 }
 
+TEST(ParseEndpoint, SentinelUrl) {
+  absl::StatusOr<Endpoint> ep =
+      ParseEndpoint("redis+sentinel://:pw@10.0.0.1:26380+sentinel-2+[::1]/my%20master/4");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_TRUE(ep->uses_sentinel());
+  EXPECT_EQ(ep->sentinel_master, "my master");
+  ASSERT_EQ(ep->sentinels.size(), 3u);
+  EXPECT_EQ(ep->sentinels[0].host, "10.0.0.1");
+  EXPECT_EQ(ep->sentinels[0].port, 26380);
+  EXPECT_EQ(ep->sentinels[1].host, "sentinel-2");
+  EXPECT_EQ(ep->sentinels[1].port, 26379) << "Sentinel's default port, not Redis's";
+  EXPECT_EQ(ep->sentinels[2].host, "::1");
+  EXPECT_EQ(ep->sentinels[2].port, 26379);
+  // The credentials and the database are the master's; the Sentinels' own
+  // credentials are Endpoint fields only.
+  EXPECT_EQ(ep->password, "pw");
+  EXPECT_TRUE(ep->sentinel_password.empty());
+  EXPECT_EQ(ep->db, 4);
+  EXPECT_TRUE(ep->host.empty()) << "the master's address is learnt, not given";
+  EXPECT_FALSE(ep->tls);
+  EXPECT_EQ(ep->ToString(), "sentinel:my master@10.0.0.1:26380+sentinel-2:26379+[::1]:26379");
+  EXPECT_EQ(ep->ToString().find("pw"), std::string::npos);
+  EXPECT_TRUE(ValidateOptions(Options{.nodes = {*ep}}).ok());
+
+  absl::StatusOr<Endpoint> one = ParseEndpoint("REDIS+SENTINEL://127.0.0.1/mymaster");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->db, 0);
+  EXPECT_EQ(one->ToString(), "sentinel:mymaster@127.0.0.1:26379");
+  EXPECT_EQ(*one, *ParseEndpoint("redis+sentinel://127.0.0.1:26379/mymaster"));
+  EXPECT_FALSE(*one == *ParseEndpoint("redis+sentinel://127.0.0.1:26379/other"));
+}
+
+TEST(ParseEndpoint, RejectsMalformedSentinelUrls) {
+  for (const char* bad :
+       {"redis+sentinel://127.0.0.1:26379", "redis+sentinel://127.0.0.1:26379/",
+        "redis+sentinel://127.0.0.1:26379//2", "redis+sentinel://127.0.0.1:0/m",
+        "redis+sentinel://127.0.0.1:x/m", "redis+sentinel://127.0.0.1++127.0.0.2/m",
+        "redis+sentinel://127.0.0.1/m/x", "redis+sentinel://127.0.0.1/m%zz",
+        "rediss+sentinel://127.0.0.1/m"}) {
+    absl::StatusOr<Endpoint> ep = ParseEndpoint(bad);
+    EXPECT_FALSE(ep.ok()) << "accepted \"" << bad << "\"";
+    if (!ep.ok()) {
+      EXPECT_EQ(ep.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+      EXPECT_NE(ep.status().message().find("malformed endpoint"), absl::string_view::npos);
+    }
+  }
+  EXPECT_NE(ParseEndpoint("rediss+sentinel://h/m").status().message().find("not supported"),
+            absl::string_view::npos);
+  EXPECT_NE(ParseEndpoint("redis+sentinel://h:1").status().message().find("master's name"),
+            absl::string_view::npos);
+}
+
 TEST(ParseEndpoint, RejectsMalformed) {
   for (const char* bad : {"",
                           "   ",
@@ -198,6 +250,25 @@ TEST(ValidateOptions, RejectsBadFields) {
       },
       "needs its certificate");
   check([](Options& o) { o.tls.ca_file = "ca.pem"; }, "no node uses TLS");
+  // Sentinel discovery: Sentinels need a master's name and the other way
+  // round; no TLS yet; each master named once.
+  const Endpoint via_sentinel = *ParseEndpoint("redis+sentinel://127.0.0.1:26379/m1");
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels.clear(); },
+        "no Sentinels");
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels[0].port = 0; },
+        "Sentinel's port");
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels[0].host.clear(); },
+        "empty host");
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].tls = true; }, "not supported yet");
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinel_username = "u"; },
+        "Sentinel username needs a password");
+  check([&](Options& o) { o.nodes[0] = o.nodes[1] = via_sentinel; }, "listed twice");
+  check(
+      [](Options& o) {
+        o.nodes[0].sentinels.push_back({"127.0.0.1", 26379});
+      },
+      "without sentinel_master");
+  check([](Options& o) { o.nodes[0].sentinel_password = "pw"; }, "without sentinel_master");
   check([](Options& o) { o.tls.verify_peer = false; }, "no node uses TLS");
 }
 
