@@ -253,18 +253,20 @@ int RunStatus(const ParsedArgs& args) {
       const std::string tls = h == nullptr || !h->tls   ? "-"
                               : !h->tls_version.empty() ? h->tls_version
                                                         : "yes";
-      if (h != nullptr && h->address != v.node) {
-        PrintLine(absl::StrFormat("%s (master at %s)", v.node,
-                                  h->address.empty() ? "unknown" : h->address));
-      }
+      // A Sentinel-managed node: where its master is now, under its row.
+      const std::string master_at =
+          h == nullptr || h->address == v.node
+              ? ""
+              : absl::StrCat("  master at ", h->address.empty() ? "unknown" : h->address);
       if (!v.status.ok()) {
         PrintLine(absl::StrFormat("%-22s error: %s", v.node, v.status.message()));
-        continue;
+      } else {
+        PrintLine(absl::StrFormat(
+            "%-22s %-5s %-42s %10s %8d  %s", v.node, v.held ? "yes" : "no", v.held ? v.token : "-",
+            v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
+            v.fence_counter, tls));
       }
-      PrintLine(absl::StrFormat(
-          "%-22s %-5s %-42s %10s %8d  %s", v.node, v.held ? "yes" : "no", v.held ? v.token : "-",
-          v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
-          v.fence_counter, tls));
+      if (!master_at.empty()) PrintLine(master_at);
     }
   }
   if (metrics != nullptr) {
