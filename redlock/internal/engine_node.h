@@ -119,7 +119,9 @@ struct Engine::Node {
   Connection sentinel;
   size_t sentinel_at = 0;        // which of endpoint.sentinels
   size_t sentinel_failures = 0;  // in a row, across the Sentinels
-  std::string said_host;         // the master, as the last handshake said
+  // Per Sentinel, why the last attempt at it failed ("" once one answered).
+  std::vector<std::string> sentinel_errors;
+  std::string said_host;  // the master, as the last handshake said
   int said_port = 0;
   // The command connection's target is what a Sentinel said, and no
   // connection to it has failed since.

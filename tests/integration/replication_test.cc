@@ -402,5 +402,26 @@ TEST_F(SentinelDiscoveryTest, AnUnreachableSentinelIsSkipped) {
   EXPECT_EQ((*client)->Health()[0].address, masters_->address(0));
 }
 
+TEST_F(SentinelDiscoveryTest, WhenNoSentinelAnswersTheErrorNamesEach) {
+  absl::StatusOr<int> a = testkit::PickFreePort("127.0.0.1");
+  absl::StatusOr<int> b = testkit::PickFreePort("127.0.0.1");
+  for (int i = 0; i < 5 && a.ok() && b.ok() && *a == *b; ++i) {
+    b = testkit::PickFreePort("127.0.0.1");
+  }
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_NE(*a, *b);
+  absl::StatusOr<Endpoint> ep =
+      ParseEndpoint(absl::StrCat("redis+sentinel://127.0.0.1:", *a, "+127.0.0.1:", *b, "/n0"));
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  auto client = Client::Create(DurableOptions({*ep}, 0));
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> r = (*client)->TryAcquire("r", absl::Seconds(10));
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kUnavailable);
+  const std::string message(r.status().message());
+  EXPECT_THAT(message, HasSubstr("cannot learn where master \"n0\" is"));
+  EXPECT_THAT(message, HasSubstr(absl::StrCat("Sentinel 127.0.0.1:", *a, ": ")));
+  EXPECT_THAT(message, HasSubstr(absl::StrCat("Sentinel 127.0.0.1:", *b, ": ")));
+}
+
 }  // namespace
 }  // namespace redlock
