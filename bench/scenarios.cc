@@ -7,6 +7,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -20,6 +21,7 @@
 #include "chaos/fault_proxy.h"
 #include "redlock/client.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/metrics.h"
 #include "testkit/replication.h"
 
 namespace redlock::bench {
@@ -762,6 +764,69 @@ void RunSweep(Context& ctx, int n, GroupResult* g) {
   }
 }
 
+// A note comparing the library row of `on_variant` with that of `off_variant`
+// (same callers): acquire+release p50, throughput and client CPU per cycle.
+void OnOffNote(GroupResult* g, const std::string& off_variant, const std::string& on_variant,
+               int callers, absl::string_view with) {
+  const RowResult* a = g->Find(kLibrary, off_variant, callers);
+  const RowResult* b = g->Find(kLibrary, on_variant, callers);
+  if (a == nullptr || b == nullptr || !a->ran() || !b->ran() || a->cycle.Quantile(0.5) <= 0) {
+    return;
+  }
+  std::string note = absl::StrFormat(
+      "%s%s: acquire+release p50 %s %s, %s without: %.2fx; throughput %.2fx", CallersLabel(callers),
+      absl::StrContains(b->variant, kAsync) ? " (async)" : "",
+      FormatLatency(b->cycle.Quantile(0.5)), std::string(with),
+      FormatLatency(a->cycle.Quantile(0.5)),
+      static_cast<double>(b->cycle.Quantile(0.5)) / static_cast<double>(a->cycle.Quantile(0.5)),
+      a->throughput() > 0 ? b->throughput() / a->throughput() : 0.0);
+  const double cpu_a = a->cpu_us_per_cycle();
+  const double cpu_b = b->cpu_us_per_cycle();
+  if (cpu_a > 0 && cpu_b > 0) {
+    absl::StrAppend(&note, absl::StrFormat("; CPU per cycle %.1f us vs %.1f us: %.2fx", cpu_b,
+                                           cpu_a, cpu_b / cpu_a));
+  }
+  g->notes.push_back(std::move(note));
+}
+
+// The library with and without a MetricsCollector as its Options::observer:
+// blocking callers (1 and many) and async chains (many).
+void RunObserver(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "all nodes healthy; Options::observer off vs a MetricsCollector";
+  CommonSettings(ctx, g);
+  g->rows.push_back(FloorRow(ctx, eps));
+  struct Pair {
+    LibrarySpec off;
+    std::string on_variant;
+  };
+  std::vector<Pair> pairs;
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec plain;
+    plain.callers = callers;
+    pairs.push_back({plain, "metrics"});
+  }
+  pairs.push_back({AsyncSpec(ctx.settings.callers_many), "async metrics"});
+  for (const Pair& p : pairs) {
+    g->rows.push_back(LibraryRow(ctx, eps, p.off));
+    auto collector = std::make_shared<MetricsCollector>();
+    LibrarySpec on = p.off;
+    on.impl = absl::StrCat(p.off.impl, " + metrics");
+    on.variant = p.on_variant;
+    on.tweak = [collector](Options* o) { o->observer = collector; };
+    g->rows.push_back(LibraryRow(ctx, eps, on));
+    RowResult& row = g->rows.back();
+    // The collector saw the row's work (warm-up included).
+    const int64_t counted = collector->acquisitions(Outcome::Kind::kSucceeded);
+    row.notes.push_back(absl::StrCat("the collector counted ", counted,
+                                     " successful acquisitions (warm-up included)"));
+    if (row.ran() && row.successes > 0 && counted == 0) {
+      row.harness_error = "the collector attached to this row received no acquisition";
+    }
+    OnOffNote(g, p.off.variant, p.on_variant, p.off.callers, "with the collector");
+  }
+}
+
 // Every node gets one asynchronous replica for the group (the bench's nodes
 // are the masters); the library with Options::durability off and on, and on
 // with one node's replica stopped (that node cannot confirm).
@@ -797,19 +862,7 @@ void RunDurability(Context& ctx, int n, GroupResult* g) {
     on.callers = callers;
     on.tweak = durable;
     g->rows.push_back(LibraryRow(ctx, eps, on));
-    const RowResult* a = g->Find(kLibrary, "", callers);
-    const RowResult* b = g->Find(kLibrary, "durability", callers);
-    if (a != nullptr && b != nullptr && a->cycle.Quantile(0.5) > 0) {
-      g->notes.push_back(absl::StrFormat(
-          "%s: acquire+release p50 %s with the vote, %s without: %.2fx; throughput %.2fx",
-          CallersLabel(callers), FormatLatency(b->cycle.Quantile(0.5)),
-          FormatLatency(a->cycle.Quantile(0.5)),
-          static_cast<double>(b->cycle.Quantile(0.5)) / static_cast<double>(a->cycle.Quantile(0.5)),
-          a->measured_s > 0 && b->measured_s > 0 && a->successes > 0
-              ? (static_cast<double>(b->successes) / b->measured_s) /
-                    (static_cast<double>(a->successes) / a->measured_s)
-              : 0.0));
-    }
+    OnOffNote(g, "", "durability", callers, "with the vote");
   }
   const Fault stopped = StopFault(&(*replicas)->fleet(), (*replicas)->index(n - 1, 0));
   LibrarySpec lame;
@@ -934,6 +987,14 @@ const std::vector<Scenario>& AllScenarios() {
        {5},
        RunBackends,
        true},
+      {"observer",
+       "Options::observer off vs a MetricsCollector attached: 1 and many callers, async chains",
+       false,
+       1,
+       {3},
+       {5},
+       {1, 5},
+       RunObserver},
       {"durability",
        "every node a master with one replica (started for the group): Options::durability off "
        "vs on, and on with one replica stopped",

@@ -178,7 +178,7 @@ class Engine final : public Transport {
   void FailLater(NodeCallback done, absl::Status status);
   static bool ReplyFits(const Slot& slot, const Reply& reply);
 
-  // ---- Subscriber connections (engine_node.cc) ----
+  // ---- Subscriber connections (engine_subscriber.cc) ----
   void SubStart(Node& n);
   void OnSubIo(Node& n, uint32_t events);
   void SubWrite(Node& n, std::string bytes);

@@ -1,5 +1,6 @@
-// The engine's per-node state, shared by engine.cc (polling) and
-// engine_node.cc (the node's connections). Internal to the engine.
+// The engine's per-node state, shared by engine.cc (polling), engine_node.cc
+// (the command connection), engine_subscriber.cc and engine_sentinel.cc.
+// Internal to the engine.
 
 #ifndef REDLOCK_INTERNAL_ENGINE_NODE_H_
 #define REDLOCK_INTERNAL_ENGINE_NODE_H_

@@ -141,21 +141,25 @@ TEST_F(ProtocolTest, TwoEndpointsReachingOneServerAreRefusedByRunId) {
   o.wait_for_connections = false;
   auto late = MakeClient(o);
   ASSERT_NE(late, nullptr);
-  auto refused_nodes = [&] {
-    int refused = 0;
-    for (const NodeHealth& n : late->Health()) {
-      refused += absl::StrContains(n.last_error, "same server");
+  // Refused and connected are reached in either order (a slow build connects
+  // the third node after the second was refused): wait for both.
+  struct Counts {
+    int refused = 0, connected = 0;
+    bool operator==(const Counts& o) const {
+      return refused == o.refused && connected == o.connected;
     }
-    return refused;
   };
-  EXPECT_EQ(testkit::Eventually(refused_nodes, 1, absl::Seconds(5)), 1);
-  int refused = 0, connected = 0;
-  for (const NodeHealth& n : late->Health()) {
-    refused += absl::StrContains(n.last_error, "same server");
-    connected += n.connected;
-  }
-  EXPECT_EQ(refused, 1);
-  EXPECT_EQ(connected, 2);
+  auto counts = [&] {
+    Counts c;
+    for (const NodeHealth& n : late->Health()) {
+      c.refused += absl::StrContains(n.last_error, "same server");
+      c.connected += n.connected;
+    }
+    return c;
+  };
+  const Counts seen = testkit::Eventually(counts, Counts{1, 2}, absl::Seconds(5));
+  EXPECT_EQ(seen.refused, 1);
+  EXPECT_EQ(seen.connected, 2);
 }
 
 }  // namespace

@@ -1,0 +1,147 @@
+// The engine's subscriber connection per node, opened when the first channel
+// is subscribed: release announcements (redlock:release:<key>) for waiting
+// acquisitions, resubscribed after every reconnect.
+
+#include <sys/epoll.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/engine.h"
+#include "redlock/internal/engine_node.h"
+#include "redlock/internal/resp.h"
+
+namespace redlock::internal {
+
+void Engine::Subscribe(const std::vector<std::string>& channels) {
+  Post([this, channels] {
+    std::vector<std::string> fresh;
+    for (const auto& c : channels) {
+      if (channels_[c]++ == 0) fresh.push_back(c);
+    }
+    if (fresh.empty()) return;
+    std::string cmd;
+    AppendArrayHeader(&cmd, fresh.size() + 1);
+    AppendBulk(&cmd, "SUBSCRIBE");
+    for (const auto& c : fresh) AppendBulk(&cmd, c);
+    // Connections still connecting subscribe to every channel once ready.
+    for (auto& n : nodes_) SubWrite(*n, cmd);
+  });
+}
+
+void Engine::Unsubscribe(const std::vector<std::string>& channels) {
+  Post([this, channels] {
+    std::vector<std::string> gone;
+    for (const auto& c : channels) {
+      auto it = channels_.find(c);
+      if (it == channels_.end()) continue;
+      if (--it->second <= 0) {
+        channels_.erase(it);
+        gone.push_back(c);
+      }
+    }
+    if (gone.empty()) return;
+    std::string cmd;
+    AppendArrayHeader(&cmd, gone.size() + 1);
+    AppendBulk(&cmd, "UNSUBSCRIBE");
+    for (const auto& c : gone) AppendBulk(&cmd, c);
+    for (auto& n : nodes_) SubWrite(*n, cmd);
+  });
+}
+
+void Engine::SubStart(Node& n) {
+  std::vector<HandshakeStep> steps = LoginSteps(n.endpoint);
+  // PING proves the handshake is through (a subscriber connection answers
+  // nothing else before it subscribes).
+  HandshakeStep ping;
+  AppendCommand(&ping.payload, {"PING"});
+  ping.check = [](const Reply& r) -> std::string {
+    return r.IsStatus("PONG") ? "" : absl::StrCat("PING returned ", r.Describe());
+  };
+  steps.push_back(std::move(ping));
+  std::string why;
+  n.sub_out.clear();
+  n.sub_epollout = false;
+  if (!n.sub.Start(std::move(steps), &why)) {
+    n.sub_error = why;
+    return;
+  }
+  Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_ADD, /*writable=*/true);  // connect done
+}
+
+void Engine::SubWrite(Node& n, std::string bytes) {
+  if (!n.sub.ready()) return;
+  n.sub_out.append(bytes);
+  if (n.sub_epollout) return;
+  Connection::Progress p = n.sub.Write(&n.sub_out);
+  if (!p.failure.empty()) {
+    SubClose(n, p.failure);
+    return;
+  }
+  if (!n.sub_out.empty()) {
+    n.sub_epollout = true;
+    Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, true);
+  }
+}
+
+void Engine::OnSubIo(Node& n, uint32_t events) {
+  const Connection::State before = n.sub.state();
+  std::vector<Reply> messages;
+  Connection::Progress p = n.sub.HandleIo(events, &messages);
+  if (!p.failure.empty()) {
+    SubClose(n, p.failure);
+    return;
+  }
+  if ((before == Connection::State::kConnecting || before == Connection::State::kEstablishing) &&
+      n.sub.state() != Connection::State::kConnecting) {
+    // Connected or establishing the stream (TLS): writable events only while
+    // the stream asks for them.
+    Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, p.want_write);
+  }
+  if (p.ready && !channels_.empty()) {
+    n.sub_error.clear();
+    std::string cmd;
+    AppendArrayHeader(&cmd, channels_.size() + 1);
+    AppendBulk(&cmd, "SUBSCRIBE");
+    for (const auto& [c, count] : channels_) AppendBulk(&cmd, c);
+    SubWrite(n, std::move(cmd));
+  }
+  if ((events & EPOLLOUT) && n.sub_epollout && n.sub.ready()) {
+    n.sub_epollout = false;
+    Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, false);
+    SubWrite(n, "");
+  }
+  for (const Reply& m : messages) {
+    // subscribe/unsubscribe confirmations need no action.
+    if (m.type == Reply::Type::kArray && m.elements.size() == 3 && m.elements[0].str == "message" &&
+        message_handler_) {
+      message_handler_(n.index, m.elements[1].str, m.elements[2].str);
+    }
+  }
+}
+
+void Engine::SubClose(Node& n, const std::string& why) {
+  // Notifications are best effort: waiters fall back to polling meanwhile.
+  n.sub_error = absl::StrCat("subscriber connection: ", why);
+  if (n.sub.fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
+  n.sub.Close();
+}
+
+void Engine::SubMaintain(Node& n, TimePoint now) {
+  if (channels_.empty() || stopping()) return;
+  if (n.endpoint.uses_sentinel() && !n.master_known) return;
+  switch (n.sub.state()) {
+    case Connection::State::kDisconnected:
+      if (now >= n.sub.next_connect()) SubStart(n);
+      break;
+    case Connection::State::kReady:
+      break;
+    default:
+      if (now >= n.sub.connect_deadline()) SubClose(n, "could not connect in time");
+      break;
+  }
+}
+
+}  // namespace redlock::internal
