@@ -6,6 +6,7 @@
 
 #include "gtest/gtest.h"
 #include "testkit/fleet.h"
+#include "testkit/replication.h"
 
 // Use at the top of a test or SetUp().
 #define REDLOCK_REQUIRE_REDIS()                                                       \
@@ -13,6 +14,15 @@
     ::absl::Status redlock_avail_ = ::redlock::testkit::CheckRedisServerAvailable();  \
     if (::absl::IsFailedPrecondition(redlock_avail_)) GTEST_SKIP() << redlock_avail_; \
     ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                               \
+  } while (0)
+
+// The same for Debian's redis-sentinel (Replicas and Sentinel fixtures).
+#define REDLOCK_REQUIRE_SENTINEL()                                                     \
+  do {                                                                                 \
+    REDLOCK_REQUIRE_REDIS();                                                           \
+    ::absl::Status redlock_avail_ = ::redlock::testkit::CheckRedisSentinelAvailable(); \
+    if (::absl::IsFailedPrecondition(redlock_avail_)) GTEST_SKIP() << redlock_avail_;  \
+    ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                                \
   } while (0)
 
 #include <chrono>

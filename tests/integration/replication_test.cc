@@ -176,10 +176,7 @@ TEST_F(DurabilityTest, FsyncNeedsAServerThatKnowsWaitAof) {
 class FailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    REDLOCK_REQUIRE_REDIS();
-    absl::Status sentinel_available = testkit::CheckRedisSentinelAvailable();
-    if (absl::IsFailedPrecondition(sentinel_available)) GTEST_SKIP() << sentinel_available;
-    REDLOCK_ASSERT_OK(sentinel_available);
+    REDLOCK_REQUIRE_SENTINEL();
     auto masters = Fleet::Start({.nodes = 1});
     ASSERT_TRUE(masters.ok()) << masters.status();
     masters_ = *std::move(masters);
@@ -286,10 +283,7 @@ TEST_F(FailoverTest, WithTheVoteAGrantedLockSurvivesTheFailover) {
 class SentinelDiscoveryTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    REDLOCK_REQUIRE_REDIS();
-    absl::Status sentinel_available = testkit::CheckRedisSentinelAvailable();
-    if (absl::IsFailedPrecondition(sentinel_available)) GTEST_SKIP() << sentinel_available;
-    REDLOCK_ASSERT_OK(sentinel_available);
+    REDLOCK_REQUIRE_SENTINEL();
     auto masters = Fleet::Start({.nodes = 1});
     ASSERT_TRUE(masters.ok()) << masters.status();
     masters_ = *std::move(masters);
