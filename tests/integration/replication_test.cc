@@ -280,16 +280,12 @@ TEST_F(FailoverTest, WithTheVoteAGrantedLockSurvivesTheFailover) {
 
 // One node: a master with one replica, watched by a Sentinel; the client
 // knows only the Sentinel and the master's name.
-class SentinelDiscoveryTest : public ::testing::Test {
+class SentinelDiscoveryTest : public DurabilityTest {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_SENTINEL();
-    auto masters = Fleet::Start({.nodes = 1});
-    ASSERT_TRUE(masters.ok()) << masters.status();
-    masters_ = *std::move(masters);
-    auto replicas = Replicas::Start({.upstreams = {masters_->address(0)}});
-    ASSERT_TRUE(replicas.ok()) << replicas.status();
-    replicas_ = *std::move(replicas);
+    DurabilityTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     auto sentinel = Sentinel::Start({.masters = {{"n0", masters_->address(0)}}});
     ASSERT_TRUE(sentinel.ok()) << sentinel.status();
     sentinel_ = *std::move(sentinel);
@@ -315,8 +311,6 @@ class SentinelDiscoveryTest : public ::testing::Test {
     return r;
   }
 
-  std::unique_ptr<Fleet> masters_;
-  std::unique_ptr<Replicas> replicas_;
   std::unique_ptr<Sentinel> sentinel_;
 };
 
