@@ -66,6 +66,10 @@ absl::StatusOr<std::unique_ptr<ReplicatedNodes>> ReplicatedNodes::Start(NodeSupe
   return r;
 }
 
+std::string ReplicatedNodes::SentinelAddress() const {
+  return sentinel_ != nullptr ? sentinel_->address() : "";
+}
+
 const std::string& ReplicatedNodes::MasterAddress(int i) const {
   return nodes_[static_cast<size_t>(i)].master;
 }

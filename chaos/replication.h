@@ -72,6 +72,9 @@ class ReplicatedNodes {
 
   int size() const { return static_cast<int>(nodes_.size()); }
   bool sentinel() const { return sentinel_ != nullptr; }
+  // "host:port" of the Sentinel ("" without one); it names node i's master
+  // "n<i>".
+  std::string SentinelAddress() const;
   // "host:port" of node i's current master (its promoted replica after a
   // failover).
   const std::string& MasterAddress(int i) const;

@@ -739,6 +739,35 @@ void AddReplicated(std::vector<Scenario>& c) {
        .setup = Replicated(1, Many(2, Durable(SplitWorker())), Seconds(10)),
        .body = [](Run& run) { return SplitBrainFailover(run, nullptr); }});
 
+  // The same failover with clients that find the master themselves
+  // (redis+sentinel://, the library's Sentinel discovery): nothing re-points
+  // them; the library follows Sentinel's +switch-master.
+  auto discovering = [](ScenarioSetup s) {
+    s.topology = Topology::kSentinelDiscovery;
+    return s;
+  };
+  c.push_back(
+      {.name = "sentinel-discovery-failover",
+       .config = "as single-master-failover, clients on redis+sentinel://",
+       .summary =
+           "single-master-failover with clients that know only the Sentinel and the master's "
+           "name: the library asks the Sentinel where the master is and follows the failover "
+           "itself. Following it faithfully does not make it safe: the promoted replica never "
+           "got the key, and the other client takes the lock the first still holds. Violation "
+           "expected.",
+       .expect = Found({kS1}),
+       .setup = discovering(Replicated(1, Many(2, FailoverHolder()), Seconds(14), 1)),
+       .body = [](Run& run) { return LoseAfterGrant(run, UntilAll({kS1})); }});
+  c.push_back(
+      {.name = "sentinel-discovery-failover-durable",
+       .config = "as sentinel-discovery-failover, durability vote (WAIT 1)",
+       .summary = "The same with the durability vote: a grant counts only once the "
+                  "replica has it, so the master the library follows after the "
+                  "failover still holds the lock. Clean.",
+       .expect = CleanFew(),
+       .setup = discovering(Replicated(1, Many(2, Durable(FailoverHolder())), Seconds(15), 1)),
+       .body = [](Run& run) { return LoseAfterGrant(run, nullptr); }});
+
   const std::string five = "N=5, each master + replica, Sentinel";
   struct Variant {
     std::string suffix;

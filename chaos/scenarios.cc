@@ -282,6 +282,8 @@ absl::Status Run::LinkFault(int client, int node, Direction d, const FaultSpec& 
 
 absl::Status Run::FollowMaster(int node, const std::vector<int>& clients) {
   if (replication_ == nullptr) return absl::FailedPreconditionError("no replicated nodes");
+  // The clients ask the Sentinel themselves: nothing to re-point.
+  if (setup().topology == Topology::kSentinelDiscovery) return absl::OkStatus();
   absl::StatusOr<Endpoint> ep = testkit::EndpointOf(replication_->MasterAddress(node));
   if (!ep.ok()) return ep.status();
   std::vector<std::string> names;
@@ -417,8 +419,13 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
   run.supervisor_ = *std::move(sup);
   testkit::Fleet& fleet = run.supervisor_->fleet();
   if (setup.replicas > 0) {
-    if (setup.topology != Topology::kPerClientProxies) {
-      return absl::InvalidArgumentError("replicated nodes need per-client proxies");
+    if (setup.topology != Topology::kPerClientProxies &&
+        setup.topology != Topology::kSentinelDiscovery) {
+      return absl::InvalidArgumentError(
+          "replicated nodes need per-client proxies or Sentinel discovery");
+    }
+    if (setup.topology == Topology::kSentinelDiscovery && !setup.sentinel) {
+      return absl::InvalidArgumentError("Sentinel discovery needs the Sentinel");
     }
     ReplicationOptions ro;
     ro.replicas = setup.replicas;
@@ -509,6 +516,10 @@ absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
           c.nodes.push_back(
               run.links_[static_cast<size_t>(k)][static_cast<size_t>(i)]->listen_address());
           break;
+        case Topology::kSentinelDiscovery:
+          c.nodes.push_back(absl::StrCat("redis+sentinel://", run.replication_->SentinelAddress(),
+                                         "/", NodeSupervisor::NodeName(i)));
+          break;
         default:
           c.nodes.push_back(fleet.address(i));
       }
@@ -586,6 +597,8 @@ void Runner::Heal(Run& run) {
   }
   if (run.replication_ != nullptr) {
     run.replication_->HealAll();
+  }
+  if (run.replication_ != nullptr && run.setup().topology == Topology::kPerClientProxies) {
     // Every client follows every failover by the end (a client left on a
     // partitioned old master learns of the new one once the partition heals).
     std::vector<int> all(static_cast<size_t>(run.num_clients()));

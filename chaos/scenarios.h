@@ -110,6 +110,10 @@ enum class Topology {
   kSharedProxies,     // one fault proxy per node, shared by every client
   kPerClientProxies,  // one proxy per client-node link (per-client faults)
   kNamespace,         // private network namespace, nft partitions (root)
+  // Replicated nodes only: clients name each node by the Sentinel and its
+  // master name (redis+sentinel://) and follow a failover themselves, through
+  // the library's Sentinel discovery; the harness re-points nothing.
+  kSentinelDiscovery,
 };
 
 struct ScenarioSetup {
@@ -133,7 +137,8 @@ struct ScenarioSetup {
   absl::Duration quiet = absl::Seconds(-1);
   // Replicated nodes (chaos/replication.h): every node a master with this
   // many asynchronous replicas; 0: independent masters. Needs
-  // kPerClientProxies (clients follow a failover through their proxies).
+  // kPerClientProxies (clients follow a failover through their proxies) or
+  // kSentinelDiscovery (and `sentinel`: clients ask the Sentinel).
   int replicas = 0;
   // With replicas: Debian's redis-sentinel watches every master (a scenario
   // without redis-sentinel installed is skipped, a failure under CI).

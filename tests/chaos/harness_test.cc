@@ -359,10 +359,14 @@ TEST(CatalogTest, EveryScenarioIsWellFormed) {
     EXPECT_FALSE(s.setup.clients.empty()) << s.name;
     EXPECT_TRUE(s.body != nullptr) << s.name;
     EXPECT_LE(s.setup.budget, absl::Seconds(15)) << s.name;
-    // Clients follow a failover through their own proxies.
+    // Clients follow a failover through their own proxies, or through the
+    // Sentinel (the library's discovery).
     if (s.setup.replicas > 0) {
-      EXPECT_EQ(s.setup.topology, Topology::kPerClientProxies) << s.name;
+      EXPECT_TRUE(s.setup.topology == Topology::kPerClientProxies ||
+                  (s.setup.topology == Topology::kSentinelDiscovery && s.setup.sentinel))
+          << s.name;
     }
+    EXPECT_TRUE(s.setup.topology != Topology::kSentinelDiscovery || s.setup.replicas > 0) << s.name;
     EXPECT_LE(s.setup.stalled, s.setup.replicas > 0 ? s.setup.nodes : 0) << s.name;
     quick += s.quick;
   }
