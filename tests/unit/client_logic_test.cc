@@ -42,6 +42,17 @@ class ClientLogicTest : public ::testing::Test {
     return out;
   }
 
+  // Starts an async acquisition that waits up to `wait` for the resource, and
+  // returns the slot its result lands in.
+  std::shared_ptr<std::optional<absl::StatusOr<Lease>>> AcquireWaiting(
+      const std::string& r, absl::Duration ttl, absl::Duration wait,
+      const StopToken& stop = StopToken()) {
+    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+    client_->AcquireAsync(r, ttl, wait, stop,
+                          [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    return out;
+  }
+
   bool Holds(int node, const std::string& key, const std::string& token) {
     auto& keys = transport_->node(node).keys;
     auto it = keys.find(key);
@@ -214,10 +225,8 @@ TEST_F(ClientLogicTest, WaitModeStopsAtTheDeadline) {
   o.wait_poll_max = absl::Milliseconds(250);
   Make(3, o);
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
   auto start = clock_.Now();
-  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(1),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(1));
   EXPECT_EQ(transport_->subscribers("redlock:release:r"), 1) << "waits on release announcements";
   for (int step = 0; step < 200 && !out->has_value(); ++step) {
     transport_->AnswerEverything();
@@ -244,9 +253,7 @@ TEST_F(ClientLogicTest, AReleaseAnnouncementWakesTheWaiterAtOnce) {
   o.wait_poll_max = absl::Seconds(5);
   Make(3, o);
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder-token", std::nullopt, false};
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
   transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 3);
   transport_->Advance(absl::Milliseconds(100));
@@ -269,9 +276,7 @@ TEST_F(ClientLogicTest, OnlyTheOldestWaiterOfAClientIsWoken) {
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"t0", std::nullopt, false};
   std::vector<std::shared_ptr<std::optional<absl::StatusOr<Lease>>>> outs;
   for (int w = 0; w < 5; ++w) {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
-                          [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
     outs.push_back(out);
   }
   transport_->AnswerEverything();
@@ -295,9 +300,7 @@ TEST_F(ClientLogicTest, AStaggeredReleaseWakesTheWaiterOnceAQuorumIsFree) {
   o.wait_poll_max = absl::Seconds(5);
   Make(5, o);
   for (int i = 0; i < 5; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
   transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 5);
   // Node 0 releases first; the others 200 ms later.
@@ -323,9 +326,7 @@ TEST_F(ClientLogicTest, NodesThatGrantedTheLastAttemptCountAsFree) {
   Make(5, o);
   // The holder has nodes 0-2; nodes 3 and 4 grant the waiter's attempt.
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
   transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 5);
   transport_->node(0).keys.erase("r");
@@ -343,9 +344,7 @@ TEST_F(ClientLogicTest, AnInfiniteWaitPollsUntilStopped) {
   Make(3, o);
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
   StopSource stop;
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token(),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token());
   for (int i = 0; i < 200; ++i) {
     transport_->AnswerEverything();
     transport_->Advance(absl::Seconds(1));
@@ -362,9 +361,7 @@ TEST_F(ClientLogicTest, AnInfiniteWaitPollsUntilStopped) {
 TEST_F(ClientLogicTest, StoppingDuringAnAttemptReturnsAtOnceAndReleasesBehindIt) {
   Make(5);
   StopSource stop;
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30), stop.token(),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30), stop.token());
   transport_->AnswerOne(0);  // node 0 granted; the rest are in flight
   stop.RequestStop();
   ASSERT_TRUE(out->has_value()) << "cancelled without waiting for the nodes";
@@ -378,9 +375,7 @@ TEST_F(ClientLogicTest, AStopRequestedBeforeTheCallSendsNothing) {
   Make(3);
   StopSource stop;
   stop.RequestStop();
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10), absl::Seconds(30), stop.token(),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30), stop.token());
   ASSERT_TRUE(out->has_value());
   EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled);
   EXPECT_EQ(transport_->sent_count("acquire"), 0);
@@ -427,9 +422,7 @@ TEST_F(ClientLogicTest, FailuresCarryAnOutcomeWithEveryNodesAnswer) {
   ASSERT_TRUE(slow->has_value());
   EXPECT_EQ(GetOutcome((*slow)->status())->kind, Outcome::Kind::kNoValidityLeft);
   for (int i = 0; i < 5; ++i) transport_->node(i).keys["w"] = {"other", std::nullopt, false};
-  auto waited = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("w", absl::Seconds(10), absl::Milliseconds(300),
-                        [waited](absl::StatusOr<Lease> l) { waited->emplace(std::move(l)); });
+  auto waited = AcquireWaiting("w", absl::Seconds(10), absl::Milliseconds(300));
   for (int i = 0; i < 20 && !waited->has_value(); ++i) {
     transport_->AnswerEverything();
     transport_->Advance(absl::Milliseconds(100));
