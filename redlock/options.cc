@@ -225,7 +225,7 @@ absl::Status ValidateOptions(const Options& o) {
   };
   const int n = static_cast<int>(o.nodes.size());
   if (n == 0) return bad("no nodes");
-  std::set<std::pair<std::string, int>> seen;
+  std::set<std::string> seen;  // one key per server a node names
   for (const Endpoint& ep : o.nodes) {
     if (ep.uses_sentinel()) {
       if (ep.sentinels.empty()) return bad("node ", ep.ToString(), ": no Sentinels to ask");
@@ -243,27 +243,24 @@ absl::Status ValidateOptions(const Options& o) {
       if (!ep.sentinel_username.empty() && ep.sentinel_password.empty()) {
         return bad("node ", ep.ToString(), ": a Sentinel username needs a password");
       }
-      if (ep.db < 0) return bad("node ", ep.ToString(), ": negative database number");
-      if (!ep.username.empty() && ep.password.empty()) {
-        return bad("node ", ep.ToString(), ": a username needs a password");
+    } else {
+      if (!ep.sentinels.empty() || !ep.sentinel_password.empty() || !ep.sentinel_username.empty()) {
+        return bad("node ", ep.ToString(), ": Sentinels are given without sentinel_master");
       }
-      if (!seen.emplace(ep.ToString(), -1).second) {
-        return bad("node ", ep.ToString(),
-                   " is listed twice (each node must be an independent master)");
-      }
-      continue;
+      if (ep.host.empty()) return bad("a node has an empty host");
+      if (ep.port < 1 || ep.port > 65535)
+        return bad("node ", ep.ToString(), ": port out of range 1..65535");
     }
-    if (!ep.sentinels.empty() || !ep.sentinel_password.empty() || !ep.sentinel_username.empty()) {
-      return bad("node ", ep.ToString(), ": Sentinels are given without sentinel_master");
-    }
-    if (ep.host.empty()) return bad("a node has an empty host");
-    if (ep.port < 1 || ep.port > 65535)
-      return bad("node ", ep.ToString(), ": port out of range 1..65535");
     if (ep.db < 0) return bad("node ", ep.ToString(), ": negative database number");
     if (!ep.username.empty() && ep.password.empty()) {
       return bad("node ", ep.ToString(), ": a username needs a password");
     }
-    if (!seen.emplace(absl::AsciiStrToLower(ep.host), ep.port).second) {
+    // Host names are case-insensitive; a Sentinel's master name is not.
+    // (Two names or addresses of one server are caught at Create and by
+    // run_id, see internal/node_identity.h.)
+    const std::string key =
+        ep.uses_sentinel() ? ep.ToString() : absl::AsciiStrToLower(ep.ToString());
+    if (!seen.insert(key).second) {
       return bad("node ", ep.ToString(),
                  " is listed twice (each node must be an independent master)");
     }
