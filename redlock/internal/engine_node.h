@@ -118,9 +118,9 @@ struct Engine::Node {
   // the Sentinels, which names the master in its handshake and then listens
   // for +switch-master.
   Connection sentinel;
-  size_t sentinel_at = 0;        // which of endpoint.sentinels
-  size_t sentinel_failures = 0;  // in a row, across the Sentinels
-  // Per Sentinel, why the last attempt at it failed ("" once one answered).
+  size_t sentinel_at = 0;  // which of endpoint.sentinels
+  // Per Sentinel, why the last attempt at it failed since one last answered
+  // (empty: none failed since).
   std::vector<std::string> sentinel_errors;
   std::string said_host;  // the master, as the last handshake said
   int said_port = 0;

@@ -84,7 +84,6 @@ void Engine::OnSentinelIo(Node& n, uint32_t events) {
     Register(n.sentinel, n.index, kSentinelEvents, EPOLL_CTL_MOD, p.want_write);
   }
   if (p.ready) {
-    n.sentinel_failures = 0;
     n.sentinel_errors.clear();
     std::string subscribe = EncodeCommand({"SUBSCRIBE", std::string(kSwitchMaster)});
     Connection::Progress w = n.sentinel.Write(&subscribe);
@@ -153,26 +152,25 @@ void Engine::SentinelMaintain(Node& n, TimePoint now) {
 
 void Engine::SentinelFail(Node& n, const std::string& why) {
   const std::vector<SentinelAddress>& all = n.endpoint.sentinels;
-  const SentinelAddress& at = all[n.sentinel_at % all.size()];
+  const size_t i = n.sentinel_at % all.size();
   n.sentinel_errors.resize(all.size());
-  n.sentinel_errors[n.sentinel_at % all.size()] =
-      absl::StrCat("Sentinel ", HostPort(at.host, at.port), ": ", why);
+  n.sentinel_errors[i] = absl::StrCat("Sentinel ", HostPort(all[i].host, all[i].port), ": ", why);
   SentinelClose(n);
   n.sentinel_at = (n.sentinel_at + 1) % all.size();
-  ++n.sentinel_failures;
   if (n.master_known) return;  // the master is still reachable: keep using it
   // Each Sentinel tried so far, and why it did not say.
   std::vector<std::string> said;
   for (const std::string& e : n.sentinel_errors) {
     if (!e.empty()) said.push_back(e);
   }
+  const bool all_tried = said.size() == all.size();
   {
     std::lock_guard<std::mutex> lock(n.mu);
     OpenBreakerLocked(n, absl::StrCat("cannot learn where master \"", n.endpoint.sentinel_master,
                                       "\" is: ", absl::StrJoin(said, "; ")));
   }
   // Create waits for every node's first attempt: here, one at every Sentinel.
-  if (n.sentinel_failures >= all.size()) FirstConnectDone(n);
+  if (all_tried) FirstConnectDone(n);
 }
 
 void Engine::SentinelClose(Node& n) {
