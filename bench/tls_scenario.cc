@@ -152,13 +152,6 @@ RowResult ReconnectRow(Context& ctx, const Endpoint& node, const std::string& va
   });
 }
 
-const RowResult* Find(const GroupResult& g, const std::string& variant, int callers) {
-  for (const RowResult& r : g.rows) {
-    if (r.family == kLibrary && r.variant == variant && r.callers == callers && r.ran()) return &r;
-  }
-  return nullptr;
-}
-
 std::string P50Ratio(const RowResult* tls, const RowResult* plain, bool connect) {
   if (tls == nullptr || plain == nullptr) return "n/a";
   const Distribution& t = connect ? tls->acquire : tls->cycle;
@@ -216,25 +209,27 @@ void RunTls(Context& ctx, int n, GroupResult* g) {
     g->rows.push_back(ReconnectRow(ctx, tls.nodes[0], "tls full", *context, true));
   }
 
-  const RowResult* plain_many = Find(*g, "", many);
-  const RowResult* tls_many = Find(*g, "tls", many);
-  g->notes.push_back(absl::StrCat("TLS / plain, acquire+release p50, 1 caller: ",
-                                  P50Ratio(Find(*g, "tls", 1), Find(*g, "", 1), false)));
+  const RowResult* plain_many = g->Find(kLibrary, "", many);
+  const RowResult* tls_many = g->Find(kLibrary, "tls", many);
+  g->notes.push_back(
+      absl::StrCat("TLS / plain, acquire+release p50, 1 caller: ",
+                   P50Ratio(g->Find(kLibrary, "tls", 1), g->Find(kLibrary, "", 1), false)));
   if (plain_many != nullptr && tls_many != nullptr && plain_many->throughput() > 0) {
     g->notes.push_back(
         absl::StrFormat("TLS / plain, throughput with %d callers: %.2fx (%.0f vs %.0f cycles/s)",
                         many, tls_many->throughput() / plain_many->throughput(),
                         tls_many->throughput(), plain_many->throughput()));
   }
-  g->notes.push_back(
-      absl::StrCat("TLS / plain, connecting (Client::Create: N connections, full TLS handshakes, "
-                   "AUTH/INFO/SCRIPT LOAD) p50: ",
-                   P50Ratio(Find(*g, "connect tls", 1), Find(*g, "connect", 1), true)));
+  g->notes.push_back(absl::StrCat(
+      "TLS / plain, connecting (Client::Create: N connections, full TLS handshakes, "
+      "AUTH/INFO/SCRIPT LOAD) p50: ",
+      P50Ratio(g->Find(kLibrary, "connect tls", 1), g->Find(kLibrary, "connect", 1), true)));
   g->notes.push_back(absl::StrCat(
       "TLS / plain, one node's reconnection (TCP, TLS handshake resuming the session, PING) p50: ",
-      P50Ratio(Find(*g, "reconnect tls", 1), Find(*g, "reconnect", 1), true),
+      P50Ratio(g->Find(kLibrary, "reconnect tls", 1), g->Find(kLibrary, "reconnect", 1), true),
       "; with a full handshake: ",
-      P50Ratio(Find(*g, "reconnect tls full", 1), Find(*g, "reconnect", 1), true)));
+      P50Ratio(g->Find(kLibrary, "reconnect tls full", 1), g->Find(kLibrary, "reconnect", 1),
+               true)));
   g->notes.push_back(
       "the floor and the plain rows use the run's nodes, the tls rows a TLS fleet of the same "
       "redis-server with the same settings");
