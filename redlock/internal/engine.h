@@ -161,6 +161,12 @@ class Engine final : public Transport {
   // readable always, writable when asked.
   void Register(const Connection& c, int node, uint64_t kind, int op, bool writable);
   void WatchWritable(Node& n, bool on);
+  // I/O on a side connection of node `node` (subscriber, Sentinel): reads
+  // its messages, and once it has left the connecting state, asks for
+  // writable events only while the stream does. The caller closes the
+  // connection on a failure.
+  Connection::Progress SideConnectionIo(Connection& c, int node, uint64_t kind, uint32_t events,
+                                        std::vector<Reply>* messages);
   // Every request of n is on the wire (or the node stopped reading): their
   // deadlines run from now. REQUIRES: n.mu held.
   void StampWrittenLocked(Node& n);

@@ -36,7 +36,7 @@ std::string RunIdFromInfo(absl::string_view info) {
 // ---- Epoll registration ------------------------------------------------------------
 
 // epoll data: generation << 32 | node << 2 | kind (1 the command connection,
-// 3 the subscriber connection; 0 is the eventfd).
+// 2 the Sentinel connection, 3 the subscriber connection; 0 is the eventfd).
 uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind) {
   return (uint64_t{generation} << 32) | (static_cast<uint64_t>(node) << 2) | kind;
 }
@@ -51,6 +51,20 @@ void Engine::Register(const Connection& c, int node, uint64_t kind, int op, bool
 
 void Engine::WatchWritable(Node& n, bool on) {
   Register(n.cmd, n.index, kCommandEvents, EPOLL_CTL_MOD, on);
+}
+
+Connection::Progress Engine::SideConnectionIo(Connection& c, int node, uint64_t kind,
+                                              uint32_t events, std::vector<Reply>* messages) {
+  const Connection::State before = c.state();
+  Connection::Progress p = c.HandleIo(events, messages);
+  if (p.failure.empty() &&
+      (before == Connection::State::kConnecting || before == Connection::State::kEstablishing) &&
+      c.state() != Connection::State::kConnecting) {
+    // Connected or establishing the stream (TLS): writable events only while
+    // the stream asks for them.
+    Register(c, node, kind, EPOLL_CTL_MOD, p.want_write);
+  }
+  return p;
 }
 
 // ---- Requests --------------------------------------------------------------------------

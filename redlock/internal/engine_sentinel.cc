@@ -72,16 +72,12 @@ void Engine::SentinelStart(Node& n) {
 }
 
 void Engine::OnSentinelIo(Node& n, uint32_t events) {
-  const Connection::State before = n.sentinel.state();
   std::vector<Reply> messages;
-  Connection::Progress p = n.sentinel.HandleIo(events, &messages);
+  Connection::Progress p =
+      SideConnectionIo(n.sentinel, n.index, kSentinelEvents, events, &messages);
   if (!p.failure.empty()) {
     SentinelFail(n, p.failure);
     return;
-  }
-  if ((before == Connection::State::kConnecting || before == Connection::State::kEstablishing) &&
-      n.sentinel.state() != Connection::State::kConnecting) {
-    Register(n.sentinel, n.index, kSentinelEvents, EPOLL_CTL_MOD, p.want_write);
   }
   if (p.ready) {
     n.sentinel_errors.clear();

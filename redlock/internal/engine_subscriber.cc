@@ -87,18 +87,11 @@ void Engine::SubWrite(Node& n, std::string bytes) {
 }
 
 void Engine::OnSubIo(Node& n, uint32_t events) {
-  const Connection::State before = n.sub.state();
   std::vector<Reply> messages;
-  Connection::Progress p = n.sub.HandleIo(events, &messages);
+  Connection::Progress p = SideConnectionIo(n.sub, n.index, kSubscriberEvents, events, &messages);
   if (!p.failure.empty()) {
     SubClose(n, p.failure);
     return;
-  }
-  if ((before == Connection::State::kConnecting || before == Connection::State::kEstablishing) &&
-      n.sub.state() != Connection::State::kConnecting) {
-    // Connected or establishing the stream (TLS): writable events only while
-    // the stream asks for them.
-    Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_MOD, p.want_write);
   }
   if (p.ready && !channels_.empty()) {
     n.sub_error.clear();
