@@ -18,7 +18,7 @@
 #include "bench/report.h"
 #include "bench/rows.h"
 #include "bench/workload.h"
-#include "chaos/fault_proxy.h"
+#include "testkit/fault_proxy.h"
 #include "redlock/client.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/metrics.h"
@@ -506,14 +506,14 @@ void RunSlow(Context& ctx, int n, GroupResult* g, int slow_count, absl::Duration
              absl::Duration jitter) {
   std::vector<Endpoint> eps = ctx.nodes.First(n);
   const std::vector<Endpoint> direct = eps;
-  std::vector<std::unique_ptr<chaos::FaultProxy>> proxies;
+  std::vector<std::unique_ptr<testkit::FaultProxy>> proxies;
   std::vector<std::string> slow_names;
   for (int i = n - slow_count; i < n; ++i) {
-    chaos::ProxyOptions po;
+    testkit::ProxyOptions po;
     po.upstream_host = eps[static_cast<size_t>(i)].host;
     po.upstream_port = static_cast<uint16_t>(eps[static_cast<size_t>(i)].port);
     po.seed = ctx.settings.seed + static_cast<uint64_t>(i) + 1;
-    absl::StatusOr<std::unique_ptr<chaos::FaultProxy>> proxy = chaos::FaultProxy::Start(po);
+    absl::StatusOr<std::unique_ptr<testkit::FaultProxy>> proxy = testkit::FaultProxy::Start(po);
     if (!proxy.ok()) {
       ctx.harness_errors.push_back(absl::StrCat(
           g->scenario, " N=", n, ": starting the fault proxy: ", proxy.status().ToString()));
@@ -526,14 +526,14 @@ void RunSlow(Context& ctx, int n, GroupResult* g, int slow_count, absl::Duration
     eps[static_cast<size_t>(i)].port = (*proxy)->listen_port();
     proxies.push_back(*std::move(proxy));
   }
-  const chaos::FaultSpec spec = chaos::FaultSpec::Latency(latency, jitter);
+  const testkit::FaultSpec spec = testkit::FaultSpec::Latency(latency, jitter);
   Fault fault;
   fault.description = absl::StrCat(
       slow_count, slow_count == 1 ? " node" : " nodes", " (", absl::StrJoin(slow_names, ", "),
       ") behind the fault proxy with ", spec.ToString(), " on replies");
   fault.on = [&proxies, spec]() -> absl::Status {
     for (auto& p : proxies) {
-      absl::Status st = p->SetFault(chaos::Direction::kToClient, spec);
+      absl::Status st = p->SetFault(testkit::Direction::kToClient, spec);
       if (!st.ok()) return st;
     }
     return absl::OkStatus();

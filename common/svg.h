@@ -1,6 +1,6 @@
 // common/svg.h: the one SVG writer of the project (no plotting dependency),
 // used by the bench's charts (bench/plots.h) and the chaos harness's
-// timelines (chaos/plot.h).
+// timelines (chaos/plot/plot.h).
 //
 // Output is a standalone, well-formed SVG 1.1 document: no script, no
 // external font, image or stylesheet, so it opens in any browser and renders

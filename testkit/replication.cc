@@ -1,6 +1,10 @@
 #include "testkit/replication.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <thread>
 #include <utility>
@@ -188,12 +192,21 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
       }
       if (!out) return absl::InternalError(absl::StrCat("cannot write ", conf));
     }
+    if (options.uid >= 0) {
+      const uid_t u = static_cast<uid_t>(options.uid);
+      for (const std::string& path : {dir, conf}) {
+        if (chown(path.c_str(), u, static_cast<gid_t>(u)) != 0) {
+          return absl::InternalError(absl::StrCat("chown ", path, ": ", strerror(errno)));
+        }
+      }
+    }
     ProcessOptions p;
     p.argv = {binary, conf};
     p.stdout_to = Stream::kLogFile;
     p.stderr_to = Stream::kLogFile;
     p.log_path = dir + "/sentinel-stdout.log";
     p.keep_signal_mask = true;
+    p.uid = options.uid;
     absl::StatusOr<std::unique_ptr<Process>> process = Process::Start(std::move(p));
     if (!process.ok()) return process.status();
     s->process_ = *std::move(process);
@@ -263,6 +276,25 @@ absl::Status Sentinel::WaitReplicas(const std::string& name, int count,
   return absl::DeadlineExceededError(absl::StrCat("sentinel ", address(), " did not see ", count,
                                                   " linked replicas of ", name, " within ",
                                                   absl::FormatDuration(timeout), ": ", last));
+}
+
+absl::Status Sentinel::WaitPeers(const std::string& name, int count, absl::Duration timeout) const {
+  std::string last = "no answer";
+  if (PollUntil(timeout, absl::Milliseconds(50), &last, [&](std::string* why) {
+        absl::StatusOr<RedisValue> r =
+            RunCommand(endpoint(), {"SENTINEL", "sentinels", name}, absl::Seconds(1));
+        if (!r.ok() || r->type != RedisValue::Type::kArray) {
+          *why = r.ok() ? r->str : r.status().ToString();
+          return false;
+        }
+        *why = absl::StrCat(r->elements.size(), " other Sentinels known");
+        return static_cast<int>(r->elements.size()) >= count;
+      })) {
+    return absl::OkStatus();
+  }
+  return absl::DeadlineExceededError(absl::StrCat(
+      "sentinel ", address(), " did not learn of ", count, " other Sentinels watching ", name,
+      " within ", absl::FormatDuration(timeout), ": ", last));
 }
 
 absl::StatusOr<std::string> Sentinel::AwaitFailover(const std::string& name,

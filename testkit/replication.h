@@ -112,6 +112,9 @@ struct SentinelOptions {
   // the Sentinel (a chaos run keeps its own).
   std::string dir;
   absl::Duration start_timeout = absl::Seconds(10);
+  // When >= 0: run as this uid (root only; its directory is handed to it,
+  // since Sentinel rewrites its config file).
+  int uid = -1;
 };
 
 class Sentinel {
@@ -136,6 +139,10 @@ class Sentinel {
   // with the end of the log.
   absl::StatusOr<std::string> AwaitFailover(const std::string& name, const std::string& from,
                                             absl::Duration timeout) const;
+  // Waits until this Sentinel knows `count` other Sentinels watching `name`
+  // (they must agree before any of them fails the master over).
+  absl::Status WaitPeers(const std::string& name, int count, absl::Duration timeout) const;
+  int port() const { return port_; }
 
  private:
   Sentinel() = default;

@@ -55,7 +55,7 @@
 #include "testkit/redis.h"
 
 #ifdef REDLOCK_OVERSELL_CLOCK_JUMP
-#include "chaos/clock_control.h"
+#include "testkit/clock_control.h"
 #endif
 
 ABSL_FLAG(int, stock, 0, "Units in stock at the start of each mode (0: 20, or 10 with --quick).");
@@ -193,8 +193,8 @@ class Demo {
 #ifdef REDLOCK_OVERSELL_CLOCK_JUMP
     clock_dir_ = std::make_unique<redlock::testkit::TempDir>("redlock-oversell");
     if (clock_dir_->path().empty()) return absl::InternalError("mkdtemp failed");
-    absl::StatusOr<std::unique_ptr<redlock::chaos::ClockControl>> clock =
-        redlock::chaos::ClockControl::Create(clock_dir_->path() + "/node2.clock");
+    absl::StatusOr<std::unique_ptr<redlock::testkit::ClockControl>> clock =
+        redlock::testkit::ClockControl::Create(clock_dir_->path() + "/node2.clock");
     if (!clock.ok()) return clock.status();
     clock_ = *std::move(clock);
     lock_nodes.node_env.resize(kJumpingNode + 1);
@@ -353,7 +353,7 @@ class Demo {
     }
   }
 
-  std::unique_ptr<redlock::chaos::ClockControl> clock_;
+  std::unique_ptr<redlock::testkit::ClockControl> clock_;
 #endif
   std::unique_ptr<redlock::testkit::TempDir> clock_dir_;
   int stock_ = 0;

@@ -13,7 +13,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "chaos/history.h"
+#include "chaos/history/history.h"
 
 namespace redlock::chaos {
 namespace {

@@ -35,7 +35,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "chaos/workload.h"
+#include "chaos/clients/workload.h"
 
 namespace redlock::chaos {
 

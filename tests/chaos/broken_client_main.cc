@@ -5,7 +5,7 @@
 // built only with the tests, next to redlock-chaos, which runs it for the
 // clients of the broken-* scenarios.
 
-#include "chaos/workload.h"
+#include "chaos/clients/workload.h"
 #include "tests/chaos/broken_client.h"
 
 int main(int argc, char** argv) {

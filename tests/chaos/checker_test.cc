@@ -1,7 +1,7 @@
 // Unit tests of the chaos history format and the S1..S4 checker, on synthetic
 // histories built in code (no server).
 
-#include "chaos/checker.h"
+#include "chaos/check/checker.h"
 
 #include <unistd.h>
 
@@ -17,7 +17,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "chaos/history.h"
+#include "chaos/history/history.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

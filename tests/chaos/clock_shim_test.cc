@@ -33,13 +33,13 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "chaos/clock_control.h"
+#include "testkit/clock_control.h"
 #include "gtest/gtest.h"
 #include "testkit/files.h"
 #include "testkit/gtest_fleet.h"
 #include "testkit/process.h"
 
-namespace redlock::chaos {
+namespace redlock::testkit {
 namespace {
 
 constexpr int64_t kSecond = 1000000000LL;
@@ -400,4 +400,4 @@ TEST_F(ShimmedRedisTest, BackwardJumpDoesNotExpireKey) {
 }
 
 }  // namespace
-}  // namespace redlock::chaos
+}  // namespace redlock::testkit

@@ -5,7 +5,7 @@
 // Timing assertions only use lower bounds (a fault must delay by at least its
 // latency); upper bounds are generous deadlines, since the machine is noisy.
 
-#include "chaos/fault_proxy.h"
+#include "testkit/fault_proxy.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -42,7 +42,7 @@
 #include "testkit/gtest_fleet.h"
 #include "testkit/process.h"
 
-namespace redlock::chaos {
+namespace redlock::testkit {
 namespace {
 
 constexpr absl::Duration kDeadline = absl::Seconds(20);  // generous
@@ -1103,4 +1103,4 @@ TEST_F(RedisBehindProxyTest, AckLossAndLateWrite) {
 }
 
 }  // namespace
-}  // namespace redlock::chaos
+}  // namespace redlock::testkit

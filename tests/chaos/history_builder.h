@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "chaos/history.h"
+#include "chaos/history/history.h"
 
 namespace redlock::chaos::synthetic {
 

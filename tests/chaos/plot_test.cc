@@ -1,8 +1,8 @@
-// Unit tests of the timeline picture (chaos/plot.h), the nemesis log
-// (chaos/nemesis.h) and the shared SVG writer (common/svg.h), on histories
+// Unit tests of the timeline picture (chaos/plot/plot.h), the nemesis log
+// (chaos/history/nemesis.h) and the shared SVG writer (common/svg.h), on histories
 // built in code with known violations (no server).
 
-#include "chaos/plot.h"
+#include "chaos/plot/plot.h"
 
 #include <unistd.h>
 
@@ -13,9 +13,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "chaos/checker.h"
-#include "chaos/history.h"
-#include "chaos/nemesis.h"
+#include "chaos/check/checker.h"
+#include "chaos/history/history.h"
+#include "chaos/history/nemesis.h"
 #include "common/svg.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -6,7 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "chaos/fault_proxy.h"
+#include "testkit/fault_proxy.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "testkit/gtest_fleet.h"
@@ -14,10 +14,10 @@
 namespace redlock {
 namespace {
 
-using chaos::Direction;
-using chaos::FaultProxy;
-using chaos::FaultSpec;
-using chaos::ProxyOptions;
+using testkit::Direction;
+using testkit::FaultProxy;
+using testkit::FaultSpec;
+using testkit::ProxyOptions;
 using testkit::Fleet;
 
 TEST(BreakerTest, ANodeSlowerThanNodeTimeoutNeverDelaysADecision) {

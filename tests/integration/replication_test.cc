@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "chaos/fault_proxy.h"
+#include "testkit/fault_proxy.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
@@ -193,10 +193,10 @@ class FailoverTest : public ::testing::Test {
     REDLOCK_ASSERT_OK(sentinel_->WaitReplicas("n0", 1, absl::Seconds(15)));
   }
 
-  std::unique_ptr<chaos::FaultProxy> StartProxy() {
-    chaos::ProxyOptions po;
+  std::unique_ptr<testkit::FaultProxy> StartProxy() {
+    testkit::ProxyOptions po;
     po.upstream_port = static_cast<uint16_t>(masters_->port(0));
-    auto p = chaos::FaultProxy::Start(po);
+    auto p = testkit::FaultProxy::Start(po);
     EXPECT_TRUE(p.ok()) << p.status();
     return p.ok() ? *std::move(p) : nullptr;
   }
@@ -238,8 +238,8 @@ class FailoverTest : public ::testing::Test {
   }
 
   std::unique_ptr<Fleet> masters_;
-  std::unique_ptr<chaos::FaultProxy> front_;
-  std::unique_ptr<chaos::FaultProxy> link_;
+  std::unique_ptr<testkit::FaultProxy> front_;
+  std::unique_ptr<testkit::FaultProxy> link_;
   std::unique_ptr<Replicas> replicas_;
   std::unique_ptr<Sentinel> sentinel_;
 };
@@ -248,7 +248,7 @@ TEST_F(FailoverTest, WithoutTheVoteAFailoverLosesTheLock) {
   Options o = MakeOptions(0);
   auto holder = Client::Create(o);
   ASSERT_TRUE(holder.ok()) << holder.status();
-  REDLOCK_ASSERT_OK(link_->SetFault(chaos::Direction::kToClient, chaos::FaultSpec::Hold()));
+  REDLOCK_ASSERT_OK(link_->SetFault(testkit::Direction::kToClient, testkit::FaultSpec::Hold()));
   absl::StatusOr<Lease> lease = (*holder)->TryAcquire("r", absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
   FailOver();
@@ -262,7 +262,7 @@ TEST_F(FailoverTest, WithTheVoteAGrantedLockSurvivesTheFailover) {
   Options o = MakeOptions(1);
   auto holder = Client::Create(o);
   ASSERT_TRUE(holder.ok()) << holder.status();
-  REDLOCK_ASSERT_OK(link_->SetFault(chaos::Direction::kToClient, chaos::FaultSpec::Hold()));
+  REDLOCK_ASSERT_OK(link_->SetFault(testkit::Direction::kToClient, testkit::FaultSpec::Hold()));
   absl::StatusOr<Lease> refused = (*holder)->TryAcquire("r", absl::Seconds(10));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
       << "replication is held: nothing can be confirmed: " << refused.status();

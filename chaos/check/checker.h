@@ -1,0 +1,201 @@
+// chaos/check/checker.h: proves or refutes the safety properties of a history.
+//
+// The checker reads a merged history (chaos/history/history.h) and checks, per
+// resource, the four properties of DESIGN.md section 7. It is a pure function
+// of the events: no clock, no I/O, deterministic output.
+//
+//   absl::StatusOr<std::vector<redlock::chaos::Event>> history =
+//       redlock::chaos::ReadHistory(paths);
+//   if (!history.ok()) return history.status();
+//   redlock::chaos::CheckResult result =
+//       redlock::chaos::Check(*history, redlock::chaos::CheckOptions());
+//   std::cout << redlock::chaos::FormatReport(result);
+//   return result.ok() ? 0 : 1;
+//
+// Definitions (all times are raw-clock nanoseconds, per resource):
+//
+//   Grants are identified by their token; uses and releases name their grant
+//   by token (ties between grants reusing a token are broken by process, then
+//   op). A grant's hold interval is [grant.t, hold_end] with
+//     hold_end = max(end of its last use, min(valid_until, release.t))
+//   where the min is only valid_until when the grant was never released (the
+//   earliest release counts, whatever its `ok`). A client that keeps using the
+//   lock past its validity (paused, slow) thereby extends its hold.
+//
+//   S1 mutual exclusion: two grants with distinct tokens whose hold intervals
+//      overlap (a.begin < b.end and b.begin < a.end: touching is not
+//      overlapping). Each pair is reported once. O(n log n + pairs).
+//   S2 validity: a use whose end is past its grant's valid_until.
+//   S3 harm: the accepted writes of the read-modify-write counter lose no
+//      update: every pair of accepted uses that read the same value is a
+//      violation (a value read by k accepted uses is k-1 lost updates), and
+//      when a `final` event exists, final.counter - final.initial must equal
+//      the number of accepted uses. Uses without a grant still count here.
+//   S4 fencing, over grants and uses that carry a fencing token:
+//      (a) two grants with distinct tokens and equal fencing tokens;
+//      (b) a grant B whose attempt started (B.start) after grant A was
+//          granted (A.t) with B.fencing_token < A.fencing_token (equal
+//          tokens are reported once, by (a)); B is reported against the A
+//          with the highest fencing token;
+//      (c) accepted fenced uses ordered by end (stable): a token lower than
+//          one accepted before it, i.e. the store accepted a stale token.
+//
+// Faults: each violation lists the nemesis faults active during its interval
+// [t, t_end]: "start" events at or before t_end whose matching "stop" (the
+// first unmatched start of the same fault+target is closed first) is after t
+// or absent, and "instant" events within [t - fault_window, t_end]. With
+// t == t_end this is "the faults active at t".
+//
+// Run events (the harness's description of the run) are ignored.
+//
+// Robustness: the checker never fails on a history. Exact duplicate events
+// are dropped, a use or release without its grant, a stop without a start,
+// an unknown event type, a use whose token, resource or fencing token differs
+// from its grant's, all become warnings (malformed history), not errors.
+
+#ifndef REDLOCK_CHAOS_CHECK_CHECKER_H_
+#define REDLOCK_CHAOS_CHECK_CHECKER_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "chaos/history/history.h"
+
+namespace redlock::chaos {
+
+enum class Property {
+  kMutualExclusion = 0,  // S1
+  kValidity = 1,         // S2
+  kHarm = 2,             // S3
+  kFencing = 3,          // S4
+};
+inline constexpr int kNumProperties = 4;
+
+// "S1".."S4".
+absl::string_view PropertyName(Property p);
+// One line: "mutual exclusion", "validity", "harm (lost updates)", "fencing".
+absl::string_view PropertyTitle(Property p);
+
+struct CheckOptions {
+  // How long before a violation an "instant" fault (a clock jump, a kill, a
+  // restart) is still listed as active at it.
+  // Default: 30 seconds.
+  absl::Duration fault_window = absl::Seconds(30);
+
+  // At most this many violations of each property are kept in
+  // CheckResult::violations (with grants and faults); all are counted.
+  // Default: 1000.
+  int64_t max_violations_per_property = 1000;
+
+  // At most this many warnings are kept; all are counted.
+  // Default: 1000.
+  int64_t max_warnings = 1000;
+};
+
+// A grant as the checker sees it.
+struct GrantInfo {
+  std::string process;
+  int64_t op = 0;
+  std::string resource;
+  std::string token;
+  std::vector<int> nodes;  // the quorum that granted
+  int64_t start = 0;       // the successful attempt began
+  int64_t granted = 0;     // grant.t: the hold begins
+  int64_t valid_until = 0;
+  int64_t hold_end = 0;
+  std::optional<int64_t> released;  // t of the earliest release, if any
+  std::optional<uint64_t> fencing_token;
+  int64_t uses = 0;
+  std::string source;  // "file:line" of the grant event, if read from a file
+};
+
+// A nemesis fault listed at a violation.
+struct FaultInfo {
+  std::string fault;
+  std::string target;
+  std::string detail;
+  FaultPhase phase = FaultPhase::kInstant;  // kStart or kInstant
+  int64_t t = 0;                            // start (or the instant)
+  std::optional<int64_t> stop;              // t of the matching stop
+  std::vector<int> nodes;                   // what it acts on, as recorded
+  std::vector<std::string> clients;
+};
+
+struct Violation {
+  Property property = Property::kMutualExclusion;
+  std::string resource;
+  // The interval the violation happened in: S1 the overlap, S2 [valid_until,
+  // use end], S3 the overlap of the two uses (or the whole run for a final
+  // mismatch), S4 the later grant's attempt / the stale use.
+  int64_t t = 0;
+  int64_t t_end = 0;
+  std::string description;
+  std::vector<GrantInfo> grants;  // the grants involved (0, 1 or 2)
+  std::vector<FaultInfo> faults;  // the faults active in [t, t_end]
+};
+
+struct CheckCounts {
+  int64_t events = 0;
+  int64_t duplicates = 0;  // exact duplicate events dropped
+  int64_t invokes = 0;
+  int64_t grants = 0;
+  int64_t fenced_grants = 0;
+  int64_t fails = 0;
+  int64_t indeterminate = 0;  // invokes with neither grant nor fail
+  int64_t uses = 0;
+  int64_t accepted_writes = 0;
+  int64_t rejected_writes = 0;
+  int64_t releases = 0;
+  int64_t nemesis = 0;
+  int64_t finals = 0;
+  int64_t unknown = 0;  // events of an unknown type
+  int64_t resources = 0;
+  int64_t lost_updates = 0;  // S3: sum over read values of (uses - 1)
+};
+
+struct CheckResult {
+  CheckCounts counts;
+  // Violations of each property, indexed by Property (all counted, whether
+  // or not kept in `violations`).
+  std::array<int64_t, kNumProperties> violation_counts{};
+  // Ordered by property, then resource, then t.
+  std::vector<Violation> violations;
+  // Every grant with its hold interval, in history order, and every nemesis
+  // fault (a start with its stop, or an instant), in history order: what a
+  // timeline of the run draws (chaos/plot/plot.h).
+  std::vector<GrantInfo> grants;
+  std::vector<FaultInfo> faults;
+  // Malformed-history findings, "file:line: message" when known.
+  std::vector<std::string> warnings;
+  int64_t warning_count = 0;
+  // The span of the history (0 when empty); reports print times relative to
+  // first_t.
+  int64_t first_t = 0;
+  int64_t last_t = 0;
+
+  int64_t count(Property p) const { return violation_counts[static_cast<int>(p)]; }
+  int64_t total_violations() const;
+  // True when no property is violated (warnings do not count).
+  bool ok() const { return total_violations() == 0; }
+};
+
+// Checks `history` (any order: it is sorted by t, stably, first).
+[[nodiscard]] CheckResult Check(const std::vector<Event>& history,
+                                const CheckOptions& options = CheckOptions());
+
+// A human-readable report: the counts, a verdict table (property, checked,
+// violations, verdict), the warnings and every kept violation with its grants
+// and faults. Times are seconds relative to first_t.
+std::string FormatReport(const CheckResult& result);
+
+// The same as one JSON document (times in raw nanoseconds), '\n' terminated.
+std::string FormatReportJson(const CheckResult& result);
+
+}  // namespace redlock::chaos
+
+#endif  // REDLOCK_CHAOS_CHECK_CHECKER_H_

@@ -1,0 +1,735 @@
+#include "chaos/clients/workload.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "chaos/history/history.h"
+#include "chaos/run/cleanup.h"
+#include "redlock/client.h"
+#include "redlock/fencing.h"
+#include "redlock/internal/status_macros.h"
+#include "redlock/options.h"
+#include "testkit/redis.h"
+
+namespace redlock::chaos {
+namespace {
+
+struct VariantEntry {
+  ClientVariant v;
+  const char* name;
+};
+constexpr VariantEntry kVariants[] = {
+    {ClientVariant::kLibrary, "library"},
+    {ClientVariant::kNoElapsedCheck, "no-elapsed"},
+    {ClientVariant::kPlainDelRelease, "plain-del"},
+    {ClientVariant::kWallClock, "wall-clock"},
+    {ClientVariant::kNoPartialRelease, "no-partial-release"},
+};
+
+void SleepRaw(int64_t ns, const std::atomic<bool>* stop) {
+  int64_t until = RawMonotonicNanos() + ns;
+  for (int i = 0; i < 10000000; ++i) {
+    if (stop != nullptr && stop->load()) return;
+    int64_t left = until - RawMonotonicNanos();
+    if (left <= 0) return;
+    int64_t step = std::min<int64_t>(left, 10000000);  // 10 ms
+    timespec ts{static_cast<time_t>(step / 1000000000), static_cast<long>(step % 1000000000)};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+// A blocking connection to the data server (never faulted).
+class DataStore {
+ public:
+  explicit DataStore(const std::string& address) : address_(address) {
+    absl::StatusOr<Endpoint> ep = ParseEndpoint(address);
+    if (ep.ok()) conn_.emplace(*std::move(ep));
+  }
+
+  // Runs a command; returns the reply converted, or an error status for
+  // transport errors. Redis error replies are returned as kAborted with the
+  // message (STALE ...) or kInternal.
+  absl::StatusOr<std::optional<std::string>> Run(const std::vector<std::string>& args) {
+    if (!conn_.has_value()) {
+      return absl::InvalidArgumentError(absl::StrCat("bad data address ", address_));
+    }
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      if (!conn_->connected() && !conn_->Connect(absl::Seconds(2), absl::Seconds(2)).ok()) {
+        SleepRaw(50000000, nullptr);
+        continue;
+      }
+      absl::StatusOr<testkit::RedisValue> r = conn_->Command(args);
+      if (!r.ok()) continue;  // closed: reconnect
+      switch (r->type) {
+        case testkit::RedisValue::Type::kNil:
+          return std::optional<std::string>();
+        case testkit::RedisValue::Type::kString:
+        case testkit::RedisValue::Type::kStatus:
+          return std::optional<std::string>(r->str);
+        case testkit::RedisValue::Type::kInteger:
+          return std::optional<std::string>(std::to_string(r->integer));
+        case testkit::RedisValue::Type::kError:
+          return absl::StartsWith(r->str, "STALE") ? absl::AbortedError(r->str)
+                                                   : absl::InternalError(r->str);
+        default:
+          return absl::InternalError("unexpected reply type");
+      }
+    }
+    return absl::UnavailableError(absl::StrCat("data server ", address_, " unreachable"));
+  }
+
+ private:
+  const std::string address_;
+  std::optional<testkit::RedisConnection> conn_;
+};
+
+class LibraryBackend : public LockBackend {
+ public:
+  LibraryBackend(const ClientConfig& config, std::unique_ptr<redlock::Client> client)
+      : config_(config), client_(std::move(client)) {}
+
+  absl::StatusOr<HeldLock> Acquire(const std::string& resource, int64_t ttl_ms) override {
+    absl::StatusOr<redlock::Lease> lease =
+        client_->TryAcquire(resource, absl::Milliseconds(ttl_ms));
+    if (!lease.ok()) return lease.status();
+    HeldLock h;
+    h.resource = resource;
+    h.token = lease->token();
+    h.start_raw = RawFromSteady(lease->acquired_at());
+    h.valid_until_raw = RawFromSteady(lease->valid_until());
+    h.drift_ms = static_cast<int64_t>(
+        std::ceil(absl::ToDoubleMilliseconds(DriftAllowance(ttl_ms, config_.drift_factor))));
+    if (config_.fencing) h.fencing_token = lease->fencing_token();
+    h.lease = *lease;
+    if (config_.inspect_nodes) {
+      absl::StatusOr<std::vector<NodeView>> views = client_->Inspect(resource);
+      if (views.ok()) {
+        for (size_t i = 0; i < views->size(); ++i) {
+          if ((*views)[i].status.ok() && (*views)[i].held && (*views)[i].token == h.token) {
+            h.nodes.push_back(static_cast<int>(i));
+          }
+        }
+      }
+    }
+    return h;
+  }
+
+  absl::Duration TimeLeft(const HeldLock& lock) override { return lock.lease.TimeLeft(); }
+
+  absl::Status Release(const HeldLock& lock) override { return client_->Release(lock.lease); }
+
+ private:
+  ClientConfig config_;
+  std::unique_ptr<redlock::Client> client_;
+};
+
+class MarkerWriter {
+ public:
+  explicit MarkerWriter(int fd) : fd_(fd) {
+    if (fd_ >= 0) fcntl(fd_, F_SETFL, fcntl(fd_, F_GETFL) | O_NONBLOCK);
+  }
+  void Write(absl::string_view kind, int64_t op, absl::string_view resource,
+             absl::string_view detail = "") {
+    if (fd_ < 0) return;
+    std::string line =
+        absl::StrCat(kind, " ", op, " ", resource, detail.empty() ? "" : " ", detail, "\n");
+    // Best effort: one write of a short line is atomic on a pipe; a full pipe
+    // (the harness not reading) drops the marker rather than blocking.
+    ssize_t w = write(fd_, line.data(), line.size());
+    (void)w;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+absl::string_view VariantName(ClientVariant v) {
+  for (const auto& e : kVariants) {
+    if (e.v == v) return e.name;
+  }
+  return "?";
+}
+
+absl::StatusOr<ClientVariant> ParseVariant(absl::string_view name) {
+  for (const auto& e : kVariants) {
+    if (name == e.name) return e.v;
+  }
+  std::vector<std::string> names;
+  for (const auto& e : kVariants) names.push_back(e.name);
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown variant \"", name, "\" (", absl::StrJoin(names, ", "), ")"));
+}
+
+std::vector<ClientVariant> AllVariants() {
+  std::vector<ClientVariant> out;
+  for (const auto& e : kVariants) out.push_back(e.v);
+  return out;
+}
+
+absl::Duration DriftAllowance(int64_t ttl_ms, double factor) {
+  return absl::Milliseconds(static_cast<double>(ttl_ms) * factor) + absl::Milliseconds(2);
+}
+
+std::string DataKey(absl::string_view resource) { return absl::StrCat("data:", resource); }
+std::string FenceKey(absl::string_view resource) { return absl::StrCat("fence:", resource); }
+
+std::vector<std::string> ClientArgs(const ClientConfig& c) {
+  std::vector<std::string> args = {
+      absl::StrCat("--name=", c.name),
+      absl::StrCat("--variant=", VariantName(c.variant)),
+      absl::StrCat("--nodes=", absl::StrJoin(c.nodes, ",")),
+      absl::StrCat("--data=", c.data),
+      absl::StrCat("--history=", c.history),
+      absl::StrCat("--marker-fd=", c.marker_fd),
+      absl::StrCat("--resources=", absl::StrJoin(c.resources, ",")),
+      absl::StrCat("--ttl-ms=", c.ttl_ms),
+      absl::StrCat("--use-ms=", c.use_ms),
+      absl::StrCat("--uses-per-lease=", c.uses_per_lease),
+      absl::StrCat("--guard-ms=", c.guard_ms),
+      absl::StrCat("--think-ms=", c.think_ms),
+      absl::StrCat("--pre-release-ms=", c.pre_release_ms),
+      absl::StrCat("--retry-ms=", c.retry_ms),
+      absl::StrCat("--node-timeout-ms=", c.node_timeout_ms),
+      absl::StrCat("--drift-factor=", c.drift_factor),
+      absl::StrCat("--fencing=", c.fencing ? "true" : "false"),
+      absl::StrCat("--durability-replicas=", c.durability_replicas),
+      absl::StrCat("--durability-timeout-ms=", c.durability_timeout_ms),
+      absl::StrCat("--release=", c.release ? "true" : "false"),
+      absl::StrCat("--inspect-nodes=", c.inspect_nodes ? "true" : "false"),
+      absl::StrCat("--seed=", c.seed),
+      absl::StrCat("--duration-ms=", c.duration_ms),
+      absl::StrCat("--max-ops=", c.max_ops),
+  };
+  if (!c.tls_ca.empty()) args.push_back(absl::StrCat("--tls-ca=", c.tls_ca));
+  if (!c.tls_server_name.empty()) {
+    args.push_back(absl::StrCat("--tls-server-name=", c.tls_server_name));
+  }
+  return args;
+}
+
+absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& args) {
+  ClientConfig c;
+  for (const std::string& arg : args) {
+    if (!absl::StartsWith(arg, "--")) {
+      return absl::InvalidArgumentError(absl::StrCat("unexpected argument \"", arg, "\""));
+    }
+    std::vector<std::string> kv = absl::StrSplit(arg.substr(2), absl::MaxSplits('=', 1));
+    const std::string& k = kv[0];
+    std::string v = kv.size() > 1 ? kv[1] : "true";
+    bool ok = true;
+    auto as_bool = [&](bool* out) {
+      if (v == "true" || v == "1") {
+        *out = true;
+      } else if (v == "false" || v == "0") {
+        *out = false;
+      } else {
+        ok = false;
+      }
+    };
+    auto list = [&]() -> std::vector<std::string> {
+      return absl::StrSplit(v, ',', absl::SkipEmpty());
+    };
+    if (k == "name") {
+      c.name = v;
+    } else if (k == "variant") {
+      absl::StatusOr<ClientVariant> var = ParseVariant(v);
+      if (!var.ok()) return var.status();
+      c.variant = *var;
+    } else if (k == "nodes") {
+      c.nodes = list();
+    } else if (k == "data") {
+      c.data = v;
+    } else if (k == "history") {
+      c.history = v;
+    } else if (k == "marker-fd") {
+      ok = absl::SimpleAtoi(v, &c.marker_fd);
+    } else if (k == "resources") {
+      c.resources = list();
+    } else if (k == "ttl-ms") {
+      ok = absl::SimpleAtoi(v, &c.ttl_ms);
+    } else if (k == "use-ms") {
+      ok = absl::SimpleAtoi(v, &c.use_ms);
+    } else if (k == "uses-per-lease") {
+      ok = absl::SimpleAtoi(v, &c.uses_per_lease);
+    } else if (k == "guard-ms") {
+      ok = absl::SimpleAtoi(v, &c.guard_ms);
+    } else if (k == "think-ms") {
+      ok = absl::SimpleAtoi(v, &c.think_ms);
+    } else if (k == "pre-release-ms") {
+      ok = absl::SimpleAtoi(v, &c.pre_release_ms);
+    } else if (k == "retry-ms") {
+      ok = absl::SimpleAtoi(v, &c.retry_ms);
+    } else if (k == "node-timeout-ms") {
+      ok = absl::SimpleAtoi(v, &c.node_timeout_ms);
+    } else if (k == "drift-factor") {
+      ok = absl::SimpleAtod(v, &c.drift_factor);
+    } else if (k == "fencing") {
+      as_bool(&c.fencing);
+    } else if (k == "durability-replicas") {
+      ok = absl::SimpleAtoi(v, &c.durability_replicas);
+    } else if (k == "durability-timeout-ms") {
+      ok = absl::SimpleAtoi(v, &c.durability_timeout_ms);
+    } else if (k == "release") {
+      as_bool(&c.release);
+    } else if (k == "inspect-nodes") {
+      as_bool(&c.inspect_nodes);
+    } else if (k == "tls-ca") {
+      c.tls_ca = v;
+    } else if (k == "tls-server-name") {
+      c.tls_server_name = v;
+    } else if (k == "seed") {
+      ok = absl::SimpleAtoi(v, &c.seed);
+    } else if (k == "duration-ms") {
+      ok = absl::SimpleAtoi(v, &c.duration_ms);
+    } else if (k == "max-ops") {
+      ok = absl::SimpleAtoi(v, &c.max_ops);
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", k));
+    }
+    if (!ok)
+      return absl::InvalidArgumentError(absl::StrCat("bad value for --", k, ": \"", v, "\""));
+  }
+  if (c.nodes.empty()) return absl::InvalidArgumentError("--nodes is required");
+  if (c.data.empty()) return absl::InvalidArgumentError("--data is required");
+  if (c.history.empty()) return absl::InvalidArgumentError("--history is required");
+  if (c.resources.empty()) return absl::InvalidArgumentError("--resources is empty");
+  if (c.ttl_ms <= 0 || c.use_ms < 0 || c.uses_per_lease < 0 || c.node_timeout_ms <= 0) {
+    return absl::InvalidArgumentError("ttl, use, uses-per-lease and node timeout must be positive");
+  }
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConfig& config) {
+  if (config.variant != ClientVariant::kLibrary) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "variant ", VariantName(config.variant),
+        " is a deliberately broken client: it is in the test-only redlock-chaos-broken-client"));
+  }
+  redlock::Options options;
+  for (const std::string& n : config.nodes) {
+    absl::StatusOr<redlock::Endpoint> ep = redlock::ParseEndpoint(n);
+    if (!ep.ok()) return ep.status();
+    options.nodes.push_back(*ep);
+  }
+  options.tls.ca_file = config.tls_ca;
+  options.tls.server_name = config.tls_server_name;
+  options.node_timeout = absl::Milliseconds(config.node_timeout_ms);
+  options.clock_drift_factor = config.drift_factor;
+  options.fencing = config.fencing;
+  options.durability.replicas = config.durability_replicas;
+  options.durability.timeout = absl::Milliseconds(config.durability_timeout_ms);
+  options.max_attempts = 1;
+  options.release_notifications = false;
+  absl::StatusOr<std::unique_ptr<redlock::Client>> client = redlock::Client::Create(options);
+  if (!client.ok()) return client.status();
+  return std::unique_ptr<LockBackend>(new LibraryBackend(config, *std::move(client)));
+}
+
+int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::atomic<bool>* stop) {
+  absl::StatusOr<std::unique_ptr<HistoryWriter>> opened = HistoryWriter::Open(config.history);
+  if (!opened.ok()) {
+    fprintf(stderr, "%s: %s\n", config.name.c_str(), opened.status().ToString().c_str());
+    return 2;
+  }
+  HistoryWriter& h = **opened;
+  auto check = [&](const absl::Status& s) {
+    if (!s.ok()) fprintf(stderr, "%s: history: %s\n", config.name.c_str(), s.ToString().c_str());
+  };
+  MarkerWriter markers(config.marker_fd);
+  DataStore data(config.data);
+  std::mt19937_64 rng(config.seed);
+  const int64_t deadline = RawMonotonicNanos() + config.duration_ms * 1000000;
+  const int64_t ms = 1000000;
+  std::optional<HeldLock> unreleased;
+  int64_t op = 0;
+  int64_t grants = 0, fails = 0, uses = 0;
+
+  auto release = [&](const HeldLock& held, int64_t lease_op) {
+    int64_t t = RawMonotonicNanos();
+    absl::Status st = backend.Release(held);
+    check(h.WriteRelease({.t = t,
+                          .process = config.name,
+                          .op = lease_op,
+                          .resource = held.resource,
+                          .token = held.token,
+                          .end = RawMonotonicNanos(),
+                          .ok = st.ok()}));
+    markers.Write("release", lease_op, held.resource);
+  };
+  int64_t unreleased_op = 0;
+
+  for (; op < config.max_ops && !stop->load() && RawMonotonicNanos() < deadline;) {
+    const std::string& resource =
+        config.resources[static_cast<size_t>(rng() % config.resources.size())];
+    ++op;
+    check(h.WriteInvoke(
+        {.process = config.name, .op = op, .resource = resource, .ttl_ms = config.ttl_ms}));
+    markers.Write("invoke", op, resource);
+    absl::StatusOr<HeldLock> held = backend.Acquire(resource, config.ttl_ms);
+    if (!held.ok()) {
+      ++fails;
+      check(h.WriteFail({.process = config.name,
+                         .op = op,
+                         .resource = resource,
+                         .code = absl::StatusCodeToString(held.status().code()),
+                         .error = std::string(held.status().message())}));
+      markers.Write("fail", op, resource, absl::StatusCodeToString(held.status().code()));
+      int64_t pause = config.retry_ms / 2 +
+                      static_cast<int64_t>(rng() % static_cast<uint64_t>(config.retry_ms + 1));
+      SleepRaw(pause * ms, stop);
+      continue;
+    }
+    ++grants;
+    check(h.WriteGrant({.process = config.name,
+                        .op = op,
+                        .resource = resource,
+                        .token = held->token,
+                        .start = held->start_raw,
+                        .valid_until = held->valid_until_raw,
+                        .ttl_ms = config.ttl_ms,
+                        .drift_ms = held->drift_ms,
+                        .nodes = held->nodes,
+                        .fencing_token = held->fencing_token}));
+    markers.Write("grant", op, resource);
+    for (int u = 0; u < config.uses_per_lease && !stop->load(); ++u) {
+      absl::Duration left = backend.TimeLeft(*held);
+      if (left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
+      int64_t begin = RawMonotonicNanos();
+      std::string token_str = held->fencing_token ? std::to_string(*held->fencing_token) : "";
+      absl::StatusOr<std::optional<std::string>> got =
+          config.fencing ? data.Run({"EVAL", std::string(redlock::FencedReadScript()), "2",
+                                     DataKey(resource), FenceKey(resource), token_str})
+                         : data.Run({"GET", DataKey(resource)});
+      if (!got.ok() && absl::IsAborted(got.status())) {
+        // The fence refused even the read: a newer holder exists.
+        ++uses;
+        check(h.WriteUse({.process = config.name,
+                          .op = op,
+                          .resource = resource,
+                          .token = held->token,
+                          .begin = begin,
+                          .end = RawMonotonicNanos(),
+                          .read = -1,
+                          .wrote = -1,
+                          .accepted = false,
+                          .fencing_token = held->fencing_token}));
+        break;
+      }
+      if (!got.ok()) {
+        fprintf(stderr, "%s: data read: %s\n", config.name.c_str(),
+                got.status().ToString().c_str());
+        break;
+      }
+      int64_t value = 0;
+      if (got->has_value() && !absl::SimpleAtoi(**got, &value)) value = 0;
+      markers.Write("use_read", op, resource);
+      SleepRaw(config.use_ms * ms, nullptr);
+      std::string next = std::to_string(value + 1);
+      absl::StatusOr<std::optional<std::string>> put =
+          config.fencing ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
+                                     DataKey(resource), FenceKey(resource), token_str, next})
+                         : data.Run({"SET", DataKey(resource), next});
+      bool accepted = put.ok();
+      if (!put.ok() && !absl::IsAborted(put.status())) {
+        fprintf(stderr, "%s: data write: %s\n", config.name.c_str(),
+                put.status().ToString().c_str());
+      }
+      ++uses;
+      check(h.WriteUse({.process = config.name,
+                        .op = op,
+                        .resource = resource,
+                        .token = held->token,
+                        .begin = begin,
+                        .end = RawMonotonicNanos(),
+                        .read = value,
+                        .wrote = value + 1,
+                        .accepted = accepted,
+                        .fencing_token = held->fencing_token}));
+      markers.Write("use_end", op, resource);
+    }
+    if (config.release) {
+      SleepRaw(config.pre_release_ms * ms, nullptr);
+      release(*held, op);
+      SleepRaw(config.think_ms * ms, stop);
+    } else {
+      unreleased = *held;
+      unreleased_op = op;
+      // Let the lease lapse (bounded by the ttl and the stop flag).
+      absl::Duration left = backend.TimeLeft(*held);
+      SleepRaw(std::min<int64_t>(absl::ToInt64Nanoseconds(left), config.ttl_ms * ms), stop);
+      if (backend.TimeLeft(*held) <= absl::ZeroDuration()) unreleased.reset();
+      SleepRaw(config.think_ms * ms, stop);
+    }
+  }
+  if (unreleased.has_value() && backend.TimeLeft(*unreleased) > absl::ZeroDuration()) {
+    release(*unreleased, unreleased_op);
+  }
+  markers.Write("exit", op, "-");
+  fprintf(stderr, "%s: %lld ops, %lld grants, %lld fails, %lld uses\n", config.name.c_str(),
+          static_cast<long long>(op), static_cast<long long>(grants), static_cast<long long>(fails),
+          static_cast<long long>(uses));
+  return 0;
+}
+
+namespace {
+
+// Set by the handler, read by the loop. A process-directed signal may be
+// delivered to any thread (the library's I/O thread too), so this must be an
+// atomic, not a volatile bool; lock-free, it is async-signal-safe.
+std::atomic<bool> g_stop{false};
+static_assert(std::atomic<bool>::is_always_lock_free);
+
+void OnTerm(int) { g_stop.store(true); }
+
+}  // namespace
+
+int ClientMain(int argc, char** argv, BackendFactory make_backend) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (const std::string& a : args) {
+    if (a == "--help" || a == "-h") {
+      fprintf(stderr,
+              "usage: %s --name=c1 --nodes=h:p,... --data=h:p --history=FILE [options]\n"
+              "see chaos/clients/workload.h and chaos/README.md\n",
+              argv[0]);
+      return 0;
+    }
+  }
+  absl::StatusOr<ClientConfig> config = ParseClientArgs(args);
+  if (!config.ok()) {
+    fprintf(stderr, "%s: %s\n", argv[0], config.status().ToString().c_str());
+    return 2;
+  }
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnTerm;
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<LockBackend>> backend = make_backend(*config);
+  if (!backend.ok()) {
+    fprintf(stderr, "%s: %s\n", config->name.c_str(), backend.status().ToString().c_str());
+    return 2;
+  }
+  return RunClientLoop(*config, **backend, &g_stop);
+}
+
+// ---- MarkerHub -------------------------------------------------------------------
+
+void MarkerHub::Push(Marker m) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    m.seq = next_seq_++;
+    markers_.push_back(std::move(m));
+    if (markers_.size() > 50000) markers_.pop_front();
+  }
+  cv_.notify_all();
+}
+
+int64_t MarkerHub::last_seq() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return next_seq_ - 1;
+}
+
+std::deque<Marker>::const_iterator MarkerHub::After(int64_t after_seq) const {
+  return std::upper_bound(markers_.begin(), markers_.end(), after_seq,
+                          [](int64_t seq, const Marker& m) { return seq < m.seq; });
+}
+
+std::optional<Marker> MarkerHub::Wait(int64_t after_seq, absl::Duration timeout,
+                                      const std::function<bool(const Marker&)>& match) {
+  auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
+  std::unique_lock<std::mutex> lock(mu_);
+  int64_t scanned = after_seq;
+  for (int i = 0; i < 10000000; ++i) {
+    for (auto it = After(scanned); it != markers_.end(); ++it) {
+      scanned = it->seq;
+      if (match(*it)) return *it;
+    }
+    if (Interrupted() || std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+    cv_.wait_until(
+        lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+  }
+  return std::nullopt;
+}
+
+std::vector<Marker> MarkerHub::Since(int64_t after_seq, absl::Duration timeout) {
+  auto deadline = std::chrono::steady_clock::now() + absl::ToChronoNanoseconds(timeout);
+  std::unique_lock<std::mutex> lock(mu_);
+  for (int i = 0; i < 10000000; ++i) {
+    auto it = After(after_seq);
+    if (it != markers_.end()) return std::vector<Marker>(it, markers_.cend());
+    if (Interrupted() || std::chrono::steady_clock::now() >= deadline) return {};
+    cv_.wait_until(
+        lock, std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(50)));
+  }
+  return {};
+}
+
+std::optional<Marker> MarkerHub::Last(int client) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto it = markers_.rbegin(); it != markers_.rend(); ++it) {
+    if (it->client == client) return *it;
+  }
+  return std::nullopt;
+}
+
+// ---- ClientProcess ------------------------------------------------------------------
+
+absl::StatusOr<std::unique_ptr<ClientProcess>> ClientProcess::Spawn(ClientLaunch launch,
+                                                                    MarkerHub* hub) {
+  std::unique_ptr<ClientProcess> p(new ClientProcess(std::move(launch), hub));
+  ClientConfig& config = p->launch_.config;
+  int hf = open(config.history.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (hf < 0) return absl::UnavailableError(absl::StrCat(config.history, ": ", strerror(errno)));
+  if (p->launch_.uid >= 0 &&
+      fchown(hf, static_cast<uid_t>(p->launch_.uid), static_cast<gid_t>(p->launch_.uid)) != 0) {
+    int err = errno;
+    close(hf);
+    return absl::UnavailableError(absl::StrCat("chown ", config.history, ": ", strerror(err)));
+  }
+  close(hf);
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return absl::UnavailableError(strerror(errno));
+  config.marker_fd = 3;
+  testkit::ProcessOptions spec;
+  spec.argv.push_back(p->launch_.binary);
+  for (std::string& a : ClientArgs(config)) spec.argv.push_back(std::move(a));
+  spec.env = p->launch_.env;
+  bool preload = false;
+  for (const auto& kv : spec.env) preload = preload || kv.first == "LD_PRELOAD";
+  if (preload) {
+    // A sanitized client refuses a preloaded library ahead of its runtime.
+    const char* asan = getenv("ASAN_OPTIONS");
+    spec.env.push_back({"ASAN_OPTIONS", absl::StrCat(asan != nullptr ? asan : "",
+                                                     asan != nullptr && *asan ? ":" : "",
+                                                     "verify_asan_link_order=0")});
+  }
+  spec.uid = p->launch_.uid;
+  if (!p->launch_.log_path.empty()) {
+    spec.stdout_to = testkit::Stream::kLogFile;
+    spec.stderr_to = testkit::Stream::kLogFile;
+    spec.log_path = p->launch_.log_path;
+  }
+  spec.pass_fd = fds[1];
+  absl::StatusOr<std::unique_ptr<testkit::Process>> process =
+      testkit::Process::Start(std::move(spec));
+  close(fds[1]);
+  if (!process.ok()) {
+    close(fds[0]);
+    return process.status();
+  }
+  p->process_ = *std::move(process);
+  RegisterPid(p->process_->pid());
+  p->read_fd_ = fds[0];
+  p->reader_ = std::thread([raw = p.get()] { raw->ReadMarkers(); });
+  return p;
+}
+
+void ClientProcess::ReadMarkers() {
+  std::string buf;
+  for (int i = 0; i < 100000000; ++i) {
+    pollfd pfd{read_fd_, POLLIN, 0};
+    int r = poll(&pfd, 1, 100);
+    if (r < 0 && errno == EINTR) continue;
+    if (r == 0) {
+      if (reaped_) return;
+      continue;
+    }
+    char chunk[4096];
+    ssize_t n = read(read_fd_, chunk, sizeof(chunk));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // every writer is gone
+    buf.append(chunk, static_cast<size_t>(n));
+    size_t nl;
+    while ((nl = buf.find('\n')) != std::string::npos) {
+      std::string line = buf.substr(0, nl);
+      buf.erase(0, nl + 1);
+      std::vector<std::string> f = absl::StrSplit(line, ' ');
+      if (f.size() < 3) continue;
+      Marker m;
+      m.t = RawMonotonicNanos();
+      m.client = launch_.index;
+      m.kind = f[0];
+      if (!absl::SimpleAtoi(f[1], &m.op)) continue;
+      m.resource = f[2];
+      if (f.size() > 3) m.detail = f[3];
+      hub_->Push(std::move(m));
+    }
+  }
+}
+
+bool ClientProcess::Reap(absl::Duration timeout) {
+  if (reaped_) return true;
+  const pid_t pid = process_->pid();
+  std::optional<int> status = process_->Wait(timeout);
+  if (!status.has_value()) return false;
+  wait_status_ = *status;
+  UnregisterPid(pid);
+  reaped_ = true;
+  return true;
+}
+
+void ClientProcess::KillAndReap() {
+  const pid_t pid = process_->pid();
+  wait_status_ = process_->Kill();
+  UnregisterPid(pid);
+  reaped_ = true;
+}
+
+bool ClientProcess::exited() { return Reap(absl::ZeroDuration()); }
+
+absl::Status ClientProcess::Pause() {
+  if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
+  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGSTOP));
+  paused_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status ClientProcess::Resume() {
+  if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
+  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGCONT));
+  paused_ = false;
+  return absl::OkStatus();
+}
+
+std::string ClientProcess::Stop(absl::Duration timeout) {
+  if (!exited()) {
+    (void)process_->Signal(SIGCONT);
+    paused_ = false;
+    (void)process_->Signal(SIGTERM);
+    if (!Reap(timeout)) {
+      KillAndReap();
+      return absl::StrCat(testkit::DescribeWaitStatus(wait_status_), " (killed after ",
+                          absl::FormatDuration(timeout), ")");
+    }
+  }
+  return testkit::DescribeWaitStatus(wait_status_);
+}
+
+ClientProcess::~ClientProcess() {
+  if (process_ != nullptr && !exited()) KillAndReap();
+  reaped_ = true;
+  if (reader_.joinable()) reader_.join();
+  if (read_fd_ >= 0) close(read_fd_);
+}
+
+}  // namespace redlock::chaos

@@ -1,0 +1,303 @@
+// redlock-chaos: runs chaos scenarios (files: chaos/scenarios/*.yaml, or a
+// user's) and prints the verdict table; or explores random fault schedules.
+// See chaos/README.md.
+//
+//   redlock-chaos --list
+//   redlock-chaos --quick                 the CI subset of the catalog
+//   redlock-chaos --full                  the whole catalog
+//   redlock-chaos --scenario NAME [--scenario NAME ...]
+//   redlock-chaos --file PATH [--file PATH ...]
+//   redlock-chaos --explore [--runs K] [--duration T] [--topology NAME ...]
+//                 [--kinds a,b] [--out DIR] [--shrink-runs N]
+//   options: --seed N  --client NAME  --scenarios DIR  --json FILE  --keep DIR
+//            --plot DIR  --client-binary PATH  --verbose
+//
+// Exit status: 0 when every verdict is as expected (skipped scenarios
+// included) and, with --explore, when no run violated a property its
+// configuration is documented to keep; 1 otherwise; 2 on a usage error or a
+// bad scenario file (nothing runs); 130 when interrupted.
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "chaos/explore/explore.h"
+#include "chaos/plot/plot.h"
+#include "chaos/run/cleanup.h"
+#include "chaos/run/report.h"
+#include "chaos/scenarios/scenario_file.h"
+
+namespace {
+
+namespace chaos = redlock::chaos;
+
+void Usage(FILE* out) {
+  fprintf(out,
+          "usage: redlock-chaos (--list | --quick | --full | --scenario NAME... | --file PATH...)\n"
+          "                     [--seed N] [--client NAME] [--scenarios DIR] [--json FILE]\n"
+          "                     [--keep DIR] [--plot DIR] [--client-binary PATH] [--verbose]\n"
+          "       redlock-chaos --explore [--runs K] [--seed S] [--duration T]\n"
+          "                     [--topology NAME]... [--kinds KIND,...] [--client NAME]\n"
+          "                     [--out DIR] [--shrink-runs N] [--keep DIR] [--plot DIR]\n"
+          "topologies: %s\n",
+          absl::StrJoin(chaos::TopologyPresets(), ", ").c_str());
+}
+
+// Sets every client of `s` to the client under test `name`.
+absl::Status SetClient(chaos::Scenario& s, const std::string& name) {
+  for (chaos::ClientConfig& c : s.setup.clients) {
+    c.variant = chaos::ClientVariant::kLibrary;
+    c.client.clear();
+    absl::StatusOr<chaos::ClientVariant> v = chaos::ParseVariant(name);
+    if (v.ok()) {
+      c.variant = *v;
+    } else {
+      c.client = name;
+    }
+  }
+  return absl::OkStatus();
+}
+
+int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions& options,
+               const std::string& json_path, bool index_page) {
+  chaos::InstallSignalCleanup();
+  fprintf(stderr, "redlock-chaos: %zu scenario(s), seed %llu, client %s\n", todo.size(),
+          static_cast<unsigned long long>(options.seed),
+          (options.client_binary.empty() ? chaos::DefaultClientBinary() : options.client_binary)
+              .c_str());
+  absl::Time start = absl::Now();
+  bool plots_missing = false;
+  std::vector<chaos::ScenarioResult> results;
+  for (const chaos::Scenario& s : todo) {
+    if (chaos::Interrupted()) break;
+    fprintf(stderr, "[%s] %s ... ", s.name.c_str(), s.config.c_str());
+    fflush(stderr);
+    chaos::ScenarioResult r = chaos::RunScenario(s, options);
+    fprintf(stderr, "%s\n", chaos::ProgressLine(r).c_str());
+    if (options.verbose || !r.ok) {
+      for (const std::string& e : r.examples) fprintf(stderr, "    %s\n", e.c_str());
+      for (const std::string& n : r.notes) fprintf(stderr, "    note: %s\n", n.c_str());
+    }
+    if (!options.plot_dir.empty() && !r.skipped && r.plot_path.empty()) {
+      fprintf(stderr, "    no picture of %s was written (see the notes)\n", r.name.c_str());
+      plots_missing = true;
+    }
+    results.push_back(std::move(r));
+  }
+  absl::Duration total = absl::Now() - start;
+  fputs(chaos::FormatTable(results).c_str(), stdout);
+  bool all_ok = true;
+  int skipped = 0;
+  for (const auto& r : results) {
+    all_ok = all_ok && r.ok;
+    skipped += r.skipped;
+  }
+  printf("%zu scenarios, %d skipped, %s in %.1fs (seed %llu)\n", results.size(), skipped,
+         all_ok ? "every verdict as expected" : "SOME VERDICTS NOT AS EXPECTED",
+         absl::ToDoubleSeconds(total), static_cast<unsigned long long>(options.seed));
+  if (!json_path.empty()) {
+    std::ofstream out(json_path);
+    out << chaos::FormatJson(results, options.seed, total);
+    if (!out) {
+      fprintf(stderr, "redlock-chaos: cannot write %s\n", json_path.c_str());
+      return 2;
+    }
+  }
+  if (!options.plot_dir.empty() && index_page) {
+    const std::string index = options.plot_dir + "/index.html";
+    absl::Status s =
+        chaos::WriteTextFile(index, chaos::FormatIndexHtml(results, options.seed, total));
+    if (!s.ok()) {
+      fprintf(stderr, "redlock-chaos: %s\n", s.ToString().c_str());
+      return 2;
+    }
+    fprintf(stderr, "redlock-chaos: pictures and %s written\n", index.c_str());
+  }
+  if (chaos::Interrupted()) return 130;
+  return all_ok && !plots_missing ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> names, files, topologies;
+  bool list = false, quick = false, full = false, verbose = false, explore = false;
+  chaos::RunOptions options;
+  chaos::ExploreOptions eo;
+  std::string json_path, client, dir, kinds;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    std::string value;
+    auto take = [&](const char* flag) -> bool {
+      std::string f = flag;
+      if (a == f) {
+        if (i + 1 >= argc) {
+          fprintf(stderr, "redlock-chaos: %s needs a value\n", flag);
+          exit(2);
+        }
+        value = argv[++i];
+        return true;
+      }
+      if (a.rfind(f + "=", 0) == 0) {
+        value = a.substr(f.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    auto number = [&](const char* flag, auto* into) {
+      if (!absl::SimpleAtoi(value, into)) {
+        fprintf(stderr, "redlock-chaos: bad %s %s\n", flag, value.c_str());
+        exit(2);
+      }
+    };
+    if (a == "--list") {
+      list = true;
+    } else if (a == "--quick") {
+      quick = true;
+    } else if (a == "--full") {
+      full = true;
+    } else if (a == "--explore") {
+      explore = true;
+    } else if (a == "--verbose" || a == "-v") {
+      verbose = true;
+    } else if (a == "--help" || a == "-h") {
+      Usage(stdout);
+      return 0;
+    } else if (take("--scenario")) {
+      names.push_back(value);
+    } else if (take("--file")) {
+      files.push_back(value);
+    } else if (take("--scenarios")) {
+      dir = value;
+    } else if (take("--client")) {
+      client = value;
+    } else if (take("--seed")) {
+      number("--seed", &options.seed);
+    } else if (take("--runs")) {
+      number("--runs", &eo.runs);
+    } else if (take("--shrink-runs")) {
+      number("--shrink-runs", &eo.shrink_runs);
+    } else if (take("--duration")) {
+      if (!absl::ParseDuration(value, &eo.duration) || eo.duration <= absl::ZeroDuration()) {
+        fprintf(stderr, "redlock-chaos: bad --duration %s (e.g. 10s)\n", value.c_str());
+        return 2;
+      }
+    } else if (take("--topology")) {
+      topologies.push_back(value);
+    } else if (take("--kinds")) {
+      kinds = value;
+    } else if (take("--out")) {
+      eo.out_dir = value;
+    } else if (take("--json")) {
+      json_path = value;
+    } else if (take("--keep")) {
+      options.keep_dir = value;
+    } else if (take("--plot")) {
+      options.plot_dir = value;
+    } else if (take("--client-binary")) {
+      options.client_binary = value;
+    } else {
+      fprintf(stderr, "redlock-chaos: unknown argument %s\n", a.c_str());
+      Usage(stderr);
+      return 2;
+    }
+  }
+  options.verbose = verbose;
+  if (!options.plot_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.plot_dir, ec);
+    if (ec) {
+      fprintf(stderr, "redlock-chaos: cannot create %s: %s\n", options.plot_dir.c_str(),
+              ec.message().c_str());
+      return 2;
+    }
+  }
+
+  if (explore) {
+    eo.seed = options.seed;
+    eo.topologies = topologies;
+    eo.client = client;
+    eo.kinds = absl::StrSplit(kinds, ',', absl::SkipEmpty());
+    eo.run = options;
+    eo.progress = [](const std::string& line) { fprintf(stderr, "%s\n", line.c_str()); };
+    chaos::InstallSignalCleanup();
+    absl::StatusOr<chaos::ExploreReport> report = chaos::Explore(eo);
+    if (!report.ok()) {
+      fprintf(stderr, "redlock-chaos: %s\n", std::string(report.status().message()).c_str());
+      return 2;
+    }
+    fputs(chaos::FormatExploreReport(*report).c_str(), stdout);
+    if (chaos::Interrupted()) return 130;
+    for (const chaos::ExploreRun& r : report->runs) {
+      if (r.violated != 0 || !r.result.error.empty()) return 1;
+    }
+    return 0;
+  }
+
+  // The catalog, read only when it is needed (--list, --quick, --full,
+  // --scenario): a bad catalog file is an error naming it.
+  std::vector<chaos::Scenario> catalog;
+  if (list || quick || full || !names.empty()) {
+    const std::string from = dir.empty() ? chaos::DefaultScenarioDir() : dir;
+    absl::StatusOr<std::vector<chaos::Scenario>> c = chaos::ReadScenarioDir(from);
+    if (!c.ok()) {
+      fprintf(stderr, "redlock-chaos: %s\n", std::string(c.status().message()).c_str());
+      return 2;
+    }
+    catalog = *std::move(c);
+  }
+  if (list) {
+    fputs(chaos::FormatList(catalog).c_str(), stdout);
+    return 0;
+  }
+  std::vector<chaos::Scenario> todo;
+  auto add = [&](const chaos::Scenario& s) {
+    for (const auto& t : todo) {
+      if (t.name == s.name) return;
+    }
+    todo.push_back(s);
+  };
+  for (const std::string& n : names) {
+    auto it = std::find_if(catalog.begin(), catalog.end(),
+                           [&](const chaos::Scenario& s) { return s.name == n; });
+    if (it == catalog.end()) {
+      fprintf(stderr, "redlock-chaos: no scenario \"%s\" (see --list)\n", n.c_str());
+      return 2;
+    }
+    add(*it);
+  }
+  for (const std::string& f : files) {
+    absl::StatusOr<chaos::Scenario> s = chaos::ReadScenarioFile(f);
+    if (!s.ok()) {
+      fprintf(stderr, "redlock-chaos: %s\n", std::string(s.status().message()).c_str());
+      return 2;
+    }
+    add(*s);
+  }
+  for (const chaos::Scenario& s : catalog) {
+    if (full || (quick && s.quick)) add(s);
+  }
+  if (todo.empty()) {
+    Usage(stderr);
+    return 2;
+  }
+  if (!client.empty()) {
+    for (chaos::Scenario& s : todo) {
+      absl::Status st = SetClient(s, client);
+      if (st.ok()) st = chaos::ValidateScenario(s);
+      if (!st.ok()) {
+        fprintf(stderr, "redlock-chaos: --client %s: %s: %s\n", client.c_str(), s.name.c_str(),
+                std::string(st.message()).c_str());
+        return 2;
+      }
+    }
+  }
+  return RunCatalog(todo, options, json_path, quick || full);
+}
