@@ -19,10 +19,13 @@
 #include "testkit/clock_control.h"
 #include "chaos/history/history.h"
 #include "chaos/faults/partition.h"
+#include "chaos/run/run.h"
 #include "chaos/plot/plot.h"
 #include "testkit/files.h"
 
 namespace redlock::chaos {
+
+using testkit::ClockControl;
 namespace {
 
 using backends::Kind;
@@ -49,7 +52,7 @@ ClientConfig Workload() {
 
 Expectation Clean() {
   Expectation e;
-  e.clean = {kS1, kS2, kS3, kS4};
+  e.clean = Prop(kS1) | Prop(kS2) | Prop(kS3) | Prop(kS4);
   e.min_grants = 3;
   return e;
 }
@@ -57,8 +60,8 @@ Expectation Clean() {
 // An overlap of holders whose stale writes the fencing tokens refuse.
 Expectation OverlapFenced() {
   Expectation e;
-  e.violated_all = {kS1};
-  e.clean = {kS3, kS4};
+  e.violated_all = Prop(kS1);
+  e.clean = Prop(kS3) | Prop(kS4);
   e.min_grants = 2;
   return e;
 }
@@ -447,14 +450,14 @@ std::vector<BackendScenario> Build() {
             "holder's remaining uses here, so nobody overlaps it";
       }
       if (fault == BackendFault::kMemberRestart && kind == Kind::kPgForUpdate) {
-        s.expect = Expectation{.clean = {kS3}, .violated_all = {kS4}, .min_grants = 2};
+        s.expect = Expectation{.clean = Prop(kS3), .violated_all = Prop(kS4), .min_grants = 2};
         s.why =
             "the fencing nextval() runs inside the transaction that holds the row, and a "
             "sequence's WAL is flushed only at a commit: after kill -9 the sequence comes "
             "back below the token the dead holder had, and the next holder gets it again";
       }
       if (fault == BackendFault::kPartition && kind == Kind::kEtcd) {
-        s.expect.clean = {kS3, kS4};
+        s.expect.clean = Prop(kS3) | Prop(kS4);
         s.why =
             "seed 1 showed one 95 ms overlap around the leader change, not explained yet "
             "(our client's lease accounting is the first suspect); the fencing token kept the "

@@ -30,7 +30,7 @@
 #include <vector>
 
 #include "backends/lock_service.h"
-#include "chaos/scenarios.h"
+#include "chaos/run/scenario.h"
 
 namespace redlock::chaos {
 

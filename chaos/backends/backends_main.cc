@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "chaos/backends/backend_scenarios.h"
+#include "chaos/run/report.h"
 #include "chaos/run/cleanup.h"
 
 int main(int argc, char** argv) {
@@ -92,13 +93,13 @@ int main(int argc, char** argv) {
     fflush(stderr);
     chaos::ScenarioResult r = chaos::RunBackendScenario(*s, options);
     // S5 (leftover Redis keys) means nothing for the other backends.
-    fprintf(stderr, "%s\n", chaos::ProgressLine(r, chaos::kS5).c_str());
+    fprintf(stderr, "%s\n", chaos::ProgressLine(r).c_str());
     for (const std::string& e : r.examples) fprintf(stderr, "    %s\n", e.c_str());
     for (const std::string& n : r.notes) fprintf(stderr, "    note: %s\n", n.c_str());
     results.push_back(std::move(r));
   }
   const absl::Duration total = absl::Now() - start;
-  fputs(chaos::FormatTable(results).c_str(), stdout);
+  fputs(chaos::FormatTable(results, chaos::kS5).c_str(), stdout);
   bool ok = true;
   for (const auto& r : results) ok = ok && r.ok;
   printf("%zu scenarios, %s in %.1fs (seed %llu)\n", results.size(),

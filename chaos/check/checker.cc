@@ -27,6 +27,12 @@ struct Grant {
   GrantInfo info;
   int token_id = 0;
   int64_t last_use_end = std::numeric_limits<int64_t>::min();
+  // Successful extensions: (when it started, the new valid_until), in
+  // history order.
+  std::vector<std::pair<int64_t, int64_t>> extensions;
+  // The validity as the grant first had it (info.valid_until becomes the
+  // latest extension's).
+  int64_t granted_until = 0;
 };
 
 // Everything derived from the history, shared by the property checks.
@@ -135,6 +141,9 @@ class Checker {
       case EventType::kRelease:
         return absl::StrCat("release", kSep, e.process, kSep, e.op, kSep, e.token, kSep, e.t, kSep,
                             e.end);
+      case EventType::kExtend:
+        return absl::StrCat("extend", kSep, e.process, kSep, e.op, kSep, e.token, kSep, e.t, kSep,
+                            e.valid_until, kSep, e.ok);
       case EventType::kNemesis:
         return absl::StrCat("nemesis", kSep, e.t, kSep, e.fault, kSep, e.target, kSep,
                             FaultPhaseName(e.phase), kSep, e.detail);
@@ -193,6 +202,7 @@ class Checker {
           g.info.start = e->start;
           g.info.granted = e->t;
           g.info.valid_until = e->valid_until;
+          g.granted_until = e->valid_until;
           g.info.fencing_token = e->fencing_token;
           g.info.source = e->source;
           if (e->fencing_token.has_value()) ++result_.counts.fenced_grants;
@@ -224,6 +234,10 @@ class Checker {
         case EventType::kRelease:
           ++result_.counts.releases;
           releases_.push_back(e);
+          break;
+        case EventType::kExtend:
+          ++result_.counts.extends;
+          extends_.push_back(e);
           break;
         case EventType::kNemesis:
           ++result_.counts.nemesis;
@@ -271,6 +285,7 @@ class Checker {
       span.t = e->t;
       span.nodes = e->nodes;
       span.clients = e->clients;
+      span.color = e->color;
       switch (e->phase) {
         case FaultPhase::kInstant:
           faults_.push_back(std::move(span));
@@ -363,6 +378,19 @@ class Checker {
                               ? absl::StrCat(*grant.info.fencing_token)
                               : std::string("none")));
       }
+    }
+    for (const Event* x : extends_) {
+      const int g = FindGrant(*x);
+      if (g < 0) {
+        Warn(absl::StrCat(Where(*x), "extend by ", Who(*x), " without a grant (token ", x->token,
+                          ")"));
+        continue;
+      }
+      if (!x->ok) continue;
+      Grant& grant = grants_[g];
+      grant.extensions.push_back({x->t, x->valid_until});
+      // The hold lasts until the latest validity the holder was given.
+      grant.info.valid_until = std::max(grant.info.valid_until, x->valid_until);
     }
     for (const Event* r : releases_) {
       const int g = FindGrant(*r);
@@ -489,17 +517,26 @@ class Checker {
       const int g = use_grant_[i];
       if (g < 0) continue;
       const Event& u = *uses_[i];
-      const GrantInfo& info = grants_[g].info;
-      if (u.end <= info.valid_until) continue;
+      const Grant& grant = grants_[g];
+      const GrantInfo& info = grant.info;
+      // The validity the holder had when the use began: the grant's, or the
+      // latest extension started before the use.
+      int64_t until = grant.granted_until;
+      for (const auto& [t, x] : grant.extensions) {
+        if (t <= u.begin) until = std::max(until, x);
+      }
+      if (u.end <= until) continue;
       if (!Count(p)) continue;
       Violation v;
       v.property = p;
       v.resource = info.resource;
-      v.t = info.valid_until;
+      v.t = until;
       v.t_end = u.end;
       v.description = absl::StrCat("use by ", Who(u), " [", Rel(u.begin), ", ", Rel(u.end),
-                                   "] ends ", Ms(info.valid_until, u.end),
-                                   " after its grant's valid_until ", Rel(info.valid_until),
+                                   "] ends ", Ms(until, u.end),
+                                   grant.extensions.empty() ? " after its grant's valid_until "
+                                                            : " after its valid_until (extended) ",
+                                   Rel(until),
                                    u.accepted ? ", write accepted" : ", write rejected", From(u));
       v.grants = {info};
       Keep(std::move(v));
@@ -749,6 +786,7 @@ class Checker {
   std::vector<const Event*> uses_;
   std::vector<int> use_grant_;
   std::vector<const Event*> releases_;
+  std::vector<const Event*> extends_;
   std::vector<const Event*> nemesis_;
   std::map<std::string, const Event*> finals_;
   std::vector<FaultInfo> faults_;

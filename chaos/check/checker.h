@@ -20,12 +20,16 @@
 //     hold_end = max(end of its last use, min(valid_until, release.t))
 //   where the min is only valid_until when the grant was never released (the
 //   earliest release counts, whatever its `ok`). A client that keeps using the
-//   lock past its validity (paused, slow) thereby extends its hold.
+//   lock past its validity (paused, slow) thereby extends its hold. A
+//   successful extend event moves the grant's valid_until to its own (the
+//   latest one counts for the hold).
 //
 //   S1 mutual exclusion: two grants with distinct tokens whose hold intervals
 //      overlap (a.begin < b.end and b.begin < a.end: touching is not
 //      overlapping). Each pair is reported once. O(n log n + pairs).
-//   S2 validity: a use whose end is past its grant's valid_until.
+//   S2 validity: a use whose end is past the valid_until its holder had when
+//      the use began (the grant's, or the latest successful extension that
+//      started before the use).
 //   S3 harm: the accepted writes of the read-modify-write counter lose no
 //      update: every pair of accepted uses that read the same value is a
 //      violation (a value read by k accepted uses is k-1 lost updates), and
@@ -124,6 +128,7 @@ struct FaultInfo {
   std::optional<int64_t> stop;              // t of the matching stop
   std::vector<int> nodes;                   // what it acts on, as recorded
   std::vector<std::string> clients;
+  std::string color;                        // as recorded (may be empty)
 };
 
 struct Violation {
@@ -151,6 +156,7 @@ struct CheckCounts {
   int64_t accepted_writes = 0;
   int64_t rejected_writes = 0;
   int64_t releases = 0;
+  int64_t extends = 0;
   int64_t nemesis = 0;
   int64_t finals = 0;
   int64_t unknown = 0;  // events of an unknown type

@@ -132,6 +132,15 @@ class LibraryBackend : public LockBackend {
 
   absl::Duration TimeLeft(const HeldLock& lock) override { return lock.lease.TimeLeft(); }
 
+  absl::StatusOr<HeldLock> Extend(const HeldLock& lock, int64_t ttl_ms) override {
+    absl::StatusOr<redlock::Lease> lease = client_->Extend(lock.lease, absl::Milliseconds(ttl_ms));
+    if (!lease.ok()) return lease.status();
+    HeldLock h = lock;
+    h.valid_until_raw = RawFromSteady(lease->valid_until());
+    h.lease = *lease;
+    return h;
+  }
+
   absl::Status Release(const HeldLock& lock) override { return client_->Release(lock.lease); }
 
  private:
@@ -214,6 +223,7 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
       absl::StrCat("--durability-timeout-ms=", c.durability_timeout_ms),
       absl::StrCat("--release=", c.release ? "true" : "false"),
       absl::StrCat("--inspect-nodes=", c.inspect_nodes ? "true" : "false"),
+      absl::StrCat("--extend=", c.extend ? "true" : "false"),
       absl::StrCat("--seed=", c.seed),
       absl::StrCat("--duration-ms=", c.duration_ms),
       absl::StrCat("--max-ops=", c.max_ops),
@@ -291,6 +301,8 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       as_bool(&c.release);
     } else if (k == "inspect-nodes") {
       as_bool(&c.inspect_nodes);
+    } else if (k == "extend") {
+      as_bool(&c.extend);
     } else if (k == "tls-ca") {
       c.tls_ca = v;
     } else if (k == "tls-server-name") {
@@ -411,6 +423,22 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
     markers.Write("grant", op, resource);
     for (int u = 0; u < config.uses_per_lease && !stop->load(); ++u) {
       absl::Duration left = backend.TimeLeft(*held);
+      if (config.extend && left < absl::Milliseconds(config.ttl_ms) / 2) {
+        // Renew before using: an extension the client believes in moves its
+        // validity; a failed one leaves the old one standing.
+        const int64_t t = RawMonotonicNanos();
+        absl::StatusOr<HeldLock> renewed = backend.Extend(*held, config.ttl_ms);
+        check(h.WriteExtend({.t = t,
+                             .process = config.name,
+                             .op = op,
+                             .resource = resource,
+                             .token = held->token,
+                             .valid_until = renewed.ok() ? renewed->valid_until_raw
+                                                         : held->valid_until_raw,
+                             .ok = renewed.ok()}));
+        if (renewed.ok()) *held = *std::move(renewed);
+        left = backend.TimeLeft(*held);
+      }
       if (left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
       int64_t begin = RawMonotonicNanos();
       std::string token_str = held->fencing_token ? std::to_string(*held->fencing_token) : "";

@@ -152,6 +152,11 @@ class LockBackend {
                                                          int64_t ttl_ms) = 0;
   // What the client believes is left of the lease.
   virtual absl::Duration TimeLeft(const HeldLock& lock) = 0;
+  // Extends the lease to `ttl_ms` from now: the lock with its new validity.
+  // Default: kUnimplemented (a client that cannot extend).
+  [[nodiscard]] virtual absl::StatusOr<HeldLock> Extend(const HeldLock& lock, int64_t ttl_ms) {
+    return absl::UnimplementedError("this client does not extend leases");
+  }
   [[nodiscard]] virtual absl::Status Release(const HeldLock& lock) = 0;
 };
 

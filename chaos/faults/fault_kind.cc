@@ -16,14 +16,15 @@
 namespace redlock::chaos {
 namespace {
 
-// Shortest decimal that reads back to `v` ("1.5", "3", "0.55").
+// Shortest plain decimal that reads back to `v` ("1.5", "3", "0.55"; never
+// an exponent, which a duration would not parse).
 std::string Num(double v) {
-  for (int precision = 1; precision < 18; ++precision) {
-    std::string s = absl::StrFormat("%.*g", precision, v);
+  for (int decimals = 0; decimals < 12; ++decimals) {
+    std::string s = absl::StrFormat("%.*f", decimals, v);
     double back = 0;
     if (absl::SimpleAtod(s, &back) && back == v) return s;
   }
-  return absl::StrFormat("%.17g", v);
+  return absl::StrFormat("%.12f", v);
 }
 
 absl::Status Bad(absl::string_view what, absl::string_view text, absl::string_view why) {

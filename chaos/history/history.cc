@@ -151,6 +151,7 @@ EventType TypeFromName(absl::string_view name) {
   if (name == "fail") return EventType::kFail;
   if (name == "use") return EventType::kUse;
   if (name == "release") return EventType::kRelease;
+  if (name == "extend") return EventType::kExtend;
   if (name == "nemesis") return EventType::kNemesis;
   if (name == "final") return EventType::kFinal;
   if (name == "run") return EventType::kRun;
@@ -205,12 +206,19 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.Int("end", false, &e->end));
       REDLOCK_CHAOS_TRY(f.Bool("ok", &e->ok));
       return absl::OkStatus();
+    case EventType::kExtend:
+      REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
+      REDLOCK_CHAOS_TRY(f.String("token", true, &e->token));
+      REDLOCK_CHAOS_TRY(f.Int("valid_until", true, &e->valid_until));
+      REDLOCK_CHAOS_TRY(f.Bool("ok", &e->ok));
+      return absl::OkStatus();
     case EventType::kNemesis: {
       REDLOCK_CHAOS_TRY(f.String("fault", true, &e->fault));
       REDLOCK_CHAOS_TRY(f.String("target", false, &e->target));
       REDLOCK_CHAOS_TRY(f.String("detail", false, &e->detail));
       REDLOCK_CHAOS_TRY(f.IntArray("nodes", &e->nodes));
       REDLOCK_CHAOS_TRY(f.StringArray("clients", &e->clients));
+      REDLOCK_CHAOS_TRY(f.String("color", false, &e->color));
       std::string phase = "instant";
       REDLOCK_CHAOS_TRY(f.String("phase", false, &phase));
       if (phase == "start") {
@@ -327,6 +335,8 @@ absl::string_view EventTypeName(EventType type) {
       return "use";
     case EventType::kRelease:
       return "release";
+    case EventType::kExtend:
+      return "extend";
     case EventType::kNemesis:
       return "nemesis";
     case EventType::kFinal:
@@ -426,6 +436,20 @@ Event ToEvent(const ReleaseRecord& r) {
   return e;
 }
 
+Event ToEvent(const ExtendRecord& r) {
+  Event e;
+  e.type = EventType::kExtend;
+  e.type_name = "extend";
+  e.t = r.t;
+  e.process = r.process;
+  e.op = r.op;
+  e.resource = r.resource;
+  e.token = r.token;
+  e.valid_until = r.valid_until;
+  e.ok = r.ok;
+  return e;
+}
+
 Event ToEvent(const NemesisRecord& r) {
   Event e;
   e.type = EventType::kNemesis;
@@ -437,6 +461,7 @@ Event ToEvent(const NemesisRecord& r) {
   e.phase = r.phase;
   e.nodes = r.nodes;
   e.clients = r.clients;
+  e.color = r.color;
   return e;
 }
 
@@ -513,6 +538,12 @@ std::string FormatEventLine(const Event& e) {
       j["end"] = e.end;
       j["ok"] = e.ok;
       break;
+    case EventType::kExtend:
+      PutClientCommon(e, &j);
+      j["token"] = e.token;
+      j["valid_until"] = e.valid_until;
+      j["ok"] = e.ok;
+      break;
     case EventType::kNemesis:
       j["fault"] = e.fault;
       j["target"] = e.target;
@@ -520,6 +551,7 @@ std::string FormatEventLine(const Event& e) {
       j["phase"] = std::string(FaultPhaseName(e.phase));
       if (!e.nodes.empty()) j["nodes"] = e.nodes;
       if (!e.clients.empty()) j["clients"] = e.clients;
+      if (!e.color.empty()) j["color"] = e.color;
       break;
     case EventType::kFinal:
       j["resource"] = e.resource;
@@ -668,6 +700,7 @@ absl::Status HistoryWriter::WriteGrant(const GrantRecord& r) { return Write(ToEv
 absl::Status HistoryWriter::WriteFail(const FailRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteUse(const UseRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteRelease(const ReleaseRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteExtend(const ExtendRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteNemesis(const NemesisRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteFinal(const FinalRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteRun(const RunRecord& r) { return Write(ToEvent(r)); }

@@ -29,11 +29,15 @@
 //                 fencing_token (optional: the write was fenced)
 //     release     token, end (ns, when the call returned), ok (bool);
 //                 t is when the release call started
+//     extend      token, valid_until (the new end of validity as the client
+//                 believes it), ok (bool: false when the extension failed and
+//                 the old validity stands); t is when the extension started
 //   nemesis       fault ("clock_jump", "kill", "pause", ...), target ("n2",
 //                 "c3": a start and its stop share fault and target), detail,
 //                 phase ("start", "stop" or "instant"), nodes (array of the
 //                 node indexes the fault acts on, optional), clients (array of
-//                 the client names it acts on, optional)
+//                 the client names it acts on, optional), color (the fault
+//                 kind's "#rrggbb" on the timeline, optional)
 //   final         resource, counter, initial (default 0): the counter read by
 //                 the harness after the run
 //   run           what a scenario run was, written by the harness at its end:
@@ -90,6 +94,7 @@ enum class EventType {
   kFail,
   kUse,
   kRelease,
+  kExtend,
   kNemesis,
   kFinal,
   kRun,
@@ -150,7 +155,7 @@ struct Event {
   int64_t wrote = 0;
   bool accepted = true;
 
-  // release (default: true).
+  // release, extend (default: true).
   bool ok = true;
 
   // nemesis.
@@ -160,6 +165,9 @@ struct Event {
   FaultPhase phase = FaultPhase::kInstant;
   // nemesis: the clients the fault acts on; run: every client.
   std::vector<std::string> clients;
+  // nemesis: the fault kind's colour on the timeline (chaos/faults/), if
+  // the writer knew it.
+  std::string color;
 
   // run.
   std::string scenario;
@@ -233,6 +241,16 @@ struct ReleaseRecord {
   bool ok = true;
 };
 
+struct ExtendRecord {
+  int64_t t = 0;
+  std::string process{};
+  int64_t op = 0;
+  std::string resource{};
+  std::string token{};
+  int64_t valid_until = 0;
+  bool ok = true;
+};
+
 struct NemesisRecord {
   int64_t t = 0;
   std::string fault{};
@@ -241,6 +259,7 @@ struct NemesisRecord {
   FaultPhase phase = FaultPhase::kInstant;
   std::vector<int> nodes{};
   std::vector<std::string> clients{};
+  std::string color{};  // how the timeline draws it ("#rrggbb", optional)
 };
 
 struct FinalRecord {
@@ -270,6 +289,7 @@ Event ToEvent(const GrantRecord& r);
 Event ToEvent(const FailRecord& r);
 Event ToEvent(const UseRecord& r);
 Event ToEvent(const ReleaseRecord& r);
+Event ToEvent(const ExtendRecord& r);
 Event ToEvent(const NemesisRecord& r);
 Event ToEvent(const FinalRecord& r);
 Event ToEvent(const RunRecord& r);
@@ -327,6 +347,7 @@ class HistoryWriter {
   [[nodiscard]] absl::Status WriteFail(const FailRecord& r);
   [[nodiscard]] absl::Status WriteUse(const UseRecord& r);
   [[nodiscard]] absl::Status WriteRelease(const ReleaseRecord& r);
+  [[nodiscard]] absl::Status WriteExtend(const ExtendRecord& r);
   [[nodiscard]] absl::Status WriteNemesis(const NemesisRecord& r);
   [[nodiscard]] absl::Status WriteFinal(const FinalRecord& r);
   [[nodiscard]] absl::Status WriteRun(const RunRecord& r);

@@ -1,5 +1,6 @@
 #include "chaos/history/nemesis.h"
 
+#include <atomic>
 #include <cstdio>
 #include <utility>
 
@@ -15,15 +16,23 @@ std::string FaultSite::Name() const {
   return absl::StrJoin(parts, ",");
 }
 
+namespace {
+std::atomic<FaultColorLookup> color_lookup{nullptr};
+}  // namespace
+
+void SetFaultColorLookup(FaultColorLookup lookup) { color_lookup.store(lookup); }
+
 void NemesisLog::Write(absl::string_view kind, absl::string_view key, const FaultSite& site,
                        absl::string_view label, FaultPhase phase) {
   if (history_ == nullptr) return;
+  const FaultColorLookup lookup = color_lookup.load();
   absl::Status s = history_->WriteNemesis({.fault = std::string(kind),
                                            .target = std::string(key),
                                            .detail = std::string(label),
                                            .phase = phase,
                                            .nodes = site.nodes,
-                                           .clients = site.clients});
+                                           .clients = site.clients,
+                                           .color = lookup != nullptr ? lookup(kind) : ""});
   // The history is what is judged; a lost fault only loses its timing.
   if (!s.ok()) fprintf(stderr, "redlock-chaos: nemesis log: %s\n", s.ToString().c_str());
 }

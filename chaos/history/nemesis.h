@@ -52,6 +52,13 @@ struct FaultSite {
 
 class ScopedFault;
 
+// How the history names a fault kind's colour: set once by the harness
+// (chaos/faults/fault_kind.h's FaultKindColor), so that every nemesis event
+// carries its kind's colour and a history drawn later (redlock-check --plot)
+// looks the same. Null (the default): no colour is written.
+using FaultColorLookup = std::string (*)(absl::string_view kind);
+void SetFaultColorLookup(FaultColorLookup lookup);
+
 class NemesisLog {
  public:
   // Records into `history` (not owned; may be null: nothing is recorded).

@@ -43,7 +43,7 @@ constexpr int kMaxLabelRows = 4;
 // Instant faults get a guide line across the lanes while there are few.
 constexpr size_t kMaxGuides = 40;
 
-// ---- Colours (the only per-kind code) ------------------------------------------------
+// ---- Colours ----------------------------------------------------------------------------
 
 constexpr std::array<const char*, kNumProperties> kViolationColor = {"#d62728", "#c51b8a",
                                                                      "#ff7f0e", "#6a3d9a"};
@@ -52,19 +52,13 @@ constexpr std::array<const char*, 6> kResourceColor = {"#4c78a8", "#54a24b", "#b
 constexpr std::array<const char*, 8> kSpareColor = {"#8c6d31", "#637939", "#7b4173", "#3182bd",
                                                     "#843c39", "#5254a3", "#ad494a", "#8ca252"};
 
-std::string FaultColor(const std::string& kind) {
-  static const std::map<std::string, std::string> kKnown = {
-      {"clock_jump", "#17becf"}, {"clock_strobe", "#17becf"}, {"client_clock_jump", "#17becf"},
-      {"kill", "#8c564b"},       {"restart", "#8c564b"},      {"amnesia", "#a0522d"},
-      {"pause", "#7f7f7f"},      {"client_pause", "#7f7f7f"}, {"partition", "#bcbd22"},
-      {"latency", "#1f77b4"},    {"hold", "#393b79"},         {"slice", "#1f77b4"},
-      {"truncate", "#1f77b4"},   {"ack_loss", "#555555"},     {"blackhole", "#555555"},
-      {"reset", "#e7ba52"},
-  };
-  auto it = kKnown.find(kind);
-  if (it != kKnown.end()) return it->second;
+// A fault's colour: its kind's, as recorded in the history (every kind
+// has one, chaos/faults/), or a stable spare colour for a fault name without
+// one (histories written before colours were recorded, a body's own names).
+std::string FaultColor(const FaultInfo& f) {
+  if (!f.color.empty()) return f.color;
   uint64_t h = 1469598103934665603ULL;
-  for (char c : kind) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  for (char c : f.fault) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
   return kSpareColor[h % kSpareColor.size()];
 }
 
@@ -498,7 +492,7 @@ class Timeline {
         if (f.phase != FaultPhase::kInstant) continue;
         const double x = axis_.X(f.t);
         doc_.Line(x, lanes_y_, x, lanes_end_,
-                  {.stroke = FaultColor(f.fault), .opacity = 0.6, .dash = "3 3"});
+                  {.stroke = FaultColor(f), .opacity = 0.6, .dash = "3 3"});
       }
     }
   }
@@ -507,7 +501,7 @@ class Timeline {
     const double top = lane.y + kLanePad;
     for (const PlacedFault& p : lane.faults) {
       const FaultInfo& f = *p.fault;
-      const std::string color = FaultColor(f.fault);
+      const std::string color = FaultColor(f);
       const double y = top + p.row * kRowH;
       std::string tip = absl::StrCat(Describe(f), " on ", lane.name, "; ");
       doc_.Open({.cls = "fault"});
@@ -740,7 +734,7 @@ class Timeline {
     for (const FaultInfo& f : check_.faults) {
       if (kinds.insert(f.fault).second) {
         items.push_back({f.phase == FaultPhase::kInstant ? M::kDiamond : M::kBand,
-                         FaultColor(f.fault), f.fault});
+                         FaultColor(f), f.fault});
       }
     }
     for (int p = 0; p < kNumProperties; ++p) {

@@ -587,6 +587,8 @@ void Runner::Teardown(Run& run) {
 
 void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* res) {
   Run run;
+  // Every nemesis event carries its kind's colour (chaos/faults/).
+  SetFaultColorLookup(&FaultKindColor);
   run.scenario_ = &sc;
   run.shape_ = ShapeOf(sc.setup);
   run.start_raw_ = RawMonotonicNanos();

@@ -301,7 +301,10 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
   return absl::OkStatus();
 }
 
-const std::vector<std::string> kFaultFields = {"fault", "nodes", "clients", "for"};
+const std::vector<std::string> kTriggerFields = {
+    "at",    "repeat", "on",    "client", "lock_free", "since_start", "within", "otherwise",
+    "delay", "settle", "times", "gap",    "until",     "until_any",   "pick",   "faults"};
+
 
 // `n`: the fault's keys; `at`: the node errors point at (the entry, for an
 // inline fault).
@@ -347,6 +350,18 @@ absl::Status ReadFault(Reader& r, const YAML::Node& n, const YAML::Node& at,
       continue;
     }
     // Anything else is a parameter of the kind.
+    bool known = false;
+    std::vector<std::string> names;
+    for (const ParamSpec& p : kind->info().params) {
+      known = known || p.name == key;
+      names.push_back(p.name);
+    }
+    if (!known) {
+      return r.Error(kv.first, f,
+                     absl::StrCat("unknown field: \"", t->kind, "\" takes fault, nodes, clients, for",
+                                  names.empty() ? "" : absl::StrCat(" and ", absl::StrJoin(names, ", ")),
+                                  "; an entry's own fields are ", absl::StrJoin(kTriggerFields, ", ")));
+    }
     t->params[key] = ParamText::Parse(Reader::Flat(kv.second));
   }
   s = ValidateTemplate(*t);
@@ -354,9 +369,6 @@ absl::Status ReadFault(Reader& r, const YAML::Node& n, const YAML::Node& at,
   return absl::OkStatus();
 }
 
-const std::vector<std::string> kTriggerFields = {
-    "at",    "repeat", "on",    "client", "lock_free", "since_start", "within", "otherwise",
-    "delay", "settle", "times", "gap",    "until",     "until_any",   "pick",   "faults"};
 
 absl::Status ReadEntry(Reader& r, const YAML::Node& n, int index, ScheduleEntry* e) {
   const std::string field = absl::StrCat("schedule[", index, "]");
