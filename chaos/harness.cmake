@@ -3,7 +3,8 @@
 #
 #   redlock::chaos_harness   static library: node supervisor, replicated nodes, partitions,
 #                            workload (client processes), scenarios, runner
-#   redlock-chaos-client     one client process of a run (the library only)
+#   redlock-chaos-client     one client process of a run (the library, or an external
+#                            client through its adapter: chaos/external_client.h)
 #   redlock-chaos            the CLI: --list, --quick, --full, --scenario NAME
 #
 # The deliberately broken clients of the broken-* scenarios are test code:
@@ -20,6 +21,7 @@ add_library(redlock_chaos_harness STATIC
   ${CMAKE_CURRENT_LIST_DIR}/partition.cc
   ${CMAKE_CURRENT_LIST_DIR}/replication.cc
   ${CMAKE_CURRENT_LIST_DIR}/workload.cc
+  ${CMAKE_CURRENT_LIST_DIR}/external_client.cc
   ${CMAKE_CURRENT_LIST_DIR}/scenarios.cc
   ${CMAKE_CURRENT_LIST_DIR}/scenario_catalog.cc)
 add_library(redlock::chaos_harness ALIAS redlock_chaos_harness)
@@ -33,8 +35,11 @@ target_link_libraries(redlock_chaos_harness
   PRIVATE redlock::svg nlohmann_json::nlohmann_json)
 # The runner finds the client binaries next to its own executable; this
 # directory (where they are built) is the fallback.
+# External clients' adapters are found under chaos/clients of the source tree
+# (chaos/external_client.h; $REDLOCK_CHAOS_CLIENTS_DIR overrides it).
 target_compile_definitions(redlock_chaos_harness
-  PRIVATE REDLOCK_CHAOS_BINARY_DIR="${CMAKE_CURRENT_BINARY_DIR}")
+  PRIVATE REDLOCK_CHAOS_BINARY_DIR="${CMAKE_CURRENT_BINARY_DIR}"
+          REDLOCK_SOURCE_DIR="${PROJECT_SOURCE_DIR}")
 
 add_executable(redlock-chaos-client ${CMAKE_CURRENT_LIST_DIR}/client_main.cc)
 redlock_internal_target(redlock-chaos-client)

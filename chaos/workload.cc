@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "chaos/cleanup.h"
+#include "chaos/external_client.h"
 #include "chaos/history.h"
 #include "redlock/client.h"
 #include "redlock/fencing.h"
@@ -194,6 +195,8 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
   std::vector<std::string> args = {
       absl::StrCat("--name=", c.name),
       absl::StrCat("--variant=", VariantName(c.variant)),
+      absl::StrCat("--client=", c.client),
+      absl::StrCat("--client-timeout-ms=", c.client_timeout_ms),
       absl::StrCat("--nodes=", absl::StrJoin(c.nodes, ",")),
       absl::StrCat("--data=", c.data),
       absl::StrCat("--history=", c.history),
@@ -252,6 +255,10 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       absl::StatusOr<ClientVariant> var = ParseVariant(v);
       if (!var.ok()) return var.status();
       c.variant = *var;
+    } else if (k == "client") {
+      c.client = v.empty() ? std::string(kLibraryClient) : v;
+    } else if (k == "client-timeout-ms") {
+      ok = absl::SimpleAtoi(v, &c.client_timeout_ms) && c.client_timeout_ms >= 0;
     } else if (k == "nodes") {
       c.nodes = list();
     } else if (k == "data") {
@@ -313,10 +320,16 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
   if (c.ttl_ms <= 0 || c.use_ms < 0 || c.uses_per_lease < 0 || c.node_timeout_ms <= 0) {
     return absl::InvalidArgumentError("ttl, use, uses-per-lease and node timeout must be positive");
   }
+  if (!IsLibraryClient(c.client) && c.variant != ClientVariant::kLibrary) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--client=", c.client, " with --variant=", VariantName(c.variant),
+                     ": the broken variants are of this library only"));
+  }
   return c;
 }
 
 absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConfig& config) {
+  if (!IsLibraryClient(config.client)) return MakeExternalBackend(config);
   if (config.variant != ClientVariant::kLibrary) {
     return absl::InvalidArgumentError(absl::StrCat(
         "variant ", VariantName(config.variant),
@@ -361,9 +374,14 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
   int64_t op = 0;
   int64_t grants = 0, fails = 0, uses = 0;
 
+  // A backend that cannot go on (an external client's adapter died,
+  // answered garbage or timed out) ends the loop; what it was doing then has
+  // no known outcome and is not recorded.
+  auto failed = [&backend] { return !backend.Failure().ok(); };
   auto release = [&](const HeldLock& held, int64_t lease_op) {
     int64_t t = RawMonotonicNanos();
     absl::Status st = backend.Release(held);
+    if (failed()) return;
     check(h.WriteRelease({.t = t,
                           .process = config.name,
                           .op = lease_op,
@@ -375,7 +393,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
   };
   int64_t unreleased_op = 0;
 
-  for (; op < config.max_ops && !stop->load() && RawMonotonicNanos() < deadline;) {
+  for (; op < config.max_ops && !stop->load() && RawMonotonicNanos() < deadline && !failed();) {
     const std::string& resource =
         config.resources[static_cast<size_t>(rng() % config.resources.size())];
     ++op;
@@ -383,6 +401,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
         {.process = config.name, .op = op, .resource = resource, .ttl_ms = config.ttl_ms}));
     markers.Write("invoke", op, resource);
     absl::StatusOr<HeldLock> held = backend.Acquire(resource, config.ttl_ms);
+    if (failed()) break;
     if (!held.ok()) {
       ++fails;
       check(h.WriteFail({.process = config.name,
@@ -410,7 +429,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
     markers.Write("grant", op, resource);
     for (int u = 0; u < config.uses_per_lease && !stop->load(); ++u) {
       absl::Duration left = backend.TimeLeft(*held);
-      if (left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
+      if (failed() || left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
       int64_t begin = RawMonotonicNanos();
       std::string token_str = held->fencing_token ? std::to_string(*held->fencing_token) : "";
       absl::StatusOr<std::optional<std::string>> got =
@@ -478,10 +497,14 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       SleepRaw(config.think_ms * ms, stop);
     }
   }
-  if (unreleased.has_value() && backend.TimeLeft(*unreleased) > absl::ZeroDuration()) {
+  if (!failed() && unreleased.has_value() && backend.TimeLeft(*unreleased) > absl::ZeroDuration()) {
     release(*unreleased, unreleased_op);
   }
   markers.Write("exit", op, "-");
+  if (failed()) {
+    fprintf(stderr, "%s: stopped: %s\n", config.name.c_str(), backend.Failure().ToString().c_str());
+    return 3;
+  }
   fprintf(stderr, "%s: %lld ops, %lld grants, %lld fails, %lld uses\n", config.name.c_str(),
           static_cast<long long>(op), static_cast<long long>(grants), static_cast<long long>(fails),
           static_cast<long long>(uses));

@@ -79,6 +79,14 @@ std::vector<ClientVariant> AllVariants();
 struct ClientConfig {
   std::string name = "c1";  // the history's "process"
   ClientVariant variant = ClientVariant::kLibrary;
+  // The Redlock client under test: "library" (this library, through
+  // `variant`), or an external client run through an adapter
+  // (chaos/external_client.h): "node-redlock", "redis-py", or the command
+  // line of a user's adapter. External clients have no broken variants.
+  std::string client = "library";
+  // An external client's adapter must answer each request within this many
+  // ms, else the client process fails (0: ttl_ms + 5000).
+  int64_t client_timeout_ms = 0;
   // The nodes as this client reaches them (directly or through proxies),
   // "host:port" (or "rediss://host:port" for TLS nodes), in node-index order.
   std::vector<std::string> nodes;
@@ -145,17 +153,23 @@ class LockBackend {
   // What the client believes is left of the lease.
   virtual absl::Duration TimeLeft(const HeldLock& lock) = 0;
   [[nodiscard]] virtual absl::Status Release(const HeldLock& lock) = 0;
+  // Not OK once the backend cannot go on (an external client's adapter
+  // exited, answered garbage or timed out): the loop then stops and the
+  // client process exits non-zero with this message.
+  virtual absl::Status Failure() const { return absl::OkStatus(); }
 };
 
-// redlock::Client with the config's options. kInvalidArgument for a broken
-// variant: those live in the test-only redlock-chaos-broken-client
+// redlock::Client with the config's options, or, when config.client names
+// an external client, its adapter (MakeExternalBackend,
+// chaos/external_client.h). kInvalidArgument for a broken variant: those
+// live in the test-only redlock-chaos-broken-client
 // (tests/chaos/broken_client.h), never in the shipped client.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(
     const ClientConfig& config);
 
 // The client loop: runs until duration_ms, max_ops, or *stop becomes true
 // (checked between iterations; set by SIGTERM in the client binary).
-// Returns 0 on a clean exit.
+// Returns 0 on a clean exit, 3 when the backend failed (Failure()).
 // `stop` is set from a signal handler, which may run on any thread of the
 // process (the library's I/O thread included): hence a lock-free atomic.
 int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::atomic<bool>* stop);
