@@ -225,12 +225,12 @@ absl::Status ExternalBackend::Spawn() {
     return absl::UnavailableError(absl::StrCat("fork: ", strerror(err)));
   }
   if (pid == 0) {
-    // The adapter dies with this process (a SIGKILL by the harness included)
-    // and, in its own process group, gets no terminal signal of its own: it
-    // ends when its stdin closes.
+    // The adapter dies with this process (a SIGKILL by the harness
+    // included), and stays in its process group: the harness pauses a client
+    // process by its group (ClientProcess::Pause), so the lock client
+    // stops with it. It ends when its stdin closes.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != parent) _exit(127);
-    setpgid(0, 0);
     dup2(in[0], 0);
     dup2(out[1], 1);
     signal(SIGPIPE, SIG_DFL);
@@ -453,6 +453,26 @@ absl::StatusOr<HeldLock> ExternalBackend::Acquire(const std::string& resource, i
   h.token = *token;
   h.start_raw = start;
   h.valid_until_raw = at + absl::ToInt64Nanoseconds(Millis(*validity));
+  // The harness pauses this process, not its adapter: stopped while the
+  // adapter answered, this process reads a validity that was measured
+  // before the pause. The adapter's belief asked again now counts the pause
+  // as the adapter's own clock saw it (the smaller of the two is kept, as a
+  // pause may also fall into this second request).
+  Message again;
+  again.j["op"] = "remaining";
+  again.j["resource"] = resource;
+  again.j["token"] = *token;
+  absl::StatusOr<Message> left = Call(std::move(again), AdapterRequestTimeout(config_));
+  const int64_t at_left = RawMonotonicNanos();
+  if (!left.ok()) return left.status();
+  std::optional<double> now_valid = NumberField(left->j, "validity_ms");
+  if (!now_valid.has_value()) {
+    return Fail(absl::InternalError(
+        absl::StrCat("the adapter's reply to remaining needs a numeric \"validity_ms\": ",
+                     Clip(left->j.dump()))));
+  }
+  h.valid_until_raw =
+      std::min(h.valid_until_raw, at_left + absl::ToInt64Nanoseconds(Millis(*now_valid)));
   h.drift_ms = static_cast<int64_t>(std::ceil(NumberField(j, "drift_ms").value_or(0)));
   if (const Json* nodes = Field(j, "nodes"); nodes != nullptr) {
     bool good = nodes->is_array();

@@ -24,8 +24,13 @@
 // How the answers become a HeldLock: start_raw is the raw clock just before
 // the acquire request is written, valid_until_raw the raw clock when the
 // reply is read plus the validity the adapter reported (its belief at the
-// moment of answering); TimeLeft asks the adapter (`remaining`), so a client
-// that measures its lease on the wall clock is judged by its own belief.
+// moment of answering), or, when smaller, the same for a `remaining` asked
+// right after the grant (should the client process alone be stopped while
+// its adapter answered, the pause is thereby counted as the adapter's clock
+// saw it, not credited; the harness stops the client's whole process group,
+// adapter included: ClientProcess::Pause). TimeLeft asks the adapter
+// (`remaining`), so a client that measures its lease on the wall clock is
+// judged by its own belief.
 //
 // Failures of the adapter itself (it exits, answers something that is not a
 // reply to the request, or does not answer within the request timeout) are
@@ -94,8 +99,8 @@ absl::Duration AdapterRequestTimeout(const ClientConfig& config);
 
 class ExternalBackend : public LockBackend {
  public:
-  // Starts the adapter (its stderr goes to this process's stderr; it gets
-  // SIGKILL if this process dies) and says hello with the config's nodes,
+  // Starts the adapter (in this process's group; its stderr goes to this
+  // process's stderr; it gets SIGKILL if this process dies) and says hello with the config's nodes,
   // TLS settings, node timeout and drift factor. Errors: those of
   // ResolveAdapter, the adapter's own hello error, an adapter that fails the
   // protocol, and kInvalidArgument for a config the adapter cannot honour

@@ -546,6 +546,13 @@ int ClientMain(int argc, char** argv, BackendFactory make_backend) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (!IsLibraryClient(config->client)) {
+    // The adapter (chaos/external_client.h) stays in this process's group,
+    // and the harness stops and continues the whole group
+    // (ClientProcess::Pause): a pause of "the client" must stop the lock
+    // client itself, as it would stop a library inside the process.
+    setpgid(0, 0);
+  }
   absl::StatusOr<std::unique_ptr<LockBackend>> backend = make_backend(*config);
   if (!backend.ok()) {
     fprintf(stderr, "%s: %s\n", config->name.c_str(), backend.status().ToString().c_str());
@@ -694,23 +701,34 @@ void ClientProcess::KillAndReap() {
 
 bool ClientProcess::exited() { return Reap(absl::ZeroDuration()); }
 
+absl::Status ClientProcess::SignalGroup(int sig) {
+  // An external client's process leads its own group, which holds its
+  // adapter (ClientMain): a pause must stop the lock client too.
+  if (!IsLibraryClient(launch_.config.client) && process_->pid() > 0 &&
+      kill(-process_->pid(), sig) == 0) {
+    return absl::OkStatus();
+  }
+  // Not (yet) a group leader, or the library: the process alone.
+  return process_->Signal(sig);
+}
+
 absl::Status ClientProcess::Pause() {
   if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
-  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGSTOP));
+  REDLOCK_RETURN_IF_ERROR(SignalGroup(SIGSTOP));
   paused_ = true;
   return absl::OkStatus();
 }
 
 absl::Status ClientProcess::Resume() {
   if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
-  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGCONT));
+  REDLOCK_RETURN_IF_ERROR(SignalGroup(SIGCONT));
   paused_ = false;
   return absl::OkStatus();
 }
 
 std::string ClientProcess::Stop(absl::Duration timeout) {
   if (!exited()) {
-    (void)process_->Signal(SIGCONT);
+    (void)SignalGroup(SIGCONT);
     paused_ = false;
     (void)process_->Signal(SIGTERM);
     if (!Reap(timeout)) {

@@ -237,8 +237,10 @@ class ClientProcess {
   bool paused() const { return paused_; }
   bool exited();
 
-  [[nodiscard]] absl::Status Pause();   // SIGSTOP
-  [[nodiscard]] absl::Status Resume();  // SIGCONT
+  // SIGSTOP / SIGCONT. An external client (ClientConfig::client) leads its
+  // own process group with its adapter: the whole group is signalled.
+  [[nodiscard]] absl::Status Pause();
+  [[nodiscard]] absl::Status Resume();
   // SIGCONT, SIGTERM, wait up to `timeout` for a clean exit, then SIGKILL.
   // Returns the wait status description ("exit 0", "signal 9 (killed after
   // timeout)").
@@ -250,6 +252,7 @@ class ClientProcess {
   // Waits up to `timeout` for the exit; true once reaped.
   bool Reap(absl::Duration timeout);
   void KillAndReap();
+  absl::Status SignalGroup(int sig);
 
   ClientLaunch launch_;
   MarkerHub* hub_;

@@ -25,8 +25,10 @@
 #include <vector>
 
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
 #include "chaos/checker.h"
 #include "chaos/history.h"
 #include "chaos/workload.h"
@@ -177,6 +179,18 @@ TEST_F(FakeAdapterTest, AGrantIsMappedOntoTheRawClock) {
   EXPECT_TRUE(b->Failure().ok());
 }
 
+// Granted, but by the time the client asks, the adapter believes the lease
+// is over (the client process was paused while the reply waited): the
+// recorded validity ends then, not a full ttl after the reply was read.
+TEST_F(FakeAdapterTest, APauseWhileTheAdapterAnsweredIsNotCredited) {
+  std::unique_ptr<ExternalBackend> b = Start(Config());
+  ASSERT_NE(b, nullptr);
+  absl::StatusOr<HeldLock> h = b->Acquire("stale", 1000);
+  ASSERT_TRUE(h.ok()) << h.status();
+  EXPECT_LT(h->valid_until_raw, RawMonotonicNanos());
+  EXPECT_EQ(b->TimeLeft(*h), absl::ZeroDuration());
+}
+
 TEST_F(FakeAdapterTest, RefusalClassesBecomeStatusCodes) {
   std::unique_ptr<ExternalBackend> b = Start(Config());
   ASSERT_NE(b, nullptr);
@@ -296,6 +310,73 @@ TEST_F(FakeAdapterTest, TheClientProcessExitsNonZeroWhenItsAdapterDies) {
   std::string history = ReadFile(c.history);
   EXPECT_THAT(history, HasSubstr("\"invoke\""));
   EXPECT_EQ(history.find("\"fail\""), std::string::npos) << history;
+}
+
+// The state letter of /proc/<pid>/stat ('S', 'R', 'T', ...), and the pids
+// whose parent is `parent`.
+char ProcState(pid_t pid) {
+  std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+  size_t paren = stat.rfind(')');
+  return paren == std::string::npos || paren + 2 >= stat.size() ? '?' : stat[paren + 2];
+}
+
+std::vector<pid_t> Children(pid_t parent) {
+  std::vector<pid_t> out;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    pid_t pid = 0;
+    if (!absl::SimpleAtoi(entry.path().filename().string(), &pid)) continue;
+    std::string stat = ReadFile(absl::StrCat("/proc/", pid, "/stat"));
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::vector<std::string> f = absl::StrSplit(stat.substr(paren + 2), ' ');
+    pid_t ppid = 0;
+    if (f.size() > 1 && absl::SimpleAtoi(f[1], &ppid) && ppid == parent) out.push_back(pid);
+  }
+  return out;
+}
+
+// The harness pauses "the client": for an external client that must stop
+// the adapter (the lock client) too, as a pause stops a library inside the
+// process. The client process leads a process group holding its adapter.
+TEST_F(FakeAdapterTest, PausingTheClientProcessPausesItsAdapter) {
+  REDLOCK_REQUIRE_REDIS();
+  absl::StatusOr<std::unique_ptr<testkit::Fleet>> data = testkit::Fleet::Start({.nodes = 1});
+  ASSERT_TRUE(data.ok()) << data.status();
+  MarkerHub hub;
+  ClientLaunch launch;
+  launch.config = Config();
+  launch.config.data = (*data)->address(0);
+  launch.binary = REDLOCK_CHAOS_CLIENT_PATH;
+  launch.log_path = dir_.path() + "/c9.log";
+  absl::StatusOr<std::unique_ptr<ClientProcess>> client = ClientProcess::Spawn(launch, &hub);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_TRUE(hub.Wait(0, absl::Seconds(20), [](const Marker& m) { return m.kind == "grant"; }))
+      << ReadFile(launch.log_path);
+  std::vector<pid_t> adapters = Children((*client)->pid());
+  ASSERT_EQ(adapters.size(), 1u);
+  const pid_t adapter = adapters[0];
+  EXPECT_EQ(getpgid(adapter), (*client)->pid());
+
+  ASSERT_TRUE((*client)->Pause().ok());
+  char state = '?';
+  for (int i = 0; i < 200 && state != 'T'; ++i) {  // bounded: 2 s
+    state = ProcState(adapter);
+    if (state != 'T') usleep(10000);
+  }
+  EXPECT_EQ(state, 'T') << "the adapter runs on while its client is paused";
+  EXPECT_EQ(ProcState((*client)->pid()), 'T');
+  ASSERT_TRUE((*client)->Resume().ok());
+  for (int i = 0; i < 200 && state == 'T'; ++i) {
+    state = ProcState(adapter);
+    if (state == 'T') usleep(10000);
+  }
+  EXPECT_NE(state, 'T');
+  EXPECT_EQ((*client)->Stop(absl::Seconds(10)), "exit 0") << ReadFile(launch.log_path);
+  // The adapter exits with its client.
+  for (int i = 0; i < 200 && ProcState(adapter) != '?' && ProcState(adapter) != 'Z'; ++i) {
+    usleep(10000);
+  }
+  EXPECT_TRUE(ProcState(adapter) == '?' || ProcState(adapter) == 'Z');
 }
 
 // ---- Configuration --------------------------------------------------------------

@@ -15,6 +15,8 @@ The resource of an acquire picks its behaviour:
   hang            never answers (sleeps until killed)
   huge            answers a line longer than the 64 KiB limit
   no-token        grants without a token
+  stale           grants with validity ttl - 10 ms, but `remaining` says -50
+                  (as if the client had been paused while the grant waited)
   anything else   granted when free, validity = ttl - 10 ms, token "tok-<n>"
 Every request line is appended to --log, when given.
 """
@@ -78,6 +80,9 @@ def main():
                 out.update(granted=False, **{"class": "held"}, error="x" * 70000)
             elif r == "no-token":
                 out.update(granted=True, validity_ms=100)
+            elif r == "stale":
+                held[r] = ("stale-token", time.monotonic() - 0.05)
+                out.update(granted=True, token="stale-token", validity_ms=req["ttl_ms"] - 10)
             elif r in held and held[r][1] > time.monotonic():
                 out.update(granted=False, **{"class": "held"}, error="held by " + held[r][0])
             else:
