@@ -33,6 +33,7 @@ if ((${#missing[@]})); then
   if [[ $(id -u) -ne 0 ]]; then
     echo "lab-clients.sh: missing Debian packages; install them as root with:" >&2
     echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
+    echo "(scripts/setup.sh --no-lab-clients sets up without the external clients)" >&2
     exit 1
   fi
   echo "lab-clients.sh: installing ${missing[*]}"
