@@ -2,12 +2,14 @@
 # Sets up a fresh Debian 12 machine for redlock and builds it.
 #
 #   scripts/setup.sh [--build-dir DIR] [--sanitize address|thread] [--build-type TYPE]
-#                    [--no-build] [--backends] [-DCMAKE_OPTION=VALUE ...]
+#                    [--no-build] [--backends] [--no-lab-clients] [-DCMAKE_OPTION=VALUE ...]
 #
 # 1. Installs the Debian packages the project needs when run as root; as any
 #    other user it prints the exact apt-get line to run and stops. With
 #    --backends also the lock services compared with this library (etcd,
 #    ZooKeeper with its C client, PostgreSQL with libpq; backends/README.md).
+#    Then the other Redlock clients the chaos harness tests (node-redlock,
+#    redis-py's Lock) through scripts/lab-clients.sh, unless --no-lab-clients.
 # 2. Configures with CMake and builds everything (library, tests, bench,
 #    chaos, tools, examples) into DIR (default: build).
 set -euo pipefail
@@ -18,6 +20,7 @@ sanitize=""
 build_type=RelWithDebInfo
 do_build=1
 backends=0
+lab_clients=1
 cmake_args=()
 while (($#)); do
   case "$1" in
@@ -26,8 +29,9 @@ while (($#)); do
     --build-type) build_type="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --backends) backends=1; shift ;;
+    --no-lab-clients) lab_clients=0; shift ;;
     -D*) cmake_args+=("$1"); shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -66,6 +70,9 @@ if ((${#missing[@]})); then
     exit 1
   fi
 fi
+
+# The external clients under test (chaos/README.md, "Any client under test").
+((lab_clients)) && scripts/lab-clients.sh
 
 ((do_build)) || exit 0
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DREDLOCK_SANITIZE="$sanitize" "${cmake_args[@]}" >/dev/null

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "chaos/clients/external_client.h"
 #include "chaos/history/history.h"
 #include "chaos/run/cleanup.h"
 #include "redlock/client.h"
@@ -204,6 +205,8 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
   std::vector<std::string> args = {
       absl::StrCat("--name=", c.name),
       absl::StrCat("--variant=", VariantName(c.variant)),
+      absl::StrCat("--client=", c.client),
+      absl::StrCat("--client-timeout-ms=", c.client_timeout_ms),
       absl::StrCat("--nodes=", absl::StrJoin(c.nodes, ",")),
       absl::StrCat("--data=", c.data),
       absl::StrCat("--history=", c.history),
@@ -263,6 +266,10 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       absl::StatusOr<ClientVariant> var = ParseVariant(v);
       if (!var.ok()) return var.status();
       c.variant = *var;
+    } else if (k == "client") {
+      c.client = v.empty() ? std::string(kLibraryClient) : v;
+    } else if (k == "client-timeout-ms") {
+      ok = absl::SimpleAtoi(v, &c.client_timeout_ms) && c.client_timeout_ms >= 0;
     } else if (k == "nodes") {
       c.nodes = list();
     } else if (k == "data") {
@@ -326,10 +333,16 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
   if (c.ttl_ms <= 0 || c.use_ms < 0 || c.uses_per_lease < 0 || c.node_timeout_ms <= 0) {
     return absl::InvalidArgumentError("ttl, use, uses-per-lease and node timeout must be positive");
   }
+  if (!IsLibraryClient(c.client) && c.variant != ClientVariant::kLibrary) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--client=", c.client, " with --variant=", VariantName(c.variant),
+                     ": the broken variants are of this library only"));
+  }
   return c;
 }
 
 absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConfig& config) {
+  if (!IsLibraryClient(config.client)) return MakeExternalBackend(config);
   if (config.variant != ClientVariant::kLibrary) {
     return absl::InvalidArgumentError(absl::StrCat(
         "variant ", VariantName(config.variant),
@@ -374,9 +387,14 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
   int64_t op = 0;
   int64_t grants = 0, fails = 0, uses = 0;
 
+  // A backend that cannot go on (an external client's adapter died,
+  // answered garbage or timed out) ends the loop; what it was doing then has
+  // no known outcome and is not recorded.
+  auto failed = [&backend] { return !backend.Failure().ok(); };
   auto release = [&](const HeldLock& held, int64_t lease_op) {
     int64_t t = RawMonotonicNanos();
     absl::Status st = backend.Release(held);
+    if (failed()) return;
     check(h.WriteRelease({.t = t,
                           .process = config.name,
                           .op = lease_op,
@@ -388,7 +406,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
   };
   int64_t unreleased_op = 0;
 
-  for (; op < config.max_ops && !stop->load() && RawMonotonicNanos() < deadline;) {
+  for (; op < config.max_ops && !stop->load() && RawMonotonicNanos() < deadline && !failed();) {
     const std::string& resource =
         config.resources[static_cast<size_t>(rng() % config.resources.size())];
     ++op;
@@ -396,6 +414,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
         {.process = config.name, .op = op, .resource = resource, .ttl_ms = config.ttl_ms}));
     markers.Write("invoke", op, resource);
     absl::StatusOr<HeldLock> held = backend.Acquire(resource, config.ttl_ms);
+    if (failed()) break;
     if (!held.ok()) {
       ++fails;
       check(h.WriteFail({.process = config.name,
@@ -439,7 +458,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
         if (renewed.ok()) *held = *std::move(renewed);
         left = backend.TimeLeft(*held);
       }
-      if (left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
+      if (failed() || left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
       int64_t begin = RawMonotonicNanos();
       std::string token_str = held->fencing_token ? std::to_string(*held->fencing_token) : "";
       absl::StatusOr<std::optional<std::string>> got =
@@ -507,10 +526,14 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       SleepRaw(config.think_ms * ms, stop);
     }
   }
-  if (unreleased.has_value() && backend.TimeLeft(*unreleased) > absl::ZeroDuration()) {
+  if (!failed() && unreleased.has_value() && backend.TimeLeft(*unreleased) > absl::ZeroDuration()) {
     release(*unreleased, unreleased_op);
   }
   markers.Write("exit", op, "-");
+  if (failed()) {
+    fprintf(stderr, "%s: stopped: %s\n", config.name.c_str(), backend.Failure().ToString().c_str());
+    return 3;
+  }
   fprintf(stderr, "%s: %lld ops, %lld grants, %lld fails, %lld uses\n", config.name.c_str(),
           static_cast<long long>(op), static_cast<long long>(grants), static_cast<long long>(fails),
           static_cast<long long>(uses));
@@ -552,6 +575,13 @@ int ClientMain(int argc, char** argv, BackendFactory make_backend) {
   sigaction(SIGINT, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
 
+  if (!IsLibraryClient(config->client)) {
+    // The adapter (chaos/clients/external_client.h) stays in this process's group,
+    // and the harness stops and continues the whole group
+    // (ClientProcess::Pause): a pause of "the client" must stop the lock
+    // client itself, as it would stop a library inside the process.
+    setpgid(0, 0);
+  }
   absl::StatusOr<std::unique_ptr<LockBackend>> backend = make_backend(*config);
   if (!backend.ok()) {
     fprintf(stderr, "%s: %s\n", config->name.c_str(), backend.status().ToString().c_str());
@@ -725,23 +755,34 @@ void ClientProcess::KillAndReap() {
 
 bool ClientProcess::exited() { return Reap(absl::ZeroDuration()); }
 
+absl::Status ClientProcess::SignalGroup(int sig) {
+  // An external client's process leads its own group, which holds its
+  // adapter (ClientMain): a pause must stop the lock client too.
+  if (!IsLibraryClient(launch_.config.client) && process_->pid() > 0 &&
+      kill(-process_->pid(), sig) == 0) {
+    return absl::OkStatus();
+  }
+  // Not (yet) a group leader, or the library: the process alone.
+  return process_->Signal(sig);
+}
+
 absl::Status ClientProcess::Pause() {
   if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
-  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGSTOP));
+  REDLOCK_RETURN_IF_ERROR(SignalGroup(SIGSTOP));
   paused_ = true;
   return absl::OkStatus();
 }
 
 absl::Status ClientProcess::Resume() {
   if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
-  REDLOCK_RETURN_IF_ERROR(process_->Signal(SIGCONT));
+  REDLOCK_RETURN_IF_ERROR(SignalGroup(SIGCONT));
   paused_ = false;
   return absl::OkStatus();
 }
 
 std::string ClientProcess::Stop(absl::Duration timeout) {
   if (!exited()) {
-    (void)process_->Signal(SIGCONT);
+    (void)SignalGroup(SIGCONT);
     paused_ = false;
     (void)process_->Signal(SIGTERM);
     if (!Reap(timeout)) {

@@ -79,6 +79,14 @@ std::vector<ClientVariant> AllVariants();
 struct ClientConfig {
   std::string name = "c1";  // the history's "process"
   ClientVariant variant = ClientVariant::kLibrary;
+  // The Redlock client under test: "library" (this library, through
+  // `variant`), or an external client run through an adapter
+  // (chaos/clients/external_client.h): "node-redlock", "redis-py", or the command
+  // line of a user's adapter. External clients have no broken variants.
+  std::string client = "library";
+  // An external client's adapter must answer each request within this many
+  // ms, else the client process fails (0: ttl_ms + 5000).
+  int64_t client_timeout_ms = 0;
   // The nodes as this client reaches them (directly or through proxies),
   // "host:port" (or "rediss://host:port" for TLS nodes), in node-index order.
   std::vector<std::string> nodes;
@@ -112,10 +120,6 @@ struct ClientConfig {
   // is left, instead of letting it run out: every extension is an "extend"
   // event in the history.
   bool extend = false;
-  // The client under test when it is not this library: the name of an
-  // adapter of chaos/clients/ (node-redlock, redis-py) or a command; "" for
-  // the library (or the broken `variant`).
-  std::string client;
   uint64_t seed = 1;
   int64_t duration_ms = 60000;  // the client exits after this long anyway
   int64_t max_ops = 1000000;
@@ -158,17 +162,23 @@ class LockBackend {
     return absl::UnimplementedError("this client does not extend leases");
   }
   [[nodiscard]] virtual absl::Status Release(const HeldLock& lock) = 0;
+  // Not OK once the backend cannot go on (an external client's adapter
+  // exited, answered garbage or timed out): the loop then stops and the
+  // client process exits non-zero with this message.
+  virtual absl::Status Failure() const { return absl::OkStatus(); }
 };
 
-// redlock::Client with the config's options. kInvalidArgument for a broken
-// variant: those live in the test-only redlock-chaos-broken-client
+// redlock::Client with the config's options, or, when config.client names
+// an external client, its adapter (MakeExternalBackend,
+// chaos/clients/external_client.h). kInvalidArgument for a broken variant: those
+// live in the test-only redlock-chaos-broken-client
 // (tests/chaos/broken_client.h), never in the shipped client.
 [[nodiscard]] absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(
     const ClientConfig& config);
 
 // The client loop: runs until duration_ms, max_ops, or *stop becomes true
 // (checked between iterations; set by SIGTERM in the client binary).
-// Returns 0 on a clean exit.
+// Returns 0 on a clean exit, 3 when the backend failed (Failure()).
 // `stop` is set from a signal handler, which may run on any thread of the
 // process (the library's I/O thread included): hence a lock-free atomic.
 int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::atomic<bool>* stop);
@@ -243,8 +253,10 @@ class ClientProcess {
   bool paused() const { return paused_; }
   bool exited();
 
-  [[nodiscard]] absl::Status Pause();   // SIGSTOP
-  [[nodiscard]] absl::Status Resume();  // SIGCONT
+  // SIGSTOP / SIGCONT. An external client (ClientConfig::client) leads its
+  // own process group with its adapter: the whole group is signalled.
+  [[nodiscard]] absl::Status Pause();
+  [[nodiscard]] absl::Status Resume();
   // SIGCONT, SIGTERM, wait up to `timeout` for a clean exit, then SIGKILL.
   // Returns the wait status description ("exit 0", "signal 9 (killed after
   // timeout)").
@@ -256,6 +268,7 @@ class ClientProcess {
   // Waits up to `timeout` for the exit; true once reaped.
   bool Reap(absl::Duration timeout);
   void KillAndReap();
+  absl::Status SignalGroup(int sig);
 
   ClientLaunch launch_;
   MarkerHub* hub_;

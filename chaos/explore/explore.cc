@@ -50,7 +50,11 @@ void SetClientUnderTest(std::vector<ClientConfig>& clients, const std::string& n
     if (v.ok()) {
       c.variant = *v;
     } else {
+      // An external client: fencing and the durability vote are this
+      // library's.
       c.client = name;
+      c.fencing = false;
+      c.durability_replicas = 0;
     }
   }
 }

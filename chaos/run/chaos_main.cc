@@ -54,12 +54,16 @@ void Usage(FILE* out) {
 absl::Status SetClient(chaos::Scenario& s, const std::string& name) {
   for (chaos::ClientConfig& c : s.setup.clients) {
     c.variant = chaos::ClientVariant::kLibrary;
-    c.client.clear();
+    c.client = "library";
     absl::StatusOr<chaos::ClientVariant> v = chaos::ParseVariant(name);
     if (v.ok()) {
       c.variant = *v;
-    } else {
+    } else if (name != "library") {
+      // An external client: fencing and the durability vote are this
+      // library's; the other clients have neither.
       c.client = name;
+      c.fencing = false;
+      c.durability_replicas = 0;
     }
   }
   return absl::OkStatus();

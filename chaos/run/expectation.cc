@@ -109,7 +109,7 @@ RunShape ShapeOf(const ScenarioSetup& setup) {
     s.fencing = s.fencing && c.fencing;
     s.durability = s.durability && c.durability_replicas > 0;
     s.extends = s.extends || c.extend;
-    s.external_client = s.external_client || !c.client.empty();
+    s.external_client = s.external_client || c.client != "library";
   }
   if (!setup.clients.empty()) {
     const ClientConfig& c = setup.clients[0];

@@ -16,6 +16,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "chaos/clients/external_client.h"
 #include "chaos/history/history.h"
 #include "chaos/plot/plot.h"
 #include "chaos/run/cleanup.h"
@@ -671,6 +672,14 @@ std::string CannotRun(const Scenario& scenario, const RunOptions& options, bool*
   }
   if (scenario.setup.sentinels > 0) {
     absl::Status s = testkit::CheckRedisSentinelAvailable();
+    if (!s.ok()) {
+      *skip = absl::IsFailedPrecondition(s);
+      return std::string(s.message());
+    }
+  }
+  for (const ClientConfig& c : scenario.setup.clients) {
+    if (c.client == "library") continue;
+    absl::Status s = CheckExternalClientAvailable(c.client);
     if (!s.ok()) {
       *skip = absl::IsFailedPrecondition(s);
       return std::string(s.message());

@@ -16,13 +16,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
-#include "chaos/run/cleanup.h"
+#include "chaos/clients/external_client.h"
+#include "chaos/clients/workload.h"
 #include "chaos/faults/partition.h"
+#include "chaos/faults/supervisor.h"
+#include "chaos/run/cleanup.h"
 #include "chaos/run/report.h"
 #include "chaos/run/scenario.h"
 #include "chaos/scenarios/scenario_file.h"
-#include "chaos/faults/supervisor.h"
-#include "chaos/clients/workload.h"
 #include "gtest/gtest.h"
 #include "testkit/files.h"
 #include "testkit/fleet.h"
@@ -462,6 +463,47 @@ INSTANTIATE_TEST_SUITE_P(Tls, QuickScenarioTest, ::testing::Values("restart-aof-
                          });
 
 INSTANTIATE_TEST_SUITE_P(Quick, QuickScenarioTest, ::testing::ValuesIn(QuickNames()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return absl::StrReplaceAll(info.param, {{"-", "_"}});
+                         });
+
+// ---- Other Redlock clients under the same runner --------------------------------------
+
+// A catalog scenario with every client replaced by an external client
+// (ClientConfig::client, chaos/clients/external_client.h). Without fencing: neither
+// adapter has fencing tokens. A missing client is a skip (naming
+// scripts/lab-clients.sh), a failure under CI=true.
+class ExternalClientScenarioTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ExternalClientScenarioTest, NoFaultsIsClean) {
+  absl::Status available = testkit::CheckRedisServerAvailable();
+  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
+  ASSERT_TRUE(available.ok()) << available;
+  available = CheckExternalClientAvailable(GetParam());
+  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
+  ASSERT_TRUE(available.ok()) << available;
+  const Scenario* catalog = FindScenario("no-faults");
+  ASSERT_NE(catalog, nullptr);
+  Scenario s = *catalog;
+  for (ClientConfig& c : s.setup.clients) {
+    c.client = GetParam();
+    c.fencing = false;
+  }
+  RunOptions options;
+  options.seed = 1;
+  if (const char* keep = getenv("REDLOCK_CHAOS_KEEP")) options.keep_dir = keep;
+  ScenarioResult r = RunScenario(s, options);
+  ASSERT_FALSE(r.skipped) << r.skip_reason;
+  std::string detail;
+  for (const auto& e : r.examples) detail += "\n  " + e;
+  for (const auto& n : r.notes) detail += "\n  note: " + n;
+  EXPECT_TRUE(r.ok) << GetParam() << ": " << r.why << " " << r.error << detail << "\n"
+                    << FormatTable({r});
+  EXPECT_GT(r.counts.grants, 10) << FormatTable({r});
+}
+
+INSTANTIATE_TEST_SUITE_P(Clients, ExternalClientScenarioTest,
+                         ::testing::Values("node-redlock", "redis-py"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            return absl::StrReplaceAll(info.param, {{"-", "_"}});
                          });
