@@ -16,10 +16,12 @@
 namespace redlock::chaos {
 namespace {
 
-// Shortest decimal that reads back to `v` ("1.5", "3", "0.55").
+// Shortest decimal that reads back to `v` ("1.5", "3", "0.55", "700"), in
+// fixed notation: a span's text goes through absl::ParseDuration, which reads
+// no exponent ("7e+02ms" would not read back).
 std::string Num(double v) {
-  for (int precision = 1; precision < 18; ++precision) {
-    std::string s = absl::StrFormat("%.*g", precision, v);
+  for (int decimals = 0; decimals < 18; ++decimals) {
+    std::string s = absl::StrFormat("%.*f", decimals, v);
     double back = 0;
     if (absl::SimpleAtod(s, &back) && back == v) return s;
   }
