@@ -36,26 +36,38 @@ std::string NeedsSentinelOrLinks(const RunShape& s) {
   return "";
 }
 
-absl::Status FailOver(Run& run, int n, bool by_sentinel) {
+// The masters of `nodes` die together, then their replicas are promoted:
+// killed one after the other, each waiting for the Sentinels (2-4 s), the
+// last master would die long after the first, and a lease granted before
+// the first kill could run out before a majority forgot it.
+absl::Status FailOver(Run& run, const std::vector<int>& nodes, bool by_sentinel) {
   ReplicatedNodes& rep = *run.replication();
-  if (rep.failed_over(n)) {
-    run.Note(absl::StrCat("failover of n", n, " skipped: it failed over already"));
-    return absl::OkStatus();
+  std::vector<int> todo;
+  for (int n : nodes) {
+    if (rep.failed_over(n)) {
+      run.Note(absl::StrCat("failover of n", n, " skipped: it failed over already"));
+      continue;
+    }
+    // Whatever the replication link held is lost with the master.
+    rep.CutLink(n);
+    absl::Status s = run.nodes().Kill(n);
+    if (!s.ok()) return s;
+    todo.push_back(n);
   }
-  // Whatever the replication link held is lost with the master.
-  rep.CutLink(n);
-  absl::Status s = run.nodes().Kill(n);
-  if (!s.ok()) return s;
-  if (by_sentinel) {
-    absl::StatusOr<std::string> now = rep.AwaitSentinelFailover(n, absl::Seconds(20));
-    if (!now.ok()) return now.status();
-  } else {
-    absl::StatusOr<std::string> now = rep.Promote(n);
+  for (int n : todo) {
+    absl::StatusOr<std::string> now =
+        by_sentinel ? rep.AwaitSentinelFailover(n, absl::Seconds(20)) : rep.Promote(n);
     if (!now.ok()) return now.status();
   }
-  s = run.FollowMaster(n, AllClients(run));
-  if (!s.ok()) return s;
-  return rep.RejoinAsReplica(n);
+  for (int n : todo) {
+    absl::Status s = run.FollowMaster(n, AllClients(run));
+    if (!s.ok()) return s;
+  }
+  for (int n : todo) {
+    absl::Status s = rep.RejoinAsReplica(n);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -117,11 +129,7 @@ void RegisterReplicationFaults(FaultKindList& out) {
          if (sentinel && run.shape().sentinels == 0) {
            return absl::FailedPreconditionError("failover by: sentinel, but no Sentinel runs");
          }
-         for (int n : f.nodes) {
-           absl::Status s = FailOver(run, n, sentinel);
-           if (!s.ok()) return s;
-         }
-         return absl::OkStatus();
+         return FailOver(run, f.nodes, sentinel);
        }});
 
   Add(out,
