@@ -27,6 +27,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   config.reconnect_backoff_max = options.reconnect_backoff_max;
   config.breaker_probe_interval = options.breaker_probe_interval;
   config.max_in_flight_per_node = options.max_in_flight_per_node;
+  config.reply_limits.max_bytes = options.max_reply_bytes;
+  config.reply_limits.max_elements = options.max_reply_elements;
   if (options.observer != nullptr) {
     std::shared_ptr<Observer> observer = options.observer;
     config.on_node_event = [observer](const NodeEvent& e) { observer->OnNode(e); };

@@ -316,6 +316,29 @@ struct Options {
   // stopped. Must be >= 16. Default: 4096.
   size_t max_in_flight_per_node = 4096;
 
+  // ---- Replies from hostile or broken nodes ---------------------------------------
+
+  // The largest reply a node may send, in bytes as encoded on the wire
+  // (nested elements included). A reply that announces more (a bulk string
+  // whose header says 2 GB) or reaches more (a line without an end) is a
+  // protocol violation, refused before the memory is taken: the node's
+  // connection is dropped and reconnected, and its requests fail with
+  // "protocol error: reply over the limit: ... Options::max_reply_bytes"
+  // (the node is named in the call's error, in Health() and in the
+  // observer's node events). The library's own replies are small (an INFO
+  // section, a fencing counter per resource); larger ones can only be values
+  // that someone else wrote under a lock key (Client::Inspect returns it).
+  // Must be >= 64 KiB. Default: 1 MiB.
+  size_t max_reply_bytes = size_t{1} << 20;
+
+  // The most elements one reply may hold, counted over all its nested
+  // arrays. An array header announcing more (`*2000000000`) is refused the
+  // same way before anything is allocated. The largest array the library
+  // asks for has one element per resource of a multi-resource lock, plus
+  // one (MultiLock takes up to 256 resources). Must be >= 1024.
+  // Default: 4096.
+  size_t max_reply_elements = 4096;
+
   // Wait in Client::Create() for the first connection to every node (a node
   // that is down does not fail Create: Redlock tolerates a minority down).
   // Default: true.
@@ -340,6 +363,10 @@ int EffectiveQuorum(const Options& options);
 
 // Limits on what a resource name may be (see Client::TryAcquire).
 inline constexpr size_t kMaxResourceLength = 4096;
+
+// The smallest values Options::max_reply_bytes and max_reply_elements take.
+inline constexpr size_t kMinReplyBytes = size_t{64} << 10;
+inline constexpr size_t kMinReplyElements = 1024;
 
 }  // namespace redlock
 

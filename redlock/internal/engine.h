@@ -72,6 +72,8 @@ class Engine final : public Transport {
     absl::Duration reconnect_backoff_max = absl::Seconds(1);
     absl::Duration breaker_probe_interval = absl::Milliseconds(100);
     size_t max_in_flight_per_node = 4096;
+    // What one reply from a node may take (every connection of the node).
+    ReplyLimits reply_limits;
     // Per node, the stream over its socket (TLS); null entries or an empty
     // vector: plain TCP.
     std::vector<StreamFactory> streams;
