@@ -239,8 +239,10 @@ class Engine final : public Transport {
   int first_connect_pending_ = 0;
   std::condition_variable first_connect_cv_;
 
-  // Poller only: subscribed channels and their reference counts.
+  // Poller only: subscribed channels and their reference counts, and what
+  // one SUBSCRIBE of all of them takes (bounds a subscriber's backlog).
   std::map<std::string, int> channels_;
+  size_t channel_bytes_ = 0;
   MessageHandler message_handler_;
 
   mutable std::mutex identity_mu_;               // guards the two below
