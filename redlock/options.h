@@ -168,8 +168,25 @@ struct Options {
   // that resolve to one address and port, and two entries whose servers
   // report the same run_id (two names for one server, a proxy, a port
   // forward); a duplicate found only on a later connection is refused, with
-  // that message in Health() and in every call's node errors.
+  // that message in Health() and in every call's node errors. The run_id
+  // comes from INFO: see require_node_identity for ACL users denied it.
   std::vector<Endpoint> nodes;
+
+  // Refuse a node whose server cannot be identified, so that no server can
+  // hide behind two entries of `nodes`. The identity is INFO's run_id; an
+  // ACL user that may not run INFO (INFO is in @dangerous, so the common
+  // "+@all -@dangerous" denies it) leaves it unknown, and then a server
+  // listed twice (two addresses of one host, a proxy, a port forward) would
+  // count twice: an acquisition is safe from that (its SET NX succeeds on
+  // one of the two entries only) but an Extend is not (the token is found
+  // under both, two votes from one server). With true, such a node is
+  // refused when the client has two nodes or more: Client::Create fails with
+  // kFailedPrecondition naming it, and a node met later is refused on every
+  // connection with that message in Health() and the calls' node errors.
+  // Fix it by granting the user INFO (`ACL SETUSER <user> +info`). False
+  // accepts such nodes unchecked: you vouch that the entries are distinct
+  // servers. Default: true.
+  bool require_node_identity = true;
 
   // How many nodes must grant for a lock to be held. 0 means a majority,
   // N/2+1. Otherwise it must be a majority (> N/2) and at most N; quorum == N

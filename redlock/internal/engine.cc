@@ -88,6 +88,7 @@ Engine::Engine(Config config) : config_(std::move(config)) {
     nodes_.push_back(std::make_unique<Node>(static_cast<int>(i), config_.nodes[i], settings));
   }
   run_ids_.resize(nodes_.size());
+  unverified_.resize(nodes_.size());
 }
 
 Engine::~Engine() {

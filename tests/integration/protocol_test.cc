@@ -297,5 +297,89 @@ TEST_F(ProtocolTest, TwoEndpointsReachingOneServerAreRefusedByRunId) {
   EXPECT_EQ(seen.connected, 2);
 }
 
+// A server reached at two loopback addresses, by an ACL user that may not
+// run INFO (it is in @dangerous): no resolver and no run_id can tell the two
+// entries apart.
+class UnverifiedIdentityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto fleet = testkit::Fleet::Start(
+        {.nodes = 2,
+         .extra_args = {"--bind", "127.0.0.1", "127.0.0.2", "--user", "locker", "on", ">pw", "~*",
+                        "&*", "+@all", "-@dangerous"}});
+    ASSERT_TRUE(fleet.ok()) << fleet.status();
+    fleet_ = *std::move(fleet);
+  }
+
+  // Node 0 twice (127.0.0.1 and 127.0.0.2), then node 1.
+  Options TwiceListed() {
+    Options o;
+    for (int i : {0, 0, 1}) {
+      Endpoint e = fleet_->endpoint(i);
+      e.username = "locker";
+      e.password = "pw";
+      o.nodes.push_back(e);
+    }
+    o.nodes[1].host = "127.0.0.2";
+    o.max_attempts = 1;
+    return o;
+  }
+
+  std::unique_ptr<testkit::Fleet> fleet_;
+};
+
+TEST_F(UnverifiedIdentityTest, ANodeWhoseIdentityCannotBeReadIsRefused) {
+  Options o = TwiceListed();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
+  if (client.ok()) {
+    // What the check prevents: one server's two entries are two votes for
+    // Extend, which a lease that holds on that server alone passes.
+    absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(30));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    REDLOCK_ASSERT_OK(fleet_->Command(1, {"DEL", "r"}).status());
+    absl::StatusOr<Lease> extended = (*client)->Extend(*lease, absl::Seconds(30));
+    FAIL() << "Create accepted one server listed twice without checking it; Extend then "
+           << (extended.ok() ? "succeeded on that one server's two votes"
+                             : std::string(extended.status().message()));
+  }
+  EXPECT_TRUE(absl::IsFailedPrecondition(client.status())) << client.status();
+  EXPECT_THAT(std::string(client.status().message()),
+              AllOf(HasSubstr(o.nodes[0].ToString()), HasSubstr("INFO"),
+                    HasSubstr("require_node_identity")));
+
+  // Found after Create: the node is refused on every connection, with that
+  // message in Health().
+  o.wait_for_connections = false;
+  auto late = Client::Create(o);
+  ASSERT_TRUE(late.ok()) << late.status();
+  auto refused = [&] {
+    int n = 0;
+    for (const NodeHealth& h : (*late)->Health()) {
+      n += absl::StrContains(h.last_error, "require_node_identity");
+    }
+    return n;
+  };
+  EXPECT_EQ(testkit::Eventually(refused, 3), 3);
+  EXPECT_FALSE((*late)->TryAcquire("r", absl::Seconds(30)).ok());
+}
+
+TEST_F(UnverifiedIdentityTest, OneNodeNeedsNoIdentityAndTheCheckCanBeWaived) {
+  Options one = TwiceListed();
+  one.nodes.resize(1);
+  auto single = Client::Create(one);
+  ASSERT_TRUE(single.ok()) << single.status();
+  REDLOCK_EXPECT_OK((*single)->TryAcquire("alone", absl::Seconds(10)).status());
+
+  Options waived = TwiceListed();
+  waived.nodes.erase(waived.nodes.begin() + 1);  // two distinct servers
+  waived.require_node_identity = false;
+  auto client = Client::Create(waived);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("waived", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->nodes_granted(), 2);
+}
+
 }  // namespace
 }  // namespace redlock
