@@ -2,12 +2,13 @@
 # Sets up a fresh Debian 12 machine for redlock and builds it.
 #
 #   scripts/setup.sh [--build-dir DIR] [--sanitize address|thread] [--build-type TYPE]
-#                    [--no-build] [--backends] [-DCMAKE_OPTION=VALUE ...]
+#                    [--no-build] [--backends] [--fuzz] [-DCMAKE_OPTION=VALUE ...]
 #
 # 1. Installs the Debian packages the project needs when run as root; as any
 #    other user it prints the exact apt-get line to run and stops. With
 #    --backends also the lock services compared with this library (etcd,
 #    ZooKeeper with its C client, PostgreSQL with libpq; backends/README.md).
+#    With --fuzz also clang and its libFuzzer runtime (scripts/fuzz.sh).
 # 2. Configures with CMake and builds everything (library, tests, bench,
 #    chaos, tools, examples) into DIR (default: build).
 set -euo pipefail
@@ -18,6 +19,7 @@ sanitize=""
 build_type=RelWithDebInfo
 do_build=1
 backends=0
+fuzz=0
 cmake_args=()
 while (($#)); do
   case "$1" in
@@ -26,8 +28,9 @@ while (($#)); do
     --build-type) build_type="$2"; shift 2 ;;
     --no-build) do_build=0; shift ;;
     --backends) backends=1; shift ;;
+    --fuzz) fuzz=1; shift ;;
     -D*) cmake_args+=("$1"); shift ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,13p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -48,6 +51,11 @@ if ((backends)); then
     etcd-server                              # a 3-member etcd cluster (backends/servers.h)
     zookeeper libzookeeper-mt-dev            # a 3-member ensemble (Java) and its C client
     postgresql libpq-dev                     # the database and libpq
+  )
+fi
+if ((fuzz)); then
+  packages+=(
+    clang libclang-rt-14-dev                 # -fsanitize=fuzzer (libFuzzer), fuzz/README.md
   )
 fi
 missing=()
