@@ -16,6 +16,12 @@ elseif(NOT REDLOCK_SANITIZE STREQUAL "")
   message(FATAL_ERROR "REDLOCK_SANITIZE must be '', 'address' or 'thread', not '${REDLOCK_SANITIZE}'")
 endif()
 
+if(REDLOCK_BUILD_FUZZERS)
+  # Coverage feedback for libFuzzer in every target of the project (the
+  # fuzzer binaries link -fsanitize=fuzzer, redlock_add_fuzz_target).
+  target_compile_options(redlock_build_flags INTERFACE -fsanitize=fuzzer-no-link)
+endif()
+
 # redlock_internal_target(<target>): C++20 inside the project (public headers
 # stay C++17-clean), the shared flags, and the source root on the include path.
 function(redlock_internal_target target)
@@ -71,5 +77,39 @@ function(redlock_sanitizer_environment test)
   elseif(REDLOCK_SANITIZE STREQUAL "address")
     set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
       "ASAN_OPTIONS=detect_leaks=1 abort_on_error=1" "UBSAN_OPTIONS=print_stacktrace=1 halt_on_error=1")
+  endif()
+endfunction()
+
+# redlock_add_fuzz_target(<name> ENTRY <function> SOURCES src... [LIBS lib...])
+# One fuzz target (fuzz/README.md): SOURCES define the entry function
+# redlock::fuzz::<function>(const uint8_t*, size_t) declared in
+# fuzz/entries.h; the target's kept inputs are fuzz/<name>/corpus (seeds) and
+# fuzz/<name>/regressions (inputs of crashes found and fixed). Makes:
+#   fuzz_<name>_regressions  with REDLOCK_BUILD_TESTS, any compiler: a unit
+#                            test that runs every kept input through the entry
+#   fuzz_<name>              with REDLOCK_BUILD_FUZZERS (clang): the libFuzzer
+#                            binary (scripts/fuzz.sh runs it over the corpus)
+function(redlock_add_fuzz_target name)
+  cmake_parse_arguments(ARG "" "ENTRY" "SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_ENTRY OR NOT ARG_SOURCES)
+    message(FATAL_ERROR "redlock_add_fuzz_target(${name}): ENTRY and SOURCES are required")
+  endif()
+  set(entry redlock_fuzz_${name}_entry)
+  add_library(${entry} STATIC ${ARG_SOURCES})
+  redlock_internal_target(${entry})
+  target_include_directories(${entry} PUBLIC ${PROJECT_SOURCE_DIR})
+  target_link_libraries(${entry} PUBLIC redlock_fuzz_check ${ARG_LIBS})
+  if(REDLOCK_BUILD_TESTS)
+    redlock_add_test(fuzz_${name}_regressions LABELS unit
+      SOURCES ${PROJECT_SOURCE_DIR}/fuzz/regressions_test.cc LIBS ${entry}
+      DEFINITIONS REDLOCK_FUZZ_ENTRY=${ARG_ENTRY}
+                  REDLOCK_FUZZ_DIR="${PROJECT_SOURCE_DIR}/fuzz/${name}")
+  endif()
+  if(REDLOCK_BUILD_FUZZERS)
+    add_executable(fuzz_${name} ${PROJECT_SOURCE_DIR}/fuzz/fuzzer_main.cc)
+    redlock_internal_target(fuzz_${name})
+    target_compile_definitions(fuzz_${name} PRIVATE REDLOCK_FUZZ_ENTRY=${ARG_ENTRY})
+    target_link_libraries(fuzz_${name} PRIVATE ${entry})
+    target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
   endif()
 endfunction()

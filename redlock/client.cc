@@ -6,6 +6,8 @@
 #include <memory>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+
 #include "redlock/internal/client_impl.h"
 #include "redlock/internal/durability.h"
 #include "redlock/internal/engine.h"
@@ -27,6 +29,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   config.reconnect_backoff_max = options.reconnect_backoff_max;
   config.breaker_probe_interval = options.breaker_probe_interval;
   config.max_in_flight_per_node = options.max_in_flight_per_node;
+  config.require_identity = options.require_node_identity;
+  config.reply_limits.max_bytes = options.max_reply_bytes;
+  config.reply_limits.max_elements = options.max_reply_elements;
   if (options.observer != nullptr) {
     std::shared_ptr<Observer> observer = options.observer;
     config.on_node_event = [observer](const NodeEvent& e) { observer->OnNode(e); };
@@ -51,6 +56,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
     std::vector<std::pair<int, int>> same = engine->DuplicateNodes();
     if (!same.empty()) {
       return internal::SameServerError(options.nodes, same[0].first, same[0].second, "same run_id");
+    }
+    std::vector<std::string> unverified = engine->UnverifiedNodes();
+    for (size_t i = 0; i < unverified.size(); ++i) {
+      if (unverified[i].empty()) continue;
+      return absl::FailedPreconditionError(
+          absl::StrCat("nodes[", i, "] ", options.nodes[i].ToString(), ": ", unverified[i]));
     }
   }
   REDLOCK_RETURN_IF_ERROR(internal::CheckDurabilitySupport(*engine, options.durability));

@@ -295,6 +295,13 @@ absl::Status ValidateOptions(const Options& o) {
     return bad("breaker_probe_interval must be positive and finite");
   if (!positive(o.wait_poll_max)) return bad("wait_poll_max must be positive and finite");
   if (o.max_in_flight_per_node < 16) return bad("max_in_flight_per_node must be >= 16");
+  if (o.max_reply_bytes < kMinReplyBytes) {
+    return bad("max_reply_bytes ", o.max_reply_bytes, " is below the minimum of ", kMinReplyBytes);
+  }
+  if (o.max_reply_elements < kMinReplyElements) {
+    return bad("max_reply_elements ", o.max_reply_elements, " is below the minimum of ",
+               kMinReplyElements);
+  }
   if (o.durability.replicas < 0) {
     return bad("durability.replicas ", o.durability.replicas, " is negative");
   }

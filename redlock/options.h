@@ -168,8 +168,25 @@ struct Options {
   // that resolve to one address and port, and two entries whose servers
   // report the same run_id (two names for one server, a proxy, a port
   // forward); a duplicate found only on a later connection is refused, with
-  // that message in Health() and in every call's node errors.
+  // that message in Health() and in every call's node errors. The run_id
+  // comes from INFO: see require_node_identity for ACL users denied it.
   std::vector<Endpoint> nodes;
+
+  // Refuse a node whose server cannot be identified, so that no server can
+  // hide behind two entries of `nodes`. The identity is INFO's run_id; an
+  // ACL user that may not run INFO (INFO is in @dangerous, so the common
+  // "+@all -@dangerous" denies it) leaves it unknown, and then a server
+  // listed twice (two addresses of one host, a proxy, a port forward) would
+  // count twice: an acquisition is safe from that (its SET NX succeeds on
+  // one of the two entries only) but an Extend is not (the token is found
+  // under both, two votes from one server). With true, such a node is
+  // refused when the client has two nodes or more: Client::Create fails with
+  // kFailedPrecondition naming it, and a node met later is refused on every
+  // connection with that message in Health() and the calls' node errors.
+  // Fix it by granting the user INFO (`ACL SETUSER <user> +info`). False
+  // accepts such nodes unchecked: you vouch that the entries are distinct
+  // servers. Default: true.
+  bool require_node_identity = true;
 
   // How many nodes must grant for a lock to be held. 0 means a majority,
   // N/2+1. Otherwise it must be a majority (> N/2) and at most N; quorum == N
@@ -316,6 +333,29 @@ struct Options {
   // stopped. Must be >= 16. Default: 4096.
   size_t max_in_flight_per_node = 4096;
 
+  // ---- Replies from hostile or broken nodes ---------------------------------------
+
+  // The largest reply a node may send, in bytes as encoded on the wire
+  // (nested elements included). A reply that announces more (a bulk string
+  // whose header says 2 GB) or reaches more (a line without an end) is a
+  // protocol violation, refused before the memory is taken: the node's
+  // connection is dropped and reconnected, and its requests fail with
+  // "protocol error: reply over the limit: ... Options::max_reply_bytes"
+  // (the node is named in the call's error, in Health() and in the
+  // observer's node events). The library's own replies are small (an INFO
+  // section, a fencing counter per resource); larger ones can only be values
+  // that someone else wrote under a lock key (Client::Inspect returns it).
+  // Must be >= 64 KiB. Default: 1 MiB.
+  size_t max_reply_bytes = size_t{1} << 20;
+
+  // The most elements one reply may hold, counted over all its nested
+  // arrays. An array header announcing more (`*2000000000`) is refused the
+  // same way before anything is allocated. The largest array the library
+  // asks for has one element per resource of a multi-resource lock, plus
+  // one (MultiLock takes up to 256 resources). Must be >= 1024.
+  // Default: 4096.
+  size_t max_reply_elements = 4096;
+
   // Wait in Client::Create() for the first connection to every node (a node
   // that is down does not fail Create: Redlock tolerates a minority down).
   // Default: true.
@@ -340,6 +380,10 @@ int EffectiveQuorum(const Options& options);
 
 // Limits on what a resource name may be (see Client::TryAcquire).
 inline constexpr size_t kMaxResourceLength = 4096;
+
+// The smallest values Options::max_reply_bytes and max_reply_elements take.
+inline constexpr size_t kMinReplyBytes = size_t{64} << 10;
+inline constexpr size_t kMinReplyElements = 1024;
 
 }  // namespace redlock
 

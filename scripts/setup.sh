@@ -2,12 +2,14 @@
 # Sets up a fresh Debian 12 machine for redlock and builds it.
 #
 #   scripts/setup.sh [--build-dir DIR] [--sanitize address|thread] [--build-type TYPE]
-#                    [--no-build] [--backends] [--no-lab-clients] [-DCMAKE_OPTION=VALUE ...]
+#                    [--no-build] [--backends] [--fuzz] [--no-lab-clients]
+#                    [-DCMAKE_OPTION=VALUE ...]
 #
 # 1. Installs the Debian packages the project needs when run as root; as any
 #    other user it prints the exact apt-get line to run and stops. With
 #    --backends also the lock services compared with this library (etcd,
 #    ZooKeeper with its C client, PostgreSQL with libpq; backends/README.md).
+#    With --fuzz also clang and its libFuzzer runtime (scripts/fuzz.sh).
 #    Then the other Redlock clients the chaos harness tests (node-redlock,
 #    redis-py's Lock) through scripts/lab-clients.sh, unless --no-lab-clients.
 # 2. Configures with CMake and builds everything (library, tests, bench,
@@ -21,6 +23,7 @@ build_type=RelWithDebInfo
 do_build=1
 backends=0
 lab_clients=1
+fuzz=0
 cmake_args=()
 while (($#)); do
   case "$1" in
@@ -30,8 +33,9 @@ while (($#)); do
     --no-build) do_build=0; shift ;;
     --backends) backends=1; shift ;;
     --no-lab-clients) lab_clients=0; shift ;;
+    --fuzz) fuzz=1; shift ;;
     -D*) cmake_args+=("$1"); shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     *) echo "setup.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -52,6 +56,11 @@ if ((backends)); then
     etcd-server                              # a 3-member etcd cluster (backends/servers.h)
     zookeeper libzookeeper-mt-dev            # a 3-member ensemble (Java) and its C client
     postgresql libpq-dev                     # the database and libpq
+  )
+fi
+if ((fuzz)); then
+  packages+=(
+    clang libclang-rt-14-dev                 # -fsanitize=fuzzer (libFuzzer), fuzz/README.md
   )
 fi
 missing=()

@@ -457,7 +457,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     {
       std::lock_guard<std::mutex> lock(mu_);
       watch = watch_;
-      if (watch != nullptr) freed.swap(freed_);
+      // Taken even without a watch (notifications off): nothing else reads
+      // it, and a long wait would grow it by every failed attempt.
+      freed.swap(freed_);
       if (!fanout_active_ && result_.has_value() && done_) {
         done = std::move(done_);
         done_ = nullptr;
@@ -471,7 +473,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       }
     }
     // Before the wait, which counts them.
-    for (int node : freed) watch->Freed(node);
+    if (watch != nullptr) {
+      for (int node : freed) watch->Freed(node);
+    }
     if (done) {
       if (watch != nullptr) watch->Cancel();
       watch.reset();

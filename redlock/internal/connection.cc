@@ -78,7 +78,7 @@ bool Connection::Start(std::vector<HandshakeStep> steps, std::string* why) {
   }
   connecting_fd_ = fd;
   state_ = State::kConnecting;
-  reader_ = std::make_unique<ReplyReader>();
+  reader_ = std::make_unique<ReplyReader>(settings_.reply_limits);
   return true;
 }
 
@@ -188,35 +188,40 @@ Connection::Progress Connection::ReadAll(std::vector<Reply>* replies) {
     got_bytes_ = true;
     if (!reader_->Feed(buf, n)) {
       p.failure = absl::StrCat("protocol error: ", reader_->error());
-      break;
+      return p;
     }
+    // Framed after every read, so the reader's limits hold before more of
+    // a hostile reply is buffered.
+    if (!TakeReplies(replies, &p)) return p;
     if (n < sizeof(buf)) break;
   }
-  // Replies that arrived before a failure are still delivered.
+  return p;
+}
+
+bool Connection::TakeReplies(std::vector<Reply>* replies, Progress* p) {
   for (;;) {
     Reply reply;
     int got = reader_->Next(&reply);
     if (got < 0) {
-      p.failure = absl::StrCat("protocol error: ", reader_->error());
-      break;
+      p->failure = absl::StrCat("protocol error: ", reader_->error());
+      return false;
     }
-    if (got == 0) break;
+    if (got == 0) return true;
     if (state_ == State::kHandshake) {
       std::string problem = steps_[steps_done_].check(reply);
       if (!problem.empty()) {
-        p.failure = problem;
-        break;
+        p->failure = problem;
+        return false;
       }
       if (++steps_done_ == steps_.size()) {
         state_ = State::kReady;
         backoff_ = settings_.backoff_min;
-        p.ready = true;
+        p->ready = true;
       }
       continue;
     }
     replies->push_back(std::move(reply));
   }
-  return p;
 }
 
 Connection::Progress Connection::WriteSome(Stream& stream, std::string* out) {

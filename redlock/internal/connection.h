@@ -57,6 +57,7 @@ class Connection {
     absl::Duration backoff_min = absl::Milliseconds(10);
     absl::Duration backoff_max = absl::Seconds(1);
     StreamFactory make_stream;  // null: plain TCP (tls_stream.h: TLS)
+    ReplyLimits reply_limits;   // a reply over them fails the connection
   };
 
   // What HandleIo saw.
@@ -109,6 +110,9 @@ class Connection {
 
  private:
   Progress ReadAll(std::vector<Reply>* replies);
+  // Frames the replies buffered so far: handshake replies are checked, the
+  // others appended to `replies`. False (with p->failure) on a failure.
+  bool TakeReplies(std::vector<Reply>* replies, Progress* p);
   Progress Establish();
 
   Settings settings_;

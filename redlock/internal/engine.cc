@@ -83,10 +83,12 @@ Engine::Engine(Config config) : config_(std::move(config)) {
     settings.connect_timeout = config_.connect_timeout;
     settings.backoff_min = config_.reconnect_backoff_min;
     settings.backoff_max = config_.reconnect_backoff_max;
+    settings.reply_limits = config_.reply_limits;
     if (i < config_.streams.size()) settings.make_stream = config_.streams[i];
     nodes_.push_back(std::make_unique<Node>(static_cast<int>(i), config_.nodes[i], settings));
   }
   run_ids_.resize(nodes_.size());
+  unverified_.resize(nodes_.size());
 }
 
 Engine::~Engine() {

@@ -72,6 +72,10 @@ class Engine final : public Transport {
     absl::Duration reconnect_backoff_max = absl::Seconds(1);
     absl::Duration breaker_probe_interval = absl::Milliseconds(100);
     size_t max_in_flight_per_node = 4096;
+    // Refuse a node whose run_id cannot be read (Options::require_node_identity).
+    bool require_identity = true;
+    // What one reply from a node may take (every connection of the node).
+    ReplyLimits reply_limits;
     // Per node, the stream over its socket (TLS); null entries or an empty
     // vector: plain TCP.
     std::vector<StreamFactory> streams;
@@ -97,6 +101,10 @@ class Engine final : public Transport {
   // Pairs (first, second) of nodes found to be one server (same run_id):
   // the second was refused. Checked when each connection is established.
   std::vector<std::pair<int, int>> DuplicateNodes() const;
+
+  // Per node, why its last connection was refused for an identity that
+  // could not be read (Config::require_identity), or "".
+  std::vector<std::string> UnverifiedNodes() const;
 
   // Transport.
   int size() const override { return static_cast<int>(nodes_.size()); }
@@ -177,6 +185,8 @@ class Engine final : public Transport {
   void EmitNodeEvents();
   std::vector<HandshakeStep> CommandHandshake(Node& n);
   std::string CheckIdentity(int node, const std::string& run_id);
+  // The handshake's verdict on a node whose INFO gave no run_id (`why`).
+  std::string UnknownIdentity(int node, const std::string& why);
   // Requests are recycled per node (no allocation per request once warm).
   // REQUIRES: n.mu held.
   Slot* NewSlotLocked(Node& n);
@@ -237,13 +247,16 @@ class Engine final : public Transport {
   int first_connect_pending_ = 0;
   std::condition_variable first_connect_cv_;
 
-  // Poller only: subscribed channels and their reference counts.
+  // Poller only: subscribed channels and their reference counts, and what
+  // one SUBSCRIBE of all of them takes (bounds a subscriber's backlog).
   std::map<std::string, int> channels_;
+  size_t channel_bytes_ = 0;
   MessageHandler message_handler_;
 
-  mutable std::mutex identity_mu_;               // guards the two below
+  mutable std::mutex identity_mu_;               // guards the three below
   std::vector<std::string> run_ids_;             // per node, of its current connection
   std::vector<std::pair<int, int>> duplicates_;  // (kept, refused)
+  std::vector<std::string> unverified_;          // per node (UnverifiedNodes)
 };
 
 }  // namespace redlock::internal

@@ -257,7 +257,27 @@ std::string Engine::CheckIdentity(int node, const std::string& run_id) {
                         "): one server listed twice would vote twice; refused");
   }
   run_ids_[static_cast<size_t>(node)] = run_id;
+  unverified_[static_cast<size_t>(node)].clear();
   return "";
+}
+
+std::string Engine::UnknownIdentity(int node, const std::string& why) {
+  // One node cannot be listed twice; and the user may vouch for the list.
+  if (!config_.require_identity || size() < 2) return "";
+  const Endpoint& e = nodes_[static_cast<size_t>(node)]->endpoint;
+  std::string message = absl::StrCat(
+      "cannot check that this server is not also another entry of the node list (", why,
+      "): one server listed twice would vote twice; refused. Grant the user INFO (ACL SETUSER ",
+      e.username.empty() ? "default" : e.username,
+      " +info) or set Options::require_node_identity = false");
+  std::lock_guard<std::mutex> identity(identity_mu_);
+  unverified_[static_cast<size_t>(node)] = message;
+  return message;
+}
+
+std::vector<std::string> Engine::UnverifiedNodes() const {
+  std::lock_guard<std::mutex> identity(identity_mu_);
+  return unverified_;
 }
 
 std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
@@ -286,12 +306,14 @@ std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
   const int index = n.index;
   info.check = [this, index](const Reply& r) -> std::string {
     if (r.is_error()) {
-      // An ACL user without INFO (+@dangerous): the identity cannot be
-      // checked on this node; everything else works.
-      return absl::StrContains(r.str, "NOAUTH") ? HandshakeError("INFO", r) : "";
+      if (absl::StrContains(r.str, "NOAUTH")) return HandshakeError("INFO", r);
+      // An ACL user without INFO (it is in @dangerous).
+      return UnknownIdentity(index, absl::StrCat("INFO failed: ", r.str));
     }
     if (r.type != Reply::Type::kString) return "INFO returned " + r.Describe();
-    return CheckIdentity(index, RunIdFromInfo(r.str));
+    std::string run_id = RunIdFromInfo(r.str);
+    if (run_id.empty()) return UnknownIdentity(index, "INFO server has no run_id");
+    return CheckIdentity(index, run_id);
   };
   steps.push_back(std::move(info));
   for (const Script* s : AllScripts()) {

@@ -14,12 +14,25 @@
 #include "redlock/internal/resp.h"
 
 namespace redlock::internal {
+namespace {
+
+// A channel's share of a SUBSCRIBE command: its bulk string header and CRLFs.
+size_t ChannelBytes(const std::string& channel) { return channel.size() + 16; }
+
+// Backlog a subscriber connection may have beyond one resubscription of
+// every channel: a node that has not read that much is not reading.
+constexpr size_t kSubBacklogSlack = size_t{1} << 20;
+
+}  // namespace
 
 void Engine::Subscribe(const std::vector<std::string>& channels) {
   Post([this, channels] {
     std::vector<std::string> fresh;
     for (const auto& c : channels) {
-      if (channels_[c]++ == 0) fresh.push_back(c);
+      if (channels_[c]++ == 0) {
+        fresh.push_back(c);
+        channel_bytes_ += ChannelBytes(c);
+      }
     }
     if (fresh.empty()) return;
     std::string cmd;
@@ -38,6 +51,7 @@ void Engine::Unsubscribe(const std::vector<std::string>& channels) {
       auto it = channels_.find(c);
       if (it == channels_.end()) continue;
       if (--it->second <= 0) {
+        channel_bytes_ -= ChannelBytes(c);
         channels_.erase(it);
         gone.push_back(c);
       }
@@ -74,6 +88,15 @@ void Engine::SubStart(Node& n) {
 void Engine::SubWrite(Node& n, std::string bytes) {
   if (!n.sub.ready()) return;
   n.sub_out.append(bytes);
+  if (n.sub_out.size() > channel_bytes_ + kSubBacklogSlack) {
+    // A stopped node reads nothing, and every waiter that comes or goes adds
+    // to the backlog. Past one resubscription of every channel the backlog
+    // is worth less than a new connection, which subscribes to the channels
+    // still wanted once the node answers again.
+    SubClose(n, absl::StrCat("the node has not read ", n.sub_out.size(),
+                             " bytes of subscription changes; reconnecting"));
+    return;
+  }
   if (n.sub_epollout) return;
   Connection::Progress p = n.sub.Write(&n.sub_out);
   if (!p.failure.empty()) {
@@ -120,6 +143,7 @@ void Engine::SubClose(Node& n, const std::string& why) {
   n.sub_error = absl::StrCat("subscriber connection: ", why);
   if (n.sub.fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
   n.sub.Close();
+  std::string().swap(n.sub_out);  // its memory too: a new connection resubscribes
 }
 
 void Engine::SubMaintain(Node& n, TimePoint now) {

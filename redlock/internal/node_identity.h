@@ -2,7 +2,9 @@
 // (two names for one address, a proxy, a port forward) would give it two
 // votes, and a quorum could then be fewer real servers than it claims.
 // Client::Create compares the resolved addresses here; the engine compares
-// each server's run_id after the handshake (Engine::DuplicateNodes).
+// each server's run_id after the handshake (Engine::DuplicateNodes), and
+// refuses a server whose run_id it cannot read (Engine::UnverifiedNodes,
+// Options::require_node_identity).
 
 #ifndef REDLOCK_INTERNAL_NODE_IDENTITY_H_
 #define REDLOCK_INTERNAL_NODE_IDENTITY_H_

@@ -64,7 +64,9 @@ for i = 1, n do
 end
 local out = {1}
 for i = 1, n do
-  out[i + 1] = redis.call('get', KEYS[n + i]) or '0'
+  -- 21 bytes tell a garbage value from any 64-bit counter (20 digits at
+  -- most), and a huge one never travels.
+  out[i + 1] = string.sub(redis.call('get', KEYS[n + i]) or '0', 1, 21)
 end
 return out
 )lua");

@@ -42,7 +42,8 @@ const Script& ExtendScript();
 // Fencing round 1. KEYS = n lock keys then their n counter keys;
 // ARGV = token, ttl_ms. If none of the lock keys exists, sets them all and
 // returns {1, counter_1, ..., counter_n} (counters as strings, "0" when
-// absent); else returns {-i}.
+// absent, cut to 21 bytes: a longer value is no counter anyway); else
+// returns {-i}.
 const Script& FenceAcquireScript();
 
 // Fencing round 2. KEYS = n lock keys then their n counter keys;

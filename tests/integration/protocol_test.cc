@@ -2,6 +2,8 @@
 // type, and one server listed twice. Real redis-server processes plus fake
 // servers (scripted_server.h) that answer what a test tells them to.
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -15,8 +17,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
-#include "tests/integration/scripted_server.h"
 #include "testkit/fleet_suite.h"
+#include "tests/integration/scripted_server.h"
 
 namespace redlock {
 namespace {
@@ -104,6 +106,142 @@ TEST_F(ProtocolTest, WrongTypeRepliesFromTwoOfThreeNodesFailTheCallWithinItsDead
   EXPECT_EQ(Get(0, "held"), "other");
 }
 
+// A fake node that answers the lock commands (SET, scripts) with `reply`
+// and counts its connections (the handshake's INFO is sent once on each).
+struct HostileNode {
+  std::unique_ptr<ScriptedServer> server;
+  std::shared_ptr<std::atomic<int>> connections = std::make_shared<std::atomic<int>>(0);
+};
+
+HostileNode StartHostile(std::string reply) {
+  HostileNode h;
+  auto connections = h.connections;
+  auto s = ScriptedServer::Start([reply, connections](const std::vector<std::string>& cmd) {
+    if (!cmd.empty() && cmd[0] == "INFO") {
+      ++*connections;
+      return ScriptedServer::Default(cmd, "hostile");
+    }
+    if (!cmd.empty() && (cmd[0] == "SET" || cmd[0] == "EVALSHA" || cmd[0] == "EVAL")) return reply;
+    return ScriptedServer::Default(cmd);
+  });
+  EXPECT_TRUE(s.ok()) << s.status();
+  if (s.ok()) h.server = *std::move(s);
+  return h;
+}
+
+// A one-node client of the hostile node: its error is the call's.
+Options HostileOnly(const HostileNode& h) {
+  Options o;
+  Endpoint e;
+  e.host = "127.0.0.1";
+  e.port = h.server->port();
+  o.nodes = {e};
+  o.max_attempts = 1;
+  // The refusal must come from the limits, never from a timeout.
+  o.node_timeout = absl::Seconds(5);
+  return o;
+}
+
+TEST_F(ProtocolTest, AnArrayHeaderAnnouncingBillionsOfElementsFailsTheNodeNotTheProcess) {
+  // Before the limit, hiredis' reader had the array allocated at its header:
+  // bad_alloc thrown through C frames, std::terminate.
+  HostileNode h = StartHostile("*2000000000\r\n");
+  ASSERT_NE(h.server, nullptr);
+  Options o = HostileOnly(h);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<Lease> lease =
+      WithinDeadline([&] { return client->TryAcquire("r", absl::Seconds(10)); }, absl::Seconds(10));
+  ASSERT_FALSE(lease.ok());
+  EXPECT_TRUE(absl::IsUnavailable(lease.status())) << lease.status();
+  EXPECT_THAT(std::string(lease.status().message()),
+              AllOf(HasSubstr(o.nodes[0].ToString()), HasSubstr("2000000000"),
+                    HasSubstr("Options::max_reply_elements (4096)")));
+  // Dropped and reconnected, as for any protocol violation.
+  EXPECT_GE(testkit::Eventually([&] { return std::min(h.connections->load(), 2); }, 2), 2);
+}
+
+TEST_F(ProtocolTest, ABulkStringAnnouncingGigabytesIsRefusedAtItsHeader) {
+  // The header and a first 256 KiB: the node is refused without the client
+  // waiting (or buffering) for the rest.
+  HostileNode h = StartHostile("$2000000000\r\n" + std::string(256 << 10, 'x'));
+  ASSERT_NE(h.server, nullptr);
+  Options o = HostileOnly(h);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<Lease> lease =
+      WithinDeadline([&] { return client->TryAcquire("r", absl::Seconds(30)); }, absl::Seconds(10));
+  ASSERT_FALSE(lease.ok());
+  EXPECT_THAT(std::string(lease.status().message()),
+              AllOf(HasSubstr(o.nodes[0].ToString()), HasSubstr("2000000000 bytes announced"),
+                    HasSubstr("Options::max_reply_bytes (1048576)")));
+  EXPECT_THAT(client->Health().at(0).last_error, HasSubstr("max_reply_bytes"));
+}
+
+TEST_F(ProtocolTest, ALineWithoutEndIsRefusedOnceItPassesTheLimit) {
+  // A status line of 8 MiB and no CRLF: nothing announces its size.
+  HostileNode h = StartHostile("+" + std::string(8 << 20, 'x'));
+  ASSERT_NE(h.server, nullptr);
+  Options o = HostileOnly(h);
+  o.max_reply_bytes = kMinReplyBytes;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<Lease> lease =
+      WithinDeadline([&] { return client->TryAcquire("r", absl::Seconds(30)); }, absl::Seconds(10));
+  ASSERT_FALSE(lease.ok());
+  EXPECT_THAT(std::string(lease.status().message()),
+              AllOf(HasSubstr("bytes received of one reply"),
+                    HasSubstr(absl::StrCat("Options::max_reply_bytes (", kMinReplyBytes, ")"))));
+}
+
+TEST_F(ProtocolTest, RepliesUpToTheLimitsAreRead) {
+  // Inspect returns the lock key's value, whatever another client wrote.
+  Options o = MakeOptions();
+  o.max_reply_bytes = kMinReplyBytes;
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  const std::string big(kMinReplyBytes - 100, 'v');
+  const std::string too_big(kMinReplyBytes, 'v');
+  REDLOCK_ASSERT_OK(fleet_->Command(0, {"SET", prefix_ + "fits", big, "PX", "60000"}).status());
+  REDLOCK_ASSERT_OK(fleet_->Command(1, {"SET", prefix_ + "over", too_big, "PX", "60000"}).status());
+  absl::StatusOr<std::vector<NodeView>> fits = client->Inspect("fits");
+  ASSERT_TRUE(fits.ok()) << fits.status();
+  EXPECT_EQ(fits->at(0).token, big);
+  absl::StatusOr<std::vector<NodeView>> over = client->Inspect("over");
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_THAT(std::string(over->at(1).status.message()), HasSubstr("max_reply_bytes"));
+  // The node's connection comes back for the next call.
+  EXPECT_TRUE(testkit::Eventually(
+      [&] { return client->TryAcquire("after", absl::Seconds(10)).ok(); }, true));
+}
+
+TEST_F(ProtocolTest, AHugeValueUnderAFencingCounterCostsOneVoteNotTheConnection) {
+  // Round 1 returns the counters; garbage there is not a counter, and the
+  // script sends no more of it than a counter can be long. One node, so its
+  // vote is the call's.
+  Options o = MakeOptions();
+  o.nodes = {fleet_->endpoint(0)};
+  o.fencing = true;
+  o.max_attempts = 1;
+  // The script copies the 4 MB value into Lua: slow on a loaded machine, and
+  // this is about the vote and the connection, not speed.
+  o.node_timeout = absl::Seconds(5);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  REDLOCK_ASSERT_OK(
+      fleet_->Command(0, {"SET", prefix_ + "fenced:fence", std::string(4 << 20, '9')}).status());
+  absl::StatusOr<Lease> lease = client->TryAcquire("fenced", absl::Seconds(10));
+  ASSERT_FALSE(lease.ok());
+  EXPECT_THAT(std::string(lease.status().message()), HasSubstr("not a decimal number"));
+  // No reconnect: the node's connection stays up and clean.
+  EXPECT_TRUE(client->Health().at(0).connected);
+  EXPECT_EQ(client->Health().at(0).last_error, "");
+  REDLOCK_ASSERT_OK(fleet_->Command(0, {"SET", prefix_ + "fenced:fence", "41"}).status());
+  lease = client->TryAcquire("fenced", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->fencing_token(), 42u);
+}
+
 TEST_F(ProtocolTest, OneServerUnderTwoNamesIsRefusedAtCreate) {
   Options o = MakeOptions();
   Endpoint by_name = fleet_->endpoint(0);
@@ -160,6 +298,90 @@ TEST_F(ProtocolTest, TwoEndpointsReachingOneServerAreRefusedByRunId) {
   const Counts seen = testkit::Eventually(counts, Counts{1, 2}, absl::Seconds(5));
   EXPECT_EQ(seen.refused, 1);
   EXPECT_EQ(seen.connected, 2);
+}
+
+// A server reached at two loopback addresses, by an ACL user that may not
+// run INFO (it is in @dangerous): no resolver and no run_id can tell the two
+// entries apart.
+class UnverifiedIdentityTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto fleet = testkit::Fleet::Start(
+        {.nodes = 2,
+         .extra_args = {"--bind", "127.0.0.1", "127.0.0.2", "--user", "locker", "on", ">pw", "~*",
+                        "&*", "+@all", "-@dangerous"}});
+    ASSERT_TRUE(fleet.ok()) << fleet.status();
+    fleet_ = *std::move(fleet);
+  }
+
+  // Node 0 twice (127.0.0.1 and 127.0.0.2), then node 1.
+  Options TwiceListed() {
+    Options o;
+    for (int i : {0, 0, 1}) {
+      Endpoint e = fleet_->endpoint(i);
+      e.username = "locker";
+      e.password = "pw";
+      o.nodes.push_back(e);
+    }
+    o.nodes[1].host = "127.0.0.2";
+    o.max_attempts = 1;
+    return o;
+  }
+
+  std::unique_ptr<testkit::Fleet> fleet_;
+};
+
+TEST_F(UnverifiedIdentityTest, ANodeWhoseIdentityCannotBeReadIsRefused) {
+  Options o = TwiceListed();
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(o);
+  if (client.ok()) {
+    // What the check prevents: one server's two entries are two votes for
+    // Extend, which a lease that holds on that server alone passes.
+    absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(30));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    REDLOCK_ASSERT_OK(fleet_->Command(1, {"DEL", "r"}).status());
+    absl::StatusOr<Lease> extended = (*client)->Extend(*lease, absl::Seconds(30));
+    FAIL() << "Create accepted one server listed twice without checking it; Extend then "
+           << (extended.ok() ? "succeeded on that one server's two votes"
+                             : std::string(extended.status().message()));
+  }
+  EXPECT_TRUE(absl::IsFailedPrecondition(client.status())) << client.status();
+  EXPECT_THAT(std::string(client.status().message()),
+              AllOf(HasSubstr(o.nodes[0].ToString()), HasSubstr("INFO"),
+                    HasSubstr("require_node_identity")));
+
+  // Found after Create: the node is refused on every connection, with that
+  // message in Health().
+  o.wait_for_connections = false;
+  auto late = Client::Create(o);
+  ASSERT_TRUE(late.ok()) << late.status();
+  auto refused = [&] {
+    int n = 0;
+    for (const NodeHealth& h : (*late)->Health()) {
+      n += absl::StrContains(h.last_error, "require_node_identity");
+    }
+    return n;
+  };
+  EXPECT_EQ(testkit::Eventually(refused, 3), 3);
+  EXPECT_FALSE((*late)->TryAcquire("r", absl::Seconds(30)).ok());
+}
+
+TEST_F(UnverifiedIdentityTest, OneNodeNeedsNoIdentityAndTheCheckCanBeWaived) {
+  Options one = TwiceListed();
+  one.nodes.resize(1);
+  auto single = Client::Create(one);
+  ASSERT_TRUE(single.ok()) << single.status();
+  REDLOCK_EXPECT_OK((*single)->TryAcquire("alone", absl::Seconds(10)).status());
+
+  Options waived = TwiceListed();
+  waived.nodes.erase(waived.nodes.begin() + 1);  // two distinct servers
+  waived.require_node_identity = false;
+  auto client = Client::Create(waived);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("waived", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(lease->nodes_granted(), 2);
 }
 
 }  // namespace

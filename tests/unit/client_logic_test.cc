@@ -1,6 +1,9 @@
 // The Redlock state machines (DESIGN.md 4.2, 4.3, 4.5) over fake nodes and a
 // fake clock: every decision and every figure is exact here.
 
+#include <malloc.h>
+
+#include <algorithm>
 #include <optional>
 
 #include "gmock/gmock.h"
@@ -561,6 +564,54 @@ TEST_F(ClientLogicTest, DestroyingTheClientCancelsPendingOperations) {
   client_.reset();
   ASSERT_TRUE(result->has_value());
   EXPECT_EQ((*result)->status().code(), absl::StatusCode::kCancelled);
+}
+
+// Bytes of the heap in use (glibc): the memory test below reads it. Under a
+// sanitizer the allocations bypass glibc's heap, and the test is skipped.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kGlibcHeap = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+constexpr bool kGlibcHeap = false;
+#else
+constexpr bool kGlibcHeap = true;
+#endif
+#else
+constexpr bool kGlibcHeap = true;
+#endif
+
+size_t HeapInUse() {
+  struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;  // small chunks, and the large ones mmap(2)ed
+}
+
+TEST_F(ClientLogicTest, ALongWaitWithoutNotificationsKeepsItsMemoryFlat) {
+  if (!kGlibcHeap) GTEST_SKIP() << "the heap is the sanitizer's";
+  // Node 0 grants every attempt, nodes 1 and 2 refuse: each attempt fails
+  // with one grant, which the cleanup frees again. Without notifications
+  // nothing reads the list of freed nodes, which grew by one per attempt.
+  Options o;
+  o.release_notifications = false;
+  Make(3, o);
+  for (int i = 1; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  StopSource stop;
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token());
+  auto step = [&] {
+    transport_->AnswerEverything();
+    for (int i = 0; i < 3; ++i) transport_->node(i).log.clear();  // the fake's own record
+    transport_->Advance(absl::Milliseconds(400));                 // past the longest polling pause
+  };
+  for (int i = 0; i < 1000; ++i) step();
+  const int before = transport_->sent_count("acquire");
+  const size_t heap = HeapInUse();
+  for (int i = 0; i < 20000; ++i) step();
+  const size_t grown = HeapInUse() - std::min(HeapInUse(), heap);
+  EXPECT_GE(transport_->sent_count("acquire") - before, 3 * 20000) << "one attempt per step";
+  EXPECT_LT(grown, 32u << 10) << "heap grew by " << grown << " bytes over 20000 attempts";
+  stop.RequestStop();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled);
 }
 
 }  // namespace

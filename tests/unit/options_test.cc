@@ -235,6 +235,8 @@ TEST(ValidateOptions, RejectsBadFields) {
   check([](Options& o) { o.reconnect_backoff_max = absl::Milliseconds(1); },
         "reconnect_backoff_max");
   check([](Options& o) { o.max_in_flight_per_node = 3; }, "max_in_flight_per_node");
+  check([](Options& o) { o.max_reply_bytes = kMinReplyBytes - 1; }, "max_reply_bytes");
+  check([](Options& o) { o.max_reply_elements = 16; }, "max_reply_elements");
   check([](Options& o) { o.key_prefix = std::string(kMaxResourceLength + 1, 'p'); }, "key_prefix");
   // TLS: certificate and key come in pairs; TLS settings need a TLS node.
   check(
