@@ -23,9 +23,16 @@ bool Minority(const RunShape& s, const FaultInstance& f) {
   return static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
 }
 
+// Runs `fn` on every target node that is up: faults overlap, and a node
+// already killed by another one has nothing left to kill, pause or restart
+// (that fault's heal starts it again).
 template <typename Fn>
-absl::Status EachNode(const FaultInstance& f, Fn fn) {
+absl::Status EachNode(Run& run, const FaultInstance& f, Fn fn) {
   for (int n : f.nodes) {
+    if (!run.nodes().running(n)) {
+      run.Note(absl::StrCat(f.kind->name(), " of n", n, " skipped: it is down"));
+      continue;
+    }
     absl::Status s = fn(n);
     if (!s.ok()) return s;
   }
@@ -50,7 +57,7 @@ void RegisterNodeFaults(FaultKindList& out) {
        },
        .inject =
            [](Run& run, FaultInstance& f) {
-             return EachNode(f, [&](int n) { return run.nodes().RestartNow(n); });
+             return EachNode(run, f, [&](int n) { return run.nodes().RestartNow(n); });
            }});
 
   Add(out,
@@ -78,13 +85,16 @@ void RegisterNodeFaults(FaultKindList& out) {
        .tolerated = Minority,
        .inject =
            [](Run& run, FaultInstance& f) {
-             return EachNode(f, [&](int n) { return run.nodes().Kill(n); });
+             return EachNode(run, f, [&](int n) { return run.nodes().Kill(n); });
            },
        .heal =
            [](Run& run, FaultInstance& f) {
-             return EachNode(f, [&](int n) {
-               return run.nodes().running(n) ? absl::OkStatus() : run.nodes().StartNode(n);
-             });
+             for (int n : f.nodes) {
+               if (run.nodes().running(n)) continue;
+               absl::Status s = run.nodes().StartNode(n);
+               if (!s.ok()) return s;
+             }
+             return absl::OkStatus();
            }});
 
   Add(out,
@@ -111,7 +121,7 @@ void RegisterNodeFaults(FaultKindList& out) {
                          const FaultInstance&) { return faults::ForgetsLock(s); },
        .inject =
            [](Run& run, FaultInstance& f) {
-             return EachNode(f, [&](int n) {
+             return EachNode(run, f, [&](int n) {
                AmnesiaSpec spec;
                if (!f.marker_resource.empty()) {
                  spec.mode = AmnesiaSpec::Mode::kSinceLastWriteOfKey;
@@ -143,13 +153,18 @@ void RegisterNodeFaults(FaultKindList& out) {
        .tolerated = Minority,
        .inject =
            [](Run& run, FaultInstance& f) {
-             return EachNode(f, [&](int n) { return run.nodes().Pause(n); });
+             return EachNode(run, f, [&](int n) {
+           return run.nodes().paused(n) ? absl::OkStatus() : run.nodes().Pause(n);
+         });
            },
        .heal =
            [](Run& run, FaultInstance& f) {
-             return EachNode(f, [&](int n) {
-               return run.nodes().paused(n) ? run.nodes().Resume(n) : absl::OkStatus();
-             });
+             for (int n : f.nodes) {
+               if (!run.nodes().paused(n)) continue;
+               absl::Status s = run.nodes().Resume(n);
+               if (!s.ok()) return s;
+             }
+             return absl::OkStatus();
            }});
 }
 

@@ -3,6 +3,7 @@
 // See chaos/README.md.
 //
 //   redlock-chaos --list
+//   redlock-chaos --kinds                 every fault kind, its parameters and ranges
 //   redlock-chaos --quick                 the CI subset of the catalog
 //   redlock-chaos --full                  the whole catalog
 //   redlock-chaos --scenario NAME [--scenario NAME ...]
@@ -40,7 +41,8 @@ namespace chaos = redlock::chaos;
 
 void Usage(FILE* out) {
   fprintf(out,
-          "usage: redlock-chaos (--list | --quick | --full | --scenario NAME... | --file PATH...)\n"
+          "usage: redlock-chaos (--list | --kinds | --quick | --full | --scenario NAME... |\n"
+          "                      --file PATH...)\n"
           "                     [--seed N] [--client NAME] [--scenarios DIR] [--json FILE]\n"
           "                     [--keep DIR] [--plot DIR] [--client-binary PATH] [--verbose]\n"
           "       redlock-chaos --explore [--runs K] [--seed S] [--duration T]\n"
@@ -169,6 +171,9 @@ int main(int argc, char** argv) {
       full = true;
     } else if (a == "--explore") {
       explore = true;
+    } else if (a == "--kinds") {
+      fputs(chaos::FormatKinds().c_str(), stdout);
+      return 0;
     } else if (a == "--verbose" || a == "-v") {
       verbose = true;
     } else if (a == "--help" || a == "-h") {

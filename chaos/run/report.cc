@@ -158,4 +158,33 @@ std::string FormatList(const std::vector<Scenario>& scenarios) {
   return out;
 }
 
+std::string FormatKinds() {
+  std::string out;
+  std::string family;
+  for (const FaultKind* k : AllFaultKinds()) {
+    const KindInfo& i = k->info();
+    if (i.family != family) {
+      family = i.family;
+      absl::StrAppend(&out, family == i.family && out.empty() ? "" : "\n", "== ", family, "\n");
+    }
+    std::vector<std::string> targets;
+    if (i.takes_nodes) targets.push_back(absl::StrCat("nodes (default ", i.nodes_default, ")"));
+    if (i.takes_clients) targets.push_back(absl::StrCat("clients (default ", i.clients_default, ")"));
+    absl::StrAppend(&out, i.name, i.lasting ? "  [lasting" : "  [instant",
+                    i.lasting && !i.explore_duration.empty()
+                        ? absl::StrCat(", explored for ", i.explore_duration)
+                        : "",
+                    i.explore_weight > 0 ? absl::StrCat(", explore weight ", i.explore_weight)
+                                         : ", not explored",
+                    "]\n  ", i.summary, "\n");
+    if (!targets.empty()) absl::StrAppend(&out, "  acts on: ", absl::StrJoin(targets, ", "), "\n");
+    for (const ParamSpec& p : i.params) {
+      absl::StrAppend(&out, "  ", p.name, " = ", p.default_value.empty() ? "(required)" : p.default_value,
+                      p.explore.empty() ? "" : absl::StrCat("  (explored: ", p.explore, ")"),
+                      p.help.empty() ? "" : absl::StrCat("  ", p.help), "\n");
+    }
+  }
+  return out;
+}
+
 }  // namespace redlock::chaos

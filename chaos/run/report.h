@@ -33,6 +33,11 @@ std::string FormatIndexHtml(const std::vector<ScenarioResult>& results, uint64_t
 // schedule.
 std::string FormatList(const std::vector<Scenario>& scenarios);
 
+// --kinds: every fault kind of the registry (chaos/faults/fault_kind.h):
+// name, family, lasting or instant, targets, parameters (default, explore
+// range), the explorer's weight and duration range, summary.
+std::string FormatKinds();
+
 }  // namespace redlock::chaos
 
 #endif  // REDLOCK_CHAOS_RUN_REPORT_H_
