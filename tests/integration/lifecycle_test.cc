@@ -14,6 +14,7 @@
 #include "redlock/mutex.h"
 #include "redlock/scoped_lease.h"
 #include "testkit/fleet_suite.h"
+#include "testkit/redis.h"
 
 namespace redlock {
 namespace {
@@ -164,7 +165,7 @@ TEST_F(LifecycleTest, AStaggeredReleaseStillWakesTheWaiter) {
                           ->Command(node, {"EVAL",
                                            "if redis.call('get', KEYS[1]) == ARGV[1] then "
                                            "redis.call('del', KEYS[1]); "
-                                           "redis.call('publish', ARGV[2], ARGV[1]) end",
+                                           "redis.call('publish', ARGV[2], '') end",
                                            "1", key, "tok", "redlock:release:" + key})
                           .status());
   };
@@ -178,6 +179,31 @@ TEST_F(LifecycleTest, AStaggeredReleaseStillWakesTheWaiter) {
   // Polling would take 5 s at least; being woken takes a round trip.
   EXPECT_LT(absl::FromChrono(at - last), absl::Seconds(3)) << "woken by polling, not announcements";
   REDLOCK_EXPECT_OK(waiter->Release(*lease));
+}
+
+// The announcement says only that the key was released. Its token would let
+// any subscriber extend or release a lease that still holds on the nodes a
+// partial release did not reach.
+TEST_F(LifecycleTest, AReleaseAnnouncementCarriesNoToken) {
+  auto c = MakeClient();
+  const std::string channel = "redlock:release:" + prefix_ + "announced";
+  testkit::RedisConnection subscriber(fleet_->endpoint(0));
+  REDLOCK_ASSERT_OK(subscriber.Connect(absl::Seconds(2), absl::Seconds(5)));
+  REDLOCK_ASSERT_OK(subscriber.Command({"SUBSCRIBE", channel}).status());
+  absl::StatusOr<Lease> l = c->TryAcquire("announced", absl::Seconds(10));
+  REDLOCK_ASSERT_OK(l.status());
+  REDLOCK_ASSERT_OK(c->Release(*l));
+  ASSERT_FALSE(testkit::Eventually([&] { return KeyOn(0, "announced"); }, false));
+  // The message was pushed when node 0 ran the release, before this PING's
+  // answer: the reply read now is the message.
+  absl::StatusOr<RedisValue> message = subscriber.Command({"PING"});
+  REDLOCK_ASSERT_OK(message.status());
+  ASSERT_EQ(message->type, RedisValue::Type::kArray);
+  ASSERT_EQ(message->elements.size(), 3u);
+  EXPECT_EQ(message->elements[0].str, "message");
+  EXPECT_EQ(message->elements[1].str, channel);
+  EXPECT_EQ(message->elements[2].str, "") << "the announcement published the token";
+  EXPECT_THAT(message->elements[2].str, ::testing::Not(HasSubstr(l->token())));
 }
 
 TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
