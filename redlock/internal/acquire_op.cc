@@ -348,7 +348,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     leases.reserve(request_.resources.size());
     for (size_t j = 0; j < request_.resources.size(); ++j) {
       leases.push_back(LeaseFactory::Make(request_.resources[j], token_, request_.ttl, start_,
-                                          valid_until, round_.yes(),
+                                          start_, valid_until, round_.yes(),
                                           fences.empty() ? 0 : fences[j]));
     }
     SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);

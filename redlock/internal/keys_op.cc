@@ -56,9 +56,11 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     if (kind_ == Kind::kRelease) {
       command = ScriptCommand(ReleaseScript(), keys_, {token, std::string(kReleaseChannelPrefix)});
       // Goes out even to a node behind an open breaker, after a SET that may
-      // still be waiting there (Command::cleanup).
+      // still be waiting there (Command::cleanup): to every node the SET may
+      // have reached, measured from the acquisition, not from the lease's
+      // last extension (which may have skipped a node that holds the key).
       command.cleanup = true;
-      command.since = leases_[0].acquired_at();
+      command.since = LeaseFactory::FirstAcquiredAt(leases_[0]);
       command.op = "release";
     } else {
       command = ScriptCommand(ExtendScript(), keys_,
@@ -183,8 +185,9 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     std::vector<Lease> out;
     out.reserve(leases_.size());
     for (const Lease& l : leases_) {
-      out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_, valid_until,
-                                       round_.yes(), l.fencing_token()));
+      out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_,
+                                       LeaseFactory::FirstAcquiredAt(l), valid_until, round_.yes(),
+                                       l.fencing_token()));
     }
     return out;
   }
