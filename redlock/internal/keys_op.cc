@@ -49,8 +49,12 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   }
 
   void Start() {
-    std::unique_lock<std::mutex> lock(mu_);
-    start_ = ctx_->clock().Now();
+    {
+      // Before the first reply can arrive; the sends themselves go out
+      // without mu_ (they may write to a socket).
+      std::lock_guard<std::mutex> lock(mu_);
+      start_ = ctx_->clock().Now();
+    }
     const std::string& token = leases_[0].token();
     Command command;
     if (kind_ == Kind::kRelease) {
