@@ -110,8 +110,17 @@ class Client {
   // absl::InfiniteDuration(): until held, stopped or the client goes.
   // Between attempts it waits for release announcements from the nodes or,
   // failing that, a jittered poll interval; it never busy-polls. When `stop`
-  // is stopped, it returns kCancelled at once; what an attempt in flight set
-  // is released when its replies arrive (no key is left behind).
+  // is stopped, the call is decided at that moment and returns kCancelled at
+  // once (the client completes it on its own threads, also when the caller
+  // is the one polling the nodes); what an attempt in flight set is released
+  // when its replies arrive (no key is left behind). A stop that comes after
+  // a quorum granted does not undo the acquisition: the call returns the
+  // lease, and the caller releases it as any other. (The lock is validly
+  // held; the stop and the grant race, so the caller cannot tell a stop just
+  // before the decision from one just after the return anyway, and it must
+  // handle a lease it no longer wants in the second case already. Releasing
+  // it here instead would report kCancelled for a lock that was held, and a
+  // release that fails would leave a key nobody knows about.)
   [[nodiscard]] virtual absl::StatusOr<Lease> Acquire(absl::string_view resource,
                                                       absl::Duration ttl, absl::Duration wait,
                                                       const StopToken& stop) = 0;

@@ -22,6 +22,7 @@
 #ifndef REDLOCK_TESTKIT_FLEET_SUITE_H_
 #define REDLOCK_TESTKIT_FLEET_SUITE_H_
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -86,6 +87,16 @@ class FleetSuite : public ::testing::Test {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"GET", prefix_ + resource});
     EXPECT_TRUE(v.ok()) << v.status();
     return v.ok() ? v->str : "";
+  }
+
+  // How many times `node` has run `command` (lower case, as INFO
+  // commandstats names it: "set", "evalsha"); -1 if it cannot be read.
+  long long CommandCalls(int node, const std::string& command) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
+    if (!v.ok()) return -1;
+    const std::string field = absl::StrCat("cmdstat_", command, ":calls=");
+    size_t at = v->str.find(field);
+    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
   }
 
   static inline Fleet* fleet_ = nullptr;

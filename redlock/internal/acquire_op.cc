@@ -436,13 +436,18 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     retry_.emplace(std::move(retry));
   }
 
-  // The stop was requested (on the requesting thread).
+  // The stop was requested, on the requesting thread. The call is decided
+  // now (no grant counts after this point), but what follows (the releases,
+  // the observer, the callback) runs on the transport's thread: the
+  // requesting thread is no thread of the client's (observer.h), and a
+  // caller polling for this call must be woken, which the timer does.
   void OnStop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (!CancelLocked()) return;
     }
-    AfterUnlock();
+    auto self = shared_from_this();
+    transport().RunAfter(absl::ZeroDuration(), [self] { self->AfterUnlock(); });
   }
 
   // Decides the call as cancelled, unless it is decided already (a success

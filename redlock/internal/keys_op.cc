@@ -145,13 +145,15 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     }
     LeasesCallback done = std::move(done_);
     done_ = nullptr;
-    Report(&*result);
+    Outcome reported = OutcomeLocked(&*result);
     lock.unlock();
+    // The observer runs outside mu_, like the callback.
+    Observe(result->status(), std::move(reported));
     done(*std::move(result));
   }
 
-  // Attaches the outcome to a failure, and tells the observer.
-  void Report(absl::StatusOr<std::vector<Lease>>* result) {
+  // The round's outcome, attached to a failure.
+  Outcome OutcomeLocked(absl::StatusOr<std::vector<Lease>>* result) {
     std::vector<NodeResult> results;
     results.reserve(nodes_.size());
     for (const NodeState& s : nodes_) results.push_back(s.result);
@@ -163,14 +165,18 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       AttachOutcome(&st, outcome);
       *result = std::move(st);
     }
+    return outcome;
+  }
+
+  void Observe(const absl::Status& status, Outcome outcome) {
     Observer* observer = ctx_->observer();
     if (observer == nullptr) return;
     std::vector<std::string> resources;
     for (const Lease& l : leases_) resources.push_back(l.resource());
     if (kind_ == Kind::kRelease) {
-      observer->OnRelease(ReleaseEvent{std::move(resources), result->status(), std::move(outcome)});
+      observer->OnRelease(ReleaseEvent{std::move(resources), status, std::move(outcome)});
     } else {
-      observer->OnExtend(ExtendEvent{std::move(resources), result->status(), std::move(outcome)});
+      observer->OnExtend(ExtendEvent{std::move(resources), status, std::move(outcome)});
     }
   }
 

@@ -39,12 +39,6 @@ class LifecycleTest : public testkit::FleetSuite {
   int KeyCountSettled(const std::string& resource) {
     return testkit::Eventually([&] { return KeyCount(resource); }, 0);
   }
-  long long SetCalls(int node) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
-    if (!v.ok()) return -1;
-    size_t at = v->str.find("cmdstat_set:calls=");
-    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + 18);
-  }
 };
 
 // Over plain TCP and over TLS: the release announcements come over the
@@ -225,14 +219,14 @@ TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
     });
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(400));  // all failed once, all waiting
-  long long before = SetCalls(0);
+  long long before = CommandCalls(0, "set");
   REDLOCK_ASSERT_OK(holder->Release(*held));
   for (int tries = 0; tries < 100 && winners.load() == 0; ++tries) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   // Counted before the waiters' deadlines (each makes a last attempt then).
-  long long attempts = SetCalls(0) - before;
+  long long attempts = CommandCalls(0, "set") - before;
   for (auto& t : threads) t.join();
   EXPECT_EQ(winners.load(), 1);
   // One release, one client: one attempt (the oldest waiter), not sixteen.

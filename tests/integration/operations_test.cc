@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/metrics.h"
+#include "redlock/observer.h"
 #include "redlock/outcome.h"
 #include "testkit/fleet_suite.h"
 
@@ -144,6 +145,84 @@ TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLea
               absl::FormatDuration(absl::FromChrono(at - asked)).c_str());
   REDLOCK_ASSERT_OK(holder->Release(*held));
   EXPECT_EQ(testkit::Eventually([&] { return KeysOf("busy"); }, 0), 0);
+}
+
+// The waiter is the client's only caller, so it polls the nodes itself
+// between its attempts; without release notifications nothing else wakes
+// it. A stop must end that poll, not the node_timeout it sleeps for.
+TEST_F(OperationsTest, CancellingACallerThatPollsItselfReturnsWithoutWaitingForItsPoll) {
+  Options o = MakeOptions();
+  o.release_notifications = false;
+  o.node_timeout = absl::Seconds(8);  // the longest the poller sleeps
+  o.retry_delay = absl::Seconds(40);  // polling pauses of 5 s and more
+  o.wait_poll_max = absl::Seconds(20);
+  auto holder = MakeClient();
+  auto waiter = MakeClient(o);
+  absl::StatusOr<Lease> held = holder->TryAcquire("polled", absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held.status());
+  const long long releases_before = CommandCalls(0, "evalsha");
+  StopSource stop;
+  std::promise<absl::Status> got;
+  std::thread t([&] {
+    got.set_value(
+        waiter->Acquire("polled", absl::Seconds(10), absl::InfiniteDuration(), stop.token())
+            .status());
+  });
+  // The first attempt failed: its cleanup reached node 0. The waiter now
+  // sleeps in its poll for seconds.
+  ASSERT_TRUE(testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases_before; },
+                                  true, absl::Seconds(5)));
+  stop.RequestStop();
+  auto future = got.get_future();
+  EXPECT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready)
+      << "the cancelled caller slept on in its poll";
+  absl::Status status = future.get();
+  t.join();
+  EXPECT_TRUE(absl::IsCancelled(status)) << status;
+  REDLOCK_EXPECT_OK(holder->Release(*held));
+}
+
+// Observer events come from the client's threads (observer.h), never from a
+// thread that merely requested a stop.
+TEST_F(OperationsTest, ACancelledAcquisitionIsObservedOnTheClientsThreadsNotTheStoppingOne) {
+  struct ThreadLog : Observer {
+    void OnAcquire(const AcquireEvent& e) override {
+      std::lock_guard<std::mutex> lock(mu);
+      threads.push_back(std::this_thread::get_id());
+      statuses.push_back(e.status);
+    }
+    std::mutex mu;
+    std::vector<std::thread::id> threads;
+    std::vector<absl::Status> statuses;
+  };
+  auto log = std::make_shared<ThreadLog>();
+  Options o = MakeOptions();
+  o.observer = log;
+  o.retry_delay = absl::Seconds(40);
+  o.wait_poll_max = absl::Seconds(20);
+  auto holder = MakeClient();
+  auto waiter = MakeClient(o);
+  absl::StatusOr<Lease> held = holder->TryAcquire("observed", absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held.status());
+  const long long releases_before = CommandCalls(0, "evalsha");
+  StopSource stop;
+  std::promise<absl::Status> got;
+  waiter->AcquireAsync("observed", absl::Seconds(10), absl::InfiniteDuration(), stop.token(),
+                       [&](absl::StatusOr<Lease> l) { got.set_value(l.status()); });
+  ASSERT_TRUE(testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases_before; },
+                                  true, absl::Seconds(5)));
+  std::thread stopper([&] { stop.RequestStop(); });
+  const std::thread::id stopper_id = stopper.get_id();
+  stopper.join();
+  auto future = got.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready);
+  EXPECT_TRUE(absl::IsCancelled(future.get()));
+  std::lock_guard<std::mutex> lock(log->mu);
+  ASSERT_EQ(log->threads.size(), 1u);
+  EXPECT_TRUE(absl::IsCancelled(log->statuses[0])) << log->statuses[0];
+  EXPECT_NE(log->threads[0], stopper_id) << "observed on the thread that requested the stop";
+  EXPECT_NE(log->threads[0], std::this_thread::get_id());
+  REDLOCK_EXPECT_OK(holder->Release(*held));
 }
 
 TEST_F(OperationsTest, CancellingAnAttemptInFlightOnStoppedNodesLeavesNothing) {

@@ -6,6 +6,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/internal/client_impl.h"
+#include "redlock/observer.h"
 #include "redlock/outcome.h"
 #include "tests/unit/fake_transport.h"
 
@@ -352,6 +353,7 @@ TEST_F(ClientLogicTest, AnInfiniteWaitPollsUntilStopped) {
   EXPECT_FALSE(out->has_value()) << "still waiting after 200 s";
   EXPECT_GE(transport_->sent_count("acquire"), 3 * 100) << "polling at most every 250 ms x 1.5";
   stop.RequestStop();
+  transport_->Advance(absl::ZeroDuration());  // completed on the transport's thread, at once
   ASSERT_TRUE(out->has_value());
   EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled) << (*out)->status();
   transport_->AnswerEverything();
@@ -364,11 +366,55 @@ TEST_F(ClientLogicTest, StoppingDuringAnAttemptReturnsAtOnceAndReleasesBehindIt)
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30), stop.token());
   transport_->AnswerOne(0);  // node 0 granted; the rest are in flight
   stop.RequestStop();
+  // Decided at the stop: the grants that land now do not count.
+  transport_->AnswerOne(1);
+  transport_->AnswerOne(2);
+  transport_->Advance(absl::ZeroDuration());  // completed on the transport's thread, at once
   ASSERT_TRUE(out->has_value()) << "cancelled without waiting for the nodes";
   EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled);
   // The other SETs land, and the releases queued behind them remove them.
   transport_->AnswerEverything();
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
+}
+
+// observer.h: events come from the transport's threads (or the thread that
+// starts the call, for a call decided at once), never from the thread that
+// requests a stop, and the callback likewise.
+TEST_F(ClientLogicTest, ACancelledAcquisitionIsObservedAndCompletedOnTheTransportsThread) {
+  struct Log : Observer {
+    explicit Log(const FakeTransport* const* t) : transport(t) {}
+    void OnAcquire(const AcquireEvent& e) override {
+      events.push_back({e.status.code(), (*transport)->InTransportThread()});
+    }
+    const FakeTransport* const* transport;
+    std::vector<std::pair<absl::StatusCode, bool>> events;
+  };
+  auto log = std::make_shared<Log>(&transport_);
+  Options o;
+  o.observer = log;
+  o.release_notifications = false;
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  StopSource stop;
+  bool completed_in_transport = false;
+  std::optional<absl::Status> out;
+  client_->AcquireAsync("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token(),
+                        [&](absl::StatusOr<Lease> l) {
+                          completed_in_transport = transport_->InTransportThread();
+                          out = l.status();
+                        });
+  transport_->AnswerEverything();  // the first attempt fails; a polling pause follows
+  stop.RequestStop();
+  EXPECT_TRUE(log->events.empty()) << "observed inside RequestStop, on the stopping thread";
+  EXPECT_FALSE(out.has_value());
+  transport_->Advance(absl::ZeroDuration());
+  ASSERT_EQ(log->events.size(), 1u);
+  EXPECT_EQ(log->events[0].first, absl::StatusCode::kCancelled);
+  EXPECT_TRUE(log->events[0].second);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_TRUE(absl::IsCancelled(*out)) << *out;
+  EXPECT_TRUE(completed_in_transport);
+  EXPECT_EQ(transport_->timers(), 0u) << "the polling pause's timer outlived the call";
 }
 
 TEST_F(ClientLogicTest, AStopRequestedBeforeTheCallSendsNothing) {
