@@ -39,9 +39,10 @@
 //   kDeadlineExceeded    a quorum granted but no validity was left (the round
 //                        took longer than ttl minus the drift allowance), or a
 //                        wait deadline passed.
-//   kFailedPrecondition  Extend found that the lease is lost (a quorum no
-//                        longer holds our token); or a blocking call made
-//                        from a callback of this client.
+//   kFailedPrecondition  Extend found that the lease is lost (enough nodes
+//                        refused that a quorum can no longer hold our
+//                        token); or a blocking call made from a callback of
+//                        this client.
 //   kInternal            unexpected replies or script errors from a quorum.
 //   kCancelled           the call's StopToken was stopped, or the client was
 //                        destroyed while the call was pending.
@@ -132,7 +133,12 @@ class Client {
   // Sets the keys' ttl to `ttl` again on every node that still holds
   // lease.token() (never re-creates a missing key). Succeeds with a quorum
   // and a positive validity measured from the extend's own start, returning
-  // the lease with its new validity. kFailedPrecondition: the lease is lost.
+  // the lease with its new validity. kFailedPrecondition: the lease is lost
+  // (so many nodes no longer hold the token that a quorum cannot).
+  // kUnavailable when no quorum confirmed but the nodes that did not answer
+  // might still make one with those that did: the lease may still be held.
+  // Releasing the returned lease (or the original) reaches every node the
+  // acquisition's SET may have reached, also those the extension missed.
   [[nodiscard]] virtual absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) = 0;
 
   // Deletes the key on every node where it still holds lease.token(), and
@@ -159,10 +165,13 @@ class Client {
 
   // Keeps `lease` alive while the holder works (a watchdog, redlock/renewal.h):
   // extends it every ttl * interval_fraction, never re-creating a missing
-  // key. Calls options.on_at_risk when extensions fail and the validity runs
-  // low; on the first result that shows the lease lost (or its validity
-  // running out before an extension succeeds) it stops, stops the handle's
-  // lost() token and calls `on_lost` once, on the client's I/O thread.
+  // key. Calls options.on_at_risk when an extension failed (or none is
+  // made) and the validity runs low; a failed extension that does not show
+  // the lease lost (nodes unreachable) is retried. On the first result that
+  // shows the lease lost (kFailedPrecondition from the extension, or the
+  // validity running out before an extension succeeds) it stops, stops the
+  // handle's lost() token and calls `on_lost` once, on the client's I/O
+  // thread.
   // Release(lease) stops it (without calling on_lost), and so do the
   // handle's Stop() and destructor and the client's destruction. All
   // renewals share the client's I/O thread and timers: no thread per lease.

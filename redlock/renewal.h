@@ -50,10 +50,14 @@ struct RenewOptions {
   // a lease its holder does not want renewed. Default: true.
   bool extend = true;
 
-  // The lease is "at risk" when no extension has succeeded and less than
-  // this validity is left, or when renewal stopped at a limit and less is
-  // left: the loss is likely but not certain yet; stop starting work.
-  // Zero: one renewal period (ttl * interval_fraction). Default: zero.
+  // The lease is "at risk" when less than this validity is left and nothing
+  // is expected to renew it: the last extension failed (none succeeded
+  // since), or the lease is not extended (`extend` false, or renewal stopped
+  // at a limit). The loss is likely but not certain yet; stop starting work.
+  // A healthy extension (due, or on its way) is no risk: at-risk fires when
+  // it fails, not while it is in flight, and a watched lease is at risk
+  // exactly `at_risk` before its validity ends. Zero: one renewal period
+  // (ttl * interval_fraction). Default: zero.
   absl::Duration at_risk = absl::ZeroDuration();
   // Called each time the lease becomes at risk (again after a successful
   // extension cleared it), with the lease and why. Optional.

@@ -138,8 +138,13 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
       }
     } else if (outcome == Decision::kFailed) {
-      result.emplace(round_.Failure(what_, "still held the lease", "lease lost",
-                                    absl::StatusCode::kFailedPrecondition));
+      // Lost only when the refusals alone leave fewer nodes than a quorum
+      // that may still hold the token. Nodes that did not answer may hold
+      // it: with them a quorum may still, and the lease is not known lost.
+      const bool lost = round_.refused() >= round_.nodes() - round_.quorum() + 1;
+      result.emplace(round_.Failure(
+          what_, "still held the lease", "lease lost",
+          lost ? absl::StatusCode::kFailedPrecondition : absl::StatusCode::kUnavailable));
     } else {
       result.emplace(Extended());
     }

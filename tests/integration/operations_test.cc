@@ -25,6 +25,7 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/metrics.h"
+#include "redlock/mutex.h"
 #include "redlock/observer.h"
 #include "redlock/outcome.h"
 #include "testkit/fleet_suite.h"
@@ -291,6 +292,86 @@ TEST_F(OperationsTest, AtRiskThenLostFireInOrderWhenExtensionsAreBlocked) {
   EXPECT_FALSE((*renewal)->active());
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(order, (std::vector<std::string>{"at_risk risky", "lost"}));
+}
+
+// A Mutex without auto-renew only watches its lease: at risk once less than
+// `at_risk` of validity is left (here after about 0.9 s), not when an
+// extension would have been due (3.3 s).
+TEST_F(OperationsTest, AWatchedMutexIsAtRiskWhenItsValidityRunsLow) {
+  auto client = MakeClient();
+  std::promise<SteadyClock::time_point> risk;
+  MutexOptions mo;
+  mo.ttl = absl::Seconds(10);
+  mo.auto_renew = false;
+  mo.renew.at_risk = absl::Seconds(9);
+  std::atomic<int> calls{0};
+  mo.renew.on_at_risk = [&](const Lease&, const absl::Status&) {
+    if (calls++ == 0) risk.set_value(SteadyClock::now());
+  };
+  Mutex m(client.get(), "watched", mo);
+  ASSERT_TRUE(m.try_lock()) << m.status();
+  const Lease lease = m.lease();
+  auto future = risk.get_future();
+  ASSERT_EQ(future.wait_until(lease.acquired_at() + std::chrono::milliseconds(2500)),
+            std::future_status::ready)
+      << "at-risk waited for the extension time";
+  SteadyClock::time_point at = future.get();
+  EXPECT_GE(at, lease.valid_until() - std::chrono::seconds(9));
+  EXPECT_TRUE(m.held_ok()) << "at risk, not lost";
+  m.unlock();
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// Extensions at half the ttl: the default at-risk point (one period of
+// validity left) comes just before each is due. Healthy renewals never
+// raise it, so the CLI's --at-risk-signal never stops healthy work.
+TEST_F(OperationsTest, HealthyRenewalsAtHalfTheTtlAreNeverAtRisk) {
+  auto client = MakeClient();
+  absl::StatusOr<Lease> l = client->TryAcquire("healthy", absl::Milliseconds(400));
+  REDLOCK_ASSERT_OK(l.status());
+  std::atomic<int> at_risk{0};
+  RenewOptions ro;
+  ro.interval_fraction = 0.5;
+  ro.on_at_risk = [&](const Lease&, const absl::Status&) { ++at_risk; };
+  auto renewal = client->AutoRenew(*l, ro, [](absl::Status) {});
+  REDLOCK_ASSERT_OK(renewal.status());
+  ASSERT_TRUE(
+      testkit::Eventually([&] { return (*renewal)->renewals() >= 4; }, true, absl::Seconds(10)));
+  EXPECT_EQ(at_risk.load(), 0) << "at risk on healthy renewals";
+  EXPECT_TRUE((*renewal)->active());
+  REDLOCK_EXPECT_OK(client->Release(*l));
+}
+
+// One node lost the key and two are unreachable: the token may still be on
+// a quorum (the two silent nodes and two that confirmed). The renewal keeps
+// trying, and succeeds once the silent nodes answer again.
+TEST_F(OperationsTest, ARefusalWithUnreachableNodesIsNotALoss) {
+  struct Extensions : Observer {
+    void OnExtend(const ExtendEvent& e) override { e.status.ok() ? ++ok : ++failed; }
+    std::atomic<int> ok{0}, failed{0};
+  };
+  auto extensions = std::make_shared<Extensions>();
+  Options o = MakeOptions();
+  o.observer = extensions;
+  auto client = MakeClient(o);
+  absl::StatusOr<Lease> l = client->TryAcquire("partial", absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l.status());
+  REDLOCK_ASSERT_OK(fleet_->Command(0, {"DEL", prefix_ + "partial"}).status());
+  for (int i : {3, 4}) REDLOCK_ASSERT_OK(fleet_->Stop(i));
+  std::atomic<bool> lost{false};
+  RenewOptions ro;
+  ro.interval_fraction = 0.05;  // every 250 ms
+  auto renewal = client->AutoRenew(*l, ro, [&](absl::Status) { lost = true; });
+  REDLOCK_ASSERT_OK(renewal.status());
+  ASSERT_TRUE(
+      testkit::Eventually([&] { return extensions->failed.load() >= 2; }, true, absl::Seconds(4)));
+  EXPECT_FALSE(lost.load()) << (*renewal)->status();
+  EXPECT_TRUE((*renewal)->active());
+  for (int i : {3, 4}) REDLOCK_ASSERT_OK(fleet_->Continue(i));
+  EXPECT_TRUE(
+      testkit::Eventually([&] { return (*renewal)->renewals() >= 1; }, true, absl::Seconds(3)));
+  EXPECT_FALSE(lost.load()) << (*renewal)->status();
+  REDLOCK_EXPECT_OK(client->Release(*l));
 }
 
 TEST_F(OperationsTest, ADeletedKeyIsLostAtOnceAndBoundedRenewalStops) {

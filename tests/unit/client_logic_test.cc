@@ -601,6 +601,161 @@ TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
   }
 }
 
+// ---- Auto-renewal (renewal.h), on the fake clock ----------------------------------
+
+// Records the renewal's at-risk and lost signals with the fake time.
+struct Signals {
+  std::vector<internal::Clock::TimePoint> at_risk;
+  std::vector<std::pair<internal::Clock::TimePoint, absl::Status>> lost;
+};
+
+TEST_F(ClientLogicTest, WatchOnlyAtRiskFiresAtTheValidityMinusAtRisk) {
+  Make(3);
+  const auto t0 = clock_.Now();
+  auto held = TryAcquire("w", absl::Seconds(3));
+  transport_->AnswerEverything();
+  ASSERT_TRUE((*held)->ok());
+  // valid_until = t0 + 3000 - (30 + 2) ms; at risk from 2968 - 2500 = 468 ms.
+  auto signals = std::make_shared<Signals>();
+  RenewOptions ro;
+  ro.extend = false;  // a Mutex without auto-renew
+  ro.at_risk = absl::Milliseconds(2500);
+  ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
+    signals->at_risk.push_back(clock_.Now());
+  };
+  auto renewal = client_->AutoRenew(***held, ro, [this, signals](absl::Status why) {
+    signals->lost.emplace_back(clock_.Now(), why);
+  });
+  ASSERT_TRUE(renewal.ok()) << renewal.status();
+  transport_->Advance(absl::Milliseconds(467));
+  EXPECT_TRUE(signals->at_risk.empty()) << "early";
+  transport_->Advance(absl::Milliseconds(1));
+  ASSERT_EQ(signals->at_risk.size(), 1u) << "not at 468 ms";
+  EXPECT_EQ(signals->at_risk[0] - t0, std::chrono::milliseconds(468));
+  EXPECT_TRUE((*renewal)->at_risk());
+  transport_->Advance(absl::Milliseconds(2499));
+  EXPECT_TRUE(signals->lost.empty());
+  transport_->Advance(absl::Milliseconds(1));
+  ASSERT_EQ(signals->lost.size(), 1u);
+  EXPECT_EQ(signals->lost[0].first - t0, std::chrono::milliseconds(2968));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(signals->lost[0].second)) << signals->lost[0].second;
+  EXPECT_EQ(transport_->sent_count("extend"), 0);
+  EXPECT_EQ(signals->at_risk.size(), 1u);
+}
+
+// With half the ttl between extensions the at-risk point (default: one
+// period of validity left) comes before each extension is due; a healthy
+// extension must not trip it, nor spin the timer while it is in flight.
+TEST_F(ClientLogicTest, HealthyRenewalsAreNeverAtRisk) {
+  Make(3);
+  auto held = TryAcquire("h", absl::Seconds(1));
+  transport_->AnswerEverything();
+  ASSERT_TRUE((*held)->ok());
+  auto signals = std::make_shared<Signals>();
+  RenewOptions ro;
+  ro.interval_fraction = 0.5;
+  ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
+    signals->at_risk.push_back(clock_.Now());
+  };
+  auto renewal = client_->AutoRenew(***held, ro, [](absl::Status) {});
+  ASSERT_TRUE(renewal.ok()) << renewal.status();
+  for (int i = 1; i <= 4; ++i) {
+    transport_->Advance(absl::Milliseconds(500));  // due: the extension goes out
+    EXPECT_EQ(transport_->sent_count("extend"), 3 * i);
+    EXPECT_LE(transport_->timers(), 1u);
+    transport_->Advance(absl::Milliseconds(1));  // its round trip
+    transport_->AnswerEverything();
+    EXPECT_EQ((*renewal)->renewals(), i);
+  }
+  EXPECT_TRUE(signals->at_risk.empty()) << signals->at_risk.size() << " of 4 healthy renewals";
+  EXPECT_FALSE((*renewal)->at_risk());
+  EXPECT_TRUE((*renewal)->active());
+}
+
+// Extending: at risk once an extension failed and less than at_risk is
+// left (not before), cleared by the next success.
+TEST_F(ClientLogicTest, AtRiskFollowsFailedExtensionsAndClearsOnSuccess) {
+  Make(3);
+  const auto t0 = clock_.Now();
+  auto held = TryAcquire("f", absl::Seconds(3));
+  transport_->AnswerEverything();
+  auto signals = std::make_shared<Signals>();
+  RenewOptions ro;  // period 1 s, at risk with 1 s left (at 1968 ms)
+  ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
+    signals->at_risk.push_back(clock_.Now());
+  };
+  auto renewal = client_->AutoRenew(***held, ro, [](absl::Status) {});
+  ASSERT_TRUE(renewal.ok());
+  // Every extension times out on two nodes of three.
+  for (int step = 0; step < 3000 && clock_.Now() - t0 < std::chrono::milliseconds(1967); ++step) {
+    transport_->AnswerAll(0);
+    transport_->TimeOutAll(1);
+    transport_->TimeOutAll(2);
+    transport_->Advance(absl::Milliseconds(1));
+  }
+  EXPECT_TRUE(signals->at_risk.empty()) << "more than at_risk was left";
+  EXPECT_GE(transport_->sent_count("extend"), 6) << "extensions were retried";
+  transport_->Advance(absl::Milliseconds(1));
+  ASSERT_EQ(signals->at_risk.size(), 1u);
+  EXPECT_EQ(signals->at_risk[0] - t0, std::chrono::milliseconds(1968));
+  EXPECT_TRUE((*renewal)->at_risk());
+  // The nodes answer again: the next extension clears it.
+  for (int step = 0; step < 300 && (*renewal)->at_risk(); ++step) {
+    transport_->AnswerEverything();
+    transport_->Advance(absl::Milliseconds(1));
+  }
+  EXPECT_FALSE((*renewal)->at_risk());
+  EXPECT_TRUE((*renewal)->active());
+  EXPECT_EQ(signals->at_risk.size(), 1u);
+}
+
+// One refusal with two nodes unreachable: 2 of 5 confirmed, but the two
+// silent nodes may still hold the token, so a quorum may too. That is not a
+// loss: Extend says kUnavailable, and the renewal retries (and at-risk may
+// fire) instead of ending as lost.
+TEST_F(ClientLogicTest, ARenewalIsNotLostWhileAQuorumMayStillHoldTheToken) {
+  Make(5);
+  auto held = TryAcquire("q", absl::Seconds(3));
+  transport_->AnswerEverything();
+  ASSERT_TRUE((*held)->ok());
+  const Lease lease = ***held;
+  auto answer_one_refusal_two_silent = [&] {
+    transport_->node(0).keys.erase("q");  // refuses
+    transport_->AnswerAll(0);
+    transport_->AnswerAll(1);
+    transport_->AnswerAll(2);
+    transport_->TimeOutAll(3);
+    transport_->TimeOutAll(4);
+  };
+  std::optional<absl::StatusOr<Lease>> ext;
+  client_->ExtendAsync(lease, absl::Seconds(3),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  answer_one_refusal_two_silent();
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->status().code(), absl::StatusCode::kUnavailable) << ext->status();
+
+  bool lost = false;
+  auto renewal = client_->AutoRenew(lease, RenewOptions(), [&](absl::Status) { lost = true; });
+  ASSERT_TRUE(renewal.ok());
+  transport_->Advance(absl::Seconds(1));  // the first extension is due
+  answer_one_refusal_two_silent();
+  EXPECT_FALSE(lost);
+  EXPECT_TRUE((*renewal)->active());
+  EXPECT_TRUE((*renewal)->status().ok()) << (*renewal)->status();
+  // Nodes 3 and 4 answer again: the retry succeeds with 4 of 5.
+  transport_->Advance(absl::Milliseconds(250));
+  transport_->AnswerEverything();
+  EXPECT_EQ((*renewal)->renewals(), 1);
+  EXPECT_FALSE(lost);
+
+  // Three refusals of five: a quorum no longer holds it. That is a loss.
+  for (int i = 1; i < 3; ++i) transport_->node(i).keys.erase("q");
+  transport_->Advance(absl::Seconds(1));
+  transport_->AnswerEverything();
+  EXPECT_TRUE(lost);
+  EXPECT_EQ((*renewal)->status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST_F(ClientLogicTest, DestroyingTheClientCancelsPendingOperations) {
   Make(3);
   auto result = TryAcquire("r", absl::Seconds(10));
