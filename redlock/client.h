@@ -173,7 +173,9 @@ class Client {
   // handle's lost() token and calls `on_lost` once, on the client's I/O
   // thread.
   // Release(lease) stops it (without calling on_lost), and so do the
-  // handle's Stop() and destructor and the client's destruction. All
+  // handle's Stop() and destructor and the client's destruction; the
+  // client's destruction also stops lost() of the renewals still active
+  // (their leases are no longer renewed). All
   // renewals share the client's I/O thread and timers: no thread per lease.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) = 0;

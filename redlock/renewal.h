@@ -83,12 +83,17 @@ class Renewal {
   // True from the at-risk notification until an extension succeeds.
   virtual bool at_risk() const = 0;
   // Stopped when the lease is lost, at the moment on_lost is called: poll it,
-  // register a StopCallback, or pass it to another cancellable call.
+  // register a StopCallback, or pass it to another cancellable call. Also
+  // stopped when the client is destroyed while the renewal is active (the
+  // lease is no longer renewed and will run out; on_lost is not called,
+  // status() says kCancelled), before the client's destructor returns, on
+  // its I/O thread.
   virtual StopToken lost() const = 0;
   // Why the renewal ended: OK while active or after Stop()/Release, the
   // loss otherwise (kFailedPrecondition: a quorum no longer holds the token;
   // kDeadlineExceeded: the validity ran out before an extension succeeded,
-  // or after a limit of RenewOptions).
+  // or after a limit of RenewOptions); kCancelled when the client was
+  // destroyed while it was active.
   virtual absl::Status status() const = 0;
   // Extensions made so far.
   virtual int renewals() const = 0;

@@ -101,10 +101,27 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
     if (ctx_ != nullptr && timer_ != 0) ctx_->transport().Cancel(timer_);
   }
 
+  // The client is going. An active renewal ends: the lease is no longer
+  // renewed and will run out, so lost() is stopped (on the I/O thread, like
+  // a loss, before the client's destruction completes); on_lost is not
+  // called, the lease is not known lost. REQUIRES: the transport is not shut
+  // down yet.
   void Detach() {
-    std::lock_guard<std::mutex> lock(mu_);
-    active_ = false;
-    ctx_ = nullptr;
+    Transport* transport = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ctx_ == nullptr) return;
+      if (active_) {
+        transport = &ctx_->transport();
+        status_ = absl::CancelledError(absl::StrCat(
+            "auto-renew: the client was destroyed; the lease is no longer renewed and runs out ",
+            "at its validity"));
+      }
+      active_ = false;
+      ctx_ = nullptr;
+    }
+    if (transport == nullptr) return;
+    transport->DeliverToUser([self = shared_from_this()] { self->lost_.RequestStop(); });
   }
 
   const std::string& token() const { return token_; }
@@ -313,6 +330,12 @@ absl::StatusOr<std::unique_ptr<Renewal>> Renewals::Start(
                                             std::move(options), std::move(on_lost));
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // From a callback while the client is being destroyed: nothing would
+    // ever detach it.
+    if (detached_) {
+      return absl::CancelledError(
+          absl::StrCat("auto-renew \"", resource, "\": the client is shutting down"));
+    }
     // Drop entries of finished renewals as we go.
     for (auto it = by_token_.begin(); it != by_token_.end();) {
       it = it->second.expired() ? by_token_.erase(it) : std::next(it);
@@ -340,6 +363,7 @@ void Renewals::DetachAll() {
   std::vector<std::shared_ptr<RenewState>> found;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    detached_ = true;
     for (auto& [token, weak] : by_token_) {
       if (auto r = weak.lock()) found.push_back(std::move(r));
     }

@@ -421,6 +421,9 @@ TEST_F(LifecycleTest, DestroyingAClientWithLiveRenewalsIsClean) {
   }  // the client goes while 50 renewals run on its I/O thread
   for (auto& h : handles) {
     EXPECT_FALSE(h->active());
+    // No longer renewed: the work the lease guards must stop.
+    EXPECT_TRUE(h->lost().stop_requested());
+    EXPECT_EQ(h->status().code(), absl::StatusCode::kCancelled) << h->status();
     h->Stop();  // inert, but safe
   }
   handles.clear();

@@ -756,6 +756,32 @@ TEST_F(ClientLogicTest, ARenewalIsNotLostWhileAQuorumMayStillHoldTheToken) {
   EXPECT_EQ((*renewal)->status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+// The client's destruction ends its renewals: the lease is no longer
+// renewed and will run out, which is what lost() tells the work it guards.
+TEST_F(ClientLogicTest, DestroyingTheClientStopsTheLostTokenOfActiveRenewals) {
+  Make(3);
+  auto held = TryAcquire("d", absl::Seconds(10));
+  auto stopped = TryAcquire("s", absl::Seconds(10));
+  transport_->AnswerEverything();
+  bool on_lost = false;
+  auto renewal = client_->AutoRenew(***held, RenewOptions(), [&](absl::Status) { on_lost = true; });
+  auto quiet = client_->AutoRenew(***stopped, RenewOptions(), [](absl::Status) {});
+  ASSERT_TRUE(renewal.ok() && quiet.ok());
+  (*quiet)->Stop();
+  bool callback_ran = false;
+  StopCallback on_stop((*renewal)->lost(), [&] { callback_ran = true; });
+  EXPECT_FALSE((*renewal)->lost().stop_requested());
+  client_.reset();
+  EXPECT_TRUE((*renewal)->lost().stop_requested()) << "the work goes on with an unrenewed lease";
+  EXPECT_TRUE(callback_ran);
+  EXPECT_FALSE((*renewal)->active());
+  EXPECT_EQ((*renewal)->status().code(), absl::StatusCode::kCancelled) << (*renewal)->status();
+  EXPECT_FALSE(on_lost) << "on_lost is for a lost lease, not a client that went";
+  // A renewal stopped before the client went is left as it was.
+  EXPECT_FALSE((*quiet)->lost().stop_requested());
+  EXPECT_TRUE((*quiet)->status().ok());
+}
+
 TEST_F(ClientLogicTest, DestroyingTheClientCancelsPendingOperations) {
   Make(3);
   auto result = TryAcquire("r", absl::Seconds(10));
