@@ -23,9 +23,16 @@
 // another thread. They must not block; calling a blocking
 // method of the same client from a callback returns kFailedPrecondition
 // instead of deadlocking. A thread blocked in a synchronous call polls the
-// nodes itself meanwhile (no thread hand-off on the fast path). When the client is
-// destroyed, every operation still pending completes with kCancelled before
-// the destructor returns, and no callback runs afterwards.
+// nodes itself meanwhile (no thread hand-off on the fast path). A callback
+// never runs nested in another: one whose call completes at once (bad
+// input, a client shutting down) runs after the current callback returns.
+// When the client is destroyed, every operation still pending completes
+// with kCancelled before the destructor returns, and so do the calls that
+// callbacks start meanwhile, their callbacks included; no callback runs
+// afterwards. (A callback that starts a new call on every kCancelled would
+// never let the destructor finish: such a chain is followed for 10000
+// rounds, then its remaining callbacks are dropped, with a message on
+// stderr.)
 //
 // Errors (absl::StatusCode), following DESIGN.md 4.6:
 //   kInvalidArgument     bad resource name or ttl; nothing was sent.
