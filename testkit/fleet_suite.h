@@ -99,6 +99,17 @@ class FleetSuite : public ::testing::Test {
     return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
   }
 
+  // True when every node has a subscriber on the release channel of this
+  // test's `resource`: a waiting Acquire there hears a release announced.
+  bool ReleasesHeardOnEveryNode(const std::string& resource) {
+    for (int i = 0; i < fleet_->size(); ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(
+          i, {"PUBSUB", "NUMSUB", absl::StrCat("redlock:release:", prefix_, resource)});
+      if (!v.ok() || v->elements.size() != 2 || v->elements[1].integer < 1) return false;
+    }
+    return true;
+  }
+
   static inline Fleet* fleet_ = nullptr;
   std::string prefix_;
 };

@@ -125,6 +125,7 @@ TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLea
   auto waiter = MakeClient(o);
   absl::StatusOr<Lease> held = holder->TryAcquire("busy", absl::Seconds(30));
   REDLOCK_ASSERT_OK(held.status());
+  const long long releases_before = CommandCalls(0, "evalsha");
   StopSource stop;
   std::promise<std::pair<absl::Status, SteadyClock::time_point>> got;
   std::thread t([&] {
@@ -132,7 +133,9 @@ TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLea
         waiter->Acquire("busy", absl::Seconds(10), absl::InfiniteDuration(), stop.token());
     got.set_value({l.status(), SteadyClock::now()});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The first attempt failed (its cleanup reached node 0): in a polling pause.
+  ASSERT_TRUE(testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases_before; },
+                                  true, absl::Seconds(5)));
   SteadyClock::time_point asked = SteadyClock::now();
   stop.RequestStop();
   auto future = got.get_future();
@@ -231,13 +234,19 @@ TEST_F(OperationsTest, CancellingAnAttemptInFlightOnStoppedNodesLeavesNothing) {
   o.node_timeout = absl::Seconds(30);  // the attempt would wait this long
   auto client = MakeClient(o);
   for (int i : {2, 3, 4}) REDLOCK_ASSERT_OK(fleet_->Stop(i));
+  const long long sets_before[2] = {CommandCalls(0, "set"), CommandCalls(1, "set")};
   StopSource stop;
   std::promise<absl::Status> got;
   std::thread t([&] {
     got.set_value(
         client->Acquire("inflight", absl::Seconds(10), absl::Seconds(30), stop.token()).status());
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // SETs sent, no quorum yet
+  // SETs sent (the running nodes executed theirs), no quorum yet.
+  ASSERT_TRUE(testkit::Eventually(
+      [&] {
+        return CommandCalls(0, "set") > sets_before[0] && CommandCalls(1, "set") > sets_before[1];
+      },
+      true, absl::Seconds(5)));
   stop.RequestStop();
   auto future = got.get_future();
   ASSERT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready)
