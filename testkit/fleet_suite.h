@@ -67,6 +67,23 @@ class FleetSuite : public ::testing::Test {
     prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
   }
 
+  void TearDown() override {
+    if (holder_ != nullptr) {
+      absl::Status st = holder_->Release(held_);
+      EXPECT_TRUE(st.ok()) << st;
+    }
+  }
+
+  // Another client takes this test's `resource` for 30 s; it is released
+  // when the test ends. Use with ASSERT_NO_FATAL_FAILURE.
+  void HoldElsewhere(const std::string& resource) {
+    holder_ = MakeClient();
+    ASSERT_NE(holder_, nullptr);
+    absl::StatusOr<Lease> held = holder_->TryAcquire(resource, absl::Seconds(30));
+    ASSERT_TRUE(held.ok()) << held.status();
+    held_ = *std::move(held);
+  }
+
   // The fleet's nodes and this test's key prefix; suites override to tune.
   virtual Options MakeOptions() {
     Options o;
@@ -112,6 +129,8 @@ class FleetSuite : public ::testing::Test {
 
   static inline Fleet* fleet_ = nullptr;
   std::string prefix_;
+  std::unique_ptr<Client> holder_;  // HoldElsewhere
+  Lease held_;
 };
 
 enum class Transport { kPlain, kTls };

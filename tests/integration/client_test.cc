@@ -40,6 +40,14 @@ class ClientTest : public testkit::FleetSuite {
     EXPECT_TRUE(v.ok()) << v.status();
     return v.ok() ? static_cast<int>(v->elements.size()) : -1;
   }
+  // Options whose Acquire, after a failed attempt, waits 10 s before the
+  // next (of 5): an acquisition of a held resource stays pending.
+  Options SlowRetries() {
+    Options o = MakeOptions();
+    o.retry_delay = absl::Seconds(10);
+    o.max_attempts = 5;
+    return o;
+  }
 };
 
 // The core cases, over plain TCP and over TLS (rediss://, with the fleet's
@@ -376,20 +384,14 @@ TEST_F(ClientTest, AsyncFormsAndBlockingFromCallbackIsRefused) {
 }
 
 TEST_F(ClientTest, DestroyingTheClientCancelsPendingCallbacks) {
-  Options o = MakeOptions();
-  o.retry_delay = absl::Seconds(10);
-  o.max_attempts = 5;
-  auto holder = MakeClient();
-  absl::StatusOr<Lease> held = holder->TryAcquire("r", absl::Seconds(10));
-  REDLOCK_ASSERT_OK(held.status());
-  auto c = MakeClient(o);
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("r"));
+  auto c = MakeClient(SlowRetries());
   std::promise<absl::Status> got;
   c->AcquireAsync("r", absl::Seconds(10),
                   [&](absl::StatusOr<Lease> l) { got.set_value(l.status()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // now waiting out the retry delay
   c.reset();
   EXPECT_EQ(got.get_future().get().code(), absl::StatusCode::kCancelled);
-  REDLOCK_EXPECT_OK(holder->Release(*held));
 }
 
 // client.h: when the client is destroyed, every pending call completes with
@@ -397,12 +399,7 @@ TEST_F(ClientTest, DestroyingTheClientCancelsPendingCallbacks) {
 // callbacks start meanwhile (of every kind, from a completion callback and
 // from a renewal's lost() token, which the destruction stops), and theirs.
 TEST_F(ClientTest, CallsStartedByCallbacksDuringDestructionAllCallBack) {
-  Options o = MakeOptions();
-  o.retry_delay = absl::Seconds(10);
-  o.max_attempts = 5;
-  auto holder = MakeClient();
-  absl::StatusOr<Lease> held = holder->TryAcquire("held", absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held.status());
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
   // Starts one call of each kind whose callback starts the next generation.
   struct Chain : std::enable_shared_from_this<Chain> {
     void Start(int depth) {
@@ -425,7 +422,7 @@ TEST_F(ClientTest, CallsStartedByCallbacksDuringDestructionAllCallBack) {
   };
   for (int round = 0; round < 10; ++round) {
     SCOPED_TRACE(round);
-    auto c = MakeClient(o);
+    auto c = MakeClient(SlowRetries());
     auto chain = std::make_shared<Chain>();
     chain->client = c.get();
     // Pending at destruction: an acquisition waiting out its retry delay...
@@ -445,7 +442,6 @@ TEST_F(ClientTest, CallsStartedByCallbacksDuringDestructionAllCallBack) {
     EXPECT_EQ(chain->started.load(), 1 + 2 * (4 + 16));
     EXPECT_EQ(chain->done.load(), chain->started.load()) << "calls never called back";
   }
-  REDLOCK_EXPECT_OK(holder->Release(*held));
 }
 
 // An acquisition whose callback starts it again on every error, kCancelled
@@ -453,12 +449,7 @@ TEST_F(ClientTest, CallsStartedByCallbacksDuringDestructionAllCallBack) {
 // callbacks must run one after another, not nested in each other on the I/O
 // thread's stack.
 TEST_F(ClientTest, AnAcquisitionReissuedOnEveryErrorDuringDestructionDoesNotRecurse) {
-  Options o = MakeOptions();
-  o.retry_delay = absl::Seconds(10);
-  o.max_attempts = 5;
-  auto holder = MakeClient();
-  absl::StatusOr<Lease> held = holder->TryAcquire("held", absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held.status());
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
   struct Reissue {
     void Start() {
       client->AcquireAsync("held", absl::Seconds(10), [this](absl::StatusOr<Lease> l) {
@@ -476,7 +467,7 @@ TEST_F(ClientTest, AnAcquisitionReissuedOnEveryErrorDuringDestructionDoesNotRecu
     uintptr_t lowest = UINTPTR_MAX, highest = 0;
   };
   Reissue bounded;
-  auto c = MakeClient(o);
+  auto c = MakeClient(SlowRetries());
   bounded.client = c.get();
   bounded.limit = 1000;
   bounded.Start();
@@ -488,14 +479,13 @@ TEST_F(ClientTest, AnAcquisitionReissuedOnEveryErrorDuringDestructionDoesNotRecu
   // Without a limit the chain would never end: the destructor still returns
   // (the client follows such a chain a bounded number of rounds).
   Reissue forever;
-  c = MakeClient(o);
+  c = MakeClient(SlowRetries());
   forever.client = c.get();
   forever.limit = std::numeric_limits<int>::max();
   forever.Start();
   c.reset();
   EXPECT_GE(forever.calls, 1000);
   EXPECT_LT(forever.highest - forever.lowest, 64u * 1024);
-  REDLOCK_EXPECT_OK(holder->Release(*held));
 }
 
 TEST_F(ClientTest, InFlightStaysBoundedWhileANodeIsStopped) {

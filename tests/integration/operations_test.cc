@@ -107,6 +107,20 @@ std::vector<std::string> CheckExposition(const std::string& text,
 
 class OperationsTest : public testkit::FleetSuite {
  protected:
+  // Options whose waiting acquisitions pause 5 s and more between attempts.
+  Options LongPauses() {
+    Options o = MakeOptions();
+    o.retry_delay = absl::Seconds(40);
+    o.wait_poll_max = absl::Seconds(20);
+    return o;
+  }
+  // A bounded wait until an attempt failed: its cleanup reached node 0,
+  // whose scripts numbered `releases` before.
+  bool AttemptFailed(long long releases) {
+    return testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases; }, true,
+                               absl::Seconds(5));
+  }
+
   int KeysOf(const std::string& resource) {
     int n = 0;
     for (int i = 0; i < 5; ++i) {
@@ -118,11 +132,8 @@ class OperationsTest : public testkit::FleetSuite {
 };
 
 TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLeavesNothing) {
-  Options o = MakeOptions();
-  o.retry_delay = absl::Seconds(40);  // polling pauses of 5 s and more
-  o.wait_poll_max = absl::Seconds(20);
   auto holder = MakeClient();
-  auto waiter = MakeClient(o);
+  auto waiter = MakeClient(LongPauses());
   absl::StatusOr<Lease> held = holder->TryAcquire("busy", absl::Seconds(30));
   REDLOCK_ASSERT_OK(held.status());
   const long long releases_before = CommandCalls(0, "evalsha");
@@ -133,9 +144,7 @@ TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLea
         waiter->Acquire("busy", absl::Seconds(10), absl::InfiniteDuration(), stop.token());
     got.set_value({l.status(), SteadyClock::now()});
   });
-  // The first attempt failed (its cleanup reached node 0): in a polling pause.
-  ASSERT_TRUE(testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases_before; },
-                                  true, absl::Seconds(5)));
+  ASSERT_TRUE(AttemptFailed(releases_before)) << "the first attempt never failed";
   SteadyClock::time_point asked = SteadyClock::now();
   stop.RequestStop();
   auto future = got.get_future();
@@ -155,15 +164,11 @@ TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLea
 // between its attempts; without release notifications nothing else wakes
 // it. A stop must end that poll, not the node_timeout it sleeps for.
 TEST_F(OperationsTest, CancellingACallerThatPollsItselfReturnsWithoutWaitingForItsPoll) {
-  Options o = MakeOptions();
+  Options o = LongPauses();
   o.release_notifications = false;
   o.node_timeout = absl::Seconds(8);  // the longest the poller sleeps
-  o.retry_delay = absl::Seconds(40);  // polling pauses of 5 s and more
-  o.wait_poll_max = absl::Seconds(20);
-  auto holder = MakeClient();
   auto waiter = MakeClient(o);
-  absl::StatusOr<Lease> held = holder->TryAcquire("polled", absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held.status());
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("polled"));
   const long long releases_before = CommandCalls(0, "evalsha");
   StopSource stop;
   std::promise<absl::Status> got;
@@ -172,10 +177,8 @@ TEST_F(OperationsTest, CancellingACallerThatPollsItselfReturnsWithoutWaitingForI
         waiter->Acquire("polled", absl::Seconds(10), absl::InfiniteDuration(), stop.token())
             .status());
   });
-  // The first attempt failed: its cleanup reached node 0. The waiter now
-  // sleeps in its poll for seconds.
-  ASSERT_TRUE(testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases_before; },
-                                  true, absl::Seconds(5)));
+  // The waiter now sleeps in its poll for seconds.
+  ASSERT_TRUE(AttemptFailed(releases_before)) << "the first attempt never failed";
   stop.RequestStop();
   auto future = got.get_future();
   EXPECT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready)
@@ -183,7 +186,6 @@ TEST_F(OperationsTest, CancellingACallerThatPollsItselfReturnsWithoutWaitingForI
   absl::Status status = future.get();
   t.join();
   EXPECT_TRUE(absl::IsCancelled(status)) << status;
-  REDLOCK_EXPECT_OK(holder->Release(*held));
 }
 
 // Observer events come from the client's threads (observer.h), never from a
@@ -200,21 +202,16 @@ TEST_F(OperationsTest, ACancelledAcquisitionIsObservedOnTheClientsThreadsNotTheS
     std::vector<absl::Status> statuses;
   };
   auto log = std::make_shared<ThreadLog>();
-  Options o = MakeOptions();
+  Options o = LongPauses();
   o.observer = log;
-  o.retry_delay = absl::Seconds(40);
-  o.wait_poll_max = absl::Seconds(20);
-  auto holder = MakeClient();
   auto waiter = MakeClient(o);
-  absl::StatusOr<Lease> held = holder->TryAcquire("observed", absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held.status());
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("observed"));
   const long long releases_before = CommandCalls(0, "evalsha");
   StopSource stop;
   std::promise<absl::Status> got;
   waiter->AcquireAsync("observed", absl::Seconds(10), absl::InfiniteDuration(), stop.token(),
                        [&](absl::StatusOr<Lease> l) { got.set_value(l.status()); });
-  ASSERT_TRUE(testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases_before; },
-                                  true, absl::Seconds(5)));
+  ASSERT_TRUE(AttemptFailed(releases_before)) << "the first attempt never failed";
   std::thread stopper([&] { stop.RequestStop(); });
   const std::thread::id stopper_id = stopper.get_id();
   stopper.join();
@@ -226,7 +223,6 @@ TEST_F(OperationsTest, ACancelledAcquisitionIsObservedOnTheClientsThreadsNotTheS
   EXPECT_TRUE(absl::IsCancelled(log->statuses[0])) << log->statuses[0];
   EXPECT_NE(log->threads[0], stopper_id) << "observed on the thread that requested the stop";
   EXPECT_NE(log->threads[0], std::this_thread::get_id());
-  REDLOCK_EXPECT_OK(holder->Release(*held));
 }
 
 TEST_F(OperationsTest, CancellingAnAttemptInFlightOnStoppedNodesLeavesNothing) {

@@ -603,36 +603,54 @@ TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
 
 // ---- Auto-renewal (renewal.h), on the fake clock ----------------------------------
 
-// Records the renewal's at-risk and lost signals with the fake time.
+// A renewal's at-risk and lost signals, stamped with the fake time.
 struct Signals {
   std::vector<internal::Clock::TimePoint> at_risk;
   std::vector<std::pair<internal::Clock::TimePoint, absl::Status>> lost;
+  std::unique_ptr<Renewal> renewal;
 };
 
-TEST_F(ClientLogicTest, WatchOnlyAtRiskFiresAtTheValidityMinusAtRisk) {
+class RenewalLogicTest : public ClientLogicTest {
+ protected:
+  // Acquires `resource` on every node at once (no fake time passes) and
+  // renews it with `ro`, recording its signals.
+  std::shared_ptr<Signals> HoldAndRenew(const std::string& resource, absl::Duration ttl,
+                                        RenewOptions ro) {
+    auto held = TryAcquire(resource, ttl);
+    transport_->AnswerEverything();
+    auto signals = std::make_shared<Signals>();
+    if (!held->has_value() || !(*held)->ok()) {
+      ADD_FAILURE() << "not acquired";
+      return signals;
+    }
+    ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
+      signals->at_risk.push_back(clock_.Now());
+    };
+    absl::StatusOr<std::unique_ptr<Renewal>> renewal = client_->AutoRenew(
+        ***held, ro,
+        [this, signals](absl::Status why) { signals->lost.emplace_back(clock_.Now(), why); });
+    EXPECT_TRUE(renewal.ok()) << renewal.status();
+    if (renewal.ok()) signals->renewal = *std::move(renewal);
+    return signals;
+  }
+};
+
+TEST_F(RenewalLogicTest, WatchOnlyAtRiskFiresAtTheValidityMinusAtRisk) {
   Make(3);
   const auto t0 = clock_.Now();
-  auto held = TryAcquire("w", absl::Seconds(3));
-  transport_->AnswerEverything();
-  ASSERT_TRUE((*held)->ok());
-  // valid_until = t0 + 3000 - (30 + 2) ms; at risk from 2968 - 2500 = 468 ms.
-  auto signals = std::make_shared<Signals>();
   RenewOptions ro;
   ro.extend = false;  // a Mutex without auto-renew
   ro.at_risk = absl::Milliseconds(2500);
-  ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
-    signals->at_risk.push_back(clock_.Now());
-  };
-  auto renewal = client_->AutoRenew(***held, ro, [this, signals](absl::Status why) {
-    signals->lost.emplace_back(clock_.Now(), why);
-  });
-  ASSERT_TRUE(renewal.ok()) << renewal.status();
+  // valid_until = t0 + 3000 - (30 + 2) ms; at risk from 2968 - 2500 = 468 ms.
+  auto signals = HoldAndRenew("w", absl::Seconds(3), ro);
+  Renewal* renewal = signals->renewal.get();
+  ASSERT_NE(renewal, nullptr);
   transport_->Advance(absl::Milliseconds(467));
   EXPECT_TRUE(signals->at_risk.empty()) << "early";
   transport_->Advance(absl::Milliseconds(1));
   ASSERT_EQ(signals->at_risk.size(), 1u) << "not at 468 ms";
   EXPECT_EQ(signals->at_risk[0] - t0, std::chrono::milliseconds(468));
-  EXPECT_TRUE((*renewal)->at_risk());
+  EXPECT_TRUE(renewal->at_risk());
   transport_->Advance(absl::Milliseconds(2499));
   EXPECT_TRUE(signals->lost.empty());
   transport_->Advance(absl::Milliseconds(1));
@@ -646,46 +664,35 @@ TEST_F(ClientLogicTest, WatchOnlyAtRiskFiresAtTheValidityMinusAtRisk) {
 // With half the ttl between extensions the at-risk point (default: one
 // period of validity left) comes before each extension is due; a healthy
 // extension must not trip it, nor spin the timer while it is in flight.
-TEST_F(ClientLogicTest, HealthyRenewalsAreNeverAtRisk) {
+TEST_F(RenewalLogicTest, HealthyRenewalsAreNeverAtRisk) {
   Make(3);
-  auto held = TryAcquire("h", absl::Seconds(1));
-  transport_->AnswerEverything();
-  ASSERT_TRUE((*held)->ok());
-  auto signals = std::make_shared<Signals>();
   RenewOptions ro;
   ro.interval_fraction = 0.5;
-  ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
-    signals->at_risk.push_back(clock_.Now());
-  };
-  auto renewal = client_->AutoRenew(***held, ro, [](absl::Status) {});
-  ASSERT_TRUE(renewal.ok()) << renewal.status();
+  auto signals = HoldAndRenew("h", absl::Seconds(1), ro);
+  Renewal* renewal = signals->renewal.get();
+  ASSERT_NE(renewal, nullptr);
   for (int i = 1; i <= 4; ++i) {
     transport_->Advance(absl::Milliseconds(500));  // due: the extension goes out
     EXPECT_EQ(transport_->sent_count("extend"), 3 * i);
     EXPECT_LE(transport_->timers(), 1u);
     transport_->Advance(absl::Milliseconds(1));  // its round trip
     transport_->AnswerEverything();
-    EXPECT_EQ((*renewal)->renewals(), i);
+    EXPECT_EQ(renewal->renewals(), i);
   }
   EXPECT_TRUE(signals->at_risk.empty()) << signals->at_risk.size() << " of 4 healthy renewals";
-  EXPECT_FALSE((*renewal)->at_risk());
-  EXPECT_TRUE((*renewal)->active());
+  EXPECT_FALSE(renewal->at_risk());
+  EXPECT_TRUE(renewal->active());
 }
 
 // Extending: at risk once an extension failed and less than at_risk is
 // left (not before), cleared by the next success.
-TEST_F(ClientLogicTest, AtRiskFollowsFailedExtensionsAndClearsOnSuccess) {
+TEST_F(RenewalLogicTest, AtRiskFollowsFailedExtensionsAndClearsOnSuccess) {
   Make(3);
   const auto t0 = clock_.Now();
-  auto held = TryAcquire("f", absl::Seconds(3));
-  transport_->AnswerEverything();
-  auto signals = std::make_shared<Signals>();
-  RenewOptions ro;  // period 1 s, at risk with 1 s left (at 1968 ms)
-  ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
-    signals->at_risk.push_back(clock_.Now());
-  };
-  auto renewal = client_->AutoRenew(***held, ro, [](absl::Status) {});
-  ASSERT_TRUE(renewal.ok());
+  // Period 1 s, at risk with 1 s left (at 1968 ms).
+  auto signals = HoldAndRenew("f", absl::Seconds(3), RenewOptions());
+  Renewal* renewal = signals->renewal.get();
+  ASSERT_NE(renewal, nullptr);
   // Every extension times out on two nodes of three.
   for (int step = 0; step < 3000 && clock_.Now() - t0 < std::chrono::milliseconds(1967); ++step) {
     transport_->AnswerAll(0);
@@ -698,14 +705,14 @@ TEST_F(ClientLogicTest, AtRiskFollowsFailedExtensionsAndClearsOnSuccess) {
   transport_->Advance(absl::Milliseconds(1));
   ASSERT_EQ(signals->at_risk.size(), 1u);
   EXPECT_EQ(signals->at_risk[0] - t0, std::chrono::milliseconds(1968));
-  EXPECT_TRUE((*renewal)->at_risk());
+  EXPECT_TRUE(renewal->at_risk());
   // The nodes answer again: the next extension clears it.
-  for (int step = 0; step < 300 && (*renewal)->at_risk(); ++step) {
+  for (int step = 0; step < 300 && renewal->at_risk(); ++step) {
     transport_->AnswerEverything();
     transport_->Advance(absl::Milliseconds(1));
   }
-  EXPECT_FALSE((*renewal)->at_risk());
-  EXPECT_TRUE((*renewal)->active());
+  EXPECT_FALSE(renewal->at_risk());
+  EXPECT_TRUE(renewal->active());
   EXPECT_EQ(signals->at_risk.size(), 1u);
 }
 
@@ -713,7 +720,7 @@ TEST_F(ClientLogicTest, AtRiskFollowsFailedExtensionsAndClearsOnSuccess) {
 // silent nodes may still hold the token, so a quorum may too. That is not a
 // loss: Extend says kUnavailable, and the renewal retries (and at-risk may
 // fire) instead of ending as lost.
-TEST_F(ClientLogicTest, ARenewalIsNotLostWhileAQuorumMayStillHoldTheToken) {
+TEST_F(RenewalLogicTest, ARenewalIsNotLostWhileAQuorumMayStillHoldTheToken) {
   Make(5);
   auto held = TryAcquire("q", absl::Seconds(3));
   transport_->AnswerEverything();
@@ -758,7 +765,7 @@ TEST_F(ClientLogicTest, ARenewalIsNotLostWhileAQuorumMayStillHoldTheToken) {
 
 // The client's destruction ends its renewals: the lease is no longer
 // renewed and will run out, which is what lost() tells the work it guards.
-TEST_F(ClientLogicTest, DestroyingTheClientStopsTheLostTokenOfActiveRenewals) {
+TEST_F(RenewalLogicTest, DestroyingTheClientStopsTheLostTokenOfActiveRenewals) {
   Make(3);
   auto held = TryAcquire("d", absl::Seconds(10));
   auto stopped = TryAcquire("s", absl::Seconds(10));
