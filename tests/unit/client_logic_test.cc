@@ -623,12 +623,15 @@ class RenewalLogicTest : public ClientLogicTest {
       ADD_FAILURE() << "not acquired";
       return signals;
     }
-    ro.on_at_risk = [this, signals](const Lease&, const absl::Status&) {
-      signals->at_risk.push_back(clock_.Now());
+    // Weak: the signals own the renewal, which owns these callbacks.
+    std::weak_ptr<Signals> weak = signals;
+    ro.on_at_risk = [this, weak](const Lease&, const absl::Status&) {
+      if (auto s = weak.lock()) s->at_risk.push_back(clock_.Now());
     };
-    absl::StatusOr<std::unique_ptr<Renewal>> renewal = client_->AutoRenew(
-        ***held, ro,
-        [this, signals](absl::Status why) { signals->lost.emplace_back(clock_.Now(), why); });
+    absl::StatusOr<std::unique_ptr<Renewal>> renewal =
+        client_->AutoRenew(***held, ro, [this, weak](absl::Status why) {
+          if (auto s = weak.lock()) s->lost.emplace_back(clock_.Now(), why);
+        });
     EXPECT_TRUE(renewal.ok()) << renewal.status();
     if (renewal.ok()) signals->renewal = *std::move(renewal);
     return signals;
