@@ -23,9 +23,16 @@
 // another thread. They must not block; calling a blocking
 // method of the same client from a callback returns kFailedPrecondition
 // instead of deadlocking. A thread blocked in a synchronous call polls the
-// nodes itself meanwhile (no thread hand-off on the fast path). When the client is
-// destroyed, every operation still pending completes with kCancelled before
-// the destructor returns, and no callback runs afterwards.
+// nodes itself meanwhile (no thread hand-off on the fast path). A callback
+// never runs nested in another: one whose call completes at once (bad
+// input, a client shutting down) runs after the current callback returns.
+// When the client is destroyed, every operation still pending completes
+// with kCancelled before the destructor returns, and so do the calls that
+// callbacks start meanwhile, their callbacks included; no callback runs
+// afterwards. (A callback that starts a new call on every kCancelled would
+// never let the destructor finish: such a chain is followed for 10000
+// rounds, then its remaining callbacks are dropped, with a message on
+// stderr.)
 //
 // Errors (absl::StatusCode), following DESIGN.md 4.6:
 //   kInvalidArgument     bad resource name or ttl; nothing was sent.
@@ -39,9 +46,10 @@
 //   kDeadlineExceeded    a quorum granted but no validity was left (the round
 //                        took longer than ttl minus the drift allowance), or a
 //                        wait deadline passed.
-//   kFailedPrecondition  Extend found that the lease is lost (a quorum no
-//                        longer holds our token); or a blocking call made
-//                        from a callback of this client.
+//   kFailedPrecondition  Extend found that the lease is lost (enough nodes
+//                        refused that a quorum can no longer hold our
+//                        token); or a blocking call made from a callback of
+//                        this client.
 //   kInternal            unexpected replies or script errors from a quorum.
 //   kCancelled           the call's StopToken was stopped, or the client was
 //                        destroyed while the call was pending.
@@ -110,8 +118,17 @@ class Client {
   // absl::InfiniteDuration(): until held, stopped or the client goes.
   // Between attempts it waits for release announcements from the nodes or,
   // failing that, a jittered poll interval; it never busy-polls. When `stop`
-  // is stopped, it returns kCancelled at once; what an attempt in flight set
-  // is released when its replies arrive (no key is left behind).
+  // is stopped, the call is decided at that moment and returns kCancelled at
+  // once (the client completes it on its own threads, also when the caller
+  // is the one polling the nodes); what an attempt in flight set is released
+  // when its replies arrive (no key is left behind). A stop that comes after
+  // a quorum granted does not undo the acquisition: the call returns the
+  // lease, and the caller releases it as any other. (The lock is validly
+  // held; the stop and the grant race, so the caller cannot tell a stop just
+  // before the decision from one just after the return anyway, and it must
+  // handle a lease it no longer wants in the second case already. Releasing
+  // it here instead would report kCancelled for a lock that was held, and a
+  // release that fails would leave a key nobody knows about.)
   [[nodiscard]] virtual absl::StatusOr<Lease> Acquire(absl::string_view resource,
                                                       absl::Duration ttl, absl::Duration wait,
                                                       const StopToken& stop) = 0;
@@ -123,7 +140,12 @@ class Client {
   // Sets the keys' ttl to `ttl` again on every node that still holds
   // lease.token() (never re-creates a missing key). Succeeds with a quorum
   // and a positive validity measured from the extend's own start, returning
-  // the lease with its new validity. kFailedPrecondition: the lease is lost.
+  // the lease with its new validity. kFailedPrecondition: the lease is lost
+  // (so many nodes no longer hold the token that a quorum cannot).
+  // kUnavailable when no quorum confirmed but the nodes that did not answer
+  // might still make one with those that did: the lease may still be held.
+  // Releasing the returned lease (or the original) reaches every node the
+  // acquisition's SET may have reached, also those the extension missed.
   [[nodiscard]] virtual absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) = 0;
 
   // Deletes the key on every node where it still holds lease.token(), and
@@ -150,12 +172,17 @@ class Client {
 
   // Keeps `lease` alive while the holder works (a watchdog, redlock/renewal.h):
   // extends it every ttl * interval_fraction, never re-creating a missing
-  // key. Calls options.on_at_risk when extensions fail and the validity runs
-  // low; on the first result that shows the lease lost (or its validity
-  // running out before an extension succeeds) it stops, stops the handle's
-  // lost() token and calls `on_lost` once, on the client's I/O thread.
+  // key. Calls options.on_at_risk when an extension failed (or none is
+  // made) and the validity runs low; a failed extension that does not show
+  // the lease lost (nodes unreachable) is retried. On the first result that
+  // shows the lease lost (kFailedPrecondition from the extension, or the
+  // validity running out before an extension succeeds) it stops, stops the
+  // handle's lost() token and calls `on_lost` once, on the client's I/O
+  // thread.
   // Release(lease) stops it (without calling on_lost), and so do the
-  // handle's Stop() and destructor and the client's destruction. All
+  // handle's Stop() and destructor and the client's destruction; the
+  // client's destruction also stops lost() of the renewals still active
+  // (their leases are no longer renewed). All
   // renewals share the client's I/O thread and timers: no thread per lease.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) = 0;

@@ -96,6 +96,11 @@ class Lease {
   std::string token_;
   absl::Duration ttl_ = absl::ZeroDuration();
   TimePoint acquired_at_{};
+  // When the attempt that set the keys started; an extension keeps it. A
+  // release goes to every node that may have received that SET since then,
+  // including nodes the extensions could not reach. Zero for ForToken: every
+  // node.
+  TimePoint first_acquired_at_{};
   TimePoint valid_until_{};
   int nodes_granted_ = 0;
   uint64_t fencing_token_ = 0;

@@ -10,13 +10,29 @@
 //
 // redlock/metrics.h has a ready-made collector that renders Prometheus text.
 //
-// Threads and re-entrancy: events are delivered synchronously on the thread
-// where they happen (the client's I/O thread, a thread polling in a
-// synchronous call, or a caller's thread for calls decided at once), so
-// several may arrive at the same time: an observer must be thread-safe. It
-// must be quick and must not block; it must not call the client's blocking
-// methods (they would return kFailedPrecondition). Every method has an empty
-// default, so an observer overrides only what it needs.
+// Threads: events are delivered synchronously, on the thread where the
+// client completes what they report, never while the library holds a lock
+// of the operation reported:
+//   - OnAcquire, OnExtend, OnRelease: the client's I/O thread; or a thread
+//     blocked in a synchronous call of the same client, which polls the
+//     nodes meanwhile and completes whatever it reads (its own call or
+//     another's); or the thread that starts the call, before the call
+//     returns, when the call is decided while that thread still sends it
+//     (a stop requested before the call or during its first send, a client
+//     shutting down, a round whose replies came back before the last node
+//     was sent to). A stop (StopSource::RequestStop) decides a pending
+//     acquisition at once, but the thread that requests it never gets the
+//     event: the client's threads complete the call.
+//   - OnLease: the I/O thread or a polling thread (the renewal's timers
+//     and extensions), or the thread calling AutoRenew when the lease is
+//     already at risk or run out then.
+//   - OnNode: the thread polling the nodes (the I/O thread or a blocked
+//     caller), at the end of its turn.
+// So several may arrive at the same time: an observer must be thread-safe.
+// It must be quick and must not block (a polling thread runs it, and every
+// call of the client waits for that thread); it must not call the client's
+// blocking methods (they would return kFailedPrecondition). Every method has
+// an empty default, so an observer overrides only what it needs.
 
 #ifndef REDLOCK_OBSERVER_H_
 #define REDLOCK_OBSERVER_H_

@@ -50,10 +50,14 @@ struct RenewOptions {
   // a lease its holder does not want renewed. Default: true.
   bool extend = true;
 
-  // The lease is "at risk" when no extension has succeeded and less than
-  // this validity is left, or when renewal stopped at a limit and less is
-  // left: the loss is likely but not certain yet; stop starting work.
-  // Zero: one renewal period (ttl * interval_fraction). Default: zero.
+  // The lease is "at risk" when less than this validity is left and nothing
+  // is expected to renew it: the last extension failed (none succeeded
+  // since), or the lease is not extended (`extend` false, or renewal stopped
+  // at a limit). The loss is likely but not certain yet; stop starting work.
+  // A healthy extension (due, or on its way) is no risk: at-risk fires when
+  // it fails, not while it is in flight, and a watched lease is at risk
+  // exactly `at_risk` before its validity ends. Zero: one renewal period
+  // (ttl * interval_fraction). Default: zero.
   absl::Duration at_risk = absl::ZeroDuration();
   // Called each time the lease becomes at risk (again after a successful
   // extension cleared it), with the lease and why. Optional.
@@ -79,12 +83,17 @@ class Renewal {
   // True from the at-risk notification until an extension succeeds.
   virtual bool at_risk() const = 0;
   // Stopped when the lease is lost, at the moment on_lost is called: poll it,
-  // register a StopCallback, or pass it to another cancellable call.
+  // register a StopCallback, or pass it to another cancellable call. Also
+  // stopped when the client is destroyed while the renewal is active (the
+  // lease is no longer renewed and will run out; on_lost is not called,
+  // status() says kCancelled), before the client's destructor returns, on
+  // its I/O thread.
   virtual StopToken lost() const = 0;
   // Why the renewal ended: OK while active or after Stop()/Release, the
   // loss otherwise (kFailedPrecondition: a quorum no longer holds the token;
   // kDeadlineExceeded: the validity ran out before an extension succeeded,
-  // or after a limit of RenewOptions).
+  // or after a limit of RenewOptions); kCancelled when the client was
+  // destroyed while it was active.
   virtual absl::Status status() const = 0;
   // Extensions made so far.
   virtual int renewals() const = 0;

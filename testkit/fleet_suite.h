@@ -22,6 +22,7 @@
 #ifndef REDLOCK_TESTKIT_FLEET_SUITE_H_
 #define REDLOCK_TESTKIT_FLEET_SUITE_H_
 
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <utility>
@@ -66,6 +67,23 @@ class FleetSuite : public ::testing::Test {
     prefix_ = absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
   }
 
+  void TearDown() override {
+    if (holder_ != nullptr) {
+      absl::Status st = holder_->Release(held_);
+      EXPECT_TRUE(st.ok()) << st;
+    }
+  }
+
+  // Another client takes this test's `resource` for 30 s; it is released
+  // when the test ends. Use with ASSERT_NO_FATAL_FAILURE.
+  void HoldElsewhere(const std::string& resource) {
+    holder_ = MakeClient();
+    ASSERT_NE(holder_, nullptr);
+    absl::StatusOr<Lease> held = holder_->TryAcquire(resource, absl::Seconds(30));
+    ASSERT_TRUE(held.ok()) << held.status();
+    held_ = *std::move(held);
+  }
+
   // The fleet's nodes and this test's key prefix; suites override to tune.
   virtual Options MakeOptions() {
     Options o;
@@ -88,8 +106,31 @@ class FleetSuite : public ::testing::Test {
     return v.ok() ? v->str : "";
   }
 
+  // How many times `node` has run `command` (lower case, as INFO
+  // commandstats names it: "set", "evalsha"); -1 if it cannot be read.
+  long long CommandCalls(int node, const std::string& command) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
+    if (!v.ok()) return -1;
+    const std::string field = absl::StrCat("cmdstat_", command, ":calls=");
+    size_t at = v->str.find(field);
+    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
+  }
+
+  // True when every node has a subscriber on the release channel of this
+  // test's `resource`: a waiting Acquire there hears a release announced.
+  bool ReleasesHeardOnEveryNode(const std::string& resource) {
+    for (int i = 0; i < fleet_->size(); ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(
+          i, {"PUBSUB", "NUMSUB", absl::StrCat("redlock:release:", prefix_, resource)});
+      if (!v.ok() || v->elements.size() != 2 || v->elements[1].integer < 1) return false;
+    }
+    return true;
+  }
+
   static inline Fleet* fleet_ = nullptr;
   std::string prefix_;
+  std::unique_ptr<Client> holder_;  // HoldElsewhere
+  Lease held_;
 };
 
 enum class Transport { kPlain, kTls };

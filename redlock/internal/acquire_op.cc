@@ -67,11 +67,21 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       // attempt and the wait is not missed.
       watch_ = ctx_->watches().Open(keys_);
     }
+    if (request_.stop.stop_requested()) {
+      // Decided at once, on the calling thread: nothing is sent.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        CancelLocked();
+      }
+      AfterUnlock();
+      return;
+    }
     if (request_.stop.stop_possible()) {
       std::weak_ptr<AcquireOp> weak = weak_from_this();
-      // Runs Cancel at once if the stop was already requested.
+      // On the thread that requests the stop (or here, if that happened
+      // meanwhile).
       stop_callback_ = std::make_unique<StopCallback>(request_.stop, [weak] {
-        if (auto self = weak.lock()) self->Cancel();
+        if (auto self = weak.lock()) self->OnStop();
       });
     }
     StartAttempt();
@@ -97,6 +107,14 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   struct Retry {
     absl::Duration delay;
     uint64_t mark = 0;
+  };
+
+  // A command decided under mu_ and sent after it (AfterUnlock): Send may
+  // write to the node's socket, which must not happen under the lock.
+  struct Outgoing {
+    int node;
+    std::shared_ptr<const Command> command;
+    NodeCallback done;
   };
 
   int n() const { return ctx_->nodes(); }
@@ -129,8 +147,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     int attempt = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (phase_ == Phase::kDone) return;  // cancelled meanwhile
-      if (transport().stopping()) {
+      if (phase_ == Phase::kDone) {
+        // Cancelled meanwhile: deliver, if nobody has yet.
+      } else if (transport().stopping()) {
         SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")),
                         Outcome::Kind::kCancelled);
       } else {
@@ -174,7 +193,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       std::lock_guard<std::mutex> lock(mu_);
       sent_ = i + 1;
       if (failed_) {
-        SendRelease(i);
+        QueueReleaseLocked(i);
         break;
       }
     }
@@ -193,8 +212,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       Vote v = AcquireVote(r, form_, keys_.size(), &state.counters);
       state.granted = v.vote == Round::Vote::kYes;
       std::optional<Vote> vote = WriteVoteLocked(node, std::move(v), confirm_round1_);
-      if (!vote.has_value()) return;  // the replicas' answer decides
-      RecordRound1Locked(node, *std::move(vote));
+      // Without a vote the replicas' answer decides.
+      if (vote.has_value()) RecordRound1Locked(node, *std::move(vote));
     }
     AfterUnlock();
   }
@@ -237,7 +256,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // A node granted but its replicas did not confirm: its vote is "no" and
   // our key goes at once (a failed attempt's cleanup has sent that already).
   void DropUnconfirmedLocked(int node) {
-    if (!failed_) SendRelease(node);
+    if (!failed_) QueueReleaseLocked(node);
   }
 
   void RecordRound1Locked(int node, Vote v) {
@@ -292,20 +311,21 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     }
     phase_ = Phase::kRound2;
     round_ = Round(static_cast<int>(round2_nodes_.size()), request_.quorum);
-    Command command = ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args);
-    command.op = "fence-commit";
-    const bool confirm = DurabilityOn(durability_);
-    const Command wait = confirm ? DurabilityCommand(durability_) : Command();
+    auto command = std::make_shared<Command>(
+        ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args));
+    command->op = "fence-commit";
+    std::shared_ptr<const Command> wait;
+    if (DurabilityOn(durability_)) wait = std::make_shared<Command>(DurabilityCommand(durability_));
     auto self = shared_from_this();
     for (int i : round2_nodes_) {
-      transport().Send(i, command, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
-        self->OnRound2(a, i, std::move(r));
-      });
-      if (confirm) {
+      outbox_.push_back({i, command, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
+                           self->OnRound2(a, i, std::move(r));
+                         }});
+      if (wait != nullptr) {
         // Covers the counter write and, on the same stream, round 1's SET.
-        transport().Send(i, wait, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
-          self->OnConfirm(a, Phase::kRound2, i, std::move(r));
-        });
+        outbox_.push_back({i, wait, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
+                             self->OnConfirm(a, Phase::kRound2, i, std::move(r));
+                           }});
       }
     }
   }
@@ -315,8 +335,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       std::lock_guard<std::mutex> lock(mu_);
       if (attempt != attempt_) return;
       std::optional<Vote> vote = WriteVoteLocked(node, CommitVote(r), DurabilityOn(durability_));
-      if (!vote.has_value() || phase_ != Phase::kRound2) return;
-      RecordRound2Locked(node, *std::move(vote));
+      if (vote.has_value() && phase_ == Phase::kRound2) RecordRound2Locked(node, *std::move(vote));
     }
     AfterUnlock();
   }
@@ -348,21 +367,25 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     leases.reserve(request_.resources.size());
     for (size_t j = 0; j < request_.resources.size(); ++j) {
       leases.push_back(LeaseFactory::Make(request_.resources[j], token_, request_.ttl, start_,
-                                          valid_until, round_.yes(),
+                                          start_, valid_until, round_.yes(),
                                           fences.empty() ? 0 : fences[j]));
     }
     SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);
   }
 
-  // Removes what this attempt may have set on node i. Cleanup class: it goes
-  // out even to a node marked down, behind a SET that may still be waiting
-  // on the same ordered connection.
-  void SendRelease(int i) {
-    Command release = ScriptCommand(ReleaseScript(), keys_, {token_, ""});
-    release.cleanup = true;
-    release.since = start_;
-    release.op = "release";
-    transport().Send(i, release, [](absl::StatusOr<Reply>) {});
+  // Removes what this attempt may have set on node i (sent by AfterUnlock).
+  // Cleanup class: it goes out even to a node marked down, behind a SET that
+  // may still be waiting on the same ordered connection.
+  void QueueReleaseLocked(int i) {
+    if (release_attempt_ != attempt_) {
+      auto release = std::make_shared<Command>(ScriptCommand(ReleaseScript(), keys_, {token_, ""}));
+      release->cleanup = true;
+      release->since = start_;
+      release->op = "release";
+      release_ = std::move(release);
+      release_attempt_ = attempt_;
+    }
+    outbox_.push_back({i, release_, [](absl::StatusOr<Reply>) {}});
   }
 
   // Ends the attempt in flight: its keys are released on every node its SET
@@ -370,7 +393,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   void AbandonAttemptLocked() {
     failed_ = true;
     for (int i = 0; i < sent_; ++i) {
-      SendRelease(i);
+      QueueReleaseLocked(i);
       if (nodes_[static_cast<size_t>(i)].granted) freed_.push_back(i);
     }
   }
@@ -413,18 +436,32 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     retry_.emplace(std::move(retry));
   }
 
-  void Cancel() {
+  // The stop was requested, on the requesting thread. The call is decided
+  // now (no grant counts after this point), but what follows (the releases,
+  // the observer, the callback) runs on the transport's thread: the
+  // requesting thread is no thread of the client's (observer.h), and a
+  // caller polling for this call must be woken, which the timer does.
+  void OnStop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (result_.has_value() || !done_) return;
-      if (phase_ == Phase::kRound1 || phase_ == Phase::kRound2) AbandonAttemptLocked();
-      retry_.reset();
-      SetResultLocked(
-          absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
-                                            attempt_ > 0 ? Attempts(attempt_) : "")),
-          Outcome::Kind::kCancelled);
+      if (!CancelLocked()) return;
     }
-    AfterUnlock();
+    auto self = shared_from_this();
+    transport().RunAfter(absl::ZeroDuration(), [self] { self->AfterUnlock(); });
+  }
+
+  // Decides the call as cancelled, unless it is decided already (a success
+  // just before the stop stands: see Client::Acquire). The keys of an
+  // attempt in flight are released behind their SETs.
+  bool CancelLocked() {
+    if (result_.has_value() || !done_) return false;
+    if (phase_ == Phase::kRound1 || phase_ == Phase::kRound2) AbandonAttemptLocked();
+    retry_.reset();
+    SetResultLocked(
+        absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
+                                          attempt_ > 0 ? Attempts(attempt_) : "")),
+        Outcome::Kind::kCancelled);
+    return true;
   }
 
   void SetResultLocked(absl::StatusOr<std::vector<Lease>> result, Outcome::Kind kind) {
@@ -444,9 +481,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     result_.emplace(std::move(result));
   }
 
-  // Runs what a locked section decided, outside mu_: the user's callback
-  // (once, and only after the fan-out loop is done: a callback that releases
-  // the lease must not overtake a SET), or the wait before the next attempt.
+  // Runs what a locked section decided, outside mu_: the commands it queued,
+  // the user's callback (once, and only after the fan-out loop is done: a
+  // callback that releases the lease must not overtake a SET), or the wait
+  // before the next attempt.
   void AfterUnlock() {
     LeasesCallback done;
     std::optional<absl::StatusOr<std::vector<Lease>>> result;
@@ -454,8 +492,11 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     std::shared_ptr<ReleaseWatches::Watch> watch;
     std::unique_ptr<StopCallback> stop_callback;
     std::vector<int> freed;
+    std::vector<Outgoing> outgoing;
+    Transport::TimerId retry_timer = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
+      outgoing.swap(outbox_);
       watch = watch_;
       // Taken even without a watch (notifications off): nothing else reads
       // it, and a long wait would grow it by every failed attempt.
@@ -465,18 +506,24 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         done_ = nullptr;
         result = std::move(result_);
         watch_.reset();  // unsubscribes once `watch` goes too
-        // The stop callback goes last: destroying it waits for a Cancel()
+        // The stop callback goes last: destroying it waits for an OnStop()
         // running on another thread, which needs mu_.
         stop_callback = std::move(stop_callback_);
+        retry_timer = std::exchange(retry_timer_, 0);
       } else if (!fanout_active_ && retry_.has_value()) {
         retry.swap(retry_);
       }
     }
+    // Commands queued by different sections may go out in another order than
+    // they were queued; only a release overtaking its own SET would matter,
+    // and a release is queued only once its SET was sent (sent_).
+    for (Outgoing& o : outgoing) transport().Send(o.node, *o.command, std::move(o.done));
     // Before the wait, which counts them.
     if (watch != nullptr) {
       for (int node : freed) watch->Freed(node);
     }
     if (done) {
+      if (retry_timer != 0) transport().Cancel(retry_timer);
       if (watch != nullptr) watch->Cancel();
       watch.reset();
       stop_callback.reset();
@@ -498,9 +545,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     if (watch != nullptr) {
       watch->Wait(retry->mark, request_.quorum, retry->delay,
                   [self](absl::Status) { self->StartAttempt(); });
-    } else {
-      transport().RunAfter(retry->delay, [self] { self->StartAttempt(); });
+      return;
     }
+    Transport::TimerId timer = transport().RunAfter(retry->delay, [self] { self->StartAttempt(); });
+    // Cancelled when the call is decided during the pause (a stop), so the
+    // operation does not live on until the pause ends.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (phase_ == Phase::kBetween) retry_timer_ = timer;
   }
 
   OpContext* const ctx_;
@@ -532,6 +583,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::vector<int> round2_nodes_;
   std::vector<uint64_t> fences_;
   std::optional<Retry> retry_;
+  Transport::TimerId retry_timer_ = 0;      // the pause before the next attempt
+  std::vector<Outgoing> outbox_;            // sent by AfterUnlock
+  std::shared_ptr<const Command> release_;  // the release of attempt release_attempt_
+  int release_attempt_ = 0;
   std::vector<int> freed_;  // nodes freed by a failed attempt's cleanup, for the watch
   std::optional<absl::StatusOr<std::vector<Lease>>> result_;
   Outcome outcome_;  // goes with result_

@@ -131,8 +131,12 @@ void Engine::Wake() {
 }
 
 void Engine::DeliverToUser(absl::AnyInvocable<void()> fn) {
-  if (std::this_thread::get_id() == thread_id_) {
-    fn();
+  // Inline on the I/O thread, unless a user callback runs there already: a
+  // callback that starts a call which completes at once (bad input, a
+  // client shutting down) would nest the next callback in itself, without
+  // bound if it starts a new call on every error. Queued, it runs after.
+  if (std::this_thread::get_id() == thread_id_ && !in_user_callback_) {
+    RunUserCallback(fn);
     return;
   }
   {
@@ -144,6 +148,12 @@ void Engine::DeliverToUser(absl::AnyInvocable<void()> fn) {
   if (io_polling_.load()) Wake();
 }
 
+void Engine::RunUserCallback(absl::AnyInvocable<void()>& fn) {
+  in_user_callback_ = true;
+  fn();
+  in_user_callback_ = false;
+}
+
 void Engine::RunUserTasks() {
   for (int round = 0; round < 100; ++round) {
     std::deque<absl::AnyInvocable<void()>> batch;
@@ -152,7 +162,7 @@ void Engine::RunUserTasks() {
       batch.swap(user_tasks_);
     }
     if (batch.empty()) return;
-    for (auto& fn : batch) fn();
+    for (auto& fn : batch) RunUserCallback(fn);
   }
 }
 
@@ -258,7 +268,6 @@ void Engine::Loop() {
     Dispatching dispatching(this);
     CancelEverything();
   }
-  RunUserTasks();
 }
 
 void Engine::RunOnce() {
@@ -430,24 +439,35 @@ void Engine::CancelEverything() {
     SubClose(*n, "the client is shutting down");
     SentinelClose(*n);
   }
-  // Timers and tasks may start more work; every Send now fails at once, so
-  // this converges. Bounded anyway.
-  for (int round = 0; round < 10000; ++round) {
+  // Timers, tasks and user callbacks run round after round until none is
+  // left: they may start more work, and a user callback may start a new
+  // call, which must call back too (client.h). Every Send now fails and
+  // every new operation completes at once, so this ends, unless callbacks
+  // start a new call on every completion: such a chain is followed for
+  // kShutdownRounds rounds, then dropped (said on stderr).
+  constexpr int kShutdownRounds = 10000;
+  for (int round = 0;; ++round) {
     std::vector<absl::AnyInvocable<void()>> due;
+    std::deque<absl::AnyInvocable<void()>> posted, user;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [key, fn] : timers_) due.push_back(std::move(fn));
       timers_.clear();
       timer_index_.clear();
+      posted.swap(posted_);
+      user.swap(user_tasks_);
+    }
+    if (due.empty() && posted.empty() && user.empty()) break;
+    if (round == kShutdownRounds) {
+      std::fprintf(stderr,
+                   "redlock: callbacks kept starting new calls while the client was being "
+                   "destroyed; after %d rounds, %zu callbacks were dropped unrun\n",
+                   kShutdownRounds, due.size() + posted.size() + user.size());
+      break;
     }
     for (auto& fn : due) fn();
-    bool idle;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      idle = posted_.empty() && timers_.empty();
-    }
-    if (idle && due.empty()) break;
-    RunPosted();
+    for (auto& fn : posted) fn();
+    for (auto& fn : user) RunUserCallback(fn);
   }
   std::lock_guard<std::mutex> g(mu_);
   first_connect_pending_ = 0;

@@ -26,7 +26,7 @@
 //   asynchronous work is pending, and leaves the role to a lone synchronous
 //   caller; there are no hand-offs between callers. The I/O thread is also
 //   the only thread that runs user callbacks (DeliverToUser), so those never
-//   run inside another call.
+//   run inside another call, nor nested in another user callback.
 // - A node silent for node_timeout opens its circuit breaker: normal
 //   requests then fail at once, and a PING probe carrying a nonce is sent
 //   every breaker_probe_interval until one is answered in time. Requests in
@@ -138,6 +138,8 @@ class Engine final : public Transport {
   void RunOnce();
   TimePoint NextWake(TimePoint now);
   void RunUserTasks();
+  // Runs a user callback on the I/O thread (see DeliverToUser).
+  void RunUserCallback(absl::AnyInvocable<void()>& fn);
   void RunTimers(TimePoint now);
   void RunPosted();
   void Post(absl::AnyInvocable<void()> fn);
@@ -234,6 +236,9 @@ class Engine final : public Transport {
   std::atomic<bool> in_turn_{false};
   std::atomic<uint64_t> next_probe_id_{1};
   std::atomic<bool> node_events_pending_{false};
+  // I/O thread only: a user callback is running (DeliverToUser queues the
+  // next one instead of nesting it).
+  bool in_user_callback_ = false;
 
   mutable std::mutex mu_;                              // guards the members below
   std::deque<absl::AnyInvocable<void()>> posted_;      // run by any poller

@@ -49,16 +49,22 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   }
 
   void Start() {
-    std::unique_lock<std::mutex> lock(mu_);
-    start_ = ctx_->clock().Now();
+    {
+      // Before the first reply can arrive; the sends themselves go out
+      // without mu_ (they may write to a socket).
+      std::lock_guard<std::mutex> lock(mu_);
+      start_ = ctx_->clock().Now();
+    }
     const std::string& token = leases_[0].token();
     Command command;
     if (kind_ == Kind::kRelease) {
       command = ScriptCommand(ReleaseScript(), keys_, {token, std::string(kReleaseChannelPrefix)});
       // Goes out even to a node behind an open breaker, after a SET that may
-      // still be waiting there (Command::cleanup).
+      // still be waiting there (Command::cleanup): to every node the SET may
+      // have reached, measured from the acquisition, not from the lease's
+      // last extension (which may have skipped a node that holds the key).
       command.cleanup = true;
-      command.since = leases_[0].acquired_at();
+      command.since = LeaseFactory::FirstAcquiredAt(leases_[0]);
       command.op = "release";
     } else {
       command = ScriptCommand(ExtendScript(), keys_,
@@ -132,20 +138,27 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
       }
     } else if (outcome == Decision::kFailed) {
-      result.emplace(round_.Failure(what_, "still held the lease", "lease lost",
-                                    absl::StatusCode::kFailedPrecondition));
+      // Lost only when the refusals alone leave fewer nodes than a quorum
+      // that may still hold the token. Nodes that did not answer may hold
+      // it: with them a quorum may still, and the lease is not known lost.
+      const bool lost = round_.refused() >= round_.nodes() - round_.quorum() + 1;
+      result.emplace(round_.Failure(
+          what_, "still held the lease", "lease lost",
+          lost ? absl::StatusCode::kFailedPrecondition : absl::StatusCode::kUnavailable));
     } else {
       result.emplace(Extended());
     }
     LeasesCallback done = std::move(done_);
     done_ = nullptr;
-    Report(&*result);
+    Outcome reported = OutcomeLocked(&*result);
     lock.unlock();
+    // The observer runs outside mu_, like the callback.
+    Observe(result->status(), std::move(reported));
     done(*std::move(result));
   }
 
-  // Attaches the outcome to a failure, and tells the observer.
-  void Report(absl::StatusOr<std::vector<Lease>>* result) {
+  // The round's outcome, attached to a failure.
+  Outcome OutcomeLocked(absl::StatusOr<std::vector<Lease>>* result) {
     std::vector<NodeResult> results;
     results.reserve(nodes_.size());
     for (const NodeState& s : nodes_) results.push_back(s.result);
@@ -157,14 +170,18 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       AttachOutcome(&st, outcome);
       *result = std::move(st);
     }
+    return outcome;
+  }
+
+  void Observe(const absl::Status& status, Outcome outcome) {
     Observer* observer = ctx_->observer();
     if (observer == nullptr) return;
     std::vector<std::string> resources;
     for (const Lease& l : leases_) resources.push_back(l.resource());
     if (kind_ == Kind::kRelease) {
-      observer->OnRelease(ReleaseEvent{std::move(resources), result->status(), std::move(outcome)});
+      observer->OnRelease(ReleaseEvent{std::move(resources), status, std::move(outcome)});
     } else {
-      observer->OnExtend(ExtendEvent{std::move(resources), result->status(), std::move(outcome)});
+      observer->OnExtend(ExtendEvent{std::move(resources), status, std::move(outcome)});
     }
   }
 
@@ -183,8 +200,9 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     std::vector<Lease> out;
     out.reserve(leases_.size());
     for (const Lease& l : leases_) {
-      out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_, valid_until,
-                                       round_.yes(), l.fencing_token()));
+      out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_,
+                                       LeaseFactory::FirstAcquiredAt(l), valid_until, round_.yes(),
+                                       l.fencing_token()));
     }
     return out;
   }

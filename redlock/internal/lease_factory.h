@@ -13,19 +13,27 @@ namespace redlock::internal {
 
 class LeaseFactory {
  public:
+  // `acquired_at`: the start of the acquisition or extension that measured
+  // `valid_until`; `first_acquired_at`: the start of the attempt that set
+  // the keys (the same for an acquisition, kept by extensions).
   static Lease Make(std::string resource, std::string token, absl::Duration ttl,
-                    Lease::TimePoint acquired_at, Lease::TimePoint valid_until, int nodes_granted,
-                    uint64_t fencing_token) {
+                    Lease::TimePoint acquired_at, Lease::TimePoint first_acquired_at,
+                    Lease::TimePoint valid_until, int nodes_granted, uint64_t fencing_token) {
     Lease l;
     l.resource_ = std::move(resource);
     l.token_ = std::move(token);
     l.ttl_ = ttl;
     l.acquired_at_ = acquired_at;
+    l.first_acquired_at_ = first_acquired_at;
     l.valid_until_ = valid_until;
     l.nodes_granted_ = nodes_granted;
     l.fencing_token_ = fencing_token;
     return l;
   }
+
+  // Since when the nodes may hold the lease's keys: the Command::since of
+  // its release.
+  static Lease::TimePoint FirstAcquiredAt(const Lease& l) { return l.first_acquired_at_; }
 };
 
 }  // namespace redlock::internal

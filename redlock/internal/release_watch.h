@@ -1,7 +1,9 @@
 // Release announcements for waiting acquisitions (Acquire with a wait).
 //
-// The release script publishes on "redlock:release:<key>" on every node where
-// it deleted the key; the transport hands each message to OnAnnouncement.
+// The release script publishes an empty message (never the token) on
+// "redlock:release:<key>" on every node where it deleted the key; the
+// transport hands each message to OnAnnouncement, which reads only the
+// channel and the node.
 // A waiter's attempt failed because some nodes refused; a release announced
 // by only some of them does not make the next attempt succeed (a release
 // reaches the nodes at different times, under load by hundreds of

@@ -11,7 +11,10 @@ namespace redlock::internal {
 
 // One renewal. Every decision is taken in Evaluate(), run at start, by its
 // one timer and after each extension: lost when the validity ran out, at
-// risk when it runs low without a successful extension, extend when due.
+// risk when it runs low and no extension is to be expected to renew it (not
+// extending, or the last extension failed), extend when due. The timer is
+// set for the next of these points only: never while an extension is in
+// flight and nothing else is due.
 class RenewState : public std::enable_shared_from_this<RenewState> {
  public:
   RenewState(OpContext* ctx, std::vector<Lease> leases, int quorum, absl::Duration ttl,
@@ -49,34 +52,33 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
       }
       if (now >= valid_until) {
         lost = absl::DeadlineExceededError(
-            !limit_.empty()
-                ? absl::StrCat("auto-renew: ", limit_, " and the lease ran out")
-                : absl::StrCat(
-                      "auto-renew: the lease ran out before an extension succeeded; last error: ",
-                      last_error_));
+            absl::StrCat("auto-renew: ", WhyNotRenewedLocked(), " and the lease ran out"));
         LoseLocked(lost);
       } else {
-        const Clock::TimePoint risk_at = valid_until - absl::ToChronoNanoseconds(at_risk_);
-        const bool overdue = !extending_ || now > next_extension_;
-        if (!at_risk_now_ && overdue && now >= risk_at) {
+        const absl::Duration left = absl::FromChrono(valid_until - now);
+        // Until the at-risk point (infinite while a healthy extension is
+        // expected to renew the lease).
+        const absl::Duration until_risk =
+            RiskWatchedLocked() ? left - at_risk_ : absl::InfiniteDuration();
+        if (!at_risk_now_ && until_risk <= absl::ZeroDuration()) {
           at_risk_now_ = true;
-          std::string left = absl::FormatDuration(absl::FromChrono(valid_until - now));
-          risk = absl::UnavailableError(
-              !limit_.empty()
-                  ? absl::StrCat("auto-renew: ", limit_, "; ", left, " of validity left")
-                  : absl::StrCat("auto-renew: no extension succeeded and ", left,
-                                 " of validity is left; last error: ", last_error_));
+          risk = absl::UnavailableError(absl::StrCat("auto-renew: ", WhyNotRenewedLocked(), " and ",
+                                                     absl::FormatDuration(left),
+                                                     " of validity is left"));
         }
         if (extending_ && !in_flight_ && now >= next_extension_) {
           in_flight_ = true;
           extend = true;
           current = leases_;
         }
-        // Look again at the next of: the extension, the at-risk point, the end.
-        Clock::TimePoint wake = valid_until;
-        if (!at_risk_now_) wake = std::min(wake, std::max(risk_at, next_extension_));
-        if (extending_ && !in_flight_) wake = std::min(wake, next_extension_);
-        ScheduleLocked(absl::FromChrono(wake - now));
+        // Look again at the next of: the extension, the at-risk point, the
+        // end. An extension in flight calls Evaluate when it completes.
+        absl::Duration wake = left;
+        if (!at_risk_now_) wake = std::min(wake, until_risk);
+        if (extending_ && !in_flight_) {
+          wake = std::min(wake, absl::FromChrono(next_extension_ - now));
+        }
+        ScheduleLocked(wake);
       }
     }
     if (!lost.ok()) {
@@ -99,10 +101,27 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
     if (ctx_ != nullptr && timer_ != 0) ctx_->transport().Cancel(timer_);
   }
 
+  // The client is going. An active renewal ends: the lease is no longer
+  // renewed and will run out, so lost() is stopped (on the I/O thread, like
+  // a loss, before the client's destruction completes); on_lost is not
+  // called, the lease is not known lost. REQUIRES: the transport is not shut
+  // down yet.
   void Detach() {
-    std::lock_guard<std::mutex> lock(mu_);
-    active_ = false;
-    ctx_ = nullptr;
+    Transport* transport = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (ctx_ == nullptr) return;
+      if (active_) {
+        transport = &ctx_->transport();
+        status_ = absl::CancelledError(absl::StrCat(
+            "auto-renew: the client was destroyed; the lease is no longer renewed and runs out ",
+            "at its validity"));
+      }
+      active_ = false;
+      ctx_ = nullptr;
+    }
+    if (transport == nullptr) return;
+    transport->DeliverToUser([self = shared_from_this()] { self->lost_.RequestStop(); });
   }
 
   const std::string& token() const { return token_; }
@@ -146,6 +165,7 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
         leases_ = *std::move(r);
         ++renewals_;
         at_risk_now_ = false;
+        extension_failed_ = false;
         next_extension_ = leases_[0].acquired_at() + absl::ToChronoNanoseconds(period_);
         if (options_.max_renewals > 0 && renewals_ >= options_.max_renewals) {
           extending_ = false;
@@ -157,7 +177,9 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
       } else if (absl::IsFailedPrecondition(r.status())) {
         lost = r.status();
       } else {
-        // Transient (a node, the network): retry well before it runs out.
+        // Not known lost (nodes unreachable, or refusals that a quorum may
+        // still outweigh): retry well before it runs out; at-risk may fire.
+        extension_failed_ = true;
         last_error_ = std::string(r.status().message());
         absl::Duration left = leases_[0].TimeLeft(now);
         next_extension_ = now + absl::ToChronoNanoseconds(std::min(period_ / 4, left / 2));
@@ -169,6 +191,19 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
       return;
     }
     Evaluate();
+  }
+
+  // Whether the at-risk point applies now: no extension is expected to
+  // renew the lease (watch-only, stopped at a limit, or the last extension
+  // failed). A healthy extension, due or in flight, is no risk: its round
+  // ends within node_timeout, and a failure brings Evaluate back.
+  bool RiskWatchedLocked() const { return !extending_ || extension_failed_; }
+
+  // Why the lease is not being renewed, for the at-risk and lost messages.
+  std::string WhyNotRenewedLocked() const {
+    if (!limit_.empty()) return limit_;
+    if (!options_.extend) return "the lease is only watched, not extended";
+    return absl::StrCat("no extension succeeded (last error: ", last_error_, ")");
   }
 
   void ScheduleLocked(absl::Duration delay) {
@@ -239,6 +274,7 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
   const std::string token_ = leases_[0].token();
   bool extending_;
   bool in_flight_ = false;
+  bool extension_failed_ = false;  // since the last success
   Clock::TimePoint next_extension_;
   std::string last_error_ = "none yet";
   std::string limit_;  // why renewal stopped at a limit
@@ -294,6 +330,12 @@ absl::StatusOr<std::unique_ptr<Renewal>> Renewals::Start(
                                             std::move(options), std::move(on_lost));
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // From a callback while the client is being destroyed: nothing would
+    // ever detach it.
+    if (detached_) {
+      return absl::CancelledError(
+          absl::StrCat("auto-renew \"", resource, "\": the client is shutting down"));
+    }
     // Drop entries of finished renewals as we go.
     for (auto it = by_token_.begin(); it != by_token_.end();) {
       it = it->second.expired() ? by_token_.erase(it) : std::next(it);
@@ -321,6 +363,7 @@ void Renewals::DetachAll() {
   std::vector<std::shared_ptr<RenewState>> found;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    detached_ = true;
     for (auto& [token, weak] : by_token_) {
       if (auto r = weak.lock()) found.push_back(std::move(r));
     }

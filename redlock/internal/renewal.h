@@ -32,11 +32,13 @@ class Renewals {
                                                  absl::AnyInvocable<void(absl::Status)> on_lost);
   // Stops the renewals of leases with `token` (their lease is being released).
   void StopFor(const std::string& token);
-  // The client is going: every renewal becomes inert.
+  // The client is going: every renewal becomes inert (an active one stops
+  // its lost() token), and Start refuses new ones (kCancelled).
   void DetachAll();
 
  private:
   std::mutex mu_;
+  bool detached_ = false;
   std::multimap<std::string, std::weak_ptr<RenewState>> by_token_;
 };
 

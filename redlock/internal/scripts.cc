@@ -31,7 +31,7 @@ local n = 0
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) == ARGV[1] then
     redis.call('del', KEYS[i])
-    if ARGV[2] ~= '' then redis.call('publish', ARGV[2] .. KEYS[i], ARGV[1]) end
+    if ARGV[2] ~= '' then redis.call('publish', ARGV[2] .. KEYS[i], '') end
     n = n + 1
   end
 end

@@ -28,10 +28,12 @@ struct Script {
 const Script& AcquireSetScript();
 
 // KEYS = lock keys; ARGV = token, channel prefix.
-// Deletes each key that still holds the token and publishes the token on
-// channel prefix..key (nothing is published when the prefix is empty: the
-// cleanup after a failed attempt must not wake waiters). Returns the number
-// of keys deleted (0 is a success: the lease was already gone).
+// Deletes each key that still holds the token and publishes an empty
+// message on channel prefix..key (nothing is published when the prefix is
+// empty: the cleanup after a failed attempt must not wake waiters). The
+// message carries no token: after a partial release the token still holds
+// on other nodes, and any subscriber could extend or release it. Returns the
+// number of keys deleted (0 is a success: the lease was already gone).
 const Script& ReleaseScript();
 
 // KEYS = lock keys; ARGV = token, ttl_ms.

@@ -107,6 +107,62 @@ TEST(BreakerTest, ASilentNodeCollectsNoReleasesForLeasesItNeverSaw) {
   REDLOCK_ASSERT_OK((*fleet)->Continue(2));
 }
 
+// A node whose breaker opened after the acquisition but before an extension
+// holds the lease's key (the extension never reached it). Releasing the
+// extended lease (what Extend and Renewal::lease() return) must still go
+// there, as releasing the original lease does.
+TEST(BreakerTest, ReleasingAnExtendedLeaseReachesANodeDownSinceBeforeTheExtension) {
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 5});
+  REDLOCK_ASSERT_OK(fleet.status());
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  o.node_timeout = absl::Milliseconds(100);
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  for (bool renewed : {false, true}) {
+    SCOPED_TRACE(renewed ? "the renewal's lease" : "the lease Extend returned");
+    const std::string key = renewed ? "renewed" : "extended";
+    absl::StatusOr<Lease> first = (*c)->TryAcquire(key, absl::Seconds(30));
+    REDLOCK_ASSERT_OK(first.status());
+    ASSERT_EQ((*fleet)->Command(4, {"GET", key})->str, first->token());
+    // Node 4 stalls; a request to it times out and opens its breaker, its
+    // connection staying up.
+    REDLOCK_ASSERT_OK((*fleet)->Stop(4));
+    EXPECT_FALSE((*c)->Extend(Lease::ForToken("other", "x"), absl::Seconds(1)).ok());
+    ASSERT_TRUE(testkit::Eventually([&] { return (*c)->Health()[4].breaker_open; }, true));
+    Lease later;
+    std::unique_ptr<Renewal> renewal;
+    if (!renewed) {
+      absl::StatusOr<Lease> extended = (*c)->Extend(*first, absl::Seconds(30));
+      REDLOCK_ASSERT_OK(extended.status());
+      later = *extended;
+    } else {
+      RenewOptions ro;
+      ro.interval_fraction = 0.01;  // the first extension at once
+      auto r = (*c)->AutoRenew(*first, ro, [](absl::Status) {});
+      REDLOCK_ASSERT_OK(r.status());
+      renewal = *std::move(r);
+      ASSERT_TRUE(testkit::Eventually([&] { return renewal->renewals() > 0; }, true));
+      later = renewal->lease();
+    }
+    ASSERT_GT(later.acquired_at(), first->acquired_at());
+    REDLOCK_ASSERT_OK((*c)->Release(later));
+    // The release waits on node 4's connection behind the stall.
+    REDLOCK_ASSERT_OK((*fleet)->Continue(4));
+    EXPECT_EQ(testkit::Eventually(
+                  [&] {
+                    return (*fleet)->Command(4, {"EXISTS", key})->integer;
+                  },
+                  0LL, absl::Seconds(5)),
+              0LL)
+        << "the key was left on node 4 for its ttl (pttl "
+        << (*fleet)->Command(4, {"PTTL", key})->integer << " ms)";
+    ASSERT_FALSE(testkit::Eventually([&] { return (*c)->Health()[4].breaker_open; }, false,
+                                     absl::Seconds(5)));
+  }
+}
+
 TEST(BreakerTest, RepliesLostInTransitNeverCreditAnotherCommand) {
   REDLOCK_REQUIRE_REDIS();
   auto fleet = Fleet::Start({.nodes = 3});

@@ -2,9 +2,14 @@
 
 #include "redlock/client.h"
 
+#include <stdint.h>
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <limits>
+#include <memory>
 #include <set>
 #include <thread>
 
@@ -34,6 +39,14 @@ class ClientTest : public testkit::FleetSuite {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"KEYS", prefix_ + "*"});
     EXPECT_TRUE(v.ok()) << v.status();
     return v.ok() ? static_cast<int>(v->elements.size()) : -1;
+  }
+  // Options whose Acquire, after a failed attempt, waits 10 s before the
+  // next (of 5): an acquisition of a held resource stays pending.
+  Options SlowRetries() {
+    Options o = MakeOptions();
+    o.retry_delay = absl::Seconds(10);
+    o.max_attempts = 5;
+    return o;
   }
 };
 
@@ -371,20 +384,108 @@ TEST_F(ClientTest, AsyncFormsAndBlockingFromCallbackIsRefused) {
 }
 
 TEST_F(ClientTest, DestroyingTheClientCancelsPendingCallbacks) {
-  Options o = MakeOptions();
-  o.retry_delay = absl::Seconds(10);
-  o.max_attempts = 5;
-  auto holder = MakeClient();
-  absl::StatusOr<Lease> held = holder->TryAcquire("r", absl::Seconds(10));
-  REDLOCK_ASSERT_OK(held.status());
-  auto c = MakeClient(o);
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("r"));
+  auto c = MakeClient(SlowRetries());
   std::promise<absl::Status> got;
   c->AcquireAsync("r", absl::Seconds(10),
                   [&](absl::StatusOr<Lease> l) { got.set_value(l.status()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(50));  // now waiting out the retry delay
   c.reset();
   EXPECT_EQ(got.get_future().get().code(), absl::StatusCode::kCancelled);
-  REDLOCK_EXPECT_OK(holder->Release(*held));
+}
+
+// client.h: when the client is destroyed, every pending call completes with
+// kCancelled before the destructor returns. That includes the calls its
+// callbacks start meanwhile (of every kind, from a completion callback and
+// from a renewal's lost() token, which the destruction stops), and theirs.
+TEST_F(ClientTest, CallsStartedByCallbacksDuringDestructionAllCallBack) {
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
+  // Starts one call of each kind whose callback starts the next generation.
+  struct Chain : std::enable_shared_from_this<Chain> {
+    void Start(int depth) {
+      if (depth > 2) return;
+      auto self = shared_from_this();
+      auto next = [self, depth] {
+        ++self->done;
+        self->Start(depth + 1);
+      };
+      started += 4;
+      client->TryAcquireAsync("x", absl::Seconds(1), [next](absl::StatusOr<Lease>) { next(); });
+      client->AcquireAsync("held", absl::Seconds(1), absl::Seconds(10),
+                           [next](absl::StatusOr<Lease>) { next(); });
+      client->ExtendAsync(Lease::ForToken("x", "t"), absl::Seconds(1),
+                          [next](absl::StatusOr<Lease>) { next(); });
+      client->ReleaseAsync(Lease::ForToken("x", "t"), [next](absl::Status) { next(); });
+    }
+    Client* client = nullptr;
+    std::atomic<int> started{0}, done{0};
+  };
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE(round);
+    auto c = MakeClient(SlowRetries());
+    auto chain = std::make_shared<Chain>();
+    chain->client = c.get();
+    // Pending at destruction: an acquisition waiting out its retry delay...
+    chain->started += 1;
+    c->AcquireAsync("held", absl::Seconds(10), [chain](absl::StatusOr<Lease> l) {
+      EXPECT_TRUE(absl::IsCancelled(l.status())) << l.status();
+      ++chain->done;
+      chain->Start(1);
+    });
+    // ... and a renewal, whose lost() the destruction stops.
+    absl::StatusOr<Lease> mine = c->TryAcquire(absl::StrCat("mine", round), absl::Seconds(30));
+    REDLOCK_ASSERT_OK(mine.status());
+    auto renewal = c->AutoRenew(*mine, RenewOptions(), [](absl::Status) {});
+    REDLOCK_ASSERT_OK(renewal.status());
+    StopCallback on_lost((*renewal)->lost(), [chain] { chain->Start(1); });
+    c.reset();
+    EXPECT_EQ(chain->started.load(), 1 + 2 * (4 + 16));
+    EXPECT_EQ(chain->done.load(), chain->started.load()) << "calls never called back";
+  }
+}
+
+// An acquisition whose callback starts it again on every error, kCancelled
+// included: during the destruction each such call completes at once. The
+// callbacks must run one after another, not nested in each other on the I/O
+// thread's stack.
+TEST_F(ClientTest, AnAcquisitionReissuedOnEveryErrorDuringDestructionDoesNotRecurse) {
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
+  struct Reissue {
+    void Start() {
+      client->AcquireAsync("held", absl::Seconds(10), [this](absl::StatusOr<Lease> l) {
+        char probe;
+        const auto at = reinterpret_cast<uintptr_t>(&probe);
+        lowest = std::min(lowest, at);
+        highest = std::max(highest, at);
+        ++calls;
+        if (!l.ok() && calls <= limit) Start();
+      });
+    }
+    Client* client = nullptr;
+    int limit = 0;
+    int calls = 0;  // only on the I/O thread
+    uintptr_t lowest = UINTPTR_MAX, highest = 0;
+  };
+  Reissue bounded;
+  auto c = MakeClient(SlowRetries());
+  bounded.client = c.get();
+  bounded.limit = 1000;
+  bounded.Start();
+  c.reset();
+  EXPECT_EQ(bounded.calls, 1001);
+  EXPECT_LT(bounded.highest - bounded.lowest, 64u * 1024)
+      << "the callbacks ran nested: " << (bounded.highest - bounded.lowest) << " bytes of stack";
+
+  // Without a limit the chain would never end: the destructor still returns
+  // (the client follows such a chain a bounded number of rounds).
+  Reissue forever;
+  c = MakeClient(SlowRetries());
+  forever.client = c.get();
+  forever.limit = std::numeric_limits<int>::max();
+  forever.Start();
+  c.reset();
+  EXPECT_GE(forever.calls, 1000);
+  EXPECT_LT(forever.highest - forever.lowest, 64u * 1024);
 }
 
 TEST_F(ClientTest, InFlightStaysBoundedWhileANodeIsStopped) {

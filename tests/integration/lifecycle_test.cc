@@ -5,6 +5,7 @@
 #include <chrono>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -12,8 +13,10 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/mutex.h"
+#include "redlock/outcome.h"
 #include "redlock/scoped_lease.h"
 #include "testkit/fleet_suite.h"
+#include "testkit/redis.h"
 
 namespace redlock {
 namespace {
@@ -38,11 +41,16 @@ class LifecycleTest : public testkit::FleetSuite {
   int KeyCountSettled(const std::string& resource) {
     return testkit::Eventually([&] { return KeyCount(resource); }, 0);
   }
-  long long SetCalls(int node) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
-    if (!v.ok()) return -1;
-    size_t at = v->str.find("cmdstat_set:calls=");
-    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + 18);
+  // Bounded wait until `waiters` waiting acquisitions of `resource` failed
+  // their first attempt (its cleanup reached node 0: `releases` counted
+  // node 0's scripts before) and release announcements reach this client.
+  bool WaitingForARelease(const std::string& resource, long long releases, int waiters) {
+    return testkit::Eventually(
+        [&] {
+          return CommandCalls(0, "evalsha") >= releases + waiters &&
+                 ReleasesHeardOnEveryNode(resource);
+        },
+        true, absl::Seconds(5));
   }
 };
 
@@ -125,12 +133,13 @@ TEST_P(LifecycleCoreTest, WaiterIsWokenByTheReleaseNotByPolling) {
   auto waiter = MakeClient(o);
   absl::StatusOr<Lease> held = holder->TryAcquire("hot", absl::Seconds(30));
   REDLOCK_ASSERT_OK(held.status());
+  const long long releases = CommandCalls(0, "evalsha");
   std::promise<std::pair<absl::StatusOr<Lease>, SteadyClock::time_point>> got;
   std::thread t([&] {
     absl::StatusOr<Lease> l = waiter->Acquire("hot", absl::Seconds(10), absl::Seconds(20));
     got.set_value({std::move(l), SteadyClock::now()});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // the waiter failed once and waits
+  ASSERT_TRUE(WaitingForARelease("hot", releases, 1)) << "the waiter never failed once";
   SteadyClock::time_point released = SteadyClock::now();
   REDLOCK_ASSERT_OK(holder->Release(*held));
   auto [lease, at] = got.get_future().get();
@@ -153,22 +162,24 @@ TEST_F(LifecycleTest, AStaggeredReleaseStillWakesTheWaiter) {
   for (int i = 0; i < 5; ++i) {
     REDLOCK_ASSERT_OK(fleet_->Command(i, {"SET", key, "tok", "NX", "PX", "60000"}).status());
   }
+  const long long releases = CommandCalls(0, "evalsha");
   std::promise<std::pair<absl::StatusOr<Lease>, SteadyClock::time_point>> got;
   std::thread t([&] {
     absl::StatusOr<Lease> l = waiter->Acquire("staggered", absl::Seconds(10), absl::Seconds(20));
     got.set_value({std::move(l), SteadyClock::now()});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));  // failed once, waiting
+  ASSERT_TRUE(WaitingForARelease("staggered", releases, 1)) << "the waiter never failed once";
   auto release = [&](int node) {
     REDLOCK_ASSERT_OK(fleet_
                           ->Command(node, {"EVAL",
                                            "if redis.call('get', KEYS[1]) == ARGV[1] then "
                                            "redis.call('del', KEYS[1]); "
-                                           "redis.call('publish', ARGV[2], ARGV[1]) end",
+                                           "redis.call('publish', ARGV[2], '') end",
                                            "1", key, "tok", "redlock:release:" + key})
                           .status());
   };
   release(0);
+  // The stagger itself (the scenario, not a wait for a condition).
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   SteadyClock::time_point last = SteadyClock::now();
   for (int i = 1; i < 5; ++i) release(i);
@@ -180,6 +191,31 @@ TEST_F(LifecycleTest, AStaggeredReleaseStillWakesTheWaiter) {
   REDLOCK_EXPECT_OK(waiter->Release(*lease));
 }
 
+// The announcement says only that the key was released. Its token would let
+// any subscriber extend or release a lease that still holds on the nodes a
+// partial release did not reach.
+TEST_F(LifecycleTest, AReleaseAnnouncementCarriesNoToken) {
+  auto c = MakeClient();
+  const std::string channel = "redlock:release:" + prefix_ + "announced";
+  testkit::RedisConnection subscriber(fleet_->endpoint(0));
+  REDLOCK_ASSERT_OK(subscriber.Connect(absl::Seconds(2), absl::Seconds(5)));
+  REDLOCK_ASSERT_OK(subscriber.Command({"SUBSCRIBE", channel}).status());
+  absl::StatusOr<Lease> l = c->TryAcquire("announced", absl::Seconds(10));
+  REDLOCK_ASSERT_OK(l.status());
+  REDLOCK_ASSERT_OK(c->Release(*l));
+  ASSERT_FALSE(testkit::Eventually([&] { return KeyOn(0, "announced"); }, false));
+  // The message was pushed when node 0 ran the release, before this PING's
+  // answer: the reply read now is the message.
+  absl::StatusOr<RedisValue> message = subscriber.Command({"PING"});
+  REDLOCK_ASSERT_OK(message.status());
+  ASSERT_EQ(message->type, RedisValue::Type::kArray);
+  ASSERT_EQ(message->elements.size(), 3u);
+  EXPECT_EQ(message->elements[0].str, "message");
+  EXPECT_EQ(message->elements[1].str, channel);
+  EXPECT_EQ(message->elements[2].str, "") << "the announcement published the token";
+  EXPECT_THAT(message->elements[2].str, ::testing::Not(HasSubstr(l->token())));
+}
+
 TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
   Options o = MakeOptions();
   o.retry_delay = absl::Seconds(20);
@@ -189,6 +225,7 @@ TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
   absl::StatusOr<Lease> held = holder->TryAcquire("hot", absl::Seconds(30));
   REDLOCK_ASSERT_OK(held.status());
   constexpr int kWaiters = 16;
+  const long long releases = CommandCalls(0, "evalsha");
   std::atomic<int> winners{0};
   std::vector<std::thread> threads;
   std::vector<absl::StatusOr<Lease>> leases(kWaiters);
@@ -198,24 +235,26 @@ TEST_F(LifecycleTest, ManyWaitersDoNotStampede) {
       if (leases[i].ok()) ++winners;
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // all failed once, all waiting
-  long long before = SetCalls(0);
+  ASSERT_TRUE(WaitingForARelease("hot", releases, kWaiters)) << "not all waiters failed once";
   REDLOCK_ASSERT_OK(holder->Release(*held));
-  for (int tries = 0; tries < 100 && winners.load() == 0; ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  // Counted before the waiters' deadlines (each makes a last attempt then).
-  long long attempts = SetCalls(0) - before;
   for (auto& t : threads) t.join();
   EXPECT_EQ(winners.load(), 1);
-  // One release, one client: one attempt (the oldest waiter), not sixteen.
-  EXPECT_LE(attempts, 2) << attempts << " SETs on node 0 after one release";
+  // One release, one client: one attempt (the oldest waiter's), not sixteen.
+  // A loser makes its first attempt and one more at its deadline (its
+  // polling pause is longer than the wait); a loser woken by the release
+  // makes a third.
+  int woken_losers = 0;
   for (auto& l : leases) {
     if (l.ok()) {
       REDLOCK_EXPECT_OK(waiters->Release(*l));
+      continue;
     }
+    std::optional<Outcome> o = GetOutcome(l.status());
+    ASSERT_TRUE(o.has_value()) << l.status();
+    EXPECT_EQ(o->kind, Outcome::Kind::kWaitExpired) << l.status();
+    woken_losers += o->attempts > 2;
   }
+  EXPECT_LE(woken_losers, 1) << "the release woke " << woken_losers << " losing waiters";
 }
 
 TEST_P(LifecycleCoreTest, RenewedLeaseOutlivesThreeTtls) {
@@ -225,16 +264,20 @@ TEST_P(LifecycleCoreTest, RenewedLeaseOutlivesThreeTtls) {
   std::atomic<bool> lost{false};
   auto renewal = c->AutoRenew(*l, RenewOptions(), [&](absl::Status) { lost = true; });
   REDLOCK_ASSERT_OK(renewal.status());
-  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  // Ten renewals, a period (ttl/3) apart: past three ttls.
+  EXPECT_TRUE(
+      testkit::Eventually([&] { return (*renewal)->renewals() >= 10; }, true, absl::Seconds(5)));
+  EXPECT_GE(SteadyClock::now(), l->acquired_at() + std::chrono::milliseconds(900));
   EXPECT_FALSE(lost.load());
   EXPECT_TRUE((*renewal)->active());
-  EXPECT_GE((*renewal)->renewals(), 5);
   EXPECT_GT((*renewal)->lease().TimeLeft(), absl::ZeroDuration());
   EXPECT_GE(KeyCount("long-job"), 3);
   // Release stops the renewal (without calling on_lost).
   REDLOCK_ASSERT_OK(c->Release(*l));
   EXPECT_FALSE((*renewal)->active());
   REDLOCK_EXPECT_OK((*renewal)->status());
+  // A window of more than a renewal period in which a renewal that had
+  // not stopped would act (nothing to wait for: it must not happen).
   std::this_thread::sleep_for(std::chrono::milliseconds(250));
   EXPECT_EQ(KeyCountSettled("long-job"), 0) << "a stopped renewal must not re-create the key";
   EXPECT_FALSE(lost.load());
@@ -249,7 +292,9 @@ TEST_F(LifecycleTest, KeyDeletedOnMajorityFiresTheCallbackWithinOnePeriod) {
     lost.set_value({why, SteadyClock::now()});
   });
   REDLOCK_ASSERT_OK(renewal.status());
-  std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  // Mid-renewal: after the first extension.
+  ASSERT_TRUE(
+      testkit::Eventually([&] { return (*renewal)->renewals() >= 1; }, true, absl::Seconds(3)));
   SteadyClock::time_point deleted = SteadyClock::now();
   for (int i : {0, 1, 2}) REDLOCK_ASSERT_OK(fleet_->Command(i, {"DEL", prefix_ + "job"}).status());
   auto future = lost.get_future();
@@ -269,10 +314,7 @@ TEST_F(LifecycleTest, MutexStatusReflectsALostLease) {
   Mutex m(c.get(), "m", mo);
   ASSERT_TRUE(m.try_lock());
   for (int i : {0, 1, 2}) REDLOCK_ASSERT_OK(fleet_->Command(i, {"DEL", prefix_ + "m"}).status());
-  for (int tries = 0; tries < 100 && m.held_ok(); ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  EXPECT_FALSE(m.held_ok());
+  EXPECT_FALSE(testkit::Eventually([&] { return m.held_ok(); }, false, absl::Seconds(1)));
   EXPECT_THAT(std::string(m.status().message()), HasSubstr("lock lost while held"));
   m.unlock();
 }
@@ -288,8 +330,10 @@ TEST_F(LifecycleTest, HeldOkStaysTrueWhileTheRenewedLockOutlivesItsFirstLease) {
   m.lock();
   r.lock();
   Lease first = m.lease();
-  std::this_thread::sleep_for(std::chrono::milliseconds(1200));  // three ttls
-  ASSERT_EQ(first.TimeLeft(), absl::ZeroDuration()) << "the first lease has run out";
+  // Held past the first lease's validity.
+  ASSERT_TRUE(testkit::Eventually([&] { return first.TimeLeft() == absl::ZeroDuration(); }, true,
+                                  absl::Seconds(3)))
+      << "the first lease never ran out";
   REDLOCK_EXPECT_OK(m.status());
   EXPECT_GT(m.lease().TimeLeft(), absl::ZeroDuration());
   EXPECT_GE(KeyCount("renewed"), 3);
@@ -329,8 +373,11 @@ TEST_F(LifecycleTest, WithLockRenewsWhileTheWorkRunsAndReportsALoss) {
                              [&](const Lease& lease, const StopToken& lost) {
                                ++runs;
                                EXPECT_EQ(lease.resource(), "with");
-                               // Three ttls: held only because it is renewed.
-                               std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+                               // Past the lease's own validity: held only
+                               // because it is renewed.
+                               EXPECT_TRUE(testkit::Eventually(
+                                   [&] { return lease.TimeLeft() == absl::ZeroDuration(); }, true,
+                                   absl::Seconds(3)));
                                EXPECT_FALSE(lost.stop_requested());
                                EXPECT_GE(KeyCount("with"), 3);
                                return absl::OkStatus();
@@ -345,10 +392,8 @@ TEST_F(LifecycleTest, WithLockRenewsWhileTheWorkRunsAndReportsALoss) {
                  for (int i : {0, 1, 2}) {
                    EXPECT_TRUE(fleet_->Command(i, {"DEL", prefix_ + "lost-with"}).ok());
                  }
-                 for (int i = 0; i < 300 && !lost.stop_requested(); ++i) {
-                   std::this_thread::sleep_for(std::chrono::milliseconds(10));
-                 }
-                 EXPECT_TRUE(lost.stop_requested());
+                 EXPECT_TRUE(testkit::Eventually([&] { return lost.stop_requested(); }, true,
+                                                 absl::Seconds(3)));
                  return absl::OkStatus();
                });
   EXPECT_TRUE(absl::IsFailedPrecondition(lost_run)) << lost_run;
@@ -397,10 +442,21 @@ TEST_F(LifecycleTest, DestroyingAClientWithLiveRenewalsIsClean) {
       REDLOCK_ASSERT_OK(r.status());
       handles.push_back(*std::move(r));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    // Every renewal has extended at least once.
+    EXPECT_TRUE(testkit::Eventually(
+        [&] {
+          for (auto& h : handles) {
+            if (h->renewals() < 1) return false;
+          }
+          return true;
+        },
+        true, absl::Seconds(3)));
   }  // the client goes while 50 renewals run on its I/O thread
   for (auto& h : handles) {
     EXPECT_FALSE(h->active());
+    // No longer renewed: the work the lease guards must stop.
+    EXPECT_TRUE(h->lost().stop_requested());
+    EXPECT_EQ(h->status().code(), absl::StatusCode::kCancelled) << h->status();
     h->Stop();  // inert, but safe
   }
   handles.clear();

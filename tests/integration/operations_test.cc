@@ -25,6 +25,8 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/metrics.h"
+#include "redlock/mutex.h"
+#include "redlock/observer.h"
 #include "redlock/outcome.h"
 #include "testkit/fleet_suite.h"
 
@@ -105,6 +107,20 @@ std::vector<std::string> CheckExposition(const std::string& text,
 
 class OperationsTest : public testkit::FleetSuite {
  protected:
+  // Options whose waiting acquisitions pause 5 s and more between attempts.
+  Options LongPauses() {
+    Options o = MakeOptions();
+    o.retry_delay = absl::Seconds(40);
+    o.wait_poll_max = absl::Seconds(20);
+    return o;
+  }
+  // A bounded wait until an attempt failed: its cleanup reached node 0,
+  // whose scripts numbered `releases` before.
+  bool AttemptFailed(long long releases) {
+    return testkit::Eventually([&] { return CommandCalls(0, "evalsha") > releases; }, true,
+                               absl::Seconds(5));
+  }
+
   int KeysOf(const std::string& resource) {
     int n = 0;
     for (int i = 0; i < 5; ++i) {
@@ -116,13 +132,11 @@ class OperationsTest : public testkit::FleetSuite {
 };
 
 TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLeavesNothing) {
-  Options o = MakeOptions();
-  o.retry_delay = absl::Seconds(40);  // polling pauses of 5 s and more
-  o.wait_poll_max = absl::Seconds(20);
   auto holder = MakeClient();
-  auto waiter = MakeClient(o);
+  auto waiter = MakeClient(LongPauses());
   absl::StatusOr<Lease> held = holder->TryAcquire("busy", absl::Seconds(30));
   REDLOCK_ASSERT_OK(held.status());
+  const long long releases_before = CommandCalls(0, "evalsha");
   StopSource stop;
   std::promise<std::pair<absl::Status, SteadyClock::time_point>> got;
   std::thread t([&] {
@@ -130,7 +144,7 @@ TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLea
         waiter->Acquire("busy", absl::Seconds(10), absl::InfiniteDuration(), stop.token());
     got.set_value({l.status(), SteadyClock::now()});
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_TRUE(AttemptFailed(releases_before)) << "the first attempt never failed";
   SteadyClock::time_point asked = SteadyClock::now();
   stop.RequestStop();
   auto future = got.get_future();
@@ -146,18 +160,89 @@ TEST_F(OperationsTest, CancellingALongWaitFromAnotherThreadReturnsPromptlyAndLea
   EXPECT_EQ(testkit::Eventually([&] { return KeysOf("busy"); }, 0), 0);
 }
 
+// The waiter is the client's only caller, so it polls the nodes itself
+// between its attempts; without release notifications nothing else wakes
+// it. A stop must end that poll, not the node_timeout it sleeps for.
+TEST_F(OperationsTest, CancellingACallerThatPollsItselfReturnsWithoutWaitingForItsPoll) {
+  Options o = LongPauses();
+  o.release_notifications = false;
+  o.node_timeout = absl::Seconds(8);  // the longest the poller sleeps
+  auto waiter = MakeClient(o);
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("polled"));
+  const long long releases_before = CommandCalls(0, "evalsha");
+  StopSource stop;
+  std::promise<absl::Status> got;
+  std::thread t([&] {
+    got.set_value(
+        waiter->Acquire("polled", absl::Seconds(10), absl::InfiniteDuration(), stop.token())
+            .status());
+  });
+  // The waiter now sleeps in its poll for seconds.
+  ASSERT_TRUE(AttemptFailed(releases_before)) << "the first attempt never failed";
+  stop.RequestStop();
+  auto future = got.get_future();
+  EXPECT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready)
+      << "the cancelled caller slept on in its poll";
+  absl::Status status = future.get();
+  t.join();
+  EXPECT_TRUE(absl::IsCancelled(status)) << status;
+}
+
+// Observer events come from the client's threads (observer.h), never from a
+// thread that merely requested a stop.
+TEST_F(OperationsTest, ACancelledAcquisitionIsObservedOnTheClientsThreadsNotTheStoppingOne) {
+  struct ThreadLog : Observer {
+    void OnAcquire(const AcquireEvent& e) override {
+      std::lock_guard<std::mutex> lock(mu);
+      threads.push_back(std::this_thread::get_id());
+      statuses.push_back(e.status);
+    }
+    std::mutex mu;
+    std::vector<std::thread::id> threads;
+    std::vector<absl::Status> statuses;
+  };
+  auto log = std::make_shared<ThreadLog>();
+  Options o = LongPauses();
+  o.observer = log;
+  auto waiter = MakeClient(o);
+  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("observed"));
+  const long long releases_before = CommandCalls(0, "evalsha");
+  StopSource stop;
+  std::promise<absl::Status> got;
+  waiter->AcquireAsync("observed", absl::Seconds(10), absl::InfiniteDuration(), stop.token(),
+                       [&](absl::StatusOr<Lease> l) { got.set_value(l.status()); });
+  ASSERT_TRUE(AttemptFailed(releases_before)) << "the first attempt never failed";
+  std::thread stopper([&] { stop.RequestStop(); });
+  const std::thread::id stopper_id = stopper.get_id();
+  stopper.join();
+  auto future = got.get_future();
+  ASSERT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready);
+  EXPECT_TRUE(absl::IsCancelled(future.get()));
+  std::lock_guard<std::mutex> lock(log->mu);
+  ASSERT_EQ(log->threads.size(), 1u);
+  EXPECT_TRUE(absl::IsCancelled(log->statuses[0])) << log->statuses[0];
+  EXPECT_NE(log->threads[0], stopper_id) << "observed on the thread that requested the stop";
+  EXPECT_NE(log->threads[0], std::this_thread::get_id());
+}
+
 TEST_F(OperationsTest, CancellingAnAttemptInFlightOnStoppedNodesLeavesNothing) {
   Options o = MakeOptions();
   o.node_timeout = absl::Seconds(30);  // the attempt would wait this long
   auto client = MakeClient(o);
   for (int i : {2, 3, 4}) REDLOCK_ASSERT_OK(fleet_->Stop(i));
+  const long long sets_before[2] = {CommandCalls(0, "set"), CommandCalls(1, "set")};
   StopSource stop;
   std::promise<absl::Status> got;
   std::thread t([&] {
     got.set_value(
         client->Acquire("inflight", absl::Seconds(10), absl::Seconds(30), stop.token()).status());
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // SETs sent, no quorum yet
+  // SETs sent (the running nodes executed theirs), no quorum yet.
+  ASSERT_TRUE(testkit::Eventually(
+      [&] {
+        return CommandCalls(0, "set") > sets_before[0] && CommandCalls(1, "set") > sets_before[1];
+      },
+      true, absl::Seconds(5)));
   stop.RequestStop();
   auto future = got.get_future();
   ASSERT_EQ(future.wait_for(std::chrono::seconds(4)), std::future_status::ready)
@@ -212,6 +297,86 @@ TEST_F(OperationsTest, AtRiskThenLostFireInOrderWhenExtensionsAreBlocked) {
   EXPECT_FALSE((*renewal)->active());
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(order, (std::vector<std::string>{"at_risk risky", "lost"}));
+}
+
+// A Mutex without auto-renew only watches its lease: at risk once less than
+// `at_risk` of validity is left (here after about 0.9 s), not when an
+// extension would have been due (3.3 s).
+TEST_F(OperationsTest, AWatchedMutexIsAtRiskWhenItsValidityRunsLow) {
+  auto client = MakeClient();
+  std::promise<SteadyClock::time_point> risk;
+  MutexOptions mo;
+  mo.ttl = absl::Seconds(10);
+  mo.auto_renew = false;
+  mo.renew.at_risk = absl::Seconds(9);
+  std::atomic<int> calls{0};
+  mo.renew.on_at_risk = [&](const Lease&, const absl::Status&) {
+    if (calls++ == 0) risk.set_value(SteadyClock::now());
+  };
+  Mutex m(client.get(), "watched", mo);
+  ASSERT_TRUE(m.try_lock()) << m.status();
+  const Lease lease = m.lease();
+  auto future = risk.get_future();
+  ASSERT_EQ(future.wait_until(lease.acquired_at() + std::chrono::milliseconds(2500)),
+            std::future_status::ready)
+      << "at-risk waited for the extension time";
+  SteadyClock::time_point at = future.get();
+  EXPECT_GE(at, lease.valid_until() - std::chrono::seconds(9));
+  EXPECT_TRUE(m.held_ok()) << "at risk, not lost";
+  m.unlock();
+  EXPECT_EQ(calls.load(), 1);
+}
+
+// Extensions at half the ttl: the default at-risk point (one period of
+// validity left) comes just before each is due. Healthy renewals never
+// raise it, so the CLI's --at-risk-signal never stops healthy work.
+TEST_F(OperationsTest, HealthyRenewalsAtHalfTheTtlAreNeverAtRisk) {
+  auto client = MakeClient();
+  absl::StatusOr<Lease> l = client->TryAcquire("healthy", absl::Milliseconds(400));
+  REDLOCK_ASSERT_OK(l.status());
+  std::atomic<int> at_risk{0};
+  RenewOptions ro;
+  ro.interval_fraction = 0.5;
+  ro.on_at_risk = [&](const Lease&, const absl::Status&) { ++at_risk; };
+  auto renewal = client->AutoRenew(*l, ro, [](absl::Status) {});
+  REDLOCK_ASSERT_OK(renewal.status());
+  ASSERT_TRUE(
+      testkit::Eventually([&] { return (*renewal)->renewals() >= 4; }, true, absl::Seconds(10)));
+  EXPECT_EQ(at_risk.load(), 0) << "at risk on healthy renewals";
+  EXPECT_TRUE((*renewal)->active());
+  REDLOCK_EXPECT_OK(client->Release(*l));
+}
+
+// One node lost the key and two are unreachable: the token may still be on
+// a quorum (the two silent nodes and two that confirmed). The renewal keeps
+// trying, and succeeds once the silent nodes answer again.
+TEST_F(OperationsTest, ARefusalWithUnreachableNodesIsNotALoss) {
+  struct Extensions : Observer {
+    void OnExtend(const ExtendEvent& e) override { e.status.ok() ? ++ok : ++failed; }
+    std::atomic<int> ok{0}, failed{0};
+  };
+  auto extensions = std::make_shared<Extensions>();
+  Options o = MakeOptions();
+  o.observer = extensions;
+  auto client = MakeClient(o);
+  absl::StatusOr<Lease> l = client->TryAcquire("partial", absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l.status());
+  REDLOCK_ASSERT_OK(fleet_->Command(0, {"DEL", prefix_ + "partial"}).status());
+  for (int i : {3, 4}) REDLOCK_ASSERT_OK(fleet_->Stop(i));
+  std::atomic<bool> lost{false};
+  RenewOptions ro;
+  ro.interval_fraction = 0.05;  // every 250 ms
+  auto renewal = client->AutoRenew(*l, ro, [&](absl::Status) { lost = true; });
+  REDLOCK_ASSERT_OK(renewal.status());
+  ASSERT_TRUE(
+      testkit::Eventually([&] { return extensions->failed.load() >= 2; }, true, absl::Seconds(4)));
+  EXPECT_FALSE(lost.load()) << (*renewal)->status();
+  EXPECT_TRUE((*renewal)->active());
+  for (int i : {3, 4}) REDLOCK_ASSERT_OK(fleet_->Continue(i));
+  EXPECT_TRUE(
+      testkit::Eventually([&] { return (*renewal)->renewals() >= 1; }, true, absl::Seconds(3)));
+  EXPECT_FALSE(lost.load()) << (*renewal)->status();
+  REDLOCK_EXPECT_OK(client->Release(*l));
 }
 
 TEST_F(OperationsTest, ADeletedKeyIsLostAtOnceAndBoundedRenewalStops) {

@@ -9,6 +9,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/internal/client_impl.h"
+#include "redlock/observer.h"
 #include "redlock/outcome.h"
 #include "tests/unit/fake_transport.h"
 
@@ -355,6 +356,7 @@ TEST_F(ClientLogicTest, AnInfiniteWaitPollsUntilStopped) {
   EXPECT_FALSE(out->has_value()) << "still waiting after 200 s";
   EXPECT_GE(transport_->sent_count("acquire"), 3 * 100) << "polling at most every 250 ms x 1.5";
   stop.RequestStop();
+  transport_->Advance(absl::ZeroDuration());  // completed on the transport's thread, at once
   ASSERT_TRUE(out->has_value());
   EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled) << (*out)->status();
   transport_->AnswerEverything();
@@ -367,11 +369,55 @@ TEST_F(ClientLogicTest, StoppingDuringAnAttemptReturnsAtOnceAndReleasesBehindIt)
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30), stop.token());
   transport_->AnswerOne(0);  // node 0 granted; the rest are in flight
   stop.RequestStop();
+  // Decided at the stop: the grants that land now do not count.
+  transport_->AnswerOne(1);
+  transport_->AnswerOne(2);
+  transport_->Advance(absl::ZeroDuration());  // completed on the transport's thread, at once
   ASSERT_TRUE(out->has_value()) << "cancelled without waiting for the nodes";
   EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled);
   // The other SETs land, and the releases queued behind them remove them.
   transport_->AnswerEverything();
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
+}
+
+// observer.h: events come from the transport's threads (or the thread that
+// starts the call, for a call decided at once), never from the thread that
+// requests a stop, and the callback likewise.
+TEST_F(ClientLogicTest, ACancelledAcquisitionIsObservedAndCompletedOnTheTransportsThread) {
+  struct Log : Observer {
+    explicit Log(const FakeTransport* const* t) : transport(t) {}
+    void OnAcquire(const AcquireEvent& e) override {
+      events.push_back({e.status.code(), (*transport)->InTransportThread()});
+    }
+    const FakeTransport* const* transport;
+    std::vector<std::pair<absl::StatusCode, bool>> events;
+  };
+  auto log = std::make_shared<Log>(&transport_);
+  Options o;
+  o.observer = log;
+  o.release_notifications = false;
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  StopSource stop;
+  bool completed_in_transport = false;
+  std::optional<absl::Status> out;
+  client_->AcquireAsync("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token(),
+                        [&](absl::StatusOr<Lease> l) {
+                          completed_in_transport = transport_->InTransportThread();
+                          out = l.status();
+                        });
+  transport_->AnswerEverything();  // the first attempt fails; a polling pause follows
+  stop.RequestStop();
+  EXPECT_TRUE(log->events.empty()) << "observed inside RequestStop, on the stopping thread";
+  EXPECT_FALSE(out.has_value());
+  transport_->Advance(absl::ZeroDuration());
+  ASSERT_EQ(log->events.size(), 1u);
+  EXPECT_EQ(log->events[0].first, absl::StatusCode::kCancelled);
+  EXPECT_TRUE(log->events[0].second);
+  ASSERT_TRUE(out.has_value());
+  EXPECT_TRUE(absl::IsCancelled(*out)) << *out;
+  EXPECT_TRUE(completed_in_transport);
+  EXPECT_EQ(transport_->timers(), 0u) << "the polling pause's timer outlived the call";
 }
 
 TEST_F(ClientLogicTest, AStopRequestedBeforeTheCallSendsNothing) {
@@ -556,6 +602,197 @@ TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
     EXPECT_FALSE(HasKey(i, "a")) << i;
     EXPECT_FALSE(HasKey(i, "b")) << i;
   }
+}
+
+// ---- Auto-renewal (renewal.h), on the fake clock ----------------------------------
+
+// A renewal's at-risk and lost signals, stamped with the fake time.
+struct Signals {
+  std::vector<internal::Clock::TimePoint> at_risk;
+  std::vector<std::pair<internal::Clock::TimePoint, absl::Status>> lost;
+  std::unique_ptr<Renewal> renewal;
+};
+
+class RenewalLogicTest : public ClientLogicTest {
+ protected:
+  // Acquires `resource` on every node at once (no fake time passes) and
+  // renews it with `ro`, recording its signals.
+  std::shared_ptr<Signals> HoldAndRenew(const std::string& resource, absl::Duration ttl,
+                                        RenewOptions ro) {
+    auto held = TryAcquire(resource, ttl);
+    transport_->AnswerEverything();
+    auto signals = std::make_shared<Signals>();
+    if (!held->has_value() || !(*held)->ok()) {
+      ADD_FAILURE() << "not acquired";
+      return signals;
+    }
+    // Weak: the signals own the renewal, which owns these callbacks.
+    std::weak_ptr<Signals> weak = signals;
+    ro.on_at_risk = [this, weak](const Lease&, const absl::Status&) {
+      if (auto s = weak.lock()) s->at_risk.push_back(clock_.Now());
+    };
+    absl::StatusOr<std::unique_ptr<Renewal>> renewal =
+        client_->AutoRenew(***held, ro, [this, weak](absl::Status why) {
+          if (auto s = weak.lock()) s->lost.emplace_back(clock_.Now(), why);
+        });
+    EXPECT_TRUE(renewal.ok()) << renewal.status();
+    if (renewal.ok()) signals->renewal = *std::move(renewal);
+    return signals;
+  }
+};
+
+TEST_F(RenewalLogicTest, WatchOnlyAtRiskFiresAtTheValidityMinusAtRisk) {
+  Make(3);
+  const auto t0 = clock_.Now();
+  RenewOptions ro;
+  ro.extend = false;  // a Mutex without auto-renew
+  ro.at_risk = absl::Milliseconds(2500);
+  // valid_until = t0 + 3000 - (30 + 2) ms; at risk from 2968 - 2500 = 468 ms.
+  auto signals = HoldAndRenew("w", absl::Seconds(3), ro);
+  Renewal* renewal = signals->renewal.get();
+  ASSERT_NE(renewal, nullptr);
+  transport_->Advance(absl::Milliseconds(467));
+  EXPECT_TRUE(signals->at_risk.empty()) << "early";
+  transport_->Advance(absl::Milliseconds(1));
+  ASSERT_EQ(signals->at_risk.size(), 1u) << "not at 468 ms";
+  EXPECT_EQ(signals->at_risk[0] - t0, std::chrono::milliseconds(468));
+  EXPECT_TRUE(renewal->at_risk());
+  transport_->Advance(absl::Milliseconds(2499));
+  EXPECT_TRUE(signals->lost.empty());
+  transport_->Advance(absl::Milliseconds(1));
+  ASSERT_EQ(signals->lost.size(), 1u);
+  EXPECT_EQ(signals->lost[0].first - t0, std::chrono::milliseconds(2968));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(signals->lost[0].second)) << signals->lost[0].second;
+  EXPECT_EQ(transport_->sent_count("extend"), 0);
+  EXPECT_EQ(signals->at_risk.size(), 1u);
+}
+
+// With half the ttl between extensions the at-risk point (default: one
+// period of validity left) comes before each extension is due; a healthy
+// extension must not trip it, nor spin the timer while it is in flight.
+TEST_F(RenewalLogicTest, HealthyRenewalsAreNeverAtRisk) {
+  Make(3);
+  RenewOptions ro;
+  ro.interval_fraction = 0.5;
+  auto signals = HoldAndRenew("h", absl::Seconds(1), ro);
+  Renewal* renewal = signals->renewal.get();
+  ASSERT_NE(renewal, nullptr);
+  for (int i = 1; i <= 4; ++i) {
+    transport_->Advance(absl::Milliseconds(500));  // due: the extension goes out
+    EXPECT_EQ(transport_->sent_count("extend"), 3 * i);
+    EXPECT_LE(transport_->timers(), 1u);
+    transport_->Advance(absl::Milliseconds(1));  // its round trip
+    transport_->AnswerEverything();
+    EXPECT_EQ(renewal->renewals(), i);
+  }
+  EXPECT_TRUE(signals->at_risk.empty()) << signals->at_risk.size() << " of 4 healthy renewals";
+  EXPECT_FALSE(renewal->at_risk());
+  EXPECT_TRUE(renewal->active());
+}
+
+// Extending: at risk once an extension failed and less than at_risk is
+// left (not before), cleared by the next success.
+TEST_F(RenewalLogicTest, AtRiskFollowsFailedExtensionsAndClearsOnSuccess) {
+  Make(3);
+  const auto t0 = clock_.Now();
+  // Period 1 s, at risk with 1 s left (at 1968 ms).
+  auto signals = HoldAndRenew("f", absl::Seconds(3), RenewOptions());
+  Renewal* renewal = signals->renewal.get();
+  ASSERT_NE(renewal, nullptr);
+  // Every extension times out on two nodes of three.
+  for (int step = 0; step < 3000 && clock_.Now() - t0 < std::chrono::milliseconds(1967); ++step) {
+    transport_->AnswerAll(0);
+    transport_->TimeOutAll(1);
+    transport_->TimeOutAll(2);
+    transport_->Advance(absl::Milliseconds(1));
+  }
+  EXPECT_TRUE(signals->at_risk.empty()) << "more than at_risk was left";
+  EXPECT_GE(transport_->sent_count("extend"), 6) << "extensions were retried";
+  transport_->Advance(absl::Milliseconds(1));
+  ASSERT_EQ(signals->at_risk.size(), 1u);
+  EXPECT_EQ(signals->at_risk[0] - t0, std::chrono::milliseconds(1968));
+  EXPECT_TRUE(renewal->at_risk());
+  // The nodes answer again: the next extension clears it.
+  for (int step = 0; step < 300 && renewal->at_risk(); ++step) {
+    transport_->AnswerEverything();
+    transport_->Advance(absl::Milliseconds(1));
+  }
+  EXPECT_FALSE(renewal->at_risk());
+  EXPECT_TRUE(renewal->active());
+  EXPECT_EQ(signals->at_risk.size(), 1u);
+}
+
+// One refusal with two nodes unreachable: 2 of 5 confirmed, but the two
+// silent nodes may still hold the token, so a quorum may too. That is not a
+// loss: Extend says kUnavailable, and the renewal retries (and at-risk may
+// fire) instead of ending as lost.
+TEST_F(RenewalLogicTest, ARenewalIsNotLostWhileAQuorumMayStillHoldTheToken) {
+  Make(5);
+  auto held = TryAcquire("q", absl::Seconds(3));
+  transport_->AnswerEverything();
+  ASSERT_TRUE((*held)->ok());
+  const Lease lease = ***held;
+  auto answer_one_refusal_two_silent = [&] {
+    transport_->node(0).keys.erase("q");  // refuses
+    transport_->AnswerAll(0);
+    transport_->AnswerAll(1);
+    transport_->AnswerAll(2);
+    transport_->TimeOutAll(3);
+    transport_->TimeOutAll(4);
+  };
+  std::optional<absl::StatusOr<Lease>> ext;
+  client_->ExtendAsync(lease, absl::Seconds(3),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  answer_one_refusal_two_silent();
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->status().code(), absl::StatusCode::kUnavailable) << ext->status();
+
+  bool lost = false;
+  auto renewal = client_->AutoRenew(lease, RenewOptions(), [&](absl::Status) { lost = true; });
+  ASSERT_TRUE(renewal.ok());
+  transport_->Advance(absl::Seconds(1));  // the first extension is due
+  answer_one_refusal_two_silent();
+  EXPECT_FALSE(lost);
+  EXPECT_TRUE((*renewal)->active());
+  EXPECT_TRUE((*renewal)->status().ok()) << (*renewal)->status();
+  // Nodes 3 and 4 answer again: the retry succeeds with 4 of 5.
+  transport_->Advance(absl::Milliseconds(250));
+  transport_->AnswerEverything();
+  EXPECT_EQ((*renewal)->renewals(), 1);
+  EXPECT_FALSE(lost);
+
+  // Three refusals of five: a quorum no longer holds it. That is a loss.
+  for (int i = 1; i < 3; ++i) transport_->node(i).keys.erase("q");
+  transport_->Advance(absl::Seconds(1));
+  transport_->AnswerEverything();
+  EXPECT_TRUE(lost);
+  EXPECT_EQ((*renewal)->status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The client's destruction ends its renewals: the lease is no longer
+// renewed and will run out, which is what lost() tells the work it guards.
+TEST_F(RenewalLogicTest, DestroyingTheClientStopsTheLostTokenOfActiveRenewals) {
+  Make(3);
+  auto held = TryAcquire("d", absl::Seconds(10));
+  auto stopped = TryAcquire("s", absl::Seconds(10));
+  transport_->AnswerEverything();
+  bool on_lost = false;
+  auto renewal = client_->AutoRenew(***held, RenewOptions(), [&](absl::Status) { on_lost = true; });
+  auto quiet = client_->AutoRenew(***stopped, RenewOptions(), [](absl::Status) {});
+  ASSERT_TRUE(renewal.ok() && quiet.ok());
+  (*quiet)->Stop();
+  bool callback_ran = false;
+  StopCallback on_stop((*renewal)->lost(), [&] { callback_ran = true; });
+  EXPECT_FALSE((*renewal)->lost().stop_requested());
+  client_.reset();
+  EXPECT_TRUE((*renewal)->lost().stop_requested()) << "the work goes on with an unrenewed lease";
+  EXPECT_TRUE(callback_ran);
+  EXPECT_FALSE((*renewal)->active());
+  EXPECT_EQ((*renewal)->status().code(), absl::StatusCode::kCancelled) << (*renewal)->status();
+  EXPECT_FALSE(on_lost) << "on_lost is for a lost lease, not a client that went";
+  // A renewal stopped before the client went is left as it was.
+  EXPECT_FALSE((*quiet)->lost().stop_requested());
+  EXPECT_TRUE((*quiet)->status().ok());
 }
 
 TEST_F(ClientLogicTest, DestroyingTheClientCancelsPendingOperations) {
