@@ -24,6 +24,12 @@ uint64_t Draw(std::mt19937_64& rng, uint64_t lo, uint64_t hi) {
   return lo + rng() % (hi - lo + 1);
 }
 
+// The presets run their nodes with AOF always and draw clock jumps mostly
+// within the drift allowance: faults outside the documented model (a node
+// forgetting a lock, a clock leaping past a lease) explain any violation of
+// mutual exclusion, so a run full of them can find nothing; the catalog
+// shows those cases one by one.
+//
 // The workload of an explored run: one hot resource and a second one, short
 // uses, a short pause before each release (where a stalled release would
 // hurt a client that releases carelessly), leases long enough that a
@@ -72,6 +78,7 @@ const std::vector<Preset>& Presets() {
        [] {
          Scenario s;
          s.setup.topology = Topology::kDirect;
+         s.setup.aof = true;
          s.setup.node_clock_shim = true;
          s.setup.client_clock_shim = true;
          s.setup.clients = std::vector<ClientConfig>(3, Worker(2000));
@@ -81,6 +88,7 @@ const std::vector<Preset>& Presets() {
        [] {
          Scenario s;
          s.setup.topology = Topology::kSharedProxies;
+         s.setup.aof = true;
          s.setup.node_clock_shim = true;
          s.setup.clients = std::vector<ClientConfig>(3, Worker(2000));
          for (ClientConfig& c : s.setup.clients) c.extend = true;
@@ -92,6 +100,7 @@ const std::vector<Preset>& Presets() {
          Scenario s;
          s.setup.topology = Topology::kPerClientProxies;
          s.setup.views = {{0, 1, 2}, {2, 3, 4}};
+         s.setup.aof = true;
          s.setup.node_clock_shim = true;
          s.setup.clients = std::vector<ClientConfig>(2, Worker(2000));
          return s;
@@ -100,6 +109,7 @@ const std::vector<Preset>& Presets() {
        [] {
          Scenario s;
          s.setup.topology = Topology::kNamespace;
+         s.setup.aof = true;
          s.setup.clients = std::vector<ClientConfig>(3, Worker(2000));
          return s;
        }},

@@ -18,9 +18,10 @@ std::string IndependentMasters(const RunShape& s) {
   return s.replicas > 0 ? "acts on independent masters (use failover on replicated nodes)" : "";
 }
 
-// A minority of nodes out of service is what a quorum must ride out.
+// A minority of nodes out of service is what a quorum must ride out, when
+// every client reaches every node.
 bool Minority(const RunShape& s, const FaultInstance& f) {
-  return static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
+  return !s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
 }
 
 // Runs `fn` on every target node that is up: faults overlap, and a node

@@ -90,7 +90,8 @@ void RegisterReplicationFaults(FaultKindList& out) {
            [](const RunShape& s, const FaultInstance& f) {
              // Without the vote a lagging replica costs nothing; with it, the
              // node votes no: a minority of such nodes must be ridden out.
-             return !s.durability || static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
+             return !s.durability ||
+                (!s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2);
            },
        .inject =
            [](Run& run, FaultInstance& f) {
