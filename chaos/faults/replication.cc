@@ -55,6 +55,15 @@ absl::StatusOr<std::unique_ptr<ReplicatedNodes>> ReplicatedNodes::Start(NodeSupe
       so.masters.push_back({Name(i), n.sentinel->listen_address(), quorum});
     }
   }
+  if (options.clock_shim) {
+    for (int k = 0; k < fleet.size() * options.replicas; ++k) {
+      absl::StatusOr<std::unique_ptr<ClockControl>> c =
+          ClockControl::Create(absl::StrCat(options.dir, "/replica-", k, ".clock"));
+      if (!c.ok()) return c.status();
+      ro.node_env.push_back((*c)->ProcessEnv());
+      r->replica_clocks_.push_back(*std::move(c));
+    }
+  }
   absl::StatusOr<std::unique_ptr<testkit::Replicas>> replicas = testkit::Replicas::Start(ro);
   if (!replicas.ok()) return replicas.status();
   r->replicas_ = *std::move(replicas);
@@ -86,6 +95,11 @@ ReplicatedNodes::~ReplicatedNodes() {
     absl::Status s = options_.netns->RunNft(absl::StrCat("delete table ip ", nft_table_, "\n"));
     (void)s;
   }
+}
+
+ClockControl* ReplicatedNodes::replica_clock(int i) {
+  const size_t k = static_cast<size_t>(replicas_->index(i, 0));
+  return k < replica_clocks_.size() ? replica_clocks_[k].get() : nullptr;
 }
 
 std::string ReplicatedNodes::SentinelAddresses() const {

@@ -152,6 +152,8 @@ absl::Status Runner::StartNodes(Run& run) {
   ReplicationOptions ro;
   ro.replicas = setup.replicas;
   ro.sentinels = setup.sentinels;
+  // The node clock shim reaches the replicas too (replica_clock_offset).
+  ro.clock_shim = setup.node_clock_shim;
   ro.dir = run.dir_;
   if (run.netns_ != nullptr) {
     ro.sentinel_uid_base = kSentinelUidBase;
