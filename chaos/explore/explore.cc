@@ -171,11 +171,12 @@ ParamText ExploreRange(const ParamSpec& p) {
 
 // Whether the violation `v` is explained by the faults of `r`: a fault that
 // may break its property acting on the whole run, or on one of the
-// violation's processes.
+// violation's processes (a violation without processes, such as a final
+// counter short of the accepted writes, by any fault that may break it).
 bool Explained(const ScenarioResult& r, int property, const std::vector<std::string>& processes) {
   for (const ScenarioResult::InjectedFault& f : r.injected_faults) {
     if (!(f.may_violate & Prop(property))) continue;
-    if (f.scope.empty()) return true;
+    if (f.scope.empty() || processes.empty()) return true;
     for (const std::string& c : f.scope) {
       if (std::find(processes.begin(), processes.end(), c) != processes.end()) return true;
     }
