@@ -143,16 +143,27 @@ absl::Status ReplicatedNodes::RestoreSentinel(int s) {
   return st;
 }
 
-// One rule per cut Sentinel: whatever its uid sends, but from its own port
-// (its answers to clients), is dropped: it can open no connection, to the
-// nodes or to the other Sentinels, and learns nothing new.
+// Two rules per cut Sentinel: whatever its uid sends, but from its own port
+// (its answers to clients), is dropped, so it opens no connection to the
+// nodes or to the other Sentinels; and the other Sentinels' connections to
+// it are dropped too (a Sentinel accepts hello messages, which carry the new
+// master after a failover, by PUBLISH on its own port). It learns nothing
+// new; clients still reach it.
 absl::Status ReplicatedNodes::ApplySentinelCuts() {
   std::string script = absl::StrCat("flush chain ip ", nft_table_, " out\n");
   for (int s = 0; s < sentinels(); ++s) {
     if (!cut_[static_cast<size_t>(s)]) continue;
+    const int port = sentinels_[static_cast<size_t>(s)]->port();
     absl::StrAppend(&script, "add rule ip ", nft_table_, " out meta skuid ",
-                    options_.sentinel_uid_base + s,
-                    " tcp sport != ", sentinels_[static_cast<size_t>(s)]->port(), " drop\n");
+                    options_.sentinel_uid_base + s, " tcp sport != ", port, " drop\n");
+    std::vector<std::string> others;
+    for (int j = 0; j < sentinels(); ++j) {
+      if (j != s) others.push_back(absl::StrCat(options_.sentinel_uid_base + j));
+    }
+    if (!others.empty()) {
+      absl::StrAppend(&script, "add rule ip ", nft_table_, " out meta skuid { ",
+                      absl::StrJoin(others, ", "), " } tcp dport ", port, " drop\n");
+    }
   }
   return options_.netns->RunNft(script);
 }

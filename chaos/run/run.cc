@@ -196,7 +196,8 @@ absl::StatusOr<FaultInstance*> Run::Inject(const FaultTemplate& t, int marker_cl
     return absl::Status(s.code(), absl::StrCat(DescribeTemplate(t), ": ", s.message()));
   }
   may_violate_ |= raw->kind->MayViolate(shape_, *raw);
-  faults_.push_back({std::move(owned), at, !raw->kind->info().lasting});
+  const bool instant = !raw->kind->info().lasting;
+  faults_.push_back({std::move(owned), at, instant, instant ? RawMonotonicNanos() : 0});
   return raw;
 }
 
@@ -205,9 +206,19 @@ absl::Status Run::Heal(FaultInstance* f) {
     if (i.fault.get() != f) continue;
     if (i.healed) return absl::OkStatus();
     i.healed = true;
-    return f->kind->Heal(*this, *f);
+    absl::Status s = f->kind->Heal(*this, *f);
+    i.ended_raw = RawMonotonicNanos();
+    return s;
   }
   return absl::OkStatus();
+}
+
+int64_t Run::LastIntolerableEnd() const {
+  int64_t last = 0;
+  for (const Injected& i : faults_) {
+    if (i.healed && !i.fault->kind->Tolerated(shape_, *i.fault)) last = std::max(last, i.ended_raw);
+  }
+  return last;
 }
 
 absl::Status Run::HealKind(absl::string_view kind) {

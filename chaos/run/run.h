@@ -165,7 +165,13 @@ class Run {
     std::unique_ptr<FaultInstance> fault;
     absl::Duration at;
     bool healed = false;
+    // When it stopped acting (raw clock): an instant once injected (a
+    // failover once the promotion is done), a lasting fault once healed.
+    int64_t ended_raw = 0;
   };
+  // The latest end of a fault the configuration need not tolerate (0: none
+  // ended), for the recovery check.
+  int64_t LastIntolerableEnd() const;
   std::vector<Injected> faults_;
   PropertySet may_violate_ = 0;
 

@@ -377,14 +377,20 @@ int64_t Runner::Recovery(Run& run, int64_t max_ttl) {
   absl::Status s = run.HealFaults(/*keep_tolerated=*/true);
   if (!s.ok()) run.Note(absl::StrCat("heal: ", s.ToString()));
   FollowAll(run);
-  const int64_t seq = run.hub_.last_seq();
+  // From the end of the last fault the configuration need not tolerate (or
+  // now, when none was injected), a grant must come within the bound: a
+  // client stuck since an earlier heal has not recovered.
+  const int64_t now = RawMonotonicNanos();
+  const int64_t last = run.LastIntolerableEnd();
+  const int64_t from = last > 0 ? last : now;
   const absl::Duration bound = absl::Milliseconds(2 * max_ttl) + absl::Seconds(2);
-  std::optional<Marker> grant =
-      run.hub_.Wait(seq, bound, [](const Marker& m) { return m.kind == "grant"; });
-  if (grant.has_value()) return 0;
-  if (Interrupted()) return 0;
+  const absl::Duration left =
+      std::max(absl::ZeroDuration(), absl::Nanoseconds(from - now) + bound);
+  std::optional<Marker> grant = run.hub_.Wait(
+      0, left, [from](const Marker& m) { return m.kind == "grant" && m.t >= from; });
+  if (grant.has_value() || Interrupted()) return 0;
   run.Note(absl::StrCat("L1: no grant within ", absl::FormatDuration(bound),
-                        " after the faults were healed (those the configuration must tolerate "
+                        " of the last fault's end (the faults the configuration must tolerate "
                         "kept in place)"));
   return 1;
 }

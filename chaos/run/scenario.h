@@ -20,10 +20,11 @@
 //           grant (a failed attempt's partial grant that was never released),
 //           and (b) no lock key at all survives a ttl (plus a margin) after
 //           the end.
-//   L1      recovery: once every fault the configuration need not tolerate
-//           is healed (and while those it must tolerate, such as one stale
-//           Sentinel, still act), some client is granted the lock again
-//           within 2 ttl + 2 s.
+//   L1      recovery: within 2 ttl + 2 s of the end of the last fault the
+//           configuration need not tolerate (healed, or done for an instant
+//           such as a failover), and while those it must tolerate (one stale
+//           Sentinel, a minority of nodes down) still act, some client is
+//           granted the lock.
 //
 // Verdict: OK when every property the expectation lists as clean shows no
 // violation and the violations it expects are found; a safe configuration
