@@ -169,13 +169,20 @@ ParamText ExploreRange(const ParamSpec& p) {
   return ParamText::Parse(p.explore.empty() ? p.default_value : p.explore);
 }
 
-// Whether the violation `v` is explained by the faults of `r`: a fault that
-// may break its property acting on the whole run, or on one of the
-// violation's processes (a violation without processes, such as a final
-// counter short of the accepted writes, by any fault that may break it).
-bool Explained(const ScenarioResult& r, int property, const std::vector<std::string>& processes) {
+// Whether a violation of `property` by `processes` during [t, t_end] (raw
+// clock; 0: the run as a whole) is explained by the faults of `r`: a fault
+// that may break that property, acting on the whole run or on one of the
+// violation's processes, and acting at the time: between its start and one
+// lease (plus a second) after its end, since a forgotten key or a stale
+// clock matters only while the lease it concerns lasts. A violation without
+// processes or time (a final counter short, S5, L1) is explained by any fault
+// that may break its property.
+bool Explained(const ScenarioResult& r, int property, const std::vector<std::string>& processes,
+               int64_t t = 0, int64_t t_end = 0) {
+  const int64_t reach = (r.max_ttl_ms + 1000) * 1000000;
   for (const ScenarioResult::InjectedFault& f : r.injected_faults) {
     if (!(f.may_violate & Prop(property))) continue;
+    if (t != 0 && (f.begin_raw > t_end || f.end_raw + reach < t)) continue;
     if (f.scope.empty() || processes.empty()) return true;
     for (const std::string& c : f.scope) {
       if (std::find(processes.begin(), processes.end(), c) != processes.end()) return true;
@@ -188,7 +195,7 @@ bool Explained(const ScenarioResult& r, int property, const std::vector<std::str
 PropertySet Unexplained(const ScenarioResult& r) {
   PropertySet out = 0;
   for (const ScenarioResult::ViolationRef& v : r.violation_refs) {
-    if (!Explained(r, v.property, v.processes)) out |= Prop(v.property);
+    if (!Explained(r, v.property, v.processes, v.t, v.t_end)) out |= Prop(v.property);
   }
   for (int p : {kS5, kL1}) {
     if (r.violations[static_cast<size_t>(p)] > 0 && !Explained(r, p, {})) out |= Prop(p);

@@ -197,7 +197,8 @@ absl::StatusOr<FaultInstance*> Run::Inject(const FaultTemplate& t, int marker_cl
   }
   may_violate_ |= raw->kind->MayViolate(shape_, *raw);
   const bool instant = !raw->kind->info().lasting;
-  faults_.push_back({std::move(owned), at, instant, instant ? RawMonotonicNanos() : 0});
+  const int64_t now = RawMonotonicNanos();
+  faults_.push_back({std::move(owned), at, now, instant, instant ? now : 0});
   return raw;
 }
 

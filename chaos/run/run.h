@@ -164,6 +164,7 @@ class Run {
   struct Injected {
     std::unique_ptr<FaultInstance> fault;
     absl::Duration at;
+    int64_t at_raw = 0;
     bool healed = false;
     // When it stopped acting (raw clock): an instant once injected (a
     // failover once the promotion is done), a lasting fault once healed.

@@ -519,7 +519,9 @@ void Runner::Check(Run& run, const RunOptions& opt, ScenarioResult* res) {
         cr.counts.invokes > 0 ? static_cast<double>(cr.counts.grants) / cr.counts.invokes : 0;
     for (const Violation& v : cr.violations) {
       ScenarioResult::ViolationRef ref{.property = static_cast<int>(v.property),
-                                       .description = Shorten(v.description, 240)};
+                                       .description = Shorten(v.description, 240),
+                                       .t = v.t,
+                                       .t_end = v.t_end};
       for (const GrantInfo& g : v.grants) ref.processes.push_back(g.process);
       res->violation_refs.push_back(std::move(ref));
     }
@@ -623,11 +625,16 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
     ++res->injected[f.kind->name()];
     ScenarioResult::InjectedFault out{.at = i.at,
                                       .fault = ConcreteTemplate(f),
-                                      .may_violate = f.kind->MayViolate(run.shape(), f)};
+                                      .may_violate = f.kind->MayViolate(run.shape(), f),
+                                      .begin_raw = i.at_raw,
+                                      .end_raw = i.ended_raw > 0 ? i.ended_raw : RawMonotonicNanos()};
     if (f.kind->info().takes_clients && !f.kind->info().takes_nodes) {
       for (int k : f.clients) out.scope.push_back(Run::ClientName(k));
     }
     res->injected_faults.push_back(std::move(out));
+  }
+  for (const ClientConfig& c : sc.setup.clients) {
+    res->max_ttl_ms = std::max(res->max_ttl_ms, c.ttl_ms);
   }
   Check(run, opt, res);
   res->notes = run.notes_;

@@ -187,6 +187,9 @@ struct ScenarioResult {
     // Client faults (a pause, a clock jump of a client) explain only the
     // violations their clients take part in; empty: the whole run.
     std::vector<std::string> scope;
+    // When it acted (raw clock): injected, and healed (or the run's end).
+    int64_t begin_raw = 0;
+    int64_t end_raw = 0;
   };
   std::map<std::string, int> injected;
   std::vector<InjectedFault> injected_faults;
@@ -196,7 +199,11 @@ struct ScenarioResult {
     int property = 0;
     std::vector<std::string> processes;
     std::string description;
+    int64_t t = 0, t_end = 0;  // raw clock: when it happened
   };
+  // The largest client ttl (how long a fault can matter after it ended: a
+  // forgotten key hurts while the lease it belonged to lasts).
+  int64_t max_ttl_ms = 0;
   std::vector<ViolationRef> violation_refs;
 };
 
