@@ -191,7 +191,8 @@ bool Explained(const ScenarioResult& r, int property, const std::vector<std::str
   return false;
 }
 
-// The properties `r` violated that none of its faults explains.
+}  // namespace
+
 PropertySet Unexplained(const ScenarioResult& r) {
   PropertySet out = 0;
   for (const ScenarioResult::ViolationRef& v : r.violation_refs) {
@@ -202,6 +203,8 @@ PropertySet Unexplained(const ScenarioResult& r) {
   }
   return out;
 }
+
+namespace {
 
 std::string Seconds(absl::Duration d) { return absl::StrFormat("%.1fs", absl::ToDoubleSeconds(d)); }
 

@@ -73,6 +73,14 @@ Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt1
 // property but those MayViolate names for one of them.
 PropertySet DocumentedSafe(PropertySet may_violate);
 
+// The properties `r` violated that none of its faults explains (the
+// findings): a fault explains a violation of a property it may break while
+// it acted or within a lease (plus a second) after it ended, and a client's
+// fault only the violations that client takes part in; a violation without
+// processes (a final counter short, S5, L1) is explained by any fault that
+// may break its property.
+PropertySet Unexplained(const ScenarioResult& r);
+
 // ---- Shrinking ------------------------------------------------------------------
 
 struct ShrinkStep {

@@ -110,6 +110,59 @@ TEST(ShrinkTest, ReducesASyntheticFailureToItsEssentialFaults) {
   EXPECT_EQ(runs, 3);
 }
 
+// A run's result with one violation and one fault, for the judging tests.
+ScenarioResult OneViolation(int property, std::vector<std::string> processes, int64_t t_s) {
+  ScenarioResult r;
+  r.max_ttl_ms = 1000;
+  r.violations[static_cast<size_t>(property)] = 1;
+  if (property < kS5) {
+    r.violation_refs.push_back({.property = property,
+                                .processes = std::move(processes),
+                                .t = t_s * 1000000000,
+                                .t_end = t_s * 1000000000 + 1000000});
+  }
+  return r;
+}
+
+ScenarioResult::InjectedFault Fault(PropertySet may, std::vector<std::string> scope, int64_t from_s,
+                                    int64_t to_s) {
+  return {.may_violate = may,
+          .scope = std::move(scope),
+          .begin_raw = from_s * 1000000000,
+          .end_raw = to_s * 1000000000};
+}
+
+TEST(JudgeTest, AFaultExplainsWhatItMayBreakWhereAndWhenItActed) {
+  // No fault: every violation is a finding.
+  ScenarioResult r = OneViolation(kS1, {"c1", "c2"}, 10);
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // A run-wide fault that may break S1, acting at the time: explained.
+  r.injected_faults = {Fault(Prop(kS1), {}, 9, 9)};
+  EXPECT_EQ(Unexplained(r), 0u);
+  // ... or within a lease (1 s) plus a second after its end.
+  r.injected_faults = {Fault(Prop(kS1), {}, 7, 8)};
+  EXPECT_EQ(Unexplained(r), 0u);
+  // Long before: a finding.
+  r.injected_faults = {Fault(Prop(kS1), {}, 1, 2)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // After it: a finding.
+  r.injected_faults = {Fault(Prop(kS1), {}, 11, 12)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // A fault that may break another property only: a finding.
+  r.injected_faults = {Fault(Prop(kS3), {}, 9, 10)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // A client's fault explains only violations its client takes part in.
+  r.injected_faults = {Fault(Prop(kS1), {"c3"}, 9, 10)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  r.injected_faults = {Fault(Prop(kS1), {"c2"}, 9, 10)};
+  EXPECT_EQ(Unexplained(r), 0u);
+  // S5 and L1 have no processes: any fault that may break them explains them.
+  ScenarioResult l = OneViolation(kL1, {}, 0);
+  EXPECT_EQ(Unexplained(l), Prop(kL1));
+  l.injected_faults = {Fault(Prop(kL1), {"c1"}, 1, 2)};
+  EXPECT_EQ(Unexplained(l), 0u);
+}
+
 TEST(ExploreTest, DocumentedSafeIsTheComplement) {
   EXPECT_EQ(DocumentedSafe(0), kAllProperties);
   EXPECT_EQ(DocumentedSafe(Prop(kS1) | Prop(kS3)) & (Prop(kS1) | Prop(kS3)), 0u);
