@@ -181,7 +181,15 @@ bool Explained(const ScenarioResult& r, int property, const std::vector<std::str
                int64_t t = 0, int64_t t_end = 0) {
   const int64_t reach = (r.max_ttl_ms + 1000) * 1000000;
   for (const ScenarioResult::InjectedFault& f : r.injected_faults) {
-    if (!(f.may_violate & Prop(property))) continue;
+    // A client's fault breaks what it may only if its client held the lock
+    // when it began (the history says, to the nanosecond).
+    bool holding = f.scope.empty();
+    for (const ScenarioResult::Hold& h : r.holds) {
+      if (holding) break;
+      holding = std::find(f.scope.begin(), f.scope.end(), h.process) != f.scope.end() &&
+                h.from <= f.begin_raw && f.begin_raw <= h.to;
+    }
+    if (!((holding ? f.may_violate : f.may_violate_idle) & Prop(property))) continue;
     if (t != 0 && (f.begin_raw > t_end || f.end_raw + reach < t)) continue;
     if (f.scope.empty() || processes.empty()) return true;
     for (const std::string& c : f.scope) {

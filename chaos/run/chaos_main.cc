@@ -94,6 +94,16 @@ int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions
       for (const std::string& e : r.examples) fprintf(stderr, "    %s\n", e.c_str());
       for (const std::string& n : r.notes) fprintf(stderr, "    note: %s\n", n.c_str());
     }
+    if (options.verbose) {
+      for (const auto& f : r.injected_faults) {
+        fprintf(stderr, "    fault at %s: %s%s%s\n", absl::FormatDuration(f.at).c_str(),
+                chaos::DescribeTemplate(f.fault).c_str(),
+                f.may_violate ? absl::StrCat(" (may break ", chaos::DescribeProperties(f.may_violate),
+                                             f.scope.empty() ? "" : absl::StrCat(" for ", absl::StrJoin(f.scope, ",")), ")").c_str()
+                              : " (breaks nothing documented)",
+                "");
+      }
+    }
     if (!options.plot_dir.empty() && !r.skipped && r.plot_path.empty()) {
       fprintf(stderr, "    no picture of %s was written (see the notes)\n", r.name.c_str());
       plots_missing = true;

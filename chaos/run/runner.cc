@@ -517,6 +517,9 @@ void Runner::Check(Run& run, const RunOptions& opt, ScenarioResult* res) {
     res->violations[kS5] = static_cast<int64_t>(res->leftovers.size());
     res->availability =
         cr.counts.invokes > 0 ? static_cast<double>(cr.counts.grants) / cr.counts.invokes : 0;
+    for (const GrantInfo& g : cr.grants) {
+      res->holds.push_back({.process = g.process, .from = g.granted, .to = g.hold_end});
+    }
     for (const Violation& v : cr.violations) {
       ScenarioResult::ViolationRef ref{.property = static_cast<int>(v.property),
                                        .description = Shorten(v.description, 240),
@@ -623,11 +626,16 @@ void Runner::Execute(const Scenario& sc, const RunOptions& opt, ScenarioResult* 
   for (const auto& i : run.injected()) {
     const FaultInstance& f = *i.fault;
     ++res->injected[f.kind->name()];
-    ScenarioResult::InjectedFault out{.at = i.at,
-                                      .fault = ConcreteTemplate(f),
-                                      .may_violate = f.kind->MayViolate(run.shape(), f),
-                                      .begin_raw = i.at_raw,
-                                      .end_raw = i.ended_raw > 0 ? i.ended_raw : RawMonotonicNanos()};
+    FaultInstance holding = f, idle = f;
+    holding.in_use = true;
+    idle.in_use = false;
+    ScenarioResult::InjectedFault out{
+        .at = i.at,
+        .fault = ConcreteTemplate(f),
+        .may_violate = f.kind->MayViolate(run.shape(), holding),
+        .may_violate_idle = f.kind->MayViolate(run.shape(), idle),
+        .begin_raw = i.at_raw,
+        .end_raw = i.ended_raw > 0 ? i.ended_raw : RawMonotonicNanos()};
     if (f.kind->info().takes_clients && !f.kind->info().takes_nodes) {
       for (int k : f.clients) out.scope.push_back(Run::ClientName(k));
     }

@@ -183,7 +183,12 @@ struct ScenarioResult {
   struct InjectedFault {
     absl::Duration at;
     FaultTemplate fault;
+    // What it may break (a client fault: if its client held the lock when it
+    // began), and what it may break if its client did not (the marker the
+    // harness saw can lag the client by a few ms under load: the judge
+    // decides from the history which applies).
     PropertySet may_violate = 0;
+    PropertySet may_violate_idle = 0;
     // Client faults (a pause, a clock jump of a client) explain only the
     // violations their clients take part in; empty: the whole run.
     std::vector<std::string> scope;
@@ -201,6 +206,12 @@ struct ScenarioResult {
     std::string description;
     int64_t t = 0, t_end = 0;  // raw clock: when it happened
   };
+  // Every grant's hold (raw clock), by client.
+  struct Hold {
+    std::string process;
+    int64_t from = 0, to = 0;
+  };
+  std::vector<Hold> holds;
   // The largest client ttl (how long a fault can matter after it ended: a
   // forgotten key hurts while the lease it belonged to lasts).
   int64_t max_ttl_ms = 0;

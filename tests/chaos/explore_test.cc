@@ -151,11 +151,16 @@ TEST(JudgeTest, AFaultExplainsWhatItMayBreakWhereAndWhenItActed) {
   // A fault that may break another property only: a finding.
   r.injected_faults = {Fault(Prop(kS3), {}, 9, 10)};
   EXPECT_EQ(Unexplained(r), Prop(kS1));
-  // A client's fault explains only violations its client takes part in.
+  // A client's fault explains only violations its client takes part in, and
+  // only when its client held the lock when it began (the history says).
+  r.holds = {{.process = "c2", .from = 8500000000, .to = 9500000000},
+             {.process = "c3", .from = 8500000000, .to = 9500000000}};
   r.injected_faults = {Fault(Prop(kS1), {"c3"}, 9, 10)};
   EXPECT_EQ(Unexplained(r), Prop(kS1));
   r.injected_faults = {Fault(Prop(kS1), {"c2"}, 9, 10)};
   EXPECT_EQ(Unexplained(r), 0u);
+  r.injected_faults = {Fault(Prop(kS1), {"c2"}, 8, 10)};  // began before c2 held the lock
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
   // S5 and L1 have no processes: any fault that may break them explains them.
   ScenarioResult l = OneViolation(kL1, {}, 0);
   EXPECT_EQ(Unexplained(l), Prop(kL1));
