@@ -164,7 +164,7 @@ TEST(JudgeTest, AFaultExplainsWhatItMayBreakWhereAndWhenItActed) {
   // S5 and L1 have no processes: any fault that may break them explains them.
   ScenarioResult l = OneViolation(kL1, {}, 0);
   EXPECT_EQ(Unexplained(l), Prop(kL1));
-  l.injected_faults = {Fault(Prop(kL1), {"c1"}, 1, 2)};
+  l.injected_faults = {Fault(Prop(kL1), {}, 1, 2)};
   EXPECT_EQ(Unexplained(l), 0u);
 }
 
