@@ -263,11 +263,12 @@ struct Options {
   // nodes instead of a quorum, so that the commit sets of any two holders
   // share fencing_lost_counters + 1 nodes or more (the proof is in README
   // "Fencing tokens"). What it costs: availability, since only N - F nodes
-  // may be down, slow or holding a garbage counter (with 1: N=3 none
-  // instead of 1, N=5 one instead of 2, N=7 two instead of 3; an even N
-  // and 0 already share two nodes), and an acquisition that waits for the
-  // F-th grant instead of the quorum-th (see the bench's fencing rows).
-  // Lock mutual exclusion, Extend and Release keep the quorum.
+  // may be down, slower than node_timeout or holding a garbage counter
+  // before fenced acquisitions fail with kUnavailable (with 1: N=3 none
+  // instead of 1, N=5 one instead of 2, N=7 two instead of 3), and rounds
+  // that wait for the F-th reply instead of the quorum-th (see the bench's
+  // fencing rows). An even N already survives one lost counter with 0 (N=4:
+  // any two sets of 3 share two nodes). Extend and Release keep the quorum.
   // Needs fencing; must be in 0..N-1. Default: 0.
   int fencing_lost_counters = 0;
 
