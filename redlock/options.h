@@ -264,7 +264,7 @@ struct Options {
   // share fencing_lost_counters + 1 nodes or more (the proof is in README
   // "Fencing tokens"). What it costs: availability, since only N - F nodes
   // may be down, slower than node_timeout or holding a garbage counter
-  // before fenced acquisitions fail with kUnavailable (with 1: N=3 none
+  // before fenced acquisitions fail (kUnavailable when down; with 1: N=3 none
   // instead of 1, N=5 one instead of 2, N=7 two instead of 3), and rounds
   // that wait for the F-th reply instead of the quorum-th (see the bench's
   // fencing rows). An even N already survives one lost counter with 0 (N=4:
