@@ -693,31 +693,59 @@ void DeleteKeys(Context& ctx, const std::vector<Endpoint>& eps,
   }
 }
 
+void OnOffNote(GroupResult* g, const std::string& off_variant, const std::string& on_variant,
+               int callers, absl::string_view with);
+
+// Fencing off, on, and on tolerating one lost counter
+// (Options::fencing_lost_counters = 1: F = ceil((N+2)/2) grants and commits
+// instead of a quorum; N >= 2).
 void RunFencing(Context& ctx, int n, GroupResult* g) {
   const std::vector<Endpoint> eps = ctx.nodes.First(n);
-  g->title = "all nodes healthy; Options::fencing on vs off";
+  g->title = "all nodes healthy; Options::fencing off vs on vs on with fencing_lost_counters = 1";
   CommonSettings(ctx, g);
   g->rows.push_back(FloorRow(ctx, eps));
   for (int callers : {1, ctx.settings.callers_many}) {
     LibrarySpec plain;
     plain.callers = callers;
     g->rows.push_back(LibraryRow(ctx, eps, plain));
-    LibrarySpec fenced;
-    fenced.impl = "library fencing";
-    fenced.variant = "fencing";
-    fenced.callers = callers;
-    fenced.tweak = [](Options* o) { o->fencing = true; };
-    const int before = ctx.next_row;
-    g->rows.push_back(LibraryRow(ctx, eps, fenced));
-    // The counters have no ttl: remove the ones this row created.
-    std::vector<std::string> keys;
-    for (int row = before + 1; row <= ctx.next_row; ++row) {
-      for (int i = 0; i < callers; ++i) {
-        keys.push_back(
-            absl::StrCat("rb:", ctx.settings.run_id, ":", row, ":t", i, internal::kFenceSuffix));
+    auto fenced_row = [&](const std::string& impl, const std::string& variant, int lost) {
+      LibrarySpec fenced;
+      fenced.impl = impl;
+      fenced.variant = variant;
+      fenced.callers = callers;
+      fenced.tweak = [lost](Options* o) {
+        o->fencing = true;
+        o->fencing_lost_counters = lost;
+      };
+      const int before = ctx.next_row;
+      g->rows.push_back(LibraryRow(ctx, eps, fenced));
+      // The counters have no ttl: remove the ones this row created.
+      std::vector<std::string> keys;
+      for (int row = before + 1; row <= ctx.next_row; ++row) {
+        for (int i = 0; i < callers; ++i) {
+          keys.push_back(
+              absl::StrCat("rb:", ctx.settings.run_id, ":", row, ":t", i, internal::kFenceSuffix));
+        }
       }
+      DeleteKeys(ctx, eps, keys);
+    };
+    fenced_row("library fencing", "fencing", 0);
+    OnOffNote(g, "", "fencing", callers, "with fencing");
+    if (n < 2) continue;  // one node cannot survive losing its counter
+    fenced_row("library fencing lost=1", "fencing, 1 lost counter", 1);
+    OnOffNote(g, "fencing", "fencing, 1 lost counter", callers,
+              absl::StrCat("tolerating one lost counter (F = ",
+                           internal::FencedQuorum(n, n / 2 + 1, 1), " of ", n, ")"));
+    const RowResult* a = g->Find(kLibrary, "fencing", callers);
+    const RowResult* b = g->Find(kLibrary, "fencing, 1 lost counter", callers);
+    if (a != nullptr && b != nullptr && a->ran() && b->ran() && a->acquire.Quantile(0.5) > 0) {
+      g->notes.push_back(
+          absl::StrFormat("%s: acquire p50 %s tolerating one lost counter, %s without: %.2fx",
+                          CallersLabel(callers), FormatLatency(b->acquire.Quantile(0.5)),
+                          FormatLatency(a->acquire.Quantile(0.5)),
+                          static_cast<double>(b->acquire.Quantile(0.5)) /
+                              static_cast<double>(a->acquire.Quantile(0.5))));
     }
-    DeleteKeys(ctx, eps, keys);
   }
 }
 

@@ -249,10 +249,28 @@ struct Options {
 
   // Fencing tokens (see lease.h, Lease::fencing_token()). The counters live
   // on the nodes without a ttl and must survive restarts: run the nodes with
-  // appendfsync always (one node that loses its counter can repeat a token,
-  // see README "Fencing tokens"). Costs one extra round trip per acquisition
+  // appendfsync always, or see fencing_lost_counters (with an odd N and the
+  // default quorum, one node that loses its counter can repeat a token; see
+  // README "Fencing tokens"). Costs one extra round trip per acquisition
   // and keeps one counter key per resource on every node. Default: false.
   bool fencing = false;
+
+  // How many nodes may lose their fencing counter (a restart without
+  // appendfsync always, a counter set back by a restore or by hand) while
+  // tokens still strictly increase across holders. A fenced acquisition then
+  // needs grants from, reads the counters of, and commits its token to
+  //   F = max(quorum, ceil((N + fencing_lost_counters + 1) / 2))
+  // nodes instead of a quorum, so that the commit sets of any two holders
+  // share fencing_lost_counters + 1 nodes or more (the proof is in README
+  // "Fencing tokens"). What it costs: availability, since only N - F nodes
+  // may be down, slower than node_timeout or holding a garbage counter
+  // before fenced acquisitions fail (kUnavailable when down; with 1: N=3 none
+  // instead of 1, N=5 one instead of 2, N=7 two instead of 3), and rounds
+  // that wait for the F-th reply instead of the quorum-th (see the bench's
+  // fencing rows). An even N already survives one lost counter with 0 (N=4:
+  // any two sets of 3 share two nodes). Extend and Release keep the quorum.
+  // Needs fencing; must be in 0..N-1. Default: 0.
+  int fencing_lost_counters = 0;
 
   // ---- Durability on replicated nodes ----------------------------------------
 

@@ -45,6 +45,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         form_(ctx->options().fencing           ? AcquireForm::kFencing
               : request_.resources.size() == 1 ? AcquireForm::kSet
                                                : AcquireForm::kScript),
+        quorum_(form_ == AcquireForm::kFencing ? FencedQuorum(ctx->nodes(), request_.quorum,
+                                                              ctx->options().fencing_lost_counters)
+                                               : request_.quorum),
         what_(absl::StrCat("acquire ", DescribeResources(request_.resources))),
         drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
                               ctx->options().clock_drift_floor)),
@@ -54,7 +57,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         confirm_round1_(DurabilityOn(durability_) && form_ != AcquireForm::kFencing),
         pause_(std::max(ctx->options().retry_delay / 4, absl::Milliseconds(1))),
         done_(std::move(done)),
-        round_(ctx->nodes(), request_.quorum) {
+        round_(ctx->nodes(), quorum_) {
     for (const auto& r : request_.resources) keys_.push_back(ctx_->Key(r));
     if (request_.wait.has_value() && *request_.wait != absl::InfiniteDuration()) {
       deadline_ = ctx_->clock().Now() + absl::ToChronoNanoseconds(*request_.wait);
@@ -159,7 +162,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         mark_ = watch_ != nullptr ? watch_->Mark() : 0;
         phase_ = Phase::kRound1;
         failed_ = false;
-        round_ = Round(n(), request_.quorum);
+        round_ = Round(n(), quorum_);
         nodes_.assign(static_cast<size_t>(n()), NodeState{});
         for (int i = 0; i < n(); ++i) {
           nodes_[static_cast<size_t>(i)].result.node = transport().NodeName(i);
@@ -277,13 +280,24 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         SucceedLocked({});
       }
     } else if (outcome == Decision::kFailed) {
-      FailAttemptLocked(
-          round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted));
+      absl::Status st =
+          round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted);
+      if (quorum_ != request_.quorum) {
+        // The tally says "quorum F": say where F comes from.
+        st =
+            absl::Status(st.code(), absl::StrCat(st.message(), "; fenced acquisitions need ",
+                                                 quorum_, " nodes (Options::fencing_lost_counters ",
+                                                 ctx_->options().fencing_lost_counters, ")"));
+      }
+      FailAttemptLocked(std::move(st));
     }
   }
 
   // Fencing round 2 (DESIGN.md 4.5): T = 1 + max of the counters read from
-  // exactly the nodes counted so far; only they take part.
+  // exactly the nodes counted so far (quorum_ of them: F of FencedQuorum in
+  // algorithm.h, where the rule and its proof are); only they take part, and
+  // every one of them must confirm. A grant that arrives later was read
+  // after T was computed and is not committed (its key goes with the lease).
   void StartRound2Locked() {
     round2_nodes_.clear();
     fences_.clear();
@@ -310,7 +324,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       state.confirm.reset();
     }
     phase_ = Phase::kRound2;
-    round_ = Round(static_cast<int>(round2_nodes_.size()), request_.quorum);
+    round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
     auto command = std::make_shared<Command>(
         ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args));
     command->op = "fence-commit";
@@ -470,7 +484,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     std::vector<NodeResult> results;
     results.reserve(nodes_.size());
     for (const NodeState& s : nodes_) results.push_back(s.result);
-    outcome_ = MakeOutcome(kind, request_.quorum, std::move(results));
+    outcome_ = MakeOutcome(kind, quorum_, std::move(results));
     outcome_.attempts = attempt_;
     outcome_.elapsed = absl::FromChrono(ctx_->clock().Now() - call_start_);
     if (!result.ok()) {
@@ -543,7 +557,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     if (!retry.has_value()) return;
     auto self = shared_from_this();
     if (watch != nullptr) {
-      watch->Wait(retry->mark, request_.quorum, retry->delay,
+      watch->Wait(retry->mark, quorum_, retry->delay,
                   [self](absl::Status) { self->StartAttempt(); });
       return;
     }
@@ -558,6 +572,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   const AcquireRequest request_;
   const int64_t ttl_ms_;
   const AcquireForm form_;
+  // The grants an attempt needs: the request's quorum, or with fencing F
+  // (FencedQuorum), which is also round 2's size and quorum.
+  const int quorum_;
   const std::string what_;
   const absl::Duration drift_;
   const Options::Durability durability_;

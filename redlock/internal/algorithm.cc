@@ -155,6 +155,12 @@ absl::StatusOr<uint64_t> ParseCounter(absl::string_view text) {
   return v;
 }
 
+int FencedQuorum(int nodes, int quorum, int lost_counters) {
+  return std::max(quorum, (nodes + lost_counters + 2) / 2);
+}
+
+int CounterLossesSurvived(int nodes, int fenced_quorum) { return 2 * fenced_quorum - nodes - 1; }
+
 absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters) {
   uint64_t max = 0;
   for (uint64_t c : counters) max = std::max(max, c);
