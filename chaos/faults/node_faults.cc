@@ -151,6 +151,14 @@ void RegisterNodeFaults(FaultKindList& out) {
                 .explore_weight = 3,
                 .explore_duration = "100ms..1.6ttl",
                 .color = "#7f7f7f"},
+       .may_violate = [](const RunShape& s, const FaultInstance& f) -> PropertySet {
+         // A master stopped longer than its Sentinels' down-after is failed
+         // over: what its replica had not received is lost, as in `failover`
+         // (and the old master serves again for a moment when it resumes,
+         // until it is demoted). The durability vote covers both.
+         if (s.replicas > 0 && s.sentinels > 0 && !s.durability) return faults::ForgetsLock(s);
+         return 0;
+       },
        .tolerated = Minority,
        .inject =
            [](Run& run, FaultInstance& f) {

@@ -214,12 +214,14 @@ absl::Status Run::Heal(FaultInstance* f) {
   return absl::OkStatus();
 }
 
-int64_t Run::LastIntolerableEnd() const {
-  int64_t last = 0;
+std::vector<std::pair<int64_t, int64_t>> Run::IntolerableSpans() const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const int64_t now = RawMonotonicNanos();
   for (const Injected& i : faults_) {
-    if (i.healed && !i.fault->kind->Tolerated(shape_, *i.fault)) last = std::max(last, i.ended_raw);
+    if (i.fault->kind->Tolerated(shape_, *i.fault)) continue;
+    out.push_back({i.at_raw, i.healed ? i.ended_raw : now});
   }
-  return last;
+  return out;
 }
 
 absl::Status Run::HealKind(absl::string_view kind) {

@@ -170,9 +170,10 @@ class Run {
     // failover once the promotion is done), a lasting fault once healed.
     int64_t ended_raw = 0;
   };
-  // The latest end of a fault the configuration need not tolerate (0: none
-  // ended), for the recovery check.
-  int64_t LastIntolerableEnd() const;
+  // The faults the configuration need not tolerate, as raw-clock intervals
+  // [begin, end] (an instant: its injection, a failover until its promotion
+  // is done; a fault not healed yet ends now), for the recovery check.
+  std::vector<std::pair<int64_t, int64_t>> IntolerableSpans() const;
   std::vector<Injected> faults_;
   PropertySet may_violate_ = 0;
 

@@ -377,22 +377,41 @@ int64_t Runner::Recovery(Run& run, int64_t max_ttl) {
   absl::Status s = run.HealFaults(/*keep_tolerated=*/true);
   if (!s.ok()) run.Note(absl::StrCat("heal: ", s.ToString()));
   FollowAll(run);
-  // From the end of the last fault the configuration need not tolerate (or
-  // now, when none was injected), a grant must come within the bound: a
-  // client stuck since an earlier heal has not recovered.
+  // Every window [e, e + bound] that starts where a fault the configuration
+  // need not tolerate ended, and in which no other such fault acts for more
+  // than an instant, must hold a grant: a client stuck since a heal (or since
+  // a failover, with one stale Sentinel in place) has not recovered. The last
+  // window (from the last such end, or from now without one) may reach past
+  // now: it is waited for.
+  const int64_t bound = (2 * max_ttl + 2000) * 1000000;
+  const std::vector<std::pair<int64_t, int64_t>> spans = run.IntolerableSpans();
+  std::vector<int64_t> starts;
+  for (const auto& [b, e] : spans) starts.push_back(e);
   const int64_t now = RawMonotonicNanos();
-  const int64_t last = run.LastIntolerableEnd();
-  const int64_t from = last > 0 ? last : now;
-  const absl::Duration bound = absl::Milliseconds(2 * max_ttl) + absl::Seconds(2);
-  const absl::Duration left =
-      std::max(absl::ZeroDuration(), absl::Nanoseconds(from - now) + bound);
-  std::optional<Marker> grant = run.hub_.Wait(
-      0, left, [from](const Marker& m) { return m.kind == "grant" && m.t >= from; });
-  if (grant.has_value() || Interrupted()) return 0;
-  run.Note(absl::StrCat("L1: no grant within ", absl::FormatDuration(bound),
-                        " of the last fault's end (the faults the configuration must tolerate "
-                        "kept in place)"));
-  return 1;
+  if (starts.empty()) starts.push_back(now);
+  int64_t misses = 0;
+  for (int64_t from : starts) {
+    const int64_t to = from + bound;
+    bool disturbed = false;
+    for (const auto& [b, e] : spans) {
+      disturbed = disturbed || (e - b >= 50000000 && b < to && e > from);
+    }
+    if (disturbed) continue;
+    const absl::Duration left =
+        std::max(absl::ZeroDuration(), absl::Nanoseconds(to - RawMonotonicNanos()));
+    std::optional<Marker> grant = run.hub_.Wait(0, left, [from, to](const Marker& m) {
+      return m.kind == "grant" && m.t >= from && m.t <= to;
+    });
+    if (Interrupted()) return 0;
+    if (grant.has_value()) continue;
+    if (misses++ == 0) {
+      run.Note(absl::StrCat("L1: no grant within ", absl::FormatDuration(absl::Nanoseconds(bound)),
+                            " of a fault's end at +",
+                            absl::FormatDuration(absl::Nanoseconds(from - run.start_raw_)),
+                            " (the faults the configuration must tolerate kept in place)"));
+    }
+  }
+  return misses;
 }
 
 std::vector<KeyState> Runner::ScanKeys(Run& run, const std::vector<std::string>& resources) {

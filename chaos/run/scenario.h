@@ -20,11 +20,12 @@
 //           grant (a failed attempt's partial grant that was never released),
 //           and (b) no lock key at all survives a ttl (plus a margin) after
 //           the end.
-//   L1      recovery: within 2 ttl + 2 s of the end of the last fault the
+//   L1      recovery: within 2 ttl + 2 s of the end of every fault the
 //           configuration need not tolerate (healed, or done for an instant
-//           such as a failover), and while those it must tolerate (one stale
-//           Sentinel, a minority of nodes down) still act, some client is
-//           granted the lock.
+//           such as a failover), unless another such fault acts in that
+//           window, and while those it must tolerate (one stale Sentinel, a
+//           minority of nodes down) still act, some client is granted the
+//           lock.
 //
 // Verdict: OK when every property the expectation lists as clean shows no
 // violation and the violations it expects are found; a safe configuration
