@@ -42,7 +42,10 @@
 //          tokens are reported once, by (a)); B is reported against the A
 //          with the highest fencing token;
 //      (c) accepted fenced uses ordered by end (stable): a token lower than
-//          one accepted before it, i.e. the store accepted a stale token.
+//          one accepted before it, i.e. the store accepted a stale token,
+//          when the lower token's write was sent (write_at) after the
+//          higher one's write was done (its end): otherwise the order of
+//          the two writes is not known.
 //
 // Faults: each violation lists the nemesis faults active during its interval
 // [t, t_end]: "start" events at or before t_end whose matching "stop" (the

@@ -490,6 +490,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       markers.Write("use_read", op, resource);
       SleepRaw(config.use_ms * ms, nullptr);
       std::string next = std::to_string(value + 1);
+      const int64_t write_at = RawMonotonicNanos();
       absl::StatusOr<std::optional<std::string>> put =
           config.fencing ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
                                      DataKey(resource), FenceKey(resource), token_str, next})
@@ -509,7 +510,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                         .read = value,
                         .wrote = value + 1,
                         .accepted = accepted,
-                        .fencing_token = held->fencing_token}));
+                        .fencing_token = held->fencing_token,
+                        .write_at = write_at}));
       markers.Write("use_end", op, resource);
     }
     if (config.release) {
