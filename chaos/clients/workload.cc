@@ -455,6 +455,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                              .valid_until = renewed.ok() ? renewed->valid_until_raw
                                                          : held->valid_until_raw,
                              .ok = renewed.ok()}));
+        markers.Write("extend", op, resource, renewed.ok() ? "ok" : "failed");
         if (renewed.ok()) *held = *std::move(renewed);
         left = backend.TimeLeft(*held);
       }

@@ -324,7 +324,24 @@ Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt1
       ScheduleEntry e;
       e.trigger.type = Trigger::Type::kAt;
       e.trigger.at = Span::Ms(static_cast<double>(start));
-      e.faults.push_back(ConcreteTemplate(*f));
+      // One fault in three waits for the next marker of some client from
+      // its time on (a grant, a read, the end of a use, an attempt, an
+      // extension, a release): faults land inside the clients' operations,
+      // not only between them.
+      if (Draw(rng, 0, 2) == 0) {
+        std::vector<const char*> markers = {"grant", "use_read", "use_end", "invoke", "release"};
+        if (shape.extends) markers.push_back("extend");
+        e.trigger.type = Trigger::Type::kOnMarker;
+        e.trigger.marker = markers[Draw(rng, 0, markers.size() - 1)];
+        e.trigger.times = 1;
+        e.trigger.within = Span::Ms(static_cast<double>(std::max<int64_t>(100, budget_ms - start)));
+      }
+      FaultTemplate concrete = ConcreteTemplate(*f);
+      // A client's fault triggered by a marker acts on that marker's client.
+      if (e.trigger.type == Trigger::Type::kOnMarker && info.takes_clients && !info.takes_nodes) {
+        concrete.clients = TargetSel{TargetSel::Mode::kMarker, {}, 1, 1};
+      }
+      e.faults.push_back(std::move(concrete));
       out.entries.push_back(std::move(e));
     }
     t = wave_end + static_cast<int64_t>(Draw(rng, 300, 1500));

@@ -223,10 +223,11 @@ absl::Status ValidateSchedule(const Schedule& schedule, const RunShape& shape) {
     };
     if (e.faults.empty()) return bad("no fault");
     if (t.type == Trigger::Type::kOnMarker) {
-      static const char* kMarkers[] = {"invoke", "grant", "fail", "use_read", "use_end", "release"};
+      static const char* kMarkers[] = {"invoke",  "grant",  "fail",   "use_read",
+                                       "use_end", "extend", "release"};
       if (std::find(std::begin(kMarkers), std::end(kMarkers), t.marker) == std::end(kMarkers)) {
         return bad(absl::StrCat("unknown marker \"", t.marker,
-                                "\" (invoke, grant, fail, use_read, use_end or release)"));
+                                "\" (invoke, grant, fail, use_read, use_end, extend or release)"));
       }
       if (t.client >= shape.clients) {
         return bad(absl::StrCat("client c", t.client + 1, " does not exist (", shape.clients,

@@ -48,7 +48,7 @@ struct Trigger {
   int times = 0;
 
   // kOnMarker: which marker ("grant", "use_read", "use_end", "invoke",
-  // "release", "fail") of which client (-1: any).
+  // "extend", "release", "fail") of which client (-1: any).
   std::string marker;
   int client = -1;
   // Only when the lock looks free: the last grant seen was released and no
