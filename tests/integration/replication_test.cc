@@ -6,15 +6,21 @@
 
 #include "testkit/replication.h"
 
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "testkit/fault_proxy.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "multilock/multi_lock.h"
 #include "redlock/client.h"
+#include "testkit/fault_proxy.h"
 #include "testkit/gtest_fleet.h"
 
 namespace redlock {
@@ -165,6 +171,121 @@ TEST_F(DurabilityTest, FsyncNeedsAServerThatKnowsWaitAof) {
   EXPECT_THAT(std::string(client.status().message()),
               HasSubstr(absl::StrCat("durability.fsync needs WAITAOF (Redis 7.2 or later): ",
                                      masters_->address(0), " does not know it")));
+}
+
+// ---- A confirmation counts only for the write it follows (issue 25 item 1) ------------
+//
+// After SCRIPT FLUSH the node answers the write's EVALSHA with NOSCRIPT. The
+// WAIT pipelined behind that write then has nothing new to wait for (the
+// replica acknowledged every earlier write before it was stopped) and
+// answers at once: it must not be taken as the confirmation of a write that
+// runs after it, if ever.
+
+class ScriptFlushTest : public DurabilityTest {
+ protected:
+  // The master's replication offset and what the replica acknowledged.
+  std::pair<int64_t, int64_t> Offsets() {
+    absl::StatusOr<RedisValue> info = masters_->Command(0, {"INFO", "replication"});
+    if (!info.ok()) return {-1, -2};
+    int64_t master = -1, acked = -2;
+    for (absl::string_view line : absl::StrSplit(info->str, "\r\n")) {
+      if (absl::ConsumePrefix(&line, "master_repl_offset:")) {
+        (void)absl::SimpleAtoi(line, &master);
+      } else if (absl::ConsumePrefix(&line, "slave0:")) {
+        for (absl::string_view field : absl::StrSplit(line, ',')) {
+          if (absl::ConsumePrefix(&field, "offset=")) (void)absl::SimpleAtoi(field, &acked);
+        }
+      }
+    }
+    return {master, acked};
+  }
+  // The replica has acknowledged the master's whole replication stream: a
+  // WAIT after any command then has nothing to wait for. (Redis counts from
+  // the master's offset after the client's latest command, whatever it
+  // was; the replica acknowledges the offset once a second.)
+  void ReplicaAcknowledgedEverything() {
+    REDLOCK_ASSERT_OK(
+        masters_->Command(0, {"CONFIG", "SET", "repl-ping-replica-period", "3600"}).status());
+    REDLOCK_ASSERT_OK(masters_->Command(0, {"SET", "sync", "1"}).status());
+    absl::StatusOr<RedisValue> acked = masters_->Command(0, {"WAIT", "1", "5000"});
+    ASSERT_TRUE(acked.ok()) << acked.status();
+    ASSERT_EQ(acked->integer, 1) << "the replica did not acknowledge";
+    ASSERT_TRUE(testkit::Eventually(
+        [&] {
+          auto [master, replica] = Offsets();
+          return master == replica;
+        },
+        true, absl::Seconds(5)))
+        << "the replica did not acknowledge the whole stream";
+  }
+  // The master forgets the scripts, the replica acknowledges everything and
+  // stops.
+  void FlushScriptsAndStopReplica() {
+    REDLOCK_ASSERT_OK(masters_->Command(0, {"SCRIPT", "FLUSH"}).status());
+    ReplicaAcknowledgedEverything();
+    REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+  }
+  void TearDown() override {
+    if (replicas_ != nullptr) (void)replicas_->fleet().Continue(0);
+  }
+};
+
+TEST_F(ScriptFlushTest, ExtendIsNotConfirmedByAWaitThatRanBeforeIt) {
+  auto client = MakeClient(MakeOptions(1));
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<Lease> lease = UntilGranted(*client);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  FlushScriptsAndStopReplica();
+  absl::StatusOr<Lease> ext = client->Extend(*lease, absl::Seconds(20));
+  EXPECT_FALSE(ext.ok()) << "the replica is stopped: nothing can confirm the extension";
+  EXPECT_EQ(ext.status().code(), absl::StatusCode::kUnavailable) << ext.status();
+}
+
+TEST_F(ScriptFlushTest, ASetAcquisitionIsNotConfirmedByAWaitThatRanBeforeIt) {
+  Options o = MakeOptions(1);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  FlushScriptsAndStopReplica();
+  MultiLock multi(client.get());
+  absl::StatusOr<MultiLease> set = multi.TryAcquire({"a", "b"}, absl::Seconds(10));
+  EXPECT_FALSE(set.ok()) << "the replica is stopped: nothing can confirm the grant";
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kUnavailable) << set.status();
+  for (const char* r : {"a", "b"}) {
+    EXPECT_EQ(testkit::Eventually([&] { return OnMaster(o.key_prefix + r); }, std::string()), "")
+        << "an unconfirmed grant's key is removed: " << r;
+  }
+}
+
+TEST_F(ScriptFlushTest, AFencingCommitIsNotConfirmedByAWaitThatRanBeforeIt) {
+  // The client reaches the master through a proxy that holds round 1's
+  // reply while the test stops the replica and flushes the scripts: the
+  // commit then gets NOSCRIPT.
+  testkit::ProxyOptions po;
+  po.upstream_port = static_cast<uint16_t>(masters_->port(0));
+  auto proxy = testkit::FaultProxy::Start(po);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  Endpoint front;
+  front.host = "127.0.0.1";
+  front.port = (*proxy)->listen_port();
+  Options o = DurableOptions({front}, 1);
+  o.fencing = true;
+  o.node_timeout = absl::Seconds(5);
+  o.max_attempts = 1;
+  const std::string key = o.key_prefix + "r";
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  REDLOCK_ASSERT_OK((*proxy)->SetFault(testkit::Direction::kToClient, testkit::FaultSpec::Hold()));
+  std::future<absl::StatusOr<Lease>> acquired =
+      std::async(std::launch::async, [&] { return client->TryAcquire("r", absl::Seconds(20)); });
+  ASSERT_TRUE(testkit::Eventually([&] { return !OnMaster(key).empty(); }, true, absl::Seconds(3)))
+      << "round 1 ran on the master";
+  FlushScriptsAndStopReplica();
+  (*proxy)->ClearFaults();
+  absl::StatusOr<Lease> lease = acquired.get();
+  EXPECT_FALSE(lease.ok())
+      << "the replica is stopped: nothing can confirm the commit; fencing token "
+      << (lease.ok() ? lease->fencing_token() : 0);
+  EXPECT_EQ(lease.status().code(), absl::StatusCode::kUnavailable) << lease.status();
 }
 
 // ---- A Sentinel failover -----------------------------------------------------------
