@@ -75,20 +75,25 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     release->channel_prefix = std::string(kReleaseChannelPrefix);
     release->ttl = leases_[0].ttl();
     release->expires = leases_[0].acquired_at() + absl::ToChronoNanoseconds(release->ttl);
+    std::vector<int> never_set;
     for (int i = 0; i < ctx_->nodes(); ++i) {
-      // To every node, the SET's own first, behind it on its connection;
-      // there, a release that does not get through is sent again
-      // (NodeCalls::Release). A node that never took the SET has no key.
+      // Behind the SET on its connection; a release that does not get
+      // through is sent again (NodeCalls::Release).
       std::optional<ConnectionId> set_on = LeaseFactory::ConnectionOf(leases_[0], i);
-      auto done = [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); };
       if (set_on == ConnectionId{0}) {
-        Command command = ScriptCommand(ReleaseScript(), keys_, {token, release->channel_prefix});
-        command.op = "release";
-        calls.Send(i, command, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
-                   std::move(done));
-      } else {
-        calls.Release(i, set_on.value_or(0), release, std::move(done));
+        never_set.push_back(i);
+        continue;
       }
+      calls.Release(i, set_on.value_or(0), release,
+                    [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); });
+    }
+    // A node that never took the SET holds no key: released, without
+    // asking it (a node behind a breaker or whose replicas lag would only
+    // queue it).
+    for (int i : never_set) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!done_) break;
+      RecordLocked(i, Vote{Round::Vote::kYes, ""}, std::move(lock));
     }
   }
 

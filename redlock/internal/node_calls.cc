@@ -133,17 +133,90 @@ ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
   if (!call->durable) return conn;
   if (conn == 0) {
     // Not sent: says nothing of the replicas.
-    CountConfirmation(*call, Vote{V::kUnavailable, "not sent"}, /*sent=*/false);
+    if (call->probe) CountConfirmation(call->node, Vote{V::kCancelled, ""}, /*probe=*/true);
     return conn;
   }
-  // Right behind the write, on its connection: WAIT covers the connection's
-  // latest write, and so every earlier one on it too.
-  Command confirm = confirm_command_;
-  confirm.after = conn;
-  transport_->Send(call->node, confirm, [this, call, round](absl::StatusOr<Reply> r) {
-    OnConfirm(call, round, std::move(r));
-  });
+  // One confirmation in flight per node: a WAIT covers every earlier write
+  // on its connection, so a write sent while one is out waits for the next,
+  // sent when that one returns. A lagging replica then holds the node's
+  // connection for one durability timeout at a time, never for a queue of
+  // them.
+  auto group = std::make_shared<Confirmation>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeState& s = nodes_[static_cast<size_t>(call->node)];
+    if (s.confirming) {
+      s.next.push_back(Waiter{call, round});
+      return conn;
+    }
+    s.confirming = true;
+  }
+  group->writes.push_back(Waiter{call, round});
+  SendConfirmation(call->node, std::move(group), conn);
   return conn;
+}
+
+void NodeCalls::SendConfirmation(int node, std::shared_ptr<Confirmation> group,
+                                 ConnectionId after) {
+  std::vector<Waiter> elsewhere;
+  {
+    std::lock_guard<std::mutex> lock(group->mu);
+    // Right behind the writes, on their connection (Command::after).
+    Command confirm = confirm_command_;
+    confirm.after = after;
+    const ConnectionId conn =
+        transport_->Send(node, confirm, [this, node, group](absl::StatusOr<Reply> r) {
+          OnConfirmation(node, group, std::move(r));
+        });
+    // A write on another connection (one that has been lost since) cannot
+    // be confirmed by this WAIT.
+    std::vector<Waiter> here;
+    for (Waiter& w : group->writes) {
+      ConnectionId on;
+      {
+        std::lock_guard<std::mutex> call_lock(w.call->mu);
+        on = w.call->conn;
+      }
+      (conn != 0 && on == conn ? here : elsewhere).push_back(std::move(w));
+    }
+    group->writes = std::move(here);
+  }
+  for (Waiter& w : elsewhere) {
+    OnConfirm(w.call, w.round,
+              Vote{V::kUnavailable, "granted, but its connection was lost before a WAIT followed"});
+  }
+}
+
+void NodeCalls::OnConfirmation(int node, const std::shared_ptr<Confirmation>& group,
+                               absl::StatusOr<Reply> r) {
+  const Vote cv = DurabilityVote(r, durability_);
+  std::vector<Waiter> writes;
+  {
+    std::lock_guard<std::mutex> lock(group->mu);
+    writes = std::move(group->writes);
+  }
+  bool probe = false;
+  for (const Waiter& w : writes) probe = probe || w.call->probe;
+  CountConfirmation(node, cv, probe);
+  std::shared_ptr<Confirmation> next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeState& s = nodes_[static_cast<size_t>(node)];
+    if (s.next.empty()) {
+      s.confirming = false;
+    } else {
+      next = std::make_shared<Confirmation>();
+      next->writes.swap(s.next);
+    }
+  }
+  for (const Waiter& w : writes) OnConfirm(w.call, w.round, cv);
+  if (next == nullptr) return;
+  ConnectionId after;
+  {
+    std::lock_guard<std::mutex> lock(next->writes.back().call->mu);
+    after = next->writes.back().call->conn;
+  }
+  SendConfirmation(node, std::move(next), after);
 }
 
 void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r) {
@@ -196,9 +269,7 @@ void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::Stat
   if (done) done(std::move(answer));
 }
 
-void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r) {
-  Vote cv = DurabilityVote(r, durability_);
-  CountConfirmation(*call, cv, /*sent=*/true);
+void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, Vote cv) {
   Done done;
   Answer answer;
   {
@@ -218,12 +289,12 @@ void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, absl::St
   done(std::move(answer));
 }
 
-void NodeCalls::CountConfirmation(const Call& call, const Vote& confirmation, bool sent) {
+void NodeCalls::CountConfirmation(int node, const Vote& confirmation, bool probe) {
   std::lock_guard<std::mutex> lock(mu_);
-  NodeState& s = nodes_[static_cast<size_t>(call.node)];
+  NodeState& s = nodes_[static_cast<size_t>(node)];
   const Clock::TimePoint now = clock_->Now();
-  if (!sent || confirmation.vote == V::kCancelled) {
-    if (call.probe) {
+  if (confirmation.vote == V::kCancelled) {
+    if (probe) {
       s.probe_out = false;
       s.next_probe = now + absl::ToChronoNanoseconds(probe_interval_);
     }
@@ -237,7 +308,7 @@ void NodeCalls::CountConfirmation(const Call& call, const Vote& confirmation, bo
   }
   ++s.missed_in_a_row;
   s.last_miss = confirmation.detail;
-  if (call.probe || (!s.lagging && s.missed_in_a_row >= kConfirmationsMissed)) {
+  if (probe || (!s.lagging && s.missed_in_a_row >= kConfirmationsMissed)) {
     s.lagging = true;
     s.probe_out = false;
     s.next_probe = now + absl::ToChronoNanoseconds(probe_interval_);

@@ -10,13 +10,17 @@
 //   with its own confirmation (a command that may run later: release,
 //   extend, fencing commit, a read). Nothing runs out of the order it was
 //   sent in, and a confirmation counts only for the write it follows.
-// - Durable writes (Options::durability): the WAIT goes right behind the
-//   write on the same connection, and the write's "yes" counts only once
-//   the WAIT confirmed it. The confirmation breaker: a node whose replicas
-//   left kConfirmationsMissed writes in a row unconfirmed votes "no" at once,
+// - Durable writes (Options::durability): a WAIT follows the write on the
+//   same connection, and the write's "yes" counts only once that WAIT
+//   confirmed it. A node has one WAIT in flight at a time: it covers every
+//   write before it on its connection, so writes sent while one is out are
+//   confirmed together by the next, sent when it returns (right behind the
+//   write when none is out). A lagging replica thus holds the node's
+//   connection for one durability timeout at a time, whatever the callers
+//   send. The confirmation breaker: a node whose replicas left
+//   kConfirmationsMissed WAITs in a row unconfirmed votes "no" at once,
 //   without being asked, until a probe write (one per probe interval) is
-//   confirmed: a lagging replica costs each call nothing instead of a
-//   durability timeout on the node's shared connection per write.
+//   confirmed.
 // - Releases that must not be lost (a failed attempt's cleanup, a release
 //   that did not get through): sent behind the command that set the keys
 //   (Command::after), and when they cannot be sent or are not answered,
@@ -140,7 +144,20 @@ class NodeCalls {
     ConnectionId queued_on = 0;  // where the last try went (0: refused)
     Clock::TimePoint until;
   };
+  // A write waiting for a confirmation (the round it was sent in).
+  struct Waiter {
+    std::shared_ptr<Call> call;
+    int round = 0;
+  };
+  // The writes one WAIT confirms.
+  struct Confirmation {
+    std::mutex mu;
+    std::vector<Waiter> writes;
+  };
   struct NodeState {
+    // A confirmation is in flight; the writes sent since wait for the next.
+    bool confirming = false;
+    std::vector<Waiter> next;
     // The confirmation breaker.
     int missed_in_a_row = 0;
     std::string last_miss;  // why the last one was not confirmed
@@ -156,8 +173,13 @@ class NodeCalls {
 
   ConnectionId SendOnce(const std::shared_ptr<Call>& call, int round, const Command& command);
   void OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r);
-  void OnConfirm(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r);
-  void CountConfirmation(const Call& call, const Vote& confirmation, bool sent);
+  void SendConfirmation(int node, std::shared_ptr<Confirmation> group, ConnectionId after);
+  void OnConfirmation(int node, const std::shared_ptr<Confirmation>& group,
+                      absl::StatusOr<Reply> r);
+  void OnConfirm(const std::shared_ptr<Call>& call, int round, Vote confirmation);
+  // A WAIT's answer, for the node's confirmation breaker (kCancelled: says
+  // nothing of the replicas).
+  void CountConfirmation(int node, const Vote& confirmation, bool probe);
   void ReloadScripts(int node);
   ConnectionId SendRelease(int node, Pending p, bool eval, Done done);
   // The release was not answered (`answered` false) or was answered with an

@@ -6,9 +6,14 @@
 
 #include "testkit/replication.h"
 
+#include <algorithm>
+#include <atomic>
 #include <future>
+#include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -286,6 +291,124 @@ TEST_F(ScriptFlushTest, AFencingCommitIsNotConfirmedByAWaitThatRanBeforeIt) {
       << "the replica is stopped: nothing can confirm the commit; fencing token "
       << (lease.ok() ? lease->fencing_token() : 0);
   EXPECT_EQ(lease.status().code(), absl::StatusCode::kUnavailable) << lease.status();
+}
+
+// ---- A lagging replica costs its node, not the client (issue 25 item 5) --------------
+//
+// Three masters with a replica each; node 0's replica is stopped while many
+// callers acquire and release. Node 0 cannot confirm anything: each WAIT
+// there holds the node's one connection for durability.timeout. Measured:
+// node 0's queue (Health().in_flight) during the run and at its end, the
+// callers' latency (decided by the other two nodes), and the keys left on
+// the masters once everything is answered.
+
+class LaggingReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto masters = Fleet::Start({.nodes = 3});
+    ASSERT_TRUE(masters.ok()) << masters.status();
+    masters_ = *std::move(masters);
+    std::vector<std::string> upstreams;
+    for (int i = 0; i < 3; ++i) upstreams.push_back(masters_->address(i));
+    auto replicas = Replicas::Start({.upstreams = upstreams});
+    ASSERT_TRUE(replicas.ok()) << replicas.status();
+    replicas_ = *std::move(replicas);
+  }
+  void TearDown() override {
+    if (replicas_ != nullptr) (void)replicas_->fleet().Continue(0);
+  }
+  size_t KeysOn(int master, const std::string& prefix) {
+    absl::StatusOr<RedisValue> keys = masters_->Command(master, {"KEYS", prefix + "*"});
+    return keys.ok() ? keys->elements.size() : 9999;
+  }
+
+  std::unique_ptr<Fleet> masters_;
+  std::unique_ptr<Replicas> replicas_;
+};
+
+TEST_F(LaggingReplicaTest, ItsNodeDoesNotQueueAndLeavesNoKey) {
+  Options o = DurableOptions(masters_->endpoints(), 1);
+  o.node_timeout = absl::Milliseconds(200);
+  o.durability.timeout = absl::Milliseconds(50);
+  auto created = Client::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Client> client = *std::move(created);
+  REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+
+  constexpr int kCallers = 32;
+  const absl::Duration kRun = absl::Seconds(3);
+  std::atomic<bool> running{true};
+  std::atomic<size_t> max_depth{0};
+  std::atomic<uint64_t> depth_sum{0}, samples{0};
+  std::thread monitor([&] {
+    for (int i = 0; i < 100000 && running.load(); ++i) {
+      const size_t depth = client->Health()[0].in_flight;
+      size_t seen = max_depth.load();
+      while (depth > seen && !max_depth.compare_exchange_weak(seen, depth)) {
+      }
+      depth_sum += depth;
+      ++samples;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  std::mutex mu;
+  std::vector<double> latencies_ms;
+  int granted = 0, refused = 0, released = 0;
+  std::string first_refusal;
+  std::vector<std::thread> callers;
+  const absl::Time end = absl::Now() + kRun;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int n = 0; n < 100000 && absl::Now() < end; ++n) {
+        const absl::Time start = absl::Now();
+        absl::StatusOr<Lease> lease =
+            client->TryAcquire(absl::StrCat("c", c, "/", n), absl::Seconds(30));
+        const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+        bool ok = lease.ok() && client->Release(*lease).ok();
+        std::lock_guard<std::mutex> lock(mu);
+        latencies_ms.push_back(ms);
+        if (!lease.ok() && first_refusal.empty()) first_refusal = lease.status().ToString();
+        (lease.ok() ? granted : refused)++;
+        released += ok;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  const size_t depth_at_end = client->Health()[0].in_flight;
+  running = false;
+  monitor.join();
+  // Node 0 answers everything it holds once its replica is back.
+  REDLOCK_ASSERT_OK(replicas_->fleet().Continue(0));
+  const absl::Time drain_start = absl::Now();
+  EXPECT_EQ(testkit::Eventually([&] { return client->Health()[0].in_flight; }, size_t{0},
+                                absl::Seconds(120)),
+            0u);
+  const absl::Duration drain = absl::Now() - drain_start;
+  std::vector<size_t> left;
+  for (int i = 0; i < 3; ++i) {
+    left.push_back(
+        testkit::Eventually([&] { return KeysOn(i, o.key_prefix); }, size_t{0}, absl::Seconds(5)));
+  }
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  auto pct = [&](double p) {
+    return latencies_ms.empty() ? 0.0
+                                : latencies_ms[static_cast<size_t>(p * (latencies_ms.size() - 1))];
+  };
+  const std::string figures = absl::StrCat(
+      "callers ", kCallers, ", run ", absl::FormatDuration(kRun), ": ", granted, " granted (",
+      released, " released), ", refused, " refused; acquire latency p50 ", pct(0.5), " ms, p99 ",
+      pct(0.99), " ms; node 0 queue: max ", max_depth.load(), ", mean ",
+      samples.load() == 0 ? 0 : depth_sum.load() / samples.load(), ", at the end ", depth_at_end,
+      ", drained in ", absl::FormatDuration(drain),
+      " once the replica was back; keys left: ", left[0], " on node 0, ", left[1], " on node 1, ",
+      left[2], " on node 2", refused > 0 ? absl::StrCat("; first refusal: ", first_refusal) : "");
+  std::cout << "[ figures  ] " << figures << "\n";
+  RecordProperty("figures", figures);
+  EXPECT_GT(granted, 0) << "the other two nodes grant";
+  EXPECT_LE(depth_at_end, size_t{kCallers} * 4) << "node 0's queue outgrew the callers";
+  EXPECT_LT(max_depth.load(), o.max_in_flight_per_node) << "node 0's queue reached its cap";
+  EXPECT_EQ(left, (std::vector<size_t>{0, 0, 0})) << "orphan keys";
 }
 
 // ---- A Sentinel failover -----------------------------------------------------------

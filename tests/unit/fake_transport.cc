@@ -48,12 +48,13 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
     v.data = argv[2];
     v.expires = now + std::chrono::milliseconds(std::atoll(argv[5].c_str()));
     keys[argv[1]] = v;
+    unacknowledged = replica_stalled;
     return Reply::Status("OK");
   }
   if (cmd == "PING") return Reply::Status("PONG");
   if (cmd == "WAIT") {
     log.push_back("WAIT");
-    return Reply::Integer(replicas);
+    return Reply::Integer(unacknowledged ? 0 : replicas);
   }
   if (cmd == "WAITAOF" && knows_waitaof) {
     log.push_back("WAITAOF");
@@ -84,6 +85,9 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
   }
   scripts.insert(script->sha);
   log.push_back(script->name);
+  // What a script changes reaches a stalled replica never (a read-only one
+  // changes nothing; the others are counted as writes).
+  if (std::string(script->name) != "inspect") unacknowledged = replica_stalled;
   size_t numkeys = std::strtoul(argv[2].c_str(), nullptr, 10);
   std::vector<std::string> k(argv.begin() + 3, argv.begin() + 3 + static_cast<long>(numkeys));
   std::vector<std::string> a(argv.begin() + 3 + static_cast<long>(numkeys), argv.end());

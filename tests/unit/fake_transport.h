@@ -66,6 +66,11 @@ class FakeNode {
   // second number (Options::durability). A test lowers it to model a replica
   // that is down or lagging.
   int replicas = 0;
+  // A replica that stopped after acknowledging everything: WAIT still
+  // answers `replicas` until the node executes a write, then 0 (as Redis,
+  // which waits for the writes before it).
+  bool replica_stalled = false;
+  bool unacknowledged = false;
   // WAITAOF's first number: whether the node fsyncs its own append-only file.
   bool appendonly = true;
   // False: WAITAOF is an unknown command, as before Redis 7.2.
