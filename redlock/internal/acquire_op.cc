@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/jitter.h"
 #include "redlock/internal/lease_factory.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/outcome_payload.h"

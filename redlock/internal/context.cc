@@ -4,10 +4,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/jitter.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/renewal.h"
-#include "redlock/internal/token.h"
 
 namespace redlock::internal {
 

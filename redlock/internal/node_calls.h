@@ -24,8 +24,9 @@
 // - Releases that must not be lost (a failed attempt's cleanup, a release
 //   that did not get through): sent behind the command that set the keys
 //   (Command::after), and when they cannot be sent or are not answered,
-//   sent again once the node takes commands, until the keys cannot exist
-//   any more (their ttl after the node was last seen not answering). At most
+//   sent again once the node takes commands, until answered or until no
+//   key can be left (the keys' expiry, pushed to a ttl after every try the
+//   node left unanswered: it may still hold their SET). At most
 //   max_in_flight_per_node wait per node (the oldest are dropped first);
 //   those still waiting when the client is destroyed are dropped.
 //
@@ -110,11 +111,11 @@ class NodeCalls {
   NodeCalls& operator=(const NodeCalls&) = delete;
 
   // Sends `command` to `node`; `done` gets the node's vote. With `durable`
-  // (and Options::durability on), the durability check goes right behind it
-  // on the same connection and a yes counts only once it is confirmed; while
-  // the node's replicas are lagging, `done` gets a "no" without anything
-  // being sent, but for a probe now and then. Returns the connection the
-  // command was queued on (0: not sent).
+  // (and Options::durability on), a durability check follows it on the same
+  // connection (the node's next one) and a yes counts only once that check
+  // confirmed it; while the node's replicas are lagging, `done` gets a "no"
+  // without anything being sent, but for a probe now and then. Returns the
+  // connection the command was queued on (0: not sent).
   ConnectionId Send(int node, const Command& command, const Judge& judge, bool durable,
                     OnNoScript noscript, Done done);
 

@@ -36,13 +36,14 @@ struct Command {
   // for the caller to build the EVAL form (EvalFallback). The transport
   // ignores it: a NOSCRIPT answer is an answer like any other.
   const Script* script = nullptr;
-  // The connection of an earlier command this one must follow (0: none).
-  // While that connection is still the node's current one, the command is
-  // queued on it behind the earlier one whatever the node's circuit breaker
-  // says, and over max_in_flight_per_node up to twice that (a command
-  // follows at most one earlier command, so this stays bounded); it is also
-  // still written while the transport shuts down. Once that connection is
-  // gone, the command is treated as any other.
+  // The connection of an earlier command this one must follow (0: none): a
+  // release behind its SET, a WAIT behind its write. While that connection
+  // is still the node's current one, the command is queued on it behind the
+  // earlier one whatever the node's circuit breaker says, and over
+  // max_in_flight_per_node up to twice that (the load it would be refused
+  // for is made of the commands it must follow); it is also still written
+  // while the transport shuts down. Once that connection is gone, the
+  // command is treated as any other.
   ConnectionId after = 0;
   // Free-form name for tests and diagnostics ("acquire", "release", ...).
   const char* op = "";
