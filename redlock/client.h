@@ -194,7 +194,9 @@ class Client {
   [[nodiscard]] virtual absl::StatusOr<std::vector<NodeView>> Inspect(
       absl::string_view resource) = 0;
 
-  // The client's view of each node's connection.
+  // The client's view of each node: its connection and breaker, whether its
+  // replicas lag (Options::durability), the releases waiting to be sent to
+  // it again (node_status.h).
   virtual std::vector<NodeHealth> Health() const = 0;
 
   // The options the client was created with.

@@ -33,8 +33,8 @@ class ClientLogicTest : public ::testing::Test {
     }
     ASSERT_TRUE(ValidateOptions(o).ok());
     transport_ = new FakeTransport(nodes, &clock_);
-    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
-                                           &clock_, nullptr);
+    client_ =
+        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
   }
 
   // Starts an async single attempt and returns the slot its result lands in.

@@ -49,8 +49,8 @@ class FencingLogicTest : public ::testing::Test {
       o.nodes.push_back(ep);
     }
     transport_ = new FakeTransport(nodes, &clock_);
-    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
-                                           &clock_, nullptr);
+    client_ =
+        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
   }
   void SetCounter(int node, const std::string& value) {
     transport_->node(node).keys["r:fence"] = {value, std::nullopt, false};
