@@ -23,7 +23,7 @@ namespace redlock::bench {
 class Locker {
  public:
   virtual ~Locker() = default;
-  // One attempt at the lock (no retries). The codes follow DESIGN.md 4.6.
+  // One attempt at the lock (no retries). The codes follow docs/design.md 7.1.
   virtual absl::Status Acquire(absl::Duration ttl) = 0;
   // Releases what the last successful Acquire took.
   virtual absl::Status Release() = 0;

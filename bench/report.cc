@@ -228,7 +228,7 @@ std::string RenderGroup(const GroupResult& g) {
 }
 
 std::string RenderSummary(const BenchResults& results) {
-  std::string out = "\n== targets (DESIGN.md section 6; informative, never the exit code)\n";
+  std::string out = "\n== targets (docs/design.md 9.3; informative, never the exit code)\n";
   for (const TargetCheck& t : CheckTargets(results)) {
     absl::StrAppend(&out, "   ", Pad(t.status, 8), Pad(t.figure, 56), " target ", Pad(t.target, 44),
                     " measured ", t.measured, "\n");

@@ -130,7 +130,7 @@ struct BenchResults {
   double wall_seconds = 0;
 };
 
-// One target of DESIGN.md section 6, checked against this run.
+// One target of docs/design.md 9.3, checked against this run.
 struct TargetCheck {
   std::string figure;
   std::string target;

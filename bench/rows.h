@@ -2,8 +2,8 @@
 // the scenarios defined in files of their own (bench/backends_scenario.cc).
 //
 // A row builds one cycle per caller, switches its fault on, warms up,
-// measures, and switches the fault off (DESIGN.md: rows never inherit each
-// other's state).
+// measures, and switches the fault off (docs/design.md 9.1: rows never
+// inherit each other's state).
 
 #ifndef REDLOCK_BENCH_ROWS_H_
 #define REDLOCK_BENCH_ROWS_H_

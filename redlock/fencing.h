@@ -3,8 +3,8 @@
 // With Options::fencing, every lease carries fencing_token(): a number that
 // strictly increases across successive holders of a resource, even when
 // node clocks jump, as long as no node's counter goes back (or no more than
-// Options::fencing_lost_counters nodes' do; DESIGN.md 4.5, README "Fencing
-// tokens"). A lock alone cannot stop a holder that was paused past its lease
+// Options::fencing_lost_counters nodes' do; docs/design.md 5.10, README
+// "Fencing tokens"). A lock alone cannot stop a holder that was paused past its lease
 // (GC, SIGSTOP, a slow disk) from acting on stale belief; the resource can,
 // by refusing any operation that carries a token lower than one it has
 // already seen:

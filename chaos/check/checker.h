@@ -1,7 +1,7 @@
 // chaos/check/checker.h: proves or refutes the safety properties of a history.
 //
 // The checker reads a merged history (chaos/history/history.h) and checks, per
-// resource, the four properties of DESIGN.md section 7. It is a pure function
+// resource, the properties S1-S4 of docs/design.md 8.3. It is a pure function
 // of the events: no clock, no I/O, deterministic output.
 //
 //   absl::StatusOr<std::vector<redlock::chaos::Event>> history =
@@ -131,7 +131,7 @@ struct FaultInfo {
   std::optional<int64_t> stop;              // t of the matching stop
   std::vector<int> nodes;                   // what it acts on, as recorded
   std::vector<std::string> clients;
-  std::string color;                        // as recorded (may be empty)
+  std::string color;  // as recorded (may be empty)
 };
 
 struct Violation {

@@ -257,10 +257,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     }
   }
 
-  // Fencing round 2 (DESIGN.md 4.5): T = 1 + max of the counters read from
-  // exactly the nodes counted so far (quorum_ of them: F of FencedQuorum in
-  // algorithm.h, where the rule and its proof are); only they take part, and
-  // every one of them must confirm. A grant that arrives later was read
+  // Fencing round 2 (docs/design.md 5.10): T = 1 + max of the counters read
+  // from exactly the nodes counted so far (quorum_ of them: F of FencedQuorum
+  // in algorithm.h, where the rule and its proof are); only they take part,
+  // and every one of them must confirm. A grant that arrives later was read
   // after T was computed and is not committed (its key goes with the lease).
   void StartRound2Locked() {
     round2_nodes_.clear();

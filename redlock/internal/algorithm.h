@@ -1,5 +1,5 @@
-// The arithmetic and decisions of Redlock, free of I/O (DESIGN.md 4.2, 4.5,
-// 4.6), so unit tests can cover them exhaustively.
+// The arithmetic and decisions of Redlock, free of I/O (docs/design.md 5.2,
+// 5.3, 5.10, 7.1), so unit tests can cover them exhaustively.
 
 #ifndef REDLOCK_INTERNAL_ALGORITHM_H_
 #define REDLOCK_INTERNAL_ALGORITHM_H_
@@ -27,7 +27,7 @@ inline constexpr absl::string_view kFenceSuffix = ":fence";
 // channel = kReleaseChannelPrefix + key.
 inline constexpr absl::string_view kReleaseChannelPrefix = "redlock:release:";
 
-// ttl * factor + floor (DESIGN.md 4.2 step 4).
+// ttl * factor + floor (docs/design.md 5.3).
 absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration floor);
 
 // ttl - elapsed - drift. May be zero or negative: no validity left.
@@ -75,7 +75,7 @@ class Round {
   int refused() const { return refused_; }
   int answered() const { return yes_ + refused_ + unavailable_ + internal_ + cancelled_; }
 
-  // The status of a failed round, per DESIGN.md 4.6, naming what made the
+  // The status of a failed round, per docs/design.md 7.1, naming what made the
   // quorum impossible: kCancelled if the client is shutting down;
   // `refused_code` (kAborted for acquire, kFailedPrecondition for extend)
   // when nodes refused and the unavailable ones alone would not have
@@ -111,9 +111,10 @@ Round::Vote VoteForErrorReply(absl::string_view error);
 // decimal uint64 without sign or leading zeros.
 absl::StatusOr<uint64_t> ParseCounter(absl::string_view text);
 
-// Fencing: how many nodes a fenced acquisition needs (DESIGN.md 4.5, README
-// "Fencing tokens", Options::fencing_lost_counters). With N nodes, the
-// lock's `quorum` and `lost_counters` nodes allowed to lose their counter:
+// Fencing: how many nodes a fenced acquisition needs (docs/design.md 5.10,
+// README "Fencing tokens", Options::fencing_lost_counters). With N nodes,
+// the lock's `quorum` and `lost_counters` nodes allowed to lose their
+// counter:
 //   F = max(quorum, ceil((N + lost_counters + 1) / 2)).
 // Round 1 needs F grants; T = 1 + the max of the counters read by exactly
 // those F scripts; round 2 commits T on those F nodes and needs all F.
@@ -143,8 +144,8 @@ absl::StatusOr<uint64_t> ParseCounter(absl::string_view text);
 // or holding a garbage counter. Fewer than F cannot do: two holders using
 // F - 1 nodes each may share only lost_counters nodes, all of which may
 // have lost what the earlier one wrote. With lost_counters = 0 this is the
-// quorum (the single shared node of DESIGN.md 4.5); an even N already
-// shares two nodes (N=4: 3 of 4).
+// quorum (two majorities of an odd N share at least one node); an even N
+// already shares two nodes (N=4: 3 of 4).
 int FencedQuorum(int nodes, int quorum, int lost_counters);
 
 // How many nodes may lose their counter when every holder reads and commits

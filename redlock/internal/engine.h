@@ -4,7 +4,7 @@
 // replies and keeps their order; what to send and how answers count is the
 // operations' business (acquire_op, keys_op, node_calls).
 //
-// Design (DESIGN.md 4.7):
+// Design (docs/design.md section 6):
 // - Connections (connection.h) are written once for the three kinds:
 //   connect, stream (plain TCP or TLS), handshake, reply framing, backoff.
 //   The engine adds what a node needs on top: the FIFO of requests awaiting

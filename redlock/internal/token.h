@@ -9,7 +9,7 @@
 
 namespace redlock::internal {
 
-// Bytes of randomness in a token (DESIGN.md 4.2 asks for at least 16).
+// Bytes of randomness in a token (at least 16: docs/design.md 5.1).
 inline constexpr int kTokenBytes = 20;
 
 // 2 * kTokenBytes lowercase hex characters from getrandom(2), the operating

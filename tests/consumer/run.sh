@@ -45,7 +45,7 @@ config_file=$(find "$prefix" -name redlockConfig.cmake | head -n 1)
 [ -n "$config_file" ] || fail "redlockConfig.cmake was not installed"
 pc_file=$(find "$prefix" -name redlock.pc | head -n 1)
 [ -n "$pc_file" ] || fail "redlock.pc was not installed"
-# No public header may include a private one, hiredis or OpenSSL (DESIGN.md 3).
+# No public header may include a private one, hiredis or OpenSSL (docs/design.md 1.3).
 if grep -rEn '#include "(redlock/internal|hiredis|openssl)|#include <(hiredis|openssl)' "$prefix/include"; then
   fail "a public header includes a private, hiredis or OpenSSL header"
 fi

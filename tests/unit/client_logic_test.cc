@@ -1,4 +1,4 @@
-// The Redlock state machines (DESIGN.md 4.2, 4.3, 4.5) over fake nodes and a
+// The Redlock state machines (docs/design.md section 5) over fake nodes and a
 // fake clock: every decision and every figure is exact here.
 
 #include <malloc.h>

@@ -1,4 +1,4 @@
-// The two-round fencing protocol (DESIGN.md 4.5) over fake nodes.
+// The two-round fencing protocol (docs/design.md 5.10) over fake nodes.
 
 #include <optional>
 
