@@ -264,11 +264,16 @@ int Main(int argc, char** argv) {
       if (!x.explicit_only) scenarios.push_back(&x);
     }
   }
-  std::vector<std::pair<const Scenario*, int>> plan;
+  struct Planned {
+    const Scenario* scenario;
+    int n;
+    std::string variant;
+  };
+  std::vector<Planned> plan;
   int max_n = 1;
   for (const Scenario* sc : scenarios) {
     for (int n : NsFor(*sc, s)) {
-      plan.emplace_back(sc, n);
+      for (const std::string& variant : VariantsFor(*sc, s)) plan.push_back({sc, n, variant});
       max_n = std::max(max_n, n);
     }
   }
@@ -343,9 +348,11 @@ int Main(int argc, char** argv) {
         results.harness_errors.push_back("interrupted: the remaining groups were not run");
         break;
       }
-      const auto& [sc, n] = plan[i];
-      progress.Group(static_cast<int>(i) + 1, absl::StrCat(sc->name, " N=", n));
-      GroupResult g = RunGroup(*sc, n, ctx);
+      const Planned& p = plan[i];
+      progress.Group(static_cast<int>(i) + 1,
+                     absl::StrCat(p.scenario->name, " N=", p.n,
+                                  p.variant.empty() ? "" : absl::StrCat(" ", p.variant)));
+      GroupResult g = RunGroup(*p.scenario, p.n, p.variant, ctx);
       progress.Done();
       fputs(RenderGroup(g).c_str(), out);
       fflush(out);

@@ -152,14 +152,18 @@ std::string RenderGroup(const GroupResult& g) {
   std::string out;
   std::vector<std::string> settings;
   for (const auto& [k, v] : g.settings) settings.push_back(absl::StrCat(k, " ", v));
-  absl::StrAppend(&out, "\n== ", g.scenario, "  N=", g.n, "  ", g.title);
+  absl::StrAppend(&out, "\n== ", g.scenario, "  N=", g.n, "  ",
+                  g.variant.empty() ? "" : absl::StrCat("[", g.variant, "]  "), g.title);
   if (!settings.empty()) absl::StrAppend(&out, "  (", absl::StrJoin(settings, ", "), ")");
   absl::StrAppend(&out, "\n");
   if (g.skipped) {
     absl::StrAppend(&out, "   skipped: ", g.skip_reason, "\n");
     return out;
   }
-  const RowResult* floor = g.Floor();
+  const RowResult* floor = g.Reference();
+  if (g.reference != kFloor) {
+    absl::StrAppend(&out, "   (ratios in this group are to the ", g.reference, " row)\n");
+  }
   absl::StrAppend(&out, "   ", Pad("impl", kImplWidth), Pad("C", 4, true), "  ", Pad("op", 10));
   for (const char* h : {"p50", "p90", "p99", "p99.9", "max"}) {
     absl::StrAppend(&out, Pad(h, 6, true), Pad("", 8));
@@ -220,6 +224,11 @@ std::string RenderGroup(const GroupResult& g) {
                           FormatKb(r.rss_start_kb), FormatKb(r.rss_mid_kb), FormatKb(r.rss_end_kb),
                           r.measured_s, r.rss_growth_kb(), r.rss_second_half_growth_kb(),
                           r.memory_flat() ? "flat" : "GREW"));
+    }
+    if (r.processes > 0) {
+      absl::StrAppend(&out, cont,
+                      absl::StrFormat("%d client processes; the servers' CPU: %s per cycle\n",
+                                      r.processes, FormatCpu(r.server_cpu_us_per_cycle())));
     }
     for (const std::string& note : r.notes) absl::StrAppend(&out, cont, "note: ", note, "\n");
   }
@@ -301,7 +310,7 @@ Json FirstErrorsJson(const ErrorCounts& e) {
 }
 
 Json RowJson(const RowResult& r, const GroupResult& group) {
-  const RowResult* floor = group.Floor();
+  const RowResult* floor = group.Reference();
   Json j;
   j["impl"] = r.impl;
   j["family"] = r.family;
@@ -329,6 +338,10 @@ Json RowJson(const RowResult& r, const GroupResult& group) {
                      {"cycles", r.usage_cycles},
                      {"cpu_us_per_cycle", r.cpu_us_per_cycle()},
                      {"csw_per_cycle", r.csw_per_cycle()}};
+  if (r.processes > 0) {
+    j["processes"] = r.processes;
+    j["server_cpu_us_per_cycle"] = r.server_cpu_us_per_cycle();
+  }
   j["warmup_cycles"] = r.warmup_cycles;
   j["hit_iteration_cap"] = r.hit_iteration_cap;
   j["acquire"] = LatencyJson(r.acquire, floor ? &floor->acquire : nullptr, false);
@@ -392,6 +405,8 @@ std::string RenderJson(const BenchResults& results) {
     Json jg;
     jg["scenario"] = g.scenario;
     jg["n"] = g.n;
+    jg["variant"] = g.variant;
+    jg["ratio_to"] = g.reference;
     jg["title"] = g.title;
     Json gs = Json::object();
     for (const auto& [k, v] : g.settings) gs[k] = v;

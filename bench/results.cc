@@ -25,6 +25,18 @@ double RowResult::csw_per_cycle() const {
          static_cast<double>(usage_cycles);
 }
 
+double RowResult::server_cpu_us_per_cycle() const {
+  if (server_cpu_us < 0 || successes <= 0) return NAN;
+  return static_cast<double>(server_cpu_us) / static_cast<double>(successes);
+}
+
+const RowResult* GroupResult::Reference() const {
+  for (const RowResult& r : rows) {
+    if (r.family == reference && r.ran() && !r.cycle.empty()) return &r;
+  }
+  return nullptr;
+}
+
 const RowResult* GroupResult::Limit(int callers) const {
   const RowResult* most = nullptr;
   for (const RowResult& r : rows) {

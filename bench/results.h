@@ -26,6 +26,14 @@ inline constexpr char kSequential[] = "sequential";
 inline constexpr char kWaitForAll[] = "wait-for-all";
 inline constexpr char kMultiLock[] = "multilock";
 inline constexpr char kPipelinedLimit[] = "pipelined-limit";
+// spread: the q-th nearest node's round trip by PING (no lock at all), and
+// the floor's lock on the nearest node alone.
+inline constexpr char kModel[] = "model";
+inline constexpr char kNearest[] = "nearest";
+// A hand-written blocking Redlock: C threads, each with its own hiredis
+// connections to every node, sequential (what a C++ user writes without a
+// library; the `sequential` baseline with C callers).
+inline constexpr char kNaive[] = "naive";
 
 // Variant of the library rows driven through the *Async calls (C chains).
 inline constexpr char kAsync[] = "async";
@@ -68,6 +76,12 @@ struct RowResult {
   ProcessUsage usage;
   int64_t usage_cycles = 0;
 
+  // processes: the client processes of the row (0: this process alone), and
+  // the servers' CPU over the measurement (user+sys of every node; -1 when
+  // not measured).
+  int processes = 0;
+  int64_t server_cpu_us = -1;
+
   std::vector<std::string> notes;
 
   bool ran() const { return !skipped && harness_error.empty(); }
@@ -75,6 +89,8 @@ struct RowResult {
   double cpu_us_per_cycle() const;
   // Context switches (voluntary + involuntary) per cycle; NaN without cycles.
   double csw_per_cycle() const;
+  // The servers' CPU per successful cycle; NaN when not measured.
+  double server_cpu_us_per_cycle() const;
   double throughput() const {
     return measured_s > 0 ? static_cast<double>(successes) / measured_s : 0;
   }
@@ -92,7 +108,8 @@ struct RowResult {
 struct GroupResult {
   std::string scenario;
   int n = 0;
-  std::string title;  // what was done to the nodes
+  std::string variant;  // one of the scenario's variants (a spread profile), or ""
+  std::string title;    // what was done to the nodes
   std::vector<std::pair<std::string, std::string>> settings;
   bool skipped = false;
   std::string skip_reason;
@@ -101,6 +118,10 @@ struct GroupResult {
 
   // The floor row, if it ran.
   const RowResult* Floor() const;
+  // The row every latency of the group is given as a ratio to: the row of
+  // family `reference` (the floor unless set), if it ran.
+  std::string reference = kFloor;
+  const RowResult* Reference() const;
   const RowResult* Find(const std::string& family, const std::string& variant, int callers) const;
   // The pipelined limit a row with `callers` callers is compared with: the
   // limit row with as many chains, else the one with the most.
