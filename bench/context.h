@@ -39,6 +39,14 @@ struct BenchSettings {
   int hot_waiters = 8;
   absl::Duration hot_hold = absl::Microseconds(200);
   absl::Duration hot_wait = absl::Seconds(2);
+  // spread: the user's own profile (--latency-profile), one delay each way
+  // per node; empty: the built-in profiles.
+  std::vector<absl::Duration> latency_profile;
+  absl::Duration spread_duration = absl::Seconds(1);  // the spread rows' measurement
+  // processes: the process counts (--processes), and the binary to start.
+  std::vector<int> processes = {1, 2, 4, 8};
+  absl::Duration processes_duration = absl::Seconds(1);
+  std::string self_exe;
   uint64_t seed = 0;
   std::string run_id;   // part of every key, so runs never collide
   std::vector<int> ns;  // --n: overrides the mode's N values

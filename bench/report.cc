@@ -417,6 +417,9 @@ std::string RenderJson(const BenchResults& results) {
     for (const RowResult& r : g.rows) rows.push_back(RowJson(r, g));
     jg["rows"] = rows;
     jg["notes"] = g.notes;
+    Json figures = Json::object();
+    for (const auto& [k, v] : g.figures) figures[k] = v;
+    jg["figures"] = figures;
     groups.push_back(jg);
   }
   root["groups"] = groups;

@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bench/spread_profiles.h"
 
 namespace redlock::bench {
 
@@ -236,6 +238,84 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
           static_cast<double>(on->handoff_call.Quantile(0.5)) / rtt,
           on->handoff_call.Quantile(0.5) / 1e3);
       t.status = ratio <= 3 ? "met" : "missed";
+    }
+    out.push_back(t);
+  }
+  // 7. Latency spread: the library's acquire+release within 1.1 x (p50) and
+  // 1.3 x (p99) of the model (the q-th nearest round trip, by PING, same
+  // proxies, same group), every built-in profile; sequential pays the sum.
+  {
+    std::vector<std::string> seq_parts;
+    bool seq_ok = true;
+    bool any = false;
+    for (const SpreadProfile& p : BuiltInSpreadProfiles()) {
+      const GroupResult* g = nullptr;
+      for (const GroupResult& x : results.groups) {
+        if (x.scenario == "spread" && x.variant == p.name && !x.skipped) g = &x;
+      }
+      if (g == nullptr) continue;
+      any = true;
+      TargetCheck t =
+          NotMeasured(absl::StrCat("spread ", p.name, ": library 1 caller vs the model"),
+                      "acq+rel p50 <= 1.1 x model, p99 <= 1.3 x");
+      const RowResult* model = g->Find(kModel, "", 1);
+      const RowResult* lib = g->Find(kLibrary, "", 1);
+      if (model && lib && !model->cycle.empty() && !lib->cycle.empty()) {
+        auto ratio = [&](const RowResult* r, double q) {
+          return static_cast<double>(r->cycle.Quantile(q)) /
+                 static_cast<double>(std::max<int64_t>(1, model->cycle.Quantile(q)));
+        };
+        const double p50 = ratio(lib, 0.5);
+        const double p99 = ratio(lib, 0.99);
+        t.measured =
+            absl::StrFormat("p50 %.2f x (%s vs %s), p99 %.2f x", p50,
+                            absl::StrFormat("%.0f us", lib->cycle.Quantile(0.5) / 1e3),
+                            absl::StrFormat("%.0f us", model->cycle.Quantile(0.5) / 1e3), p99);
+        if (const RowResult* limit = g->Find(kPipelinedLimit, "", 1);
+            limit != nullptr && !limit->cycle.empty()) {
+          absl::StrAppend(&t.measured, absl::StrFormat("; the pipelined limit x1: p50 %.2f x",
+                                                       ratio(limit, 0.5)));
+        }
+        t.status = p50 <= 1.1 && p99 <= 1.3 ? "met" : "missed";
+      }
+      out.push_back(t);
+      const RowResult* seq = g->Find(kSequential, "", 1);
+      auto sum = g->figures.find("model_sequential_p50_us");
+      if (seq != nullptr && !seq->cycle.empty() && sum != g->figures.end() && sum->second > 0) {
+        const double r = seq->cycle.Quantile(0.5) / 1e3 / sum->second;
+        seq_parts.push_back(absl::StrFormat("%s %.2f x", p.name, r));
+        seq_ok = seq_ok && r >= 0.9 && r <= 1.2;
+      } else {
+        seq_parts.push_back(absl::StrCat(p.name, " n/a"));
+        seq_ok = false;
+      }
+    }
+    if (!any) {
+      out.push_back(NotMeasured("latency spread (--scenario spread), every built-in profile",
+                                "library p50 <= 1.1 x model, p99 <= 1.3 x"));
+    } else {
+      TargetCheck t{"spread: sequential acq+rel p50 vs the sum of round trips",
+                    "0.9-1.2 x the sum (nodes asked alone)", absl::StrJoin(seq_parts, ", "),
+                    seq_ok ? "met" : "missed"};
+      out.push_back(t);
+    }
+  }
+  // 8. One fleet's capacity: reported (the README says when to shard).
+  {
+    TargetCheck t = NotMeasured("one fleet's capacity (--processes P)",
+                                "reported, with the servers' CPU per cycle");
+    for (const GroupResult& g : results.groups) {
+      if (g.scenario != "processes" || g.skipped) continue;
+      auto peak = g.figures.find("peak_cycles_per_s");
+      auto node = g.figures.find("server_cpu_us_per_cycle_per_node");
+      if (peak == g.figures.end() || node == g.figures.end()) continue;
+      t.figure = absl::StrCat("N=", g.n, " one fleet's capacity (--processes P)");
+      t.measured = absl::StrFormat(
+          "peak %.0f/s (%.0f processes); servers' CPU %.1f us per cycle, %.1f us per node: one "
+          "node caps the fleet at about %.0fk/s per core",
+          peak->second, g.figures.at("peak_processes"), g.figures.at("server_cpu_us_per_cycle"),
+          node->second, 1e3 / node->second);
+      t.status = "met";
     }
     out.push_back(t);
   }

@@ -10,6 +10,7 @@
 #define REDLOCK_BENCH_RESULTS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -115,6 +116,9 @@ struct GroupResult {
   std::string skip_reason;
   std::vector<RowResult> rows;
   std::vector<std::string> notes;
+  // Named figures the group derived from its rows, for the targets and the
+  // JSON (spread: the models of sequential and wait-for-all, in us).
+  std::map<std::string, double> figures;
 
   // The floor row, if it ran.
   const RowResult* Floor() const;

@@ -113,18 +113,15 @@ BaselineOptions BaselinesFor(const Context& ctx, std::vector<Endpoint> eps) {
   return o;
 }
 
-RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector<Endpoint>& eps,
-                      int callers, const Fault* fault, const BaselineOptions* given) {
+RowSpec BaselineSpec(Context& ctx, const std::string& family, int callers,
+                     const BaselineOptions& options) {
   RowSpec spec;
   spec.impl = family;
   spec.family = family;
   spec.callers = callers;
-  spec.fault = fault;
-  spec.track_memory = fault != nullptr;
-  const BaselineOptions options = given != nullptr ? *given : BaselinesFor(ctx, eps);
   const std::string key = ctx.RowKey();
   const absl::Duration ttl = ctx.settings.ttl;
-  spec.make = [&, options, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
+  spec.make = [family, callers, options, key, ttl]() -> absl::StatusOr<std::vector<CycleFn>> {
     std::vector<CycleFn> out;
     for (int i = 0; i < callers; ++i) {
       std::string resource = absl::StrCat(key, ":t", i);
@@ -137,6 +134,14 @@ RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector
     }
     return out;
   };
+  return spec;
+}
+
+RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector<Endpoint>& eps,
+                      int callers, const Fault* fault) {
+  RowSpec spec = BaselineSpec(ctx, family, callers, BaselinesFor(ctx, eps));
+  spec.fault = fault;
+  spec.track_memory = fault != nullptr;
   return RunRow(ctx, std::move(spec));
 }
 
@@ -272,9 +277,8 @@ LibrarySpec AsyncSpec(int callers) {
   return lib;
 }
 
-// The pipelined limit (pipelined_limit.h) with `callers` chains.
 RowResult LimitRow(Context& ctx, const std::vector<Endpoint>& eps, int callers, const Fault* fault,
-                   absl::Duration duration) {
+                   absl::Duration duration, const BaselineOptions* options) {
   RowSpec spec;
   spec.impl = "pipelined limit";
   spec.family = kPipelinedLimit;
@@ -282,7 +286,7 @@ RowResult LimitRow(Context& ctx, const std::vector<Endpoint>& eps, int callers, 
   spec.fault = fault;
   spec.duration = duration;
   absl::StatusOr<std::unique_ptr<PipelinedLimit>> limit =
-      PipelinedLimit::Start(BaselinesFor(ctx, eps));
+      PipelinedLimit::Start(options != nullptr ? *options : BaselinesFor(ctx, eps));
   if (!limit.ok()) {
     RowResult row;
     row.impl = spec.impl;

@@ -81,11 +81,14 @@ RowResult MeasureRow(Context& ctx, RowResult identity,
 // The baselines' options on `eps` with the run's node_timeout.
 BaselineOptions BaselinesFor(const Context& ctx, std::vector<Endpoint> eps);
 
-// floor, sequential or wait-for-all (`family`) with `callers` callers, each
-// with its own connections. `options` default: BaselinesFor(ctx, eps).
+// The row of floor, sequential or wait-for-all (`family`) with `callers`
+// callers, each with its own connections, on `options`' nodes; impl and
+// family are `family` (a caller may rename them).
+RowSpec BaselineSpec(Context& ctx, const std::string& family, int callers,
+                     const BaselineOptions& options);
+// That row measured on `eps` (BaselinesFor), under `fault` if given.
 RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector<Endpoint>& eps,
-                      int callers, const Fault* fault = nullptr,
-                      const BaselineOptions* options = nullptr);
+                      int callers, const Fault* fault = nullptr);
 
 // The floor (one node, one caller, plain hiredis) on eps[0].
 RowResult FloorRow(Context& ctx, const std::vector<Endpoint>& eps);
@@ -121,9 +124,11 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
 // The library's async row with `callers` chains ("library async").
 LibrarySpec AsyncSpec(int callers);
 
-// The pipelined limit (pipelined_limit.h) with `callers` chains.
+// The pipelined limit (pipelined_limit.h) with `callers` chains, on `eps`
+// with BaselinesFor's options, or on `options` when given.
 RowResult LimitRow(Context& ctx, const std::vector<Endpoint>& eps, int callers,
-                   const Fault* fault = nullptr, absl::Duration duration = absl::ZeroDuration());
+                   const Fault* fault = nullptr, absl::Duration duration = absl::ZeroDuration(),
+                   const BaselineOptions* options = nullptr);
 
 // A row of hand-offs on `hot` (settings' hot_waiters callers for
 // hot_duration): each waiter's cycle, the counters zeroed at the start and

@@ -101,6 +101,28 @@ const std::vector<Scenario>& AllScenarios() {
        .full_ns = {3, 5, 7},
        .min_n = 3,
        .needs_fleet = true},
+      {.name = "spread",
+       .description = "nodes at different distances (a delaying proxy per node; built-in "
+                      "profiles or --latency-profile): library, sequential, wait-for-all, the "
+                      "nearest node alone, and the model (the q-th nearest round trip, by PING); "
+                      "only when named",
+       .run = RunSpread,
+       .smoke_ns = {5},
+       .quick_ns = {5},
+       .full_ns = {5},
+       .needs_fleet = true,
+       .explicit_only = true,
+       .ns = SpreadNs,
+       .variants = SpreadVariants},
+      {.name = "processes",
+       .description = "P client processes (--processes), each with its own Client, against one "
+                      "fleet: aggregate cycles/s and the servers' CPU per cycle; only when named "
+                      "(or with --processes)",
+       .run = RunProcesses,
+       .smoke_ns = {3},
+       .quick_ns = {5},
+       .full_ns = {5},
+       .explicit_only = true},
       {.name = "backends",
        .description = "Redis (this library, 1 and N nodes) vs etcd vs ZooKeeper vs PostgreSQL: "
                       "latency, throughput, hand-off, one member stopped (servers started here; "

@@ -13,6 +13,8 @@
 //   hot_scenario.cc       hot
 //   feature_scenarios.cc  fencing, multilock, observer, durability
 //   tls_scenario.cc       tls
+//   spread_scenario.cc    spread
+//   processes_scenario.cc processes
 //   backends_scenario.cc  backends
 // and the catalog itself, the table of names, descriptions and N values, in
 // scenarios.cc.
@@ -80,7 +82,13 @@ void RunMultiLock(Context& ctx, int n, GroupResult* g);
 void RunObserver(Context& ctx, int n, GroupResult* g);
 void RunDurability(Context& ctx, int n, GroupResult* g);
 void RunTls(Context& ctx, int n, GroupResult* g);
+void RunSpread(Context& ctx, int n, GroupResult* g);
+void RunProcesses(Context& ctx, int n, GroupResult* g);
 void RunBackends(Context& ctx, int n, GroupResult* g);
+
+// spread's N (the profile's length) and variants (its profiles' names).
+std::vector<int> SpreadNs(const BenchSettings& settings);
+std::vector<std::string> SpreadVariants(const BenchSettings& settings);
 
 }  // namespace redlock::bench
 
