@@ -64,6 +64,10 @@ class NodeSet {
   const std::vector<Endpoint>& all() const { return nodes_; }
   // Null with --nodes: no node can be stopped or put behind a proxy.
   testkit::Fleet* fleet() const { return fleet_.get(); }
+  // The CPU time (user+sys, us) the first `n` servers have used so far,
+  // summed: from /proc/<pid>/stat for the bench's own fleet (10 ms ticks),
+  // from INFO cpu with --nodes; -1 when one cannot be read.
+  int64_t ServersCpuUs(int n) const;
 
  private:
   std::unique_ptr<testkit::Fleet> fleet_;

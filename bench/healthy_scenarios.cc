@@ -24,7 +24,16 @@ void RunHealthy(Context& ctx, int n, GroupResult* g) {
     // caller the limit is the least a quorum round trip costs on this machine.
     if (callers > 1) g->rows.push_back(LibraryRow(ctx, eps, AsyncSpec(callers)));
     g->rows.push_back(LimitRow(ctx, eps, callers));
-    g->rows.push_back(BaselineRow(ctx, kSequential, eps, callers));
+    if (callers > 1) {
+      // What a C++ user writes without this library: each thread its own
+      // blocking hiredis connection to every node, Redlock node after node.
+      // The blocking callers' anchor (a target).
+      RowSpec naive = BaselineSpec(ctx, kSequential, callers, BaselinesFor(ctx, eps));
+      naive.impl = kNaiveImpl;
+      g->rows.push_back(RunRow(ctx, std::move(naive)));
+    } else {
+      g->rows.push_back(BaselineRow(ctx, kSequential, eps, callers));
+    }
     g->rows.push_back(BaselineRow(ctx, kWaitForAll, eps, callers));
   }
 }

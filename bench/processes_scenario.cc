@@ -51,58 +51,6 @@ LatencyHistogram HistogramFromJson(const Json& j) {
   return LatencyHistogram::FromParts(p);
 }
 
-// user+sys of one process, in microseconds; -1 when unreadable.
-int64_t ProcessCpuUs(pid_t pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/stat"));
-  std::string line;
-  if (!std::getline(f, line)) return -1;
-  // The command name (field 2) is in parentheses and may hold spaces.
-  const size_t close = line.rfind(')');
-  if (close == std::string::npos) return -1;
-  std::vector<std::string> fields = absl::StrSplit(line.substr(close + 2), ' ');
-  // fields[0] is field 3 (state): utime is field 14, stime field 15.
-  int64_t utime = 0;
-  int64_t stime = 0;
-  if (fields.size() < 13 || !absl::SimpleAtoi(fields[11], &utime) ||
-      !absl::SimpleAtoi(fields[12], &stime)) {
-    return -1;
-  }
-  const long ticks = sysconf(_SC_CLK_TCK);
-  return (utime + stime) * 1'000'000 / (ticks > 0 ? ticks : 100);
-}
-
-// used_cpu_user + used_cpu_sys from INFO cpu (the server's own
-// getrusage), in microseconds; -1 when unavailable.
-int64_t InfoCpuUs(const Endpoint& ep) {
-  absl::StatusOr<testkit::RedisValue> info =
-      testkit::RunCommand(ep, {"INFO", "cpu"}, absl::Seconds(2));
-  if (!info.ok() || info->type == testkit::RedisValue::Type::kError) return -1;
-  double user = -1;
-  double sys = -1;
-  for (absl::string_view line : absl::StrSplit(info->str, "\r\n")) {
-    if (absl::ConsumePrefix(&line, "used_cpu_user:")) (void)absl::SimpleAtod(line, &user);
-    if (absl::ConsumePrefix(&line, "used_cpu_sys:")) (void)absl::SimpleAtod(line, &sys);
-  }
-  if (user < 0 || sys < 0) return -1;
-  return std::llround((user + sys) * 1e6);
-}
-
-// The servers' CPU so far: every node's, summed; -1 if one is unreadable.
-int64_t ServersCpuUs(const Context& ctx, int n) {
-  int64_t total = 0;
-  for (int i = 0; i < n; ++i) {
-    int64_t us = -1;
-    if (testkit::Fleet* fleet = ctx.nodes.fleet(); fleet != nullptr) {
-      us = ProcessCpuUs(fleet->pid(i));
-    } else {
-      us = InfoCpuUs(ctx.nodes.all()[static_cast<size_t>(i)]);
-    }
-    if (us < 0) return -1;
-    total += us;
-  }
-  return total;
-}
-
 struct Worker {
   std::unique_ptr<testkit::Process> process;
   std::optional<Json> result;
@@ -167,10 +115,10 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
   close(go[1]);
   const int64_t go_ns = NowNs();
   std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.warmup));
-  const int64_t cpu_start = ServersCpuUs(ctx, static_cast<int>(eps.size()));
+  const int64_t cpu_start = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
   const int64_t start_ns = NowNs();
   std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.processes_duration));
-  const int64_t cpu_stop = ServersCpuUs(ctx, static_cast<int>(eps.size()));
+  const int64_t cpu_stop = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
   const double window_s = static_cast<double>(NowNs() - start_ns) / 1e9;
   (void)go_ns;
 

@@ -144,7 +144,8 @@ std::string RenderHeader(const RunInfo& info) {
                   "floor's (one node, one caller, plain hiredis) measured in the same group.\n"
                   "xlimit: cycles/s over the pipelined limit's (raw pipelined client, same "
                   "commands) in the same group. CPU/cyc: user+sys of this process per cycle; "
-                  "csw/cyc: its context switches per cycle (getrusage over the measurement).\n");
+                  "csw/cyc: its context switches per cycle (getrusage over the measurement); "
+                  "srvCPU/cyc: the servers' user+sys per cycle (own fleet only).\n");
   return out;
 }
 
@@ -170,7 +171,7 @@ std::string RenderGroup(const GroupResult& g) {
   }
   absl::StrAppend(&out, Pad("cycles/s", 9, true), Pad("xlimit", 7, true), Pad("ok%", 8, true),
                   Pad("peak RSS", 10, true), Pad("CPU/cyc", 9, true), Pad("csw/cyc", 8, true),
-                  "\n");
+                  Pad("srvCPU/cyc", 11, true), "\n");
   for (const RowResult& r : g.rows) {
     const std::string lead =
         absl::StrCat("   ", Pad(r.impl, kImplWidth), Pad(absl::StrCat(r.callers), 4, true), "  ");
@@ -189,7 +190,8 @@ std::string RenderGroup(const GroupResult& g) {
         Pad(std::isfinite(to_limit) ? FormatRatio(to_limit) : "-", 7, true),
         Pad(absl::StrFormat("%.2f", 100 * r.success_rate()), 8, true),
         Pad(FormatKb(r.peak_rss_kb), 10, true), Pad(FormatCpu(r.cpu_us_per_cycle()), 9, true),
-        Pad(FormatCsw(r.csw_per_cycle()), 8, true));
+        Pad(FormatCsw(r.csw_per_cycle()), 8, true),
+        Pad(FormatCpu(r.server_cpu_us_per_cycle()), 11, true));
     bool first = true;
     auto line = [&](const char* op, const Distribution& d, const Distribution* f) {
       absl::StrAppend(&out, first ? lead : cont, Pad(op, 10), LatencyCells(d, f));
@@ -224,11 +226,6 @@ std::string RenderGroup(const GroupResult& g) {
                           FormatKb(r.rss_start_kb), FormatKb(r.rss_mid_kb), FormatKb(r.rss_end_kb),
                           r.measured_s, r.rss_growth_kb(), r.rss_second_half_growth_kb(),
                           r.memory_flat() ? "flat" : "GREW"));
-    }
-    if (r.processes > 0) {
-      absl::StrAppend(&out, cont,
-                      absl::StrFormat("%d client processes; the servers' CPU: %s per cycle\n",
-                                      r.processes, FormatCpu(r.server_cpu_us_per_cycle())));
     }
     for (const std::string& note : r.notes) absl::StrAppend(&out, cont, "note: ", note, "\n");
   }
@@ -338,10 +335,8 @@ Json RowJson(const RowResult& r, const GroupResult& group) {
                      {"cycles", r.usage_cycles},
                      {"cpu_us_per_cycle", r.cpu_us_per_cycle()},
                      {"csw_per_cycle", r.csw_per_cycle()}};
-  if (r.processes > 0) {
-    j["processes"] = r.processes;
-    j["server_cpu_us_per_cycle"] = r.server_cpu_us_per_cycle();
-  }
+  if (r.processes > 0) j["processes"] = r.processes;
+  j["server_cpu_us_per_cycle"] = r.server_cpu_us_per_cycle();
   j["warmup_cycles"] = r.warmup_cycles;
   j["hit_iteration_cap"] = r.hit_iteration_cap;
   j["acquire"] = LatencyJson(r.acquire, floor ? &floor->acquire : nullptr, false);

@@ -31,10 +31,11 @@ inline constexpr char kPipelinedLimit[] = "pipelined-limit";
 // the floor's lock on the nearest node alone.
 inline constexpr char kModel[] = "model";
 inline constexpr char kNearest[] = "nearest";
-// A hand-written blocking Redlock: C threads, each with its own hiredis
-// connections to every node, sequential (what a C++ user writes without a
-// library; the `sequential` baseline with C callers).
-inline constexpr char kNaive[] = "naive";
+
+// The sequential baseline with many callers, as the healthy group names
+// it: what a C++ user writes without a library (each thread its own
+// blocking hiredis connections, Redlock node after node).
+inline constexpr char kNaiveImpl[] = "naive: hiredis/thread";
 
 // Variant of the library rows driven through the *Async calls (C chains).
 inline constexpr char kAsync[] = "async";
@@ -77,9 +78,9 @@ struct RowResult {
   ProcessUsage usage;
   int64_t usage_cycles = 0;
 
-  // processes: the client processes of the row (0: this process alone), and
-  // the servers' CPU over the measurement (user+sys of every node; -1 when
-  // not measured).
+  // processes: the client processes of the row (0: this process alone). The
+  // servers' CPU over the measurement (user+sys of every node of the run;
+  // -1 when not measured: --nodes).
   int processes = 0;
   int64_t server_cpu_us = -1;
 

@@ -58,9 +58,21 @@ RowResult RunRow(Context& ctx, RowSpec spec) {
     fault_on = spec.fault->on();
     fault_applied = true;  // switch off even after a partial failure
   };
-  if (spec.at_start) hooks.at_measure_start = [&] { spec.at_start(); };
+  // The servers' CPU over the measurement (every node of the run: they
+  // share the machine with the client), from the bench's own fleet only
+  // (INFO on --nodes would add commands to the measurement).
+  const bool servers = ctx.nodes.fleet() != nullptr;
+  int64_t servers_start = -1;
+  int64_t servers_stop = -1;
+  hooks.at_measure_start = [&] {
+    if (servers) servers_start = ctx.nodes.ServersCpuUs(ctx.nodes.size());
+    if (spec.at_start) spec.at_start();
+  };
   if (spec.at_mid) hooks.at_measure_mid = [&] { spec.at_mid(); };
-  if (spec.at_stop) hooks.at_measure_stop = [&] { spec.at_stop(); };
+  hooks.at_measure_stop = [&] {
+    if (spec.at_stop) spec.at_stop();
+    if (servers) servers_stop = ctx.nodes.ServersCpuUs(ctx.nodes.size());
+  };
 
   RunOutput out = spec.make_chains ? RunChains(*std::move(chains), limits, std::move(hooks))
                                    : RunWorkload(*std::move(callers), limits, std::move(hooks));
@@ -80,6 +92,9 @@ RowResult RunRow(Context& ctx, RowSpec spec) {
   row.peak_is_per_run = out.peak_is_per_run;
   row.usage = out.usage;
   row.usage_cycles = out.usage_cycles;
+  if (servers_start >= 0 && servers_stop >= servers_start) {
+    row.server_cpu_us = servers_stop - servers_start;
+  }
   if (out.attempts > out.successes && out.first_failure_ns >= 0) {
     row.notes.push_back(
         absl::StrFormat("the %d failed cycles ended between %s and %s into the %.2fs measurement",
