@@ -22,7 +22,11 @@ void RunHealthy(Context& ctx, int n, GroupResult* g) {
     g->rows.push_back(LibraryRow(ctx, eps, lib));
     // Measured next to the blocking row: their ratios are targets. With one
     // caller the limit is the least a quorum round trip costs on this machine.
-    if (callers > 1) g->rows.push_back(LibraryRow(ctx, eps, AsyncSpec(callers)));
+    if (callers > 1) {
+      g->rows.push_back(LibraryRow(ctx, eps, AsyncSpec(callers)));
+      g->rows.push_back(LibraryRow(ctx, eps, CoroSpec(callers)));
+      OnOffNote(g, kAsync, kCoro, callers, "with co_await");
+    }
     g->rows.push_back(LimitRow(ctx, eps, callers));
     if (callers > 1) {
       // What a C++ user writes without this library: each thread its own

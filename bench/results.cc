@@ -201,6 +201,25 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
     }
     out.push_back(t);
   }
+  // 4b. The co_await form costs about what the async path costs.
+  for (int n : {1, 5}) {
+    TargetCheck t = NotMeasured(
+        absl::StrCat("N=", n, ", ", many, " co_await chains vs ", many, " async chains"),
+        ">= 0.9 x cycles/s, <= 1.15 x CPU per cycle");
+    const GroupResult* g = FindGroup(results, "healthy", n);
+    const RowResult* async = g ? g->Find(kLibrary, kAsync, many) : nullptr;
+    const RowResult* coro = g ? g->Find(kLibrary, kCoro, many) : nullptr;
+    if (async && coro && async->throughput() > 0 && std::isfinite(async->cpu_us_per_cycle()) &&
+        std::isfinite(coro->cpu_us_per_cycle())) {
+      const double rate = coro->throughput() / async->throughput();
+      const double cpu = coro->cpu_us_per_cycle() / async->cpu_us_per_cycle();
+      t.measured =
+          absl::StrFormat("%.2f x cycles/s, %.2f x CPU per cycle (%.1f us vs %.1f us)%s", rate, cpu,
+                          coro->cpu_us_per_cycle(), async->cpu_us_per_cycle(), note_many);
+      t.status = rate >= 0.9 && cpu <= 1.15 ? "met" : "missed";
+    }
+    out.push_back(t);
+  }
   // 5. N=5, one node stopped: p50 within 1.2 x healthy, 100 % success, flat memory.
   {
     TargetCheck t =

@@ -39,6 +39,8 @@ inline constexpr char kNaiveImpl[] = "naive: hiredis/thread";
 
 // Variant of the library rows driven through the *Async calls (C chains).
 inline constexpr char kAsync[] = "async";
+// The same chains written with co_await (redlock/coro.h).
+inline constexpr char kCoro[] = "co_await";
 
 struct RowResult {
   std::string impl;    // display name, e.g. "library", "library fencing", "sequential"

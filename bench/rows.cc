@@ -229,7 +229,9 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
     spec.make_chains = [&, c, key, ttl]() -> absl::StatusOr<std::vector<ChainFn>> {
       std::vector<ChainFn> out;
       for (int i = 0; i < ls.callers; ++i) {
-        out.push_back(LockChain(NewAsyncClientLocker(c, absl::StrCat(key, ":t", i)), ttl));
+        std::string resource = absl::StrCat(key, ":t", i);
+        out.push_back(ls.coro ? CoroLockChain(c, std::move(resource), ttl)
+                              : LockChain(NewAsyncClientLocker(c, std::move(resource)), ttl));
       }
       return out;
     };
@@ -289,6 +291,14 @@ LibrarySpec AsyncSpec(int callers) {
   lib.variant = kAsync;
   lib.callers = callers;
   lib.async = true;
+  return lib;
+}
+
+LibrarySpec CoroSpec(int callers) {
+  LibrarySpec lib = AsyncSpec(callers);
+  lib.impl = "library co_await";
+  lib.variant = kCoro;
+  lib.coro = true;
   return lib;
 }
 

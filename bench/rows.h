@@ -107,6 +107,7 @@ struct LibrarySpec {
   int callers = 1;
   LibraryKind kind = LibraryKind::kSingle;
   bool async = false;  // C chains on TryAcquireAsync/ReleaseAsync (kSingle only)
+  bool coro = false;   // with async: the chains written with co_await (redlock/coro.h)
   std::function<void(Options*)> tweak;
   const Fault* fault = nullptr;
   bool track_memory = false;
@@ -123,6 +124,8 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
 
 // The library's async row with `callers` chains ("library async").
 LibrarySpec AsyncSpec(int callers);
+// The same chains written with co_await ("library co_await").
+LibrarySpec CoroSpec(int callers);
 
 // The pipelined limit (pipelined_limit.h) with `callers` chains, on `eps`
 // with BaselinesFor's options, or on `options` when given.
