@@ -34,7 +34,7 @@ Detached Cycle(Client* client, std::shared_ptr<const std::string> resource, absl
   s.acquire_ns = NowNs() - t0;
   s.acquire_status = lease.status();
   if (lease.ok()) {
-    s.release_status = co_await coro::Release(*client, *lease);
+    s.release_status = co_await coro::Release(*client, *std::move(lease));
     s.cycle_ns = NowNs() - t0;
   }
   done(std::move(s));

@@ -176,19 +176,20 @@ inline Awaitable<absl::StatusOr<Lease>, internal_coro::AcquireWaitCall> Acquire(
   return {{&client, std::string(resource), ttl, wait, std::move(stop)}, std::move(resume)};
 }
 
-// Client::ExtendAsync.
+// Client::ExtendAsync. The awaitable keeps a copy of the lease (moved in
+// from an rvalue).
 inline Awaitable<absl::StatusOr<Lease>, internal_coro::ExtendCall> Extend(Client& client,
-                                                                          const Lease& lease,
+                                                                          Lease lease,
                                                                           absl::Duration ttl,
                                                                           Resume resume = {}) {
-  return {{&client, lease, ttl}, std::move(resume)};
+  return {{&client, std::move(lease), ttl}, std::move(resume)};
 }
 
-// Client::ReleaseAsync.
-inline Awaitable<absl::Status, internal_coro::ReleaseCall> Release(Client& client,
-                                                                   const Lease& lease,
+// Client::ReleaseAsync. The awaitable keeps a copy of the lease (moved in
+// from an rvalue).
+inline Awaitable<absl::Status, internal_coro::ReleaseCall> Release(Client& client, Lease lease,
                                                                    Resume resume = {}) {
-  return {{&client, lease}, std::move(resume)};
+  return {{&client, std::move(lease)}, std::move(resume)};
 }
 
 }  // namespace redlock::coro
