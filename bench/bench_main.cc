@@ -162,6 +162,20 @@ void CheckRenderings(const BenchResults& results, std::vector<std::string>* erro
   }
 }
 
+// "1,8,64" into *out (replaced): counts in 1..max, at least one.
+absl::Status ParseCounts(absl::string_view text, int max, std::vector<int>* out) {
+  out->clear();
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int c = 0;
+    if (!absl::SimpleAtoi(part, &c) || c < 1 || c > max) {
+      return absl::InvalidArgumentError(absl::StrCat("'", part, "' is not a count in 1..", max));
+    }
+    out->push_back(c);
+  }
+  if (out->empty()) return absl::InvalidArgumentError("no count given");
+  return absl::OkStatus();
+}
+
 // Flag names are written with underscores; accept dashes too
 // (--latency-profile is --latency_profile). Values are left alone.
 std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
@@ -280,23 +294,12 @@ int Main(int argc, char** argv) {
   if (s.ttl < absl::Milliseconds(100)) return UsageError("--ttl must be at least 100ms");
   if (s.node_timeout <= absl::ZeroDuration()) return UsageError("--node_timeout must be positive");
   if (!absl::GetFlag(FLAGS_sweep_callers).empty()) {
-    s.sweep_callers.clear();
-    for (absl::string_view part :
-         absl::StrSplit(absl::GetFlag(FLAGS_sweep_callers), ',', absl::SkipEmpty())) {
-      int c = 0;
-      if (!absl::SimpleAtoi(part, &c) || c < 1 || c > 1024) {
-        return UsageError(absl::StrCat("--sweep_callers: '", part, "' is not a count in 1..1024"));
-      }
-      s.sweep_callers.push_back(c);
-    }
-    if (s.sweep_callers.empty()) return UsageError("--sweep_callers: no count given");
+    absl::Status st = ParseCounts(absl::GetFlag(FLAGS_sweep_callers), 1024, &s.sweep_callers);
+    if (!st.ok()) return UsageError(absl::StrCat("--sweep_callers: ", st.message()));
   }
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_n), ',', absl::SkipEmpty())) {
-    int n = 0;
-    if (!absl::SimpleAtoi(part, &n) || n < 1 || n > 15) {
-      return UsageError(absl::StrCat("--n: '", part, "' is not a node count in 1..15"));
-    }
-    s.ns.push_back(n);
+  if (absl::Status st = ParseCounts(absl::GetFlag(FLAGS_n), 15, &s.ns);
+      !st.ok() && !absl::GetFlag(FLAGS_n).empty()) {
+    return UsageError(absl::StrCat("--n: ", st.message()));
   }
   if (!absl::GetFlag(FLAGS_latency_profile).empty()) {
     absl::StatusOr<std::vector<absl::Duration>> profile =
@@ -306,16 +309,8 @@ int Main(int argc, char** argv) {
     s.latency_profile = *std::move(profile);
   }
   if (!absl::GetFlag(FLAGS_processes).empty()) {
-    s.processes.clear();
-    for (absl::string_view part :
-         absl::StrSplit(absl::GetFlag(FLAGS_processes), ',', absl::SkipEmpty())) {
-      int p = 0;
-      if (!absl::SimpleAtoi(part, &p) || p < 1 || p > 64) {
-        return UsageError(absl::StrCat("--processes: '", part, "' is not a count in 1..64"));
-      }
-      s.processes.push_back(p);
-    }
-    if (s.processes.empty()) return UsageError("--processes: no count given");
+    absl::Status st = ParseCounts(absl::GetFlag(FLAGS_processes), 64, &s.processes);
+    if (!st.ok()) return UsageError(absl::StrCat("--processes: ", st.message()));
   }
   s.self_exe = "/proc/self/exe";
   s.seed = absl::GetFlag(FLAGS_seed);

@@ -14,20 +14,9 @@
 namespace redlock::bench {
 namespace {
 
-// A coroutine nobody awaits: starts at once, runs to its end.
-struct Detached {
-  struct promise_type {
-    Detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
-
 // Parameters, not lambda captures: they live in the coroutine's frame.
-Detached Cycle(Client* client, std::shared_ptr<const std::string> resource, absl::Duration ttl,
-               CycleDone done) {
+coro::Detached Cycle(Client* client, std::shared_ptr<const std::string> resource,
+                     absl::Duration ttl, CycleDone done) {
   CycleSample s;
   const int64_t t0 = NowNs();
   absl::StatusOr<Lease> lease = co_await coro::TryAcquire(*client, *resource, ttl);

@@ -123,15 +123,7 @@ absl::StatusOr<std::unique_ptr<QuorumPing>> QuorumPing::Connect(const BaselineOp
     node->sent.push_back({0, NowNs()});
   }
   for (auto& node : q->nodes_) {
-    int answered = 0;
-    while (!node->sent.empty() && !node->broken) {
-      const int64_t left = deadline - NowNs();
-      if (left <= 0) break;
-      pollfd p{node->fd, POLLIN, 0};
-      (void)::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left / 1'000'000)));
-      q->ReadReplies(*node, 0, &answered);
-    }
-    if (node->broken || !node->sent.empty()) {
+    if (!q->AwaitAll(*node, deadline)) {
       return absl::UnavailableError(
           absl::StrCat(node->endpoint.ToString(), ": no PONG within the connect timeout"));
     }
@@ -179,6 +171,18 @@ bool QuorumPing::ReadReplies(Node& node, int64_t round, int* answered) {
     if (static_cast<size_t>(n) < sizeof(buf)) break;
   }
   return !node.broken;
+}
+
+bool QuorumPing::AwaitAll(Node& node, int64_t deadline_ns) {
+  int ignored = 0;
+  while (!node.broken && !node.sent.empty()) {
+    const int64_t left = deadline_ns - NowNs();
+    if (left <= 0) break;
+    pollfd p{node.fd, POLLIN, 0};
+    (void)::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left / 1'000'000)));
+    ReadReplies(node, -1, &ignored);
+  }
+  return !node.broken && node.sent.empty();
 }
 
 absl::Status QuorumPing::Round() {
@@ -232,16 +236,7 @@ std::vector<Distribution> QuorumPing::RoundTripsAlone(int count, absl::Duration 
   // Let the PONGs of the last rounds arrive first, so that none is mistaken
   // for one of these.
   const int64_t drain_deadline = NowNs() + absl::ToInt64Nanoseconds(options_.node_timeout);
-  for (auto& node : nodes_) {
-    int ignored = 0;
-    while (!node->broken && !node->sent.empty()) {
-      const int64_t left = drain_deadline - NowNs();
-      if (left <= 0) break;
-      pollfd p{node->fd, POLLIN, 0};
-      (void)::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left / 1'000'000)));
-      ReadReplies(*node, -1, &ignored);
-    }
-  }
+  for (auto& node : nodes_) AwaitAll(*node, drain_deadline);
   std::vector<Distribution> out;
   for (auto& node : nodes_) {
     const LatencyHistogram kept = node->round_trips;
@@ -251,14 +246,7 @@ std::vector<Distribution> QuorumPing::RoundTripsAlone(int count, absl::Duration 
       const int64_t deadline = NowNs() + absl::ToInt64Nanoseconds(options_.node_timeout);
       if (!WriteAll(node->fd, kPing, deadline).ok()) break;
       node->sent.push_back({-1, NowNs()});
-      int ignored = 0;
-      while (!node->broken && !node->sent.empty()) {
-        const int64_t left = deadline - NowNs();
-        if (left <= 0) break;
-        pollfd p{node->fd, POLLIN, 0};
-        (void)::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, left / 1'000'000)));
-        ReadReplies(*node, -1, &ignored);
-      }
+      AwaitAll(*node, deadline);
     }
     out.emplace_back(node->round_trips);
     node->round_trips = kept;

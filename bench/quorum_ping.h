@@ -70,6 +70,9 @@ class QuorumPing {
   explicit QuorumPing(const BaselineOptions& options);
   // Reads what `node` has; returns false on a broken connection.
   bool ReadReplies(Node& node, int64_t round, int* answered);
+  // Reads `node` until every PING sent to it is answered or the deadline
+  // (steady ns) passes; true when all were answered.
+  bool AwaitAll(Node& node, int64_t deadline_ns);
 
   const BaselineOptions options_;
   const int quorum_;

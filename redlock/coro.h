@@ -51,6 +51,7 @@
 #endif
 
 #include <coroutine>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <string>
@@ -69,6 +70,25 @@ namespace redlock::coro {
 // Continues an awaiting coroutine elsewhere: called once, on the client's
 // I/O thread, with the coroutine to resume. Empty: resume it right there.
 using Resume = std::function<void(std::coroutine_handle<>)>;
+
+// A coroutine type for coroutines nobody awaits (fire and forget): it starts
+// at once, runs to its end and frees its frame; an exception escaping it
+// ends the program (std::terminate). For small programs and tests; a
+// service uses its executor's own task type.
+//
+//   redlock::coro::Detached LockOnce(redlock::Client& client) {
+//     auto lease = co_await redlock::coro::TryAcquire(client, "jobs/1", ttl);
+//     ...
+//   }
+struct Detached {
+  struct promise_type {
+    Detached get_return_object() noexcept { return {}; }
+    std::suspend_never initial_suspend() noexcept { return {}; }
+    std::suspend_never final_suspend() noexcept { return {}; }
+    void return_void() noexcept {}
+    void unhandled_exception() noexcept { std::terminate(); }
+  };
+};
 
 namespace internal_coro {
 

@@ -109,17 +109,6 @@ class Loop {
   std::multimap<Clock::time_point, std::coroutine_handle<>> timers_;
 };
 
-// A coroutine nobody awaits: starts at once, runs to its end.
-struct Task {
-  struct promise_type {
-    Task get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
-
 struct Shared {
   int holders = 0;       // workers holding the lock right now
   int most_holders = 0;  // never above 1, or the lock failed
@@ -130,7 +119,8 @@ struct Shared {
 
 // One worker: `rounds` times, wait for the lock, work while holding it,
 // extend it once, release it. Runs on the loop's thread throughout.
-Task Worker(int id, int rounds, redlock::Client& client, Loop& loop, Shared& shared) {
+redlock::coro::Detached Worker(int id, int rounds, redlock::Client& client, Loop& loop,
+                               Shared& shared) {
   for (int round = 0; round < rounds; ++round) {
     absl::StatusOr<redlock::Lease> lease = co_await redlock::coro::Acquire(
         client, "coro-example/ledger", absl::Seconds(2), /*wait=*/absl::Seconds(10),
@@ -164,26 +154,14 @@ Task Worker(int id, int rounds, redlock::Client& client, Loop& loop, Shared& sha
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   std::unique_ptr<redlock::testkit::Fleet> fleet;
-  std::string nodes = absl::GetFlag(FLAGS_nodes);
-  if (nodes.empty() && std::getenv("REDLOCK_NODES") != nullptr)
-    nodes = std::getenv("REDLOCK_NODES");
-  redlock::Options options;
-  if (nodes.empty()) {
-    auto f = redlock::testkit::Fleet::Start({.nodes = 3});
-    if (!f.ok()) {
-      std::fprintf(stderr, "coro_workers: %s\n", f.status().ToString().c_str());
-      return f.status().code() == absl::StatusCode::kFailedPrecondition ? 77 : 1;
-    }
-    fleet = *std::move(f);
-    options.nodes = fleet->endpoints();
-  } else {
-    absl::StatusOr<std::vector<redlock::Endpoint>> parsed = redlock::ParseEndpointList(nodes);
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "coro_workers: %s\n", parsed.status().ToString().c_str());
-      return 2;
-    }
-    options.nodes = *std::move(parsed);
+  absl::StatusOr<std::vector<redlock::Endpoint>> nodes =
+      redlock::testkit::ExampleNodes(absl::GetFlag(FLAGS_nodes), 3, &fleet);
+  if (!nodes.ok()) {
+    std::fprintf(stderr, "coro_workers: %s\n", nodes.status().ToString().c_str());
+    return redlock::testkit::ExampleExitCode(nodes.status());
   }
+  redlock::Options options;
+  options.nodes = *std::move(nodes);
   absl::StatusOr<std::unique_ptr<redlock::Client>> client = redlock::Client::Create(options);
   if (!client.ok()) {
     std::fprintf(stderr, "coro_workers: %s\n", client.status().ToString().c_str());

@@ -27,18 +27,6 @@
 namespace redlock {
 namespace {
 
-// The smallest coroutine type: starts at once, runs to its end, nobody
-// awaits it. Tests wait for a Done instead.
-struct Detached {
-  struct promise_type {
-    Detached get_return_object() noexcept { return {}; }
-    std::suspend_never initial_suspend() noexcept { return {}; }
-    std::suspend_never final_suspend() noexcept { return {}; }
-    void return_void() noexcept {}
-    void unhandled_exception() noexcept { std::terminate(); }
-  };
-};
-
 // Counts coroutines that finished; waits with a bound.
 class Done {
  public:
@@ -102,8 +90,9 @@ class Executor {
 
 // Acquire, extend and release, hopping to `executor` after each await;
 // between them, blocking checks with `other` (fine on the caller's thread).
-Detached AcquireExtendRelease(Client& client, Client& other, Executor& executor, Done& done,
-                              std::thread::id test_thread, std::vector<std::string>& failures) {
+coro::Detached AcquireExtendRelease(Client& client, Client& other, Executor& executor, Done& done,
+                                    std::thread::id test_thread,
+                                    std::vector<std::string>& failures) {
   auto check = [&failures](bool ok, const std::string& what) {
     if (!ok) failures.push_back(what);
   };
@@ -134,7 +123,7 @@ struct Seen {
   absl::Status released;
 };
 
-Detached AcquireReleaseOnIoThread(Client& client, Seen& seen, Done& done) {
+coro::Detached AcquireReleaseOnIoThread(Client& client, Seen& seen, Done& done) {
   absl::StatusOr<Lease> lease = co_await coro::TryAcquire(client, "r", absl::Seconds(10));
   seen.after_acquire = std::this_thread::get_id();
   seen.acquired = lease.status();
@@ -154,7 +143,7 @@ struct Errors {
   absl::Status foreign_release;
 };
 
-Detached CollectErrors(Client& client, Errors& errors, Done& done) {
+coro::Detached CollectErrors(Client& client, Errors& errors, Done& done) {
   errors.empty_name = (co_await coro::TryAcquire(client, "", absl::Seconds(10))).status();
   errors.held = (co_await coro::TryAcquire(client, "held", absl::Seconds(10))).status();
   errors.waited =
@@ -164,15 +153,15 @@ Detached CollectErrors(Client& client, Errors& errors, Done& done) {
   done.Add();
 }
 
-Detached WaitForHeld(Client& client, StopToken stop, absl::Status& result, Done& done) {
+coro::Detached WaitForHeld(Client& client, StopToken stop, absl::Status& result, Done& done) {
   result = (co_await coro::Acquire(client, "held", absl::Seconds(10), absl::InfiniteDuration(),
                                    std::move(stop)))
                .status();
   done.Add();
 }
 
-Detached Cycles(Client& client, std::string resource, int cycles, std::atomic<int>& ok,
-                std::atomic<int>& failed, Done& done) {
+coro::Detached Cycles(Client& client, std::string resource, int cycles, std::atomic<int>& ok,
+                      std::atomic<int>& failed, Done& done) {
   for (int k = 0; k < cycles; ++k) {
     absl::StatusOr<Lease> lease = co_await coro::TryAcquire(client, resource, absl::Seconds(10));
     if (!lease.ok()) {
