@@ -1,6 +1,7 @@
 // redlock/coro.h: co_await on a Client's acquire, extend and release, for
 // code compiled with C++20 coroutines. Header-only, over the *Async calls of
-// redlock/client.h; no coroutine library needed (bring your own task type).
+// redlock/client.h; no coroutine library needed (bring your own task type,
+// or use Detached below for coroutines nobody awaits).
 // The other redlock headers need only C++17 and never include this one.
 //
 // Usage (inside any coroutine: your task type, asio::awaitable, ...):
