@@ -50,6 +50,11 @@ ChainFn LockChain(std::unique_ptr<AsyncLocker> locker, absl::Duration ttl);
 // client must outlive the calls in flight (destroying it cancels them).
 std::unique_ptr<AsyncLocker> NewAsyncClientLocker(Client* client, std::string resource);
 
+// The same cycle written with co_await (redlock/coro.h): a coroutine per
+// cycle, resuming on the client's I/O thread. The client must outlive the
+// chain's cycles.
+ChainFn CoroLockChain(Client* client, std::string resource, absl::Duration ttl);
+
 // Client::TryAcquire + Client::Release of one resource. The client is shared
 // by every caller and must outlive the locker.
 std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource);
