@@ -455,6 +455,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                              .valid_until = renewed.ok() ? renewed->valid_until_raw
                                                          : held->valid_until_raw,
                              .ok = renewed.ok()}));
+        markers.Write("extend", op, resource, renewed.ok() ? "ok" : "failed");
         if (renewed.ok()) *held = *std::move(renewed);
         left = backend.TimeLeft(*held);
       }
@@ -490,6 +491,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       markers.Write("use_read", op, resource);
       SleepRaw(config.use_ms * ms, nullptr);
       std::string next = std::to_string(value + 1);
+      const int64_t write_at = RawMonotonicNanos();
       absl::StatusOr<std::optional<std::string>> put =
           config.fencing ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
                                      DataKey(resource), FenceKey(resource), token_str, next})
@@ -509,7 +511,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                         .read = value,
                         .wrote = value + 1,
                         .accepted = accepted,
-                        .fencing_token = held->fencing_token}));
+                        .fencing_token = held->fencing_token,
+                        .write_at = write_at}));
       markers.Write("use_end", op, resource);
     }
     if (config.release) {

@@ -26,7 +26,8 @@
 //                 node indexes that granted), fencing_token (uint64, optional)
 //     fail        code (e.g. "ABORTED"), error
 //     use         token, begin, end, read, wrote, accepted (bool),
-//                 fencing_token (optional: the write was fenced)
+//                 fencing_token (optional: the write was fenced), write_at
+//                 (optional: when the write was sent; default end)
 //     release     token, end (ns, when the call returned), ok (bool);
 //                 t is when the release call started
 //     extend      token, valid_until (the new end of validity as the client
@@ -154,6 +155,10 @@ struct Event {
   int64_t read = 0;
   int64_t wrote = 0;
   bool accepted = true;
+  // use: when the write was sent (default: end). The write executed in
+  // [write_at, end]: a client stopped after its write and before recording
+  // `end` made `end` late.
+  int64_t write_at = 0;
 
   // release, extend (default: true).
   bool ok = true;
@@ -229,6 +234,7 @@ struct UseRecord {
   int64_t wrote = 0;
   bool accepted = true;
   std::optional<uint64_t> fencing_token{};
+  int64_t write_at = 0;  // 0: not recorded
 };
 
 struct ReleaseRecord {
