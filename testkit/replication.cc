@@ -191,6 +191,7 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
             << absl::ToInt64Milliseconds(options.down_after) << "\nsentinel failover-timeout "
             << m.name << " " << absl::ToInt64Milliseconds(options.failover_timeout) << "\n";
       }
+      for (const std::string& line : options.extra_config) out << line << "\n";
       if (!out) return absl::InternalError(absl::StrCat("cannot write ", conf));
     }
     if (options.uid >= 0) {

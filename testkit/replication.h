@@ -117,6 +117,9 @@ struct SentinelOptions {
   // When >= 0: run as this uid (root only; its directory is handed to it,
   // since Sentinel rewrites its config file).
   int uid = -1;
+  // Lines appended to the config file, after the masters' ("sentinel
+  // announce-port 1", "sentinel auth-user n0 someone").
+  std::vector<std::string> extra_config;
 };
 
 class Sentinel {

@@ -783,5 +783,54 @@ TEST_F(SentinelDiscoveryTest, ASilentSentinelConnectionIsReplacedAndTheFailoverF
       << "the lock is on the new master";
 }
 
+// Issue 25 item 4 with a failover: the first Sentinel listed is cut off
+// from the other Sentinel and from the hello channel (the servers' default
+// user, which it logs in as, may not use that channel, nor REPLICAOF),
+// while clients still reach it: it never learns the failover the other
+// Sentinel (logged in as a user of its own) makes, and names the old master
+// for ever. The old master stays up and becomes a replica: the client must
+// follow the new master, not stay with the first Sentinel's answer.
+TEST_F(SentinelDiscoveryTest, FollowsAFailoverThatTheFirstSentinelNeverLearns) {
+  const std::string pw = "sentinel-pw";
+  const std::vector<std::vector<std::string>> acl = {
+      {"ACL", "SETUSER", "sentinel", "on", ">" + pw, "~*", "&*", "+@all"},
+      {"ACL", "SETUSER", "default", "resetchannels", "&redlock:*", "-replicaof", "-slaveof"}};
+  for (const auto& command : acl) {
+    REDLOCK_ASSERT_OK(masters_->Command(0, command).status());
+    REDLOCK_ASSERT_OK(replicas_->fleet().Command(0, command).status());
+  }
+  // Neither fails the master over on its own (a long down-after; quorum 2
+  // for the one that never hears of another Sentinel).
+  auto good = Sentinel::Start({.masters = {{"n0", masters_->address(0)}},
+                               .down_after = absl::Seconds(60),
+                               .extra_config = {"sentinel auth-user n0 sentinel",
+                                                absl::StrCat("sentinel auth-pass n0 ", pw)}});
+  ASSERT_TRUE(good.ok()) << good.status();
+  REDLOCK_ASSERT_OK((*good)->WaitReplicas("n0", 1, absl::Seconds(15)));
+  auto stale = Sentinel::Start(
+      {.masters = {{"n0", masters_->address(0), 2}}, .down_after = absl::Seconds(60)});
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  Options o = SentinelOptionsFor({(*stale)->address(), (*good)->address()});
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> first = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(first.ok()) << first.status();
+  REDLOCK_ASSERT_OK((*client)->Release(*first));
+  REDLOCK_ASSERT_OK(
+      testkit::RunCommand((*good)->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
+          .status());
+  absl::StatusOr<std::string> now =
+      (*good)->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
+  ASSERT_TRUE(now.ok()) << now.status();
+  ASSERT_EQ(*now, replicas_->address(0, 0));
+  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(15));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
+      << "the lock is on the new master";
+  EXPECT_EQ((*client)->Health()[0].address, *now);
+  // The first Sentinel really was stale all along.
+  EXPECT_EQ((*stale)->MasterAddress("n0").value_or(""), masters_->address(0));
+}
+
 }  // namespace
 }  // namespace redlock
