@@ -199,6 +199,7 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
   std::vector<std::pair<NodeCallback, Reply>> ready;
   {
     std::unique_lock<std::mutex> lock(n.mu);
+    ready.swap(n.ready);
     n.last_reply_at = Clock::now();
     for (Reply& reply : replies) {
       if (n.fifo.empty()) {
@@ -249,6 +250,9 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
     }
   }
   for (auto& [done, reply] : ready) done(std::move(reply));
+  ready.clear();
+  std::lock_guard<std::mutex> lock(n.mu);
+  if (n.ready.capacity() < ready.capacity()) n.ready.swap(ready);
 }
 
 void Engine::ExpireDeadlines(TimePoint now) {

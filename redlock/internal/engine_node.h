@@ -150,6 +150,10 @@ struct Engine::Node {
   bool probe_in_flight = false;
   TimePoint next_probe{};
   std::vector<Slot*> free_slots;  // recycled requests
+  // Completions of one reply batch, run after n.mu is released; kept
+  // between batches (taken out while in use) so a batch does not grow a new
+  // vector: that was 8 % of the client's time at 64 async chains.
+  std::vector<std::pair<NodeCallback, Reply>> ready;
   std::string transport;          // "TLSv1.3", "" for plain TCP (Health)
   std::string address;            // "host:port" connected to ("" while unknown)
   std::vector<NodeEvent> events;  // for the observer, emitted after the turn

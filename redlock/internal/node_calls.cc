@@ -373,7 +373,10 @@ ConnectionId NodeCalls::SendRelease(int node, Pending p, bool eval, Done done) {
   return Send(node, command, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
               [this, node, p = std::move(p), done = std::move(done)](Answer a) mutable {
                 if (!Answered(a.reply) && a.vote.vote != V::kCancelled) {
-                  p.queued_on = a.connection;
+                  // Refused (not sent): the copy sent before still waits
+                  // where it was queued; forgetting that would let the next
+                  // round queue another behind the SET, past the breaker.
+                  if (a.connection != 0) p.queued_on = a.connection;
                   Keep(node, std::move(p), a.reply.ok());
                 }
                 if (done) done(std::move(a));

@@ -1,5 +1,8 @@
 #include "redlock/internal/algorithm.h"
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <set>
 
 #include "gtest/gtest.h"
@@ -183,6 +186,34 @@ TEST(Token, RandomHexOfTwentyBytes) {
     EXPECT_EQ(t.find_first_not_of("0123456789abcdef"), std::string::npos);
     EXPECT_TRUE(seen.insert(t).second);
   }
+}
+
+// Tokens come from a per-thread buffer: a child after fork() must not hand
+// out the tokens its parent will (the buffer is copied with the process).
+TEST(Token, AChildAfterForkDrawsTokensOfItsOwn) {
+  NewToken();  // the buffer is filled and holds unused tokens
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::string t = NewToken();
+    ssize_t w = write(fds[1], t.data(), t.size());
+    _exit(w == static_cast<ssize_t>(t.size()) ? 0 : 1);
+  }
+  close(fds[1]);
+  std::string child(40, '\0');
+  ssize_t got = 0;
+  for (int i = 0; i < 100 && got < 40; ++i) {
+    ssize_t r = read(fds[0], child.data() + got, static_cast<size_t>(40 - got));
+    if (r <= 0) break;
+    got += r;
+  }
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  ASSERT_EQ(got, 40);
+  EXPECT_NE(NewToken(), child) << "the child drew the parent's next token";
 }
 
 TEST(DescribeResources, QuotesAndElides) {
