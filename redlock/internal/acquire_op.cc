@@ -41,10 +41,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   AcquireOp(OpContext* ctx, AcquireRequest request, LeasesCallback done)
       : ctx_(ctx),
         request_(std::move(request)),
+        shape_(request_.shape),
+        custom_(shape_ != nullptr && shape_->custom_scripts()),
         ttl_ms_(absl::ToInt64Milliseconds(request_.ttl)),
-        form_(ctx->options().fencing           ? AcquireForm::kFencing
-              : request_.resources.size() == 1 ? AcquireForm::kSet
-                                               : AcquireForm::kScript),
+        form_(ctx->options().fencing || (shape_ != nullptr && shape_->force_fencing())
+                  ? AcquireForm::kFencing
+              : request_.resources.size() == 1 && !custom_ ? AcquireForm::kSet
+                                                           : AcquireForm::kScript),
         what_(absl::StrCat("acquire ", DescribeResources(request_.resources))),
         drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
                               ctx->options().clock_drift_floor)),
@@ -65,7 +68,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     if (request_.wait.has_value() && ctx_->options().release_notifications) {
       // Before the first attempt, so a release that lands between a failed
       // attempt and the wait is not missed.
-      watch_ = ctx_->watches().Open(keys_);
+      watch_ = ctx_->watches().Open(keys_, shape_ != nullptr && shape_->shared_wakeups());
     }
     if (request_.stop.stop_requested()) {
       // Decided at once, on the calling thread: nothing is sent.
@@ -123,6 +126,11 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
 
   Command Round1Command() {
     Command command;
+    if (custom_) {
+      command = shape_->Round1(keys_, token_, ttl_ms_, form_ == AcquireForm::kFencing);
+      command.op = "acquire";
+      return command;
+    }
     switch (form_) {
       case AcquireForm::kFencing:
         command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(keys_)),
@@ -154,7 +162,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
                         Outcome::Kind::kCancelled);
       } else {
         attempt = ++attempt_;
-        token_ = NewToken();
+        token_ = shape_ != nullptr ? shape_->Token() : NewToken();
         start_ = ctx_->clock().Now();
         mark_ = watch_ != nullptr ? watch_->Mark() : 0;
         phase_ = Phase::kRound1;
@@ -293,7 +301,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       for (const NodeState& s : nodes_) {
         if (s.granted) seen.push_back(s.counters[j]);
       }
-      absl::StatusOr<uint64_t> t = NextFence(seen);
+      absl::StatusOr<uint64_t> t = shape_ != nullptr ? shape_->Fence(seen) : NextFence(seen);
       if (!t.ok()) {
         FailAttemptLocked(
             absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
@@ -312,7 +320,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     phase_ = Phase::kRound2;
     round_ = Round(static_cast<int>(round2_nodes_.size()), request_.quorum);
     auto command = std::make_shared<Command>(
-        ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args));
+        custom_ ? shape_->Commit(keys_, token_, fences_)
+                : ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args));
     command->op = "fence-commit";
     std::shared_ptr<const Command> wait;
     if (DurabilityOn(durability_)) wait = std::make_shared<Command>(DurabilityCommand(durability_));
@@ -368,7 +377,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     for (size_t j = 0; j < request_.resources.size(); ++j) {
       leases.push_back(LeaseFactory::Make(request_.resources[j], token_, request_.ttl, start_,
                                           start_, valid_until, round_.yes(),
-                                          fences.empty() ? 0 : fences[j]));
+                                          fences.empty() ? 0 : fences[j],
+                                          shape_ != nullptr ? shape_->kind() : LeaseKind::kPlain));
     }
     SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);
   }
@@ -378,7 +388,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // may still be waiting on the same ordered connection.
   void QueueReleaseLocked(int i) {
     if (release_attempt_ != attempt_) {
-      auto release = std::make_shared<Command>(ScriptCommand(ReleaseScript(), keys_, {token_, ""}));
+      auto release = std::make_shared<Command>(
+          custom_ ? shape_->Cleanup(keys_, token_) : ScriptCommand(ReleaseScript(), keys_, {token_, ""}));
       release->cleanup = true;
       release->since = start_;
       release->op = "release";
@@ -556,6 +567,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
 
   OpContext* const ctx_;
   const AcquireRequest request_;
+  const std::shared_ptr<const AcquireShape> shape_;  // null: a plain lock
+  const bool custom_;                                // shape_ replaces the scripts
   const int64_t ttl_ms_;
   const AcquireForm form_;
   const std::string what_;

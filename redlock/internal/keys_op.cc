@@ -11,6 +11,7 @@
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/durability.h"
 #include "redlock/internal/lease_factory.h"
+#include "redlock/internal/lock_shape.h"
 #include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/votes.h"
@@ -57,8 +58,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     }
     const std::string& token = leases_[0].token();
     Command command;
+    // A reader's lease lives in its lock's readers set (lock_shape.h).
+    const LeaseKind lease_kind = LeaseFactory::Kind(leases_[0]);
     if (kind_ == Kind::kRelease) {
-      command = ScriptCommand(ReleaseScript(), keys_, {token, std::string(kReleaseChannelPrefix)});
+      command = ReleaseCommand(lease_kind, keys_, token, kReleaseChannelPrefix);
       // Goes out even to a node behind an open breaker, after a SET that may
       // still be waiting there (Command::cleanup): to every node the SET may
       // have reached, measured from the acquisition, not from the lease's
@@ -67,8 +70,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       command.since = LeaseFactory::FirstAcquiredAt(leases_[0]);
       command.op = "release";
     } else {
-      command = ScriptCommand(ExtendScript(), keys_,
-                              {token, std::to_string(absl::ToInt64Milliseconds(ttl_))});
+      command = ExtendCommand(lease_kind, keys_, token, absl::ToInt64Milliseconds(ttl_));
       command.op = "extend";
     }
     Transport& t = ctx_->transport();
@@ -202,7 +204,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     for (const Lease& l : leases_) {
       out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_,
                                        LeaseFactory::FirstAcquiredAt(l), valid_until, round_.yes(),
-                                       l.fencing_token()));
+                                       l.fencing_token(), LeaseFactory::Kind(l)));
     }
     return out;
   }
@@ -229,6 +231,9 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
   std::set<std::string> seen;
   for (const Lease& l : leases) {
     if (!l.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty lease"));
+    if (l.shared() && leases.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a shared lease is held alone"));
+    }
     if (l.token() != leases[0].token()) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
     }

@@ -13,11 +13,12 @@ ReleaseWatches::ReleaseWatches(Transport* transport) : transport_(transport) {
   });
 }
 
-std::shared_ptr<ReleaseWatches::Watch> ReleaseWatches::Open(const std::vector<std::string>& keys) {
+std::shared_ptr<ReleaseWatches::Watch> ReleaseWatches::Open(const std::vector<std::string>& keys,
+                                                            bool shared) {
   std::vector<std::string> channels;
   channels.reserve(keys.size());
   for (const auto& k : keys) channels.push_back(absl::StrCat(kReleaseChannelPrefix, k));
-  auto watch = std::make_shared<Watch>(this, channels, transport_->size());
+  auto watch = std::make_shared<Watch>(this, channels, transport_->size(), shared);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& c : channels) watches_[c].push_back(watch);
@@ -43,20 +44,29 @@ void ReleaseWatches::Close(Watch* watch) {
 }
 
 void ReleaseWatches::OnAnnouncement(int node, const std::string& channel) {
-  std::shared_ptr<Watch> oldest;
+  // The oldest exclusive waiter, and every shared one.
+  std::vector<std::shared_ptr<Watch>> to;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = watches_.find(channel);
     if (it == watches_.end()) return;
+    bool exclusive = false;
     for (const auto& w : it->second) {
-      if ((oldest = w.lock()) != nullptr) break;
+      std::shared_ptr<Watch> s = w.lock();
+      if (s == nullptr || (!s->shared_ && exclusive)) continue;
+      exclusive = exclusive || !s->shared_;
+      to.push_back(std::move(s));
     }
   }
-  if (oldest != nullptr) oldest->Announce(node);
+  for (const auto& w : to) w->Announce(node);
 }
 
-ReleaseWatches::Watch::Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes)
-    : owner_(owner), channels_(std::move(channels)), announced_at_(static_cast<size_t>(nodes), 0) {}
+ReleaseWatches::Watch::Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes,
+                             bool shared)
+    : owner_(owner),
+      channels_(std::move(channels)),
+      shared_(shared),
+      announced_at_(static_cast<size_t>(nodes), 0) {}
 
 ReleaseWatches::Watch::~Watch() {
   // A wait still pending here belongs to an operation that has finished

@@ -14,7 +14,9 @@
 //
 // Each announcement goes to the oldest waiter of this client on that channel
 // only: the others would contend with it for the same lock, so a release
-// costs at most one attempt per client however many threads wait.
+// costs at most one attempt per client however many threads wait. Shared
+// waiters (the readers of a ReadWriteLock, who may all hold at once) get
+// every announcement on their channels.
 
 #ifndef REDLOCK_INTERNAL_RELEASE_WATCH_H_
 #define REDLOCK_INTERNAL_RELEASE_WATCH_H_
@@ -40,8 +42,9 @@ class ReleaseWatches {
 
   explicit ReleaseWatches(Transport* transport);
 
-  // A watch on the channels of `keys` (subscribed while it lives).
-  std::shared_ptr<Watch> Open(const std::vector<std::string>& keys);
+  // A watch on the channels of `keys` (subscribed while it lives); a
+  // `shared` one hears every announcement on them (see the file comment).
+  std::shared_ptr<Watch> Open(const std::vector<std::string>& keys, bool shared = false);
 
   // One announcement from `node` on `channel` (the transport's thread).
   void OnAnnouncement(int node, const std::string& channel);
@@ -58,7 +61,7 @@ class ReleaseWatches {
 
 class ReleaseWatches::Watch : public std::enable_shared_from_this<Watch> {
  public:
-  Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes);
+  Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes, bool shared = false);
   ~Watch();
 
   // The announcement count so far: taken when an attempt starts, it tells
@@ -88,6 +91,7 @@ class ReleaseWatches::Watch : public std::enable_shared_from_this<Watch> {
 
   ReleaseWatches* const owner_;
   const std::vector<std::string> channels_;
+  const bool shared_;
 
   std::mutex mu_;
   uint64_t seq_ = 0;
