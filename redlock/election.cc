@@ -26,7 +26,8 @@ class LeaderShape final : public internal::AcquireShape {
   explicit LeaderShape(std::string identity_hex) : identity_hex_(std::move(identity_hex)) {}
   std::string Token() const override {
     std::string t = internal::NewToken();
-    if (!identity_hex_.empty()) absl::StrAppend(&t, std::string(1, kIdentitySeparator), identity_hex_);
+    if (!identity_hex_.empty())
+      absl::StrAppend(&t, std::string(1, kIdentitySeparator), identity_hex_);
     return t;
   }
   bool force_fencing() const override { return true; }
@@ -88,16 +89,18 @@ std::string Election::IdentityOf(absl::string_view token) {
   return absl::HexStringToBytes(hex);
 }
 
-absl::StatusOr<std::unique_ptr<Leadership>> Election::Lead(absl::string_view identity,
-                                                           std::optional<absl::Duration> wait,
-                                                           const StopToken& stop,
-                                                           CampaignOptions options) {
+void Election::Lead(absl::string_view identity, std::optional<absl::Duration> wait,
+                    const StopToken& stop, CampaignOptions options, LeadershipCallback done) {
   internal::ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("Election");
+  if (impl == nullptr) {
+    done(internal::NotACreatedClient("Election"));
+    return;
+  }
   if (identity.size() > kMaxIdentity) {
-    return absl::InvalidArgumentError(absl::StrCat("election \"", resource_, "\": identity of ",
-                                                   identity.size(), " bytes (at most ",
-                                                   kMaxIdentity, ")"));
+    done(absl::InvalidArgumentError(absl::StrCat("election \"", resource_, "\": identity of ",
+                                                 identity.size(), " bytes (at most ", kMaxIdentity,
+                                                 ")")));
+    return;
   }
   internal::AcquireCall call;
   call.resources = {resource_};
@@ -106,43 +109,64 @@ absl::StatusOr<std::unique_ptr<Leadership>> Election::Lead(absl::string_view ide
   call.max_attempts = 1;
   call.stop = stop;
   call.shape = std::make_shared<LeaderShape>(absl::BytesToHexString(identity));
-  absl::StatusOr<Lease> lease = impl->Block<absl::StatusOr<Lease>>(
-      [&](Client::LeaseCallback done) {
-        impl->AcquireSet(std::move(call),
-                         [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
-                           if (!r.ok()) {
-                             done(r.status());
-                           } else {
-                             done(std::move((*r)[0]));
-                           }
-                         });
-      });
-  if (!lease.ok()) return lease.status();
-  RenewOptions renew = options.renew;
-  if (renew.ttl == absl::ZeroDuration()) renew.ttl = options.ttl;
-  std::function<void(const absl::Status&)> on_lost = options.on_lost;
-  absl::StatusOr<std::unique_ptr<Renewal>> renewal =
-      client_->AutoRenew(*lease, renew, [on_lost](absl::Status why) {
-        if (on_lost) on_lost(why);
-      });
-  if (!renewal.ok()) {
-    (void)client_->Release(*lease);
-    return renewal.status();
-  }
-  return std::unique_ptr<Leadership>(new Leadership(client_, resource_, std::string(identity),
-                                                    *std::move(lease), *std::move(renewal)));
+  Client* client = client_;
+  impl->AcquireSet(std::move(call), [client, resource = resource_, identity = std::string(identity),
+                                     options = std::move(options), done = std::move(done)](
+                                        absl::StatusOr<std::vector<Lease>> r) mutable {
+    if (!r.ok()) {
+      done(r.status());
+      return;
+    }
+    Lease lease = std::move((*r)[0]);
+    RenewOptions renew = options.renew;
+    if (renew.ttl == absl::ZeroDuration()) renew.ttl = options.ttl;
+    std::function<void(const absl::Status&)> on_lost = options.on_lost;
+    // Non-blocking: this may run on the client's own thread.
+    absl::StatusOr<std::unique_ptr<Renewal>> renewal =
+        client->AutoRenew(lease, renew, [on_lost](absl::Status why) {
+          if (on_lost) on_lost(why);
+        });
+    if (!renewal.ok()) {
+      client->ReleaseAsync(lease, [](absl::Status) {});
+      done(renewal.status());
+      return;
+    }
+    done(std::unique_ptr<Leadership>(new Leadership(
+        client, std::move(resource), std::move(identity), std::move(lease), *std::move(renewal))));
+  });
+}
+
+absl::StatusOr<std::unique_ptr<Leadership>> Election::LeadBlocking(
+    absl::string_view identity, std::optional<absl::Duration> wait, const StopToken& stop,
+    CampaignOptions options) {
+  internal::ClientImpl* impl = internal::ImplOf(client_);
+  if (impl == nullptr) return internal::NotACreatedClient("Election");
+  using Result = absl::StatusOr<std::unique_ptr<Leadership>>;
+  return impl->Block<Result>([&](LeadershipCallback done) {
+    Lead(identity, wait, stop, std::move(options), std::move(done));
+  });
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> Election::TryCampaign(absl::string_view identity,
                                                                   CampaignOptions options) {
-  return Lead(identity, std::nullopt, StopToken(), std::move(options));
+  return LeadBlocking(identity, std::nullopt, StopToken(), std::move(options));
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> Election::Campaign(absl::string_view identity,
                                                                absl::Duration wait,
                                                                const StopToken& stop,
                                                                CampaignOptions options) {
-  return Lead(identity, wait, stop, std::move(options));
+  return LeadBlocking(identity, wait, stop, std::move(options));
+}
+
+void Election::CampaignAsync(absl::string_view identity, absl::Duration wait, const StopToken& stop,
+                             CampaignOptions options, LeadershipCallback done) {
+  internal::ClientImpl* impl = internal::ImplOf(client_);
+  if (impl == nullptr) {
+    done(internal::NotACreatedClient("Election"));
+    return;
+  }
+  Lead(identity, wait, stop, std::move(options), impl->ToUser(std::move(done)));
 }
 
 absl::StatusOr<std::optional<LeaderInfo>> Election::Observe() {
@@ -160,8 +184,8 @@ absl::StatusOr<std::optional<LeaderInfo>> Election::Observe() {
   }
   if (answered < quorum) {
     return absl::UnavailableError(absl::StrCat("observe election \"", resource_, "\": ", answered,
-                                               " of ", views->size(),
-                                               " nodes answered (quorum ", quorum, ")"));
+                                               " of ", views->size(), " nodes answered (quorum ",
+                                               quorum, ")"));
   }
   for (const auto& [token, holders] : by_token) {
     if (static_cast<int>(holders.size()) < quorum) continue;

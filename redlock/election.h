@@ -51,6 +51,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -136,6 +137,12 @@ class Election {
       absl::string_view identity, absl::Duration wait, const StopToken& stop = StopToken(),
       CampaignOptions options = CampaignOptions());
 
+  // The asynchronous form of Campaign (a zero `wait` is one attempt);
+  // `done` runs once, on the client's I/O thread.
+  using LeadershipCallback = absl::AnyInvocable<void(absl::StatusOr<std::unique_ptr<Leadership>>)>;
+  void CampaignAsync(absl::string_view identity, absl::Duration wait, const StopToken& stop,
+                     CampaignOptions options, LeadershipCallback done);
+
   // Who leads now: the identity whose token a quorum of nodes holds;
   // nullopt when none does. kUnavailable when fewer than a quorum answered.
   [[nodiscard]] absl::StatusOr<std::optional<LeaderInfo>> Observe();
@@ -146,9 +153,13 @@ class Election {
   static std::string IdentityOf(absl::string_view token);
 
  private:
-  absl::StatusOr<std::unique_ptr<Leadership>> Lead(absl::string_view identity,
-                                                   std::optional<absl::Duration> wait,
-                                                   const StopToken& stop, CampaignOptions options);
+  // Campaigns; `done` runs where the acquisition completes.
+  void Lead(absl::string_view identity, std::optional<absl::Duration> wait, const StopToken& stop,
+            CampaignOptions options, LeadershipCallback done);
+  absl::StatusOr<std::unique_ptr<Leadership>> LeadBlocking(absl::string_view identity,
+                                                           std::optional<absl::Duration> wait,
+                                                           const StopToken& stop,
+                                                           CampaignOptions options);
 
   Client* const client_;
   const std::string resource_;

@@ -28,7 +28,8 @@ using internal::Reply;
 using internal::ScriptCommand;
 
 std::vector<std::string> RwKeys(const std::string& w, bool fencing) {
-  std::vector<std::string> k = {w, absl::StrCat(w, kReadersSuffix), absl::StrCat(w, kWaitingSuffix)};
+  std::vector<std::string> k = {w, absl::StrCat(w, kReadersSuffix),
+                                absl::StrCat(w, kWaitingSuffix)};
   if (fencing) k.push_back(absl::StrCat(w, kFenceSuffix));
   return k;
 }
@@ -43,9 +44,10 @@ class ReadShape final : public internal::AcquireShape {
   }
   Command Commit(const std::vector<std::string>& keys, const std::string& token,
                  const std::vector<uint64_t>& fences) const override {
-    return ScriptCommand(internal::RwReadCommitScript(),
-                         {absl::StrCat(keys[0], kReadersSuffix), absl::StrCat(keys[0], kFenceSuffix)},
-                         {token, std::to_string(fences[0])});
+    return ScriptCommand(
+        internal::RwReadCommitScript(),
+        {absl::StrCat(keys[0], kReadersSuffix), absl::StrCat(keys[0], kFenceSuffix)},
+        {token, std::to_string(fences[0])});
   }
   Command Cleanup(const std::vector<std::string>& keys, const std::string& token) const override {
     return internal::ReleaseCommand(LeaseKind::kShared, keys, token, "");
@@ -97,7 +99,8 @@ internal::LeasesCallback Single(Client::LeaseCallback done) {
 // waiter attempts again at least every wait_poll_max (and at every
 // announcement), so twice that plus two round trips' deadlines.
 int64_t IntentMs(const Options& o) {
-  return std::max<int64_t>(100, absl::ToInt64Milliseconds(2 * o.wait_poll_max + 2 * o.node_timeout));
+  return std::max<int64_t>(100,
+                           absl::ToInt64Milliseconds(2 * o.wait_poll_max + 2 * o.node_timeout));
 }
 
 }  // namespace
@@ -130,8 +133,8 @@ void ReadWriteLock::StartExclusive(absl::Duration ttl, std::optional<absl::Durat
     return;
   }
   const bool waits = wait.has_value() && *wait > absl::ZeroDuration();
-  auto shape = std::make_shared<WriteShape>(internal::NewToken(),
-                                            waits ? IntentMs(impl->options()) : 0);
+  auto shape =
+      std::make_shared<WriteShape>(internal::NewToken(), waits ? IntentMs(impl->options()) : 0);
   AcquireCall call;
   call.resources = {resource_};
   call.ttl = ttl;
@@ -162,8 +165,9 @@ void ReadWriteLock::StartExclusive(absl::Duration ttl, std::optional<absl::Durat
 absl::StatusOr<Lease> ReadWriteLock::TryAcquireShared(absl::Duration ttl) {
   ClientImpl* impl = internal::ImplOf(client_);
   if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  return impl->Block<absl::StatusOr<Lease>>(
-      [&](Client::LeaseCallback cb) { StartShared(ttl, std::nullopt, StopToken(), std::move(cb)); });
+  return impl->Block<absl::StatusOr<Lease>>([&](Client::LeaseCallback cb) {
+    StartShared(ttl, std::nullopt, StopToken(), std::move(cb));
+  });
 }
 
 absl::StatusOr<Lease> ReadWriteLock::AcquireShared(absl::Duration ttl, absl::Duration wait,
@@ -398,9 +402,9 @@ void SharedMutex::Unlock(bool shared) noexcept {
     }
   }
   if (hold == nullptr) {
-    SetStatus(absl::FailedPreconditionError(
-        absl::StrCat(shared ? "unlock_shared" : "unlock", " of redlock::SharedMutex \"",
-                     rw_.resource(), "\", which ", shared ? "this thread does not hold" : "is not held")));
+    SetStatus(absl::FailedPreconditionError(absl::StrCat(
+        shared ? "unlock_shared" : "unlock", " of redlock::SharedMutex \"", rw_.resource(),
+        "\", which ", shared ? "this thread does not hold" : "is not held")));
     return;
   }
   std::unique_ptr<Renewal> renewal;

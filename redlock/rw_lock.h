@@ -133,8 +133,8 @@ class ReadWriteLock {
  private:
   void StartShared(absl::Duration ttl, std::optional<absl::Duration> wait, const StopToken& stop,
                    Client::LeaseCallback done);
-  void StartExclusive(absl::Duration ttl, std::optional<absl::Duration> wait,
-                      const StopToken& stop, Client::LeaseCallback done);
+  void StartExclusive(absl::Duration ttl, std::optional<absl::Duration> wait, const StopToken& stop,
+                      Client::LeaseCallback done);
 
   Client* const client_;
   const std::string resource_;
@@ -239,7 +239,7 @@ class SharedMutex {
   const MutexOptions options_;
   const std::shared_ptr<StatusCell> status_ = std::make_shared<StatusCell>();
   mutable std::mutex mu_;
-  std::shared_ptr<Hold> writer_;                               // guarded by mu_
+  std::shared_ptr<Hold> writer_;                              // guarded by mu_
   std::map<std::thread::id, std::shared_ptr<Hold>> readers_;  // guarded by mu_
 };
 

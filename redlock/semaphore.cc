@@ -22,8 +22,9 @@ std::string Semaphore::PermitResource(int slot) const {
 
 absl::Status Semaphore::Check(absl::Duration wait) const {
   if (permits_ < 1 || permits_ > kMaxPermits) {
-    return absl::InvalidArgumentError(absl::StrCat("semaphore \"", resource_, "\": permits must be in [1, ",
-                                                   kMaxPermits, "], not ", permits_));
+    return absl::InvalidArgumentError(absl::StrCat("semaphore \"", resource_,
+                                                   "\": permits must be in [1, ", kMaxPermits,
+                                                   "], not ", permits_));
   }
   if (resource_.empty()) return absl::InvalidArgumentError("semaphore: empty resource name");
   if (wait < absl::ZeroDuration()) return absl::InvalidArgumentError("wait must be >= 0");
@@ -31,8 +32,8 @@ absl::Status Semaphore::Check(absl::Duration wait) const {
   return internal::CheckResource(PermitResource(permits_ - 1), client_->options());
 }
 
-void Semaphore::Start(absl::Duration ttl, std::optional<absl::Duration> wait,
-                      const StopToken& stop, PermitCallback done) {
+void Semaphore::Start(absl::Duration ttl, std::optional<absl::Duration> wait, const StopToken& stop,
+                      PermitCallback done) {
   ClientImpl* impl = internal::ImplOf(client_);
   if (impl == nullptr) {
     done(internal::NotACreatedClient("Semaphore"));

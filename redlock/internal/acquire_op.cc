@@ -375,10 +375,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     std::vector<Lease> leases;
     leases.reserve(request_.resources.size());
     for (size_t j = 0; j < request_.resources.size(); ++j) {
-      leases.push_back(LeaseFactory::Make(request_.resources[j], token_, request_.ttl, start_,
-                                          start_, valid_until, round_.yes(),
-                                          fences.empty() ? 0 : fences[j],
-                                          shape_ != nullptr ? shape_->kind() : LeaseKind::kPlain));
+      leases.push_back(LeaseFactory::Make(
+          request_.resources[j], token_, request_.ttl, start_, start_, valid_until, round_.yes(),
+          fences.empty() ? 0 : fences[j], shape_ != nullptr ? shape_->kind() : LeaseKind::kPlain));
     }
     SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);
   }
@@ -388,8 +387,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   // may still be waiting on the same ordered connection.
   void QueueReleaseLocked(int i) {
     if (release_attempt_ != attempt_) {
-      auto release = std::make_shared<Command>(
-          custom_ ? shape_->Cleanup(keys_, token_) : ScriptCommand(ReleaseScript(), keys_, {token_, ""}));
+      auto release =
+          std::make_shared<Command>(custom_ ? shape_->Cleanup(keys_, token_)
+                                            : ScriptCommand(ReleaseScript(), keys_, {token_, ""}));
       release->cleanup = true;
       release->since = start_;
       release->op = "release";

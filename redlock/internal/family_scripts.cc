@@ -35,7 +35,8 @@ std::string Body(std::initializer_list<const char*> parts) {
 }  // namespace
 
 const Script& RwReadAcquireScript() {
-  static const Script s = Make("rw-read-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
+  static const Script s =
+      Make("rw-read-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
 local fenced = #KEYS == 4
 if redis.call('exists', KEYS[1]) == 1 then
   if fenced then return {-1} end
@@ -57,7 +58,8 @@ return 1
 }
 
 const Script& RwWriteAcquireScript() {
-  static const Script s = Make("rw-write-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
+  static const Script s =
+      Make("rw-write-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
 local fenced = #KEYS == 4
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
@@ -167,9 +169,8 @@ return {0}
 
 const std::vector<const Script*>& FamilyScripts() {
   static const std::vector<const Script*> all = {
-      &RwReadAcquireScript(), &RwWriteAcquireScript(), &RwReadCommitScript(),
-      &RwReadExtendScript(),  &RwReadReleaseScript(),  &RwWithdrawScript(),
-      &RwInspectScript(),     &SemAcquireScript()};
+      &RwReadAcquireScript(), &RwWriteAcquireScript(), &RwReadCommitScript(), &RwReadExtendScript(),
+      &RwReadReleaseScript(), &RwWithdrawScript(),     &RwInspectScript(),    &SemAcquireScript()};
   return all;
 }
 

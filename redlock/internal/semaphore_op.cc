@@ -140,9 +140,9 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     if (fencing_) {
       for (const auto& k : keys_) keys.push_back(absl::StrCat(k, kFenceSuffix));
     }
-    Command c = ScriptCommand(SemAcquireScript(), keys,
-                              {token_, std::to_string(ttl_ms_), std::to_string(first),
-                               std::to_string(k_)});
+    Command c =
+        ScriptCommand(SemAcquireScript(), keys,
+                      {token_, std::to_string(ttl_ms_), std::to_string(first), std::to_string(k_)});
     c.op = "acquire";
     return c;
   }
@@ -330,9 +330,9 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
         picks.push_back(absl::StrCat("permit ", s, " on ", tally_[static_cast<size_t>(s)]));
       }
     }
-    std::string out = absl::StrCat(
-        "no permit granted by a quorum (quorum ", q_, " of ", n(), " nodes)",
-        picks.empty() ? "" : absl::StrCat(": ", absl::StrJoin(picks, ", ")));
+    std::string out =
+        absl::StrCat("no permit granted by a quorum (quorum ", q_, " of ", n(), " nodes)",
+                     picks.empty() ? "" : absl::StrCat(": ", absl::StrJoin(picks, ", ")));
     if (full_ > 0) {
       absl::StrAppend(&out, "; every permit held on ", full_, full_ == 1 ? " node" : " nodes");
     }
@@ -377,8 +377,9 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     phase_ = Phase::kRound2;
     round2_ = Round(static_cast<int>(round2_nodes_.size()), q_);
     const std::string& key = keys_[static_cast<size_t>(winner_)];
-    auto command = std::make_shared<Command>(ScriptCommand(
-        FenceCommitScript(), {key, absl::StrCat(key, kFenceSuffix)}, {token_, std::to_string(fence_)}));
+    auto command = std::make_shared<Command>(ScriptCommand(FenceCommitScript(),
+                                                           {key, absl::StrCat(key, kFenceSuffix)},
+                                                           {token_, std::to_string(fence_)}));
     command->op = "fence-commit";
     std::shared_ptr<const Command> wait;
     if (DurabilityOn(durability_)) wait = std::make_shared<Command>(DurabilityCommand(durability_));
@@ -470,11 +471,11 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       absl::Duration left = absl::InfiniteDuration();
       if (deadline_.has_value()) left = absl::FromChrono(*deadline_ - ctx_->clock().Now());
       if (left <= absl::ZeroDuration()) {
-        SetResultLocked(absl::DeadlineExceededError(absl::StrCat(
-                            what_, ": not held after waiting ",
-                            absl::FormatDuration(*request_.wait), " (", Attempts(attempt_),
-                            "); last attempt: ", status.message())),
-                        Outcome::Kind::kWaitExpired);
+        SetResultLocked(
+            absl::DeadlineExceededError(absl::StrCat(
+                what_, ": not held after waiting ", absl::FormatDuration(*request_.wait), " (",
+                Attempts(attempt_), "); last attempt: ", status.message())),
+            Outcome::Kind::kWaitExpired);
         return;
       }
       retry.delay = std::min(pause_ * UniformReal(0.5, 1.5), left);

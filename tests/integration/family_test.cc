@@ -78,7 +78,8 @@ TEST_P(RwLockTest, ReadersShareAndExcludeWritersWhoExcludeEveryone) {
   REDLOCK_ASSERT_OK(r2);
   EXPECT_TRUE(r1->shared());
   EXPECT_NE(r1->token(), r2->token());
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(testkit::Eventually([&] { return ZCard(i, "cat:rw:readers"); }, int64_t{2}), 2) << i;
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(testkit::Eventually([&] { return ZCard(i, "cat:rw:readers"); }, int64_t{2}), 2) << i;
 
   absl::StatusOr<Lease> w = rb.TryAcquireExclusive(absl::Seconds(10));
   EXPECT_TRUE(absl::IsAborted(w.status())) << w.status();
@@ -211,7 +212,8 @@ TEST_P(RwLockTest, AWritersReleaseWakesEveryWaitingReader) {
     });
   }
   ASSERT_TRUE(testkit::Eventually([&] { return ReleasesHeardOnEveryNode("board"); }, true));
-  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // every reader's first attempt failed
+  std::this_thread::sleep_for(
+      std::chrono::milliseconds(200));  // every reader's first attempt failed
   REDLOCK_ASSERT_OK(w.Release(*held));
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), kReaders) << "every waiting reader of the client was woken, not only the "
@@ -301,7 +303,8 @@ TEST_P(RwLockTest, AStopCancelsAWaitingReaderAtOnceLeavingNothing) {
   REDLOCK_ASSERT_OK(w);
   StopSource stop;
   absl::StatusOr<Lease> r;
-  std::thread t([&] { r = rb.AcquireShared(absl::Seconds(30), absl::InfiniteDuration(), stop.token()); });
+  std::thread t(
+      [&] { r = rb.AcquireShared(absl::Seconds(30), absl::InfiniteDuration(), stop.token()); });
   ASSERT_TRUE(testkit::Eventually([&] { return ReleasesHeardOnEveryNode("stop"); }, true));
   stop.RequestStop();
   t.join();
@@ -401,7 +404,8 @@ TEST_P(SemaphoreTest, AtMostKHoldersThenAReleaseLetsTheNextIn) {
   REDLOCK_ASSERT_OK(n);
   EXPECT_EQ(*n, 3);
   REDLOCK_ASSERT_OK(sem.Release(held[1]));
-  absl::StatusOr<Permit> next = Semaphore(clients[4].get(), "imports", 3).TryAcquire(absl::Seconds(30));
+  absl::StatusOr<Permit> next =
+      Semaphore(clients[4].get(), "imports", 3).TryAcquire(absl::Seconds(30));
   REDLOCK_ASSERT_OK(next);
   EXPECT_EQ(next->slot(), held[1].slot());
   for (const Permit& p : {held[0], held[2], *next}) REDLOCK_EXPECT_OK(sem.Release(p));
@@ -454,7 +458,8 @@ TEST_P(SemaphoreTest, AWaiterIsWokenByTheReleaseOfAnyPermit) {
   REDLOCK_ASSERT_OK(p1);
   absl::StatusOr<Permit> got;
   std::thread t([&] { got = sb.Acquire(absl::Seconds(30), absl::Seconds(8)); });
-  ASSERT_TRUE(testkit::Eventually([&] { return ReleasesHeardOnEveryNode("slots:permit:1"); }, true));
+  ASSERT_TRUE(
+      testkit::Eventually([&] { return ReleasesHeardOnEveryNode("slots:permit:1"); }, true));
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   REDLOCK_ASSERT_OK(sa.Release(*p1));
   t.join();
@@ -475,7 +480,8 @@ TEST_P(SemaphoreTest, AFullSemaphoreLeavesNoKeyOfTheFailedAttempt) {
   // Nodes 3 and 4 forget permit 1: an attempt then takes it there, and must
   // give it back.
   for (int i : {3, 4}) {
-    REDLOCK_ASSERT_OK(fleet_->Command(i, {"DEL", prefix_ + "full:permit:" + std::to_string(p1->slot())}));
+    REDLOCK_ASSERT_OK(
+        fleet_->Command(i, {"DEL", prefix_ + "full:permit:" + std::to_string(p1->slot())}));
   }
   absl::StatusOr<Permit> p2 = Semaphore(b.get(), "full", 2).TryAcquire(absl::Seconds(30));
   EXPECT_TRUE(absl::IsAborted(p2.status())) << p2.status();
@@ -536,7 +542,8 @@ TEST_P(SemaphoreTest, AStopCancelsAWaiter) {
   REDLOCK_ASSERT_OK(held);
   StopSource stop;
   absl::StatusOr<Permit> got;
-  std::thread t([&] { got = sem.Acquire(absl::Seconds(30), absl::InfiniteDuration(), stop.token()); });
+  std::thread t(
+      [&] { got = sem.Acquire(absl::Seconds(30), absl::InfiniteDuration(), stop.token()); });
   std::this_thread::sleep_for(std::chrono::milliseconds(100));
   stop.RequestStop();
   t.join();

@@ -255,8 +255,7 @@ FakeTransport::FakeTransport(int nodes, FakeClock* clock)
   for (int i = 0; i < nodes; ++i) names_.push_back(absl::StrCat("fake", i, ":6379"));
 }
 
-void FakeTransport::Send(int node, const internal::Command& command,
-                         internal::NodeCallback done) {
+void FakeTransport::Send(int node, const internal::Command& command, internal::NodeCallback done) {
   ++sent_by_op_[command.op];
   if (stopping_) {
     // Never inline: queue as a cancelled completion for the next Answer.

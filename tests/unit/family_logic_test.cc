@@ -163,7 +163,8 @@ TEST_F(FamilyLogicTest, SemaphorePickWhoseReplicasDidNotConfirmDoesNotCount) {
   REDLOCK_ASSERT_OK_FAKE((*out)->status());
   EXPECT_EQ((**out)->lease().nodes_granted(), 3);
   transport_->AnswerEverything();
-  for (int i = 0; i < 2; ++i) EXPECT_EQ(Value(i, "d:permit:0"), "") << "unconfirmed, removed: " << i;
+  for (int i = 0; i < 2; ++i)
+    EXPECT_EQ(Value(i, "d:permit:0"), "") << "unconfirmed, removed: " << i;
 }
 
 // ---- Reader-writer lock ---------------------------------------------------------------
@@ -208,7 +209,8 @@ TEST_F(FamilyLogicTest, OnlyAWaitingWriterRecordsAnIntentAndReadersAreThenRefuse
   transport_->AnswerEverything();
   ASSERT_TRUE(once->has_value());
   EXPECT_TRUE(absl::IsAborted((*once)->status()));
-  for (int i = 0; i < 5; ++i) EXPECT_TRUE(transport_->node(i).Live("q:rw:wait", clock_.Now()).empty());
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(transport_->node(i).Live("q:rw:wait", clock_.Now()).empty());
 
   auto waiting = Exclusive(rw, absl::Seconds(30));
   transport_->AnswerEverything();
@@ -223,7 +225,8 @@ TEST_F(FamilyLogicTest, OnlyAWaitingWriterRecordsAnIntentAndReadersAreThenRefuse
 
   // The intent lapses by itself once its writer stops trying.
   clock_.Advance(absl::Seconds(2));
-  for (int i = 0; i < 5; ++i) EXPECT_TRUE(transport_->node(i).Live("q:rw:wait", clock_.Now()).empty());
+  for (int i = 0; i < 5; ++i)
+    EXPECT_TRUE(transport_->node(i).Live("q:rw:wait", clock_.Now()).empty());
 }
 
 TEST_F(FamilyLogicTest, TheLastReadersReleaseAnnouncesOtherReleasesDoNot) {
