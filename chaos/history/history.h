@@ -23,10 +23,17 @@
 //                 its grant), resource (string)
 //     invoke      ttl_ms                          an acquire starts
 //     grant       token, start, valid_until, ttl_ms, drift_ms, nodes (array of
-//                 node indexes that granted), fencing_token (uint64, optional)
+//                 node indexes that granted), fencing_token (uint64, optional),
+//                 and for the lock family (optional): mode ("exclusive", the
+//                 default; "shared" a reader of a reader-writer lock; "slot"
+//                 a semaphore's permit; "leader" an elected leader, whose
+//                 fencing_token is its term), permits (K, with "slot"), slot
+//                 (the permit's index, when known)
 //     fail        code (e.g. "ABORTED"), error
 //     use         token, begin, end, read, wrote, accepted (bool),
-//                 fencing_token (optional: the write was fenced)
+//                 fencing_token (optional: the write was fenced), write (bool,
+//                 default true; false: the use only read, as readers and
+//                 permit holders do, and wrote nothing)
 //     release     token, end (ns, when the call returned), ok (bool);
 //                 t is when the release call started
 //     extend      token, valid_until (the new end of validity as the client
@@ -140,6 +147,11 @@ struct Event {
   std::vector<int> nodes;
   // grant, use: absent when fencing is off (or the write was not fenced).
   std::optional<uint64_t> fencing_token;
+  // grant: the lock family's mode ("" or "exclusive", "shared", "slot",
+  // "leader"), the semaphore's K, the permit's index (-1: none or unknown).
+  std::string mode;
+  int64_t permits = 0;
+  int64_t slot = -1;
 
   // fail.
   std::string code;
@@ -154,6 +166,8 @@ struct Event {
   int64_t read = 0;
   int64_t wrote = 0;
   bool accepted = true;
+  // use: false for a read-only use (default: true).
+  bool write = true;
 
   // release, extend (default: true).
   bool ok = true;
@@ -206,6 +220,9 @@ struct GrantRecord {
   int64_t drift_ms = 0;
   std::vector<int> nodes{};
   std::optional<uint64_t> fencing_token{};
+  std::string mode{};
+  int64_t permits = 0;
+  int64_t slot = -1;
 };
 
 struct FailRecord {
@@ -229,6 +246,7 @@ struct UseRecord {
   int64_t wrote = 0;
   bool accepted = true;
   std::optional<uint64_t> fencing_token{};
+  bool write = true;
 };
 
 struct ReleaseRecord {

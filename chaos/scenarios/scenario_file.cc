@@ -116,8 +116,9 @@ class Reader {
     for (const YAML::Node& i : items) {
       int p = i.IsScalar() ? ParseHarnessProperty(i.Scalar()) : -1;
       if (p < 0) {
-        return Error(i, field,
-                     absl::StrCat("unknown property \"", Text(i), "\" (S1, S2, S3, S4, S5, L1)"));
+        return Error(
+            i, field,
+            absl::StrCat("unknown property \"", Text(i), "\" (S1, S2, S3, S4, S5, L1, S6, S7)"));
       }
       *out |= Prop(p);
     }
@@ -231,9 +232,11 @@ absl::Status ReadSetup(Reader& r, const YAML::Node& n, ScenarioSetup* setup) {
 }
 
 const std::vector<std::string> kClientFields = {
-    "count",   "client",     "resources",          "ttl",     "use",           "uses_per_lease",
-    "guard",   "think",      "pre_release",        "retry",   "node_timeout",  "drift_factor",
-    "fencing", "durability", "durability_timeout", "release", "inspect_nodes", "extend"};
+    "count",          "client",        "resources", "ttl",         "use",
+    "uses_per_lease", "guard",         "think",     "pre_release", "retry",
+    "node_timeout",   "drift_factor",  "fencing",   "durability",  "durability_timeout",
+    "release",        "inspect_nodes", "extend",    "primitive",   "shared",
+    "permits"};
 
 absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfig>* out) {
   if (!n.IsSequence()) return r.Error(n, "clients", "expected a list of clients");
@@ -301,7 +304,31 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
       s = r.Bool(c["inspect_nodes"], f("inspect_nodes"), &cfg.inspect_nodes);
     }
     if (s.ok() && c["extend"]) s = r.Bool(c["extend"], f("extend"), &cfg.extend);
+    if (s.ok() && c["primitive"]) {
+      std::string name;
+      s = r.Str(c["primitive"], f("primitive"), &name);
+      if (s.ok()) {
+        absl::StatusOr<Primitive> p = ParsePrimitive(name);
+        if (!p.ok()) return r.Error(c["primitive"], f("primitive"), p.status().message());
+        cfg.primitive = *p;
+      }
+    }
+    if (s.ok() && c["shared"]) s = r.Bool(c["shared"], f("shared"), &cfg.shared);
+    if (s.ok() && c["permits"]) s = r.Integer(c["permits"], f("permits"), &cfg.permits, 1, 1024);
     if (!s.ok()) return s;
+    if (cfg.shared && cfg.primitive != Primitive::kRwLock) {
+      return r.Error(c["shared"], f("shared"), "a reader is of primitive: rwlock");
+    }
+    if (c["permits"] && cfg.primitive != Primitive::kSemaphore) {
+      return r.Error(c["permits"], f("permits"), "permits are of primitive: semaphore");
+    }
+    if (cfg.variant == ClientVariant::kMajorityCount && cfg.primitive != Primitive::kSemaphore) {
+      return r.Error(c["client"], f("client"),
+                     "majority-count is a semaphore (primitive: semaphore)");
+    }
+    if (cfg.primitive != Primitive::kMutex && cfg.client != "library") {
+      return r.Error(c["primitive"], f("primitive"), "external clients are mutexes only");
+    }
     for (int k = 0; k < count; ++k) out->push_back(cfg);
   }
   if (out->empty()) return r.Error(n, "clients", "at least one client");
@@ -311,7 +338,6 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
 const std::vector<std::string> kTriggerFields = {
     "at",    "repeat", "on",    "client", "lock_free", "since_start", "within", "otherwise",
     "delay", "settle", "times", "gap",    "until",     "until_any",   "pick",   "faults"};
-
 
 // `n`: the fault's keys; `at`: the node errors point at (the entry, for an
 // inline fault).
@@ -364,10 +390,11 @@ absl::Status ReadFault(Reader& r, const YAML::Node& n, const YAML::Node& at,
       names.push_back(p.name);
     }
     if (!known) {
-      return r.Error(kv.first, f,
-                     absl::StrCat("unknown field: \"", t->kind, "\" takes fault, nodes, clients, for",
-                                  names.empty() ? "" : absl::StrCat(" and ", absl::StrJoin(names, ", ")),
-                                  "; an entry's own fields are ", absl::StrJoin(kTriggerFields, ", ")));
+      return r.Error(
+          kv.first, f,
+          absl::StrCat("unknown field: \"", t->kind, "\" takes fault, nodes, clients, for",
+                       names.empty() ? "" : absl::StrCat(" and ", absl::StrJoin(names, ", ")),
+                       "; an entry's own fields are ", absl::StrJoin(kTriggerFields, ", ")));
     }
     t->params[key] = ParamText::Parse(Reader::Flat(kv.second));
   }
@@ -375,7 +402,6 @@ absl::Status ReadFault(Reader& r, const YAML::Node& n, const YAML::Node& at,
   if (!s.ok()) return r.Error(at, field, s.message());
   return absl::OkStatus();
 }
-
 
 absl::Status ReadEntry(Reader& r, const YAML::Node& n, int index, ScheduleEntry* e) {
   const std::string field = absl::StrCat("schedule[", index, "]");
@@ -734,6 +760,12 @@ std::string WriteScenario(const Scenario& s) {
     if (!c.release) fields.push_back("release: false");
     if (c.inspect_nodes) fields.push_back("inspect_nodes: true");
     if (c.extend) fields.push_back("extend: true");
+    if (c.primitive != def.primitive) {
+      fields.push_back(absl::StrCat("primitive: ", PrimitiveName(c.primitive)));
+    }
+    if (c.shared) fields.push_back("shared: true");
+    if (c.primitive == Primitive::kSemaphore)
+      fields.push_back(absl::StrCat("permits: ", c.permits));
     for (size_t k = 0; k < fields.size(); ++k) {
       absl::StrAppend(&out, k == 0 ? "  - " : "    ", fields[k], "\n");
     }
