@@ -995,6 +995,17 @@ const std::vector<Scenario>& AllScenarios() {
        {5},
        {1, 5},
        RunObserver},
+      {"family",
+       "the lock family beside the mutex: 64 readers on one resource, the semaphore at K = 1, "
+       "4, 16 against the hot mutex, reader-writer hand-offs, election takeover after SIGKILL "
+       "and SIGSTOP of a `redlock elect` leader (only when named)",
+       false,
+       1,
+       {3},
+       {5},
+       {5},
+       RunFamily,
+       true},
       {"durability",
        "every node a master with one replica (started for the group): Options::durability off "
        "vs on, and on with one replica stopped",

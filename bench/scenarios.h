@@ -25,6 +25,10 @@
 //                      --scenario backends; bench/backends_scenario.h)
 //   tls                the library on TLS nodes vs plain ones, and the cost of
 //                      connecting (tls_scenario.cc)
+//   family             the lock family beside the mutex: 64 readers, the
+//                      semaphore at K = 1, 4, 16, reader-writer hand-offs,
+//                      election takeover after SIGKILL/SIGSTOP (only with
+//                      --scenario family; family_scenario.cc)
 //   durability         every node given one replica for the group;
 //                      Options::durability off vs on (WAIT 1), and on with
 //                      one replica stopped
@@ -145,7 +149,8 @@ RowResult MeasureRow(Context& ctx, RowResult identity,
                      std::function<absl::StatusOr<std::vector<CycleFn>>()> make);
 
 // The run functions of those scenarios.
-void RunTls(Context& ctx, int n, GroupResult* group);  // tls_scenario.cc
+void RunTls(Context& ctx, int n, GroupResult* group);     // tls_scenario.cc
+void RunFamily(Context& ctx, int n, GroupResult* group);  // family_scenario.cc
 
 const std::vector<Scenario>& AllScenarios();
 const Scenario* FindScenario(const std::string& name);

@@ -126,11 +126,14 @@ class LibraryBackend : public LockBackend {
   absl::StatusOr<HeldLock> AcquireLease(const std::string& resource, int64_t ttl_ms,
                                         std::string* inspect_as) {
     const absl::Duration ttl = absl::Milliseconds(ttl_ms);
+    const absl::Duration wait = absl::Milliseconds(config_.wait_ms);
+    const bool waits = config_.wait_ms > 0;
     HeldLock h;
     *inspect_as = resource;
     switch (config_.primitive) {
       case Primitive::kMutex: {
-        absl::StatusOr<redlock::Lease> lease = client_->TryAcquire(resource, ttl);
+        absl::StatusOr<redlock::Lease> lease =
+            waits ? client_->Acquire(resource, ttl, wait) : client_->TryAcquire(resource, ttl);
         if (!lease.ok()) return lease.status();
         h.lease = *lease;
         break;
@@ -138,7 +141,8 @@ class LibraryBackend : public LockBackend {
       case Primitive::kRwLock: {
         redlock::ReadWriteLock rw(client_.get(), resource);
         absl::StatusOr<redlock::Lease> lease =
-            config_.shared ? rw.TryAcquireShared(ttl) : rw.TryAcquireExclusive(ttl);
+            config_.shared ? (waits ? rw.AcquireShared(ttl, wait) : rw.TryAcquireShared(ttl))
+                           : (waits ? rw.AcquireExclusive(ttl, wait) : rw.TryAcquireExclusive(ttl));
         if (!lease.ok()) return lease.status();
         h.lease = *lease;
         h.mode = config_.shared ? "shared" : "exclusive";
@@ -148,7 +152,8 @@ class LibraryBackend : public LockBackend {
       }
       case Primitive::kSemaphore: {
         redlock::Semaphore sem(client_.get(), resource, config_.permits);
-        absl::StatusOr<redlock::Permit> permit = sem.TryAcquire(ttl);
+        absl::StatusOr<redlock::Permit> permit =
+            waits ? sem.Acquire(ttl, wait) : sem.TryAcquire(ttl);
         if (!permit.ok()) return permit.status();
         h.lease = permit->lease();
         h.mode = "slot";
@@ -166,7 +171,8 @@ class LibraryBackend : public LockBackend {
         // only watched, so that the history's validity is the lease's.
         campaign.renew.extend = false;
         absl::StatusOr<std::unique_ptr<redlock::Leadership>> leader =
-            election.TryCampaign(config_.name, campaign);
+            waits ? election.Campaign(config_.name, wait, redlock::StopToken(), campaign)
+                  : election.TryCampaign(config_.name, campaign);
         if (!leader.ok()) return leader.status();
         h.lease = (*leader)->lease();
         h.mode = "leader";
@@ -330,6 +336,7 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
       absl::StrCat("--primitive=", PrimitiveName(c.primitive)),
       absl::StrCat("--shared=", c.shared ? "true" : "false"),
       absl::StrCat("--permits=", c.permits),
+      absl::StrCat("--wait-ms=", c.wait_ms),
       absl::StrCat("--seed=", c.seed),
       absl::StrCat("--duration-ms=", c.duration_ms),
       absl::StrCat("--max-ops=", c.max_ops),
@@ -419,6 +426,8 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       c.primitive = *prim;
     } else if (k == "shared") {
       as_bool(&c.shared);
+    } else if (k == "wait-ms") {
+      ok = absl::SimpleAtoi(v, &c.wait_ms) && c.wait_ms >= 0;
     } else if (k == "permits") {
       ok = absl::SimpleAtoi(v, &c.permits) && c.permits >= 1 && c.permits <= 1024;
     } else if (k == "tls-ca") {

@@ -140,6 +140,10 @@ struct ClientConfig {
   Primitive primitive = Primitive::kMutex;
   bool shared = false;
   int permits = 1;
+  // The library only: > 0 makes each acquisition wait up to this long (the
+  // library's Acquire with a wait: retries, and for a waiting writer the
+  // reader-writer lock's writer preference) instead of one attempt.
+  int64_t wait_ms = 0;
   uint64_t seed = 1;
   int64_t duration_ms = 60000;  // the client exits after this long anyway
   int64_t max_ops = 1000000;

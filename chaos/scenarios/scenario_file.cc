@@ -236,7 +236,7 @@ const std::vector<std::string> kClientFields = {
     "uses_per_lease", "guard",         "think",     "pre_release", "retry",
     "node_timeout",   "drift_factor",  "fencing",   "durability",  "durability_timeout",
     "release",        "inspect_nodes", "extend",    "primitive",   "shared",
-    "permits"};
+    "permits",        "wait"};
 
 absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfig>* out) {
   if (!n.IsSequence()) return r.Error(n, "clients", "expected a list of clients");
@@ -285,7 +285,8 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
          {MsField{"ttl", &cfg.ttl_ms}, MsField{"use", &cfg.use_ms}, MsField{"guard", &cfg.guard_ms},
           MsField{"think", &cfg.think_ms}, MsField{"pre_release", &cfg.pre_release_ms},
           MsField{"retry", &cfg.retry_ms}, MsField{"node_timeout", &cfg.node_timeout_ms},
-          MsField{"durability_timeout", &cfg.durability_timeout_ms}}) {
+          MsField{"durability_timeout", &cfg.durability_timeout_ms},
+          MsField{"wait", &cfg.wait_ms}}) {
       if (s.ok() && c[m.key]) s = r.Millis(c[m.key], f(m.key), m.into);
     }
     if (s.ok() && cfg.ttl_ms < 10) return r.Error(c["ttl"], f("ttl"), "must be at least 10ms");
@@ -325,6 +326,9 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
     if (cfg.variant == ClientVariant::kMajorityCount && cfg.primitive != Primitive::kSemaphore) {
       return r.Error(c["client"], f("client"),
                      "majority-count is a semaphore (primitive: semaphore)");
+    }
+    if (cfg.wait_ms > 0 && (cfg.client != "library" || cfg.variant != ClientVariant::kLibrary)) {
+      return r.Error(c["wait"], f("wait"), "only the library's client waits");
     }
     if (cfg.primitive != Primitive::kMutex && cfg.client != "library") {
       return r.Error(c["primitive"], f("primitive"), "external clients are mutexes only");
@@ -766,6 +770,7 @@ std::string WriteScenario(const Scenario& s) {
     if (c.shared) fields.push_back("shared: true");
     if (c.primitive == Primitive::kSemaphore)
       fields.push_back(absl::StrCat("permits: ", c.permits));
+    if (c.wait_ms > 0) fields.push_back(absl::StrCat("wait: ", Ms(c.wait_ms)));
     for (size_t k = 0; k < fields.size(); ++k) {
       absl::StrAppend(&out, k == 0 ? "  - " : "    ", fields[k], "\n");
     }
