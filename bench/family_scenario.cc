@@ -38,7 +38,9 @@
 #include "redlock/election.h"
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
+#include "testkit/fleet.h"
 #include "testkit/process.h"
+#include "testkit/redis.h"
 
 namespace redlock::bench {
 namespace {
@@ -347,7 +349,133 @@ void TakeoverRow(Context& ctx, const std::vector<Endpoint>& eps, int sig, GroupR
       "most wait_poll_max); acq+wait = the candidate's whole Campaign"));
 }
 
+// The other safe semaphore design, for comparison only: each node counts
+// live holders (admitting while fewer than K) and a holder needs more than
+// N*K/(K+1) nodes, so that K+1 holders cannot all find room (they would
+// need (K+1)*T > N*K admissions).
+constexpr char kCountAcquire[] = R"lua(
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+if redis.call('zcard', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+redis.call('zadd', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+redis.call('pexpire', KEYS[1], ARGV[2])
+return 1
+)lua";
+
+// One counted acquisition on every node at once (a thread per node, each
+// with its own deadline); kept when at least `threshold` nodes admitted,
+// else removed. Returns the admitting nodes' count, or -1 when refused.
+int CountedAcquire(const std::vector<Endpoint>& eps, const std::string& key,
+                   const std::string& token, int permits, int threshold, absl::Duration timeout) {
+  std::vector<int> admitted(eps.size(), 0);
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < eps.size(); ++i) {
+    threads.emplace_back([&, i] {
+      absl::StatusOr<testkit::RedisValue> r = testkit::RunCommand(
+          eps[i], {"EVAL", kCountAcquire, "1", key, token, "60000", std::to_string(permits)},
+          timeout);
+      admitted[i] = r.ok() && r->integer == 1;
+    });
+  }
+  for (auto& t : threads) t.join();
+  int yes = 0;
+  for (int a : admitted) yes += a;
+  if (yes >= threshold) return yes;
+  for (size_t i = 0; i < eps.size(); ++i) {
+    if (admitted[i]) (void)testkit::RunCommand(eps[i], {"ZREM", key, token}, timeout);
+  }
+  return -1;
+}
+
+// How many of `eps` may be down (SIGSTOPped, the last ones) while all K
+// permits can still be taken, for the library's permits and for counting
+// on more than N*K/(K+1) nodes.
+void AvailabilityRows(Context& ctx, const std::vector<Endpoint>& eps, int k, GroupResult* g) {
+  testkit::Fleet* fleet = ctx.nodes.fleet();
+  const int n = static_cast<int>(eps.size());
+  const int threshold = n * k / (k + 1) + 1;
+  const absl::Duration timeout = ctx.settings.node_timeout;
+  struct Design {
+    std::string impl;
+    bool permits;
+  };
+  for (const Design& d : {Design{absl::StrCat("permits K=", k), true},
+                          Design{absl::StrCat("count>NK/(K+1) K=", k), false}}) {
+    ctx.progress.Row(d.impl);
+    RowResult row = Identity(d.impl, d.permits ? "permits" : "count", 1);
+    LatencyHistogram acquire;
+    int64_t attempts = 0, ok = 0;
+    int survives = -1;
+    const int64_t start_ns = NowNs();
+    for (int down = 0; down < n; ++down) {
+      for (int i = n - down; i < n; ++i) (void)fleet->Stop(i);
+      int granted = 0;
+      const std::string key = absl::StrCat(ctx.RowKey(), ":avail");
+      if (d.permits) {
+        Options o = ClientOptions(ctx, eps);
+        absl::StatusOr<std::unique_ptr<Client>> c = Client::Create(o);
+        if (c.ok()) {
+          Semaphore sem(c->get(), key, k);
+          std::vector<Permit> held;
+          for (int j = 0; j < k; ++j) {
+            const int64_t t0 = NowNs();
+            absl::StatusOr<Permit> p = sem.TryAcquire(absl::Seconds(60));
+            ++attempts;
+            if (!p.ok()) continue;
+            ++ok;
+            if (down == 0) acquire.Record(NowNs() - t0);
+            held.push_back(*p);
+          }
+          granted = static_cast<int>(held.size());
+          for (const Permit& p : held) (void)sem.Release(p);
+        }
+      } else {
+        std::vector<std::string> tokens;
+        for (int j = 0; j < k; ++j) {
+          const std::string token = absl::StrCat("holder-", j);
+          const int64_t t0 = NowNs();
+          ++attempts;
+          if (CountedAcquire(eps, key, token, k, threshold, timeout) < 0) continue;
+          ++ok;
+          if (down == 0) acquire.Record(NowNs() - t0);
+          tokens.push_back(token);
+        }
+        granted = static_cast<int>(tokens.size());
+        for (int i = 0; i < n - down; ++i) {
+          (void)testkit::RunCommand(eps[static_cast<size_t>(i)], {"DEL", key}, timeout);
+        }
+      }
+      for (int i = n - down; i < n; ++i) (void)fleet->Continue(i);
+      if (granted < k) break;  // more nodes down cannot do better
+      survives = down;
+    }
+    row = HandRow(row, LatencyHistogram(), acquire, attempts, ok,
+                  static_cast<double>(NowNs() - start_ns) / 1e9);
+    row.handoff = Distribution();
+    row.handoff_call = Distribution();
+    row.notes.push_back(absl::StrCat(
+        "all ", k, " permits granted with up to ", survives, " of ", n, " nodes down (",
+        d.permits ? absl::StrCat("each permit needs a majority, ", n / 2 + 1, " nodes")
+                  : absl::StrCat("a holder needs more than N*K/(K+1): ", threshold, " nodes"),
+        "); acquire = one acquisition with every node up",
+        d.permits ? "" : " (a prototype over fresh connections, one per node: not comparable)"));
+    g->rows.push_back(std::move(row));
+  }
+}
+
 }  // namespace
+
+void RunSemaphoreAvailability(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "semaphore designs: nodes down survived, K = 1, 4, 16";
+  Setting(g, "node_timeout", absl::FormatDuration(ctx.settings.node_timeout));
+  g->rows.push_back(MeasureFloor(ctx, eps));
+  for (int k : {1, 4, 16}) AvailabilityRows(ctx, eps, k, g);
+  g->notes.push_back(
+      "nodes are SIGSTOPped from the last one; a design survives d nodes down when all K "
+      "permits (K distinct holders, one attempt each) are still granted");
+}
 
 void RunFamily(Context& ctx, int n, GroupResult* g) {
   const std::vector<Endpoint> eps = ctx.nodes.First(n);

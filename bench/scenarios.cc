@@ -1006,6 +1006,16 @@ const std::vector<Scenario>& AllScenarios() {
        {5},
        RunFamily,
        true},
+      {"semaphore-availability",
+       "semaphore designs: the nodes down each survives (permits with a majority each vs "
+       "counting holders on more than N*K/(K+1) nodes), K = 1, 4, 16 (only when named)",
+       true,
+       3,
+       {3},
+       {3, 5, 7},
+       {3, 5, 7},
+       RunSemaphoreAvailability,
+       true},
       {"durability",
        "every node a master with one replica (started for the group): Options::durability off "
        "vs on, and on with one replica stopped",

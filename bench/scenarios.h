@@ -29,6 +29,9 @@
 //                      semaphore at K = 1, 4, 16, reader-writer hand-offs,
 //                      election takeover after SIGKILL/SIGSTOP (only with
 //                      --scenario family; family_scenario.cc)
+//   semaphore-availability  how many nodes may be down for the semaphore's
+//                      permits vs counting holders on more than N*K/(K+1)
+//                      nodes, K = 1, 4, 16 (only when named)
 //   durability         every node given one replica for the group;
 //                      Options::durability off vs on (WAIT 1), and on with
 //                      one replica stopped
@@ -151,6 +154,7 @@ RowResult MeasureRow(Context& ctx, RowResult identity,
 // The run functions of those scenarios.
 void RunTls(Context& ctx, int n, GroupResult* group);     // tls_scenario.cc
 void RunFamily(Context& ctx, int n, GroupResult* group);  // family_scenario.cc
+void RunSemaphoreAvailability(Context& ctx, int n, GroupResult* group);  // family_scenario.cc
 
 const std::vector<Scenario>& AllScenarios();
 const Scenario* FindScenario(const std::string& name);
