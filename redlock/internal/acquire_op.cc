@@ -68,7 +68,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     if (request_.wait.has_value() && ctx_->options().release_notifications) {
       // Before the first attempt, so a release that lands between a failed
       // attempt and the wait is not missed.
-      watch_ = ctx_->watches().Open(keys_, shape_ != nullptr && shape_->shared_wakeups());
+      watch_ = ctx_->watches().Open(keys_, shape_ != nullptr && shape_->shared_wakeups()
+                                               ? ReleaseWatches::Wakeup::kEveryone
+                                               : ReleaseWatches::Wakeup::kOldest);
     }
     if (request_.stop.stop_requested()) {
       // Decided at once, on the calling thread: nothing is sent.

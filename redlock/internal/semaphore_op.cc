@@ -87,8 +87,9 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
 
   void Start() {
     if (request_.wait.has_value() && ctx_->options().release_notifications) {
-      // A release of any permit may let this waiter in.
-      watch_ = ctx_->watches().Open(keys_);
+      // A release of any permit may let this waiter in; each release goes
+      // to one waiting waiter of this client (release_watch.h).
+      watch_ = ctx_->watches().Open(keys_, ReleaseWatches::Wakeup::kOldestWaiting);
     }
     if (request_.stop.stop_requested()) {
       {

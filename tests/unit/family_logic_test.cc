@@ -251,9 +251,9 @@ TEST(ReleaseWatchTest, SharedWatchesHearEveryAnnouncementExclusiveOnlyTheOldest)
   FakeTransport transport(1, &clock);
   internal::ReleaseWatches watches(&transport);
   auto e1 = watches.Open({"k"});
-  auto s1 = watches.Open({"k"}, /*shared=*/true);
+  auto s1 = watches.Open({"k"}, internal::ReleaseWatches::Wakeup::kEveryone);
   auto e2 = watches.Open({"k"});
-  auto s2 = watches.Open({"k"}, /*shared=*/true);
+  auto s2 = watches.Open({"k"}, internal::ReleaseWatches::Wakeup::kEveryone);
   int woke_e1 = 0, woke_e2 = 0, woke_s1 = 0, woke_s2 = 0;
   auto wait = [](const std::shared_ptr<internal::ReleaseWatches::Watch>& w, int* woke) {
     w->Wait(w->Mark(), 1, absl::Seconds(10), [woke](absl::Status s) {
@@ -271,6 +271,36 @@ TEST(ReleaseWatchTest, SharedWatchesHearEveryAnnouncementExclusiveOnlyTheOldest)
   EXPECT_EQ(woke_s1, 1);
   EXPECT_EQ(woke_s2, 1);
   e2->Cancel();
+}
+
+// A semaphore's waiters: a release goes to a waiter that is waiting, not to
+// the oldest one when it is already trying (releases of different permits
+// then wake different waiters).
+TEST(ReleaseWatchTest, PermitWaitersAreWokenOneAtATimeTheOldestWaitingFirst) {
+  FakeClock clock;
+  FakeTransport transport(1, &clock);
+  internal::ReleaseWatches watches(&transport);
+  using Wakeup = internal::ReleaseWatches::Wakeup;
+  auto busy = watches.Open({"p0", "p1"}, Wakeup::kOldestWaiting);  // oldest, mid-attempt
+  auto a = watches.Open({"p0", "p1"}, Wakeup::kOldestWaiting);
+  auto b = watches.Open({"p0", "p1"}, Wakeup::kOldestWaiting);
+  int woke_a = 0, woke_b = 0;
+  a->Wait(a->Mark(), 1, absl::Seconds(10), [&](absl::Status s) { woke_a += s.ok(); });
+  b->Wait(b->Mark(), 1, absl::Seconds(10), [&](absl::Status s) { woke_b += s.ok(); });
+  transport.Publish(0, "redlock:release:p0", "");
+  EXPECT_EQ(woke_a, 1) << "the oldest waiting watch, not the busy oldest one";
+  EXPECT_EQ(woke_b, 0);
+  transport.Publish(0, "redlock:release:p1", "");
+  EXPECT_EQ(woke_b, 1) << "another permit's release wakes the next waiter";
+  // The same for a mutex's watches would go to the oldest (one attempt per
+  // release and client).
+  auto m_busy = watches.Open({"m"});
+  auto m = watches.Open({"m"});
+  int woke_m = 0;
+  m->Wait(m->Mark(), 1, absl::Seconds(10), [&](absl::Status s) { woke_m += s.ok(); });
+  transport.Publish(0, "redlock:release:m", "");
+  EXPECT_EQ(woke_m, 0);
+  m->Cancel();
 }
 
 // ---- Election ---------------------------------------------------------------------------
