@@ -36,7 +36,7 @@
 //   PostgreSQL fencing tokens (when ServiceOptions::fencing): nextval() of a
 //   sequence taken while the lock is held.
 //
-// Codes follow DESIGN.md 4.6: kAborted held elsewhere, kUnavailable the
+// Codes follow docs/design.md 7.1: kAborted held elsewhere, kUnavailable the
 // service did not answer, kDeadlineExceeded a wait ran out, kInternal an
 // unexpected reply, kFailedPrecondition a client library missing from this
 // build.
@@ -164,7 +164,7 @@ absl::StatusOr<std::unique_ptr<LockService>> NewEtcdService(ServiceOptions optio
 absl::StatusOr<std::unique_ptr<LockService>> NewZooKeeperService(ServiceOptions options);
 absl::StatusOr<std::unique_ptr<LockService>> NewPostgresService(ServiceOptions options);
 
-// The drift allowance of DESIGN.md 4.2 (ttl * 0.01 + 2 ms), used by every
+// The drift allowance of docs/design.md 5.3 (ttl * 0.01 + 2 ms), used by every
 // ttl-based recipe for its validity.
 absl::Duration Drift(absl::Duration ttl);
 

@@ -29,8 +29,6 @@
 
 namespace redlock::bench {
 
-void RunBackends(Context& ctx, int n, GroupResult* group);
-
 // backends_latency_cdf.svg and backends_handoff_cdf.svg, when the run has
 // the backends group.
 std::vector<std::pair<std::string, std::string>> RenderBackendPlots(const BenchResults& results);

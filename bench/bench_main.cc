@@ -37,9 +37,11 @@
 #include "absl/time/time.h"
 #include "bench/backends_scenario.h"
 #include "bench/plots.h"
+#include "bench/processes_scenario.h"
 #include "bench/report.h"
 #include "bench/results.h"
 #include "bench/scenarios.h"
+#include "bench/spread_profiles.h"
 #include "bench/system_info.h"
 #include "bench/workload.h"
 #include "redlock/options.h"
@@ -86,6 +88,16 @@ ABSL_FLAG(int, hot_waiters, 0, "hot: callers taking turns on the resource (0: 8;
 ABSL_FLAG(absl::Duration, hot_hold, absl::Microseconds(200), "hot: how long a holder holds.");
 ABSL_FLAG(absl::Duration, hot_wait, absl::Seconds(2),
           "hot: the wait of Acquire(resource, ttl, wait).");
+ABSL_FLAG(std::string, latency_profile, "",
+          "spread: your own placement, one delay per node added each way (milliseconds, or "
+          "durations: 0.1,0.1,1,40,40 or 100us,2ms,...), instead of the built-in profiles; N is "
+          "the number of delays. Also --latency-profile.");
+ABSL_FLAG(std::string, processes, "",
+          "processes: the numbers of client processes to run side by side, each with its own "
+          "Client (default 1,2,4,8); given alone, it selects the processes scenario.");
+ABSL_FLAG(bool, process_worker, false,
+          "Internal (the processes scenario): run as one of its client processes.");
+ABSL_FLAG(std::string, process_worker_key, "", "Internal: the worker's resource prefix.");
 ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file ('-' for stdout).");
 ABSL_FLAG(std::string, plot, "", "Write SVG charts into this directory.");
 ABSL_FLAG(std::string, redis_server, "redis-server", "The redis-server binary the fleet starts.");
@@ -150,12 +162,62 @@ void CheckRenderings(const BenchResults& results, std::vector<std::string>* erro
   }
 }
 
+// "1,8,64" into *out (replaced): counts in 1..max, at least one.
+absl::Status ParseCounts(absl::string_view text, int max, std::vector<int>* out) {
+  out->clear();
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    int c = 0;
+    if (!absl::SimpleAtoi(part, &c) || c < 1 || c > max) {
+      return absl::InvalidArgumentError(absl::StrCat("'", part, "' is not a count in 1..", max));
+    }
+    out->push_back(c);
+  }
+  if (out->empty()) return absl::InvalidArgumentError("no count given");
+  return absl::OkStatus();
+}
+
+// Flag names are written with underscores; accept dashes too
+// (--latency-profile is --latency_profile). Values are left alone.
+std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
+  storage->reserve(static_cast<size_t>(argc));
+  std::vector<char*> out;
+  for (int i = 0; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (i > 0 && arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
+      const size_t end = std::min(arg.find('='), arg.size());
+      for (size_t k = 2; k < end; ++k) {
+        if (arg[k] == '-') arg[k] = '_';
+      }
+    }
+    storage->push_back(std::move(arg));
+  }
+  for (std::string& a : *storage) out.push_back(a.data());
+  return out;
+}
+
 int Main(int argc, char** argv) {
+  std::vector<std::string> arg_storage;
+  std::vector<char*> args = NormalizeFlagNames(argc, argv, &arg_storage);
+  argc = static_cast<int>(args.size());
+  argv = args.data();
   absl::SetProgramUsageMessage(
       "redlock-bench [--quick|--full|--smoke] [--scenario NAME] [--nodes host:port,...] "
       "[--json FILE|-] [--plot DIR]\nSee bench/README.md.");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) return UsageError(absl::StrCat("unexpected argument '", rest[1], "'"));
+  if (absl::GetFlag(FLAGS_process_worker)) {
+    ProcessWorkerArgs w;
+    w.nodes = absl::GetFlag(FLAGS_nodes);
+    w.key = absl::GetFlag(FLAGS_process_worker_key);
+    if (absl::GetFlag(FLAGS_callers) > 0) w.chains = absl::GetFlag(FLAGS_callers);
+    w.warmup = absl::GetFlag(FLAGS_warmup);
+    w.duration = absl::GetFlag(FLAGS_duration);
+    w.ttl = absl::GetFlag(FLAGS_ttl);
+    w.node_timeout = absl::GetFlag(FLAGS_node_timeout);
+    if (absl::GetFlag(FLAGS_iterations) > 0) w.iterations = absl::GetFlag(FLAGS_iterations);
+    signal(SIGPIPE, SIG_IGN);
+    return RunProcessWorker(w);
+  }
   if (absl::GetFlag(FLAGS_list)) {
     ListScenarios();
     return 0;
@@ -179,6 +241,9 @@ int Main(int argc, char** argv) {
       s.callers_many = 8;
       s.sweep_callers = {1, 8};
       s.sweep_duration = s.duration;
+      s.spread_duration = absl::Milliseconds(100);
+      s.processes = {1, 2};
+      s.processes_duration = absl::Milliseconds(300);
       s.hot_waiters = 4;
       break;
     case Mode::kQuick:
@@ -196,6 +261,8 @@ int Main(int argc, char** argv) {
       s.hot_duration = absl::Seconds(3);
       s.stopped_duration = absl::Seconds(10);
       s.sweep_duration = absl::Seconds(2);
+      s.spread_duration = absl::Seconds(3);
+      s.processes_duration = absl::Seconds(3);
       break;
   }
   if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
@@ -203,6 +270,8 @@ int Main(int argc, char** argv) {
     s.memory_duration = std::max(s.memory_duration, s.duration);
     s.hot_duration = std::max(s.hot_duration, s.duration);
     s.sweep_duration = s.duration;
+    s.spread_duration = s.duration;
+    s.processes_duration = s.duration;
   }
   if (absl::GetFlag(FLAGS_warmup) > absl::ZeroDuration()) s.warmup = absl::GetFlag(FLAGS_warmup);
   if (absl::GetFlag(FLAGS_iterations) > 0) s.iterations = absl::GetFlag(FLAGS_iterations);
@@ -225,24 +294,25 @@ int Main(int argc, char** argv) {
   if (s.ttl < absl::Milliseconds(100)) return UsageError("--ttl must be at least 100ms");
   if (s.node_timeout <= absl::ZeroDuration()) return UsageError("--node_timeout must be positive");
   if (!absl::GetFlag(FLAGS_sweep_callers).empty()) {
-    s.sweep_callers.clear();
-    for (absl::string_view part :
-         absl::StrSplit(absl::GetFlag(FLAGS_sweep_callers), ',', absl::SkipEmpty())) {
-      int c = 0;
-      if (!absl::SimpleAtoi(part, &c) || c < 1 || c > 1024) {
-        return UsageError(absl::StrCat("--sweep_callers: '", part, "' is not a count in 1..1024"));
-      }
-      s.sweep_callers.push_back(c);
-    }
-    if (s.sweep_callers.empty()) return UsageError("--sweep_callers: no count given");
+    absl::Status st = ParseCounts(absl::GetFlag(FLAGS_sweep_callers), 1024, &s.sweep_callers);
+    if (!st.ok()) return UsageError(absl::StrCat("--sweep_callers: ", st.message()));
   }
-  for (absl::string_view part : absl::StrSplit(absl::GetFlag(FLAGS_n), ',', absl::SkipEmpty())) {
-    int n = 0;
-    if (!absl::SimpleAtoi(part, &n) || n < 1 || n > 15) {
-      return UsageError(absl::StrCat("--n: '", part, "' is not a node count in 1..15"));
-    }
-    s.ns.push_back(n);
+  if (absl::Status st = ParseCounts(absl::GetFlag(FLAGS_n), 15, &s.ns);
+      !st.ok() && !absl::GetFlag(FLAGS_n).empty()) {
+    return UsageError(absl::StrCat("--n: ", st.message()));
   }
+  if (!absl::GetFlag(FLAGS_latency_profile).empty()) {
+    absl::StatusOr<std::vector<absl::Duration>> profile =
+        ParseLatencyProfile(absl::GetFlag(FLAGS_latency_profile));
+    if (!profile.ok())
+      return UsageError(absl::StrCat("--latency-profile: ", profile.status().message()));
+    s.latency_profile = *std::move(profile);
+  }
+  if (!absl::GetFlag(FLAGS_processes).empty()) {
+    absl::Status st = ParseCounts(absl::GetFlag(FLAGS_processes), 64, &s.processes);
+    if (!st.ok()) return UsageError(absl::StrCat("--processes: ", st.message()));
+  }
+  s.self_exe = "/proc/self/exe";
   s.seed = absl::GetFlag(FLAGS_seed);
   if (s.seed == 0) s.seed = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now())) % 1000000007u + 1;
   s.run_id = absl::StrFormat("%x%04x", getpid(), s.seed & 0xffff);
@@ -259,16 +329,24 @@ int Main(int argc, char** argv) {
     }
     scenarios.push_back(sc);
   }
+  if (scenarios.empty() && !absl::GetFlag(FLAGS_processes).empty()) {
+    scenarios.push_back(FindScenario("processes"));
+  }
   if (scenarios.empty()) {
     for (const Scenario& x : AllScenarios()) {
       if (!x.explicit_only) scenarios.push_back(&x);
     }
   }
-  std::vector<std::pair<const Scenario*, int>> plan;
+  struct Planned {
+    const Scenario* scenario;
+    int n;
+    std::string variant;
+  };
+  std::vector<Planned> plan;
   int max_n = 1;
   for (const Scenario* sc : scenarios) {
     for (int n : NsFor(*sc, s)) {
-      plan.emplace_back(sc, n);
+      for (const std::string& variant : VariantsFor(*sc, s)) plan.push_back({sc, n, variant});
       max_n = std::max(max_n, n);
     }
   }
@@ -343,9 +421,11 @@ int Main(int argc, char** argv) {
         results.harness_errors.push_back("interrupted: the remaining groups were not run");
         break;
       }
-      const auto& [sc, n] = plan[i];
-      progress.Group(static_cast<int>(i) + 1, absl::StrCat(sc->name, " N=", n));
-      GroupResult g = RunGroup(*sc, n, ctx);
+      const Planned& p = plan[i];
+      progress.Group(static_cast<int>(i) + 1,
+                     absl::StrCat(p.scenario->name, " N=", p.n,
+                                  p.variant.empty() ? "" : absl::StrCat(" ", p.variant)));
+      GroupResult g = RunGroup(*p.scenario, p.n, p.variant, ctx);
       progress.Done();
       fputs(RenderGroup(g).c_str(), out);
       fflush(out);

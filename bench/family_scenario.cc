@@ -33,6 +33,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "bench/locker.h"
+#include "bench/rows.h"
 #include "bench/scenarios.h"
 #include "redlock/client.h"
 #include "redlock/election.h"
@@ -44,10 +45,6 @@
 
 namespace redlock::bench {
 namespace {
-
-void Setting(GroupResult* g, std::string key, std::string value) {
-  g->settings.emplace_back(std::move(key), std::move(value));
-}
 
 RowResult Identity(std::string impl, std::string variant, int callers) {
   RowResult row;
@@ -62,13 +59,6 @@ RowResult Error(Context& ctx, RowResult row, const std::string& what, const absl
   row.harness_error = absl::StrCat(what, ": ", st.ToString());
   ctx.harness_errors.push_back(absl::StrCat(row.impl, " x", row.callers, ": ", row.harness_error));
   return row;
-}
-
-Options ClientOptions(const Context& ctx, const std::vector<Endpoint>& eps) {
-  Options o;
-  o.nodes = eps;
-  o.node_timeout = ctx.settings.node_timeout;
-  return o;
 }
 
 // TryAcquireShared + Release of one resource.
@@ -469,8 +459,8 @@ void AvailabilityRows(Context& ctx, const std::vector<Endpoint>& eps, int k, Gro
 void RunSemaphoreAvailability(Context& ctx, int n, GroupResult* g) {
   const std::vector<Endpoint> eps = ctx.nodes.First(n);
   g->title = "semaphore designs: nodes down survived, K = 1, 4, 16";
-  Setting(g, "node_timeout", absl::FormatDuration(ctx.settings.node_timeout));
-  g->rows.push_back(MeasureFloor(ctx, eps));
+  AddSetting(g, "node_timeout", absl::FormatDuration(ctx.settings.node_timeout));
+  g->rows.push_back(FloorRow(ctx, eps));
   for (int k : {1, 4, 16}) AvailabilityRows(ctx, eps, k, g);
   g->notes.push_back(
       "nodes are SIGSTOPped from the last one; a design survives d nodes down when all K "
@@ -482,10 +472,10 @@ void RunFamily(Context& ctx, int n, GroupResult* g) {
   const BenchSettings& s = ctx.settings;
   const int many = s.callers_many;
   g->title = "the lock family beside the mutex";
-  Setting(g, "ttl", absl::FormatDuration(s.ttl));
-  Setting(g, "node_timeout", absl::FormatDuration(s.node_timeout));
-  Setting(g, "hold", absl::FormatDuration(s.hot_hold));
-  g->rows.push_back(MeasureFloor(ctx, eps));
+  AddSetting(g, "ttl", absl::FormatDuration(s.ttl));
+  AddSetting(g, "node_timeout", absl::FormatDuration(s.node_timeout));
+  AddSetting(g, "hold", absl::FormatDuration(s.hot_hold));
+  g->rows.push_back(FloorRow(ctx, eps));
   const absl::Duration ttl = s.ttl;
   const absl::Duration wait = s.hot_wait;
   const absl::Duration hold = s.hot_hold;

@@ -23,7 +23,7 @@ namespace redlock::bench {
 class Locker {
  public:
   virtual ~Locker() = default;
-  // One attempt at the lock (no retries). The codes follow DESIGN.md 4.6.
+  // One attempt at the lock (no retries). The codes follow docs/design.md 7.1.
   virtual absl::Status Acquire(absl::Duration ttl) = 0;
   // Releases what the last successful Acquire took.
   virtual absl::Status Release() = 0;
@@ -49,6 +49,11 @@ ChainFn LockChain(std::unique_ptr<AsyncLocker> locker, absl::Duration ttl);
 // Client::TryAcquireAsync + Client::ReleaseAsync of one resource. The
 // client must outlive the calls in flight (destroying it cancels them).
 std::unique_ptr<AsyncLocker> NewAsyncClientLocker(Client* client, std::string resource);
+
+// The same cycle written with co_await (redlock/coro.h): a coroutine per
+// cycle, resuming on the client's I/O thread. The client must outlive the
+// chain's cycles.
+ChainFn CoroLockChain(Client* client, std::string resource, absl::Duration ttl);
 
 // Client::TryAcquire + Client::Release of one resource. The client is shared
 // by every caller and must outlive the locker.

@@ -248,6 +248,63 @@ bool HandoffCdf(const BenchResults& r, LineChart* chart) {
   return true;
 }
 
+// spread: acquire+release p50 per latency profile (x: the profiles in run
+// order), every row beside the model (dashed).
+bool SpreadChart(const BenchResults& r, LineChart* chart) {
+  std::vector<const GroupResult*> groups;
+  for (const GroupResult& g : r.groups) {
+    if (g.scenario == "spread" && !g.skipped) groups.push_back(&g);
+  }
+  if (groups.empty()) return false;
+  const int many = r.info.callers_many;
+  chart->title = "acquire+release p50 per placement of the nodes, beside the model";
+  chart->subtitle = Subtitle(r);
+  chart->x.label = "latency profile (delay added each way per node)";
+  chart->y.label = "acquire+release p50 (log scale)";
+  chart->y.log = true;
+  chart->y.format = FormatMicros;
+  std::vector<std::string> names;
+  for (const GroupResult* g : groups) names.push_back(g->variant);
+  chart->x.format = [names](double x) {
+    const long i = std::lround(x) - 1;
+    return i >= 0 && i < static_cast<long>(names.size()) ? names[static_cast<size_t>(i)]
+                                                         : std::string();
+  };
+  for (size_t i = 0; i < groups.size(); ++i) chart->x.ticks.push_back(static_cast<double>(i + 1));
+  chart->x.min = 0.5;
+  chart->x.max = static_cast<double>(groups.size()) + 0.5;
+  struct Pick {
+    const char* family;
+    int callers;
+    const char* label;
+    const char* color;
+    bool dashed;
+  };
+  const std::string many_label = absl::StrCat("library, ", many, " callers");
+  const Pick picks[] = {
+      {kModel, 1, "model: q-th nearest round trip (PING)", "#000000", true},
+      {kLibrary, 1, "library, 1 caller", kColorLibrary, false},
+      {kLibrary, many, many_label.c_str(), "#aec7e8", false},
+      {kPipelinedLimit, 1, "pipelined limit, 1 chain", kColorLimit, true},
+      {kNearest, 1, "nearest node alone (no quorum)", kColorFloor, false},
+      {kWaitForAll, 1, "wait-for-all", kColorWaitForAll, false},
+      {kSequential, 1, "sequential", kColorSequential, false},
+  };
+  for (const Pick& p : picks) {
+    Series s;
+    s.name = p.label;
+    s.color = p.color;
+    s.dashed = p.dashed;
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const RowResult* row = groups[i]->Find(p.family, "", p.callers);
+      if (row == nullptr || row->cycle.empty()) continue;
+      s.points.emplace_back(static_cast<double>(i + 1), Us(row->cycle.Quantile(0.5)));
+    }
+    if (!s.points.empty()) chart->series.push_back(std::move(s));
+  }
+  return !chart->series.empty();
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults& results) {
@@ -287,6 +344,10 @@ std::vector<std::pair<std::string, std::string>> RenderPlots(const BenchResults&
   {
     LineChart c;
     if (HandoffCdf(results, &c)) out.emplace_back("handoff_cdf.svg", svg::RenderLineChart(c));
+  }
+  {
+    LineChart c;
+    if (SpreadChart(results, &c)) out.emplace_back("spread_p50.svg", svg::RenderLineChart(c));
   }
   for (auto& plot : RenderBackendPlots(results)) out.push_back(std::move(plot));
   return out;

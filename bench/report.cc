@@ -144,7 +144,8 @@ std::string RenderHeader(const RunInfo& info) {
                   "floor's (one node, one caller, plain hiredis) measured in the same group.\n"
                   "xlimit: cycles/s over the pipelined limit's (raw pipelined client, same "
                   "commands) in the same group. CPU/cyc: user+sys of this process per cycle; "
-                  "csw/cyc: its context switches per cycle (getrusage over the measurement).\n");
+                  "csw/cyc: its context switches per cycle (getrusage over the measurement); "
+                  "srvCPU/cyc: the servers' user+sys per cycle (own fleet only).\n");
   return out;
 }
 
@@ -152,21 +153,25 @@ std::string RenderGroup(const GroupResult& g) {
   std::string out;
   std::vector<std::string> settings;
   for (const auto& [k, v] : g.settings) settings.push_back(absl::StrCat(k, " ", v));
-  absl::StrAppend(&out, "\n== ", g.scenario, "  N=", g.n, "  ", g.title);
+  absl::StrAppend(&out, "\n== ", g.scenario, "  N=", g.n, "  ",
+                  g.variant.empty() ? "" : absl::StrCat("[", g.variant, "]  "), g.title);
   if (!settings.empty()) absl::StrAppend(&out, "  (", absl::StrJoin(settings, ", "), ")");
   absl::StrAppend(&out, "\n");
   if (g.skipped) {
     absl::StrAppend(&out, "   skipped: ", g.skip_reason, "\n");
     return out;
   }
-  const RowResult* floor = g.Floor();
+  const RowResult* floor = g.Reference();
+  if (g.reference != kFloor) {
+    absl::StrAppend(&out, "   (ratios in this group are to the ", g.reference, " row)\n");
+  }
   absl::StrAppend(&out, "   ", Pad("impl", kImplWidth), Pad("C", 4, true), "  ", Pad("op", 10));
   for (const char* h : {"p50", "p90", "p99", "p99.9", "max"}) {
     absl::StrAppend(&out, Pad(h, 6, true), Pad("", 8));
   }
   absl::StrAppend(&out, Pad("cycles/s", 9, true), Pad("xlimit", 7, true), Pad("ok%", 8, true),
                   Pad("peak RSS", 10, true), Pad("CPU/cyc", 9, true), Pad("csw/cyc", 8, true),
-                  "\n");
+                  Pad("srvCPU/cyc", 11, true), "\n");
   for (const RowResult& r : g.rows) {
     const std::string lead =
         absl::StrCat("   ", Pad(r.impl, kImplWidth), Pad(absl::StrCat(r.callers), 4, true), "  ");
@@ -185,7 +190,8 @@ std::string RenderGroup(const GroupResult& g) {
         Pad(std::isfinite(to_limit) ? FormatRatio(to_limit) : "-", 7, true),
         Pad(absl::StrFormat("%.2f", 100 * r.success_rate()), 8, true),
         Pad(FormatKb(r.peak_rss_kb), 10, true), Pad(FormatCpu(r.cpu_us_per_cycle()), 9, true),
-        Pad(FormatCsw(r.csw_per_cycle()), 8, true));
+        Pad(FormatCsw(r.csw_per_cycle()), 8, true),
+        Pad(FormatCpu(r.server_cpu_us_per_cycle()), 11, true));
     bool first = true;
     auto line = [&](const char* op, const Distribution& d, const Distribution* f) {
       absl::StrAppend(&out, first ? lead : cont, Pad(op, 10), LatencyCells(d, f));
@@ -228,7 +234,7 @@ std::string RenderGroup(const GroupResult& g) {
 }
 
 std::string RenderSummary(const BenchResults& results) {
-  std::string out = "\n== targets (DESIGN.md section 6; informative, never the exit code)\n";
+  std::string out = "\n== targets (docs/design.md 9.3; informative, never the exit code)\n";
   for (const TargetCheck& t : CheckTargets(results)) {
     absl::StrAppend(&out, "   ", Pad(t.status, 8), Pad(t.figure, 56), " target ", Pad(t.target, 44),
                     " measured ", t.measured, "\n");
@@ -301,7 +307,7 @@ Json FirstErrorsJson(const ErrorCounts& e) {
 }
 
 Json RowJson(const RowResult& r, const GroupResult& group) {
-  const RowResult* floor = group.Floor();
+  const RowResult* floor = group.Reference();
   Json j;
   j["impl"] = r.impl;
   j["family"] = r.family;
@@ -329,6 +335,8 @@ Json RowJson(const RowResult& r, const GroupResult& group) {
                      {"cycles", r.usage_cycles},
                      {"cpu_us_per_cycle", r.cpu_us_per_cycle()},
                      {"csw_per_cycle", r.csw_per_cycle()}};
+  if (r.processes > 0) j["processes"] = r.processes;
+  j["server_cpu_us_per_cycle"] = r.server_cpu_us_per_cycle();
   j["warmup_cycles"] = r.warmup_cycles;
   j["hit_iteration_cap"] = r.hit_iteration_cap;
   j["acquire"] = LatencyJson(r.acquire, floor ? &floor->acquire : nullptr, false);
@@ -392,6 +400,8 @@ std::string RenderJson(const BenchResults& results) {
     Json jg;
     jg["scenario"] = g.scenario;
     jg["n"] = g.n;
+    jg["variant"] = g.variant;
+    jg["ratio_to"] = g.reference;
     jg["title"] = g.title;
     Json gs = Json::object();
     for (const auto& [k, v] : g.settings) gs[k] = v;
@@ -402,6 +412,9 @@ std::string RenderJson(const BenchResults& results) {
     for (const RowResult& r : g.rows) rows.push_back(RowJson(r, g));
     jg["rows"] = rows;
     jg["notes"] = g.notes;
+    Json figures = Json::object();
+    for (const auto& [k, v] : g.figures) figures[k] = v;
+    jg["figures"] = figures;
     groups.push_back(jg);
   }
   root["groups"] = groups;

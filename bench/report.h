@@ -30,7 +30,7 @@ std::string FormatKb(int64_t kb);
 std::string RenderHeader(const RunInfo& info);
 // One group: its rows with every latency and its ratio to the floor.
 std::string RenderGroup(const GroupResult& group);
-// The DESIGN.md section 6 targets, the harness errors and the wall time.
+// The targets of docs/design.md 9.3, the harness errors and the wall time.
 std::string RenderSummary(const BenchResults& results);
 
 // The whole run as JSON (pretty-printed).

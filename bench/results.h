@@ -10,6 +10,7 @@
 #define REDLOCK_BENCH_RESULTS_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,9 +27,20 @@ inline constexpr char kSequential[] = "sequential";
 inline constexpr char kWaitForAll[] = "wait-for-all";
 inline constexpr char kMultiLock[] = "multilock";
 inline constexpr char kPipelinedLimit[] = "pipelined-limit";
+// spread: the q-th nearest node's round trip by PING (no lock at all), and
+// the floor's lock on the nearest node alone.
+inline constexpr char kModel[] = "model";
+inline constexpr char kNearest[] = "nearest";
+
+// The sequential baseline with many callers, as the healthy group names
+// it: what a C++ user writes without a library (each thread its own
+// blocking hiredis connections, Redlock node after node).
+inline constexpr char kNaiveImpl[] = "naive: hiredis/thread";
 
 // Variant of the library rows driven through the *Async calls (C chains).
 inline constexpr char kAsync[] = "async";
+// The same chains written with co_await (redlock/coro.h).
+inline constexpr char kCoro[] = "co_await";
 
 struct RowResult {
   std::string impl;    // display name, e.g. "library", "library fencing", "sequential"
@@ -68,6 +80,12 @@ struct RowResult {
   ProcessUsage usage;
   int64_t usage_cycles = 0;
 
+  // processes: the client processes of the row (0: this process alone). The
+  // servers' CPU over the measurement (user+sys of every node of the run;
+  // -1 when not measured: --nodes).
+  int processes = 0;
+  int64_t server_cpu_us = -1;
+
   std::vector<std::string> notes;
 
   bool ran() const { return !skipped && harness_error.empty(); }
@@ -75,6 +93,8 @@ struct RowResult {
   double cpu_us_per_cycle() const;
   // Context switches (voluntary + involuntary) per cycle; NaN without cycles.
   double csw_per_cycle() const;
+  // The servers' CPU per successful cycle; NaN when not measured.
+  double server_cpu_us_per_cycle() const;
   double throughput() const {
     return measured_s > 0 ? static_cast<double>(successes) / measured_s : 0;
   }
@@ -92,15 +112,23 @@ struct RowResult {
 struct GroupResult {
   std::string scenario;
   int n = 0;
-  std::string title;  // what was done to the nodes
+  std::string variant;  // one of the scenario's variants (a spread profile), or ""
+  std::string title;    // what was done to the nodes
   std::vector<std::pair<std::string, std::string>> settings;
   bool skipped = false;
   std::string skip_reason;
   std::vector<RowResult> rows;
   std::vector<std::string> notes;
+  // Named figures the group derived from its rows, for the targets and the
+  // JSON (spread: the models of sequential and wait-for-all, in us).
+  std::map<std::string, double> figures;
 
   // The floor row, if it ran.
   const RowResult* Floor() const;
+  // The row every latency of the group is given as a ratio to: the row of
+  // family `reference` (the floor unless set), if it ran.
+  std::string reference = kFloor;
+  const RowResult* Reference() const;
   const RowResult* Find(const std::string& family, const std::string& variant, int callers) const;
   // The pipelined limit a row with `callers` callers is compared with: the
   // limit row with as many chains, else the one with the most.
@@ -130,7 +158,7 @@ struct BenchResults {
   double wall_seconds = 0;
 };
 
-// One target of DESIGN.md section 6, checked against this run.
+// One target of docs/design.md 9.3, checked against this run.
 struct TargetCheck {
   std::string figure;
   std::string target;

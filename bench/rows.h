@@ -1,34 +1,34 @@
-// bench/rows.h: how one row of a group is measured (bench/scenarios.cc), for
-// the scenarios defined in files of their own (bench/backends_scenario.cc).
+// bench/rows.h: how one row of a group is measured, for every scenario file
+// (bench/*_scenario*.cc).
 //
-// A row builds one cycle per caller, switches its fault on, warms up,
-// measures, and switches the fault off (DESIGN.md: rows never inherit each
-// other's state).
+// A row builds one cycle per caller (or one asynchronous chain per caller),
+// switches its fault on, warms up, measures, and switches the fault off
+// (rows never inherit each other's state). The helpers below build the rows
+// every scenario shares: the floor and the hiredis baselines, the library
+// (blocking callers, async chains, MultiLock), the pipelined limit, and the
+// hand-off rows of a hot resource.
 
 #ifndef REDLOCK_BENCH_ROWS_H_
 #define REDLOCK_BENCH_ROWS_H_
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "bench/baselines.h"
+#include "bench/context.h"
+#include "bench/faults.h"
 #include "bench/locker.h"
 #include "bench/results.h"
-#include "bench/scenarios.h"
 #include "bench/workload.h"
 #include "redlock/options.h"
 
 namespace redlock::bench {
-
-// A fault switched on before a row's warm-up and off after its measurement.
-struct Fault {
-  std::string description;
-  std::function<absl::Status()> on;
-  std::function<absl::Status()> off;
-};
 
 struct RowSpec {
   std::string impl;
@@ -37,6 +37,9 @@ struct RowSpec {
   int callers = 1;
   absl::Duration duration = absl::ZeroDuration();  // zero: settings.duration
   absl::Duration warmup = absl::ZeroDuration();    // zero: settings.warmup
+  // The measurement goes on (bounded) until this many cycles are recorded
+  // (RunLimits::min_iterations; 0: its default).
+  int64_t min_iterations = 0;
   const Fault* fault = nullptr;
   bool track_memory = false;
   // Builds one cycle per caller, before anything is timed.
@@ -54,14 +57,100 @@ struct RowSpec {
 // (and one of the run's).
 RowResult RunRow(Context& ctx, RowSpec spec);
 
+// `row` marked with a harness error (`what`: `status`), also added to the
+// run's harness errors.
+RowResult HarnessErrorRow(Context& ctx, RowResult row, const std::string& what,
+                          const absl::Status& status);
+
+// The same row measured again (`again`) merged into `first`, with a note
+// giving both p50s: a reference row measured at the start and at the end
+// of its group compares with the whole group's time span, on a machine
+// whose speed drifts. Nothing is merged when `again` did not run.
+void MergeRepeat(RowResult* first, const RowResult& again);
+
+// "x64".
+std::string CallersLabel(int callers);
+
+// The row `identity` (impl, family, variant and callers) of the cycles
+// `make` builds, one per caller, as RunRow measures every row.
+RowResult MeasureRow(Context& ctx, RowResult identity,
+                     std::function<absl::StatusOr<std::vector<CycleFn>>()> make);
+
+// ---- Baselines (bench/baselines.h) ------------------------------------------------
+
+// The baselines' options on `eps` with the run's node_timeout.
+BaselineOptions BaselinesFor(const Context& ctx, std::vector<Endpoint> eps);
+
+// The row of floor, sequential or wait-for-all (`family`) with `callers`
+// callers, each with its own connections, on `options`' nodes; impl and
+// family are `family` (a caller may rename them).
+RowSpec BaselineSpec(Context& ctx, const std::string& family, int callers,
+                     const BaselineOptions& options);
+// That row measured on `eps` (BaselinesFor), under `fault` if given.
+RowResult BaselineRow(Context& ctx, const std::string& family, const std::vector<Endpoint>& eps,
+                      int callers, const Fault* fault = nullptr);
+
 // The floor (one node, one caller, plain hiredis) on eps[0].
 RowResult FloorRow(Context& ctx, const std::vector<Endpoint>& eps);
+
+// ---- The library ------------------------------------------------------------------
+
+// The client's options on `eps` with the run's node_timeout.
+Options ClientOptions(const Context& ctx, const std::vector<Endpoint>& eps);
+
+enum class LibraryKind { kSingle, kMultiQuorum, kMultiAllNodes };
+
+struct LibrarySpec {
+  std::string impl = kLibrary;
+  std::string family = kLibrary;
+  std::string variant;
+  int callers = 1;
+  LibraryKind kind = LibraryKind::kSingle;
+  bool async = false;  // C chains on TryAcquireAsync/ReleaseAsync (kSingle only)
+  bool coro = false;   // with async: the chains written with co_await (redlock/coro.h)
+  std::function<void(Options*)> tweak;
+  const Fault* fault = nullptr;
+  bool track_memory = false;
+  absl::Duration duration = absl::ZeroDuration();
+  absl::Duration warmup = absl::ZeroDuration();
+  int64_t min_iterations = 0;
+  int watch_node = -1;      // report this node's health as the client saw it
+  std::string watch_label;  // how to name it ("the stopped node", ...)
+};
+
+// One Client on `eps` (ClientOptions, then ls.tweak) shared by ls.callers
+// blocking callers, or driving ls.callers async chains.
+RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const LibrarySpec& ls);
+
+// The library's async row with `callers` chains ("library async").
+LibrarySpec AsyncSpec(int callers);
+// The same chains written with co_await ("library co_await").
+LibrarySpec CoroSpec(int callers);
+
+// The pipelined limit (pipelined_limit.h) with `callers` chains, on `eps`
+// with BaselinesFor's options, or on `options` when given.
+RowResult LimitRow(Context& ctx, const std::vector<Endpoint>& eps, int callers,
+                   const Fault* fault = nullptr, absl::Duration duration = absl::ZeroDuration(),
+                   const BaselineOptions* options = nullptr);
 
 // A row of hand-offs on `hot` (settings' hot_waiters callers for
 // hot_duration): each waiter's cycle, the counters zeroed at the start and
 // the waiters let go at the stop. REQUIRES: `hot` outlives the row.
 RowSpec HotRow(const BenchSettings& s, HotResource* hot, std::string impl, std::string family,
                std::string variant);
+
+// ---- A group's settings and notes ---------------------------------------------------
+
+void AddSetting(GroupResult* g, std::string key, std::string value);
+std::string Dur(absl::Duration d);
+// ttl, node_timeout and the quorum of a group at g->n.
+void CommonSettings(const Context& ctx, GroupResult* g);
+
+// A note comparing the library row of `on_variant` with that of
+// `off_variant` (same callers): acquire+release p50, throughput and client
+// CPU per cycle; `with` names what the on row has ("with the vote").
+void OnOffNote(GroupResult* g, const std::string& off_variant, const std::string& on_variant,
+               int callers, absl::string_view with);
 
 }  // namespace redlock::bench
 

@@ -58,6 +58,32 @@ void LatencyHistogram::Merge(const LatencyHistogram& other) {
   sum_ += other.sum_;
 }
 
+LatencyHistogram::Parts LatencyHistogram::ToParts() const {
+  Parts p;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    if (buckets_[i] != 0) p.buckets.emplace_back(static_cast<int>(i), buckets_[i]);
+  }
+  p.min = min();
+  p.max = max_;
+  p.sum = sum_;
+  return p;
+}
+
+LatencyHistogram LatencyHistogram::FromParts(const Parts& parts) {
+  LatencyHistogram h;
+  for (const auto& [index, n] : parts.buckets) {
+    if (index < 0 || index >= kBuckets || n == 0) continue;
+    h.buckets_[static_cast<size_t>(index)] += n;
+    h.count_ += static_cast<int64_t>(n);
+  }
+  if (h.count_ > 0) {
+    h.min_ = parts.min;
+    h.max_ = parts.max;
+    h.sum_ = parts.sum;
+  }
+  return h;
+}
+
 Distribution::Distribution(const LatencyHistogram& h)
     : count_(h.count()), min_(h.min()), max_(h.max()), sum_(h.sum()) {
   const std::vector<uint64_t>& b = h.buckets();

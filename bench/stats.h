@@ -41,6 +41,18 @@ class LatencyHistogram {
   double sum() const { return sum_; }
   const std::vector<uint64_t>& buckets() const { return buckets_; }
 
+  // The histogram as plain numbers, and back (for one sent between
+  // processes): the non-empty buckets (index, count), min, max and sum.
+  struct Parts {
+    std::vector<std::pair<int, uint64_t>> buckets;
+    int64_t min = 0;
+    int64_t max = 0;
+    double sum = 0;
+  };
+  Parts ToParts() const;
+  // Buckets out of range are ignored.
+  static LatencyHistogram FromParts(const Parts& parts);
+
   static int BucketIndex(int64_t ns);
   // [lower, upper) of a bucket, in ns.
   static int64_t BucketLower(int index);

@@ -18,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "bench/locker.h"
 #include "bench/report.h"
+#include "bench/rows.h"
 #include "bench/scenarios.h"
 #include "redlock/client.h"
 #include "redlock/internal/connection.h"
@@ -37,18 +38,13 @@ RowResult Identity(std::string impl, std::string variant, int callers) {
   return row;
 }
 
-RowResult Failed(Context& ctx, RowResult row, const std::string& what, const absl::Status& st) {
-  row.harness_error = absl::StrCat(what, ": ", st.ToString());
-  ctx.harness_errors.push_back(absl::StrCat(row.impl, " x", row.callers, ": ", row.harness_error));
-  return row;
-}
-
 // `callers` threads sharing one client on `options`' nodes.
 RowResult LockRow(Context& ctx, const Options& options, const std::string& variant, int callers) {
   RowResult identity =
       Identity(variant.empty() ? "library" : absl::StrCat("library ", variant), variant, callers);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
-  if (!client.ok()) return Failed(ctx, std::move(identity), "Client::Create", client.status());
+  if (!client.ok())
+    return HarnessErrorRow(ctx, std::move(identity), "Client::Create", client.status());
   Client* c = client->get();
   const std::string key = ctx.RowKey();
   const absl::Duration ttl = ctx.settings.ttl;
@@ -173,7 +169,7 @@ void RunTls(Context& ctx, int n, GroupResult* g) {
   g->settings.emplace_back("node_timeout", absl::FormatDuration(ctx.settings.node_timeout));
   g->settings.emplace_back("quorum", absl::StrCat(n / 2 + 1));
   // Every row needs the floor first (RunGroup merges it with a second one).
-  g->rows.push_back(MeasureFloor(ctx, plain_nodes));
+  g->rows.push_back(FloorRow(ctx, plain_nodes));
 
   absl::StatusOr<std::unique_ptr<testkit::Fleet>> fleet =
       testkit::Fleet::Start({.nodes = n, .tls = true});

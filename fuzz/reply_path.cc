@@ -153,9 +153,16 @@ class ReplayTransport final : public internal::Transport {
 
   int size() const override { return static_cast<int>(names_.size()); }
   const std::string& NodeName(int node) const override { return names_[node]; }
-  void Send(int node, const internal::Command& command, internal::NodeCallback done) override {
+  internal::ConnectionId Send(int node, const internal::Command& command,
+                              internal::NodeCallback done) override {
     REDLOCK_FUZZ_CHECK(node >= 0 && node < size(), "a node of the client");
     pending_.push_back(std::move(done));
+    return static_cast<internal::ConnectionId>(node + 1);
+  }
+  std::vector<NodeHealth> Health() const override {
+    std::vector<NodeHealth> out(names_.size());
+    for (size_t i = 0; i < names_.size(); ++i) out[i].node = names_[i];
+    return out;
   }
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override {
     const TimerId id = next_timer_++;

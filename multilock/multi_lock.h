@@ -31,8 +31,8 @@
 //              In exchange, a lock survives the loss or amnesia of N-1 nodes
 //              instead of a minority (see README "Quorum or all nodes").
 //
-// Validity is computed as for Client (DESIGN.md 4.2). With Options::fencing
-// every resource of a lease gets its own fencing token. Retries and waits
+// Validity is computed as for Client (docs/design.md 5.3). With
+// Options::fencing every resource of a lease gets its own fencing token. Retries and waits
 // follow the client's own policy (Options::max_attempts, retry_delay,
 // release_notifications, wait_poll_max).
 //

@@ -7,14 +7,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-
 #include "redlock/internal/client_impl.h"
 #include "redlock/internal/durability.h"
 #include "redlock/internal/engine.h"
+#include "redlock/internal/node_calls.h"
 #include "redlock/internal/node_identity.h"
 #include "redlock/internal/status_macros.h"
-#include "redlock/observer.h"
 #include "redlock/internal/tls_stream.h"
+#include "redlock/observer.h"
 
 namespace redlock {
 
@@ -32,6 +32,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   config.require_identity = options.require_node_identity;
   config.reply_limits.max_bytes = options.max_reply_bytes;
   config.reply_limits.max_elements = options.max_reply_elements;
+  // Every connection loads the scripts before its first request.
+  config.setup = internal::ScriptLoadSteps();
   if (options.observer != nullptr) {
     std::shared_ptr<Observer> observer = options.observer;
     config.on_node_event = [observer](const NodeEvent& e) { observer->OnNode(e); };
@@ -65,10 +67,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
     }
   }
   REDLOCK_RETURN_IF_ERROR(internal::CheckDurabilitySupport(*engine, options.durability));
-  internal::Engine* raw = engine.get();
   return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),
-                                                          internal::SteadyClock::Get(),
-                                                          [raw] { return raw->Health(); }));
+                                                          internal::SteadyClock::Get()));
 }
 
 }  // namespace redlock

@@ -34,7 +34,7 @@
 // rounds, then its remaining callbacks are dropped, with a message on
 // stderr.)
 //
-// Errors (absl::StatusCode), following DESIGN.md 4.6:
+// Errors (absl::StatusCode; docs/design.md 7.1):
 //   kInvalidArgument     bad resource name or ttl; nothing was sent.
 //   kUnavailable         fewer than a quorum of nodes answered (I/O error,
 //                        timeout, refused connection, authentication failure,
@@ -95,9 +95,9 @@ class Client {
   Client& operator=(const Client&) = delete;
   virtual ~Client() = default;
 
-  // One attempt (DESIGN.md 4.2): sends the lock to every node at once, each
-  // with its own Options::node_timeout, and decides as soon as a quorum has
-  // granted or can no longer grant. Validity = ttl - elapsed - drift, which
+  // One attempt (docs/design.md 5.2-5.4): sends the lock to every node at
+  // once, each with its own Options::node_timeout, and decides as soon as a
+  // quorum has granted or can no longer grant. Validity = ttl - elapsed - drift, which
   // must be positive. After a failed attempt the keys that were set are
   // removed from every node.
   //
@@ -194,7 +194,9 @@ class Client {
   [[nodiscard]] virtual absl::StatusOr<std::vector<NodeView>> Inspect(
       absl::string_view resource) = 0;
 
-  // The client's view of each node's connection.
+  // The client's view of each node: its connection and breaker, whether its
+  // replicas lag (Options::durability), the releases waiting to be sent to
+  // it again (node_status.h).
   virtual std::vector<NodeHealth> Health() const = 0;
 
   // The options the client was created with.

@@ -2,10 +2,12 @@
 //
 // With Options::fencing, every lease carries fencing_token(): a number that
 // strictly increases across successive holders of a resource, even when
-// node clocks jump (DESIGN.md 4.5, README "Fencing tokens"). A lock alone
-// cannot stop a holder that was paused past its lease (GC, SIGSTOP, a slow
-// disk) from acting on stale belief; the resource can, by refusing any
-// operation that carries a token lower than one it has already seen:
+// node clocks jump, as long as no node's counter goes back (or no more than
+// Options::fencing_lost_counters nodes' do; docs/design.md 5.10, README
+// "Fencing tokens"). A lock alone cannot stop a holder that was paused past its lease
+// (GC, SIGSTOP, a slow disk) from acting on stale belief; the resource can,
+// by refusing any operation that carries a token lower than one it has
+// already seen:
 //
 //   // In the service that owns the data:
 //   redlock::FenceGuard guard;

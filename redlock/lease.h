@@ -17,8 +17,10 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/time/time.h"
 
@@ -79,7 +81,7 @@ class Lease {
   int nodes_granted() const { return nodes_granted_; }
 
   // With Options::fencing: a number that strictly increases across successive
-  // holders of this resource (see DESIGN.md 4.5 and README "Fencing tokens").
+  // holders of this resource (docs/design.md 5.10, README "Fencing tokens").
   // Pass it to the protected resource, which must reject numbers lower than
   // the highest it has seen. 0 when fencing is off.
   uint64_t fencing_token() const { return fencing_token_; }
@@ -101,11 +103,11 @@ class Lease {
   std::string token_;
   absl::Duration ttl_ = absl::ZeroDuration();
   TimePoint acquired_at_{};
-  // When the attempt that set the keys started; an extension keeps it. A
-  // release goes to every node that may have received that SET since then,
-  // including nodes the extensions could not reach. Zero for ForToken: every
-  // node.
-  TimePoint first_acquired_at_{};
+  // Per node, the connection the acquisition's SET went on (0: it was not
+  // sent there); an extension keeps them. A release follows that SET on its
+  // connection, whatever the node's circuit breaker says, while the
+  // connection lasts. Null for ForToken: unknown.
+  std::shared_ptr<const std::vector<uint64_t>> connections_;
   TimePoint valid_until_{};
   int nodes_granted_ = 0;
   uint64_t fencing_token_ = 0;

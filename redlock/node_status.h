@@ -40,6 +40,18 @@ struct NodeHealth {
   // The protocol its current connection negotiated ("TLSv1.3"); empty while
   // not connected, and for plain TCP.
   std::string tls_version;
+  // Why the connection that listens for release announcements last failed
+  // ("" once it listens again): waiting acquisitions poll this node
+  // meanwhile (Options::release_notifications).
+  std::string notifications_error;
+  // Options::durability: the node's replicas left its last writes
+  // unconfirmed, so its durable votes are "no" at once, without asking it,
+  // until a probe write (one every few durability timeouts) is confirmed.
+  bool replicas_lagging = false;
+  // Releases of keys this client may have left on the node (an attempt that
+  // failed, a release that did not get through), waiting to be sent again
+  // once the node can take them.
+  size_t cleanups_pending = 0;
 };
 
 }  // namespace redlock

@@ -271,6 +271,15 @@ absl::Status ValidateOptions(const Options& o) {
     return bad("quorum ", o.quorum, " is not a majority of ", n,
                " nodes: two clients could both hold a lock");
   }
+  if (o.fencing_lost_counters < 0 || o.fencing_lost_counters > n - 1) {
+    return bad("fencing_lost_counters ", o.fencing_lost_counters, " is outside 0..", n - 1,
+               " (N = ", n,
+               "; N - 1 already makes every fenced acquisition read and commit on "
+               "all nodes)");
+  }
+  if (o.fencing_lost_counters > 0 && !o.fencing) {
+    return bad("fencing_lost_counters ", o.fencing_lost_counters, " is set but fencing is off");
+  }
   auto positive = [](absl::Duration d) {
     return d > absl::ZeroDuration() && d != absl::InfiniteDuration();
   };

@@ -249,10 +249,28 @@ struct Options {
 
   // Fencing tokens (see lease.h, Lease::fencing_token()). The counters live
   // on the nodes without a ttl and must survive restarts: run the nodes with
-  // appendfsync always (one node that loses its counter can repeat a token,
-  // see README "Fencing tokens"). Costs one extra round trip per acquisition
+  // appendfsync always, or see fencing_lost_counters (with an odd N and the
+  // default quorum, one node that loses its counter can repeat a token; see
+  // README "Fencing tokens"). Costs one extra round trip per acquisition
   // and keeps one counter key per resource on every node. Default: false.
   bool fencing = false;
+
+  // How many nodes may lose their fencing counter (a restart without
+  // appendfsync always, a counter set back by a restore or by hand) while
+  // tokens still strictly increase across holders. A fenced acquisition then
+  // needs grants from, reads the counters of, and commits its token to
+  //   F = max(quorum, ceil((N + fencing_lost_counters + 1) / 2))
+  // nodes instead of a quorum, so that the commit sets of any two holders
+  // share fencing_lost_counters + 1 nodes or more (the proof is in README
+  // "Fencing tokens"). What it costs: availability, since only N - F nodes
+  // may be down, slower than node_timeout or holding a garbage counter
+  // before fenced acquisitions fail (kUnavailable when down; with 1: N=3 none
+  // instead of 1, N=5 one instead of 2, N=7 two instead of 3), and rounds
+  // that wait for the F-th reply instead of the quorum-th (see the bench's
+  // fencing rows). An even N already survives one lost counter with 0 (N=4:
+  // any two sets of 3 share two nodes). Extend and Release keep the quorum.
+  // Needs fencing; must be in 0..N-1. Default: 0.
+  int fencing_lost_counters = 0;
 
   // ---- Durability on replicated nodes ----------------------------------------
 
@@ -265,14 +283,20 @@ struct Options {
   // majority and two clients hold the lock.
   //
   // With `durability.replicas` = K > 0, a node's grant counts only once at
-  // least K of its replicas have the write: right behind the SET, on the same
-  // connection (pipelined: no extra round trip before the wait itself), the
-  // client sends `WAIT K timeout` (or `WAITAOF`, see `fsync`). A node that
-  // cannot confirm in time votes "no" and its key is removed at once. The
-  // same holds for the fencing round's counter write (the WAIT behind the
-  // commit covers the round-1 SET too: one stream, one offset) and for
-  // Extend (an extension counts only where it is replicated). Releases are
-  // not waited for: a release lost in a failover only delays the next holder.
+  // least K of its replicas have the write: behind the SET, on the same
+  // connection, the client sends `WAIT K timeout` (or `WAITAOF`, see
+  // `fsync`), pipelined right behind it when no other WAIT is out on that
+  // node, else as soon as that one returns (a WAIT covers every earlier
+  // write on its connection: one in flight per node confirms them all). A
+  // node that cannot confirm in time votes "no" and its key is removed at
+  // once. The same holds for the fencing round's counter write (the WAIT
+  // behind the commit covers the round-1 SET too: one stream, one offset)
+  // and for Extend (an extension counts only where it is replicated).
+  // Releases are not waited for: a release lost in a failover only delays
+  // the next holder. A node whose replicas left 3 WAITs in a row unconfirmed
+  // votes "no" at once, without being asked, until a probe write (one every
+  // max(breaker_probe_interval, 4 x timeout)) is confirmed
+  // (NodeHealth::replicas_lagging).
   //
   // What it protects against: a failover to a replica that has the key (so K
   // must cover the replica that will be promoted: with one replica K = 1;
@@ -285,8 +309,9 @@ struct Options {
   // What it costs: on every grant, extension and fencing commit, the time
   // the replicas take to acknowledge (one replica round trip on a healthy
   // node; see the bench's `durability` rows), and on a node whose replicas
-  // lag or are gone, `timeout` per grant during which that node's connection
-  // (shared by every caller of the client) executes nothing else.
+  // lag or are gone, `timeout` at a time during which that node's
+  // connection (shared by every caller of the client) executes nothing
+  // else, until that node is left out (above).
   struct Durability {
     // K: replicas that must confirm each write before the node's vote
     // counts. 0 turns the check off (the nodes are independent masters).
@@ -330,7 +355,10 @@ struct Options {
 
   // Most commands that may wait for a reply on one node's connection (the
   // rest fail at once with kUnavailable). Bounds memory while a node is
-  // stopped. Must be >= 16. Default: 4096.
+  // stopped. A release that follows its SET on that connection may go up to
+  // twice this (it must not be refused: its SET may still run), and a
+  // release that did not get through waits to be sent again, at most this
+  // many per node. Must be >= 16. Default: 4096.
   size_t max_in_flight_per_node = 4096;
 
   // ---- Replies from hostile or broken nodes ---------------------------------------

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <optional>
 #include <thread>
 
@@ -300,6 +301,22 @@ absl::Status Fleet::FlushAll() const {
     if (!r.ok()) return r.status();
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<Endpoint>> ExampleNodes(std::string nodes, int local_nodes,
+                                                   std::unique_ptr<Fleet>* fleet) {
+  if (nodes.empty() && std::getenv("REDLOCK_NODES") != nullptr)
+    nodes = std::getenv("REDLOCK_NODES");
+  if (!nodes.empty()) return ParseEndpointList(nodes);
+  absl::StatusOr<std::unique_ptr<Fleet>> started = Fleet::Start({.nodes = local_nodes});
+  if (!started.ok()) return started.status();
+  *fleet = *std::move(started);
+  return (*fleet)->endpoints();
+}
+
+int ExampleExitCode(const absl::Status& status) {
+  if (absl::IsFailedPrecondition(status)) return 77;
+  return absl::IsInvalidArgument(status) ? 2 : 1;
 }
 
 }  // namespace redlock::testkit

@@ -91,6 +91,7 @@ absl::StatusOr<std::unique_ptr<Replicas>> Replicas::Start(ReplicaOptions options
   fo.nodes = static_cast<int>(o.upstreams.size()) * o.per_group;
   fo.aof = o.aof;
   fo.extra_args = o.extra_args;
+  fo.node_env = o.node_env;
   fo.enable_debug = false;
   absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Start(std::move(fo));
   if (!fleet.ok()) return fleet.status();

@@ -53,6 +53,8 @@ struct ReplicaOptions {
   // appendonly yes + appendfsync always on the replicas.
   bool aof = false;
   std::vector<std::string> extra_args;
+  // Per-replica extra environment, by fleet index (e.g. a clock shim).
+  std::vector<std::vector<std::pair<std::string, std::string>>> node_env;
   // How long Start waits for every replica's first full sync.
   absl::Duration sync_timeout = absl::Seconds(15);
 };

@@ -33,7 +33,7 @@ enum ExitCode : int {
   kExitNotFound = 127,
 };
 
-// The exit code for a library status (DESIGN.md 4.6).
+// The exit code for a library status (docs/design.md 7.1).
 int ExitCodeFor(const absl::Status& status);
 
 // A duration with a unit: "500ms", "30s", "2m", "1h", "1.5s", "250us".

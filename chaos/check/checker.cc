@@ -873,7 +873,12 @@ class Checker {
       int64_t best = -1;
       for (size_t i : ids) {
         const Event& u = *uses_[i];
-        if (best >= 0 && *u.fencing_token < *uses_[best]->fencing_token) {
+        // Only a write sent after the higher token's write was done is
+        // surely later (a client stopped between its write and its record
+        // has an `end` later than the write).
+        const int64_t sent = u.write_at != 0 ? u.write_at : u.end;
+        if (best >= 0 && *u.fencing_token < *uses_[best]->fencing_token &&
+            sent > uses_[best]->end) {
           if (!Count(p)) continue;
           const Event& w = *uses_[best];
           Violation v;

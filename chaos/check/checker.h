@@ -1,7 +1,7 @@
 // chaos/check/checker.h: proves or refutes the safety properties of a history.
 //
 // The checker reads a merged history (chaos/history/history.h) and checks, per
-// resource, the properties of DESIGN.md section 7 (S1-S4, S6, S7). It is a pure function
+// resource, the properties S1-S4, S6 and S7 of docs/design.md 8.3. It is a pure function
 // of the events: no clock, no I/O, deterministic output.
 //
 //   absl::StatusOr<std::vector<redlock::chaos::Event>> history =
@@ -42,7 +42,10 @@
 //          tokens are reported once, by (a)); B is reported against the A
 //          with the highest fencing token;
 //      (c) accepted fenced uses ordered by end (stable): a token lower than
-//          one accepted before it, i.e. the store accepted a stale token.
+//          one accepted before it, i.e. the store accepted a stale token,
+//          when the lower token's write was sent (write_at) after the
+//          higher one's write was done (its end): otherwise the order of
+//          the two writes is not known.
 //
 // The lock family (grant.mode, history.h) changes what each promise is:
 //   exclusive (or no mode)  as above.

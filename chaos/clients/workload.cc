@@ -589,6 +589,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
              .token = held->token,
              .valid_until = renewed.ok() ? renewed->valid_until_raw : held->valid_until_raw,
              .ok = renewed.ok()}));
+        markers.Write("extend", op, resource, renewed.ok() ? "ok" : "failed");
         if (renewed.ok()) *held = *std::move(renewed);
         left = backend.TimeLeft(*held);
       }
@@ -646,6 +647,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
         continue;
       }
       std::string next = std::to_string(value + 1);
+      const int64_t write_at = RawMonotonicNanos();
       absl::StatusOr<std::optional<std::string>> put =
           fenced ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
                              DataKey(resource), FenceKey(resource), token_str, next})
@@ -665,7 +667,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                         .read = value,
                         .wrote = value + 1,
                         .accepted = accepted,
-                        .fencing_token = fenced ? held->fencing_token : std::nullopt}));
+                        .fencing_token = fenced ? held->fencing_token : std::nullopt,
+                        .write_at = write_at}));
       markers.Write("use_end", op, resource);
     }
     if (config.release) {

@@ -13,7 +13,9 @@
 // reach them, replication, the clients and their options), and a schedule
 // drawn by GenerateSchedule from the run's seed: faults in waves (one to
 // three faults starting close together, overlapping, each healed after a
-// duration drawn from its kind's range; a pause; the next wave), every kind
+// duration drawn from its kind's range; a pause; the next wave), one in three
+// waiting for a client's next marker (so faults land inside operations),
+// every kind
 // the topology supports drawn with its kind's weight, targets and parameters
 // drawn from their ranges. The same seed gives the same schedule (the
 // generator draws only from its own std::mt19937_64, seeded with the run's
@@ -63,8 +65,10 @@ absl::StatusOr<Scenario> TopologyPreset(const std::string& name, absl::Duration 
 // The kinds the generator may draw for `shape` (supported, weight > 0).
 std::vector<const FaultKind*> ExplorableKinds(const RunShape& shape);
 
-// A random schedule of `at` entries with concrete faults (every target and
-// value drawn) over `budget`. Deterministic in `rng`'s state. `kinds`:
+// A random schedule over `budget`: entries at a time, or (one in three) at
+// the first marker of some kind after that time (a client's grant, read,
+// end of use, attempt, extension or release; a client's fault then acts on
+// that client), each with one concrete fault (every value drawn). Deterministic in `rng`'s state. `kinds`:
 // restrict to these names (empty: every explorable kind).
 Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt19937_64& rng,
                           const std::vector<std::string>& kinds = {});
@@ -72,6 +76,14 @@ Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt1
 // The properties a run with these injected faults must keep: every
 // property but those MayViolate names for one of them.
 PropertySet DocumentedSafe(PropertySet may_violate);
+
+// The properties `r` violated that none of its faults explains (the
+// findings): a fault explains a violation of a property it may break while
+// it acted or within a lease (plus a second) after it ended, and a client's
+// fault only the violations that client takes part in; a violation without
+// processes (a final counter short, S5, L1) is explained by any fault that
+// may break its property.
+PropertySet Unexplained(const ScenarioResult& r);
 
 // ---- Shrinking ------------------------------------------------------------------
 

@@ -242,6 +242,9 @@ struct RunShape {
   int clients = 3;
   Topology topology = Topology::kDirect;
   bool netns = false;  // inside a private network namespace
+  // Clients reach different subsets of the nodes (per-client views): a
+  // minority of nodes down can then leave a client without a majority.
+  bool partial_views = false;
   bool aof = false;
   bool node_clock_shim = false;
   bool client_clock_shim = false;

@@ -18,9 +18,10 @@ std::string IndependentMasters(const RunShape& s) {
   return s.replicas > 0 ? "acts on independent masters (use failover on replicated nodes)" : "";
 }
 
-// A minority of nodes out of service is what a quorum must ride out.
+// A minority of nodes out of service is what a quorum must ride out, when
+// every client reaches every node.
 bool Minority(const RunShape& s, const FaultInstance& f) {
-  return static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
+  return !s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
 }
 
 // Runs `fn` on every target node that is up: faults overlap, and a node
@@ -150,6 +151,14 @@ void RegisterNodeFaults(FaultKindList& out) {
                 .explore_weight = 3,
                 .explore_duration = "100ms..1.6ttl",
                 .color = "#7f7f7f"},
+       .may_violate = [](const RunShape& s, const FaultInstance& f) -> PropertySet {
+         // A master stopped longer than its Sentinels' down-after is failed
+         // over: what its replica had not received is lost, as in `failover`
+         // (and the old master serves again for a moment when it resumes,
+         // until it is demoted). The durability vote covers both.
+         if (s.replicas > 0 && s.sentinels > 0 && !s.durability) return faults::ForgetsLock(s);
+         return 0;
+       },
        .tolerated = Minority,
        .inject =
            [](Run& run, FaultInstance& f) {

@@ -55,6 +55,15 @@ absl::StatusOr<std::unique_ptr<ReplicatedNodes>> ReplicatedNodes::Start(NodeSupe
       so.masters.push_back({Name(i), n.sentinel->listen_address(), quorum});
     }
   }
+  if (options.clock_shim) {
+    for (int k = 0; k < fleet.size() * options.replicas; ++k) {
+      absl::StatusOr<std::unique_ptr<ClockControl>> c =
+          ClockControl::Create(absl::StrCat(options.dir, "/replica-", k, ".clock"));
+      if (!c.ok()) return c.status();
+      ro.node_env.push_back((*c)->ProcessEnv());
+      r->replica_clocks_.push_back(*std::move(c));
+    }
+  }
   absl::StatusOr<std::unique_ptr<testkit::Replicas>> replicas = testkit::Replicas::Start(ro);
   if (!replicas.ok()) return replicas.status();
   r->replicas_ = *std::move(replicas);
@@ -86,6 +95,11 @@ ReplicatedNodes::~ReplicatedNodes() {
     absl::Status s = options_.netns->RunNft(absl::StrCat("delete table ip ", nft_table_, "\n"));
     (void)s;
   }
+}
+
+ClockControl* ReplicatedNodes::replica_clock(int i) {
+  const size_t k = static_cast<size_t>(replicas_->index(i, 0));
+  return k < replica_clocks_.size() ? replica_clocks_[k].get() : nullptr;
 }
 
 std::string ReplicatedNodes::SentinelAddresses() const {
@@ -129,16 +143,27 @@ absl::Status ReplicatedNodes::RestoreSentinel(int s) {
   return st;
 }
 
-// One rule per cut Sentinel: whatever its uid sends, but from its own port
-// (its answers to clients), is dropped: it can open no connection, to the
-// nodes or to the other Sentinels, and learns nothing new.
+// Two rules per cut Sentinel: whatever its uid sends, but from its own port
+// (its answers to clients), is dropped, so it opens no connection to the
+// nodes or to the other Sentinels; and the other Sentinels' connections to
+// it are dropped too (a Sentinel accepts hello messages, which carry the new
+// master after a failover, by PUBLISH on its own port). It learns nothing
+// new; clients still reach it.
 absl::Status ReplicatedNodes::ApplySentinelCuts() {
   std::string script = absl::StrCat("flush chain ip ", nft_table_, " out\n");
   for (int s = 0; s < sentinels(); ++s) {
     if (!cut_[static_cast<size_t>(s)]) continue;
+    const int port = sentinels_[static_cast<size_t>(s)]->port();
     absl::StrAppend(&script, "add rule ip ", nft_table_, " out meta skuid ",
-                    options_.sentinel_uid_base + s,
-                    " tcp sport != ", sentinels_[static_cast<size_t>(s)]->port(), " drop\n");
+                    options_.sentinel_uid_base + s, " tcp sport != ", port, " drop\n");
+    std::vector<std::string> others;
+    for (int j = 0; j < sentinels(); ++j) {
+      if (j != s) others.push_back(absl::StrCat(options_.sentinel_uid_base + j));
+    }
+    if (!others.empty()) {
+      absl::StrAppend(&script, "add rule ip ", nft_table_, " out meta skuid { ",
+                      absl::StrJoin(others, ", "), " } tcp dport ", port, " drop\n");
+    }
   }
   return options_.netns->RunNft(script);
 }

@@ -54,6 +54,7 @@
 namespace redlock::chaos {
 
 // The test kit's fault equipment, as the harness names it.
+using testkit::ClockControl;
 using testkit::Direction;
 using testkit::DirectionName;
 using testkit::FaultProxy;
@@ -69,6 +70,9 @@ struct ReplicationOptions {
   // the namespace it runs in: CutSentinel then drops its traffic with nft
   // rules on its uid. Without them CutSentinel fails.
   int sentinel_uid_base = -1;
+  // Every replica under the clock shim, with a control file of its own in
+  // `dir` (replica_clock_offset moves one replica's wall clock).
+  bool clock_shim = false;
   const NetNamespace* netns = nullptr;
   absl::Duration sentinel_down_after = absl::Seconds(1);
   // Sentinel's config and log (kept with the run's histories).
@@ -116,6 +120,9 @@ class ReplicatedNodes {
   // old master back; the harness does it at once.
   [[nodiscard]] absl::Status RejoinAsReplica(int i);
 
+  // Node i's first replica's clock (null without ReplicationOptions::clock_shim).
+  ClockControl* replica_clock(int i);
+
   // Sentinel s cut off from the nodes and the other Sentinels (nft rules on
   // its uid: it can still answer clients on its port, but it starts no
   // connection and nobody else's reaches it); "stale_sentinel" start/stop.
@@ -150,6 +157,7 @@ class ReplicatedNodes {
   ReplicationOptions options_;
   std::string nft_table_;  // the Sentinel cut rules, once created
   std::vector<bool> cut_;  // per Sentinel
+  std::vector<std::unique_ptr<ClockControl>> replica_clocks_;  // by replica fleet index
 };
 
 }  // namespace redlock::chaos

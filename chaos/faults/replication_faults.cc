@@ -90,7 +90,8 @@ void RegisterReplicationFaults(FaultKindList& out) {
            [](const RunShape& s, const FaultInstance& f) {
              // Without the vote a lagging replica costs nothing; with it, the
              // node votes no: a minority of such nodes must be ridden out.
-             return !s.durability || static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
+             return !s.durability ||
+                (!s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2);
            },
        .inject =
            [](Run& run, FaultInstance& f) {
@@ -182,6 +183,63 @@ void RegisterReplicationFaults(FaultKindList& out) {
              }
              return absl::OkStatus();
            }});
+
+  Add(out,
+      {.info = {.name = "replica_clock_offset",
+                .family = "replication",
+                .summary = "the replica's wall clock set `by` away from its master's: Redis "
+                           "replicates expiries as absolute times, so after a failover the "
+                           "promoted replica expires every key by its own clock, `by` early "
+                           "(ahead) or late (behind)",
+                .lasting = true,
+                .takes_nodes = true,
+                .nodes_default = "any",
+                .params = {{.name = "by",
+                            .type = ParamType::kSpan,
+                            .default_value = "1ttl",
+                            .explore = "[-1ttl, 0.5drift, 1ttl]",
+                            .help = "the replica's offset from its master (positive: ahead)"}},
+                .explore_weight = 1,
+                .explore_duration = "2s..6s",
+                .color = "#17becf"},
+       .unsupported = [](const RunShape& s) -> std::string {
+         std::string why = faults::NeedsReplicas(s);
+         if (why.empty() && !s.node_clock_shim) {
+           why = "needs the nodes (and so the replicas) under the clock shim (node_clock_shim)";
+         }
+         return why;
+       },
+       .may_violate = [](const RunShape& s, const FaultInstance& f) -> PropertySet {
+         // The documented assumption: a node's replicas keep its clock within
+         // the drift allowance. A replica ahead by more may, once promoted,
+         // let a key go early: a second holder (and harm unless fenced).
+         if (f.span("by") <= s.scale.drift()) return 0;
+         return Prop(kS1) | (s.fencing ? 0 : Prop(kS3));
+       },
+       .inject = [](Run& run, FaultInstance& f) {
+         for (int n : f.nodes) {
+           ClockControl* c = run.replication()->replica_clock(n);
+           if (c == nullptr) return absl::FailedPreconditionError("no replica clock shim");
+           absl::Status s = c->SetOffset(f.span("by"));
+           if (!s.ok()) return s;
+         }
+         f.keys.push_back(absl::StrCat(f.SiteName(), ":replica-clock"));
+         run.nemesis().Start("replica_clock_offset", {.nodes = f.nodes},
+                             absl::StrCat("replica clock ", absl::FormatDuration(f.span("by")),
+                                          " from its master's"),
+                             f.keys.back());
+         return absl::OkStatus();
+       },
+       .heal = [](Run& run, FaultInstance& f) {
+         for (int n : f.nodes) {
+           ClockControl* c = run.replication()->replica_clock(n);
+           if (c == nullptr) continue;
+           absl::Status s = c->SetOffset(absl::ZeroDuration());
+           if (!s.ok()) return s;
+         }
+         run.nemesis().Stop("replica_clock_offset", f.keys.back(), "clock back");
+         return absl::OkStatus();
+       }});
 
   Add(out,
       {.info = {.name = "stale_sentinel",

@@ -1,9 +1,9 @@
 // chaos/faults/supervisor.h: the node supervisor of the chaos harness.
 //
 // A NodeSupervisor owns a Fleet (testkit/fleet.h, the one fixture that
-// starts real redis-server processes) and performs the node faults of
-// DESIGN.md section 7, logging every action as a nemesis event in the
-// history:
+// starts real redis-server processes) and performs the node faults of the
+// fault model (docs/design.md 8.1), logging every action as a nemesis event
+// in the history:
 //
 //   kill -9                 Kill(i)                    nemesis "kill" start
 //   start again             StartNode(i)               nemesis "kill" stop

@@ -207,6 +207,8 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.Bool("accepted", &e->accepted));
       REDLOCK_CHAOS_TRY(f.Uint("fencing_token", &e->fencing_token));
       REDLOCK_CHAOS_TRY(f.Bool("write", &e->write));
+      e->write_at = e->end;
+      REDLOCK_CHAOS_TRY(f.Int("write_at", false, &e->write_at));
       return absl::OkStatus();
     }
     case EventType::kRelease:
@@ -433,6 +435,7 @@ Event ToEvent(const UseRecord& r) {
   e.accepted = r.accepted;
   e.fencing_token = r.fencing_token;
   e.write = r.write;
+  e.write_at = r.write_at != 0 ? r.write_at : r.end;
   return e;
 }
 
@@ -549,6 +552,7 @@ std::string FormatEventLine(const Event& e) {
       j["read"] = e.read;
       j["wrote"] = e.wrote;
       j["accepted"] = e.accepted;
+      if (e.write_at != 0 && e.write_at != e.end) j["write_at"] = e.write_at;
       PutFencing(e, &j);
       if (!e.write) j["write"] = false;
       break;

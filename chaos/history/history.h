@@ -33,7 +33,8 @@
 //     use         token, begin, end, read, wrote, accepted (bool),
 //                 fencing_token (optional: the write was fenced), write (bool,
 //                 default true; false: the use only read, as readers and
-//                 permit holders do, and wrote nothing)
+//                 permit holders do, and wrote nothing), write_at
+//                 (optional: when the write was sent; default end)
 //     release     token, end (ns, when the call returned), ok (bool);
 //                 t is when the release call started
 //     extend      token, valid_until (the new end of validity as the client
@@ -168,6 +169,10 @@ struct Event {
   bool accepted = true;
   // use: false for a read-only use (default: true).
   bool write = true;
+  // use: when the write was sent (default: end). The write executed in
+  // [write_at, end]: a client stopped after its write and before recording
+  // `end` made `end` late.
+  int64_t write_at = 0;
 
   // release, extend (default: true).
   bool ok = true;
@@ -247,6 +252,7 @@ struct UseRecord {
   bool accepted = true;
   std::optional<uint64_t> fencing_token{};
   bool write = true;
+  int64_t write_at = 0;  // 0: not recorded
 };
 
 struct ReleaseRecord {

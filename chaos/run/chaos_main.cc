@@ -10,6 +10,8 @@
 //   redlock-chaos --file PATH [--file PATH ...]
 //   redlock-chaos --explore [--runs K] [--duration T] [--topology NAME ...]
 //                 [--kinds a,b] [--out DIR] [--shrink-runs N]
+//   redlock-chaos --compare library,node-redlock,redis-py --scenario NAME...
+//                                         the same scenarios per client, side by side
 //   options: --seed N  --client NAME  --scenarios DIR  --json FILE  --keep DIR
 //            --plot DIR  --client-binary PATH  --verbose
 //
@@ -43,7 +45,8 @@ void Usage(FILE* out) {
   fprintf(out,
           "usage: redlock-chaos (--list | --kinds | --quick | --full | --scenario NAME... |\n"
           "                      --file PATH...)\n"
-          "                     [--seed N] [--client NAME] [--scenarios DIR] [--json FILE]\n"
+          "                     [--seed N] [--client NAME | --compare NAME,NAME...]\n"
+          "                     [--scenarios DIR] [--json FILE]\n"
           "                     [--keep DIR] [--plot DIR] [--client-binary PATH] [--verbose]\n"
           "       redlock-chaos --explore [--runs K] [--seed S] [--duration T]\n"
           "                     [--topology NAME]... [--kinds KIND,...] [--client NAME]\n"
@@ -91,6 +94,16 @@ int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions
       for (const std::string& e : r.examples) fprintf(stderr, "    %s\n", e.c_str());
       for (const std::string& n : r.notes) fprintf(stderr, "    note: %s\n", n.c_str());
     }
+    if (options.verbose) {
+      for (const auto& f : r.injected_faults) {
+        fprintf(stderr, "    fault at %s: %s%s%s\n", absl::FormatDuration(f.at).c_str(),
+                chaos::DescribeTemplate(f.fault).c_str(),
+                f.may_violate ? absl::StrCat(" (may break ", chaos::DescribeProperties(f.may_violate),
+                                             f.scope.empty() ? "" : absl::StrCat(" for ", absl::StrJoin(f.scope, ",")), ")").c_str()
+                              : " (breaks nothing documented)",
+                "");
+      }
+    }
     if (!options.plot_dir.empty() && !r.skipped && r.plot_path.empty()) {
       fprintf(stderr, "    no picture of %s was written (see the notes)\n", r.name.c_str());
       plots_missing = true;
@@ -137,7 +150,7 @@ int main(int argc, char** argv) {
   bool list = false, quick = false, full = false, verbose = false, explore = false;
   chaos::RunOptions options;
   chaos::ExploreOptions eo;
-  std::string json_path, client, dir, kinds;
+  std::string json_path, client, dir, kinds, compare;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
@@ -187,6 +200,8 @@ int main(int argc, char** argv) {
       dir = value;
     } else if (take("--client")) {
       client = value;
+    } else if (take("--compare")) {
+      compare = value;
     } else if (take("--seed")) {
       number("--seed", &options.seed);
     } else if (take("--runs")) {
@@ -296,6 +311,38 @@ int main(int argc, char** argv) {
   if (todo.empty()) {
     Usage(stderr);
     return 2;
+  }
+  if (!compare.empty()) {
+    // The same scenarios once per client under test, side by side.
+    const std::vector<std::string> clients = absl::StrSplit(compare, ',', absl::SkipEmpty());
+    chaos::InstallSignalCleanup();
+    std::vector<std::vector<chaos::ScenarioResult>> all;
+    bool ran = true;
+    for (const std::string& c : clients) {
+      std::vector<chaos::ScenarioResult> col;
+      for (chaos::Scenario s : todo) {
+        if (chaos::Interrupted()) break;
+        absl::Status st = SetClient(s, c);
+        if (st.ok()) st = chaos::ValidateScenario(s);
+        if (!st.ok()) {
+          fprintf(stderr, "redlock-chaos: --compare %s: %s: %s\n", c.c_str(), s.name.c_str(),
+                  std::string(st.message()).c_str());
+          return 2;
+        }
+        fprintf(stderr, "[%s, %s] ... ", s.name.c_str(), c.c_str());
+        fflush(stderr);
+        chaos::ScenarioResult r = chaos::RunScenario(s, options);
+        fprintf(stderr, "%s\n", chaos::ProgressLine(r).c_str());
+        ran = ran && (r.skipped || r.error.empty());
+        col.push_back(std::move(r));
+      }
+      all.push_back(std::move(col));
+    }
+    if (chaos::Interrupted()) return 130;
+    fputs(chaos::FormatComparison(clients, all).c_str(), stdout);
+    printf("\n(seed %llu; fencing and the durability vote off for the clients that have none)\n",
+           static_cast<unsigned long long>(options.seed));
+    return ran ? 0 : 1;
   }
   if (!client.empty()) {
     for (chaos::Scenario& s : todo) {

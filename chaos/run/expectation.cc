@@ -98,6 +98,7 @@ RunShape ShapeOf(const ScenarioSetup& setup) {
   s.clients = static_cast<int>(setup.clients.size());
   s.topology = setup.topology;
   s.netns = setup.netns || setup.topology == Topology::kNamespace;
+  s.partial_views = !setup.views.empty();
   s.aof = setup.aof;
   s.node_clock_shim = setup.node_clock_shim;
   s.client_clock_shim = setup.client_clock_shim;

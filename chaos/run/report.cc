@@ -158,6 +158,39 @@ std::string FormatList(const std::vector<Scenario>& scenarios) {
   return out;
 }
 
+std::string FormatComparison(const std::vector<std::string>& clients,
+                             const std::vector<std::vector<ScenarioResult>>& results) {
+  std::string out = "| scenario |";
+  for (const std::string& c : clients) absl::StrAppend(&out, " ", c, " |");
+  out += "\n| --- |";
+  for (size_t i = 0; i < clients.size(); ++i) out += " --- |";
+  out += "\n";
+  const size_t rows = results.empty() ? 0 : results[0].size();
+  for (size_t r = 0; r < rows; ++r) {
+    absl::StrAppend(&out, "| `", results[0][r].name, "` |");
+    for (size_t c = 0; c < clients.size(); ++c) {
+      const ScenarioResult& x = results[c][r];
+      std::string cell;
+      if (x.skipped) {
+        cell = absl::StrCat("skipped (", x.skip_reason, ")");
+      } else if (!x.error.empty()) {
+        cell = "error";
+      } else {
+        std::vector<std::string> v;
+        for (int p = 0; p < kNumHarnessProperties; ++p) {
+          if (x.violations[static_cast<size_t>(p)] > 0) {
+            v.push_back(absl::StrCat("**", HarnessPropertyName(p), "** ", x.violations[static_cast<size_t>(p)]));
+          }
+        }
+        cell = v.empty() ? "clean" : absl::StrJoin(v, ", ");
+      }
+      absl::StrAppend(&out, " ", cell, " |");
+    }
+    out += "\n";
+  }
+  return out;
+}
+
 std::string FormatKinds() {
   std::string out;
   std::string family;

@@ -33,6 +33,13 @@ std::string FormatIndexHtml(const std::vector<ScenarioResult>& results, uint64_t
 // schedule.
 std::string FormatList(const std::vector<Scenario>& scenarios);
 
+// --compare: one row per scenario, one column per client under test
+// (`clients[i]` ran `results[i]`, each a list in scenario order), each cell
+// the violations found ("S1 3, S3 2", or "clean") and, where the run could
+// not run, why. Markdown, for the README.
+std::string FormatComparison(const std::vector<std::string>& clients,
+                             const std::vector<std::vector<ScenarioResult>>& results);
+
 // --kinds: every fault kind of the registry (chaos/faults/fault_kind.h):
 // name, family, lasting or instant, targets, parameters (default, explore
 // range), the explorer's weight and duration range, summary.

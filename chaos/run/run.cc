@@ -202,7 +202,9 @@ absl::StatusOr<FaultInstance*> Run::Inject(const FaultTemplate& t, int marker_cl
     return absl::Status(s.code(), absl::StrCat(DescribeTemplate(t), ": ", s.message()));
   }
   may_violate_ |= raw->kind->MayViolate(shape_, *raw);
-  faults_.push_back({std::move(owned), at, !raw->kind->info().lasting});
+  const bool instant = !raw->kind->info().lasting;
+  const int64_t now = RawMonotonicNanos();
+  faults_.push_back({std::move(owned), at, now, instant, instant ? now : 0});
   return raw;
 }
 
@@ -211,9 +213,21 @@ absl::Status Run::Heal(FaultInstance* f) {
     if (i.fault.get() != f) continue;
     if (i.healed) return absl::OkStatus();
     i.healed = true;
-    return f->kind->Heal(*this, *f);
+    absl::Status s = f->kind->Heal(*this, *f);
+    i.ended_raw = RawMonotonicNanos();
+    return s;
   }
   return absl::OkStatus();
+}
+
+std::vector<std::pair<int64_t, int64_t>> Run::IntolerableSpans() const {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  const int64_t now = RawMonotonicNanos();
+  for (const Injected& i : faults_) {
+    if (i.fault->kind->Tolerated(shape_, *i.fault)) continue;
+    out.push_back({i.at_raw, i.healed ? i.ended_raw : now});
+  }
+  return out;
 }
 
 absl::Status Run::HealKind(absl::string_view kind) {

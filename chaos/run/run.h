@@ -164,8 +164,16 @@ class Run {
   struct Injected {
     std::unique_ptr<FaultInstance> fault;
     absl::Duration at;
+    int64_t at_raw = 0;
     bool healed = false;
+    // When it stopped acting (raw clock): an instant once injected (a
+    // failover once the promotion is done), a lasting fault once healed.
+    int64_t ended_raw = 0;
   };
+  // The faults the configuration need not tolerate, as raw-clock intervals
+  // [begin, end] (an instant: its injection, a failover until its promotion
+  // is done; a fault not healed yet ends now), for the recovery check.
+  std::vector<std::pair<int64_t, int64_t>> IntolerableSpans() const;
   std::vector<Injected> faults_;
   PropertySet may_violate_ = 0;
 

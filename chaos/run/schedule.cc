@@ -31,12 +31,25 @@ class EntryPlayer {
  public:
   EntryPlayer(Run& run, const ScheduleEntry& entry, Clock::time_point begin)
       : run_(run), e_(entry), t_(entry.trigger) {
-    next_ = begin + absl::ToChronoNanoseconds(t_.at.Resolve(run.scale()));
-    state_ = t_.type == Trigger::Type::kOnMarker ? State::kStartWaiting : State::kFire;
     max_ = t_.type == Trigger::Type::kAt
                ? 1
                : (t_.times > 0 ? t_.times : (t_.type == Trigger::Type::kOnMarker ? 1 : 0));
+    if (t_.after >= 0) {
+      state_ = State::kDormant;  // until the entry it follows has fired
+      next_ = Clock::time_point::max();
+    } else {
+      Begin(begin);
+    }
   }
+
+  // Starts the trigger's clock (`at` counts from here).
+  void Begin(Clock::time_point from) {
+    next_ = from + absl::ToChronoNanoseconds(t_.at.Resolve(run_.scale()));
+    state_ = t_.type == Trigger::Type::kOnMarker ? State::kStartWaiting : State::kFire;
+  }
+  bool dormant() const { return state_ == State::kDormant; }
+  int after() const { return t_.after; }
+  int fired() const { return fired_; }
 
   bool done() const { return state_ == State::kDone; }
   // When this entry next needs the loop (max() while it only waits for a
@@ -100,6 +113,7 @@ class EntryPlayer {
         case State::kSettling:
           AfterSettle(now);
           break;
+        case State::kDormant:
         case State::kDone:
           break;
       }
@@ -138,7 +152,7 @@ class EntryPlayer {
   void set_replayed() { replayed_ = true; }
 
  private:
-  enum class State { kStartWaiting, kWaiting, kFire, kHealing, kSettling, kDone };
+  enum class State { kDormant, kStartWaiting, kWaiting, kFire, kHealing, kSettling, kDone };
 
   void StartWaiting(Clock::time_point now, const std::optional<Span>& within) {
     state_ = State::kWaiting;
@@ -222,11 +236,15 @@ absl::Status ValidateSchedule(const Schedule& schedule, const RunShape& shape) {
       return absl::InvalidArgumentError(absl::StrCat(Where(i, e), ": ", why));
     };
     if (e.faults.empty()) return bad("no fault");
+    if (t.after >= 0 && static_cast<size_t>(t.after) >= i) {
+      return bad("\"after\" names an earlier entry (1 for the first)");
+    }
     if (t.type == Trigger::Type::kOnMarker) {
-      static const char* kMarkers[] = {"invoke", "grant", "fail", "use_read", "use_end", "release"};
+      static const char* kMarkers[] = {"invoke",  "grant",  "fail",   "use_read",
+                                       "use_end", "extend", "release"};
       if (std::find(std::begin(kMarkers), std::end(kMarkers), t.marker) == std::end(kMarkers)) {
         return bad(absl::StrCat("unknown marker \"", t.marker,
-                                "\" (invoke, grant, fail, use_read, use_end or release)"));
+                                "\" (invoke, grant, fail, use_read, use_end, extend or release)"));
       }
       if (t.client >= shape.clients) {
         return bad(absl::StrCat("client c", t.client + 1, " does not exist (", shape.clients,
@@ -291,6 +309,8 @@ absl::Status PlaySchedule(Run& run, const Schedule& schedule) {
   while (run.Active()) {
     Clock::time_point now = Clock::now();
     for (auto& p : players) {
+      // An entry that follows another begins once that one has fired.
+      if (p->dormant() && players[static_cast<size_t>(p->after())]->fired() > 0) p->Begin(now);
       if (p->wants_history()) {
         p->Replay(history, now);
         p->set_replayed();

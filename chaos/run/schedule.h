@@ -48,7 +48,7 @@ struct Trigger {
   int times = 0;
 
   // kOnMarker: which marker ("grant", "use_read", "use_end", "invoke",
-  // "release", "fail") of which client (-1: any).
+  // "extend", "release", "fail") of which client (-1: any).
   std::string marker;
   int client = -1;
   // Only when the lock looks free: the last grant seen was released and no
@@ -69,6 +69,10 @@ struct Trigger {
   // Stop once these properties are all (until_any: any) in the history.
   PropertySet until = 0;
   bool until_any = false;
+  // Begin (start counting `at`, start waiting for markers) only once the
+  // entry of this index (an earlier one) has fired: chains of faults in
+  // order. -1: from the start of the run.
+  int after = -1;
 };
 
 struct ScheduleEntry {

@@ -340,8 +340,8 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
 }
 
 const std::vector<std::string> kTriggerFields = {
-    "at",    "repeat", "on",    "client", "lock_free", "since_start", "within", "otherwise",
-    "delay", "settle", "times", "gap",    "until",     "until_any",   "pick",   "faults"};
+    "at",     "repeat", "on",  "client", "lock_free", "since_start", "within", "otherwise", "delay",
+    "settle", "times",  "gap", "until",  "until_any", "pick",        "faults", "after"};
 
 // `n`: the fault's keys; `at`: the node errors point at (the entry, for an
 // inline fault).
@@ -473,6 +473,12 @@ absl::Status ReadEntry(Reader& r, const YAML::Node& n, int index, ScheduleEntry*
       t.gap_lo = *lo;
       t.gap_hi = *hi;
     }
+  }
+  if (s.ok() && n["after"]) {
+    s = r.Integer(n["after"], f("after"), &t.after, 1, std::max(1, index - 1));
+    if (s.ok() && index == 1)
+      return r.Error(n["after"], f("after"), "the first entry follows none");
+    t.after -= 1;  // written 1-based, like schedule[N] in the errors
   }
   if (s.ok() && n["until"]) s = r.Properties(n["until"], f("until"), &t.until);
   if (s.ok() && n["until_any"]) {
@@ -818,6 +824,7 @@ std::string WriteScenario(const Scenario& s) {
         fields.push_back(absl::StrCat(t.until_any ? "until_any: " : "until: ", PropList(t.until)));
       }
     }
+    if (t.after >= 0) fields.push_back(absl::StrCat("after: ", t.after + 1));
     if (e.pick == ScheduleEntry::Pick::kOne) fields.push_back("pick: one");
     if (e.pick == ScheduleEntry::Pick::kCycle) fields.push_back("pick: cycle");
     for (size_t k = 0; k < fields.size(); ++k) {

@@ -78,26 +78,14 @@ std::string Fetch(int port) {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   std::unique_ptr<redlock::testkit::Fleet> fleet;
-  std::string nodes = absl::GetFlag(FLAGS_nodes);
-  if (nodes.empty() && std::getenv("REDLOCK_NODES") != nullptr)
-    nodes = std::getenv("REDLOCK_NODES");
-  redlock::Options options;
-  if (nodes.empty()) {
-    auto f = redlock::testkit::Fleet::Start({.nodes = 3});
-    if (!f.ok()) {
-      std::fprintf(stderr, "metrics_exporter: %s\n", f.status().ToString().c_str());
-      return f.status().code() == absl::StatusCode::kFailedPrecondition ? 77 : 1;
-    }
-    fleet = *std::move(f);
-    options.nodes = fleet->endpoints();
-  } else {
-    absl::StatusOr<std::vector<redlock::Endpoint>> parsed = redlock::ParseEndpointList(nodes);
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "metrics_exporter: %s\n", parsed.status().ToString().c_str());
-      return 2;
-    }
-    options.nodes = *std::move(parsed);
+  absl::StatusOr<std::vector<redlock::Endpoint>> nodes =
+      redlock::testkit::ExampleNodes(absl::GetFlag(FLAGS_nodes), 3, &fleet);
+  if (!nodes.ok()) {
+    std::fprintf(stderr, "metrics_exporter: %s\n", nodes.status().ToString().c_str());
+    return redlock::testkit::ExampleExitCode(nodes.status());
   }
+  redlock::Options options;
+  options.nodes = *std::move(nodes);
 
   // The one line a service adds: the collector is the client's observer.
   auto metrics = std::make_shared<redlock::MetricsCollector>();

@@ -7,8 +7,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
-#include "redlock/internal/durability.h"
+#include "redlock/internal/jitter.h"
 #include "redlock/internal/lease_factory.h"
+#include "redlock/internal/node_calls.h"
 #include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/resp.h"
@@ -21,18 +22,6 @@ namespace redlock::internal {
 namespace {
 
 using Decision = Round::Outcome;
-
-std::vector<std::string> FenceKeys(const std::vector<std::string>& keys) {
-  std::vector<std::string> out;
-  out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(absl::StrCat(k, kFenceSuffix));
-  return out;
-}
-
-std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
 
 std::string Attempts(int n) { return absl::StrCat(n, n == 1 ? " attempt" : " attempts"); }
 
@@ -48,16 +37,19 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
                   ? AcquireForm::kFencing
               : request_.resources.size() == 1 && !custom_ ? AcquireForm::kSet
                                                            : AcquireForm::kScript),
+        quorum_(form_ == AcquireForm::kFencing ? FencedQuorum(ctx->nodes(), request_.quorum,
+                                                              ctx->options().fencing_lost_counters)
+                                               : request_.quorum),
         what_(absl::StrCat("acquire ", DescribeResources(request_.resources))),
         drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
                               ctx->options().clock_drift_floor)),
-        durability_(ctx->options().durability),
-        // Without fencing the grant itself waits for the replicas; with
-        // fencing the commit does, and its WAIT covers the round-1 SET too.
-        confirm_round1_(DurabilityOn(durability_) && form_ != AcquireForm::kFencing),
+        // With Options::durability: without fencing the grant itself waits
+        // for the replicas; with fencing the commit does, and its WAIT covers
+        // the round-1 SET too.
+        confirm_round1_(form_ != AcquireForm::kFencing),
         pause_(std::max(ctx->options().retry_delay / 4, absl::Milliseconds(1))),
         done_(std::move(done)),
-        round_(ctx->nodes(), request_.quorum) {
+        round_(ctx->nodes(), quorum_) {
     for (const auto& r : request_.resources) keys_.push_back(ctx_->Key(r));
     if (request_.wait.has_value() && *request_.wait != absl::InfiniteDuration()) {
       deadline_ = ctx_->clock().Now() + absl::ToChronoNanoseconds(*request_.wait);
@@ -99,13 +91,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     bool granted = false;            // round 1 set our key on the node
     std::vector<uint64_t> counters;  // fencing round 1
     NodeResult result;               // for the Outcome
-    // The write of the current round whose vote waits for the replicas
-    // (Options::durability): its own answer, and the WAIT's if that came
-    // first (the transport keeps a node's replies in order; this does not
-    // rely on it).
-    bool replied = false;
-    bool write_yes = false;
-    std::optional<Vote> confirm;
+    ConnectionId conn = 0;           // where round 1 went (0: not sent)
   };
 
   // What follows a failed attempt, done outside mu_ (AfterUnlock).
@@ -115,11 +101,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   };
 
   // A command decided under mu_ and sent after it (AfterUnlock): Send may
-  // write to the node's socket, which must not happen under the lock.
+  // write to the node's socket, which must not happen under the lock. A
+  // fencing commit of round2_, or the release of attempt release_attempt_
+  // behind the command on connection `after`.
   struct Outgoing {
     int node;
-    std::shared_ptr<const Command> command;
-    NodeCallback done;
+    bool commit;
+    ConnectionId after = 0;
   };
 
   int n() const { return ctx_->nodes(); }
@@ -128,14 +116,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
 
   Command Round1Command() {
     Command command;
-    if (custom_) {
-      command = shape_->Round1(keys_, token_, ttl_ms_, form_ == AcquireForm::kFencing);
-      command.op = "acquire";
-      return command;
-    }
     switch (form_) {
       case AcquireForm::kFencing:
-        command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(keys_)),
+        command = ScriptCommand(FenceAcquireScript(), WithCounters(keys_),
                                 {token_, std::to_string(ttl_ms_)});
         break;
       case AcquireForm::kSet:
@@ -148,7 +131,6 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
         break;
     }
-    command.op = "acquire";
     return command;
   }
 
@@ -169,14 +151,16 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         mark_ = watch_ != nullptr ? watch_->Mark() : 0;
         phase_ = Phase::kRound1;
         failed_ = false;
-        round_ = Round(n(), request_.quorum);
+        round_ = Round(n(), quorum_);
         nodes_.assign(static_cast<size_t>(n()), NodeState{});
         for (int i = 0; i < n(); ++i) {
           nodes_[static_cast<size_t>(i)].result.node = transport().NodeName(i);
         }
         sent_ = 0;
         fanout_active_ = true;
-        command = Round1Command();
+        command = custom_ ? shape_->Round1(keys_, token_, ttl_ms_, form_ == AcquireForm::kFencing)
+                          : Round1Command();
+        command.op = "acquire";
       }
     }
     if (attempt == 0) {
@@ -189,18 +173,19 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     // node whose send was in progress, and sends no more: a release never
     // overtakes its SET on a node's ordered connection.
     auto self = shared_from_this();
-    const Command confirm = confirm_round1_ ? DurabilityCommand(durability_) : Command();
+    // An acquisition that got NOSCRIPT is not sent again: its release may
+    // already be queued behind it.
+    const NodeCalls::Judge judge = [form = form_,
+                                    keys = keys_.size()](const absl::StatusOr<Reply>& r) {
+      std::vector<uint64_t> counters;
+      return AcquireVote(r, form, keys, &counters);
+    };
     for (int i = 0; i < n(); ++i) {
-      transport().Send(i, command, [self, attempt, i](absl::StatusOr<Reply> r) {
-        self->OnRound1(attempt, i, std::move(r));
-      });
-      if (confirm_round1_) {
-        // Pipelined right behind the SET on the node's ordered connection.
-        transport().Send(i, confirm, [self, attempt, i](absl::StatusOr<Reply> r) {
-          self->OnConfirm(attempt, Phase::kRound1, i, std::move(r));
-        });
-      }
+      ConnectionId conn = ctx_->calls().Send(
+          i, command, judge, confirm_round1_, OnNoScript::kFail,
+          [self, attempt, i](NodeCalls::Answer a) { self->OnRound1(attempt, i, std::move(a)); });
       std::lock_guard<std::mutex> lock(mu_);
+      nodes_[static_cast<size_t>(i)].conn = conn;
       sent_ = i + 1;
       if (failed_) {
         QueueReleaseLocked(i);
@@ -214,59 +199,25 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     AfterUnlock();
   }
 
-  void OnRound1(int attempt, int node, absl::StatusOr<Reply> r) {
+  // The node's vote on round 1 (with Options::durability, once its replicas
+  // confirmed the grant, or did not).
+  void OnRound1(int attempt, int node, NodeCalls::Answer a) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (attempt != attempt_) return;
       NodeState& state = nodes_[static_cast<size_t>(node)];
-      Vote v = AcquireVote(r, form_, keys_.size(), &state.counters);
-      state.granted = v.vote == Round::Vote::kYes;
-      std::optional<Vote> vote = WriteVoteLocked(node, std::move(v), confirm_round1_);
-      // Without a vote the replicas' answer decides.
-      if (vote.has_value()) RecordRound1Locked(node, *std::move(vote));
+      state.granted =
+          AcquireVote(a.reply, form_, keys_.size(), &state.counters).vote == Round::Vote::kYes;
+      if (a.unconfirmed) DropUnconfirmedLocked(node, a.connection);
+      RecordRound1Locked(node, std::move(a.vote));
     }
     AfterUnlock();
-  }
-
-  // The durability check behind a round's write on `node` answered.
-  void OnConfirm(int attempt, Phase phase, int node, absl::StatusOr<Reply> r) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (attempt != attempt_) return;
-      NodeState& state = nodes_[static_cast<size_t>(node)];
-      Vote v = DurabilityVote(r, durability_);
-      if (!state.replied) {
-        state.confirm = std::move(v);
-        return;
-      }
-      if (!state.write_yes) return;  // its "no" was counted at the write's reply
-      if (v.vote != Round::Vote::kYes) DropUnconfirmedLocked(node);
-      if (phase == Phase::kRound1) {
-        RecordRound1Locked(node, std::move(v));
-      } else if (phase_ == Phase::kRound2) {
-        RecordRound2Locked(node, std::move(v));
-      }
-    }
-    AfterUnlock();
-  }
-
-  // A write's own vote on `node`. With `confirmable` a yes is not counted
-  // yet: returns nullopt until the replicas' answer, or that answer if it
-  // came first.
-  std::optional<Vote> WriteVoteLocked(int node, Vote v, bool confirmable) {
-    NodeState& state = nodes_[static_cast<size_t>(node)];
-    state.replied = true;
-    state.write_yes = v.vote == Round::Vote::kYes;
-    if (!confirmable || !state.write_yes) return v;
-    if (!state.confirm.has_value()) return std::nullopt;
-    if (state.confirm->vote != Round::Vote::kYes) DropUnconfirmedLocked(node);
-    return state.confirm;
   }
 
   // A node granted but its replicas did not confirm: its vote is "no" and
   // our key goes at once (a failed attempt's cleanup has sent that already).
-  void DropUnconfirmedLocked(int node) {
-    if (!failed_) QueueReleaseLocked(node);
+  void DropUnconfirmedLocked(int node, ConnectionId after) {
+    if (!failed_) QueueReleaseLocked(node, after);
   }
 
   void RecordRound1Locked(int node, Vote v) {
@@ -287,13 +238,24 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         SucceedLocked({});
       }
     } else if (outcome == Decision::kFailed) {
-      FailAttemptLocked(
-          round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted));
+      absl::Status st =
+          round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted);
+      if (quorum_ != request_.quorum) {
+        // The tally says "quorum F": say where F comes from.
+        st =
+            absl::Status(st.code(), absl::StrCat(st.message(), "; fenced acquisitions need ",
+                                                 quorum_, " nodes (Options::fencing_lost_counters ",
+                                                 ctx_->options().fencing_lost_counters, ")"));
+      }
+      FailAttemptLocked(std::move(st));
     }
   }
 
-  // Fencing round 2 (DESIGN.md 4.5): T = 1 + max of the counters read from
-  // exactly the nodes counted so far; only they take part.
+  // Fencing round 2 (docs/design.md 5.10): T = 1 + max of the counters read
+  // from exactly the nodes counted so far (quorum_ of them: F of FencedQuorum
+  // in algorithm.h, where the rule and its proof are); only they take part,
+  // and every one of them must confirm. A grant that arrives later was read
+  // after T was computed and is not committed (its key goes with the lease).
   void StartRound2Locked() {
     round2_nodes_.clear();
     fences_.clear();
@@ -313,40 +275,26 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       args.push_back(std::to_string(*t));
     }
     for (int i = 0; i < n(); ++i) {
-      NodeState& state = nodes_[static_cast<size_t>(i)];
-      if (state.granted) round2_nodes_.push_back(i);
-      state.replied = false;
-      state.write_yes = false;
-      state.confirm.reset();
+      if (nodes_[static_cast<size_t>(i)].granted) round2_nodes_.push_back(i);
     }
     phase_ = Phase::kRound2;
-    round_ = Round(static_cast<int>(round2_nodes_.size()), request_.quorum);
+    round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
     auto command = std::make_shared<Command>(
         custom_ ? shape_->Commit(keys_, token_, fences_)
-                : ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args));
+                : ScriptCommand(FenceCommitScript(), WithCounters(keys_), args));
     command->op = "fence-commit";
-    std::shared_ptr<const Command> wait;
-    if (DurabilityOn(durability_)) wait = std::make_shared<Command>(DurabilityCommand(durability_));
-    auto self = shared_from_this();
-    for (int i : round2_nodes_) {
-      outbox_.push_back({i, command, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
-                           self->OnRound2(a, i, std::move(r));
-                         }});
-      if (wait != nullptr) {
-        // Covers the counter write and, on the same stream, round 1's SET.
-        outbox_.push_back({i, wait, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
-                             self->OnConfirm(a, Phase::kRound2, i, std::move(r));
-                           }});
-      }
-    }
+    round2_ = std::move(command);
+    // With Options::durability the commit's confirmation covers the counter
+    // write and, on the same stream, round 1's SET.
+    for (int i : round2_nodes_) outbox_.push_back({i, /*commit=*/true});
   }
 
-  void OnRound2(int attempt, int node, absl::StatusOr<Reply> r) {
+  void OnRound2(int attempt, int node, NodeCalls::Answer a) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (attempt != attempt_) return;
-      std::optional<Vote> vote = WriteVoteLocked(node, CommitVote(r), DurabilityOn(durability_));
-      if (vote.has_value() && phase_ == Phase::kRound2) RecordRound2Locked(node, *std::move(vote));
+      if (a.unconfirmed) DropUnconfirmedLocked(node, a.connection);
+      if (phase_ == Phase::kRound2) RecordRound2Locked(node, std::move(a.vote));
     }
     AfterUnlock();
   }
@@ -377,29 +325,33 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     std::vector<Lease> leases;
     leases.reserve(request_.resources.size());
     for (size_t j = 0; j < request_.resources.size(); ++j) {
+      // The connections are set once the fan-out is over (AfterUnlock).
       leases.push_back(LeaseFactory::Make(
-          request_.resources[j], token_, request_.ttl, start_, start_, valid_until, round_.yes(),
+          request_.resources[j], token_, request_.ttl, start_, nullptr, valid_until, round_.yes(),
           fences.empty() ? 0 : fences[j], shape_ != nullptr ? shape_->kind() : LeaseKind::kPlain));
     }
     SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);
   }
 
-  // Removes what this attempt may have set on node i (sent by AfterUnlock).
-  // Cleanup class: it goes out even to a node marked down, behind a SET that
-  // may still be waiting on the same ordered connection.
-  void QueueReleaseLocked(int i) {
+  // Removes what this attempt may have set on node i (sent by AfterUnlock),
+  // behind its SET on connection `after`: it goes out even to a node marked
+  // down, and is sent again if it does not get through (NodeCalls::Release).
+  // A node that never took the SET needs none.
+  void QueueReleaseLocked(int i, ConnectionId after) {
+    if (after == 0) return;
     if (release_attempt_ != attempt_) {
-      auto release =
-          std::make_shared<Command>(custom_ ? shape_->Cleanup(keys_, token_)
-                                            : ScriptCommand(ReleaseScript(), keys_, {token_, ""}));
-      release->cleanup = true;
-      release->since = start_;
-      release->op = "release";
+      auto release = std::make_shared<KeysRelease>();
+      release->keys = keys_;
+      release->token = token_;
+      release->ttl = request_.ttl;
+      release->expires = start_ + absl::ToChronoNanoseconds(request_.ttl);
+      if (custom_) release->command = shape_->Cleanup(keys_, token_);
       release_ = std::move(release);
       release_attempt_ = attempt_;
     }
-    outbox_.push_back({i, release_, [](absl::StatusOr<Reply>) {}});
+    outbox_.push_back({i, /*commit=*/false, after});
   }
+  void QueueReleaseLocked(int i) { QueueReleaseLocked(i, nodes_[static_cast<size_t>(i)].conn); }
 
   // Ends the attempt in flight: its keys are released on every node its SET
   // went to (those not sent to yet are handled by the fan-out loop).
@@ -483,7 +435,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     std::vector<NodeResult> results;
     results.reserve(nodes_.size());
     for (const NodeState& s : nodes_) results.push_back(s.result);
-    outcome_ = MakeOutcome(kind, request_.quorum, std::move(results));
+    outcome_ = MakeOutcome(kind, quorum_, std::move(results));
     outcome_.attempts = attempt_;
     outcome_.elapsed = absl::FromChrono(ctx_->clock().Now() - call_start_);
     if (!result.ok()) {
@@ -506,10 +458,16 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     std::unique_ptr<StopCallback> stop_callback;
     std::vector<int> freed;
     std::vector<Outgoing> outgoing;
+    std::shared_ptr<const Command> commit;
+    std::shared_ptr<const KeysRelease> release;
+    int attempt = 0;
     Transport::TimerId retry_timer = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       outgoing.swap(outbox_);
+      commit = round2_;
+      release = release_;
+      attempt = attempt_;
       watch = watch_;
       // Taken even without a watch (notifications off): nothing else reads
       // it, and a long wait would grow it by every failed attempt.
@@ -517,6 +475,12 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       if (!fanout_active_ && result_.has_value() && done_) {
         done = std::move(done_);
         done_ = nullptr;
+        if (result_->ok()) {
+          // Where each node's SET went, for the lease's release.
+          auto conns = std::make_shared<std::vector<ConnectionId>>();
+          for (const NodeState& s : nodes_) conns->push_back(s.conn);
+          for (Lease& l : **result_) LeaseFactory::SetConnections(&l, conns);
+        }
         result = std::move(result_);
         watch_.reset();  // unsubscribes once `watch` goes too
         // The stop callback goes last: destroying it waits for an OnStop()
@@ -530,7 +494,20 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     // Commands queued by different sections may go out in another order than
     // they were queued; only a release overtaking its own SET would matter,
     // and a release is queued only once its SET was sent (sent_).
-    for (Outgoing& o : outgoing) transport().Send(o.node, *o.command, std::move(o.done));
+    auto self = shared_from_this();
+    for (const Outgoing& o : outgoing) {
+      if (!o.commit) {
+        ctx_->calls().Release(o.node, o.after, release);
+        continue;
+      }
+      // A commit that got NOSCRIPT may run later than sent (it raises the
+      // counter only while the key holds the token): sent again, with its
+      // own confirmation.
+      ctx_->calls().Send(o.node, *commit, CommitVote, /*durable=*/true, OnNoScript::kResend,
+                         [self, attempt, i = o.node](NodeCalls::Answer a) {
+                           self->OnRound2(attempt, i, std::move(a));
+                         });
+    }
     // Before the wait, which counts them.
     if (watch != nullptr) {
       for (int node : freed) watch->Freed(node);
@@ -554,9 +531,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       return;
     }
     if (!retry.has_value()) return;
-    auto self = shared_from_this();
     if (watch != nullptr) {
-      watch->Wait(retry->mark, request_.quorum, retry->delay,
+      watch->Wait(retry->mark, quorum_, retry->delay,
                   [self](absl::Status) { self->StartAttempt(); });
       return;
     }
@@ -573,9 +549,11 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   const bool custom_;                                // shape_ replaces the scripts
   const int64_t ttl_ms_;
   const AcquireForm form_;
+  // The grants an attempt needs: the request's quorum, or with fencing F
+  // (FencedQuorum), which is also round 2's size and quorum.
+  const int quorum_;
   const std::string what_;
   const absl::Duration drift_;
-  const Options::Durability durability_;
   const bool confirm_round1_;
   std::optional<Clock::TimePoint> deadline_;  // wait mode, finite waits
   std::vector<std::string> keys_;
@@ -598,9 +576,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   std::vector<int> round2_nodes_;
   std::vector<uint64_t> fences_;
   std::optional<Retry> retry_;
-  Transport::TimerId retry_timer_ = 0;      // the pause before the next attempt
-  std::vector<Outgoing> outbox_;            // sent by AfterUnlock
-  std::shared_ptr<const Command> release_;  // the release of attempt release_attempt_
+  Transport::TimerId retry_timer_ = 0;          // the pause before the next attempt
+  std::vector<Outgoing> outbox_;                // sent by AfterUnlock
+  std::shared_ptr<const Command> round2_;       // the fencing commit of the attempt
+  std::shared_ptr<const KeysRelease> release_;  // the release of attempt release_attempt_
   int release_attempt_ = 0;
   std::vector<int> freed_;  // nodes freed by a failed attempt's cleanup, for the watch
   std::optional<absl::StatusOr<std::vector<Lease>>> result_;

@@ -1,6 +1,6 @@
 // An acquisition: attempts of one round over all nodes (two with fencing),
 // the cleanup of a failed attempt, and the retry or wait policy between
-// attempts (DESIGN.md 4.2, 4.3, 4.5).
+// attempts (docs/design.md 5.1-5.6, 5.10, 5.14).
 
 #ifndef REDLOCK_INTERNAL_ACQUIRE_OP_H_
 #define REDLOCK_INTERNAL_ACQUIRE_OP_H_

@@ -117,9 +117,9 @@ absl::Status Round::Failure(absl::string_view what, absl::string_view yes_verb,
                             absl::string_view refused_verb, absl::StatusCode refused_code) const {
   // Name what made the quorum impossible: if the nodes that could not answer
   // (or answered garbage) would not have sufficed on their own, the refusals
-  // decided it. With a majority quorum this is DESIGN.md's "a quorum answered
-  // and the resource is held elsewhere"; in the all-nodes mode a single
-  // refusal is enough.
+  // decided it. With a majority quorum this reads "a quorum answered and the
+  // resource is held elsewhere" (docs/design.md 7.1); in the all-nodes mode a
+  // single refusal is enough.
   const int impossible = nodes_ - quorum_ + 1;
   absl::StatusCode code;
   if (cancelled_ > 0) {
@@ -154,6 +154,12 @@ absl::StatusOr<uint64_t> ParseCounter(absl::string_view text) {
   }
   return v;
 }
+
+int FencedQuorum(int nodes, int quorum, int lost_counters) {
+  return std::max(quorum, (nodes + lost_counters + 2) / 2);
+}
+
+int CounterLossesSurvived(int nodes, int fenced_quorum) { return 2 * fenced_quorum - nodes - 1; }
 
 absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters) {
   uint64_t max = 0;

@@ -1,5 +1,5 @@
-// The arithmetic and decisions of Redlock, free of I/O (DESIGN.md 4.2, 4.5,
-// 4.6), so unit tests can cover them exhaustively.
+// The arithmetic and decisions of Redlock, free of I/O (docs/design.md 5.2,
+// 5.3, 5.10, 7.1), so unit tests can cover them exhaustively.
 
 #ifndef REDLOCK_INTERNAL_ALGORITHM_H_
 #define REDLOCK_INTERNAL_ALGORITHM_H_
@@ -27,7 +27,7 @@ inline constexpr absl::string_view kFenceSuffix = ":fence";
 // channel = kReleaseChannelPrefix + key.
 inline constexpr absl::string_view kReleaseChannelPrefix = "redlock:release:";
 
-// ttl * factor + floor (DESIGN.md 4.2 step 4).
+// ttl * factor + floor (docs/design.md 5.3).
 absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration floor);
 
 // ttl - elapsed - drift. May be zero or negative: no validity left.
@@ -75,7 +75,7 @@ class Round {
   int refused() const { return refused_; }
   int answered() const { return yes_ + refused_ + unavailable_ + internal_ + cancelled_; }
 
-  // The status of a failed round, per DESIGN.md 4.6, naming what made the
+  // The status of a failed round, per docs/design.md 7.1, naming what made the
   // quorum impossible: kCancelled if the client is shutting down;
   // `refused_code` (kAborted for acquire, kFailedPrecondition for extend)
   // when nodes refused and the unavailable ones alone would not have
@@ -110,6 +110,48 @@ Round::Vote VoteForErrorReply(absl::string_view error);
 // Fencing: parses a counter as read in round 1 ("0" when absent). Counters are
 // decimal uint64 without sign or leading zeros.
 absl::StatusOr<uint64_t> ParseCounter(absl::string_view text);
+
+// Fencing: how many nodes a fenced acquisition needs (docs/design.md 5.10,
+// README "Fencing tokens", Options::fencing_lost_counters). With N nodes,
+// the lock's `quorum` and `lost_counters` nodes allowed to lose their
+// counter:
+//   F = max(quorum, ceil((N + lost_counters + 1) / 2)).
+// Round 1 needs F grants; T = 1 + the max of the counters read by exactly
+// those F scripts; round 2 commits T on those F nodes and needs all F.
+//
+// Why tokens still strictly increase. Let A and B be two successful
+// holders and C_A, C_B their F nodes. 2F >= N + lost_counters + 1, so C_A
+// and C_B share at least lost_counters + 1 nodes. On a shared node n both
+// held the lock key, at disjoint times (SET NX); each read n's counter in
+// the script that set its key, and raised the counter to its token while
+// that key still held. Say A held n first: B's read on n came after A's
+// raise, so B read at least T_A there unless n's counter went back in
+// between (lost with a restart, set back, or set to garbage and repaired).
+// At most lost_counters nodes did, so one shared node kept it and
+// T_B = 1 + max(reads) > T_A. Two shared nodes that kept their counters
+// cannot disagree on who held first (that would give T_A > T_B > T_A), so
+// the holder that came later on them has the higher token, and two holders
+// never have the same one. A garbage counter is no read at all: its node
+// votes as an error and is not among the F.
+//
+// Why the reads are the grants and nothing more: a node that refused may
+// still hold the previous holder's key, and that holder's commit there may
+// come after our read; only the script that set our key reads after every
+// earlier holder of that node. So the read set and the commit set are the
+// same F nodes, and |R| + |W| = 2F > N + lost_counters.
+//
+// Availability: N - F nodes may be down, slow past node_timeout, refusing
+// or holding a garbage counter. Fewer than F cannot do: two holders using
+// F - 1 nodes each may share only lost_counters nodes, all of which may
+// have lost what the earlier one wrote. With lost_counters = 0 this is the
+// quorum (two majorities of an odd N share at least one node); an even N
+// already shares two nodes (N=4: 3 of 4).
+int FencedQuorum(int nodes, int quorum, int lost_counters);
+
+// How many nodes may lose their counter when every holder reads and commits
+// on `fenced_quorum` of `nodes`: 2F - N - 1 (at least the lost_counters that
+// gave F; one more when N + lost_counters is odd, e.g. N=5, F=4: two).
+int CounterLossesSurvived(int nodes, int fenced_quorum);
 
 // Fencing: T = 1 + max(counters). kInternal if a counter is already at the
 // maximum (the token space is exhausted, which 2^64 acquisitions never reach

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/node_calls.h"
 #include "redlock/internal/renewal.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/status_macros.h"
@@ -27,9 +28,8 @@ LeasesCallback Single(Client::LeaseCallback done) {
 
 }  // namespace
 
-ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-                       absl::AnyInvocable<std::vector<NodeHealth>() const> health)
-    : ctx_(std::move(options), std::move(transport), clock), health_(std::move(health)) {}
+ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock)
+    : ctx_(std::move(options), std::move(transport), clock) {}
 
 ClientImpl::~ClientImpl() { ctx_.Shutdown(); }
 
@@ -209,46 +209,45 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
         auto shared_done = std::make_shared<decltype(done)>(std::move(done));
         for (int i = 0; i < n; ++i) {
           state->views[static_cast<size_t>(i)].node = ctx_.transport().NodeName(i);
-          ctx_.transport().Send(i, command, [state, shared_done, i](absl::StatusOr<Reply> r) {
-            NodeView& v = state->views[static_cast<size_t>(i)];
-            if (!r.ok()) {
-              v.status = r.status();
-            } else if (r->is_error()) {
-              v.status = absl::Status(VoteForErrorReply(r->str) == Round::Vote::kUnavailable
-                                          ? absl::StatusCode::kUnavailable
-                                          : absl::StatusCode::kInternal,
-                                      r->str);
-            } else if (r->type != Reply::Type::kArray || r->elements.size() != 3) {
-              v.status = absl::InternalError(absl::StrCat("unexpected reply ", r->Describe()));
-            } else {
-              v.token = r->elements[0].str;
-              v.held = !v.token.empty();
-              int64_t pttl = r->elements[1].integer;
-              v.ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
-              absl::StatusOr<uint64_t> c = ParseCounter(r->elements[2].str);
-              if (c.ok()) v.fence_counter = *c;
-            }
-            std::vector<NodeView> views;
-            {
-              std::lock_guard<std::mutex> lock(state->mu);
-              if (--state->left > 0) return;
-              views = std::move(state->views);
-            }
-            (*shared_done)(std::move(views));
-          });
+          // A read: after NOSCRIPT it is sent again, in the EVAL form.
+          auto judge = [](const absl::StatusOr<Reply>&) { return Vote{}; };
+          ctx_.calls().Send(
+              i, command, judge, /*durable=*/false, OnNoScript::kResend,
+              [state, shared_done, i](NodeCalls::Answer a) {
+                const absl::StatusOr<Reply>& r = a.reply;
+                NodeView& v = state->views[static_cast<size_t>(i)];
+                if (!r.ok()) {
+                  v.status = r.status();
+                } else if (r->is_error()) {
+                  v.status = absl::Status(VoteForErrorReply(r->str) == Round::Vote::kUnavailable
+                                              ? absl::StatusCode::kUnavailable
+                                              : absl::StatusCode::kInternal,
+                                          r->str);
+                } else if (r->type != Reply::Type::kArray || r->elements.size() != 3) {
+                  v.status = absl::InternalError(absl::StrCat("unexpected reply ", r->Describe()));
+                } else {
+                  v.token = r->elements[0].str;
+                  v.held = !v.token.empty();
+                  int64_t pttl = r->elements[1].integer;
+                  v.ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
+                  absl::StatusOr<uint64_t> c = ParseCounter(r->elements[2].str);
+                  if (c.ok()) v.fence_counter = *c;
+                }
+                std::vector<NodeView> views;
+                {
+                  std::lock_guard<std::mutex> lock(state->mu);
+                  if (--state->left > 0) return;
+                  views = std::move(state->views);
+                }
+                (*shared_done)(std::move(views));
+              });
         }
       });
 }
 
 std::vector<NodeHealth> ClientImpl::Health() const {
-  if (health_) return health_();
-  std::vector<NodeHealth> out;
-  for (int i = 0; i < ctx_.nodes(); ++i) {
-    NodeHealth h;
-    h.node = ctx_.transport().NodeName(i);
-    h.connected = true;
-    out.push_back(std::move(h));
-  }
+  std::vector<NodeHealth> out = ctx_.transport().Health();
+  ctx_.calls().AddHealth(&out);
   return out;
 }
 

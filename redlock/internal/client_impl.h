@@ -48,10 +48,8 @@ struct AcquireCall {
 
 class ClientImpl final : public Client {
  public:
-  // `health` reports the nodes' connections (the engine's); null for fake
-  // transports. `clock` must outlive the client.
-  ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-             absl::AnyInvocable<std::vector<NodeHealth>() const> health = nullptr);
+  // `clock` must outlive the client.
+  ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock);
   ~ClientImpl() override;
 
   using Client::Acquire;
@@ -109,7 +107,6 @@ class ClientImpl final : public Client {
                   std::optional<absl::Duration> wait, const StopToken& stop, LeaseCallback done);
 
   OpContext ctx_;
-  absl::AnyInvocable<std::vector<NodeHealth>() const> health_;
 };
 
 template <typename T, typename StartFn>

@@ -8,8 +8,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/jitter.h"
 #include "redlock/internal/resp.h"
-#include "redlock/internal/token.h"
 
 namespace redlock::internal {
 namespace {

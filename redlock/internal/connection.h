@@ -1,6 +1,7 @@
-// One connection to one node, written once for both kinds the engine keeps
-// per node: the command connection (pipelined requests, replies in order)
-// and the subscriber connection (release announcements pushed by the node).
+// One connection to one node, written once for the three kinds the engine
+// keeps per node: the command connection (pipelined requests, replies in
+// order), the subscriber connection (release announcements pushed by the
+// node) and, for a Sentinel-managed node, the connection to a Sentinel.
 // It connects (non-blocking, resolved per attempt), establishes the stream,
 // runs the handshake, frames replies, and on failure records why and when to
 // try again (exponential backoff with jitter).

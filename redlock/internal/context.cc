@@ -4,9 +4,10 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/jitter.h"
+#include "redlock/internal/node_calls.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/renewal.h"
-#include "redlock/internal/token.h"
 
 namespace redlock::internal {
 
@@ -15,6 +16,7 @@ OpContext::OpContext(Options options, std::unique_ptr<Transport> transport, cons
       quorum_(EffectiveQuorum(options_)),
       transport_(std::move(transport)),
       clock_(clock),
+      calls_(std::make_unique<NodeCalls>(transport_.get(), clock_, options_)),
       watches_(std::make_unique<ReleaseWatches>(transport_.get())),
       renewals_(std::make_unique<Renewals>()) {}
 
@@ -23,7 +25,10 @@ OpContext::~OpContext() { Shutdown(); }
 void OpContext::Shutdown() {
   // Renewal handles may outlive the client: detach them first.
   renewals_->DetachAll();
+  // The transport completes what is in flight; the releases those
+  // completions send behind their SETs still go out.
   transport_->Shutdown();
+  calls_->Shutdown();
 }
 
 std::string OpContext::Key(absl::string_view resource) const {

@@ -1,5 +1,5 @@
-// What the client's operations share: options, quorum, the transport, the
-// clock, the release watches and the renewals. The operations (acquire_op,
+// What the client's operations share: options, quorum, the transport and the
+// calls on top of it, the clock, the release watches and the renewals. The operations (acquire_op,
 // keys_op, renewal, release_watch) depend on this small object, never on
 // ClientImpl or on each other's classes.
 
@@ -18,6 +18,7 @@
 
 namespace redlock::internal {
 
+class NodeCalls;       // node_calls.h
 class ReleaseWatches;  // release_watch.h
 class Renewals;        // renewal.h
 
@@ -36,6 +37,9 @@ class OpContext {
   int QuorumOr(int quorum) const { return quorum == 0 ? quorum_ : quorum; }
   int nodes() const { return transport_->size(); }
   Transport& transport() const { return *transport_; }
+  // Commands to the nodes as the operations send them: scripts, durable
+  // writes, releases that must not be lost (node_calls.h).
+  NodeCalls& calls() const { return *calls_; }
   const Clock& clock() const { return *clock_; }
   ReleaseWatches& watches() const { return *watches_; }
   // Options::observer, or null.
@@ -55,6 +59,7 @@ class OpContext {
   const int quorum_;
   std::unique_ptr<Transport> transport_;
   const Clock* const clock_;
+  std::unique_ptr<NodeCalls> calls_;
   std::unique_ptr<ReleaseWatches> watches_;
   std::unique_ptr<Renewals> renewals_;
 };

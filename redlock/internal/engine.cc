@@ -266,6 +266,7 @@ void Engine::Loop() {
   {
     std::lock_guard<std::mutex> poll(poll_mu_);
     Dispatching dispatching(this);
+    DrainFollowers();
     CancelEverything();
   }
 }
@@ -291,8 +292,9 @@ void Engine::RunOnce() {
     }
     if (io_thread && !user_tasks_.empty()) timeout_ms = 0;
   }
-  // The I/O thread leaves at once when a lone caller wants the role.
-  if (io_thread && !IoThreadShouldPoll()) timeout_ms = 0;
+  // The I/O thread leaves at once when a lone caller wants the role (not
+  // while it drains the last commands at shutdown: nobody else polls then).
+  if (io_thread && !stopping() && !IoThreadShouldPoll()) timeout_ms = 0;
   int count = epoll_wait(epoll_fd_, events, kMaxEvents, static_cast<int>(timeout_ms));
   wake_at_ns_.store(0, std::memory_order_release);
   // The turn: output produced by callbacks is written once per node at its
@@ -433,6 +435,52 @@ void Engine::RunPosted() {
   for (auto& fn : batch) fn();
 }
 
+void Engine::DrainFollowers() {
+  // The requests in flight are answered now, with kCancelled, while their
+  // connections stay up: a failed attempt's release goes out behind its SET
+  // (Command::after), as it would have without the shutdown.
+  std::vector<NodeCallback> cancelled;
+  for (auto& np : nodes_) {
+    Node& n = *np;
+    std::lock_guard<std::mutex> lock(n.mu);
+    for (size_t i = n.expired; i < n.fifo.size(); ++i) {
+      if (n.fifo[i]->done) cancelled.push_back(std::move(n.fifo[i]->done));
+    }
+    n.expired = n.fifo.size();  // their replies are discarded
+    for (auto& w : n.waiting) {
+      if (w.first->done) cancelled.push_back(std::move(w.first->done));
+    }
+  }
+  {
+    SyncWaiter::DeferWakes defer_wakes;
+    for (auto& done : cancelled) done(absl::CancelledError("the client is shutting down"));
+  }
+  // Bounded by node_timeout (the followers' own deadline) and in turns.
+  const TimePoint until = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
+  for (int turn = 0; turn < 100000 && Clock::now() < until; ++turn) {
+    RunUserTasks();
+    bool work;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      work = !posted_.empty() || !user_tasks_.empty();
+    }
+    if (!work && !AwaitingFollowers()) break;
+    RunOnce();
+  }
+}
+
+bool Engine::AwaitingFollowers() {
+  for (auto& np : nodes_) {
+    std::lock_guard<std::mutex> lock(np->mu);
+    if (np->state == Node::State::kDisconnected) continue;
+    if (np->fifo.size() > np->expired) return true;
+    for (auto& w : np->waiting) {
+      if (w.first->done) return true;
+    }
+  }
+  return false;
+}
+
 void Engine::CancelEverything() {
   for (auto& n : nodes_) {
     Disconnect(*n, "the client is shutting down");
@@ -499,6 +547,7 @@ std::vector<NodeHealth> Engine::Health() const {
     h.last_error = np->last_error;
     h.tls = np->endpoint.tls;
     h.address = np->address;
+    h.notifications_error = np->sub_error;
     if (h.connected) h.tls_version = np->transport;
     out.push_back(std::move(h));
   }

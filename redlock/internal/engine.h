@@ -1,19 +1,29 @@
-// The I/O engine: one ordered command connection per node (plus one for
-// release announcements), shared by every caller of a client.
+// The I/O engine: per node, one ordered command connection shared by every
+// caller of a client, one connection that listens for release announcements
+// and, for a Sentinel-managed node, one to a Sentinel. It moves commands and
+// replies and keeps their order; what to send and how answers count is the
+// operations' business (acquire_op, keys_op, node_calls).
 //
-// Design (DESIGN.md 4.7):
-// - Connections (connection.h) are written once for both kinds: connect,
-//   stream (plain TCP or TLS), handshake, reply framing, backoff. The engine
-//   adds what a node needs on top: the FIFO of requests awaiting replies,
-//   their deadlines, the circuit breaker, the identity check, and the
-//   subscriber connection's channels.
+// Design (docs/design.md section 6):
+// - Connections (connection.h) are written once for the three kinds:
+//   connect, stream (plain TCP or TLS), handshake, reply framing, backoff.
+//   The engine adds what a node needs on top: the FIFO of requests awaiting
+//   replies, their deadlines, the circuit breaker, the identity check, the
+//   subscriber connection's channels and the Sentinels' answers.
+// - Order: a node executes the commands of its command connection in the
+//   order of the Send calls, and the engine never re-sends, reorders or
+//   rewrites one, whatever the node answers (a NOSCRIPT is an answer like
+//   any other). A command may follow one sent earlier on the same
+//   connection (Command::after): it is then queued behind it even behind an
+//   open breaker, and still written while the engine shuts down.
 // - Sending: a caller appends its command to the node's output buffer and
 //   its request to the node's FIFO under the node's mutex. During a polling
-//   turn (replies being dispatched, callbacks sending the next commands) the
-//   output is only marked, and the poller writes each node's buffer once at
-//   the end of the turn: one write(2) per node per turn however many
-//   commands. Outside a turn the caller writes itself (no wake-up of
-//   another thread), unless a write is already in progress.
+//   turn (replies being dispatched, callbacks sending the next commands, a
+//   connection becoming ready or writable) the output is only marked, and
+//   the poller writes each node's buffer once at the end of the turn: one
+//   write(2) per node per turn however many commands. Outside a turn the
+//   caller writes itself (no wake-up of another thread), unless a write is
+//   already in progress.
 // - Every request's deadline is its send time plus node_timeout, so deadlines
 //   grow along each FIFO and expired requests always form a prefix of it;
 //   their late replies are discarded. The poller never sleeps longer than
@@ -82,6 +92,10 @@ class Engine final : public Transport {
     // Node state changes (connected, lost, breaker opened or closed), called
     // on the polling thread outside every lock. Optional.
     std::function<void(const NodeEvent&)> on_node_event;
+    // Commands every command connection runs after logging in and checking
+    // the server, before any request (the client loads its scripts there);
+    // a failed check fails the connection.
+    std::vector<HandshakeStep> setup;
   };
 
   // Starts the loop thread and the first connection to every node.
@@ -93,10 +107,12 @@ class Engine final : public Transport {
   void WaitForFirstConnections(absl::Duration timeout);
 
   // Completes every pending request, timer and task with kCancelled and
-  // stops the thread. Idempotent; called by the destructor.
+  // stops the thread; what those callbacks send behind a command already
+  // written (Command::after) still goes out, and is awaited for up to
+  // node_timeout. Idempotent; called by the destructor.
   void Shutdown() override;
 
-  std::vector<NodeHealth> Health() const;
+  std::vector<NodeHealth> Health() const override;
 
   // Pairs (first, second) of nodes found to be one server (same run_id):
   // the second was refused. Checked when each connection is established.
@@ -109,7 +125,7 @@ class Engine final : public Transport {
   // Transport.
   int size() const override { return static_cast<int>(nodes_.size()); }
   const std::string& NodeName(int node) const override;
-  void Send(int node, const Command& command, NodeCallback done) override;
+  ConnectionId Send(int node, const Command& command, NodeCallback done) override;
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   void AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) override;
@@ -144,29 +160,38 @@ class Engine final : public Transport {
   void RunPosted();
   void Post(absl::AnyInvocable<void()> fn);
   void Wake();
+  // Shutting down: completes the requests in flight with kCancelled, then
+  // polls until what their callbacks sent behind them (Command::after) is
+  // answered, or node_timeout passed.
+  void DrainFollowers();
+  bool AwaitingFollowers();
   void CancelEverything();
 
-  // ---- Command connections (engine_node.cc) ----
+  // ---- Requests on the command connections (engine_node.cc) ----
+  void Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure);
+  void ExpireDeadlines(TimePoint now);
+  void SendProbe(Node& n);
+  // Appends under n.mu and writes, or leaves it to the end of the turn.
+  void EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, Slot* slot,
+                     absl::string_view payload);
+  // Writes n.out now, or at the end of the turn during one.
+  void FlushSoonLocked(Node& n, std::unique_lock<std::mutex>& lock);
+  // Writes n.out; `lock` holds n.mu and is released around the write.
+  void FlushLocked(Node& n, std::unique_lock<std::mutex>& lock);
+  // Writes the output marked during the turn that just ended.
+  void FlushTurn();
+
+  // ---- The command connections' life (engine_connection.cc) ----
   void StartConnect(Node& n);
   void OnCommandIo(Node& n, uint32_t events);
   void OnReady(Node& n);
-  void Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure);
   // Closes the command connection and fails its requests with `why`. A
   // Sentinel-managed node then asks the Sentinels again, unless
   // `ask_sentinel` is false (they have just named the new master).
   void Disconnect(Node& n, const std::string& why, bool ask_sentinel = true);
   // Once per node: its first connection succeeded or failed (Create waits).
   void FirstConnectDone(Node& n);
-  void ExpireDeadlines(TimePoint now);
   void MaintainNodes(TimePoint now);
-  void SendProbe(Node& n);
-  // Appends under n.mu and writes, or leaves it to the end of the turn.
-  void EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, Slot* slot,
-                     absl::string_view payload);
-  // Writes n.out; `lock` holds n.mu and is released around the write.
-  void FlushLocked(Node& n, std::unique_lock<std::mutex>& lock);
-  // Writes the output marked during the turn that just ended.
-  void FlushTurn();
   // (Re)registers connection `c` of node `node` with epoll (op ADD or MOD):
   // readable always, writable when asked.
   void Register(const Connection& c, int node, uint64_t kind, int op, bool writable);
@@ -202,6 +227,8 @@ class Engine final : public Transport {
   void SubWrite(Node& n, std::string bytes);
   void SubMaintain(Node& n, TimePoint now);
   void SubClose(Node& n, const std::string& why);
+  // Records why the subscriber connection failed (Health).
+  void SubFailed(Node& n, const std::string& why);
 
   // ---- Sentinel discovery (engine_sentinel.cc) ----
   void SentinelStart(Node& n);
@@ -235,6 +262,7 @@ class Engine final : public Transport {
   // True while a poller dispatches (output is then written at the turn's end).
   std::atomic<bool> in_turn_{false};
   std::atomic<uint64_t> next_probe_id_{1};
+  std::atomic<ConnectionId> next_connection_id_{1};
   std::atomic<bool> node_events_pending_{false};
   // I/O thread only: a user callback is running (DeliverToUser queues the
   // next one instead of nesting it).

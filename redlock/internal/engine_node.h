@@ -1,5 +1,6 @@
 // The engine's per-node state, shared by engine.cc (polling), engine_node.cc
-// (the command connection), engine_subscriber.cc and engine_sentinel.cc.
+// (requests on the command connection), engine_connection.cc (that
+// connection's life), engine_subscriber.cc and engine_sentinel.cc.
 // Internal to the engine.
 
 #ifndef REDLOCK_INTERNAL_ENGINE_NODE_H_
@@ -16,7 +17,6 @@
 
 #include "redlock/internal/connection.h"
 #include "redlock/internal/engine.h"
-#include "redlock/internal/scripts.h"
 #include "redlock/internal/transport.h"
 
 namespace redlock::internal {
@@ -33,19 +33,13 @@ inline constexpr absl::Duration kStaleConnection = absl::Seconds(1);
 
 // One request awaiting its reply.
 struct Engine::Slot {
-  // kReload: a SCRIPT LOAD after NOSCRIPT, whose reply is not needed.
-  enum class Kind { kRequest, kProbe, kReload };
+  enum class Kind { kRequest, kProbe };
   Kind kind = Kind::kRequest;
   NodeCallback done;  // empty once completed
   TimePoint deadline = TimePoint::max();
-  bool cleanup = false;
   uint8_t expect = 0;   // Command::expect
   const char* op = "";  // Command::op, for messages
   std::string echo;     // kProbe: the nonce the PING must return
-  // For a NOSCRIPT retry: the script and the request as sent (the string
-  // keeps its capacity across recycled requests).
-  const Script* script = nullptr;
-  std::string payload;
 };
 
 struct Engine::Node {
@@ -79,6 +73,10 @@ struct Engine::Node {
   mutable std::mutex mu;
   // ---- Guarded by mu ----
   State state = State::kDisconnected;
+  // The command connection requests are queued on (Transport::Send), named
+  // when it starts connecting; kept once it is gone (a follower of it is
+  // then treated as any command).
+  ConnectionId conn_id = 0;
   // The command connection's stream, for writers outside the poller.
   std::shared_ptr<Stream> stream;
   std::string out;                 // bytes not written yet
@@ -103,6 +101,9 @@ struct Engine::Node {
   std::string transport;          // "TLSv1.3", "" for plain TCP (Health)
   std::string address;            // "host:port" connected to ("" while unknown)
   std::vector<NodeEvent> events;  // for the observer, emitted after the turn
+  // Why the subscriber connection last failed ("" once it is subscribed
+  // again): release notifications fall back to polling meanwhile (Health).
+  std::string sub_error;
 
   // ---- Poller only ----
   Connection cmd;
@@ -113,7 +114,6 @@ struct Engine::Node {
   Connection sub;
   std::string sub_out;
   bool sub_epollout = false;
-  std::string sub_error;
   // Sentinel discovery (endpoint.uses_sentinel()): the connection to one of
   // the Sentinels, which names the master in its handshake and then listens
   // for +switch-master.

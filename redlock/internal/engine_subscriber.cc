@@ -79,7 +79,7 @@ void Engine::SubStart(Node& n) {
   n.sub_out.clear();
   n.sub_epollout = false;
   if (!n.sub.Start(std::move(steps), &why)) {
-    n.sub_error = why;
+    SubFailed(n, why);
     return;
   }
   Register(n.sub, n.index, kSubscriberEvents, EPOLL_CTL_ADD, /*writable=*/true);  // connect done
@@ -117,7 +117,10 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
     return;
   }
   if (p.ready && !channels_.empty()) {
-    n.sub_error.clear();
+    {
+      std::lock_guard<std::mutex> lock(n.mu);
+      n.sub_error.clear();
+    }
     std::string cmd;
     AppendArrayHeader(&cmd, channels_.size() + 1);
     AppendBulk(&cmd, "SUBSCRIBE");
@@ -138,9 +141,14 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
   }
 }
 
-void Engine::SubClose(Node& n, const std::string& why) {
+void Engine::SubFailed(Node& n, const std::string& why) {
   // Notifications are best effort: waiters fall back to polling meanwhile.
-  n.sub_error = absl::StrCat("subscriber connection: ", why);
+  std::lock_guard<std::mutex> lock(n.mu);
+  n.sub_error = why;
+}
+
+void Engine::SubClose(Node& n, const std::string& why) {
+  if (!stopping()) SubFailed(n, why);
   if (n.sub.fd() >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, n.sub.fd(), nullptr);
   n.sub.Close();
   std::string().swap(n.sub_out);  // its memory too: a new connection resubscribes

@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
-#include "redlock/internal/durability.h"
 #include "redlock/internal/lease_factory.h"
 #include "redlock/internal/lock_shape.h"
+#include "redlock/internal/node_calls.h"
 #include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/votes.h"
@@ -32,8 +32,6 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         kind_(kind),
         leases_(std::move(leases)),
         ttl_(ttl),
-        // An extension counts only where the replicas have it.
-        confirm_(kind_ == Kind::kExtend && DurabilityOn(ctx->options().durability)),
         done_(std::move(done)),
         round_(ctx->nodes(), quorum),
         nodes_(static_cast<size_t>(ctx->nodes())) {
@@ -57,72 +55,64 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       start_ = ctx_->clock().Now();
     }
     const std::string& token = leases_[0].token();
-    Command command;
+    NodeCalls& calls = ctx_->calls();
+    auto self = shared_from_this();
     // A reader's lease lives in its lock's readers set (lock_shape.h).
     const LeaseKind lease_kind = LeaseFactory::Kind(leases_[0]);
-    if (kind_ == Kind::kRelease) {
-      command = ReleaseCommand(lease_kind, keys_, token, kReleaseChannelPrefix);
-      // Goes out even to a node behind an open breaker, after a SET that may
-      // still be waiting there (Command::cleanup): to every node the SET may
-      // have reached, measured from the acquisition, not from the lease's
-      // last extension (which may have skipped a node that holds the key).
-      command.cleanup = true;
-      command.since = LeaseFactory::FirstAcquiredAt(leases_[0]);
-      command.op = "release";
-    } else {
-      command = ExtendCommand(lease_kind, keys_, token, absl::ToInt64Milliseconds(ttl_));
+    if (kind_ == Kind::kExtend) {
+      Command command = ExtendCommand(lease_kind, keys_, token, absl::ToInt64Milliseconds(ttl_));
       command.op = "extend";
-    }
-    Transport& t = ctx_->transport();
-    const Command wait = confirm_ ? DurabilityCommand(ctx_->options().durability) : Command();
-    for (int i = 0; i < t.size(); ++i) {
-      t.Send(i, command, [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
-        self->OnReply(i, std::move(r));
-      });
-      if (confirm_) {
-        // Pipelined right behind the extend on the node's ordered connection.
-        t.Send(i, wait, [self = shared_from_this(), i](absl::StatusOr<Reply> r) {
-          self->OnConfirm(i, std::move(r));
-        });
+      for (int i = 0; i < ctx_->nodes(); ++i) {
+        // An extension counts only where the replicas have it (durable); one
+        // that got NOSCRIPT may run later than sent (it never creates a
+        // key): sent again with its own confirmation.
+        calls.Send(i, command, ExtendVote, /*durable=*/true, OnNoScript::kResend,
+                   [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); });
       }
+      return;
+    }
+    auto release = std::make_shared<KeysRelease>();
+    release->keys = keys_;
+    release->token = token;
+    release->channel_prefix = std::string(kReleaseChannelPrefix);
+    release->ttl = leases_[0].ttl();
+    release->expires = leases_[0].acquired_at() + absl::ToChronoNanoseconds(release->ttl);
+    if (lease_kind != LeaseKind::kPlain) {
+      release->command = ReleaseCommand(lease_kind, keys_, token, kReleaseChannelPrefix);
+    }
+    std::vector<int> never_set;
+    for (int i = 0; i < ctx_->nodes(); ++i) {
+      // Behind the SET on its connection; a release that does not get
+      // through is sent again (NodeCalls::Release).
+      std::optional<ConnectionId> set_on = LeaseFactory::ConnectionOf(leases_[0], i);
+      if (set_on == ConnectionId{0}) {
+        never_set.push_back(i);
+        continue;
+      }
+      calls.Release(i, set_on.value_or(0), release,
+                    [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); });
+    }
+    // A node that never took the SET holds no key: released, without
+    // asking it (a node behind a breaker or whose replicas lag would only
+    // queue it).
+    for (int i : never_set) {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (!done_) break;
+      RecordLocked(i, Vote{Round::Vote::kYes, ""}, std::move(lock));
     }
   }
 
  private:
-  // A node's answer: the write's own and, with confirm_, its replicas'
-  // (either may come first; the transport keeps them in order anyway).
   struct NodeState {
-    bool replied = false;
-    bool write_yes = false;
-    std::optional<Vote> confirm;
     NodeResult result;  // for the Outcome
   };
 
-  void OnReply(int node, absl::StatusOr<Reply> r) {
+  // A node's vote (for an extension with Options::durability, once its
+  // replicas confirmed it, or did not).
+  void OnReply(int node, NodeCalls::Answer a) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!done_) return;  // decided already
-    Vote v = kind_ == Kind::kRelease ? ReleaseVote(r) : ExtendVote(r);
-    NodeState& state = nodes_[static_cast<size_t>(node)];
-    state.replied = true;
-    state.write_yes = v.vote == Round::Vote::kYes;
-    if (confirm_ && state.write_yes) {
-      if (!state.confirm.has_value()) return;  // the replicas' answer decides
-      v = *state.confirm;
-    }
-    RecordLocked(node, std::move(v), std::move(lock));
-  }
-
-  void OnConfirm(int node, absl::StatusOr<Reply> r) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!done_) return;
-    Vote v = DurabilityVote(r, ctx_->options().durability);
-    NodeState& state = nodes_[static_cast<size_t>(node)];
-    if (!state.replied) {
-      state.confirm = std::move(v);
-      return;
-    }
-    if (!state.write_yes) return;  // its "no" was counted already
-    RecordLocked(node, std::move(v), std::move(lock));
+    RecordLocked(node, std::move(a.vote), std::move(lock));
   }
 
   // Counts the node's vote; once the round is decided, completes the
@@ -203,7 +193,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     out.reserve(leases_.size());
     for (const Lease& l : leases_) {
       out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_,
-                                       LeaseFactory::FirstAcquiredAt(l), valid_until, round_.yes(),
+                                       LeaseFactory::AllConnections(l), valid_until, round_.yes(),
                                        l.fencing_token(), LeaseFactory::Kind(l)));
     }
     return out;
@@ -215,7 +205,6 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   const absl::Duration ttl_;
   std::vector<std::string> keys_;
   std::string what_;
-  const bool confirm_;
 
   std::mutex mu_;
   LeasesCallback done_;

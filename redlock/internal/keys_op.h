@@ -1,6 +1,6 @@
 // Release and extend: one round of a compare-and-act script over every node
 // for the keys of one lease, or of a set of leases sharing a token
-// (DESIGN.md 4.3).
+// (docs/design.md 5.7, 5.8).
 
 #ifndef REDLOCK_INTERNAL_KEYS_OP_H_
 #define REDLOCK_INTERNAL_KEYS_OP_H_

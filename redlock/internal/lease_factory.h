@@ -4,9 +4,13 @@
 #define REDLOCK_INTERNAL_LEASE_FACTORY_H_
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
+#include "redlock/internal/transport.h"
 #include "redlock/lease.h"
 
 namespace redlock::internal {
@@ -19,11 +23,13 @@ enum class LeaseKind : uint8_t {
 
 class LeaseFactory {
  public:
+  using Connections = std::shared_ptr<const std::vector<ConnectionId>>;
+
   // `acquired_at`: the start of the acquisition or extension that measured
-  // `valid_until`; `first_acquired_at`: the start of the attempt that set
-  // the keys (the same for an acquisition, kept by extensions).
+  // `valid_until`; `connections`: per node, the connection the SET that set
+  // the keys went on (an extension keeps the acquisition's).
   static Lease Make(std::string resource, std::string token, absl::Duration ttl,
-                    Lease::TimePoint acquired_at, Lease::TimePoint first_acquired_at,
+                    Lease::TimePoint acquired_at, Connections connections,
                     Lease::TimePoint valid_until, int nodes_granted, uint64_t fencing_token,
                     LeaseKind kind = LeaseKind::kPlain) {
     Lease l;
@@ -31,7 +37,7 @@ class LeaseFactory {
     l.token_ = std::move(token);
     l.ttl_ = ttl;
     l.acquired_at_ = acquired_at;
-    l.first_acquired_at_ = first_acquired_at;
+    l.connections_ = std::move(connections);
     l.valid_until_ = valid_until;
     l.nodes_granted_ = nodes_granted;
     l.fencing_token_ = fencing_token;
@@ -41,9 +47,19 @@ class LeaseFactory {
 
   static LeaseKind Kind(const Lease& l) { return static_cast<LeaseKind>(l.kind_); }
 
-  // Since when the nodes may hold the lease's keys: the Command::since of
-  // its release.
-  static Lease::TimePoint FirstAcquiredAt(const Lease& l) { return l.first_acquired_at_; }
+  static void SetConnections(Lease* l, Connections connections) {
+    l->connections_ = std::move(connections);
+  }
+
+  // The connection node `node`'s SET went on: 0 when it was not sent there,
+  // nullopt when unknown (Lease::ForToken).
+  static std::optional<ConnectionId> ConnectionOf(const Lease& l, int node) {
+    if (l.connections_ == nullptr || node >= static_cast<int>(l.connections_->size())) {
+      return std::nullopt;
+    }
+    return (*l.connections_)[static_cast<size_t>(node)];
+  }
+  static const Connections& AllConnections(const Lease& l) { return l.connections_; }
 };
 
 }  // namespace redlock::internal

@@ -7,15 +7,11 @@
 #include "redlock/internal/token.h"
 
 namespace redlock::internal {
-namespace {
-
 std::vector<std::string> WithCounters(const std::vector<std::string>& keys) {
   std::vector<std::string> out = keys;
   for (const auto& k : keys) out.push_back(absl::StrCat(k, kFenceSuffix));
   return out;
 }
-
-}  // namespace
 
 std::string AcquireShape::Token() const { return NewToken(); }
 

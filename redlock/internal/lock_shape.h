@@ -53,6 +53,10 @@ class AcquireShape {
   virtual bool shared_wakeups() const { return false; }
 };
 
+// `keys` followed by their fencing counter keys, as the fencing scripts
+// take them.
+std::vector<std::string> WithCounters(const std::vector<std::string>& keys);
+
 // The release and extension of a lease of `kind` whose lock keys are `keys`
 // (a shared lease has one), as the plain scripts take them.
 Command ReleaseCommand(LeaseKind kind, const std::vector<std::string>& keys,

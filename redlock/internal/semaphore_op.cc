@@ -9,9 +9,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "redlock/internal/algorithm.h"
-#include "redlock/internal/durability.h"
 #include "redlock/internal/family_scripts.h"
+#include "redlock/internal/jitter.h"
 #include "redlock/internal/lease_factory.h"
+#include "redlock/internal/node_calls.h"
 #include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/scripts.h"
@@ -32,33 +33,6 @@ using Decision = Round::Outcome;
 
 std::string Attempts(int n) { return absl::StrCat(n, n == 1 ? " attempt" : " attempts"); }
 
-// A node's answer to the acquisition script: its vote and the permit it set.
-Vote PickVote(const absl::StatusOr<Reply>& r, int permits, bool fencing, int* pick,
-              uint64_t* counter) {
-  *pick = -1;
-  if (!r.ok()) {
-    return Vote{absl::IsCancelled(r.status()) ? V::kCancelled : V::kUnavailable,
-                std::string(r.status().message())};
-  }
-  if (r->is_error()) return Vote{VoteForErrorReply(r->str), r->str};
-  const Reply& reply = *r;
-  if (reply.type == Reply::Type::kArray && !reply.elements.empty() &&
-      reply.elements[0].type == Reply::Type::kInteger) {
-    const int64_t i = reply.elements[0].integer;
-    if (i == 0 && reply.elements.size() == 1) return Vote{V::kRefused, ""};
-    if (i >= 1 && i <= permits && reply.elements.size() == (fencing ? 2u : 1u)) {
-      *pick = static_cast<int>(i - 1);
-      if (!fencing) return Vote{V::kYes, ""};
-      absl::StatusOr<uint64_t> c = ParseCounter(reply.elements[1].str);
-      // The key was set: it is released with the attempt.
-      if (!c.ok()) return Vote{V::kInternal, std::string(c.status().message())};
-      *counter = *c;
-      return Vote{V::kYes, ""};
-    }
-  }
-  return Vote{V::kInternal, absl::StrCat("unexpected reply ", reply.Describe())};
-}
-
 class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
  public:
   SemaphoreOp(OpContext* ctx, SemaphoreRequest request, PermitCallback done)
@@ -68,8 +42,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
         q_(request_.quorum),
         ttl_ms_(absl::ToInt64Milliseconds(request_.ttl)),
         fencing_(ctx->options().fencing),
-        durability_(ctx->options().durability),
-        confirm_round1_(DurabilityOn(durability_) && !fencing_),
         what_(absl::StrCat("acquire a permit of \"", request_.resource, "\" (", k_,
                            k_ == 1 ? " permit)" : " permits)")),
         drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
@@ -116,10 +88,7 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     uint64_t counter = 0;  // that permit's fencing counter (round 1)
     bool counted = false;  // the pick is in tally_
     NodeResult result;
-    // The durability vote of the current round (as in acquire_op.cc).
-    bool replied = false;
-    bool write_yes = false;
-    std::optional<Vote> confirm;
+    ConnectionId conn = 0;  // where round 1 went (0: not sent)
   };
 
   struct Retry {
@@ -127,10 +96,12 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     uint64_t mark = 0;
   };
 
+  // Sent by AfterUnlock, outside mu_: the fencing commit of the attempt,
+  // or its release behind the command on connection `after`.
   struct Outgoing {
     int node;
-    std::shared_ptr<const Command> command;
-    NodeCallback done;
+    bool commit;
+    ConnectionId after = 0;
   };
 
   int n() const { return ctx_->nodes(); }
@@ -184,17 +155,19 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       return;
     }
     auto self = shared_from_this();
-    const Command confirm = confirm_round1_ ? DurabilityCommand(durability_) : Command();
+    // As a plain acquisition: not sent again after NOSCRIPT (its release may
+    // be queued behind it); durable unless the fencing commit is.
+    const NodeCalls::Judge judge = [k = k_, fencing = fencing_](const absl::StatusOr<Reply>& r) {
+      int pick = -1;
+      uint64_t counter = 0;
+      return PermitVote(r, k, fencing, &pick, &counter);
+    };
     for (int i = 0; i < n(); ++i) {
-      transport().Send(i, command, [self, attempt, i](absl::StatusOr<Reply> r) {
-        self->OnRound1(attempt, i, std::move(r));
-      });
-      if (confirm_round1_) {
-        transport().Send(i, confirm, [self, attempt, i](absl::StatusOr<Reply> r) {
-          self->OnConfirm(attempt, Phase::kRound1, i, std::move(r));
-        });
-      }
+      ConnectionId conn = ctx_->calls().Send(
+          i, command, judge, /*durable=*/!fencing_, OnNoScript::kFail,
+          [self, attempt, i](NodeCalls::Answer a) { self->OnRound1(attempt, i, std::move(a)); });
       std::lock_guard<std::mutex> lock(mu_);
+      nodes_[static_cast<size_t>(i)].conn = conn;
       sent_ = i + 1;
       if (failed_) {
         QueueReleaseLocked(i);
@@ -208,53 +181,19 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     AfterUnlock();
   }
 
-  void OnRound1(int attempt, int node, absl::StatusOr<Reply> r) {
+  // The node's vote (with Options::durability, once its replicas
+  // confirmed the pick, or did not: then it is a "no" and the pick goes).
+  void OnRound1(int attempt, int node, NodeCalls::Answer a) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (attempt != attempt_) return;
       NodeState& state = nodes_[static_cast<size_t>(node)];
-      Vote v = PickVote(r, k_, fencing_, &state.pick, &state.counter);
-      std::optional<Vote> vote = WriteVoteLocked(node, std::move(v), confirm_round1_);
-      if (vote.has_value()) RecordRound1Locked(node, *std::move(vote));
+      // The reply may come before the fan-out loop stored the connection.
+      if (state.conn == 0) state.conn = a.connection;
+      (void)PermitVote(a.reply, k_, fencing_, &state.pick, &state.counter);
+      RecordRound1Locked(node, std::move(a.vote));
     }
     AfterUnlock();
-  }
-
-  void OnConfirm(int attempt, Phase phase, int node, absl::StatusOr<Reply> r) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (attempt != attempt_) return;
-      NodeState& state = nodes_[static_cast<size_t>(node)];
-      Vote v = DurabilityVote(r, durability_);
-      if (!state.replied) {
-        state.confirm = std::move(v);
-        return;
-      }
-      if (!state.write_yes) return;
-      if (v.vote != V::kYes) DropUnconfirmedLocked(node);
-      if (phase == Phase::kRound1) {
-        RecordRound1Locked(node, std::move(v));
-      } else if (phase_ == Phase::kRound2) {
-        RecordRound2Locked(node, std::move(v));
-      }
-    }
-    AfterUnlock();
-  }
-
-  std::optional<Vote> WriteVoteLocked(int node, Vote v, bool confirmable) {
-    NodeState& state = nodes_[static_cast<size_t>(node)];
-    state.replied = true;
-    state.write_yes = v.vote == V::kYes;
-    if (!confirmable || !state.write_yes) return v;
-    if (!state.confirm.has_value()) return std::nullopt;
-    if (state.confirm->vote != V::kYes) DropUnconfirmedLocked(node);
-    return state.confirm;
-  }
-
-  // The node set a permit its replicas did not confirm: it does not count,
-  // and the key goes at once.
-  void DropUnconfirmedLocked(int node) {
-    if (!failed_) QueueReleaseLocked(node);
   }
 
   void NoteErrorLocked(int node, const Vote& v) {
@@ -370,11 +309,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       return;
     }
     fence_ = *t;
-    for (NodeState& s : nodes_) {
-      s.replied = false;
-      s.write_yes = false;
-      s.confirm.reset();
-    }
     phase_ = Phase::kRound2;
     round2_ = Round(static_cast<int>(round2_nodes_.size()), q_);
     const std::string& key = keys_[static_cast<size_t>(winner_)];
@@ -382,27 +316,19 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
                                                            {key, absl::StrCat(key, kFenceSuffix)},
                                                            {token_, std::to_string(fence_)}));
     command->op = "fence-commit";
-    std::shared_ptr<const Command> wait;
-    if (DurabilityOn(durability_)) wait = std::make_shared<Command>(DurabilityCommand(durability_));
-    auto self = shared_from_this();
-    for (int i : round2_nodes_) {
-      outbox_.push_back({i, command, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
-                           self->OnRound2(a, i, std::move(r));
-                         }});
-      if (wait != nullptr) {
-        outbox_.push_back({i, wait, [self, a = attempt_, i](absl::StatusOr<Reply> r) {
-                             self->OnConfirm(a, Phase::kRound2, i, std::move(r));
-                           }});
-      }
-    }
+    commit_ = std::move(command);
+    // With Options::durability the commit's confirmation covers the counter
+    // write and, on the same connection, round 1's pick.
+    for (int i : round2_nodes_) outbox_.push_back({i, /*commit=*/true});
   }
 
-  void OnRound2(int attempt, int node, absl::StatusOr<Reply> r) {
+  void OnRound2(int attempt, int node, NodeCalls::Answer a) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (attempt != attempt_) return;
-      std::optional<Vote> vote = WriteVoteLocked(node, CommitVote(r), DurabilityOn(durability_));
-      if (vote.has_value() && phase_ == Phase::kRound2) RecordRound2Locked(node, *std::move(vote));
+      // Committed but not confirmed: the permit goes at once.
+      if (a.unconfirmed && !failed_) QueueReleaseLocked(node, a.connection);
+      if (phase_ == Phase::kRound2) RecordRound2Locked(node, std::move(a.vote));
     }
     AfterUnlock();
   }
@@ -431,24 +357,28 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     }
     Clock::TimePoint valid_until = now + absl::ToChronoNanoseconds(validity);
     Lease lease = LeaseFactory::Make(PermitResource(request_.resource, winner_), token_,
-                                     request_.ttl, start_, start_, valid_until, granted, fence);
+                                     request_.ttl, start_, nullptr, valid_until, granted, fence);
     SetResultLocked(std::make_pair(std::move(lease), winner_), Outcome::Kind::kSucceeded);
   }
 
   // Removes whatever this attempt set on node i: one permit at most, which
   // one not known before the reply; the release of every permit key of the
-  // token covers it.
-  void QueueReleaseLocked(int i) {
+  // token covers it. Behind the pick on connection `after`, and sent again
+  // until it gets through (NodeCalls::Release); none where nothing was sent.
+  void QueueReleaseLocked(int i, ConnectionId after) {
+    if (after == 0) return;
     if (release_attempt_ != attempt_) {
-      auto release = std::make_shared<Command>(ScriptCommand(ReleaseScript(), keys_, {token_, ""}));
-      release->cleanup = true;
-      release->since = start_;
-      release->op = "release";
+      auto release = std::make_shared<KeysRelease>();
+      release->keys = keys_;
+      release->token = token_;
+      release->ttl = request_.ttl;
+      release->expires = start_ + absl::ToChronoNanoseconds(request_.ttl);
       release_ = std::move(release);
       release_attempt_ = attempt_;
     }
-    outbox_.push_back({i, release_, [](absl::StatusOr<Reply>) {}});
+    outbox_.push_back({i, /*commit=*/false, after});
   }
+  void QueueReleaseLocked(int i) { QueueReleaseLocked(i, nodes_[static_cast<size_t>(i)].conn); }
 
   void AbandonAttemptLocked() {
     failed_ = true;
@@ -537,15 +467,27 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     std::unique_ptr<StopCallback> stop_callback;
     std::vector<int> freed;
     std::vector<Outgoing> outgoing;
+    std::shared_ptr<const Command> commit;
+    std::shared_ptr<const KeysRelease> release;
+    int attempt = 0;
     Transport::TimerId retry_timer = 0;
     {
       std::lock_guard<std::mutex> lock(mu_);
       outgoing.swap(outbox_);
+      commit = commit_;
+      release = release_;
+      attempt = attempt_;
       watch = watch_;
       freed.swap(freed_);
       if (!fanout_active_ && result_.has_value() && done_) {
         done = std::move(done_);
         done_ = nullptr;
+        if (result_->ok()) {
+          // Where each node's pick went, for the permit's release.
+          auto conns = std::make_shared<std::vector<ConnectionId>>();
+          for (const NodeState& s : nodes_) conns->push_back(s.conn);
+          LeaseFactory::SetConnections(&(*result_)->first, conns);
+        }
         result = std::move(result_);
         watch_.reset();
         stop_callback = std::move(stop_callback_);
@@ -554,7 +496,19 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
         retry.swap(retry_);
       }
     }
-    for (Outgoing& o : outgoing) transport().Send(o.node, *o.command, std::move(o.done));
+    auto self = shared_from_this();
+    for (const Outgoing& o : outgoing) {
+      if (!o.commit) {
+        ctx_->calls().Release(o.node, o.after, release);
+        continue;
+      }
+      // Sent again after NOSCRIPT, with its own confirmation (as a plain
+      // lock's commit).
+      ctx_->calls().Send(o.node, *commit, CommitVote, /*durable=*/true, OnNoScript::kResend,
+                         [self, attempt, i = o.node](NodeCalls::Answer a) {
+                           self->OnRound2(attempt, i, std::move(a));
+                         });
+    }
     if (watch != nullptr) {
       for (int node : freed) watch->Freed(node);
     }
@@ -575,7 +529,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       return;
     }
     if (!retry.has_value()) return;
-    auto self = shared_from_this();
     if (watch != nullptr) {
       watch->Wait(retry->mark, q_, retry->delay, [self](absl::Status) { self->StartAttempt(); });
       return;
@@ -591,8 +544,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
   const int q_;
   const int64_t ttl_ms_;
   const bool fencing_;
-  const Options::Durability durability_;
-  const bool confirm_round1_;
   const std::string what_;
   const absl::Duration drift_;
   std::optional<Clock::TimePoint> deadline_;
@@ -622,7 +573,8 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
   std::optional<Retry> retry_;
   Transport::TimerId retry_timer_ = 0;
   std::vector<Outgoing> outbox_;
-  std::shared_ptr<const Command> release_;
+  std::shared_ptr<const Command> commit_;       // the fencing commit of the attempt
+  std::shared_ptr<const KeysRelease> release_;  // the release of attempt release_attempt_
   int release_attempt_ = 0;
   std::vector<int> freed_;
   std::optional<absl::StatusOr<std::pair<Lease, int>>> result_;

@@ -9,7 +9,7 @@
 // soon as no permit can reach a quorum with the nodes still to answer. The
 // picks of other permits, and all picks of a failed attempt, are released
 // at once behind their scripts on each node's ordered connection. Every
-// other rule is the plain acquisition's (DESIGN.md 4.2, acquire_op.h):
+// other rule is the plain acquisition's (docs/design.md 4.2, acquire_op.h):
 // per-node deadlines, validity = ttl - elapsed - drift, retries, the wait
 // woken by release announcements, cancellation, the durability vote.
 //

@@ -1,7 +1,9 @@
 // The byte stream under a node connection: a non-blocking TCP socket, or
-// the same socket under TLS (tls_stream.h). The connection above it sees
-// only Connect, Read, Write and Close; how bytes are framed into replies is
-// the reply reader's job (reply_reader.h).
+// the same socket under TLS (tls_stream.h). The connection above it
+// (connection.h) connects the socket itself (StartTcpConnect below), then sees
+// only Establish, Read and Write; destroying the stream closes the socket.
+// How bytes are framed into replies is the reply reader's job
+// (reply_reader.h).
 
 #ifndef REDLOCK_INTERNAL_STREAM_H_
 #define REDLOCK_INTERNAL_STREAM_H_

@@ -7,7 +7,6 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 
 namespace redlock::internal {
 namespace {
@@ -43,9 +42,13 @@ bool FillFromUrandom(unsigned char* buf, size_t n) {
 
 }  // namespace
 
+bool SystemRandom(unsigned char* buf, size_t n) {
+  return FillFromGetrandom(buf, n) || FillFromUrandom(buf, n);
+}
+
 std::string NewToken() {
   unsigned char raw[kTokenBytes];
-  if (!FillFromGetrandom(raw, sizeof(raw)) && !FillFromUrandom(raw, sizeof(raw))) {
+  if (!SystemRandom(raw, sizeof(raw))) {
     std::fputs("redlock: no source of randomness (getrandom and /dev/urandom failed)\n", stderr);
     std::abort();
   }
@@ -56,32 +59,6 @@ std::string NewToken() {
     out[2 * i + 1] = kHex[raw[i] & 0xf];
   }
   return out;
-}
-
-namespace {
-
-std::mt19937_64& ThreadRng() {
-  thread_local std::mt19937_64 rng = [] {
-    uint64_t seed = 0;
-    unsigned char raw[sizeof(seed)];
-    if (!FillFromGetrandom(raw, sizeof(raw)) && !FillFromUrandom(raw, sizeof(raw))) {
-      seed = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(&seed)) ^ 0x9e3779b97f4a7c15ull;
-    } else {
-      for (unsigned char b : raw) seed = (seed << 8) | b;
-    }
-    return std::mt19937_64(seed);
-  }();
-  return rng;
-}
-
-}  // namespace
-
-double UniformReal(double lo, double hi) {
-  return std::uniform_real_distribution<double>(lo, hi)(ThreadRng());
-}
-
-int64_t UniformInt(int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(ThreadRng());
 }
 
 }  // namespace redlock::internal

@@ -3,12 +3,13 @@
 #ifndef REDLOCK_INTERNAL_TOKEN_H_
 #define REDLOCK_INTERNAL_TOKEN_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
 namespace redlock::internal {
 
-// Bytes of randomness in a token (DESIGN.md 4.2 asks for at least 16).
+// Bytes of randomness in a token (at least 16: docs/design.md 5.1).
 inline constexpr int kTokenBytes = 20;
 
 // 2 * kTokenBytes lowercase hex characters from getrandom(2), the operating
@@ -18,11 +19,9 @@ inline constexpr int kTokenBytes = 20;
 // token would be worse than no lock).
 std::string NewToken();
 
-// Non-cryptographic randomness for jitter: a per-thread generator seeded
-// from getrandom(2). (Not absl::BitGen: Debian's Abseil is not built for
-// ThreadSanitizer, which then reports its seed pool.)
-double UniformReal(double lo, double hi);
-int64_t UniformInt(int64_t lo, int64_t hi);  // inclusive
+// Fills `buf` from the operating system's CSPRNG (getrandom(2), else
+// /dev/urandom); false when both fail.
+bool SystemRandom(unsigned char* buf, size_t n);
 
 }  // namespace redlock::internal
 

@@ -20,25 +20,31 @@
 #include "absl/time/time.h"
 #include "redlock/internal/reply.h"
 #include "redlock/internal/scripts.h"
+#include "redlock/node_status.h"
 
 namespace redlock::internal {
+
+// A connection of a node, as Transport::Send names it: unique within the
+// transport, never reused. 0 names none.
+using ConnectionId = uint64_t;
 
 // One command for one node.
 struct Command {
   // The command in RESP.
   std::string payload;
-  // Set when `payload` is an EVALSHA of this script; on a NOSCRIPT reply the
-  // transport sends the EVAL form instead (a node whose script cache was
-  // flushed) and reloads the scripts on that connection.
+  // When `payload` is an EVALSHA of this script (ScriptCommand): the script,
+  // for the caller to build the EVAL form (EvalFallback). The transport
+  // ignores it: a NOSCRIPT answer is an answer like any other.
   const Script* script = nullptr;
-  // A cleanup command (a release) goes out even while the node's circuit
-  // breaker is open, as long as its connection is up: it must follow, on the
-  // same ordered connection, a SET that may still be waiting there. Only if
-  // that SET can exist: when the attempt that set the key started after the
-  // breaker opened (`since`), its SET was never sent to the node, and
-  // neither is the cleanup.
-  bool cleanup = false;
-  std::chrono::steady_clock::time_point since{};
+  // The connection of an earlier command this one must follow (0: none): a
+  // release behind its SET, a WAIT behind its write. While that connection
+  // is still the node's current one, the command is queued on it behind the
+  // earlier one whatever the node's circuit breaker says, and over
+  // max_in_flight_per_node up to twice that (the load it would be refused
+  // for is made of the commands it must follow); it is also still written
+  // while the transport shuts down. Once that connection is gone, the
+  // command is treated as any other.
+  ConnectionId after = 0;
   // Free-form name for tests and diagnostics ("acquire", "release", ...).
   const char* op = "";
   // The reply types this command can get (reply.h, kExpect*; 0: anything).
@@ -112,8 +118,12 @@ class Transport {
 
   // Sends `command` to `node`. `done` runs exactly once, on the transport's
   // thread, never inline from Send. Commands sent to one node are executed
-  // by it in the order of the Send calls.
-  virtual void Send(int node, const Command& command, NodeCallback done) = 0;
+  // by it in the order of the Send calls, each exactly as sent: the
+  // transport never re-sends, reorders or rewrites a command, whatever the
+  // node answers. Returns the connection the command was queued on, or 0
+  // when it was refused at once (`done` then gets the reason): a command
+  // that follows it (Command::after) names that connection.
+  virtual ConnectionId Send(int node, const Command& command, NodeCallback done) = 0;
 
   // Runs `fn` on the transport's thread after `delay`. Cancel returns true
   // when it removed a timer that had not run yet.
@@ -138,8 +148,14 @@ class Transport {
   virtual bool stopping() const = 0;
 
   // Completes everything pending with kCancelled (running the callbacks) and
-  // stops. Idempotent. REQUIRES: not called from the transport's thread.
+  // stops. Commands that follow one already written (Command::after), sent
+  // by those callbacks, are still written and their answers awaited for up
+  // to the node timeout. Idempotent. REQUIRES: not called from the
+  // transport's thread.
   virtual void Shutdown() = 0;
+
+  // Each node's connection as the transport sees it (Client::Health).
+  virtual std::vector<NodeHealth> Health() const = 0;
 
   // ---- Pub/sub (release notifications) ----------------------------------
   // Messages published on subscribed channels, from any node, go to the

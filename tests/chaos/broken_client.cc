@@ -62,6 +62,7 @@ struct Node {
   int port = 0;
   redisContext* c = nullptr;
   int stale = 0;                  // replies owed for commands we gave up on
+  Steady::time_point stale_since{};  // when the oldest owed reply was given up
   Steady::time_point retry_at{};  // next connection attempt
 };
 
@@ -256,6 +257,10 @@ class BrokenRedlock : public LockBackend {
     return confirmed;
   }
 
+  static void Owe(Node& n) {
+    if (n.stale++ == 0) n.stale_since = Steady::now();
+  }
+
   void Drop(Node& n) {
     if (n.c != nullptr) redisFree(n.c);
     n.c = nullptr;
@@ -365,7 +370,8 @@ class BrokenRedlock : public LockBackend {
             if (raw == nullptr) break;
             redisReply* reply = static_cast<redisReply*>(raw);
             if (node.stale > 0) {
-              --node.stale;  // the late answer to a command we gave up on
+              // The late answer to a command we gave up on.
+              if (--node.stale == 0) node.stale_since = Steady::time_point{};
             } else {
               pending[i] = false;
               NodeResult& res = results[i];
@@ -397,17 +403,23 @@ class BrokenRedlock : public LockBackend {
         if (pending[i] && now >= deadline[i]) {
           pending[i] = false;
           results[i].result = Result::kTimeout;
-          ++nodes_[i].stale;
+          Owe(nodes_[i]);
         }
       }
     }
     for (size_t i = 0; i < n; ++i) {
       if (!pending[i]) continue;
       results[i].result = Result::kTimeout;  // decided without it
-      ++nodes_[i].stale;
+      Owe(nodes_[i]);
     }
+    // Replies owed for more than a second (lost: a black hole, a reset)
+    // never come: a fresh connection, as any client would make, instead of a
+    // connection that answers every later request with an older reply.
+    const Steady::time_point now = Steady::now();
     for (Node& node : nodes_) {
-      if (node.stale > 64) Drop(node);
+      if (node.stale > 64 || (node.stale > 0 && now - node.stale_since > std::chrono::seconds(1))) {
+        Drop(node);
+      }
     }
     return results;
   }

@@ -29,7 +29,8 @@
 // expected verdict is "violations found". They are test code: never use them
 // for anything else.
 //
-// Late replies: a node that misses its deadline keeps its connection; the
+// Late replies: a node that misses its deadline keeps its connection (for a
+// second: replies owed longer are lost, and the connection is replaced); the
 // number of replies still owed is remembered and they are skipped when they
 // arrive, so the stream stays ordered (a release never overtakes its SET).
 // After a wait the client first reads whatever has arrived, then expires the

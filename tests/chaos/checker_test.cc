@@ -723,6 +723,33 @@ TEST(HistoryTest, FamilyFieldsRoundTripAndOldReadersDefaults) {
                    .ok());
 }
 
+// A client stopped between its write and the record of the use's end: its
+// `end` is late, but the write was sent (write_at) before the higher token's
+// write was done, so the store may well have taken it first. Not S4; the
+// same write sent after the other one's was done is.
+TEST(CheckerTest, AWriteSentBeforeTheHigherTokensIsNotAStaleAcceptance) {
+  for (const bool sent_late : {false, true}) {
+    Builder h;
+    const std::string a = h.Grant("c1", 1, 0, 1, 100, 1);
+    const std::string b = h.Grant("c2", 1, 0, 2, 100, 2);
+    h.Use("c2", 1, b, 30, 40, 0, true, 2);
+    h.events.push_back(ToEvent(UseRecord{.t = Ms(90),
+                                         .process = "c1",
+                                         .op = 1,
+                                         .resource = "r",
+                                         .token = a,
+                                         .begin = Ms(3),
+                                         .end = Ms(90),
+                                         .read = 1,
+                                         .wrote = 2,
+                                         .accepted = true,
+                                         .fencing_token = 1,
+                                         .write_at = Ms(sent_late ? 50 : 5)}));
+    CheckResult r = Check(h.events);
+    EXPECT_EQ(r.count(Property::kFencing), sent_late ? 1 : 0) << FormatReport(r);
+  }
+}
+
 TEST(CheckerTest, FaultsActiveAtAViolationAreListed) {
   Builder h;
   h.Nemesis(0, "kill", "n1", FaultPhase::kInstant);  // 80 s before: too old

@@ -68,7 +68,9 @@ TEST(ShrinkTest, ReducesASyntheticFailureToItsEssentialFaults) {
   absl::StatusOr<Scenario> s = TopologyPreset("direct", absl::Seconds(10));
   ASSERT_TRUE(s.ok());
   std::mt19937_64 rng(5);
-  Schedule noisy = GenerateSchedule(ShapeOf(s->setup), absl::Seconds(10), rng);
+  // Noise of other kinds than the two essential faults.
+  Schedule noisy = GenerateSchedule(ShapeOf(s->setup), absl::Seconds(10), rng,
+                                    {"restart", "kill", "client_pause", "script_flush"});
   auto entry = [](const std::string& kind, int node, const std::string& dur) {
     ScheduleEntry e;
     e.trigger.at = *Span::Parse("1s");
@@ -101,13 +103,73 @@ TEST(ShrinkTest, ReducesASyntheticFailureToItsEssentialFaults) {
   EXPECT_TRUE(fails(shrunk));
   // Halved twice: 1600 -> 800 -> 400 ms, and no further (200 ms passes).
   for (const ScheduleEntry& e : shrunk.entries) {
-    if (e.faults[0].kind == "pause") EXPECT_EQ(e.faults[0].duration_lo->ms, 400);
+    if (e.faults[0].kind == "pause") {
+      EXPECT_EQ(e.faults[0].duration_lo->ms, 400);
+    }
   }
   EXPECT_FALSE(log.empty());
   // Bounded: never more reruns than asked.
   runs = 0;
   Shrink(noisy, fails, 3, nullptr);
   EXPECT_EQ(runs, 3);
+}
+
+// A run's result with one violation and one fault, for the judging tests.
+ScenarioResult OneViolation(int property, std::vector<std::string> processes, int64_t t_s) {
+  ScenarioResult r;
+  r.max_ttl_ms = 1000;
+  r.violations[static_cast<size_t>(property)] = 1;
+  if (property < kS5) {
+    r.violation_refs.push_back({.property = property,
+                                .processes = std::move(processes),
+                                .t = t_s * 1000000000,
+                                .t_end = t_s * 1000000000 + 1000000});
+  }
+  return r;
+}
+
+ScenarioResult::InjectedFault Fault(PropertySet may, std::vector<std::string> scope, int64_t from_s,
+                                    int64_t to_s) {
+  return {.may_violate = may,
+          .scope = std::move(scope),
+          .begin_raw = from_s * 1000000000,
+          .end_raw = to_s * 1000000000};
+}
+
+TEST(JudgeTest, AFaultExplainsWhatItMayBreakWhereAndWhenItActed) {
+  // No fault: every violation is a finding.
+  ScenarioResult r = OneViolation(kS1, {"c1", "c2"}, 10);
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // A run-wide fault that may break S1, acting at the time: explained.
+  r.injected_faults = {Fault(Prop(kS1), {}, 9, 9)};
+  EXPECT_EQ(Unexplained(r), 0u);
+  // ... or within a lease (1 s) plus a second after its end.
+  r.injected_faults = {Fault(Prop(kS1), {}, 7, 8)};
+  EXPECT_EQ(Unexplained(r), 0u);
+  // Long before: a finding.
+  r.injected_faults = {Fault(Prop(kS1), {}, 1, 2)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // After it: a finding.
+  r.injected_faults = {Fault(Prop(kS1), {}, 11, 12)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // A fault that may break another property only: a finding.
+  r.injected_faults = {Fault(Prop(kS3), {}, 9, 10)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // A client's fault explains only violations its client takes part in, and
+  // only when its client held the lock when it began (the history says).
+  r.holds = {{.process = "c2", .from = 8500000000, .to = 9500000000},
+             {.process = "c3", .from = 8500000000, .to = 9500000000}};
+  r.injected_faults = {Fault(Prop(kS1), {"c3"}, 9, 10)};
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  r.injected_faults = {Fault(Prop(kS1), {"c2"}, 9, 10)};
+  EXPECT_EQ(Unexplained(r), 0u);
+  r.injected_faults = {Fault(Prop(kS1), {"c2"}, 8, 10)};  // began before c2 held the lock
+  EXPECT_EQ(Unexplained(r), Prop(kS1));
+  // S5 and L1 have no processes: any fault that may break them explains them.
+  ScenarioResult l = OneViolation(kL1, {}, 0);
+  EXPECT_EQ(Unexplained(l), Prop(kL1));
+  l.injected_faults = {Fault(Prop(kL1), {}, 1, 2)};
+  EXPECT_EQ(Unexplained(l), 0u);
 }
 
 TEST(ExploreTest, DocumentedSafeIsTheComplement) {

@@ -3,6 +3,8 @@
 // parses and round-trips, and a malformed file gets an error naming the file,
 // the line and the field.
 
+#include "chaos/scenarios/scenario_file.h"
+
 #include <filesystem>
 #include <set>
 #include <string>
@@ -11,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "chaos/faults/fault_kind.h"
 #include "chaos/run/scenario.h"
-#include "chaos/scenarios/scenario_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -28,11 +29,16 @@ TEST(SpanTest, ParsesAbsoluteRelativeAndSums) {
     const char* text;
     absl::Duration want;
   } cases[] = {
-      {"250ms", absl::Milliseconds(250)},  {"1.5s", absl::Milliseconds(1500)},
-      {"0", absl::ZeroDuration()},         {"-3s", absl::Seconds(-3)},
-      {"3ttl", absl::Seconds(6)},          {"-1.5ttl", absl::Seconds(-3)},
-      {"4drift", absl::Milliseconds(88)},  {"1ttl+500ms", absl::Milliseconds(2500)},
-      {"2ttl-100ms", absl::Milliseconds(3900)}, {"ttl", absl::Seconds(2)},
+      {"250ms", absl::Milliseconds(250)},
+      {"1.5s", absl::Milliseconds(1500)},
+      {"0", absl::ZeroDuration()},
+      {"-3s", absl::Seconds(-3)},
+      {"3ttl", absl::Seconds(6)},
+      {"-1.5ttl", absl::Seconds(-3)},
+      {"4drift", absl::Milliseconds(88)},
+      {"1ttl+500ms", absl::Milliseconds(2500)},
+      {"2ttl-100ms", absl::Milliseconds(3900)},
+      {"ttl", absl::Seconds(2)},
   };
   for (const Case& c : cases) {
     absl::StatusOr<Span> s = Span::Parse(c.text);
@@ -102,16 +108,17 @@ TEST(FaultKindTest, EveryKindIsComplete) {
   // no parameter may take one of their names.
   for (const FaultKind* k : AllFaultKinds()) {
     for (const ParamSpec& p : k->info().params) {
-      for (const char* field : {"at", "repeat", "on", "client", "lock_free", "since_start",
-                                "within", "otherwise", "delay", "settle", "times", "gap", "until",
-                                "until_any", "pick", "faults", "fault", "nodes", "clients", "for"}) {
+      for (const char* field :
+           {"at",        "repeat", "on",     "client", "lock_free", "since_start", "within",
+            "otherwise", "delay",  "settle", "times",  "gap",       "until",       "until_any",
+            "pick",      "faults", "after",  "fault",  "nodes",     "clients",     "for"}) {
         EXPECT_NE(p.name, field) << k->name();
       }
     }
   }
-  for (const char* required : {"script_flush", "client_kill", "reset_after_reply", "stale_sentinel",
-                               "replication_stall", "slow_replies", "failover", "clock_jump",
-                               "restart", "client_pause", "partition"}) {
+  for (const char* required :
+       {"script_flush", "client_kill", "reset_after_reply", "stale_sentinel", "replication_stall",
+        "slow_replies", "failover", "clock_jump", "restart", "client_pause", "partition"}) {
     EXPECT_NE(FindFaultKind(required), nullptr) << required;
   }
 }
@@ -223,7 +230,8 @@ TEST(ScenarioFileTest, MalformedFilesAreRefusedWithFileLineAndField) {
   ExpectError("    ttl: 1s", "    tll: 1s", {"bad.yaml:9:", "clients[1].tll"});
   ExpectError("    times: 2", "    tims: 2", {"bad.yaml:17:", "tims"});
   // A parameter the kind does not take.
-  ExpectError("    latency: 10ms..40ms", "    latncy: 10ms", {"bad.yaml:14:", "latncy", "latency, jitter"});
+  ExpectError("    latency: 10ms..40ms", "    latncy: 10ms",
+              {"bad.yaml:14:", "latncy", "latency, jitter"});
   // The wrong type.
   ExpectError("    times: 2", "    times: twice", {"bad.yaml:17:", "times", "integer"});
   ExpectError("  - count: 2", "  - count: [2]", {"bad.yaml:8:", "count"});

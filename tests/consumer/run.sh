@@ -45,7 +45,7 @@ config_file=$(find "$prefix" -name redlockConfig.cmake | head -n 1)
 [ -n "$config_file" ] || fail "redlockConfig.cmake was not installed"
 pc_file=$(find "$prefix" -name redlock.pc | head -n 1)
 [ -n "$pc_file" ] || fail "redlock.pc was not installed"
-# No public header may include a private one, hiredis or OpenSSL (DESIGN.md 3).
+# No public header may include a private one, hiredis or OpenSSL (docs/design.md 1.3).
 if grep -rEn '#include "(redlock/internal|hiredis|openssl)|#include <(hiredis|openssl)' "$prefix/include"; then
   fail "a public header includes a private, hiredis or OpenSSL header"
 fi
@@ -81,4 +81,14 @@ case "$flags" in *"$prefix"*) ;; *) fail "redlock.pc does not point into the ins
 run_logged "$tmp/pc.log" "$cxx" -std=c++17 -Wall -Wextra -Werror -pedantic \
   "$src/pkgconfig_main.cc" -o "$tmp/pc_consumer" $flags
 "$tmp/pc_consumer" "$port" || fail "the pkg-config consumer failed"
+
+step "redlock/coro.h: C++20 only"
+# shellcheck disable=SC2086
+run_logged "$tmp/coro20.log" "$cxx" -std=c++20 -Wall -Wextra -Werror -fsyntax-only \
+  "$src/coro_main.cc" $flags
+# shellcheck disable=SC2086
+if "$cxx" -std=c++17 -fsyntax-only "$src/coro_main.cc" $flags >"$tmp/coro17.log" 2>&1; then
+  fail "redlock/coro.h compiled as C++17"
+fi
+grep -q "needs C++20 coroutines" "$tmp/coro17.log" || { cat "$tmp/coro17.log" >&2; fail "redlock/coro.h under C++17: not the expected message"; }
 echo "OK"

@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
-#include "testkit/fault_proxy.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "redlock/internal/engine.h"
+#include "testkit/fault_proxy.h"
 #include "testkit/gtest_fleet.h"
 
 namespace redlock {
@@ -21,8 +21,8 @@ namespace {
 using testkit::Direction;
 using testkit::FaultProxy;
 using testkit::FaultSpec;
-using testkit::ProxyOptions;
 using testkit::Fleet;
+using testkit::ProxyOptions;
 
 TEST(BreakerTest, ANodeSlowerThanNodeTimeoutNeverDelaysADecision) {
   REDLOCK_REQUIRE_REDIS();
@@ -201,6 +201,147 @@ TEST(BreakerTest, RepliesLostInTransitNeverCreditAnotherCommand) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   EXPECT_GT(fresh_ok, 100) << "node 2 never came back into use after the fault";
+}
+
+// ---- Cleanup releases are never silently dropped (issue 25 item 6) ------------------
+
+// The keys under `prefix` on node `i` of `fleet`.
+int64_t KeysWithPrefix(Fleet& fleet, int i, const std::string& prefix) {
+  absl::StatusOr<testkit::RedisValue> keys = fleet.Command(i, {"KEYS", prefix + "*"});
+  return keys.ok() ? static_cast<int64_t>(keys->elements.size()) : -1;
+}
+
+TEST(CleanupTest, ReleasesOverTheInFlightCapStillFollowTheirSets) {
+  // Node 0 is stopped: every SET sent to it waits in its socket, and so do
+  // the releases of the leases that SET was part of. The in-flight cap is
+  // reached within a few acquisitions; a release refused then would leave
+  // the key its SET sets once the node resumes.
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 3});
+  REDLOCK_ASSERT_OK(fleet.status());
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  o.node_timeout = absl::Seconds(2);  // node 0's breaker stays closed: the cap refuses
+  o.max_in_flight_per_node = 16;
+  o.key_prefix = "cap/";
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  REDLOCK_ASSERT_OK((*fleet)->Stop(0));
+  // 16 acquisitions at once: their SETs fill node 0's queue (nodes 1 and 2
+  // grant), then every lease is released.
+  constexpr int kLeases = 16;
+  std::vector<std::promise<absl::StatusOr<Lease>>> acquired(kLeases);
+  for (int i = 0; i < kLeases; ++i) {
+    (*c)->TryAcquireAsync(absl::StrCat("k", i), absl::Seconds(60),
+                          [&acquired, i](absl::StatusOr<Lease> l) {
+                            acquired[static_cast<size_t>(i)].set_value(std::move(l));
+                          });
+  }
+  for (auto& a : acquired) {
+    absl::StatusOr<Lease> l = a.get_future().get();
+    REDLOCK_ASSERT_OK(l.status());
+    REDLOCK_EXPECT_OK((*c)->Release(*l));  // at nodes 1 and 2
+  }
+  REDLOCK_ASSERT_OK((*fleet)->Continue(0));
+  EXPECT_EQ(testkit::Eventually([&] { return KeysWithPrefix(**fleet, 0, "cap/"); }, int64_t{0},
+                                absl::Seconds(5)),
+            0)
+      << "keys left on node 0 for their 60 s ttl";
+}
+
+TEST(CleanupTest, AReleaseIsSentAgainAfterTheConnectionDroppedBetweenItAndItsSet) {
+  // Node 0 takes an attempt's SET; its connection then drops before the
+  // attempt fails (nodes 1 and 2 refuse, late): the release cannot follow
+  // the SET on its connection and must go on the next one.
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 3});
+  REDLOCK_ASSERT_OK(fleet.status());
+  std::vector<std::unique_ptr<FaultProxy>> proxies;
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  for (int i = 0; i < 3; ++i) {
+    ProxyOptions po;
+    po.upstream_port = static_cast<uint16_t>((*fleet)->port(i));
+    auto p = FaultProxy::Start(po);
+    REDLOCK_ASSERT_OK(p.status());
+    o.nodes[static_cast<size_t>(i)].port = (*p)->listen_port();
+    proxies.push_back(*std::move(p));
+  }
+  o.node_timeout = absl::Seconds(3);
+  o.max_attempts = 1;
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  for (int i : {1, 2}) {
+    REDLOCK_ASSERT_OK((*fleet)->Command(i, {"SET", "dropped", "theirs", "PX", "60000"}).status());
+    REDLOCK_ASSERT_OK(proxies[static_cast<size_t>(i)]->SetFault(
+        Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(800))));
+  }
+  std::future<absl::StatusOr<Lease>> attempt = std::async(
+      std::launch::async, [&] { return (*c)->TryAcquire("dropped", absl::Seconds(60)); });
+  ASSERT_TRUE(testkit::Eventually(
+      [&] {
+        return (*fleet)->Command(0, {"EXISTS", "dropped"})->integer;
+      },
+      1LL))
+      << "node 0 ran the SET";
+  proxies[0]->Down();  // before nodes 1 and 2 refuse
+  absl::StatusOr<Lease> lease = attempt.get();
+  EXPECT_EQ(lease.status().code(), absl::StatusCode::kAborted) << lease.status();
+  REDLOCK_ASSERT_OK(proxies[0]->Up());
+  EXPECT_EQ(testkit::Eventually(
+                [&] {
+                  return (*fleet)->Command(0, {"EXISTS", "dropped"})->integer;
+                },
+                0LL, absl::Seconds(5)),
+            0LL)
+      << "the failed attempt's key was left on node 0 for its ttl";
+}
+
+TEST(CleanupTest, DestroyingTheClientReleasesTheAttemptsInFlight) {
+  // The client is destroyed while an acquisition waits for its replies (the
+  // nodes answer 300 ms late). Its SETs run on the nodes; their releases
+  // must follow them before the connections close.
+  REDLOCK_REQUIRE_REDIS();
+  auto fleet = Fleet::Start({.nodes = 3});
+  REDLOCK_ASSERT_OK(fleet.status());
+  std::vector<std::unique_ptr<FaultProxy>> proxies;
+  Options o;
+  o.nodes = (*fleet)->endpoints();
+  for (int i = 0; i < 3; ++i) {
+    ProxyOptions po;
+    po.upstream_port = static_cast<uint16_t>((*fleet)->port(i));
+    auto p = FaultProxy::Start(po);
+    REDLOCK_ASSERT_OK(p.status());
+    REDLOCK_ASSERT_OK(
+        (*p)->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(300))));
+    o.nodes[static_cast<size_t>(i)].port = (*p)->listen_port();
+    proxies.push_back(*std::move(p));
+  }
+  o.node_timeout = absl::Seconds(2);
+  auto c = Client::Create(o);
+  REDLOCK_ASSERT_OK(c.status());
+  std::promise<absl::Status> done;
+  (*c)->TryAcquireAsync("destroyed", absl::Seconds(60),
+                        [&](absl::StatusOr<Lease> l) { done.set_value(l.status()); });
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(testkit::Eventually(
+        [&] {
+          return (*fleet)->Command(i, {"EXISTS", "destroyed"})->integer;
+        },
+        1LL))
+        << "node " << i << " ran the SET";
+  }
+  c->reset();
+  EXPECT_EQ(done.get_future().get().code(), absl::StatusCode::kCancelled);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(testkit::Eventually(
+                  [&] {
+                    return (*fleet)->Command(i, {"EXISTS", "destroyed"})->integer;
+                  },
+                  0LL, absl::Seconds(5)),
+              0LL)
+        << "node " << i << " kept the key of an attempt cancelled by the destruction";
+  }
 }
 
 // Resident memory of this process, from /proc/self/status (-1 if unknown).

@@ -6,15 +6,26 @@
 
 #include "testkit/replication.h"
 
+#include <algorithm>
+#include <atomic>
+#include <future>
+#include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "testkit/fault_proxy.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "multilock/multi_lock.h"
 #include "redlock/client.h"
+#include "testkit/fault_proxy.h"
 #include "testkit/gtest_fleet.h"
 
 namespace redlock {
@@ -165,6 +176,239 @@ TEST_F(DurabilityTest, FsyncNeedsAServerThatKnowsWaitAof) {
   EXPECT_THAT(std::string(client.status().message()),
               HasSubstr(absl::StrCat("durability.fsync needs WAITAOF (Redis 7.2 or later): ",
                                      masters_->address(0), " does not know it")));
+}
+
+// ---- A confirmation counts only for the write it follows (issue 25 item 1) ------------
+//
+// After SCRIPT FLUSH the node answers the write's EVALSHA with NOSCRIPT. The
+// WAIT pipelined behind that write then has nothing new to wait for (the
+// replica acknowledged every earlier write before it was stopped) and
+// answers at once: it must not be taken as the confirmation of a write that
+// runs after it, if ever.
+
+class ScriptFlushTest : public DurabilityTest {
+ protected:
+  // The master's replication offset and what the replica acknowledged.
+  std::pair<int64_t, int64_t> Offsets() {
+    absl::StatusOr<RedisValue> info = masters_->Command(0, {"INFO", "replication"});
+    if (!info.ok()) return {-1, -2};
+    int64_t master = -1, acked = -2;
+    for (absl::string_view line : absl::StrSplit(info->str, "\r\n")) {
+      if (absl::ConsumePrefix(&line, "master_repl_offset:")) {
+        (void)absl::SimpleAtoi(line, &master);
+      } else if (absl::ConsumePrefix(&line, "slave0:")) {
+        for (absl::string_view field : absl::StrSplit(line, ',')) {
+          if (absl::ConsumePrefix(&field, "offset=")) (void)absl::SimpleAtoi(field, &acked);
+        }
+      }
+    }
+    return {master, acked};
+  }
+  // The replica has acknowledged the master's whole replication stream: a
+  // WAIT after any command then has nothing to wait for. (Redis counts from
+  // the master's offset after the client's latest command, whatever it
+  // was; the replica acknowledges the offset once a second.)
+  void ReplicaAcknowledgedEverything() {
+    REDLOCK_ASSERT_OK(
+        masters_->Command(0, {"CONFIG", "SET", "repl-ping-replica-period", "3600"}).status());
+    REDLOCK_ASSERT_OK(masters_->Command(0, {"SET", "sync", "1"}).status());
+    absl::StatusOr<RedisValue> acked = masters_->Command(0, {"WAIT", "1", "5000"});
+    ASSERT_TRUE(acked.ok()) << acked.status();
+    ASSERT_EQ(acked->integer, 1) << "the replica did not acknowledge";
+    ASSERT_TRUE(testkit::Eventually(
+        [&] {
+          auto [master, replica] = Offsets();
+          return master == replica;
+        },
+        true, absl::Seconds(5)))
+        << "the replica did not acknowledge the whole stream";
+  }
+  // The master forgets the scripts, the replica acknowledges everything and
+  // stops.
+  void FlushScriptsAndStopReplica() {
+    REDLOCK_ASSERT_OK(masters_->Command(0, {"SCRIPT", "FLUSH"}).status());
+    ReplicaAcknowledgedEverything();
+    REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+  }
+  void TearDown() override {
+    if (replicas_ != nullptr) (void)replicas_->fleet().Continue(0);
+  }
+};
+
+TEST_F(ScriptFlushTest, ExtendIsNotConfirmedByAWaitThatRanBeforeIt) {
+  auto client = MakeClient(MakeOptions(1));
+  ASSERT_NE(client, nullptr);
+  absl::StatusOr<Lease> lease = UntilGranted(*client);
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  FlushScriptsAndStopReplica();
+  absl::StatusOr<Lease> ext = client->Extend(*lease, absl::Seconds(20));
+  EXPECT_FALSE(ext.ok()) << "the replica is stopped: nothing can confirm the extension";
+  EXPECT_EQ(ext.status().code(), absl::StatusCode::kUnavailable) << ext.status();
+}
+
+TEST_F(ScriptFlushTest, ASetAcquisitionIsNotConfirmedByAWaitThatRanBeforeIt) {
+  Options o = MakeOptions(1);
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  FlushScriptsAndStopReplica();
+  MultiLock multi(client.get());
+  absl::StatusOr<MultiLease> set = multi.TryAcquire({"a", "b"}, absl::Seconds(10));
+  EXPECT_FALSE(set.ok()) << "the replica is stopped: nothing can confirm the grant";
+  EXPECT_EQ(set.status().code(), absl::StatusCode::kUnavailable) << set.status();
+  for (const char* r : {"a", "b"}) {
+    EXPECT_EQ(testkit::Eventually([&] { return OnMaster(o.key_prefix + r); }, std::string()), "")
+        << "an unconfirmed grant's key is removed: " << r;
+  }
+}
+
+TEST_F(ScriptFlushTest, AFencingCommitIsNotConfirmedByAWaitThatRanBeforeIt) {
+  // The client reaches the master through a proxy that holds round 1's
+  // reply while the test stops the replica and flushes the scripts: the
+  // commit then gets NOSCRIPT.
+  testkit::ProxyOptions po;
+  po.upstream_port = static_cast<uint16_t>(masters_->port(0));
+  auto proxy = testkit::FaultProxy::Start(po);
+  ASSERT_TRUE(proxy.ok()) << proxy.status();
+  Endpoint front;
+  front.host = "127.0.0.1";
+  front.port = (*proxy)->listen_port();
+  Options o = DurableOptions({front}, 1);
+  o.fencing = true;
+  o.node_timeout = absl::Seconds(5);
+  o.max_attempts = 1;
+  const std::string key = o.key_prefix + "r";
+  auto client = MakeClient(o);
+  ASSERT_NE(client, nullptr);
+  REDLOCK_ASSERT_OK((*proxy)->SetFault(testkit::Direction::kToClient, testkit::FaultSpec::Hold()));
+  std::future<absl::StatusOr<Lease>> acquired =
+      std::async(std::launch::async, [&] { return client->TryAcquire("r", absl::Seconds(20)); });
+  ASSERT_TRUE(testkit::Eventually([&] { return !OnMaster(key).empty(); }, true, absl::Seconds(3)))
+      << "round 1 ran on the master";
+  FlushScriptsAndStopReplica();
+  (*proxy)->ClearFaults();
+  absl::StatusOr<Lease> lease = acquired.get();
+  EXPECT_FALSE(lease.ok())
+      << "the replica is stopped: nothing can confirm the commit; fencing token "
+      << (lease.ok() ? lease->fencing_token() : 0);
+  EXPECT_EQ(lease.status().code(), absl::StatusCode::kUnavailable) << lease.status();
+}
+
+// ---- A lagging replica costs its node, not the client (issue 25 item 5) --------------
+//
+// Three masters with a replica each; node 0's replica is stopped while many
+// callers acquire and release. Node 0 cannot confirm anything: each WAIT
+// there holds the node's one connection for durability.timeout. Measured:
+// node 0's queue (Health().in_flight) during the run and at its end, the
+// callers' latency (decided by the other two nodes), and the keys left on
+// the masters once everything is answered.
+
+class LaggingReplicaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto masters = Fleet::Start({.nodes = 3});
+    ASSERT_TRUE(masters.ok()) << masters.status();
+    masters_ = *std::move(masters);
+    std::vector<std::string> upstreams;
+    for (int i = 0; i < 3; ++i) upstreams.push_back(masters_->address(i));
+    auto replicas = Replicas::Start({.upstreams = upstreams});
+    ASSERT_TRUE(replicas.ok()) << replicas.status();
+    replicas_ = *std::move(replicas);
+  }
+  void TearDown() override {
+    if (replicas_ != nullptr) (void)replicas_->fleet().Continue(0);
+  }
+  size_t KeysOn(int master, const std::string& prefix) {
+    absl::StatusOr<RedisValue> keys = masters_->Command(master, {"KEYS", prefix + "*"});
+    return keys.ok() ? keys->elements.size() : 9999;
+  }
+
+  std::unique_ptr<Fleet> masters_;
+  std::unique_ptr<Replicas> replicas_;
+};
+
+TEST_F(LaggingReplicaTest, ItsNodeDoesNotQueueAndLeavesNoKey) {
+  Options o = DurableOptions(masters_->endpoints(), 1);
+  o.node_timeout = absl::Milliseconds(200);
+  o.durability.timeout = absl::Milliseconds(50);
+  auto created = Client::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  std::unique_ptr<Client> client = *std::move(created);
+  REDLOCK_ASSERT_OK(replicas_->fleet().Stop(0));
+
+  constexpr int kCallers = 32;
+  const absl::Duration kRun = absl::Seconds(3);
+  std::atomic<bool> running{true};
+  std::atomic<size_t> max_depth{0};
+  std::atomic<uint64_t> depth_sum{0}, samples{0};
+  std::thread monitor([&] {
+    for (int i = 0; i < 100000 && running.load(); ++i) {
+      const size_t depth = client->Health()[0].in_flight;
+      size_t seen = max_depth.load();
+      while (depth > seen && !max_depth.compare_exchange_weak(seen, depth)) {
+      }
+      depth_sum += depth;
+      ++samples;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+  });
+  std::mutex mu;
+  std::vector<double> latencies_ms;
+  int granted = 0, refused = 0, released = 0;
+  std::string first_refusal;
+  std::vector<std::thread> callers;
+  const absl::Time end = absl::Now() + kRun;
+  for (int c = 0; c < kCallers; ++c) {
+    callers.emplace_back([&, c] {
+      for (int n = 0; n < 100000 && absl::Now() < end; ++n) {
+        const absl::Time start = absl::Now();
+        absl::StatusOr<Lease> lease =
+            client->TryAcquire(absl::StrCat("c", c, "/", n), absl::Seconds(30));
+        const double ms = absl::ToDoubleMilliseconds(absl::Now() - start);
+        bool ok = lease.ok() && client->Release(*lease).ok();
+        std::lock_guard<std::mutex> lock(mu);
+        latencies_ms.push_back(ms);
+        if (!lease.ok() && first_refusal.empty()) first_refusal = lease.status().ToString();
+        (lease.ok() ? granted : refused)++;
+        released += ok;
+      }
+    });
+  }
+  for (std::thread& t : callers) t.join();
+  const size_t depth_at_end = client->Health()[0].in_flight;
+  running = false;
+  monitor.join();
+  // Node 0 answers everything it holds once its replica is back.
+  REDLOCK_ASSERT_OK(replicas_->fleet().Continue(0));
+  const absl::Time drain_start = absl::Now();
+  EXPECT_EQ(testkit::Eventually([&] { return client->Health()[0].in_flight; }, size_t{0},
+                                absl::Seconds(120)),
+            0u);
+  const absl::Duration drain = absl::Now() - drain_start;
+  std::vector<size_t> left;
+  for (int i = 0; i < 3; ++i) {
+    left.push_back(
+        testkit::Eventually([&] { return KeysOn(i, o.key_prefix); }, size_t{0}, absl::Seconds(5)));
+  }
+  std::sort(latencies_ms.begin(), latencies_ms.end());
+  auto pct = [&](double p) {
+    return latencies_ms.empty() ? 0.0
+                                : latencies_ms[static_cast<size_t>(p * (latencies_ms.size() - 1))];
+  };
+  const std::string figures = absl::StrCat(
+      "callers ", kCallers, ", run ", absl::FormatDuration(kRun), ": ", granted, " granted (",
+      released, " released), ", refused, " refused; acquire latency p50 ", pct(0.5), " ms, p99 ",
+      pct(0.99), " ms; node 0 queue: max ", max_depth.load(), ", mean ",
+      samples.load() == 0 ? 0 : depth_sum.load() / samples.load(), ", at the end ", depth_at_end,
+      ", drained in ", absl::FormatDuration(drain),
+      " once the replica was back; keys left: ", left[0], " on node 0, ", left[1], " on node 1, ",
+      left[2], " on node 2", refused > 0 ? absl::StrCat("; first refusal: ", first_refusal) : "");
+  std::cout << "[ figures  ] " << figures << "\n";
+  RecordProperty("figures", figures);
+  EXPECT_GT(granted, 0) << "the other two nodes grant";
+  EXPECT_LE(depth_at_end, size_t{kCallers} * 4) << "node 0's queue outgrew the callers";
+  EXPECT_LT(max_depth.load(), o.max_in_flight_per_node) << "node 0's queue reached its cap";
+  EXPECT_EQ(left, (std::vector<size_t>{0, 0, 0})) << "orphan keys";
 }
 
 // ---- A Sentinel failover -----------------------------------------------------------

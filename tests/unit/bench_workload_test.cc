@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "bench/spread_profiles.h"
 #include "bench/stats.h"
 #include "bench/workload.h"
 #include "gtest/gtest.h"
@@ -143,6 +144,39 @@ TEST(ErrorCountsTest, CausesBlankNamesAndNumbersAndAreBounded) {
   merged.Merge(e);
   merged.Merge(e);
   EXPECT_EQ(merged.total(), 80);
+}
+
+// The processes scenario sends each worker's histograms as plain numbers.
+TEST(LatencyHistogramTest, PartsRoundTrip) {
+  LatencyHistogram h;
+  for (int64_t v : {0, 7, 300, 4'000, 55'555, 1'000'000, 123'456'789}) h.Record(v);
+  const LatencyHistogram back = LatencyHistogram::FromParts(h.ToParts());
+  EXPECT_EQ(back.count(), h.count());
+  EXPECT_EQ(back.min(), h.min());
+  EXPECT_EQ(back.max(), h.max());
+  EXPECT_EQ(back.sum(), h.sum());
+  EXPECT_EQ(back.buckets(), h.buckets());
+  LatencyHistogram::Parts bad;
+  bad.buckets = {{-1, 3}, {LatencyHistogram::kBuckets, 2}};
+  EXPECT_EQ(LatencyHistogram::FromParts(bad).count(), 0);
+}
+
+TEST(SpreadProfilesTest, ParsesDelaysInMillisecondsOrWithUnits) {
+  absl::StatusOr<std::vector<absl::Duration>> ms = ParseLatencyProfile("0.1, 0.1,1,40,40");
+  ASSERT_TRUE(ms.ok()) << ms.status();
+  EXPECT_EQ(*ms, (std::vector<absl::Duration>{absl::Microseconds(100), absl::Microseconds(100),
+                                              absl::Milliseconds(1), absl::Milliseconds(40),
+                                              absl::Milliseconds(40)}));
+  absl::StatusOr<std::vector<absl::Duration>> units = ParseLatencyProfile("250us,2ms,0");
+  ASSERT_TRUE(units.ok()) << units.status();
+  EXPECT_EQ(*units, (std::vector<absl::Duration>{absl::Microseconds(250), absl::Milliseconds(2),
+                                                 absl::ZeroDuration()}));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseLatencyProfile("1,x").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseLatencyProfile("-1").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseLatencyProfile("").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(ParseLatencyProfile("11s").status()));
+  // The built-in profiles: five nodes each.
+  for (const SpreadProfile& p : BuiltInSpreadProfiles()) EXPECT_EQ(p.delays.size(), 5u) << p.name;
 }
 
 }  // namespace

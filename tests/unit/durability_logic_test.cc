@@ -67,8 +67,8 @@ class DurabilityLogicTest : public ::testing::Test {
     client_.reset();
     transport_ = new FakeTransport(static_cast<int>(o.nodes.size()), &clock_);
     for (int i = 0; i < transport_->size(); ++i) transport_->node(i).replicas = 1;
-    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
-                                           &clock_, nullptr);
+    client_ =
+        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
   }
   std::shared_ptr<std::optional<absl::StatusOr<Lease>>> TryAcquire(const std::string& r = "r") {
     auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();

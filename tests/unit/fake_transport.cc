@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
+#include "redlock/internal/sha1.h"
 
 namespace redlock::testkit {
 
@@ -32,6 +33,10 @@ const FakeNode::Value* FakeNode::Get(const std::string& key, Clock::TimePoint no
   return &it->second;
 }
 
+FakeNode::FakeNode() {
+  for (const internal::Script* s : internal::AllScripts()) scripts.insert(s->sha);
+}
+
 Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint now) {
   if (!forced_error.empty()) return Reply::Error(forced_error);
   const std::string& cmd = argv[0];
@@ -43,12 +48,13 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
     v.data = argv[2];
     v.expires = now + std::chrono::milliseconds(std::atoll(argv[5].c_str()));
     keys[argv[1]] = v;
+    unacknowledged = replica_stalled;
     return Reply::Status("OK");
   }
   if (cmd == "PING") return Reply::Status("PONG");
   if (cmd == "WAIT") {
     log.push_back("WAIT");
-    return Reply::Integer(replicas);
+    return Reply::Integer(unacknowledged ? 0 : replicas);
   }
   if (cmd == "WAITAOF" && knows_waitaof) {
     log.push_back("WAITAOF");
@@ -58,14 +64,30 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
     }
     return Reply::Array({Reply::Integer(appendonly ? 1 : 0), Reply::Integer(replicas)});
   }
+  if (cmd == "SCRIPT" && argv.size() == 3 && argv[1] == "LOAD") {
+    log.push_back("SCRIPT LOAD");
+    for (const internal::Script* s : internal::AllScripts()) {
+      if (argv[2] == s->body) scripts.insert(s->sha);
+    }
+    return Reply::String(internal::Sha1Hex(argv[2]));
+  }
   if (cmd != "EVALSHA" && cmd != "EVAL") return Reply::Error("ERR unknown command");
   const internal::Script* script = nullptr;
   for (const internal::Script* s : internal::AllScripts()) {
-    if ((cmd == "EVALSHA" && argv[1] == s->sha) || (cmd == "EVAL" && argv[1] == s->body))
+    if ((cmd == "EVALSHA" && argv[1] == s->sha && scripts.count(s->sha) > 0) ||
+        (cmd == "EVAL" && argv[1] == s->body)) {
       script = s;
+    }
   }
-  if (script == nullptr) return Reply::Error("NOSCRIPT No matching script.");
+  if (script == nullptr) {
+    log.push_back("NOSCRIPT");
+    return Reply::Error("NOSCRIPT No matching script. Please use EVAL.");
+  }
+  scripts.insert(script->sha);
   log.push_back(script->name);
+  // What a script changes reaches a stalled replica never (a read-only one
+  // changes nothing; the others are counted as writes).
+  if (std::string(script->name) != "inspect") unacknowledged = replica_stalled;
   size_t numkeys = std::strtoul(argv[2].c_str(), nullptr, 10);
   std::vector<std::string> k(argv.begin() + 3, argv.begin() + 3 + static_cast<long>(numkeys));
   std::vector<std::string> a(argv.begin() + 3 + static_cast<long>(numkeys), argv.end());
@@ -251,19 +273,56 @@ std::optional<Reply> FakeNode::ExecuteFamily(const std::string& name,
 }
 
 FakeTransport::FakeTransport(int nodes, FakeClock* clock)
-    : clock_(clock), nodes_(static_cast<size_t>(nodes)), pending_(static_cast<size_t>(nodes)) {
-  for (int i = 0; i < nodes; ++i) names_.push_back(absl::StrCat("fake", i, ":6379"));
+    : clock_(clock),
+      nodes_(static_cast<size_t>(nodes)),
+      pending_(static_cast<size_t>(nodes)),
+      down_(static_cast<size_t>(nodes), false) {
+  for (int i = 0; i < nodes; ++i) {
+    names_.push_back(absl::StrCat("fake", i, ":6379"));
+    connection_.push_back(static_cast<internal::ConnectionId>(i + 1));
+  }
 }
 
-void FakeTransport::Send(int node, const internal::Command& command, internal::NodeCallback done) {
+internal::ConnectionId FakeTransport::Send(int node, const internal::Command& command,
+                                           internal::NodeCallback done) {
   ++sent_by_op_[command.op];
-  if (stopping_) {
+  const size_t i = static_cast<size_t>(node);
+  const bool follows = command.after != 0 && command.after == connection_[i];
+  if (stopping_ && !follows) {
     // Never inline: queue as a cancelled completion for the next Answer.
-    pending_[static_cast<size_t>(node)].push_back(Pending{{}, "cancelled", std::move(done)});
-    return;
+    pending_[i].push_back(Pending{{}, "cancelled", std::move(done)});
+    return 0;
   }
-  pending_[static_cast<size_t>(node)].push_back(
-      Pending{ParseResp(command.payload), command.op, std::move(done)});
+  if (down_[i] && !follows) {
+    pending_[i].push_back(Pending{{}, "refused", std::move(done)});
+    return 0;
+  }
+  pending_[i].push_back(Pending{ParseResp(command.payload), command.op, std::move(done)});
+  return connection_[i];
+}
+
+void FakeTransport::Reconnect(int node, bool executed) {
+  const size_t i = static_cast<size_t>(node);
+  connection_[i] += 1000;
+  if (executed) {
+    ExecuteSilently(node);
+  } else {
+    TimeOutAll(node);
+  }
+}
+
+std::vector<NodeHealth> FakeTransport::Health() const {
+  std::vector<NodeHealth> out;
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    NodeHealth h;
+    h.node = names_[i];
+    h.address = names_[i];
+    h.connected = !down_[i];
+    h.breaker_open = down_[i];
+    h.in_flight = pending_[i].size();
+    out.push_back(std::move(h));
+  }
+  return out;
 }
 
 int FakeTransport::sent_count(const std::string& op) const {
@@ -286,6 +345,10 @@ bool FakeTransport::AnswerOne(int node) {
     Complete(p.done, absl::CancelledError("the client is shutting down"));
     return true;
   }
+  if (p.op == "refused") {
+    Complete(p.done, absl::UnavailableError("not connected (node marked down)"));
+    return true;
+  }
   Reply r = nodes_[static_cast<size_t>(node)].Execute(p.argv, clock_->Now());
   Complete(p.done, std::move(r));
   return true;
@@ -301,7 +364,9 @@ void FakeTransport::ExecuteSilently(int node) {
   std::deque<Pending> batch;
   batch.swap(q);
   for (auto& p : batch) {
-    if (p.op != "cancelled") nodes_[static_cast<size_t>(node)].Execute(p.argv, clock_->Now());
+    if (p.op != "cancelled" && p.op != "refused") {
+      nodes_[static_cast<size_t>(node)].Execute(p.argv, clock_->Now());
+    }
     Complete(p.done, absl::UnavailableError("no reply within 50ms"));
   }
 }

@@ -24,6 +24,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,7 @@ std::vector<std::string> ParseResp(const std::string& payload);
 
 class FakeNode {
  public:
+  FakeNode();
   struct Value {
     std::string data;
     std::optional<internal::Clock::TimePoint> expires;
@@ -69,10 +71,20 @@ class FakeNode {
   // second number (Options::durability). A test lowers it to model a replica
   // that is down or lagging.
   int replicas = 0;
+  // A replica that stopped after acknowledging everything: WAIT still
+  // answers `replicas` until the node executes a write, then 0 (as Redis,
+  // which waits for the writes before it).
+  bool replica_stalled = false;
+  bool unacknowledged = false;
   // WAITAOF's first number: whether the node fsyncs its own append-only file.
   bool appendonly = true;
   // False: WAITAOF is an unknown command, as before Redis 7.2.
   bool knows_waitaof = true;
+  // The SHA-1s the node's script cache holds (EVALSHA of another one
+  // answers NOSCRIPT); every script of the client until FlushScripts().
+  // SCRIPT LOAD and EVAL add theirs.
+  std::set<std::string> scripts;
+  void FlushScripts() { scripts.clear(); }
   // Commands executed, in order (argv[0] or the script's name).
   std::vector<std::string> log;
 
@@ -106,7 +118,9 @@ class FakeTransport final : public internal::Transport {
   // Transport.
   int size() const override { return static_cast<int>(nodes_.size()); }
   const std::string& NodeName(int node) const override { return names_[node]; }
-  void Send(int node, const internal::Command& command, internal::NodeCallback done) override;
+  // Returns the node's current connection (Reconnect changes it).
+  internal::ConnectionId Send(int node, const internal::Command& command,
+                              internal::NodeCallback done) override;
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   bool InTransportThread() const override { return in_callback_ > 0; }
@@ -121,6 +135,8 @@ class FakeTransport final : public internal::Transport {
   void DeliverToUser(absl::AnyInvocable<void()> fn) override { fn(); }
   bool stopping() const override { return stopping_; }
   void Shutdown() override;
+  // Every node connected, with its pending requests in flight.
+  std::vector<NodeHealth> Health() const override;
   void SetMessageHandler(MessageHandler handler) override { handler_ = std::move(handler); }
   void Subscribe(const std::vector<std::string>& channels) override {
     for (const auto& c : channels) ++subscribed_[c];
@@ -158,6 +174,12 @@ class FakeTransport final : public internal::Transport {
   void Advance(absl::Duration d);
 
   FakeNode& node(int i) { return nodes_[static_cast<size_t>(i)]; }
+  // Node i's connection is replaced: its pending requests fail (they may
+  // have run: `executed`) and later ones go on a new connection.
+  void Reconnect(int node, bool executed);
+  // While true, node i refuses every request at once (Send returns 0; the
+  // callback gets kUnavailable), as a node behind an open breaker.
+  void SetDown(int node, bool down) { down_[static_cast<size_t>(node)] = down; }
   std::deque<Pending>& pending(int i) { return pending_[static_cast<size_t>(i)]; }
   int sent_count(const std::string& op) const;
   size_t timers() const { return timers_.size(); }
@@ -169,6 +191,8 @@ class FakeTransport final : public internal::Transport {
   std::vector<FakeNode> nodes_;
   std::vector<std::string> names_;
   std::vector<std::deque<Pending>> pending_;
+  std::vector<internal::ConnectionId> connection_;
+  std::vector<bool> down_;
   std::map<std::string, int> sent_by_op_;
   std::map<std::pair<internal::Clock::TimePoint, TimerId>, absl::AnyInvocable<void()>> timers_;
   TimerId next_timer_ = 1;

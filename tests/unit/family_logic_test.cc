@@ -39,8 +39,8 @@ class FamilyLogicTest : public ::testing::Test {
       o.nodes.push_back(ep);
     }
     transport_ = new FakeTransport(5, &clock_);
-    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
-                                           &clock_, nullptr);
+    client_ =
+        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
   }
   void Hold(int node, const std::string& key, const std::string& token = "other") {
     transport_->node(node).keys[key] = {token, std::nullopt, false};

@@ -206,6 +206,32 @@ TEST(ValidateOptions, QuorumMustBeAMajorityOrN) {
   }
 }
 
+TEST(ValidateOptions, FencingLostCountersNeedFencingAndFewerThanN) {
+  Options o = FiveNodes();
+  o.fencing = true;
+  for (int f : {0, 1, 2, 4}) {
+    o.fencing_lost_counters = f;
+    EXPECT_TRUE(ValidateOptions(o).ok()) << f;
+  }
+  for (int f : {-1, 5}) {
+    o.fencing_lost_counters = f;
+    absl::Status st = ValidateOptions(o);
+    EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument) << f;
+    EXPECT_NE(st.message().find("fencing_lost_counters"), absl::string_view::npos) << st;
+  }
+  o.nodes.resize(1);
+  o.fencing_lost_counters = 1;
+  EXPECT_EQ(ValidateOptions(o).code(), absl::StatusCode::kInvalidArgument)
+      << "one node cannot survive losing its counter";
+  o.fencing_lost_counters = 0;
+  EXPECT_TRUE(ValidateOptions(o).ok());
+  o = FiveNodes();
+  o.fencing_lost_counters = 1;
+  absl::Status st = ValidateOptions(o);
+  EXPECT_EQ(st.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(st.message().find("fencing is off"), absl::string_view::npos) << st;
+}
+
 TEST(ValidateOptions, RejectsBadFields) {
   auto check = [](auto mutate, absl::string_view needle) {
     Options o = FiveNodes();

@@ -1,0 +1,272 @@
+#include "bench/processes_scenario.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "bench/locker.h"
+#include "bench/report.h"
+#include "bench/rows.h"
+#include "bench/scenarios.h"
+#include "bench/workload.h"
+#include "redlock/client.h"
+#include "testkit/process.h"
+#include "testkit/redis.h"
+
+namespace redlock::bench {
+namespace {
+
+using Json = nlohmann::json;
+
+Json HistogramJson(const LatencyHistogram& h) {
+  const LatencyHistogram::Parts p = h.ToParts();
+  Json buckets = Json::array();
+  for (const auto& [i, n] : p.buckets) buckets.push_back(Json::array({i, n}));
+  return Json{{"b", buckets}, {"min", p.min}, {"max", p.max}, {"sum", p.sum}};
+}
+
+LatencyHistogram HistogramFromJson(const Json& j) {
+  LatencyHistogram::Parts p;
+  for (const Json& b : j.at("b"))
+    p.buckets.emplace_back(b.at(0).get<int>(), b.at(1).get<uint64_t>());
+  p.min = j.at("min").get<int64_t>();
+  p.max = j.at("max").get<int64_t>();
+  p.sum = j.at("sum").get<double>();
+  return LatencyHistogram::FromParts(p);
+}
+
+struct Worker {
+  std::unique_ptr<testkit::Process> process;
+  std::optional<Json> result;
+};
+
+// P workers side by side: one row.
+RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int processes) {
+  const BenchSettings& s = ctx.settings;
+  RowResult row;
+  row.impl = absl::StrCat("library async, ", processes, processes == 1 ? " process" : " processes");
+  row.family = kLibrary;
+  row.variant = absl::StrCat("processes=", processes);
+  row.callers = processes * s.callers_many;
+  row.processes = processes;
+  ctx.progress.Row(row.impl);
+
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) != 0) {
+    return HarnessErrorRow(ctx, std::move(row), "pipe2", absl::InternalError(strerror(errno)));
+  }
+  std::vector<std::string> names;
+  for (const Endpoint& ep : eps) names.push_back(ep.ToString());
+  const std::string key = ctx.RowKey();
+  std::vector<Worker> workers(static_cast<size_t>(processes));
+  absl::Status failed;
+  for (int i = 0; i < processes && failed.ok(); ++i) {
+    testkit::ProcessOptions o;
+    o.executable = s.self_exe;
+    o.argv = {"redlock-bench",
+              "--process_worker",
+              absl::StrCat("--nodes=", absl::StrJoin(names, ",")),
+              absl::StrCat("--process_worker_key=", key, ":p", i),
+              absl::StrCat("--callers=", s.callers_many),
+              absl::StrCat("--warmup=", absl::FormatDuration(s.warmup)),
+              absl::StrCat("--duration=", absl::FormatDuration(s.processes_duration)),
+              absl::StrCat("--ttl=", absl::FormatDuration(s.ttl)),
+              absl::StrCat("--node_timeout=", absl::FormatDuration(s.node_timeout)),
+              absl::StrCat("--iterations=", s.iterations)};
+    o.stdout_to = testkit::Stream::kPipe;
+    o.stderr_to = testkit::Stream::kInherit;
+    o.pass_fd = go[0];
+    absl::StatusOr<std::unique_ptr<testkit::Process>> p = testkit::Process::Start(std::move(o));
+    if (!p.ok()) {
+      failed = p.status();
+      break;
+    }
+    workers[static_cast<size_t>(i)].process = *std::move(p);
+  }
+  close(go[0]);
+  for (size_t i = 0; i < workers.size() && failed.ok(); ++i) {
+    std::optional<std::string> line = workers[i].process->ReadLine(absl::Seconds(20));
+    if (!line.has_value() || *line != "ready") {
+      failed = absl::UnavailableError(
+          absl::StrCat("worker ", i, " did not get ready: ", line.value_or("(nothing)")));
+    }
+  }
+  if (!failed.ok()) {
+    close(go[1]);
+    return HarnessErrorRow(ctx, std::move(row), "starting the workers", failed);
+  }
+  // Go: every worker's read of the pipe returns at once.
+  close(go[1]);
+  const int64_t go_ns = NowNs();
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.warmup));
+  const int64_t cpu_start = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
+  const int64_t start_ns = NowNs();
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.processes_duration));
+  const int64_t cpu_stop = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
+  const double window_s = static_cast<double>(NowNs() - start_ns) / 1e9;
+  (void)go_ns;
+
+  LatencyHistogram acquire;
+  LatencyHistogram cycle;
+  double measured = 0;
+  std::vector<std::string> rates;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const absl::Duration wait = s.processes_duration + s.node_timeout * 8 + absl::Seconds(10);
+    std::optional<std::string> line = workers[i].process->ReadLine(wait);
+    Json j = line.has_value() ? Json::parse(*line, nullptr, false) : Json();
+    if (!j.is_object() || j.contains("error")) {
+      return HarnessErrorRow(
+          ctx, std::move(row), absl::StrCat("worker ", i),
+          absl::InternalError(j.is_object() ? j.value("error", "") : line.value_or("no result")));
+    }
+    acquire.Merge(HistogramFromJson(j.at("acquire")));
+    cycle.Merge(HistogramFromJson(j.at("cycle")));
+    row.attempts += j.at("attempts").get<int64_t>();
+    row.successes += j.at("successes").get<int64_t>();
+    const double m = j.at("measured_s").get<double>();
+    measured += m;
+    row.usage.user_us += j.at("user_us").get<int64_t>();
+    row.usage.sys_us += j.at("sys_us").get<int64_t>();
+    row.usage.voluntary_csw += j.at("vcsw").get<int64_t>();
+    row.usage.involuntary_csw += j.at("icsw").get<int64_t>();
+    row.usage_cycles += j.at("usage_cycles").get<int64_t>();
+    if (m > 0) rates.push_back(FormatRate(j.at("successes").get<double>() / m));
+    if (const std::string errors = j.value("errors", ""); !errors.empty()) {
+      row.notes.push_back(absl::StrCat("worker ", i, ": ", errors));
+    }
+    workers[i].process->Wait(absl::Seconds(5));
+  }
+  row.acquire = Distribution(acquire);
+  row.cycle = Distribution(cycle);
+  // The processes measured side by side: the aggregate rate is the sum of
+  // theirs, i.e. all successes over their mean measurement time.
+  row.measured_s = measured / static_cast<double>(processes);
+  if (cpu_start >= 0 && cpu_stop >= cpu_start && window_s > 0) {
+    // The servers' CPU rate over the parent's window, times the workers'
+    // measured time: per cycle, it divides by the cycles of that time.
+    row.server_cpu_us =
+        std::llround(static_cast<double>(cpu_stop - cpu_start) / window_s * row.measured_s);
+  }
+  row.notes.push_back(absl::StrCat("cycles/s per process: ", absl::StrJoin(rates, ", ")));
+  return row;
+}
+
+}  // namespace
+
+void RunProcesses(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = absl::StrCat("P client processes, each with its own Client and ",
+                          ctx.settings.callers_many, " async chains, against one fleet");
+  CommonSettings(ctx, g);
+  AddSetting(g, "processes", absl::StrJoin(ctx.settings.processes, ","));
+  AddSetting(g, "duration", Dur(ctx.settings.processes_duration));
+  AddSetting(g, "server_cpu", ctx.nodes.fleet() != nullptr ? "/proc/<pid>/stat" : "INFO cpu");
+  g->rows.push_back(FloorRow(ctx, eps));
+  for (int p : ctx.settings.processes) g->rows.push_back(ProcessesRow(ctx, eps, p));
+  const RowResult* one = nullptr;
+  for (const RowResult& r : g->rows) {
+    if (r.processes == 1 && r.ran()) one = &r;
+  }
+  for (const RowResult& r : g->rows) {
+    if (r.processes <= 1 || !r.ran() || one == nullptr || one->throughput() <= 0) continue;
+    g->notes.push_back(
+        absl::StrFormat("%d processes: %.2fx the cycles/s of 1; the servers' CPU per cycle %.2fx",
+                        r.processes, r.throughput() / one->throughput(),
+                        r.server_cpu_us_per_cycle() / one->server_cpu_us_per_cycle()));
+  }
+  const RowResult* best = nullptr;
+  for (const RowResult& r : g->rows) {
+    if (r.processes > 0 && r.ran() && (best == nullptr || r.throughput() > best->throughput())) {
+      best = &r;
+    }
+  }
+  if (best != nullptr && std::isfinite(best->server_cpu_us_per_cycle())) {
+    const double per_node = best->server_cpu_us_per_cycle() / n;
+    g->figures["peak_cycles_per_s"] = best->throughput();
+    g->figures["peak_processes"] = best->processes;
+    g->figures["server_cpu_us_per_cycle"] = best->server_cpu_us_per_cycle();
+    g->figures["server_cpu_us_per_cycle_per_node"] = per_node;
+    g->notes.push_back(absl::StrFormat(
+        "peak %s with %d processes; the servers spend %s per cycle, %s on each node: every lock "
+        "touches every node, so one node with a core of its own caps the fleet at about %s "
+        "whatever the number of clients (here the %d servers and the clients share the "
+        "machine's cores); shard resources across fleets to grow past it",
+        FormatRate(best->throughput()), best->processes, FormatCpu(best->server_cpu_us_per_cycle()),
+        FormatCpu(per_node), FormatRate(1e6 / per_node), n));
+  }
+}
+
+int RunProcessWorker(const ProcessWorkerArgs& args) {
+  auto fail = [](const std::string& why) {
+    fprintf(stderr, "redlock-bench worker: %s\n", why.c_str());
+    printf("%s\n", Json{{"error", why}}.dump().c_str());
+    fflush(stdout);
+    return 1;
+  };
+  absl::StatusOr<std::vector<Endpoint>> nodes = ParseEndpointList(args.nodes);
+  if (!nodes.ok()) return fail(nodes.status().ToString());
+  Options options;
+  options.nodes = *std::move(nodes);
+  options.node_timeout = args.node_timeout;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  if (!client.ok()) return fail(client.status().ToString());
+  std::vector<ChainFn> chains;
+  for (int i = 0; i < args.chains; ++i) {
+    chains.push_back(
+        LockChain(NewAsyncClientLocker(client->get(), absl::StrCat(args.key, ":t", i)), args.ttl));
+  }
+  printf("ready\n");
+  fflush(stdout);
+  // The start signal: the parent closes the pipe's other end (EOF).
+  char c;
+  while (read(3, &c, 1) < 0 && errno == EINTR) {
+  }
+  RunLimits limits;
+  limits.warmup = args.warmup;
+  limits.duration = args.duration;
+  limits.iterations = args.iterations;
+  limits.warmup_iterations = args.iterations;
+  limits.grace = args.node_timeout * 8 + absl::Seconds(2);
+  RunOutput out = RunChains(std::move(chains), limits, {});
+  std::vector<std::string> errors;
+  for (const ErrorCounts* e : {&out.acquire_errors, &out.release_errors}) {
+    for (const auto& [code, count] : e->counts()) {
+      auto first = e->first_messages().find(code);
+      errors.push_back(absl::StrCat(
+          e == &out.acquire_errors ? "acquire " : "release ", code, " x", count,
+          first != e->first_messages().end() ? absl::StrCat(" (first: ", first->second, ")") : ""));
+    }
+  }
+  Json j{{"attempts", out.attempts},
+         {"successes", out.successes},
+         {"measured_s", absl::ToDoubleSeconds(out.measured)},
+         {"user_us", out.usage.user_us},
+         {"sys_us", out.usage.sys_us},
+         {"vcsw", out.usage.voluntary_csw},
+         {"icsw", out.usage.involuntary_csw},
+         {"usage_cycles", out.usage_cycles},
+         {"acquire", HistogramJson(out.acquire)},
+         {"cycle", HistogramJson(out.cycle)},
+         {"errors", absl::StrJoin(errors, "; ")}};
+  printf("%s\n", j.dump().c_str());
+  fflush(stdout);
+  return 0;
+}
+
+}  // namespace redlock::bench

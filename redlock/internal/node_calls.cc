@@ -1,0 +1,484 @@
+#include "redlock/internal/node_calls.h"
+
+#include <algorithm>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/algorithm.h"
+#include "redlock/internal/durability.h"
+#include "redlock/internal/resp.h"
+#include "redlock/internal/scripts.h"
+
+namespace redlock::internal {
+namespace {
+
+using V = Round::Vote;
+
+// Releases sent again per node and retry interval, at most.
+constexpr size_t kRetryBatch = 64;
+
+bool IsNoScript(const absl::StatusOr<Reply>& r) {
+  return r.ok() && r->is_error() && absl::StartsWith(r->str, "NOSCRIPT");
+}
+
+Command ConfirmCommand(const Options::Durability& d) {
+  return DurabilityOn(d) ? DurabilityCommand(d) : Command();
+}
+
+}  // namespace
+
+std::vector<HandshakeStep> ScriptLoadSteps() {
+  std::vector<HandshakeStep> steps;
+  for (const Script* s : AllScripts()) {
+    HandshakeStep load;
+    AppendCommand(&load.payload, {"SCRIPT", "LOAD", s->body});
+    load.check = [s](const Reply& r) -> std::string {
+      if (r.is_error()) return HandshakeError("SCRIPT LOAD", r);
+      if (r.type == Reply::Type::kString && r.str == s->sha) return "";
+      return absl::StrCat("SCRIPT LOAD of the ", s->name, " script returned ", r.Describe());
+    };
+    steps.push_back(std::move(load));
+  }
+  return steps;
+}
+
+// One command in flight, with its confirmation and its resend.
+struct NodeCalls::Call {
+  int node = 0;
+  Judge judge;
+  bool durable = false;
+  OnNoScript noscript = OnNoScript::kFail;
+  bool probe = false;  // sent while the node's replicas are lagging
+  Command resend;      // kResend: the EVAL form (empty payload: none)
+  std::mutex mu;
+  Done done;      // empty once delivered
+  int round = 0;  // 0, then 1 once resent
+  ConnectionId conn = 0;
+  bool write_answered = false;
+  bool write_yes = false;
+  absl::StatusOr<Reply> write_reply = absl::UnknownError("no answer yet");
+  Vote write_vote;
+  std::optional<Vote> confirmation;  // if it came before the write's answer
+};
+
+NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& options)
+    : transport_(transport),
+      clock_(clock),
+      durability_(options.durability),
+      confirm_command_(ConfirmCommand(options.durability)),
+      // A probe costs the node's connection at most one durability timeout
+      // in four.
+      probe_interval_(std::max(options.breaker_probe_interval, 4 * options.durability.timeout)),
+      retry_interval_(std::max(options.breaker_probe_interval, options.node_timeout)),
+      max_pending_(options.max_in_flight_per_node),
+      nodes_(static_cast<size_t>(transport->size())) {}
+
+NodeCalls::~NodeCalls() = default;
+
+ConnectionId NodeCalls::Send(int node, const Command& command, const Judge& judge, bool durable,
+                             OnNoScript noscript, Done done) {
+  auto call = std::make_shared<Call>();
+  call->node = node;
+  call->judge = judge;
+  call->durable = durable && DurabilityOn(durability_);
+  call->noscript = noscript;
+  call->done = std::move(done);
+  if (call->durable) {
+    std::string why;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      NodeState& s = nodes_[static_cast<size_t>(node)];
+      if (s.lagging) {
+        const Clock::TimePoint now = clock_->Now();
+        if (!s.probe_out && now >= s.next_probe) {
+          s.probe_out = true;
+          call->probe = true;
+        } else {
+          why =
+              absl::StrCat("not asked: its replicas left the last ", s.missed_in_a_row,
+                           " writes unconfirmed (", s.last_miss, "); a write is tried again every ",
+                           absl::FormatDuration(probe_interval_));
+        }
+      }
+    }
+    if (!why.empty()) {
+      // Never inline (Transport::Send's promise, which the callers rely on).
+      transport_->RunAfter(absl::ZeroDuration(), [call, why] {
+        call->done(Answer{absl::UnavailableError(why), Vote{V::kUnavailable, why}});
+      });
+      return 0;
+    }
+  }
+  if (noscript == OnNoScript::kResend && command.script != nullptr) {
+    call->resend = command;
+    call->resend.payload = EvalFallback(command);
+  }
+  return SendOnce(call, 0, command);
+}
+
+ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
+                                 const Command& command) {
+  ConnectionId conn;
+  {
+    // Held across the Send, so that the answer (on another thread, maybe
+    // before Send returns) knows the connection.
+    std::lock_guard<std::mutex> lock(call->mu);
+    conn = transport_->Send(call->node, command, [this, call, round](absl::StatusOr<Reply> r) {
+      OnWrite(call, round, std::move(r));
+    });
+    call->conn = conn;
+  }
+  if (!call->durable) return conn;
+  if (conn == 0) {
+    // Not sent: says nothing of the replicas.
+    if (call->probe) CountConfirmation(call->node, Vote{V::kCancelled, ""}, /*probe=*/true);
+    return conn;
+  }
+  // One confirmation in flight per node: a WAIT covers every earlier write
+  // on its connection, so a write sent while one is out waits for the next,
+  // sent when that one returns. A lagging replica then holds the node's
+  // connection for one durability timeout at a time, never for a queue of
+  // them.
+  auto group = std::make_shared<Confirmation>();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeState& s = nodes_[static_cast<size_t>(call->node)];
+    if (s.confirming) {
+      s.next.push_back(Waiter{call, round});
+      return conn;
+    }
+    s.confirming = true;
+  }
+  group->writes.push_back(Waiter{call, round});
+  SendConfirmation(call->node, std::move(group), conn);
+  return conn;
+}
+
+void NodeCalls::SendConfirmation(int node, std::shared_ptr<Confirmation> group,
+                                 ConnectionId after) {
+  std::vector<Waiter> elsewhere;
+  {
+    std::lock_guard<std::mutex> lock(group->mu);
+    // Right behind the writes, on their connection (Command::after).
+    Command confirm = confirm_command_;
+    confirm.after = after;
+    const ConnectionId conn =
+        transport_->Send(node, confirm, [this, node, group](absl::StatusOr<Reply> r) {
+          OnConfirmation(node, group, std::move(r));
+        });
+    // A write on another connection (one that has been lost since) cannot
+    // be confirmed by this WAIT.
+    std::vector<Waiter> here;
+    for (Waiter& w : group->writes) {
+      ConnectionId on;
+      {
+        std::lock_guard<std::mutex> call_lock(w.call->mu);
+        on = w.call->conn;
+      }
+      (conn != 0 && on == conn ? here : elsewhere).push_back(std::move(w));
+    }
+    group->writes = std::move(here);
+  }
+  for (Waiter& w : elsewhere) {
+    OnConfirm(w.call, w.round,
+              Vote{V::kUnavailable, "granted, but its connection was lost before a WAIT followed"});
+  }
+}
+
+void NodeCalls::OnConfirmation(int node, const std::shared_ptr<Confirmation>& group,
+                               absl::StatusOr<Reply> r) {
+  const Vote cv = DurabilityVote(r, durability_);
+  std::vector<Waiter> writes;
+  {
+    std::lock_guard<std::mutex> lock(group->mu);
+    writes = std::move(group->writes);
+  }
+  bool probe = false;
+  for (const Waiter& w : writes) probe = probe || w.call->probe;
+  CountConfirmation(node, cv, probe);
+  std::shared_ptr<Confirmation> next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeState& s = nodes_[static_cast<size_t>(node)];
+    if (s.next.empty()) {
+      s.confirming = false;
+    } else {
+      next = std::make_shared<Confirmation>();
+      next->writes.swap(s.next);
+    }
+  }
+  for (const Waiter& w : writes) OnConfirm(w.call, w.round, cv);
+  if (next == nullptr) return;
+  ConnectionId after;
+  {
+    std::lock_guard<std::mutex> lock(next->writes.back().call->mu);
+    after = next->writes.back().call->conn;
+  }
+  SendConfirmation(node, std::move(next), after);
+}
+
+void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r) {
+  const bool noscript = IsNoScript(r);
+  if (noscript) ReloadScripts(call->node);
+  bool resend = false;
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    if (round != call->round || !call->done) return;
+    if (noscript && round == 0 && !call->resend.payload.empty()) {
+      // Its EVAL form goes at the end of the queue, with its own
+      // confirmation; the WAIT already sent behind this one confirms nothing.
+      call->round = 1;
+      resend = true;
+    }
+  }
+  if (resend) {
+    SendOnce(call, 1, call->resend);
+    return;
+  }
+  if (noscript) {
+    r = absl::UnavailableError(
+        absl::StrCat("the node's script cache was flushed (", r->str,
+                     "): the command did not run; the scripts are being loaded again"));
+  }
+  Vote v = call->judge(r);
+  Done done;
+  Answer answer;
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    call->write_answered = true;
+    if (!call->durable || v.vote != V::kYes) {
+      // A "no" needs no confirmation (the WAIT's answer still counts for
+      // the node's replicas).
+      done = std::move(call->done);
+      call->done = nullptr;
+      answer = Answer{std::move(r), std::move(v), false, call->conn};
+    } else if (call->confirmation.has_value()) {
+      const bool confirmed = call->confirmation->vote == V::kYes;
+      done = std::move(call->done);
+      call->done = nullptr;
+      answer = Answer{std::move(r), confirmed ? std::move(v) : *call->confirmation, !confirmed,
+                      call->conn};
+    } else {
+      call->write_yes = true;
+      call->write_reply = std::move(r);
+      call->write_vote = std::move(v);
+    }
+  }
+  if (done) done(std::move(answer));
+}
+
+void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, Vote cv) {
+  Done done;
+  Answer answer;
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    if (round != call->round || !call->done) return;
+    if (!call->write_answered) {
+      call->confirmation = std::move(cv);
+      return;
+    }
+    if (!call->write_yes) return;
+    const bool confirmed = cv.vote == V::kYes;
+    done = std::move(call->done);
+    call->done = nullptr;
+    answer = Answer{std::move(call->write_reply), confirmed ? std::move(call->write_vote) : cv,
+                    !confirmed, call->conn};
+  }
+  done(std::move(answer));
+}
+
+void NodeCalls::CountConfirmation(int node, const Vote& confirmation, bool probe) {
+  std::lock_guard<std::mutex> lock(mu_);
+  NodeState& s = nodes_[static_cast<size_t>(node)];
+  const Clock::TimePoint now = clock_->Now();
+  if (confirmation.vote == V::kCancelled) {
+    if (probe) {
+      s.probe_out = false;
+      s.next_probe = now + absl::ToChronoNanoseconds(probe_interval_);
+    }
+    return;
+  }
+  if (confirmation.vote == V::kYes) {
+    s.missed_in_a_row = 0;
+    s.lagging = false;
+    s.probe_out = false;
+    return;
+  }
+  ++s.missed_in_a_row;
+  s.last_miss = confirmation.detail;
+  if (probe || (!s.lagging && s.missed_in_a_row >= kConfirmationsMissed)) {
+    s.lagging = true;
+    s.probe_out = false;
+    s.next_probe = now + absl::ToChronoNanoseconds(probe_interval_);
+  }
+}
+
+void NodeCalls::ReloadScripts(int node) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeState& s = nodes_[static_cast<size_t>(node)];
+    if (s.reloading || stopped_) return;
+    s.reloading = true;
+  }
+  const std::vector<const Script*>& all = AllScripts();
+  for (size_t i = 0; i < all.size(); ++i) {
+    Command load;
+    load.payload = EncodeCommand({"SCRIPT", "LOAD", all[i]->body});
+    load.expect = kExpectString;
+    load.op = "script load";
+    NodeCallback done = [](absl::StatusOr<Reply>) {};
+    if (i + 1 == all.size()) {
+      done = [this, node](absl::StatusOr<Reply>) {
+        std::lock_guard<std::mutex> lock(mu_);
+        nodes_[static_cast<size_t>(node)].reloading = false;
+      };
+    }
+    transport_->Send(node, load, std::move(done));
+  }
+}
+
+// ---- Releases that must not be lost ----------------------------------------------
+
+namespace {
+
+Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval) {
+  Command c = r.command.has_value()
+                  ? *r.command
+                  : ScriptCommand(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
+  if (eval) c.payload = EvalFallback(c);
+  c.after = after;
+  c.op = "release";
+  return c;
+}
+
+// A release is done once the node answered it (0 deleted included: the key
+// was gone).
+bool Answered(const absl::StatusOr<Reply>& r) { return r.ok() && !r->is_error(); }
+
+}  // namespace
+
+void NodeCalls::Release(int node, ConnectionId after, std::shared_ptr<const KeysRelease> release,
+                        Done done) {
+  Pending p{std::move(release), after};
+  p.until = p.release->expires;
+  SendRelease(node, std::move(p), /*eval=*/false, std::move(done));
+}
+
+ConnectionId NodeCalls::SendRelease(int node, Pending p, bool eval, Done done) {
+  // Behind the SET on its connection; but a release that went there already
+  // and got no answer is still queued there: one sent again goes as any
+  // command (on a new connection, or refused while the node is down).
+  const ConnectionId after = p.queued_on == 0 ? p.after : 0;
+  Command command = ReleaseCommand(*p.release, after, eval);
+  return Send(node, command, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
+              [this, node, p = std::move(p), done = std::move(done)](Answer a) mutable {
+                if (!Answered(a.reply) && a.vote.vote != V::kCancelled) {
+                  p.queued_on = a.connection;
+                  Keep(node, std::move(p), a.reply.ok());
+                }
+                if (done) done(std::move(a));
+              });
+}
+
+void NodeCalls::Keep(int node, Pending p, bool answered) {
+  const Clock::TimePoint now = clock_->Now();
+  if (!answered) {
+    // The node may still hold a SET of these keys that it has not run yet
+    // (a stopped node runs what its socket holds when it resumes): the keys
+    // may live a ttl from now.
+    p.until = std::max(p.until, now + absl::ToChronoNanoseconds(p.release->ttl));
+  } else if (now >= p.until) {
+    return;  // answered with an error, and the keys are gone by now anyway
+  }
+  std::vector<absl::AnyInvocable<void()>> after_unlock;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopped_) return;
+    NodeState& s = nodes_[static_cast<size_t>(node)];
+    s.pending.push_back(std::move(p));
+    if (s.pending.size() > max_pending_) s.pending.pop_front();  // the oldest
+    ArmRetryLocked(&after_unlock);
+  }
+  for (auto& fn : after_unlock) fn();
+}
+
+void NodeCalls::ArmRetryLocked(std::vector<absl::AnyInvocable<void()>>* after_unlock) {
+  if (retry_armed_ || stopped_) return;
+  retry_armed_ = true;
+  after_unlock->push_back([this] {
+    Transport::TimerId id = transport_->RunAfter(retry_interval_, [this] { RetryPending(); });
+    std::lock_guard<std::mutex> lock(mu_);
+    retry_timer_ = id;
+  });
+}
+
+void NodeCalls::RetryPending() {
+  std::vector<std::vector<Pending>> batches(nodes_.size());
+  const Clock::TimePoint now = clock_->Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    retry_armed_ = false;
+    retry_timer_ = 0;
+    if (stopped_) return;
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      NodeState& s = nodes_[i];
+      if (s.retrying > 0) continue;  // one batch out per node at a time
+      while (!s.pending.empty() && batches[i].size() < kRetryBatch) {
+        Pending p = std::move(s.pending.front());
+        s.pending.pop_front();
+        if (now < p.until) batches[i].push_back(std::move(p));
+      }
+      s.retrying = static_cast<int>(batches[i].size());
+    }
+  }
+  for (size_t i = 0; i < batches.size(); ++i) {
+    const int node = static_cast<int>(i);
+    for (size_t k = 0; k < batches[i].size(); ++k) {
+      ConnectionId conn = SendRelease(node, batches[i][k], /*eval=*/true, [this, node](Answer) {
+        std::lock_guard<std::mutex> lock(mu_);
+        --nodes_[static_cast<size_t>(node)].retrying;
+      });
+      if (conn != 0) continue;
+      // The node takes no commands now: the rest wait for the next round.
+      std::lock_guard<std::mutex> lock(mu_);
+      NodeState& s = nodes_[i];
+      for (size_t j = batches[i].size(); j > k + 1; --j) {
+        s.pending.push_front(std::move(batches[i][j - 1]));
+        --s.retrying;
+      }
+      break;
+    }
+  }
+  std::vector<absl::AnyInvocable<void()>> after_unlock;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    bool any = false;
+    for (const NodeState& s : nodes_) any = any || !s.pending.empty();
+    if (any) ArmRetryLocked(&after_unlock);
+  }
+  for (auto& fn : after_unlock) fn();
+}
+
+void NodeCalls::AddHealth(std::vector<NodeHealth>* health) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < health->size() && i < nodes_.size(); ++i) {
+    (*health)[i].replicas_lagging = nodes_[i].lagging;
+    (*health)[i].cleanups_pending =
+        nodes_[i].pending.size() + static_cast<size_t>(std::max(nodes_[i].retrying, 0));
+  }
+}
+
+void NodeCalls::Shutdown() {
+  Transport::TimerId timer = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopped_ = true;
+    for (NodeState& s : nodes_) s.pending.clear();
+    timer = std::exchange(retry_timer_, 0);
+  }
+  if (timer != 0) transport_->Cancel(timer);
+}
+
+}  // namespace redlock::internal

@@ -1,0 +1,309 @@
+// What the operations' calls to the nodes promise (internal/node_calls.h),
+// over fake nodes: a NOSCRIPT never makes a command run out of the order it
+// was sent in, a confirmation counts only for the writes before it, a node
+// whose replicas lag stops costing the calls, and a release that does not get
+// through is sent again.
+
+#include "redlock/internal/node_calls.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "redlock/internal/client_impl.h"
+#include "tests/unit/fake_transport.h"
+
+namespace redlock {
+namespace {
+
+using internal::ClientImpl;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using testkit::FakeClock;
+using testkit::FakeTransport;
+
+using Result = std::shared_ptr<std::optional<absl::StatusOr<Lease>>>;
+using SetResult = std::shared_ptr<std::optional<absl::StatusOr<std::vector<Lease>>>>;
+
+class NodeCallsTest : public ::testing::Test {
+ protected:
+  void Make(int nodes, Options o = Options()) {
+    o.nodes.clear();
+    for (int i = 0; i < nodes; ++i) {
+      Endpoint ep;
+      ep.host = "fake" + std::to_string(i);
+      o.nodes.push_back(ep);
+    }
+    ASSERT_TRUE(ValidateOptions(o).ok()) << ValidateOptions(o);
+    client_.reset();
+    transport_ = new FakeTransport(nodes, &clock_);
+    for (int i = 0; i < nodes; ++i) transport_->node(i).replicas = 1;
+    client_ =
+        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
+  }
+  static Options Durable() {
+    Options o;
+    o.durability.replicas = 1;
+    o.durability.timeout = absl::Milliseconds(20);
+    return o;
+  }
+  Result TryAcquire(const std::string& r, absl::Duration ttl = absl::Seconds(10)) {
+    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
+    client_->TryAcquireAsync(r, ttl,
+                             [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    return out;
+  }
+  SetResult TryAcquireSet(std::vector<std::string> resources) {
+    auto out = std::make_shared<std::optional<absl::StatusOr<std::vector<Lease>>>>();
+    internal::AcquireCall call;
+    call.resources = std::move(resources);
+    call.ttl = absl::Seconds(10);
+    call.max_attempts = 1;
+    client_->AcquireSet(std::move(call), [out](absl::StatusOr<std::vector<Lease>> l) {
+      out->emplace(std::move(l));
+    });
+    return out;
+  }
+  Lease Acquired(const std::string& r, absl::Duration ttl = absl::Seconds(10)) {
+    Result out = TryAcquire(r, ttl);
+    transport_->AnswerEverything();
+    EXPECT_TRUE(out->has_value() && (*out)->ok());
+    return out->has_value() && (*out)->ok() ? ***out : Lease();
+  }
+  std::optional<absl::Status> Release(const Lease& lease) {
+    auto out = std::make_shared<std::optional<absl::Status>>();
+    client_->ReleaseAsync(lease, [out](absl::Status s) { out->emplace(std::move(s)); });
+    transport_->AnswerEverything();
+    return *out;
+  }
+  std::vector<std::string> Queued(int node) {
+    std::vector<std::string> out;
+    for (const auto& p : transport_->pending(node)) {
+      out.push_back(p.argv.empty() ? p.op : p.argv[0]);
+    }
+    return out;
+  }
+  bool HasKey(int node, const std::string& key) {
+    auto& keys = transport_->node(node).keys;
+    auto it = keys.find(key);
+    return it != keys.end() && (!it->second.expires || *it->second.expires > clock_.Now());
+  }
+  size_t Pending(int node) { return client_->Health()[static_cast<size_t>(node)].cleanups_pending; }
+  // Every retry round once (the retry interval here: 100 ms).
+  void RetryRound() {
+    transport_->Advance(absl::Milliseconds(100));
+    transport_->AnswerEverything();
+  }
+
+  FakeClock clock_;
+  FakeTransport* transport_ = nullptr;
+  std::unique_ptr<ClientImpl> client_;
+};
+
+// ---- NOSCRIPT ------------------------------------------------------------------------
+
+TEST_F(NodeCallsTest, AReleaseThatGetsNoscriptRunsAgainAsEvalAndTheScriptsAreLoaded) {
+  Make(3);
+  Lease lease = Acquired("r");
+  for (int i = 0; i < 3; ++i) transport_->node(i).FlushScripts();
+  std::optional<absl::Status> released = Release(lease);
+  ASSERT_TRUE(released.has_value());
+  EXPECT_TRUE(released->ok()) << *released;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(HasKey(i, "r")) << "node " << i;
+    EXPECT_THAT(transport_->node(i).log, Contains("SCRIPT LOAD"));
+    EXPECT_EQ(transport_->node(i).scripts.size(), internal::AllScripts().size());
+  }
+}
+
+TEST_F(NodeCallsTest, AnAcquisitionThatGetsNoscriptIsANoAndNeverRunsAfterItsRelease) {
+  Make(3);
+  transport_->node(0).FlushScripts();
+  for (int i : {1, 2}) transport_->node(i).keys["b"] = {"someone", std::nullopt, false};
+  SetResult out = TryAcquireSet({"a", "b"});
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kAborted) << (*out)->status();
+  // Node 0: the acquisition did not run, its release did, and nothing ran
+  // the acquisition later.
+  const std::vector<std::string>& log = transport_->node(0).log;
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.front(), "NOSCRIPT");
+  EXPECT_THAT(log, Not(Contains("acquire")));
+  EXPECT_FALSE(HasKey(0, "a"));
+  EXPECT_FALSE(HasKey(0, "b"));
+}
+
+TEST_F(NodeCallsTest, AnExtensionThatGetsNoscriptCountsOnlyTheWaitBehindItsOwnRun) {
+  // The replicas stop after acknowledging everything; the scripts are
+  // flushed. The WAIT behind the EVALSHA that got NOSCRIPT answers at once:
+  // it followed no write, and must confirm none.
+  Make(3, Durable());
+  Lease lease = Acquired("r");
+  for (int i = 0; i < 3; ++i) {
+    transport_->node(i).replica_stalled = true;
+    transport_->node(i).FlushScripts();
+  }
+  std::optional<absl::StatusOr<Lease>> ext;
+  client_->ExtendAsync(lease, absl::Seconds(20),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->status().code(), absl::StatusCode::kUnavailable) << ext->status();
+  EXPECT_THAT(std::string(ext->status().message()), HasSubstr("0 replicas of 1 confirmed"));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(transport_->node(i).log, Contains("extend")) << "sent again as EVAL";
+  }
+}
+
+// ---- Confirmations -------------------------------------------------------------------
+
+TEST_F(NodeCallsTest, OneConfirmationIsInFlightPerNodeAndCoversTheWritesBeforeIt) {
+  Make(3, Durable());
+  Result a = TryAcquire("a");
+  Result b = TryAcquire("b");
+  Result c = TryAcquire("c");
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(Queued(i), ElementsAre("SET", "WAIT", "SET", "SET")) << "node " << i;
+  }
+  for (int i = 0; i < 3; ++i) {
+    transport_->AnswerOne(i);  // a's SET
+    transport_->AnswerOne(i);  // its WAIT: the next one goes behind b's and c's SETs
+    EXPECT_THAT(Queued(i), ElementsAre("SET", "SET", "WAIT")) << "node " << i;
+  }
+  ASSERT_TRUE(a->has_value() && (*a)->ok());
+  EXPECT_FALSE(b->has_value());
+  transport_->AnswerEverything();
+  ASSERT_TRUE(b->has_value() && (*b)->ok()) << (*b)->status();
+  ASSERT_TRUE(c->has_value() && (*c)->ok()) << (*c)->status();
+  EXPECT_EQ(transport_->sent_count("wait"), 6);
+}
+
+TEST_F(NodeCallsTest, ANodeWhoseReplicasLagVotesNoWithoutBeingAskedUntilAProbeIsConfirmed) {
+  Make(3, Durable());
+  transport_->node(0).replicas = 0;
+  for (int k = 0; k < internal::kConfirmationsMissed; ++k) {
+    Result r = TryAcquire("r" + std::to_string(k));
+    transport_->AnswerEverything();
+    ASSERT_TRUE(r->has_value() && (*r)->ok()) << "nodes 1 and 2 decide";
+    EXPECT_FALSE(HasKey(0, "r" + std::to_string(k))) << "the unconfirmed grant is removed";
+  }
+  EXPECT_TRUE(client_->Health()[0].replicas_lagging);
+  const int sets = transport_->sent_count("acquire");
+  Result skipped = TryAcquire("skipped");
+  EXPECT_TRUE(Queued(0).empty()) << "nothing is sent to node 0";
+  EXPECT_EQ(transport_->sent_count("acquire"), sets + 2);
+  transport_->Advance(absl::ZeroDuration());  // node 0's "no" comes from a timer
+  transport_->AnswerEverything();
+  ASSERT_TRUE(skipped->has_value() && (*skipped)->ok());
+  EXPECT_EQ((*skipped)->value().nodes_granted(), 2);
+
+  // The replica is back; after the probe interval a write goes as a probe.
+  transport_->node(0).replicas = 1;
+  transport_->Advance(absl::Milliseconds(100));
+  Result probe = TryAcquire("probe");
+  EXPECT_THAT(Queued(0), ElementsAre("SET", "WAIT"));
+  transport_->AnswerEverything();
+  ASSERT_TRUE(probe->has_value() && (*probe)->ok());
+  EXPECT_TRUE(HasKey(0, "probe")) << "node 0's grant was confirmed";
+  EXPECT_FALSE(client_->Health()[0].replicas_lagging);
+}
+
+// ---- Releases that must not be lost --------------------------------------------------
+
+TEST_F(NodeCallsTest, AReleaseRefusedAfterAReconnectIsSentOnceTheNodeTakesCommands) {
+  Make(3);
+  Lease lease = Acquired("r");
+  // Node 0's connection was replaced (its SET ran), and the node is down.
+  transport_->Reconnect(0, /*executed=*/true);
+  transport_->SetDown(0, true);
+  std::optional<absl::Status> released = Release(lease);
+  ASSERT_TRUE(released.has_value() && released->ok()) << "nodes 1 and 2 are a quorum";
+  EXPECT_TRUE(HasKey(0, "r"));
+  EXPECT_EQ(Pending(0), 1u);
+  RetryRound();  // still down
+  EXPECT_EQ(Pending(0), 1u);
+  transport_->SetDown(0, false);
+  RetryRound();
+  EXPECT_FALSE(HasKey(0, "r"));
+  EXPECT_EQ(Pending(0), 0u);
+}
+
+TEST_F(NodeCallsTest, AFailedAttemptsReleaseThatTimesOutIsSentAgainAsEval) {
+  // The release's deadline passes before the node answers (it would have
+  // answered NOSCRIPT: its scripts were flushed meanwhile).
+  Make(3);
+  for (int i : {1, 2}) transport_->node(i).keys["r"] = {"someone", std::nullopt, false};
+  Result out = TryAcquire("r");
+  transport_->AnswerOne(0);  // node 0 grants
+  transport_->AnswerAll(1);
+  transport_->AnswerAll(2);
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kAborted);
+  EXPECT_THAT(Queued(0), ElementsAre("EVALSHA"));
+  transport_->node(0).FlushScripts();
+  transport_->TimeOutAll(0);
+  EXPECT_TRUE(HasKey(0, "r"));
+  EXPECT_EQ(Pending(0), 1u);
+  transport_->Advance(absl::Milliseconds(100));
+  EXPECT_THAT(Queued(0), ElementsAre("EVAL"));
+  transport_->AnswerAll(0);
+  EXPECT_FALSE(HasKey(0, "r"));
+  EXPECT_EQ(Pending(0), 0u);
+}
+
+TEST_F(NodeCallsTest, AReleaseWaitsForANodeDownLongerThanTheTtl) {
+  // A stopped node runs the SET its socket holds when it resumes, however
+  // late: the release waits for the node, not for the ttl.
+  Make(3);
+  Lease lease = Acquired("r", absl::Seconds(1));
+  transport_->Reconnect(0, /*executed=*/true);
+  transport_->SetDown(0, true);
+  ASSERT_TRUE(Release(lease).has_value());
+  for (int i = 0; i < 30; ++i) RetryRound();  // 3 s
+  EXPECT_EQ(Pending(0), 1u);
+  transport_->SetDown(0, false);
+  const int releases = transport_->sent_count("release");
+  RetryRound();
+  EXPECT_EQ(transport_->sent_count("release"), releases + 1);
+  EXPECT_EQ(Pending(0), 0u);
+}
+
+TEST_F(NodeCallsTest, AReleaseAnsweredWithAnErrorIsDroppedOnceItsKeysExpired) {
+  Make(3);
+  Lease lease = Acquired("r", absl::Seconds(1));
+  transport_->node(0).forced_error = "LOADING Redis is loading the dataset in memory";
+  ASSERT_TRUE(Release(lease).has_value());
+  EXPECT_EQ(Pending(0), 1u);
+  for (int i = 0; i < 12 && Pending(0) > 0; ++i) RetryRound();
+  EXPECT_EQ(Pending(0), 0u) << "the key's ttl has passed";
+}
+
+TEST_F(NodeCallsTest, NoReleaseIsKeptForANodeThatNeverTookTheSet) {
+  Make(3);
+  transport_->SetDown(0, true);
+  Result out = TryAcquire("r");
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value() && (*out)->ok());
+  ASSERT_TRUE(Release(***out).has_value());
+  EXPECT_EQ(Pending(0), 0u);
+}
+
+TEST_F(NodeCallsTest, PendingReleasesAreBoundedPerNode) {
+  Options o;
+  o.max_in_flight_per_node = 16;
+  Make(3, o);
+  std::vector<Lease> leases;
+  for (int i = 0; i < 20; ++i) leases.push_back(Acquired("r" + std::to_string(i)));
+  transport_->Reconnect(0, /*executed=*/true);
+  transport_->SetDown(0, true);
+  for (const Lease& l : leases) ASSERT_TRUE(Release(l).has_value());
+  EXPECT_EQ(Pending(0), 16u);
+}
+
+}  // namespace
+}  // namespace redlock
