@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -26,9 +27,30 @@ struct NodeView {
   uint64_t fence_counter = 0;
 };
 
+// One Sentinel of a Sentinel-managed node (NodeHealth::sentinels), as the
+// client sees it: every Sentinel is asked where the master is, and each one
+// the client can reach stays connected to announce failovers.
+struct SentinelHealth {
+  std::string address;  // the Sentinel, "host:port"
+  // Its connection is up and subscribed to +switch-master (and answered its
+  // last keep-alive PING).
+  bool connected = false;
+  // The master it named last ("host:port"; "" before it answered), and the
+  // config epoch it gave for it (SENTINEL MASTER's config-epoch; -1 when it
+  // did not say, e.g. an ACL user without that command). A higher epoch is
+  // a later failover: the client prefers the master named with the highest.
+  std::string master;
+  int64_t config_epoch = -1;
+  // Why its last connection failed or was replaced ("" while it answers).
+  std::string last_error;
+};
+
 // Health of one node's connection, as seen by the client.
 struct NodeHealth {
   std::string node;  // Endpoint::ToString()
+  // How the node is found, as its URL scheme: "redis", "rediss" (a static
+  // address), "redis+sentinel", "rediss+sentinel" (Sentinel discovery).
+  std::string scheme;
   // Where the node is reached: "host:port"; for a Sentinel-managed node, the
   // master the Sentinels named last ("" until one has).
   std::string address;
@@ -52,6 +74,9 @@ struct NodeHealth {
   // failed, a release that did not get through), waiting to be sent again
   // once the node can take them.
   size_t cleanups_pending = 0;
+  // A Sentinel-managed node (redis+sentinel://): its Sentinels, in the
+  // endpoint's order. Empty for other nodes.
+  std::vector<SentinelHealth> sentinels;
 };
 
 }  // namespace redlock

@@ -1,6 +1,6 @@
 // The engine's per-node state, shared by engine.cc (polling), engine_node.cc
 // (requests on the command connection), engine_connection.cc (that
-// connection's life), engine_subscriber.cc and engine_sentinel.cc.
+// connection's life), engine_subscriber.cc and engine_locator.cc.
 // Internal to the engine.
 
 #ifndef REDLOCK_INTERNAL_ENGINE_NODE_H_
@@ -17,15 +17,21 @@
 
 #include "redlock/internal/connection.h"
 #include "redlock/internal/engine.h"
+#include "redlock/internal/locator.h"
 #include "redlock/internal/transport.h"
+#include "redlock/node_status.h"
 
 namespace redlock::internal {
 
-// epoll data: generation << 32 | node << 2 | kind; 0 is the eventfd.
+// epoll data: generation << 32 | sub << 20 | node << 2 | kind; 0 is the
+// eventfd. `sub` tells the connections of a node's locator apart (0
+// otherwise; at most 4096 of them, sentinel_locator.h).
 inline constexpr uint64_t kCommandEvents = 1;
-inline constexpr uint64_t kSentinelEvents = 2;
+inline constexpr uint64_t kLocatorEvents = 2;
 inline constexpr uint64_t kSubscriberEvents = 3;
-uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind);
+inline constexpr size_t kMaxEngineNodes = size_t{1} << 18;
+uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind, uint32_t sub = 0);
+
 
 // A node behind an open breaker that has not answered anything for this long
 // gets a new connection.
@@ -46,25 +52,10 @@ struct Engine::Node {
   enum class State { kDisconnected, kConnecting, kHandshake, kReady };
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // `settings`: of the node's connections; the Sentinel connection (of a
-  // Sentinel-managed node) takes its timeouts and backoff.
+  // `settings`: of the node's connections (their target is the locator's,
+  // set by the engine once it is made).
   Node(int i, const Endpoint& e, const Connection::Settings& settings)
-      : index(i),
-        endpoint(e),
-        name(e.ToString()),
-        address(e.uses_sentinel() ? "" : e.ToString()),
-        cmd(settings),
-        sub(settings),
-        sentinel(SentinelSettings(e, settings)) {}
-
-  static Connection::Settings SentinelSettings(const Endpoint& e, Connection::Settings s) {
-    Endpoint login;
-    login.username = e.sentinel_username;
-    login.password = e.sentinel_password;
-    s.endpoint = login;  // host and port: each Sentinel in turn (Retarget)
-    s.make_stream = nullptr;
-    return s;
-  }
+      : index(i), endpoint(e), name(e.ToString()), cmd(settings), sub(settings) {}
 
   const int index;
   const Endpoint endpoint;
@@ -118,21 +109,33 @@ struct Engine::Node {
   Connection sub;
   std::string sub_out;
   bool sub_epollout = false;
-  // Sentinel discovery (endpoint.uses_sentinel()): the connection to one of
-  // the Sentinels, which names the master in its handshake and then listens
-  // for +switch-master.
-  Connection sentinel;
-  size_t sentinel_at = 0;  // which of endpoint.sentinels
-  // Per Sentinel, why the last attempt at it failed since one last answered
-  // (empty: none failed since).
-  std::vector<std::string> sentinel_errors;
-  std::string said_host;  // the master, as the last handshake said
-  int said_port = 0;
-  // The command connection's target is what a Sentinel said, and no
-  // connection to it has failed since.
-  bool master_known = false;
+  TimePoint sub_last_heard{};  // keep-alive (kKeepaliveIdle)
+  bool sub_ping_out = false;
+  TimePoint sub_ping_sent{};
+  // Where the master is (its scheme's Locator), and the engine's side of it.
+  std::unique_ptr<NodeLocatorHost> locator_host;
+  std::unique_ptr<Locator> locator;
 
   size_t load() const { return fifo.size() + waiting.size(); }
+};
+
+// What the engine does for one node's locator (engine_locator.cc).
+class Engine::NodeLocatorHost final : public Locator::Host {
+ public:
+  NodeLocatorHost(Engine* engine, Node* node) : engine_(*engine), node_(*node) {}
+  void MasterAt(MasterTarget target, const std::string& why) override;
+  void Unlocated(const std::string& why) override;
+  void FirstAttemptDone() override;
+  void Watch(const Connection& c, uint32_t sub, bool add, bool writable) override;
+  void Unwatch(const Connection& c) override;
+  Connection::Progress Io(Connection& c, uint32_t sub, uint32_t events,
+                          std::vector<Reply>* messages) override;
+  bool MasterConnected() const override;
+  bool stopping() const override;
+
+ private:
+  Engine& engine_;
+  Node& node_;
 };
 
 }  // namespace redlock::internal
