@@ -217,6 +217,19 @@ int RunStatus(const ParsedArgs& args) {
       absl::StrAppend(
           &node, ",\"tls\":", h != nullptr && h->tls ? "true" : "false", ",\"tls_version\":",
           h != nullptr && !h->tls_version.empty() ? JsonString(h->tls_version) : "null");
+      if (h != nullptr && !h->sentinels.empty()) {
+        // A Sentinel-managed node: what each of its Sentinels says.
+        std::vector<std::string> sentinels;
+        for (const SentinelHealth& sh : h->sentinels) {
+          sentinels.push_back(absl::StrCat(
+              "{\"address\":", JsonString(sh.address),
+              ",\"connected\":", sh.connected ? "true" : "false",
+              ",\"master\":", sh.master.empty() ? "null" : JsonString(sh.master),
+              ",\"config_epoch\":", sh.config_epoch,
+              ",\"error\":", sh.last_error.empty() ? "null" : JsonString(sh.last_error), "}"));
+        }
+        absl::StrAppend(&node, ",\"sentinels\":[", absl::StrJoin(sentinels, ","), "]");
+      }
       if (!v.status.ok()) {
         absl::StrAppend(&node, ",\"error\":", JsonString(v.status.message()));
       } else {
@@ -272,6 +285,15 @@ int RunStatus(const ParsedArgs& args) {
             v.fence_counter, tls, scheme));
       }
       if (!master_at.empty()) PrintLine(master_at);
+      for (const SentinelHealth& sh : h == nullptr ? std::vector<SentinelHealth>{} : h->sentinels) {
+        std::string said =
+            sh.master.empty() ? "names no master yet" : absl::StrCat("names ", sh.master);
+        if (!sh.master.empty() && sh.config_epoch >= 0) {
+          absl::StrAppend(&said, " (config epoch ", sh.config_epoch, ")");
+        }
+        if (!sh.connected && !sh.last_error.empty()) absl::StrAppend(&said, "; ", sh.last_error);
+        PrintLine(absl::StrCat("  sentinel ", sh.address, ": ", said));
+      }
     }
   }
   if (metrics != nullptr) {
