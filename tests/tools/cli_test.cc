@@ -432,10 +432,15 @@ TEST_F(CliTest, TlsNodesFromFlagsOrEnvironment) {
   std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 5u) << s.out;
   EXPECT_TRUE(absl::StrContains(lines[1], "TLS")) << lines[1];
-  for (int i = 2; i < 5; ++i) EXPECT_TRUE(absl::StrContains(lines[i], "TLSv1.")) << lines[i];
+  EXPECT_TRUE(absl::StrContains(lines[1], "SCHEME")) << lines[1];
+  for (int i = 2; i < 5; ++i) {
+    EXPECT_TRUE(absl::StrContains(lines[i], "TLSv1.")) << lines[i];
+    EXPECT_TRUE(absl::EndsWith(lines[i], " rediss")) << lines[i];
+  }
   Result j = RunCli({"status", "--json", Res("t")}, env);
   ASSERT_EQ(j.exit_code, 0) << Describe(j);
   EXPECT_TRUE(absl::StrContains(j.out, "\"tls\":true,\"tls_version\":\"TLSv1.")) << j.out;
+  EXPECT_TRUE(absl::StrContains(j.out, "\"scheme\":\"rediss\"")) << j.out;
 
   // Without the client certificate every node refuses: 66, the cause named
   // on each node's line.
