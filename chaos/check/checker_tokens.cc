@@ -1,0 +1,259 @@
+// The checker's token properties: S4 (fencing tokens increase, the fenced
+// store accepts only increasing ones), S6 (at most K permit holders), S7
+// (leader terms strictly increase).
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "chaos/check/checker_state.h"
+
+namespace redlock::chaos::check_internal {
+
+// ---- Increasing tokens (S4 (a) and (b), S7)
+// ---------------------------------------------------------
+
+// `ids`: grants of one resource (and permit) that carry a token, each
+// judged against the others: (a) equal tokens of distinct grants (not
+// between readers, nor a reader and a writer: a reader carries the last
+// writer's token); (b) a grant whose attempt started after another was
+// granted, with a lower token (a writer also needs more than a reader's).
+void Checker::CheckIncreasing(Property p, const std::string& resource, const std::vector<int>& ids,
+                              absl::string_view what) {
+  // (a) equal tokens.
+  std::vector<int> by_ft = ids;
+  std::stable_sort(by_ft.begin(), by_ft.end(), [this](int a, int b) {
+    const GrantInfo& ga = grants_[a].info;
+    const GrantInfo& gb = grants_[b].info;
+    if (*ga.fencing_token != *gb.fencing_token) {
+      return *ga.fencing_token < *gb.fencing_token;
+    }
+    return ga.granted < gb.granted;
+  });
+  size_t begin = 0;
+  while (begin < by_ft.size()) {
+    const uint64_t ft = *grants_[by_ft[begin]].info.fencing_token;
+    size_t end = begin + 1;
+    while (end < by_ft.size() && *grants_[by_ft[end]].info.fencing_token == ft) {
+      ++end;
+    }
+    // Only exclusive holders must be unique.
+    std::vector<int> exclusive;
+    for (size_t k = begin; k < end; ++k) {
+      if (!grants_[by_ft[k]].info.shared()) exclusive.push_back(by_ft[k]);
+    }
+    if (exclusive.size() > 1) {
+      // Exact count: all pairs minus those sharing a (grant) token.
+      std::map<int, int64_t> per_token;
+      for (int g : exclusive) ++per_token[grants_[g].token_id];
+      const int64_t k = static_cast<int64_t>(exclusive.size());
+      int64_t pairs = k * (k - 1) / 2;
+      for (const auto& [id, m] : per_token) pairs -= m * (m - 1) / 2;
+      int64_t kept = 0;
+      for (size_t a = 0; a < exclusive.size() && Room(p); ++a) {
+        for (size_t b = a + 1; b < exclusive.size() && Room(p); ++b) {
+          const GrantInfo& ga = grants_[exclusive[a]].info;
+          const GrantInfo& gb = grants_[exclusive[b]].info;
+          if (grants_[exclusive[a]].token_id == grants_[exclusive[b]].token_id) continue;
+          ++kept;
+          Count(p);
+          Violation v;
+          v.property = p;
+          v.resource = resource;
+          v.t = gb.granted;
+          v.t_end = gb.granted;
+          v.description = absl::StrCat("grants ", Who(ga), " (", Rel(ga.granted), ") and ", Who(gb),
+                                       " (", Rel(gb.granted), ") carry the same ", what, " ", ft);
+          v.grants = {ga, gb};
+          Keep(std::move(v));
+        }
+      }
+      if (pairs > kept) Count(p, pairs - kept);
+    }
+    begin = end;
+  }
+
+  // (b) a later attempt got a lower token.
+  std::vector<int> by_granted = ids;
+  std::stable_sort(by_granted.begin(), by_granted.end(), [this](int a, int b) {
+    return grants_[a].info.granted < grants_[b].info.granted;
+  });
+  std::vector<int> by_start = ids;
+  std::stable_sort(by_start.begin(), by_start.end(),
+                   [this](int a, int b) { return grants_[a].info.start < grants_[b].info.start; });
+  size_t next = 0;
+  int best = -1;  // the highest token granted so far (a reader among equals)
+  for (int b : by_start) {
+    const GrantInfo& gb = grants_[b].info;
+    while (next < by_granted.size() && grants_[by_granted[next]].info.granted < gb.start) {
+      const int a = by_granted[next++];
+      const uint64_t fa = *grants_[a].info.fencing_token;
+      if (best < 0 || fa > *grants_[best].info.fencing_token ||
+          (fa == *grants_[best].info.fencing_token && grants_[a].info.shared())) {
+        best = a;
+      }
+    }
+    if (best < 0) continue;
+    const GrantInfo& ga = grants_[best].info;
+    // A writer after a reader needs more than the reader's token; equal
+    // tokens of two exclusive holders are (a)'s.
+    const bool stale = *gb.fencing_token < *ga.fencing_token ||
+                       (*gb.fencing_token == *ga.fencing_token && ga.shared() && !gb.shared() &&
+                        grants_[best].token_id != grants_[b].token_id);
+    if (!stale) continue;
+    if (!Count(p)) continue;
+    Violation v;
+    v.property = p;
+    v.resource = resource;
+    v.t = gb.start;
+    v.t_end = std::max(gb.start, gb.granted);
+    v.description = absl::StrCat(
+        "grant ", Who(gb), " attempted at ", Rel(gb.start), " got ", what, " ", *gb.fencing_token,
+        *gb.fencing_token == *ga.fencing_token ? ", not higher than " : ", lower than ",
+        *ga.fencing_token, " granted earlier to ", Who(ga), ga.shared() ? " (a reader)" : "",
+        " at ", Rel(ga.granted));
+    v.grants = {ga, gb};
+    Keep(std::move(v));
+  }
+}
+
+// ---- S6
+// -----------------------------------------------------------------------
+
+void Checker::CheckAtMostK() {
+  const Property p = Property::kAtMostK;
+  std::vector<int> active_per_token(static_cast<size_t>(num_tokens_), 0);
+  using Entry = std::pair<int64_t, int>;  // (hold_end, grant)
+  const auto later = std::greater<Entry>();
+  for (auto& [resource, all_ids] : GrantsByResource()) {
+    std::vector<int> ids;
+    for (int i : all_ids) {
+      if (grants_[i].info.slot_mode()) ids.push_back(i);
+    }
+    if (ids.empty()) continue;
+    std::stable_sort(ids.begin(), ids.end(), [this](int a, int b) {
+      return grants_[a].info.granted < grants_[b].info.granted;
+    });
+    std::vector<Entry> heap;
+    for (int i : ids) {
+      const GrantInfo& gi = grants_[i].info;
+      while (!heap.empty() && heap.front().first <= gi.granted) {
+        --active_per_token[grants_[heap.front().second].token_id];
+        std::pop_heap(heap.begin(), heap.end(), later);
+        heap.pop_back();
+      }
+      const int64_t k = std::max<int64_t>(1, gi.permits);
+      const int64_t others =
+          static_cast<int64_t>(heap.size()) - active_per_token[grants_[i].token_id];
+      if (others >= k && gi.hold_end > gi.granted && Count(p) && Room(p)) {
+        Violation v;
+        v.property = p;
+        v.resource = resource;
+        v.t = gi.granted;
+        int64_t until = gi.hold_end;
+        std::vector<int> holders;
+        for (const Entry& e : heap) {
+          if (grants_[e.second].token_id == grants_[i].token_id) continue;
+          holders.push_back(e.second);
+        }
+        std::sort(holders.begin(), holders.end(), [this](int a, int b) {
+          return grants_[a].info.granted < grants_[b].info.granted;
+        });
+        std::vector<std::string> who;
+        for (int h : holders) {
+          until = std::min(until, grants_[h].info.hold_end);
+          v.grants.push_back(grants_[h].info);
+          who.push_back(HoldText(grants_[h].info));
+        }
+        v.grants.push_back(gi);
+        v.t_end = std::max(v.t, until);
+        v.description =
+            absl::StrCat(others + 1, " holders of a semaphore of ", k, " permits: ", HoldText(gi),
+                         " began while ", absl::StrJoin(who, ", "), " held");
+        Keep(std::move(v));
+      }
+      heap.emplace_back(gi.hold_end, i);
+      std::push_heap(heap.begin(), heap.end(), later);
+      ++active_per_token[grants_[i].token_id];
+    }
+    for (const Entry& e : heap) --active_per_token[grants_[e.second].token_id];
+  }
+}
+
+// ---- S7
+// -----------------------------------------------------------------------
+
+void Checker::CheckLeaderTerms() {
+  for (auto& [resource, all_ids] : GrantsByResource()) {
+    std::vector<int> ids;
+    for (int i : all_ids) {
+      const GrantInfo& g = grants_[i].info;
+      if (g.leader() && g.fencing_token.has_value()) ids.push_back(i);
+    }
+    if (!ids.empty()) CheckIncreasing(Property::kLeaderTerms, resource, ids, "term");
+  }
+}
+
+// ---- S4
+// -----------------------------------------------------------------------
+
+void Checker::CheckFencing() {
+  // Leaders are judged by S7; a semaphore's tokens are per permit.
+  std::map<std::pair<std::string, int64_t>, std::vector<int>> groups;
+  for (auto& [resource, all_ids] : GrantsByResource()) {
+    for (int i : all_ids) {
+      const GrantInfo& g = grants_[i].info;
+      if (!g.fencing_token.has_value() || g.leader()) continue;
+      groups[{resource, g.slot_mode() ? g.slot : -1}].push_back(i);
+    }
+  }
+  for (const auto& [key, ids] : groups) {
+    CheckIncreasing(Property::kFencing, key.first, ids, "fencing token");
+  }
+
+  // (c) the store accepted a stale token.
+  const Property p = Property::kFencing;
+  std::map<std::string, std::vector<size_t>> fenced;
+  for (size_t i = 0; i < uses_.size(); ++i) {
+    if (uses_[i]->accepted && uses_[i]->fencing_token.has_value()) {
+      fenced[uses_[i]->resource].push_back(i);
+    }
+  }
+  for (auto& [resource, ids] : fenced) {
+    std::stable_sort(ids.begin(), ids.end(),
+                     [this](size_t a, size_t b) { return uses_[a]->end < uses_[b]->end; });
+    int64_t best = -1;
+    for (size_t i : ids) {
+      const Event& u = *uses_[i];
+      // Only a write sent after the higher token's write was done is
+      // surely later (a client stopped between its write and its record
+      // has an `end` later than the write).
+      const int64_t sent = u.write_at != 0 ? u.write_at : u.end;
+      if (best >= 0 && *u.fencing_token < *uses_[best]->fencing_token && sent > uses_[best]->end) {
+        if (!Count(p)) continue;
+        const Event& w = *uses_[best];
+        Violation v;
+        v.property = p;
+        v.resource = resource;
+        v.t = u.begin;
+        v.t_end = u.end;
+        v.description =
+            absl::StrCat("the store accepted fencing token ", *u.fencing_token, " from ",
+                         UseText(i), " after it had accepted ", *w.fencing_token, " from ",
+                         UseText(static_cast<size_t>(best)));
+        v.grants = GrantsOf({static_cast<size_t>(best), i});
+        Keep(std::move(v));
+        continue;
+      }
+      if (best < 0 || *u.fencing_token > *uses_[best]->fencing_token) {
+        best = static_cast<int64_t>(i);
+      }
+    }
+  }
+}
+
+}  // namespace redlock::chaos::check_internal
