@@ -34,9 +34,11 @@ struct NodeHealth {
   std::string address;
   bool connected = false;     // the connection is established and ready
   bool breaker_open = false;  // requests fail fast until a probe succeeds
-  size_t in_flight = 0;       // commands awaiting a reply
-  std::string last_error;     // the most recent connection or request error
-  bool tls = false;           // the node is reached over TLS (rediss://)
+  // Commands awaiting a reply (and, on a node that forbids scripting,
+  // transactions waiting for their turn).
+  size_t in_flight = 0;
+  std::string last_error;  // the most recent connection or request error
+  bool tls = false;        // the node is reached over TLS (rediss://)
   // The protocol its current connection negotiated ("TLSv1.3"); empty while
   // not connected, and for plain TCP.
   std::string tls_version;
@@ -52,6 +54,14 @@ struct NodeHealth {
   // failed, a release that did not get through), waiting to be sent again
   // once the node can take them.
   size_t cleanups_pending = 0;
+  // How the lock's compare-and-set steps run on the node: false with Lua
+  // scripts (EVALSHA); true when the node forbids scripting (an ACL user
+  // without @scripting, EVAL/EVALSHA/SCRIPT renamed away), found at the
+  // handshake, and the client uses WATCH/MULTI/EXEC transactions instead
+  // (README "Nodes that forbid scripting"). `scriptless_reason` is what the
+  // node answered.
+  bool scriptless = false;
+  std::string scriptless_reason;
 };
 
 }  // namespace redlock

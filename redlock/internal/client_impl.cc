@@ -28,8 +28,9 @@ LeasesCallback Single(Client::LeaseCallback done) {
 
 }  // namespace
 
-ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock)
-    : ctx_(std::move(options), std::move(transport), clock) {}
+ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+                       std::shared_ptr<ScriptingModes> modes)
+    : ctx_(std::move(options), std::move(transport), clock, std::move(modes)) {}
 
 ClientImpl::~ClientImpl() { ctx_.Shutdown(); }
 

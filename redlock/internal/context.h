@@ -21,11 +21,14 @@ namespace redlock::internal {
 class NodeCalls;       // node_calls.h
 class ReleaseWatches;  // release_watch.h
 class Renewals;        // renewal.h
+class ScriptingModes;  // scriptless.h
 
 class OpContext {
  public:
   // `clock` must outlive the context.
-  OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock);
+  // `modes`: which nodes forbid scripting (null: none known).
+  OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+            std::shared_ptr<ScriptingModes> modes = nullptr);
   ~OpContext();
   OpContext(const OpContext&) = delete;
   OpContext& operator=(const OpContext&) = delete;

@@ -92,10 +92,11 @@ class Engine final : public Transport {
     // Node state changes (connected, lost, breaker opened or closed), called
     // on the polling thread outside every lock. Optional.
     std::function<void(const NodeEvent&)> on_node_event;
-    // Commands every command connection runs after logging in and checking
-    // the server, before any request (the client loads its scripts there);
-    // a failed check fails the connection.
-    std::vector<HandshakeStep> setup;
+    // Per node, the commands each of its command connections runs after
+    // logging in and checking the server, before any request (the client
+    // loads its scripts there, and learns whether the node allows them); a
+    // failed check fails the connection. Null: none.
+    std::function<std::vector<HandshakeStep>(int node)> setup;
   };
 
   // Starts the loop thread and the first connection to every node.

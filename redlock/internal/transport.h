@@ -45,6 +45,15 @@ struct Command {
   // while the transport shuts down. Once that connection is gone, the
   // command is treated as any other.
   ConnectionId after = 0;
+  // With `after`: only on that connection. Once it is gone the command is
+  // refused (kUnavailable) instead of going on another: the second half of a
+  // WATCH ... EXEC transaction means nothing on a connection that does not
+  // hold its WATCH (scriptless.h).
+  bool pinned = false;
+  // The number of commands in `payload` (RESP commands sent back to back,
+  // never split by another caller's). With more than one, the callback gets
+  // an array of their replies, in order (errors included).
+  uint16_t replies = 1;
   // Free-form name for tests and diagnostics ("acquire", "release", ...).
   const char* op = "";
   // The reply types this command can get (reply.h, kExpect*; 0: anything).
