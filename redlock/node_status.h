@@ -34,11 +34,9 @@ struct NodeHealth {
   std::string address;
   bool connected = false;     // the connection is established and ready
   bool breaker_open = false;  // requests fail fast until a probe succeeds
-  // Commands awaiting a reply (and, on a node that forbids scripting,
-  // transactions waiting for their turn).
-  size_t in_flight = 0;
-  std::string last_error;  // the most recent connection or request error
-  bool tls = false;        // the node is reached over TLS (rediss://)
+  size_t in_flight = 0;       // commands awaiting a reply
+  std::string last_error;     // the most recent connection or request error
+  bool tls = false;           // the node is reached over TLS (rediss://)
   // The protocol its current connection negotiated ("TLSv1.3"); empty while
   // not connected, and for plain TCP.
   std::string tls_version;
@@ -62,6 +60,9 @@ struct NodeHealth {
   // node answered.
   bool scriptless = false;
   std::string scriptless_reason;
+  // On such a node, transactions waiting for their turn (one runs at a
+  // time; at most Options::max_in_flight_per_node wait, more are refused).
+  size_t transactions_waiting = 0;
 };
 
 }  // namespace redlock

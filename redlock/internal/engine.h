@@ -127,6 +127,7 @@ class Engine final : public Transport {
   int size() const override { return static_cast<int>(nodes_.size()); }
   const std::string& NodeName(int node) const override;
   ConnectionId Send(int node, const Command& command, NodeCallback done) override;
+  bool Accepts(int node) const override;
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   void AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) override;

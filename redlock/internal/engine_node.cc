@@ -40,6 +40,7 @@ void Engine::FreeSlotLocked(Node& n, Slot* slot) {
   slot->echo.clear();
   slot->parts_left = 1;
   slot->parts.clear();
+  slot->drain = false;
   // Bounded: a burst leaves at most this many spare requests behind.
   if (n.free_slots.size() < 1024) {
     n.free_slots.push_back(slot);
@@ -94,6 +95,7 @@ ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
   slot->expect = command.expect;
   slot->op = command.op;
   slot->parts_left = std::max<uint16_t>(command.replies, 1);
+  slot->drain = command.drain;
   const ConnectionId conn = n.conn_id;
   if (n.state != Node::State::kReady) {
     // The connection is still being established: sent once it is ready.
@@ -102,6 +104,12 @@ ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
   }
   EnqueueLocked(n, lock, slot, command.payload);
   return conn;
+}
+
+bool Engine::Accepts(int node) const {
+  const Node& n = *nodes_[static_cast<size_t>(node)];
+  std::lock_guard<std::mutex> lock(n.mu);
+  return n.state != Node::State::kDisconnected && !n.breaker_open;
 }
 
 void Engine::EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, Slot* slot,
@@ -248,6 +256,9 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
         // only stalled).
         --n.expired;
         if (slot->kind == Slot::Kind::kProbe) n.probe_in_flight = false;
+        // Passed over by a shutdown (Command::drain), not by its deadline
+        // (which takes `done`): it still gets its answer.
+        if (slot->drain && slot->done) ready.emplace_back(std::move(slot->done), std::move(reply));
         if (n.breaker_open) {
           NodeEventLocked(n, NodeEvent::Kind::kBreakerClosed, "answering again");
           n.breaker_open = false;

@@ -42,6 +42,7 @@ struct Engine::Slot {
   std::string echo;     // kProbe: the nonce the PING must return
   // Command::replies: replies still to come; those before the last are kept.
   uint16_t parts_left = 1;
+  bool drain = false;  // Command::drain
   std::vector<Reply> parts;
 };
 

@@ -486,7 +486,7 @@ void NodeCalls::AddHealth(std::vector<NodeHealth>* health) const {
   for (size_t i = 0; i < health->size() && i < nodes_.size(); ++i) {
     (*health)[i].replicas_lagging = nodes_[i].lagging;
     (*health)[i].scriptless = modes_->scriptless(static_cast<int>(i));
-    (*health)[i].in_flight += runner_.waiting(static_cast<int>(i));
+    (*health)[i].transactions_waiting = runner_.waiting(static_cast<int>(i));
     if ((*health)[i].scriptless)
       (*health)[i].scriptless_reason = modes_->reason(static_cast<int>(i));
     (*health)[i].cleanups_pending =

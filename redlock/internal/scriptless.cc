@@ -161,7 +161,8 @@ struct ScriptlessRunner::Tx {
   Written written;
   NodeCallback done;
   int runs = 0;
-  size_t locks = 0;  // lock keys (the rest are counters)
+  bool queued = false;  // waited for its turn: `after` no longer matters
+  size_t locks = 0;     // lock keys (the rest are counters)
   // Decided in phase 1, for the result.
   std::vector<std::string> counters;  // fence-acquire: as read
   std::mutex mu;                      // held across phase 1's Send
@@ -191,7 +192,8 @@ ConnectionId ScriptlessRunner::Run(int node, const Command& command, Written wri
   tx->written = std::move(written);
   tx->done = std::move(done);
   std::string why;
-  if (!DecodeScriptCall(command.payload, &tx->keys, &tx->args) || tx->args.empty()) {
+  if (!DecodeScriptCall(command.payload, &tx->keys, &tx->args) ||
+      (tx->kind != Kind::kInspect && (tx->args.empty() || tx->keys.empty()))) {
     why = "the client could not read its own script call (a bug)";
   } else if (tx->kind == Kind::kNone) {
     why = absl::StrCat(transport_->NodeName(node), " forbids scripting (",
@@ -236,7 +238,12 @@ ConnectionId ScriptlessRunner::Run(int node, const Command& command, Written wri
       why = absl::StrCat(q.waiting.size(),
                          " transactions already waiting for this node (it forbids scripting: "
                          "one WATCH ... EXEC at a time)");
+    } else if (q.busy && tx->after == 0 && !transport_->Accepts(node)) {
+      // Its turn would come only after the one in flight times out, to be
+      // refused then: a node known down fails at once, as for scripts.
+      why = "not asked: the node is down (its circuit breaker is open)";
     } else if (q.busy) {
+      tx->queued = true;
       q.waiting.push_back(tx);
       return kQueued;
     } else {
@@ -273,7 +280,13 @@ ConnectionId ScriptlessRunner::SendPhase1(const std::shared_ptr<Tx>& tx) {
   }
   c.replies = static_cast<uint16_t>(1 + tx->keys.size());
   c.expect = kPhaseExpect;
-  c.after = tx->runs == 0 ? tx->after : 0;
+  // Behind the command it must follow (a release behind its SET), past the
+  // circuit breaker as that one. One that waited for its turn goes later on
+  // the same connection anyway; refused while the node is down, a release
+  // is kept and sent again (NodeCalls::Release). While the transport shuts
+  // down, each follows the one before it, so that what was queued goes out.
+  c.after = !tx->queued || transport_->stopping() ? tx->after : 0;
+  c.drain = tx->kind == Kind::kRelease;
   c.op = tx->op;
   ++tx->runs;
   std::lock_guard<std::mutex> lock(tx->mu);
@@ -299,6 +312,7 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
   const size_t n = tx->locks;
   const std::string& token = tx->args[0];
   std::optional<absl::StatusOr<Reply>> result;  // decided without writing
+  const bool replied = r.ok();
   if (!r.ok() || r->type != Reply::Type::kArray || r->elements.size() != 1 + tx->keys.size()) {
     result = std::move(r);
   } else {
@@ -310,7 +324,8 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
     }
   }
   std::vector<std::string> writes;  // RESP commands
-  const std::vector<Reply>& e = r.ok() ? r->elements : std::vector<Reply>();
+  static const std::vector<Reply> kNone;
+  const std::vector<Reply>& e = result.has_value() ? kNone : r->elements;
   if (!result.has_value()) {
     std::string w;
     switch (tx->kind) {
@@ -386,8 +401,11 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
     }
   }
   if (result.has_value()) {
-    if (tx->conn != 0) Unwatch(*tx);
-    Next(tx->node);
+    // The next transaction's EXEC would clear the watch too; until then a
+    // change of these keys would abort it for nothing. No reply at all
+    // (a timeout, a lost connection): the next command there is no sooner.
+    if (tx->conn != 0 && replied) Unwatch(*tx);
+    Next(tx->node, tx->conn);
     tx->done(std::move(*result));
     return;
   }
@@ -399,11 +417,12 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
   c.expect = kPhaseExpect;
   c.after = tx->conn;
   c.pinned = true;
+  c.drain = tx->kind == Kind::kRelease;
   c.op = tx->op;
   const ConnectionId conn = transport_->Send(
       tx->node, c, [this, tx](absl::StatusOr<Reply> r2) { OnPhase2(tx, std::move(r2)); });
   if (conn != 0 && tx->written) tx->written(conn);
-  Next(tx->node);
+  Next(tx->node, tx->conn);
 }
 
 void ScriptlessRunner::OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r) {
@@ -431,6 +450,8 @@ void ScriptlessRunner::OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
       {
         std::lock_guard<std::mutex> lock(mu_);
         NodeQueue& q = nodes_[static_cast<size_t>(tx->node)];
+        tx->queued = true;
+        if (transport_->stopping()) tx->after = tx->conn;
         if (q.busy) {
           q.waiting.push_back(tx);
         } else {
@@ -478,7 +499,7 @@ void ScriptlessRunner::OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
   }
 }
 
-void ScriptlessRunner::Next(int node) {
+void ScriptlessRunner::Next(int node, ConnectionId previous) {
   std::shared_ptr<Tx> next;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -490,6 +511,7 @@ void ScriptlessRunner::Next(int node) {
     next = std::move(q.waiting.front());
     q.waiting.pop_front();
   }
+  if (transport_->stopping() && previous != 0) next->after = previous;
   SendPhase1(next);
 }
 

@@ -33,9 +33,11 @@
 // ordering (a release follows its SET on the SET's connection) would no
 // longer hold between them.
 //
-// A transaction still waiting in the runner, or between its WATCH and its
-// EXEC, when the client is destroyed is dropped (the engine cancels what is
-// in flight): its keys go at their ttl, as a release that cannot be sent.
+// When the client is destroyed, a release between its WATCH and its EXEC
+// still finishes (Command::drain: the engine awaits its answers instead of
+// cancelling them), and the transactions queued behind it go out on the
+// same connection, within the engine's drain window (node_timeout); what is
+// left then is dropped, and its keys go at their ttl.
 //
 // Scripts with no script-free form (the lock family's, say) are refused on
 // such a node with an error naming it.
@@ -133,8 +135,9 @@ class ScriptlessRunner {
   ConnectionId SendPhase1(const std::shared_ptr<Tx>& tx);
   void OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r);
   void OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r);
-  // The node's transaction left its WATCH behind: the next one starts.
-  void Next(int node);
+  // The node's transaction left its WATCH behind (its phase 1 went on
+  // `previous`): the next one starts.
+  void Next(int node, ConnectionId previous);
   // Sends UNWATCH behind phase 1 (the WATCH may have run).
   void Unwatch(const Tx& tx);
 

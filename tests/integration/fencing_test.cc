@@ -127,6 +127,18 @@ class FencingTest : public testkit::FleetSuite {
     REDLOCK_ASSERT_OK(on_late.status());
     EXPECT_EQ(on_late->str, fenced == 4 ? "42" : "41") << "the late node took part or not";
     REDLOCK_ASSERT_OK(a->Release(*la));
+    // Release answers at the quorum; B's premise is that A's keys are gone
+    // from every node (on a node that forbids scripting, the release is a
+    // transaction of two round trips, which may still be on its way).
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_TRUE(testkit::Eventually(
+          [&] {
+            absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", prefix_ + "acct"});
+            return v.ok() && v->integer == 0;
+          },
+          true, absl::Seconds(5)))
+          << "node " << i << " kept A's key";
+    }
     for (int node : regressed) REDLOCK_ASSERT_OK(Regress(node, how, *first));
     // B: node 0 refuses, node 1 is late. Majorities read {2,3,4}, which
     // meets {0,1,2} in node 2 only; four of five read {1,2,3,4}, which

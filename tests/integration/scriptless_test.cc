@@ -50,7 +50,9 @@ class ScriptlessTest : public ::testing::Test {
   static void Drain(Client& client) {
     for (int i = 0; i < 1000; ++i) {
       size_t in_flight = 0;
-      for (const NodeHealth& h : client.Health()) in_flight += h.in_flight;
+      for (const NodeHealth& h : client.Health()) {
+        in_flight += h.in_flight + h.transactions_waiting;
+      }
       if (in_flight == 0) return;
       absl::SleepFor(absl::Milliseconds(5));
     }
