@@ -272,6 +272,24 @@ struct Options {
   // Needs fencing; must be in 0..N-1. Default: 0.
   int fencing_lost_counters = 0;
 
+  // Where the fencing counters live (README "Fencing tokens", memory per
+  // resource):
+  // - kPerResource: one counter per resource, `<key_prefix><resource>:fence`,
+  //   never expiring: one key per resource ever locked, on every node.
+  // - kShared: one counter for the whole namespace, `<key_prefix>:fence`,
+  //   shared by every resource under this key_prefix: nothing per resource.
+  //   Tokens still strictly increase per resource (the counter only grows,
+  //   and each holder reads and raises it as with kPerResource); they are no
+  //   longer consecutive per resource, and every fenced acquisition of the
+  //   namespace writes the one key (Redis serves it at memory speed; in a
+  //   Redis Cluster it is one slot). Clients of one namespace must agree:
+  //   switching to kShared is safe (tokens jump up) only if the shared
+  //   counter starts above every per-resource one, so set it once to their
+  //   maximum first; switching back is not.
+  // Needs fencing. Default: kPerResource.
+  enum class FencingCounters { kPerResource, kShared };
+  FencingCounters fencing_counters = FencingCounters::kPerResource;
+
   // ---- Durability on replicated nodes ----------------------------------------
 
   // Redlock wants independent masters. Many fleets nonetheless run each node

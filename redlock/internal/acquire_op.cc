@@ -23,10 +23,10 @@ namespace {
 
 using Decision = Round::Outcome;
 
-std::vector<std::string> FenceKeys(const std::vector<std::string>& keys) {
+std::vector<std::string> FenceKeys(const OpContext& ctx, const std::vector<std::string>& keys) {
   std::vector<std::string> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(absl::StrCat(k, kFenceSuffix));
+  for (const auto& k : keys) out.push_back(ctx.FenceKey(k));
   return out;
 }
 
@@ -125,7 +125,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     Command command;
     switch (form_) {
       case AcquireForm::kFencing:
-        command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(keys_)),
+        command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(*ctx_, keys_)),
                                 {token_, std::to_string(ttl_ms_)});
         break;
       case AcquireForm::kSet:
@@ -286,7 +286,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     phase_ = Phase::kRound2;
     round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
     auto command = std::make_shared<Command>(
-        ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(keys_)), args));
+        ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(*ctx_, keys_)), args));
     command->op = "fence-commit";
     round2_ = std::move(command);
     // With Options::durability the commit's confirmation covers the counter

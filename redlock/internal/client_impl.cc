@@ -202,7 +202,7 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
   state->views.resize(static_cast<size_t>(n));
   state->left = n;
   std::string key = ctx_.Key(resource);
-  Command command = ScriptCommand(InspectScript(), {key, absl::StrCat(key, kFenceSuffix)}, {});
+  Command command = ScriptCommand(InspectScript(), {key, ctx_.FenceKey(key)}, {});
   command.op = "inspect";
   return Block<absl::StatusOr<std::vector<NodeView>>>(
       [&](absl::AnyInvocable<void(absl::StatusOr<std::vector<NodeView>>)> done) {

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/algorithm.h"
 #include "redlock/internal/jitter.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/release_watch.h"
@@ -34,6 +35,13 @@ void OpContext::Shutdown() {
 
 std::string OpContext::Key(absl::string_view resource) const {
   return absl::StrCat(options_.key_prefix, resource);
+}
+
+std::string OpContext::FenceKey(absl::string_view key) const {
+  if (options_.fencing_counters == Options::FencingCounters::kShared) {
+    return absl::StrCat(options_.key_prefix, kFenceSuffix);
+  }
+  return absl::StrCat(key, kFenceSuffix);
 }
 
 absl::Duration OpContext::RetryDelay() const {

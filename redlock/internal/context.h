@@ -51,6 +51,9 @@ class OpContext {
 
   // The Redis key of `resource`: key_prefix + resource.
   std::string Key(absl::string_view resource) const;
+  // The fencing counter of lock key `key`: key + ":fence", or with
+  // Options::FencingCounters::kShared the namespace's key_prefix + ":fence".
+  std::string FenceKey(absl::string_view key) const;
   // The pause before a retry: retry_delay +/- retry_jitter, at least zero.
   absl::Duration RetryDelay() const;
 
