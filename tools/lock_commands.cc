@@ -214,6 +214,11 @@ int RunStatus(const ParsedArgs& args) {
       absl::StrAppend(
           &node, ",\"tls\":", h != nullptr && h->tls ? "true" : "false", ",\"tls_version\":",
           h != nullptr && !h->tls_version.empty() ? JsonString(h->tls_version) : "null");
+      // How compare-and-set runs there: Lua scripts, or WATCH/MULTI/EXEC on
+      // a node that forbids scripting (with what the node said).
+      const bool tx = h != nullptr && h->scriptless;
+      absl::StrAppend(&node, ",\"path\":", tx ? "\"transactions\"" : "\"scripts\"");
+      if (tx) absl::StrAppend(&node, ",\"scripting_refused\":", JsonString(h->scriptless_reason));
       if (!v.status.ok()) {
         absl::StrAppend(&node, ",\"error\":", JsonString(v.status.message()));
       } else {
@@ -244,8 +249,8 @@ int RunStatus(const ParsedArgs& args) {
     }
     PrintLine(absl::StrCat("resource ", JsonString(*resource), ": ", summary, " (quorum ", quorum,
                            "); fencing counter ", fence));
-    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %s", "NODE", "HELD", "TOKEN", "TTL_LEFT",
-                              "FENCE", "TLS"));
+    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %-8s %s", "NODE", "HELD", "TOKEN",
+                              "TTL_LEFT", "FENCE", "TLS", "PATH"));
     for (size_t i = 0; i < views->size(); ++i) {
       const NodeView& v = (*views)[i];
       const NodeHealth* h = tls_of(i);
@@ -261,10 +266,13 @@ int RunStatus(const ParsedArgs& args) {
       if (!v.status.ok()) {
         PrintLine(absl::StrFormat("%-22s error: %s", v.node, v.status.message()));
       } else {
+        // "lua", or "tx" where the node forbids scripting (WATCH/MULTI/EXEC).
+        const char* path = h != nullptr && h->scriptless ? "tx" : "lua";
         PrintLine(absl::StrFormat(
-            "%-22s %-5s %-42s %10s %8d  %s", v.node, v.held ? "yes" : "no", v.held ? v.token : "-",
+            "%-22s %-5s %-42s %10s %8d  %-8s %s", v.node, v.held ? "yes" : "no",
+            v.held ? v.token : "-",
             v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
-            v.fence_counter, tls));
+            v.fence_counter, tls, path));
       }
       if (!master_at.empty()) PrintLine(master_at);
     }
