@@ -252,7 +252,8 @@ struct Options {
   // appendfsync always, or see fencing_lost_counters (with an odd N and the
   // default quorum, one node that loses its counter can repeat a token; see
   // README "Fencing tokens"). Costs one extra round trip per acquisition
-  // and keeps one counter key per resource on every node. Default: false.
+  // and keeps one counter key per resource on every node (or one per
+  // namespace: fencing_counters). Default: false.
   bool fencing = false;
 
   // How many nodes may lose their fencing counter (a restart without
