@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -24,6 +25,24 @@ struct NodeView {
   // between nodes: a holder's second round raises them only on the nodes of
   // its quorum; the highest one (of any majority) is the latest token.
   uint64_t fence_counter = 0;
+};
+
+// One Sentinel of a Sentinel-managed node (NodeHealth::sentinels), as the
+// client sees it: every Sentinel is asked where the master is, and each one
+// the client can reach stays connected to announce failovers.
+struct SentinelHealth {
+  std::string address;  // the Sentinel, "host:port"
+  // Its connection is up and subscribed to +switch-master (and answered its
+  // last keep-alive PING).
+  bool connected = false;
+  // The master it named last ("host:port"; "" before it answered), and the
+  // config epoch it gave for it (SENTINEL MASTER's config-epoch; -1 when it
+  // did not say, e.g. an ACL user without that command). A higher epoch is
+  // a later failover: the client prefers the master named with the highest.
+  std::string master;
+  int64_t config_epoch = -1;
+  // Why its last connection failed or was replaced ("" while it answers).
+  std::string last_error;
 };
 
 // Health of one node's connection, as seen by the client.
@@ -63,6 +82,9 @@ struct NodeHealth {
   // On such a node, transactions waiting for their turn (one runs at a
   // time; at most Options::max_in_flight_per_node wait, more are refused).
   size_t transactions_waiting = 0;
+  // A Sentinel-managed node (redis+sentinel://): its Sentinels, in the
+  // endpoint's order. Empty for other nodes.
+  std::vector<SentinelHealth> sentinels;
 };
 
 }  // namespace redlock

@@ -65,11 +65,16 @@ struct Endpoint {
 
   // ---- Sentinel discovery (what redis+sentinel:// sets) ----
   // When set, this node is the master that `sentinels` know by this name:
-  // the engine asks them where it is (SENTINEL get-master-addr-by-name),
+  // the engine asks every one of them where it is (SENTINEL
+  // get-master-addr-by-name, and SENTINEL MASTER for the config epoch),
   // checks that the server found there is a master (ROLE), follows
-  // +switch-master announcements, and treats a failover as a reconnect to the
-  // new master. `host` and `port` are then not used. `username`, `password`
-  // and `db` still apply to the master.
+  // +switch-master announcements from each, and treats a failover as a
+  // reconnect to the new master. While the node is down it asks them all
+  // again (paced by the reconnection backoff) and prefers the highest config
+  // epoch, then a master it has not just failed to use, then the answer of
+  // the most Sentinels (README "Finding the master through Sentinel").
+  // `host` and `port` are then not used. `username`, `password` and `db`
+  // still apply to the master.
   //
   // SAFETY: a failover can lose a lock this node granted (the replica that
   // is promoted may not have the key yet). Redlock tolerates that on fewer
@@ -78,8 +83,8 @@ struct Endpoint {
   // (Client::Create refuses it: the name to check the certificate against
   // would change with every failover). Default: empty (a plain node).
   std::string sentinel_master;
-  // The Sentinels to ask, in order (the next one when one fails). Required
-  // with sentinel_master, unused otherwise.
+  // The Sentinels to ask (all of them; the order breaks ties between equal
+  // answers). Required with sentinel_master, unused otherwise. At most 4096.
   std::vector<SentinelAddress> sentinels;
   // AUTH for the Sentinels (Sentinel's own requirepass or ACL user), which
   // need not be the master's. Empty: no AUTH.

@@ -191,6 +191,7 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
             << absl::ToInt64Milliseconds(options.down_after) << "\nsentinel failover-timeout "
             << m.name << " " << absl::ToInt64Milliseconds(options.failover_timeout) << "\n";
       }
+      for (const std::string& line : options.extra_config) out << line << "\n";
       if (!out) return absl::InternalError(absl::StrCat("cannot write ", conf));
     }
     if (options.uid >= 0) {
@@ -296,6 +297,27 @@ absl::Status Sentinel::WaitPeers(const std::string& name, int count, absl::Durat
   return absl::DeadlineExceededError(absl::StrCat(
       "sentinel ", address(), " did not learn of ", count, " other Sentinels watching ", name,
       " within ", absl::FormatDuration(timeout), ": ", last));
+}
+
+absl::Status Sentinel::SetDownAfter(const std::string& name, absl::Duration down_after) const {
+  return CheckReply(
+      RunCommand(endpoint(),
+                 {"SENTINEL", "SET", name, "down-after-milliseconds",
+                  std::to_string(absl::ToInt64Milliseconds(down_after))},
+                 absl::Seconds(2)),
+      absl::StrCat("sentinel ", address(), " SENTINEL SET ", name, " down-after-milliseconds"));
+}
+
+absl::StatusOr<std::string> Sentinel::MasterField(const std::string& name,
+                                                  const std::string& field) const {
+  absl::StatusOr<RedisValue> r =
+      RunCommand(endpoint(), {"SENTINEL", "MASTER", name}, absl::Seconds(2));
+  absl::Status st = CheckReply(r, absl::StrCat("sentinel ", address(), " SENTINEL MASTER ", name));
+  if (!st.ok()) return st;
+  if (r->type != RedisValue::Type::kArray) {
+    return absl::NotFoundError(absl::StrCat("sentinel ", address(), " does not know ", name));
+  }
+  return Field(*r, field);
 }
 
 absl::StatusOr<std::string> Sentinel::AwaitFailover(const std::string& name,

@@ -117,6 +117,9 @@ struct SentinelOptions {
   // When >= 0: run as this uid (root only; its directory is handed to it,
   // since Sentinel rewrites its config file).
   int uid = -1;
+  // Lines appended to the config file, after the masters' ("sentinel
+  // announce-port 1", "sentinel auth-user n0 someone").
+  std::vector<std::string> extra_config;
 };
 
 class Sentinel {
@@ -144,6 +147,12 @@ class Sentinel {
   // Waits until this Sentinel knows `count` other Sentinels watching `name`
   // (they must agree before any of them fails the master over).
   absl::Status WaitPeers(const std::string& name, int count, absl::Duration timeout) const;
+  // SENTINEL SET name down-after-milliseconds: from now on `name` is down
+  // (SDOWN) after this long without a valid reply.
+  absl::Status SetDownAfter(const std::string& name, absl::Duration down_after) const;
+  // SENTINEL MASTER's field `field` for `name` ("ip", "config-epoch",
+  // "down-after-milliseconds", ...).
+  absl::StatusOr<std::string> MasterField(const std::string& name, const std::string& field) const;
   int port() const { return port_; }
 
  private:

@@ -219,6 +219,19 @@ int RunStatus(const ParsedArgs& args) {
       const bool tx = h != nullptr && h->scriptless;
       absl::StrAppend(&node, ",\"path\":", tx ? "\"transactions\"" : "\"scripts\"");
       if (tx) absl::StrAppend(&node, ",\"scripting_refused\":", JsonString(h->scriptless_reason));
+      if (h != nullptr && !h->sentinels.empty()) {
+        // A Sentinel-managed node: what each of its Sentinels says.
+        std::vector<std::string> sentinels;
+        for (const SentinelHealth& sh : h->sentinels) {
+          sentinels.push_back(absl::StrCat(
+              "{\"address\":", JsonString(sh.address),
+              ",\"connected\":", sh.connected ? "true" : "false",
+              ",\"master\":", sh.master.empty() ? "null" : JsonString(sh.master),
+              ",\"config_epoch\":", sh.config_epoch,
+              ",\"error\":", sh.last_error.empty() ? "null" : JsonString(sh.last_error), "}"));
+        }
+        absl::StrAppend(&node, ",\"sentinels\":[", absl::StrJoin(sentinels, ","), "]");
+      }
       if (!v.status.ok()) {
         absl::StrAppend(&node, ",\"error\":", JsonString(v.status.message()));
       } else {
@@ -275,6 +288,15 @@ int RunStatus(const ParsedArgs& args) {
             v.fence_counter, tls, path));
       }
       if (!master_at.empty()) PrintLine(master_at);
+      for (const SentinelHealth& sh : h == nullptr ? std::vector<SentinelHealth>{} : h->sentinels) {
+        std::string said =
+            sh.master.empty() ? "names no master yet" : absl::StrCat("names ", sh.master);
+        if (!sh.master.empty() && sh.config_epoch >= 0) {
+          absl::StrAppend(&said, " (config epoch ", sh.config_epoch, ")");
+        }
+        if (!sh.connected && !sh.last_error.empty()) absl::StrAppend(&said, "; ", sh.last_error);
+        PrintLine(absl::StrCat("  sentinel ", sh.address, ": ", said));
+      }
     }
   }
   if (metrics != nullptr) {

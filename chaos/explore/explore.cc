@@ -472,17 +472,38 @@ absl::StatusOr<ExploreReport> Explore(const ExploreOptions& options) {
                                  again ? "still violated" : "clean"));
         return again;
       };
-      run.shrunk = Shrink(run.scenario.schedule, still_fails, options.shrink_runs, &run.shrink_log);
+      // First the schedule as it was, up to twice: dropping faults from a
+      // schedule whose violation depends on timing alone would spend every
+      // rerun on noise.
+      bool reproducible = false;
+      int tries = 0;
+      for (; tries < 2 && tries < options.shrink_runs && !reproducible; ++tries) {
+        reproducible = still_fails(run.scenario.schedule);
+        run.shrink_log.push_back({"the schedule as generated", reproducible});
+      }
+      run.shrunk = reproducible ? Shrink(run.scenario.schedule, still_fails,
+                                         options.shrink_runs - tries, &run.shrink_log)
+                                : run.scenario.schedule;
       Scenario out = run.scenario;
       out.schedule = run.shrunk;
       out.name = absl::StrCat("finding-", run.topology, "-", run.seed);
-      out.summary = absl::StrCat(
-          "Found by redlock-chaos --explore (run seed ", run.seed, ", topology ", run.topology,
-          "), shrunk from ", run.scenario.schedule.entries.size(), " to ",
-          run.shrunk.entries.size(), " faults: ", DescribeProperties(target),
-          " violated although the faults do not explain it. Replay: redlock-chaos --file "
-          "<this file> --seed ",
-          run.seed, ".");
+      const size_t reproduced =
+          static_cast<size_t>(std::count_if(run.shrink_log.begin(), run.shrink_log.end(),
+                                            [](const ShrinkStep& step) { return step.kept; }));
+      const std::string shrunk =
+          reproduced > 0 || run.shrink_log.empty()
+              ? absl::StrCat("shrunk from ", run.scenario.schedule.entries.size(), " to ",
+                             run.shrunk.entries.size(), " faults (", reproduced, " of ",
+                             run.shrink_log.size(), " reruns reproduced it)")
+              : absl::StrCat("not shrunk: none of ", run.shrink_log.size(),
+                             " reruns reproduced it (it depends on timing: replay it a few "
+                             "times)");
+      out.summary =
+          absl::StrCat("Found by redlock-chaos --explore (run seed ", run.seed, ", topology ",
+                       run.topology, "), ", shrunk, ": ", DescribeProperties(target),
+                       " violated although the faults do not explain it. Replay: "
+                       "redlock-chaos --file <this file> --seed ",
+                       run.seed, ".");
       out.expect.clean = target;
       out.expect.min_grants = 1;
       std::error_code ec;

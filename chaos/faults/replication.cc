@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <utility>
@@ -9,9 +10,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "chaos/run/cleanup.h"
+#include "testkit/files.h"
 
 namespace redlock::chaos {
 namespace {
+
+// How long the Sentinels take to judge a master down during setup (class
+// comment in replication.h); sentinel_down_after applies once it is over.
+constexpr absl::Duration kSetupDownAfter = absl::Seconds(60);
+
+// The key of the readiness check's write (deleted after it).
+constexpr char kReadyKey[] = "redlock-chaos:replication-ready";
 
 std::string Name(int i) { return NodeSupervisor::NodeName(i); }
 std::string StallKey(int i) { return absl::StrCat(Name(i), ":replication"); }
@@ -39,7 +48,7 @@ absl::StatusOr<std::unique_ptr<ReplicatedNodes>> ReplicatedNodes::Start(NodeSupe
   // A majority of the Sentinels must agree that a master is down.
   const int quorum = options.sentinels / 2 + 1;
   testkit::SentinelOptions so;
-  so.down_after = options.sentinel_down_after;
+  so.down_after = std::max(kSetupDownAfter, options.sentinel_down_after);
   r->nodes_.resize(static_cast<size_t>(fleet.size()));
   for (int i = 0; i < fleet.size(); ++i) {
     Node& n = r->nodes_[static_cast<size_t>(i)];
@@ -87,7 +96,98 @@ absl::StatusOr<std::unique_ptr<ReplicatedNodes>> ReplicatedNodes::Start(NodeSupe
       if (!st.ok()) return st;
     }
   }
+  if (options.during_setup) options.during_setup();
+  absl::Status ready = r->FinishSetup();
+  if (!ready.ok()) return ready;
   return r;
+}
+
+absl::Status ReplicatedNodes::FinishSetup() {
+  // Every Sentinel still names the master it was given: none failed it over
+  // during setup.
+  for (const auto& sentinel : sentinels_) {
+    for (int i = 0; i < size(); ++i) {
+      absl::StatusOr<std::string> named = sentinel->MasterAddress(Name(i));
+      if (!named.ok()) return named.status();
+      if (*named != WatchedAddress(i)) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "Sentinel ", sentinel->address(), " failed ", Name(i), " over during setup: it names ",
+            *named, ", not ", WatchedAddress(i),
+            "; its log ends: ", absl::StrJoin(testkit::LastLines(sentinel->log_path(), 6), " | ")));
+      }
+    }
+  }
+  const int want = options_.replicas;
+  for (int i = 0; i < size(); ++i) {
+    // A write on the master confirmed by every replica: the replication
+    // link is up and acknowledging (what the clients' durability vote
+    // needs; a replica's master_link_status:up says less). One connection,
+    // so that WAIT waits for this SET.
+    testkit::RedisConnection conn(masters_->fleet().endpoint(i));
+    absl::Status st = conn.Connect(absl::Seconds(2), absl::Seconds(5));
+    if (!st.ok()) return st;
+    std::string last = "not asked";
+    bool confirmed = false;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+    for (int attempt = 0;
+         attempt < 100 && !confirmed && std::chrono::steady_clock::now() < deadline; ++attempt) {
+      absl::StatusOr<testkit::RedisValue> set =
+          conn.Command({"SET", kReadyKey, std::to_string(attempt)});
+      absl::StatusOr<testkit::RedisValue> wait =
+          set.ok() ? conn.Command({"WAIT", std::to_string(want), "500"}) : set;
+      if (!wait.ok()) return wait.status();
+      if (wait->type == testkit::RedisValue::Type::kInteger && wait->integer >= want) {
+        confirmed = true;
+      } else {
+        last = wait->type == testkit::RedisValue::Type::kInteger
+                   ? absl::StrCat(wait->integer, " of ", want, " replicas confirmed it")
+                   : wait->str;
+      }
+    }
+    absl::StatusOr<testkit::RedisValue> del = conn.Command({"DEL", kReadyKey});
+    (void)del;
+    if (!confirmed) {
+      return absl::DeadlineExceededError(
+          absl::StrCat(Name(i), "'s master ", nodes_[static_cast<size_t>(i)].original,
+                       ": a write was not confirmed by its replicas within 15s (WAIT): ", last));
+    }
+  }
+  // The run begins: the scenario's down-after from now on.
+  for (const auto& sentinel : sentinels_) {
+    for (int i = 0; i < size(); ++i) {
+      absl::Status st = sentinel->SetDownAfter(Name(i), options_.sentinel_down_after);
+      if (!st.ok()) return st;
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string ReplicatedNodes::WatchedAddress(int i) const {
+  const Node& n = nodes_[static_cast<size_t>(i)];
+  return n.sentinel != nullptr ? n.sentinel->listen_address() : n.original;
+}
+
+std::vector<std::string> ReplicatedNodes::UnexpectedFailovers() const {
+  std::vector<std::string> out;
+  for (int s = 0; s < sentinels(); ++s) {
+    if (cut_[static_cast<size_t>(s)]) continue;
+    for (int i = 0; i < size(); ++i) {
+      if (failed_over(i)) continue;
+      absl::StatusOr<std::string> named =
+          sentinels_[static_cast<size_t>(s)]->MasterAddress(Name(i));
+      if (named.ok() && *named != WatchedAddress(i)) {
+        out.push_back(absl::StrCat(
+            Name(i), ": the Sentinels name ", *named,
+            " as its master, but no failover fault "
+            "promoted it (the clients were left on ",
+            MasterAddress(i),
+            "): a master killed or paused longer than the Sentinels' down-after, or a false "
+            "down on a loaded machine"));
+      }
+    }
+    break;  // the first Sentinel that is not cut off speaks for them
+  }
+  return out;
 }
 
 ReplicatedNodes::~ReplicatedNodes() {

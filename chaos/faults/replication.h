@@ -32,11 +32,23 @@
 // Sentinel noticing. Sentinel's failover-timeout is long (60 s) so that it
 // never "fixes" the replicas' different upstream address during a run.
 //
+// Start hands over a deployment in the state every run assumes: each master
+// confirms a write with all its replicas (WAIT), and every Sentinel names the
+// master it was given. The Sentinels judge a master down only after
+// sentinel_down_after once setup is over: during setup (discovering the
+// replicas and each other, they rewrite and fsync their config files) they
+// allow a minute, so that a stall there (a slow disk, a loaded machine) can
+// no longer fail a master over before the run begins, unknown to the
+// harness. That left the clients on a master without a replica (every
+// durable grant refused, WAIT 0) and was what split-brain-durable's "only 0
+// grants" for some runs came from.
+//
 // Thread-safety: call from the scenario thread only.
 
 #ifndef REDLOCK_CHAOS_FAULTS_REPLICATION_H_
 #define REDLOCK_CHAOS_FAULTS_REPLICATION_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -77,6 +89,10 @@ struct ReplicationOptions {
   absl::Duration sentinel_down_after = absl::Seconds(1);
   // Sentinel's config and log (kept with the run's histories).
   std::string dir;
+  // Called once the Sentinels watch every master (replicas linked, peers
+  // known), before the readiness check and before sentinel_down_after
+  // applies: a test stalls a node there.
+  std::function<void()> during_setup;
 };
 
 class ReplicatedNodes {
@@ -91,6 +107,14 @@ class ReplicatedNodes {
   ~ReplicatedNodes();
   int size() const { return static_cast<int>(nodes_.size()); }
   int sentinels() const { return static_cast<int>(sentinels_.size()); }
+  const testkit::Sentinel& sentinel(int s) const { return *sentinels_[static_cast<size_t>(s)]; }
+  // "host:port" by which the Sentinels know node i's original master (its
+  // Sentinel link proxy).
+  std::string WatchedAddress(int i) const;
+  // Nodes whose Sentinels (the first that answers and is not cut off) name
+  // another master than the harness's, with what they say: a failover no
+  // fault asked for. Empty without Sentinels.
+  std::vector<std::string> UnexpectedFailovers() const;
   // "host:port+host:port..." of the Sentinels ("" without one), as
   // redis+sentinel:// writes them; they name node i's master "n<i>".
   std::string SentinelAddresses() const;
@@ -145,6 +169,9 @@ class ReplicatedNodes {
   };
 
   ReplicatedNodes(NodeSupervisor* masters, NemesisLog* log) : masters_(masters), log_(log) {}
+  // Each master confirms a write with its replicas, and every Sentinel names
+  // it; then the Sentinels get sentinel_down_after (class comment).
+  absl::Status FinishSetup();
   absl::Status ApplySentinelCuts();
   uintptr_t this_id() const { return reinterpret_cast<uintptr_t>(this) % 100000; }
   void Failed(int i, const std::string& address, const std::string& how);

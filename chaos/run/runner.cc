@@ -517,6 +517,10 @@ void Runner::Finish(Run& run, ScenarioResult* res) {
   if (!sc.setup.views.empty() && sc.setup.topology == Topology::kPerClientProxies) {
     run.nemesis_log_.Stop("partition", kViewsKey, "run over");
   }
+  // A failover nobody asked for explains a run that tested something else.
+  if (run.replication_ != nullptr) {
+    for (const std::string& f : run.replication_->UnexpectedFailovers()) run.Note(f);
+  }
 }
 
 void Runner::Check(Run& run, const RunOptions& opt, ScenarioResult* res) {

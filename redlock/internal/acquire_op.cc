@@ -371,8 +371,18 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     AbandonAttemptLocked();
     phase_ = Phase::kBetween;
     const Outcome::Kind kind = KindOf(status);
-    if (absl::IsCancelled(status) || transport().stopping()) {
+    if (absl::IsCancelled(status)) {
       SetResultLocked(std::move(status), Outcome::Kind::kCancelled);
+      return;
+    }
+    if (transport().stopping()) {
+      // The client is being destroyed: a waiting caller learns that, not
+      // the last attempt's refusal (client.h: pending calls end CANCELLED).
+      SetResultLocked(absl::CancelledError(absl::StrCat(what_,
+                                                        ": the client is shutting down (the last "
+                                                        "attempt: ",
+                                                        status.message(), ")")),
+                      Outcome::Kind::kCancelled);
       return;
     }
     Retry retry;

@@ -48,6 +48,18 @@ constexpr uint64_t kEventFdData = 0;
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(Config config) {
+  // What the poll events can tell apart (EngineEventData).
+  if (config.nodes.size() > kMaxEngineNodes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(config.nodes.size(), " nodes: at most ", kMaxEngineNodes, " are supported"));
+  }
+  for (const Endpoint& e : config.nodes) {
+    if (e.sentinels.size() > kMaxSentinelsPerNode) {
+      return absl::InvalidArgumentError(absl::StrCat(e.ToString(), ": ", e.sentinels.size(),
+                                                     " Sentinels: at most ", kMaxSentinelsPerNode,
+                                                     " per node are supported"));
+    }
+  }
   std::unique_ptr<Engine> engine(new Engine(std::move(config)));
   engine->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   if (engine->epoll_fd_ < 0) {
@@ -309,14 +321,17 @@ void Engine::RunOnce() {
       }
       continue;
     }
-    int index = static_cast<int>((data & 0xffffffffu) >> 2);
+    int index = static_cast<int>((data & 0xfffffu) >> 2);
+    const size_t sub = static_cast<size_t>((data >> 20) & 0xfffu);
     uint32_t generation = static_cast<uint32_t>(data >> 32);
     if (index < 0 || index >= size()) continue;
     Node& n = *nodes_[static_cast<size_t>(index)];
     if ((data & 3) == kSubscriberEvents) {
       if (n.sub.generation() == generation) OnSubIo(n, events[i].events);
     } else if ((data & 3) == kSentinelEvents) {
-      if (n.sentinel.generation() == generation) OnSentinelIo(n, events[i].events);
+      if (sub < n.sentinels.size() && n.sentinels[sub]->conn.generation() == generation) {
+        OnSentinelIo(n, sub, events[i].events);
+      }
     } else if (n.cmd.generation() == generation) {  // else closed earlier in this batch
       OnCommandIo(n, events[i].events);
     }
@@ -367,8 +382,14 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
         wake = std::min(wake, n.sub.next_connect());
       } else if (!n.sub.ready()) {
         wake = std::min(wake, n.sub.connect_deadline());
+      } else {
+        wake = std::min(wake,
+                        n.sub_ping_out
+                            ? n.sub_ping_sent + absl::ToChronoNanoseconds(config_.connect_timeout)
+                            : n.sub_last_heard + absl::ToChronoNanoseconds(kKeepaliveIdle));
       }
     }
+    if (n.endpoint.uses_sentinel()) wake = std::min(wake, SentinelWake(n));
   }
   return wake;
 }
@@ -488,7 +509,7 @@ void Engine::CancelEverything() {
   for (auto& n : nodes_) {
     Disconnect(*n, "the client is shutting down");
     SubClose(*n, "the client is shutting down");
-    SentinelClose(*n);
+    SentinelCloseAll(*n);
   }
   // Timers, tasks and user callbacks run round after round until none is
   // left: they may start more work, and a user callback may start a new
@@ -552,6 +573,7 @@ std::vector<NodeHealth> Engine::Health() const {
     h.address = np->address;
     h.notifications_error = np->sub_error;
     if (h.connected) h.tls_version = np->transport;
+    h.sentinels = np->sentinel_health;
     out.push_back(std::move(h));
   }
   return out;

@@ -143,6 +143,7 @@ class Engine final : public Transport {
   using TimePoint = std::chrono::steady_clock::time_point;
   struct Node;
   struct Slot;
+  struct SentinelLink;
 
   explicit Engine(Config config);
 
@@ -195,15 +196,16 @@ class Engine final : public Transport {
   void FirstConnectDone(Node& n);
   void MaintainNodes(TimePoint now);
   // (Re)registers connection `c` of node `node` with epoll (op ADD or MOD):
-  // readable always, writable when asked.
-  void Register(const Connection& c, int node, uint64_t kind, int op, bool writable);
+  // readable always, writable when asked. `sub`: which Sentinel connection.
+  void Register(const Connection& c, int node, uint64_t kind, int op, bool writable,
+                uint32_t sub = 0);
   void WatchWritable(Node& n, bool on);
   // I/O on a side connection of node `node` (subscriber, Sentinel): reads
   // its messages, and once it has left the connecting state, asks for
   // writable events only while the stream does. The caller closes the
   // connection on a failure.
   Connection::Progress SideConnectionIo(Connection& c, int node, uint64_t kind, uint32_t events,
-                                        std::vector<Reply>* messages);
+                                        std::vector<Reply>* messages, uint32_t sub = 0);
   // Every request of n is on the wire (or the node stopped reading): their
   // deadlines run from now. REQUIRES: n.mu held.
   void StampWrittenLocked(Node& n);
@@ -233,12 +235,31 @@ class Engine final : public Transport {
   void SubFailed(Node& n, const std::string& why);
 
   // ---- Sentinel discovery (engine_sentinel.cc) ----
-  void SentinelStart(Node& n);
-  void OnSentinelIo(Node& n, uint32_t events);
+  // (Re)connects to Sentinel `s` of n: its handshake asks where the master
+  // is, then subscribes to +switch-master.
+  void SentinelLinkStart(Node& n, size_t s);
+  void OnSentinelIo(Node& n, size_t s, uint32_t events);
+  // Timeouts, keep-alives and reconnections of n's Sentinel connections, and
+  // its discovery rounds.
   void SentinelMaintain(Node& n, TimePoint now);
-  // The connection to the current Sentinel failed: the next one is asked.
-  void SentinelFail(Node& n, const std::string& why);
-  void SentinelClose(Node& n);
+  void SentinelLinkFail(Node& n, size_t s, const std::string& why);
+  void SentinelLinkClose(Node& n, size_t s);
+  void SentinelCloseAll(Node& n);
+  // Asks every Sentinel of n again (a discovery round), unless a round is
+  // open or the last one started less than round_backoff ago.
+  void SentinelRound(Node& n, TimePoint now);
+  // Closes the open round once it has enough answers (or its time is up)
+  // and connects to the master it chooses.
+  void SentinelCheckRound(Node& n, TimePoint now);
+  void SentinelDecide(Node& n, TimePoint now);
+  // Sentinel s answered outside a round (it reconnected): moves to the
+  // master it names if the Sentinels now clearly prefer it.
+  void SentinelAnswered(Node& n, size_t s, TimePoint now);
+  // The connection to n's master failed (Disconnect): ask the Sentinels.
+  void SentinelMasterLost(Node& n);
+  TimePoint SentinelWake(const Node& n) const;
+  // Copies the Sentinel connections' state for Health().
+  void SentinelPublishHealth(Node& n);
   // A Sentinel named the master of n at host:port (`why`: a failover).
   void MasterAt(Node& n, const std::string& host, int port, const std::string& why);
 

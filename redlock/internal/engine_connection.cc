@@ -34,17 +34,20 @@ std::string RunIdFromInfo(absl::string_view info) {
 
 // ---- Epoll registration ------------------------------------------------------------
 
-// epoll data: generation << 32 | node << 2 | kind (1 the command connection,
-// 2 the Sentinel connection, 3 the subscriber connection; 0 is the eventfd).
-uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind) {
-  return (uint64_t{generation} << 32) | (static_cast<uint64_t>(node) << 2) | kind;
+// epoll data: generation << 32 | sub << 20 | node << 2 | kind (1 the command
+// connection, 2 a Sentinel connection, `sub` saying which, 3 the subscriber
+// connection; 0 is the eventfd).
+uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind, uint32_t sub) {
+  return (uint64_t{generation} << 32) | (uint64_t{sub} << 20) | (static_cast<uint64_t>(node) << 2) |
+         kind;
 }
 
-void Engine::Register(const Connection& c, int node, uint64_t kind, int op, bool writable) {
+void Engine::Register(const Connection& c, int node, uint64_t kind, int op, bool writable,
+                      uint32_t sub) {
   if (c.fd() < 0) return;
   epoll_event ev{};
   ev.events = EPOLLIN | (writable ? static_cast<uint32_t>(EPOLLOUT) : 0u);
-  ev.data.u64 = EngineEventData(c.generation(), node, kind);
+  ev.data.u64 = EngineEventData(c.generation(), node, kind, sub);
   epoll_ctl(epoll_fd_, op, c.fd(), &ev);
 }
 
@@ -53,7 +56,8 @@ void Engine::WatchWritable(Node& n, bool on) {
 }
 
 Connection::Progress Engine::SideConnectionIo(Connection& c, int node, uint64_t kind,
-                                              uint32_t events, std::vector<Reply>* messages) {
+                                              uint32_t events, std::vector<Reply>* messages,
+                                              uint32_t sub) {
   const Connection::State before = c.state();
   Connection::Progress p = c.HandleIo(events, messages);
   if (p.failure.empty() &&
@@ -61,7 +65,7 @@ Connection::Progress Engine::SideConnectionIo(Connection& c, int node, uint64_t 
       c.state() != Connection::State::kConnecting) {
     // Connected or establishing the stream (TLS): writable events only while
     // the stream asks for them.
-    Register(c, node, kind, EPOLL_CTL_MOD, p.want_write);
+    Register(c, node, kind, EPOLL_CTL_MOD, p.want_write, sub);
   }
   return p;
 }
@@ -150,11 +154,8 @@ std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
 void Engine::StartConnect(Node& n) {
   if (stopping()) return;
   if (n.endpoint.uses_sentinel() && !n.master_known) {
-    // Connects once a Sentinel has named the master (MasterAt).
-    if (n.sentinel.state() == Connection::State::kDisconnected &&
-        Clock::now() >= n.sentinel.next_connect()) {
-      SentinelStart(n);
-    }
+    // Connects once the Sentinels have named the master (MasterAt).
+    SentinelRound(n, Clock::now());
     return;
   }
   std::string why;
@@ -272,12 +273,9 @@ void Engine::Disconnect(Node& n, const std::string& why, bool ask_sentinel) {
   if (fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   n.cmd.Close();
   FirstConnectDone(n);
-  if (n.endpoint.uses_sentinel() && ask_sentinel && n.master_known) {
-    // The master may have moved: ask again (a fresh connection to the
-    // Sentinel asks in its handshake) before the next attempt.
-    n.master_known = false;
-    if (n.sentinel.state() != Connection::State::kDisconnected) SentinelClose(n);
-  }
+  // The master may have moved: ask the Sentinels again before the next
+  // attempt.
+  if (n.endpoint.uses_sentinel() && ask_sentinel) SentinelMasterLost(n);
   absl::Status status = stopping() ? absl::CancelledError("the client is shutting down")
                                    : absl::UnavailableError(why);
   for (auto& done : failed) done(status);

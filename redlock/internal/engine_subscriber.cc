@@ -1,9 +1,12 @@
 // The engine's subscriber connection per node, opened when the first channel
 // is subscribed: release announcements (redlock:release:<key>) for waiting
-// acquisitions, resubscribed after every reconnect.
+// acquisitions, resubscribed after every reconnect. Kept alive: silent for
+// kKeepaliveIdle, it is sent a PING, and replaced when nothing answers
+// within connect_timeout (a half-open connection delivers nothing, forever).
 
 #include <sys/epoll.h>
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -78,6 +81,7 @@ void Engine::SubStart(Node& n) {
   std::string why;
   n.sub_out.clear();
   n.sub_epollout = false;
+  n.sub_ping_out = false;
   if (!n.sub.Start(std::move(steps), &why)) {
     SubFailed(n, why);
     return;
@@ -115,6 +119,10 @@ void Engine::OnSubIo(Node& n, uint32_t events) {
   if (!p.failure.empty()) {
     SubClose(n, p.failure);
     return;
+  }
+  if (p.ready || !messages.empty()) {
+    n.sub_last_heard = std::chrono::steady_clock::now();
+    n.sub_ping_out = false;
   }
   if (p.ready && !channels_.empty()) {
     {
@@ -162,6 +170,18 @@ void Engine::SubMaintain(Node& n, TimePoint now) {
       if (now >= n.sub.next_connect()) SubStart(n);
       break;
     case Connection::State::kReady:
+      if (n.sub_ping_out) {
+        if (now - n.sub_ping_sent >= absl::ToChronoNanoseconds(config_.connect_timeout)) {
+          SubClose(n,
+                   absl::StrCat("no answer to a keep-alive PING within ",
+                                absl::FormatDuration(config_.connect_timeout), "; reconnecting"));
+        }
+      } else if (now - n.sub_last_heard >= absl::ToChronoNanoseconds(kKeepaliveIdle)) {
+        // Answered in subscribed mode too (["pong", ...]); any reply will do.
+        n.sub_ping_out = true;
+        n.sub_ping_sent = now;
+        SubWrite(n, EncodeCommand({"PING", "redlock-keepalive"}));
+      }
       break;
     default:
       if (now >= n.sub.connect_deadline()) SubClose(n, "could not connect in time");

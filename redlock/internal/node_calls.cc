@@ -363,7 +363,12 @@ void NodeCalls::ReloadScripts(int node) {
 namespace {
 
 Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval) {
-  Command c = ScriptCommand(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
+  Command c = r.keys.size() == 1
+                  ? ScriptCommand(ReleaseOneScript(), r.keys,
+                                  {r.token, r.channel_prefix.empty()
+                                                ? std::string()
+                                                : absl::StrCat(r.channel_prefix, r.keys[0])})
+                  : ScriptCommand(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
   if (eval) c.payload = EvalFallback(c);
   c.after = after;
   c.op = "release";

@@ -40,6 +40,16 @@ return n
   return s;
 }
 
+const Script& ReleaseOneScript() {
+  static const Script s = Make("release-one", kExpectInteger, R"lua(
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('del', KEYS[1])
+if ARGV[2] ~= '' then redis.call('publish', ARGV[2], '') end
+return 1
+)lua");
+  return s;
+}
+
 const Script& ExtendScript() {
   static const Script s = Make("extend", kExpectInteger, R"lua(
 for i = 1, #KEYS do
@@ -100,9 +110,9 @@ return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
 }
 
 const std::vector<const Script*>& AllScripts() {
-  static const std::vector<const Script*> all = {&AcquireSetScript(),  &ReleaseScript(),
-                                                 &ExtendScript(),      &FenceAcquireScript(),
-                                                 &FenceCommitScript(), &InspectScript()};
+  static const std::vector<const Script*> all = {
+      &AcquireSetScript(),   &ReleaseScript(),     &ReleaseOneScript(), &ExtendScript(),
+      &FenceAcquireScript(), &FenceCommitScript(), &InspectScript()};
   return all;
 }
 

@@ -36,6 +36,12 @@ const Script& AcquireSetScript();
 // number of keys deleted (0 is a success: the lease was already gone).
 const Script& ReleaseScript();
 
+// KEYS = one lock key; ARGV = token, the whole channel name ("" for none).
+// ReleaseScript for one key, without the loop and the concatenation: the
+// release of a single lock is most of the traffic, and the servers' cost of
+// the script was most of their time per cycle (bench/README.md).
+const Script& ReleaseOneScript();
+
 // KEYS = lock keys; ARGV = token, ttl_ms.
 // If every key holds the token, sets their ttl and returns 1; else returns 0
 // and changes nothing (never re-creates a key).

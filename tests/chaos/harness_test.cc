@@ -19,6 +19,7 @@
 #include "chaos/clients/external_client.h"
 #include "chaos/clients/workload.h"
 #include "chaos/faults/partition.h"
+#include "chaos/faults/replication.h"
 #include "chaos/faults/supervisor.h"
 #include "chaos/run/cleanup.h"
 #include "chaos/run/report.h"
@@ -27,6 +28,7 @@
 #include "gtest/gtest.h"
 #include "testkit/files.h"
 #include "testkit/fleet.h"
+#include "testkit/replication.h"
 
 namespace redlock::chaos {
 namespace {
@@ -154,6 +156,58 @@ TEST(SupervisorTest, AmnesiaRestartForgetsTheLastWrite) {
   std::string log = ReadFile(t.path() + "/nemesis.jsonl");
   EXPECT_NE(log.find("\"amnesia\""), std::string::npos) << log;
   EXPECT_NE(log.find("\"restart\""), std::string::npos) << log;
+}
+
+// ---- Replicated nodes ------------------------------------------------------------------
+
+// Issue 25 item 17: a master stalled during setup for longer than the
+// Sentinels' down-after (what a Sentinel blocked in fsync of its rewritten
+// config on a slow disk, or a loaded machine, amounts to) was failed over
+// before the run began, unknown to the harness: the clients were left on a
+// master without a replica, and every durable grant was refused ("only 0
+// replicas of 1 confirmed the write", then "only 0 grants").
+TEST(ReplicatedNodesTest, AMasterStalledDuringSetupIsNotFailedOver) {
+  absl::Status available = testkit::CheckRedisSentinelAvailable();
+  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
+  ASSERT_TRUE(available.ok()) << available;
+  TempDir t;
+  absl::StatusOr<std::unique_ptr<HistoryWriter>> h =
+      HistoryWriter::Open(t.path() + "/nemesis.jsonl");
+  ASSERT_TRUE(h.ok());
+  SupervisorOptions so;
+  so.nodes = 1;
+  so.history = h->get();
+  absl::StatusOr<std::unique_ptr<NodeSupervisor>> sup = NodeSupervisor::Start(so);
+  ASSERT_TRUE(sup.ok()) << sup.status();
+  testkit::Fleet& fleet = (*sup)->fleet();
+  NemesisLog log(h->get());
+  ReplicationOptions ro;
+  ro.replicas = 1;
+  ro.sentinels = 1;
+  ro.sentinel_down_after = absl::Seconds(1);
+  ro.dir = t.path();
+  ro.during_setup = [&fleet] {
+    // The stall is the fault: three times the down-after.
+    ASSERT_TRUE(fleet.Stop(0).ok());
+    absl::SleepFor(absl::Seconds(3));
+    ASSERT_TRUE(fleet.Continue(0).ok());
+  };
+  absl::StatusOr<std::unique_ptr<ReplicatedNodes>> rep =
+      ReplicatedNodes::Start(sup->get(), ro, &log);
+  ASSERT_TRUE(rep.ok()) << rep.status();
+  const testkit::Sentinel& sentinel = (*rep)->sentinel(0);
+  EXPECT_EQ(sentinel.MasterAddress("n0").value_or(""), (*rep)->WatchedAddress(0));
+  EXPECT_EQ(sentinel.MasterField("n0", "config-epoch").value_or(""), "0") << "a failover";
+  EXPECT_TRUE((*rep)->UnexpectedFailovers().empty());
+  // The run's down-after applies once setup is over.
+  EXPECT_EQ(sentinel.MasterField("n0", "down-after-milliseconds").value_or(""), "1000");
+  // The master confirms a write with its replica, as a durable grant needs.
+  testkit::RedisConnection conn(fleet.endpoint(0));
+  ASSERT_TRUE(conn.Connect(absl::Seconds(2), absl::Seconds(5)).ok());
+  ASSERT_TRUE(conn.Command({"SET", "k", "v"}).ok());
+  absl::StatusOr<testkit::RedisValue> wait = conn.Command({"WAIT", "1", "2000"});
+  ASSERT_TRUE(wait.ok()) << wait.status();
+  EXPECT_EQ(wait->integer, 1);
 }
 
 // ---- Partition rule builder -----------------------------------------------------------

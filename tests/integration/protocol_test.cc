@@ -17,6 +17,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
+#include "redlock/internal/engine.h"
 #include "testkit/fleet_suite.h"
 #include "tests/integration/scripted_server.h"
 
@@ -382,6 +383,41 @@ TEST_F(UnverifiedIdentityTest, OneNodeNeedsNoIdentityAndTheCheckCanBeWaived) {
   absl::StatusOr<Lease> lease = (*client)->TryAcquire("waived", absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
   EXPECT_EQ(lease->nodes_granted(), 2);
+}
+
+// A subscriber connection (release announcements) whose node stops
+// answering on it while the connection stays open (half-open: a host that
+// vanished, a NAT that forgot the flow) delivers nothing again, and nothing
+// shows it. The fake node answers every command but a PING with an argument,
+// which only the keep-alive sends: the connection must be replaced, and the
+// channels subscribed again on the new one.
+TEST(SideConnectionTest, ASilentSubscriberConnectionIsReplaced) {
+  std::atomic<int> subscribes{0};
+  auto server = ScriptedServer::Start([&](const std::vector<std::string>& cmd) -> std::string {
+    if (cmd[0] == "SUBSCRIBE") {
+      ++subscribes;
+      return absl::StrCat("*3\r\n", ScriptedServer::Bulk("subscribe"), ScriptedServer::Bulk(cmd[1]),
+                          ":1\r\n");
+    }
+    if (cmd[0] == "PING" && cmd.size() > 1) return "";  // silent from here on
+    return ScriptedServer::Default(cmd);
+  });
+  ASSERT_TRUE(server.ok()) << server.status();
+  internal::Engine::Config config;
+  Endpoint e;
+  e.host = "127.0.0.1";
+  e.port = (*server)->port();
+  config.nodes = {e};
+  auto engine = internal::Engine::Start(config);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  (*engine)->WaitForFirstConnections(absl::Seconds(5));
+  (*engine)->SetMessageHandler([](int, const std::string&, const std::string&) {});
+  (*engine)->Subscribe({"redlock:release:r"});
+  ASSERT_EQ(testkit::Eventually([&] { return subscribes.load() >= 1; }, true, absl::Seconds(5)),
+            true);
+  EXPECT_EQ(testkit::Eventually([&] { return subscribes.load() >= 2; }, true, absl::Seconds(15)),
+            true)
+      << "the silent subscriber connection was kept: release announcements are lost for good";
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "gmock/gmock.h"
@@ -653,6 +654,182 @@ TEST_F(SentinelDiscoveryTest, WhenNoSentinelAnswersTheErrorNamesEach) {
   EXPECT_THAT(message, HasSubstr("cannot learn where master \"n0\" is"));
   EXPECT_THAT(message, HasSubstr(absl::StrCat("Sentinel 127.0.0.1:", *a, ": ")));
   EXPECT_THAT(message, HasSubstr(absl::StrCat("Sentinel 127.0.0.1:", *b, ": ")));
+}
+
+// ---- Sentinel discovery with stale, unreachable and silent Sentinels --------------
+
+// A Sentinel with a view of its own: it watches `address` under the name
+// "n0" (a Sentinel left behind with an old view names the old master, or a
+// replica; one pointed at a dead address names that).
+std::unique_ptr<Sentinel> StaleSentinel(const std::string& address) {
+  auto s = Sentinel::Start({.masters = {{"n0", address}}});
+  EXPECT_TRUE(s.ok()) << s.status();
+  return s.ok() ? *std::move(s) : nullptr;
+}
+
+Options SentinelOptionsFor(const std::vector<std::string>& sentinels) {
+  absl::StatusOr<Endpoint> ep =
+      ParseEndpoint(absl::StrCat("redis+sentinel://", absl::StrJoin(sentinels, "+"), "/n0"));
+  EXPECT_TRUE(ep.ok()) << ep.status();
+  return DurableOptions({ep.ok() ? *ep : Endpoint{}}, 0);
+}
+
+// Issue 25 item 4, as reported: two Sentinels, the first naming the replica.
+// The client asked that one again after every failed ROLE check and never
+// acquired (0 of 25 in 5 s; 25 of 25 with the two listed the other way).
+TEST_F(SentinelDiscoveryTest, AStaleSentinelListedFirstDoesNotPinTheNode) {
+  std::unique_ptr<Sentinel> stale = StaleSentinel(replicas_->address(0, 0));
+  ASSERT_NE(stale, nullptr);
+  ASSERT_EQ(stale->MasterAddress("n0").value_or(""), replicas_->address(0, 0));
+  Options o = SentinelOptionsFor({stale->address(), sentinel_->address()});
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  for (int i = 0; i < 25; ++i) {
+    absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
+    ASSERT_TRUE(lease.ok()) << "acquisition " << i << ": " << lease.status();
+    REDLOCK_ASSERT_OK((*client)->Release(*lease));
+  }
+  const NodeHealth health = (*client)->Health()[0];
+  EXPECT_EQ(health.address, masters_->address(0));
+  // Health() shows what each Sentinel says.
+  ASSERT_EQ(health.sentinels.size(), 2u);
+  EXPECT_EQ(health.sentinels[0].address, stale->address());
+  EXPECT_EQ(health.sentinels[0].master, replicas_->address(0, 0));
+  EXPECT_EQ(health.sentinels[1].address, sentinel_->address());
+  EXPECT_EQ(health.sentinels[1].master, masters_->address(0));
+  EXPECT_EQ(health.sentinels[1].config_epoch, 0);
+  EXPECT_TRUE(health.sentinels[1].connected) << health.sentinels[1].last_error;
+}
+
+// The same when the first Sentinel names an address where nothing listens.
+TEST_F(SentinelDiscoveryTest, AStaleSentinelNamingADeadAddressDoesNotPinTheNode) {
+  absl::StatusOr<int> dead = testkit::PickFreePort("127.0.0.1");
+  ASSERT_TRUE(dead.ok()) << dead.status();
+  std::unique_ptr<Sentinel> stale = StaleSentinel(absl::StrCat("127.0.0.1:", *dead));
+  ASSERT_NE(stale, nullptr);
+  Options o = SentinelOptionsFor({stale->address(), sentinel_->address()});
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
+    ASSERT_TRUE(lease.ok()) << "acquisition " << i << ": " << lease.status();
+    REDLOCK_ASSERT_OK((*client)->Release(*lease));
+  }
+  EXPECT_EQ((*client)->Health()[0].address, masters_->address(0));
+}
+
+// The first Sentinel listed accepts connections but never answers (a
+// black-holed path): the node is found through the second, and a failover is
+// followed, the first still silent.
+TEST_F(SentinelDiscoveryTest, FollowsAFailoverWhileTheFirstSentinelIsUnreachable) {
+  testkit::ProxyOptions po;
+  po.upstream_port = static_cast<uint16_t>(sentinel_->port());
+  auto silent = testkit::FaultProxy::Start(po);
+  ASSERT_TRUE(silent.ok()) << silent.status();
+  REDLOCK_ASSERT_OK((*silent)->SetFaultBoth(testkit::FaultSpec::BlackHole()));
+  Options o = SentinelOptionsFor({(*silent)->listen_address(), sentinel_->address()});
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> first = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(first.ok()) << first.status();
+  REDLOCK_ASSERT_OK((*client)->Release(*first));
+  REDLOCK_ASSERT_OK(masters_->Kill(0));
+  absl::StatusOr<std::string> now =
+      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
+  ASSERT_TRUE(now.ok()) << now.status();
+  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ((*client)->Health()[0].address, *now);
+}
+
+// The client's only path to its Sentinel goes silent (black-holed: the
+// connection stays open, nothing arrives either way), so +switch-master
+// would never arrive on it: the silence must be noticed and the connection
+// replaced (a half-open connection is never noticed otherwise); a failover
+// made meanwhile is followed once the Sentinel answers again.
+TEST_F(SentinelDiscoveryTest, ASilentSentinelConnectionIsReplacedAndTheFailoverFollowed) {
+  testkit::ProxyOptions po;
+  po.upstream_port = static_cast<uint16_t>(sentinel_->port());
+  auto path = testkit::FaultProxy::Start(po);
+  ASSERT_TRUE(path.ok()) << path.status();
+  Options o = SentinelOptionsFor({(*path)->listen_address()});
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> first = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(first.ok()) << first.status();
+  REDLOCK_ASSERT_OK((*client)->Release(*first));
+  const uint64_t connections = (*path)->Stats().connections_accepted;
+  REDLOCK_ASSERT_OK((*path)->SetFaultBoth(testkit::FaultSpec::BlackHole()));
+  auto replaced = [&] { return (*path)->Stats().connections_accepted > connections; };
+  EXPECT_TRUE(testkit::Eventually(replaced, true, absl::Seconds(15)))
+      << "the silent Sentinel connection was kept: a failover would never be announced on it";
+  EXPECT_THAT(
+      (*client)->Health()[0].sentinels[0].last_error,
+      testing::AnyOf(HasSubstr("no answer to a keep-alive PING"), HasSubstr("no answer within")));
+  REDLOCK_ASSERT_OK(
+      testkit::RunCommand(sentinel_->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
+          .status());
+  absl::StatusOr<std::string> now =
+      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
+  ASSERT_TRUE(now.ok()) << now.status();
+  ASSERT_EQ(*now, replicas_->address(0, 0));
+  (*path)->ClearFaults();
+  auto address = [&] { return (*client)->Health()[0].address; };
+  EXPECT_EQ(testkit::Eventually(address, *now, absl::Seconds(20)), *now);
+  EXPECT_EQ((*client)->Health()[0].sentinels[0].config_epoch, 1) << "the failover's epoch";
+  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
+      << "the lock is on the new master";
+}
+
+// Issue 25 item 4 with a failover: the first Sentinel listed is cut off
+// from the other Sentinel and from the hello channel (the servers' default
+// user, which it logs in as, may not use that channel, nor REPLICAOF),
+// while clients still reach it: it never learns the failover the other
+// Sentinel (logged in as a user of its own) makes, and names the old master
+// for ever. The old master stays up and becomes a replica: the client must
+// follow the new master, not stay with the first Sentinel's answer.
+TEST_F(SentinelDiscoveryTest, FollowsAFailoverThatTheFirstSentinelNeverLearns) {
+  const std::string pw = "sentinel-pw";
+  const std::vector<std::vector<std::string>> acl = {
+      {"ACL", "SETUSER", "sentinel", "on", ">" + pw, "~*", "&*", "+@all"},
+      {"ACL", "SETUSER", "default", "resetchannels", "&redlock:*", "-replicaof", "-slaveof"}};
+  for (const auto& command : acl) {
+    REDLOCK_ASSERT_OK(masters_->Command(0, command).status());
+    REDLOCK_ASSERT_OK(replicas_->fleet().Command(0, command).status());
+  }
+  // Neither fails the master over on its own (a long down-after; quorum 2
+  // for the one that never hears of another Sentinel).
+  auto good = Sentinel::Start({.masters = {{"n0", masters_->address(0)}},
+                               .down_after = absl::Seconds(60),
+                               .extra_config = {"sentinel auth-user n0 sentinel",
+                                                absl::StrCat("sentinel auth-pass n0 ", pw)}});
+  ASSERT_TRUE(good.ok()) << good.status();
+  REDLOCK_ASSERT_OK((*good)->WaitReplicas("n0", 1, absl::Seconds(15)));
+  auto stale = Sentinel::Start(
+      {.masters = {{"n0", masters_->address(0), 2}}, .down_after = absl::Seconds(60)});
+  ASSERT_TRUE(stale.ok()) << stale.status();
+  Options o = SentinelOptionsFor({(*stale)->address(), (*good)->address()});
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> first = AcquireWithin(**client, absl::Seconds(10));
+  ASSERT_TRUE(first.ok()) << first.status();
+  REDLOCK_ASSERT_OK((*client)->Release(*first));
+  REDLOCK_ASSERT_OK(
+      testkit::RunCommand((*good)->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
+          .status());
+  absl::StatusOr<std::string> now =
+      (*good)->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
+  ASSERT_TRUE(now.ok()) << now.status();
+  ASSERT_EQ(*now, replicas_->address(0, 0));
+  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(15));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
+      << "the lock is on the new master";
+  EXPECT_EQ((*client)->Health()[0].address, *now);
+  // The first Sentinel really was stale all along.
+  EXPECT_EQ((*stale)->MasterAddress("n0").value_or(""), masters_->address(0));
 }
 
 }  // namespace

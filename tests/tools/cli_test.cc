@@ -26,6 +26,7 @@
 #include "testkit/fleet.h"
 #include "testkit/gtest_fleet.h"
 #include "testkit/process.h"
+#include "testkit/replication.h"
 
 #ifndef REDLOCK_CLI_PATH
 #error "REDLOCK_CLI_PATH must name the built redlock binary (tests/CMakeLists.txt)"
@@ -819,6 +820,37 @@ TEST_F(CliTest, Help) {
   Result v = RunCli({"--version"});
   EXPECT_EQ(v.exit_code, 0);
   EXPECT_TRUE(absl::StartsWith(v.out, "redlock ")) << v.out;
+}
+
+// A Sentinel-managed node: `status` shows where its master is and what each
+// of its Sentinels says (one answering, one where nothing listens).
+TEST_F(CliTest, StatusShowsWhatEachSentinelSays) {
+  REDLOCK_REQUIRE_SENTINEL();
+  auto sentinel = testkit::Sentinel::Start({.masters = {{"n0", fleet().address(0)}}});
+  ASSERT_TRUE(sentinel.ok()) << sentinel.status();
+  absl::StatusOr<int> dead = testkit::PickFreePort("127.0.0.1");
+  ASSERT_TRUE(dead.ok()) << dead.status();
+  const std::string dead_address = absl::StrCat("127.0.0.1:", *dead);
+  const std::string node =
+      absl::StrCat("redis+sentinel://", (*sentinel)->address(), "+", dead_address, "/n0");
+  Result s = RunCli({"--nodes", node, "status", Res("sentinel")});
+  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  EXPECT_TRUE(absl::StrContains(s.out, absl::StrCat("  master at ", fleet().address(0)))) << s.out;
+  EXPECT_TRUE(
+      absl::StrContains(s.out, absl::StrCat("  sentinel ", (*sentinel)->address(), ": names ",
+                                            fleet().address(0), " (config epoch 0)")))
+      << s.out;
+  EXPECT_TRUE(absl::StrContains(
+      s.out, absl::StrCat("  sentinel ", dead_address, ": names no master yet; Sentinel ",
+                          dead_address, ": ")))
+      << s.out;
+  Result j = RunCli({"--nodes", node, "status", "--json", Res("sentinel")});
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  EXPECT_TRUE(absl::StrContains(
+      j.out, absl::StrCat("\"sentinels\":[{\"address\":\"", (*sentinel)->address(),
+                          "\",\"connected\":true,\"master\":\"", fleet().address(0),
+                          "\",\"config_epoch\":0,\"error\":null}")))
+      << j.out;
 }
 
 }  // namespace

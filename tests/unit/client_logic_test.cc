@@ -803,6 +803,19 @@ TEST_F(ClientLogicTest, DestroyingTheClientCancelsPendingOperations) {
   EXPECT_EQ((*result)->status().code(), absl::StatusCode::kCancelled);
 }
 
+// A waiting acquisition whose attempt is refused while the client is being
+// destroyed ends CANCELLED (client.h), not with the attempt's refusal.
+TEST_F(ClientLogicTest, AnAttemptRefusedDuringShutdownEndsCancelled) {
+  Make(3);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  auto out = AcquireWaiting("r", absl::Seconds(10), absl::InfiniteDuration(), StopToken());
+  transport_->BeginStopping();
+  transport_->AnswerEverything();
+  transport_->Advance(absl::ZeroDuration());
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kCancelled) << (*out)->status();
+}
+
 // Bytes of the heap in use (glibc): the memory test below reads it. Under a
 // sanitizer the allocations bypass glibc's heap, and the test is skipped.
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)

@@ -122,7 +122,7 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
     }
     return Reply::Array(std::move(out));
   }
-  if (name == "release") {
+  if (name == "release" || name == "release-one") {
     int64_t deleted = 0;
     for (const auto& key : k) {
       bool wrong = false;

@@ -117,6 +117,9 @@ class FakeTransport final : public internal::Transport {
   void DeliverToUser(absl::AnyInvocable<void()> fn) override { fn(); }
   bool stopping() const override { return stopping_; }
   void Shutdown() override;
+  // The first moment of a shutdown: stopping() is true, and the replies in
+  // flight are still to be answered (a real engine may deliver them then).
+  void BeginStopping() { stopping_ = true; }
   // Every node connected, with its pending requests in flight.
   std::vector<NodeHealth> Health() const override;
   void SetMessageHandler(MessageHandler handler) override { handler_ = std::move(handler); }
