@@ -100,6 +100,27 @@ const std::vector<Scenario>& AllScenarios() {
        .smoke_ns = {3},
        .quick_ns = {5},
        .full_ns = {1, 5}},
+      {.name = "family",
+       .description =
+           "the lock family beside the mutex: 64 readers on one resource, the semaphore at K = 1, "
+           "4, 16 against the hot mutex, reader-writer hand-offs, election takeover after SIGKILL "
+           "and SIGSTOP of a `redlock elect` leader (only when named)",
+       .run = RunFamily,
+       .smoke_ns = {3},
+       .quick_ns = {5},
+       .full_ns = {5},
+       .explicit_only = true},
+      {.name = "semaphore-availability",
+       .description =
+           "semaphore designs: the nodes down each survives (permits with a majority each vs "
+           "counting holders on more than N*K/(K+1) nodes), K = 1, 4, 16 (only when named)",
+       .run = RunSemaphoreAvailability,
+       .smoke_ns = {3},
+       .quick_ns = {3, 5, 7},
+       .full_ns = {3, 5, 7},
+       .min_n = 3,
+       .needs_fleet = true,
+       .explicit_only = true},
       {.name = "durability",
        .description = "every node a master with one replica (started for the group): "
                       "Options::durability off vs on, and on with one replica stopped",

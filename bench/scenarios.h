@@ -12,6 +12,7 @@
 //   fault_scenarios.cc    stopped, slow1, slow2, slow-near-timeout
 //   hot_scenario.cc       hot
 //   feature_scenarios.cc  fencing, multilock, observer, durability
+//   family_scenario.cc    family, semaphore-availability (only when named)
 //   tls_scenario.cc       tls
 //   spread_scenario.cc    spread
 //   processes_scenario.cc processes
@@ -86,6 +87,8 @@ void RunTls(Context& ctx, int n, GroupResult* g);
 void RunSpread(Context& ctx, int n, GroupResult* g);
 void RunProcesses(Context& ctx, int n, GroupResult* g);
 void RunBackends(Context& ctx, int n, GroupResult* g);
+void RunFamily(Context& ctx, int n, GroupResult* g);
+void RunSemaphoreAvailability(Context& ctx, int n, GroupResult* g);
 
 // spread's N (the profile's length) and variants (its profiles' names).
 std::vector<int> SpreadNs(const BenchSettings& settings);

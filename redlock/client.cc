@@ -43,16 +43,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   }
   if (std::any_of(options.nodes.begin(), options.nodes.end(),
                   [](const Endpoint& ep) { return ep.tls; })) {
-    // One context (trust roots, client certificate) for every TLS node; each
-    // node's connections check its own name.
-    REDLOCK_ASSIGN_OR_RETURN(std::shared_ptr<internal::TlsContext> tls,
-                             internal::TlsContext::Create(options.tls));
-    for (const Endpoint& ep : options.nodes) {
-      config.streams.push_back(
-          ep.tls ? internal::TlsStreamFactory(
-                       tls, options.tls.server_name.empty() ? ep.host : options.tls.server_name)
-                 : nullptr);
-    }
+    // One context (trust roots, client certificate) for every TLS
+    // connection; each node's locator decides the name its connections check.
+    REDLOCK_ASSIGN_OR_RETURN(config.tls, internal::TlsContext::Create(options.tls));
+    config.tls_server_name = options.tls.server_name;
   }
   REDLOCK_ASSIGN_OR_RETURN(std::unique_ptr<internal::Engine> engine,
                            internal::Engine::Start(std::move(config)));

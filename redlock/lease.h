@@ -86,6 +86,11 @@ class Lease {
   // the highest it has seen. 0 when fencing is off.
   uint64_t fencing_token() const { return fencing_token_; }
 
+  // True for a shared (reader) lease of a ReadWriteLock
+  // (redlock/rw_lock.h): its keys on the nodes differ from a plain lock's,
+  // and Client::Extend, Release and AutoRenew treat it accordingly.
+  bool shared() const { return kind_ == 1; }
+
   // True for a lease returned by a successful call (not default-constructed).
   bool has_value() const { return !token_.empty(); }
   explicit operator bool() const { return has_value(); }
@@ -106,6 +111,9 @@ class Lease {
   TimePoint valid_until_{};
   int nodes_granted_ = 0;
   uint64_t fencing_token_ = 0;
+  // How the lease's keys look on the nodes (internal::LeaseKind): 0 a plain
+  // lock key, 1 a reader of a ReadWriteLock.
+  uint8_t kind_ = 0;
 };
 
 }  // namespace redlock

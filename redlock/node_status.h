@@ -48,6 +48,9 @@ struct SentinelHealth {
 // Health of one node's connection, as seen by the client.
 struct NodeHealth {
   std::string node;  // Endpoint::ToString()
+  // How the node is found, as its URL scheme: "redis", "rediss" (a static
+  // address), "redis+sentinel", "rediss+sentinel" (Sentinel discovery).
+  std::string scheme;
   // Where the node is reached: "host:port"; for a Sentinel-managed node, the
   // master the Sentinels named last ("" until one has).
   std::string address;

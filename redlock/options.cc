@@ -10,194 +10,34 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "redlock/internal/scheme.h"
+#include "redlock/internal/url.h"
 
 namespace redlock {
-namespace {
 
-absl::Status Bad(absl::string_view text, absl::string_view why) {
-  return absl::InvalidArgumentError(absl::StrCat("malformed endpoint \"", text, "\": ", why));
-}
+// Each scheme parses, checks and names its own endpoints
+// (internal/scheme_*.cc); what is common to all is here.
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-absl::StatusOr<std::string> PercentDecode(absl::string_view in) {
-  std::string out;
-  out.reserve(in.size());
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i] != '%') {
-      out.push_back(in[i]);
-      continue;
-    }
-    if (i + 2 >= in.size()) return absl::InvalidArgumentError("truncated percent escape");
-    int hi = HexValue(in[i + 1]);
-    int lo = HexValue(in[i + 2]);
-    if (hi < 0 || lo < 0) return absl::InvalidArgumentError("bad percent escape");
-    out.push_back(static_cast<char>(hi * 16 + lo));
-    i += 2;
-  }
-  return out;
-}
-
-bool ValidHostChar(char c) {
-  return absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_';
-}
-
-// Parses "host:port", "[v6]:port" or, when `port_optional`, also "host".
-absl::Status ParseHostPort(absl::string_view original, absl::string_view hp, bool port_optional,
-                           Endpoint* out) {
-  absl::string_view host;
-  absl::string_view port;
-  bool has_port = false;
-  if (absl::StartsWith(hp, "[")) {
-    size_t close = hp.find(']');
-    if (close == absl::string_view::npos) return Bad(original, "missing ']' after IPv6 address");
-    host = hp.substr(1, close - 1);
-    absl::string_view rest = hp.substr(close + 1);
-    if (!rest.empty()) {
-      if (rest[0] != ':') return Bad(original, "expected ':' after ']'");
-      port = rest.substr(1);
-      has_port = true;
-    }
-    for (char c : host) {
-      if (!(absl::ascii_isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.')) {
-        return Bad(original, "invalid IPv6 address");
-      }
-    }
-  } else {
-    size_t colon = hp.rfind(':');
-    if (colon != absl::string_view::npos) {
-      host = hp.substr(0, colon);
-      port = hp.substr(colon + 1);
-      has_port = true;
-      if (absl::StrContains(host, ':')) {
-        return Bad(original, "IPv6 addresses must be written in brackets: [::1]:6379");
-      }
-    } else {
-      host = hp;
-    }
-    for (char c : host) {
-      if (!ValidHostChar(c))
-        return Bad(original, absl::StrCat("invalid character '", std::string(1, c), "' in host"));
-    }
-  }
-  if (host.empty()) return Bad(original, "empty host");
-  out->host = std::string(host);
-  if (!has_port) {
-    if (!port_optional) return Bad(original, "expected host:port");
-    out->port = 6379;
-    return absl::OkStatus();
-  }
-  int p = 0;
-  if (port.empty() || !absl::SimpleAtoi(port, &p) ||
-      port.find_first_not_of("0123456789") != absl::string_view::npos) {
-    return Bad(original, absl::StrCat("port \"", port, "\" is not a number"));
-  }
-  if (p < 1 || p > 65535)
-    return Bad(original, absl::StrCat("port ", p, " is out of range 1..65535"));
-  out->port = p;
-  return absl::OkStatus();
-}
-
-}  // namespace
-
-std::string Endpoint::ToString() const {
-  auto host_port = [](const std::string& h, int p) {
-    if (h.find(':') != std::string::npos) return absl::StrCat("[", h, "]:", p);
-    return absl::StrCat(h, ":", p);
-  };
-  if (!uses_sentinel()) return host_port(host, port);
-  std::string out = absl::StrCat("sentinel:", sentinel_master, "@");
-  for (size_t i = 0; i < sentinels.size(); ++i) {
-    if (i > 0) out.push_back('+');
-    absl::StrAppend(&out, host_port(sentinels[i].host, sentinels[i].port));
-  }
-  return out;
-}
+std::string Endpoint::ToString() const { return internal::SchemeOf(*this).Name(*this); }
 
 absl::StatusOr<Endpoint> ParseEndpoint(absl::string_view text) {
-  absl::string_view s = absl::StripAsciiWhitespace(text);
-  if (s.empty()) return Bad(text, "empty");
+  absl::StatusOr<internal::UrlParts> url = internal::SplitUrl(text);
+  if (!url.ok()) return url.status();
+  const internal::EndpointScheme* scheme = internal::SchemeForUrl(url->scheme);
+  if (scheme == nullptr) {
+    return internal::BadEndpoint(text,
+                                 absl::StrCat("unknown scheme \"", url->scheme, "://\" (expected ",
+                                              internal::KnownUrlSchemes(), ")"));
+  }
   Endpoint ep;
-  size_t scheme_end = s.find("://");
-  if (scheme_end == absl::string_view::npos) {
-    absl::Status st = ParseHostPort(text, s, /*port_optional=*/false, &ep);
-    if (!st.ok()) return st;
-    return ep;
-  }
-  std::string scheme = absl::AsciiStrToLower(s.substr(0, scheme_end));
-  if (scheme == "rediss+sentinel") {
-    return Bad(text, "Sentinel discovery over TLS is not supported yet (use redis+sentinel://)");
-  }
-  if (scheme != "redis" && scheme != "rediss" && scheme != "redis+sentinel") {
-    return Bad(text, absl::StrCat("unknown scheme \"", scheme,
-                                  "://\" (expected redis://, rediss:// or redis+sentinel://)"));
-  }
-  ep.tls = scheme == "rediss";
-  absl::string_view rest = s.substr(scheme_end + 3);
-  if (absl::StrContains(rest, '?') || absl::StrContains(rest, '#')) {
-    return Bad(text, "query strings and fragments are not supported");
-  }
-  size_t at = rest.rfind('@');
-  if (at != absl::string_view::npos) {
-    absl::string_view userinfo = rest.substr(0, at);
-    rest = rest.substr(at + 1);
-    size_t colon = userinfo.find(':');
-    if (colon == absl::string_view::npos) {
-      return Bad(text, "credentials must be user:password or :password");
-    }
-    auto user = PercentDecode(userinfo.substr(0, colon));
-    auto pass = PercentDecode(userinfo.substr(colon + 1));
-    if (!user.ok()) return Bad(text, user.status().message());
-    if (!pass.ok()) return Bad(text, pass.status().message());
-    if (pass->empty()) return Bad(text, "empty password");
-    ep.username = *std::move(user);
-    ep.password = *std::move(pass);
-  }
-  absl::string_view hp = rest;
-  absl::string_view path;  // after the first '/'
-  size_t slash = rest.find('/');
-  if (slash != absl::string_view::npos) {
-    hp = rest.substr(0, slash);
-    path = rest.substr(slash + 1);
-  }
-  if (scheme == "redis+sentinel") {
-    // path: master[/db]
-    size_t db_slash = path.find('/');
-    absl::string_view master = path.substr(0, db_slash);
-    if (master.empty()) {
-      return Bad(text, "expected the master's name after the Sentinels: .../mymaster");
-    }
-    auto name = PercentDecode(master);
-    if (!name.ok()) return Bad(text, name.status().message());
-    ep.sentinel_master = *std::move(name);
-    path = db_slash == absl::string_view::npos ? absl::string_view() : path.substr(db_slash + 1);
-    for (absl::string_view one : absl::StrSplit(hp, '+')) {
-      Endpoint sentinel;
-      absl::Status st = ParseHostPort(text, one, /*port_optional=*/true, &sentinel);
-      if (!st.ok()) return st;
-      if (one.find(':') == absl::string_view::npos || absl::EndsWith(one, "]")) {
-        sentinel.port = 26379;  // Sentinel's default port, not Redis's
-      }
-      ep.sentinels.push_back(SentinelAddress{sentinel.host, sentinel.port});
-    }
-    ep.host.clear();
-  }
-  if (!path.empty()) {
-    int v = 0;
-    if (path.find_first_not_of("0123456789") != absl::string_view::npos ||
-        !absl::SimpleAtoi(path, &v) || v < 0) {
-      return Bad(text, absl::StrCat("database \"", path, "\" is not a non-negative number"));
-    }
-    ep.db = v;
-  }
-  if (ep.uses_sentinel()) return ep;
-  absl::Status st = ParseHostPort(text, hp, /*port_optional=*/true, &ep);
+  ep.username = url->username;
+  ep.password = url->password;
+  ep.tls_server_name = url->tls_server_name;
+  absl::Status st = scheme->Parse(*url, &ep);
   if (!st.ok()) return st;
+  if (!ep.tls_server_name.empty() && !ep.tls) {
+    return internal::BadEndpoint(text, "tls_server_name is for TLS endpoints (rediss://)");
+  }
   return ep;
 }
 
@@ -227,40 +67,19 @@ absl::Status ValidateOptions(const Options& o) {
   if (n == 0) return bad("no nodes");
   std::set<std::string> seen;  // one key per server a node names
   for (const Endpoint& ep : o.nodes) {
-    if (ep.uses_sentinel()) {
-      if (ep.sentinels.empty()) return bad("node ", ep.ToString(), ": no Sentinels to ask");
-      for (const SentinelAddress& s : ep.sentinels) {
-        if (s.host.empty()) return bad("node ", ep.ToString(), ": a Sentinel has an empty host");
-        if (s.port < 1 || s.port > 65535) {
-          return bad("node ", ep.ToString(), ": a Sentinel's port is out of range 1..65535");
-        }
-      }
-      if (ep.tls) {
-        return bad("node ", ep.ToString(),
-                   ": Sentinel discovery over TLS is not supported yet (the name to check the "
-                   "certificate against would change with every failover)");
-      }
-      if (!ep.sentinel_username.empty() && ep.sentinel_password.empty()) {
-        return bad("node ", ep.ToString(), ": a Sentinel username needs a password");
-      }
-    } else {
-      if (!ep.sentinels.empty() || !ep.sentinel_password.empty() || !ep.sentinel_username.empty()) {
-        return bad("node ", ep.ToString(), ": Sentinels are given without sentinel_master");
-      }
-      if (ep.host.empty()) return bad("a node has an empty host");
-      if (ep.port < 1 || ep.port > 65535)
-        return bad("node ", ep.ToString(), ": port out of range 1..65535");
-    }
+    const internal::EndpointScheme& scheme = internal::SchemeOf(ep);
+    const std::string wrong = scheme.Check(ep);
+    if (!wrong.empty()) return bad("node ", ep.ToString(), ": ", wrong);
     if (ep.db < 0) return bad("node ", ep.ToString(), ": negative database number");
     if (!ep.username.empty() && ep.password.empty()) {
       return bad("node ", ep.ToString(), ": a username needs a password");
     }
-    // Host names are case-insensitive; a Sentinel's master name is not.
+    if (!ep.tls_server_name.empty() && !ep.tls) {
+      return bad("node ", ep.ToString(), ": tls_server_name is set but the node is not TLS");
+    }
     // (Two names or addresses of one server are caught at Create and by
     // run_id, see internal/node_identity.h.)
-    const std::string key =
-        ep.uses_sentinel() ? ep.ToString() : absl::AsciiStrToLower(ep.ToString());
-    if (!seen.insert(key).second) {
+    if (!seen.insert(scheme.Key(ep)).second) {
       return bad("node ", ep.ToString(),
                  " is listed twice (each node must be an independent master)");
     }

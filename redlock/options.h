@@ -60,8 +60,17 @@ struct Endpoint {
   // Talk TLS to this node (what rediss:// sets). Trust roots, the client
   // certificate and verification come from Options::tls; the certificate is
   // checked against `host` unless Options::tls.server_name says otherwise.
-  // Plain and TLS nodes may be mixed in one client. Default: false.
+  // Plain and TLS nodes may be mixed in one client. With Sentinel discovery
+  // (rediss+sentinel://), the Sentinels and the master are both reached over
+  // TLS. Default: false.
   bool tls = false;
+  // With `tls`: the name this node's master certificate is checked against
+  // (and sent as SNI), instead of Options::tls.server_name or the host. For
+  // a Sentinel-managed node the host is whatever address the Sentinels name
+  // (often an IP address, and a different one after every failover): set
+  // this to the name the master and its replicas all carry in their
+  // certificates. URL form: ?tls_server_name=NAME. Default: empty.
+  std::string tls_server_name;
 
   // ---- Sentinel discovery (what redis+sentinel:// sets) ----
   // When set, this node is the master that `sentinels` know by this name:
@@ -79,9 +88,10 @@ struct Endpoint {
   // SAFETY: a failover can lose a lock this node granted (the replica that
   // is promoted may not have the key yet). Redlock tolerates that on fewer
   // nodes than the quorum margin; to make each node's vote survive its own
-  // failover, set Options::durability. Not combined with `tls` yet
-  // (Client::Create refuses it: the name to check the certificate against
-  // would change with every failover). Default: empty (a plain node).
+  // failover, set Options::durability. With `tls` (rediss+sentinel://) the
+  // Sentinels' certificates are checked against their hosts (or
+  // Options::tls.server_name) and the master's as `tls_server_name` says.
+  // Default: empty (a plain node).
   std::string sentinel_master;
   // The Sentinels to ask (all of them; the order breaks ties between equal
   // answers). Required with sentinel_master, unused otherwise. At most 4096.
@@ -101,6 +111,7 @@ struct Endpoint {
   friend bool operator==(const Endpoint& a, const Endpoint& b) {
     return a.host == b.host && a.port == b.port && a.username == b.username &&
            a.password == b.password && a.db == b.db && a.tls == b.tls &&
+           a.tls_server_name == b.tls_server_name &&
            a.sentinel_master == b.sentinel_master && a.sentinels == b.sentinels &&
            a.sentinel_username == b.sentinel_username && a.sentinel_password == b.sentinel_password;
   }
@@ -116,6 +127,8 @@ struct Endpoint {
 //       (Sentinel discovery: the hosts are the Sentinels, default port
 //       26379; `master` is the name they know the master by; the password
 //       is the master's. Sentinel credentials are set in the struct.)
+//   rediss+sentinel://...    (the same, Sentinels and master over TLS)
+// A TLS form may end in ?tls_server_name=NAME (Endpoint::tls_server_name).
 // The password may be percent-encoded (needed for '@', ':' and '/'). A URL
 // without a port means 6379.
 // Returns kInvalidArgument with the offending text for anything else (missing

@@ -70,7 +70,9 @@ absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
   if (fleet->root_.path().empty()) {
     return absl::InternalError("cannot create a temp dir under /tmp (mkdtemp)");
   }
-  if (fleet->options_.tls) {
+  if (fleet->options_.tls && fleet->options_.tls_certificates.has_value()) {
+    fleet->certificates_ = *fleet->options_.tls_certificates;
+  } else if (fleet->options_.tls) {
     const std::string dir = fleet->root_.path() + "/tls";
     mkdir(dir.c_str(), 0700);
     absl::StatusOr<TestCertificates> certs = MakeTestCertificates(dir);

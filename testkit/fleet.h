@@ -26,6 +26,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -81,6 +82,9 @@ struct FleetOptions {
   bool tls_auth_clients = false;
   // With tls: the certificate the nodes present.
   TlsServerCert tls_server_cert = TlsServerCert::kValid;
+  // With tls: use these certificates (another fleet's: replicas that must
+  // trust their masters) instead of making new ones.
+  std::optional<TestCertificates> tls_certificates;
 
   // Per node (may be shorter than nodes): the node has an ACL user denied
   // scripting (kScriptlessUser: `ACL SETUSER locker on >pw ~* &* +@all

@@ -93,15 +93,28 @@ absl::StatusOr<std::unique_ptr<Replicas>> Replicas::Start(ReplicaOptions options
   fo.extra_args = o.extra_args;
   fo.node_env = o.node_env;
   fo.enable_debug = false;
+  if (o.tls.has_value()) {
+    fo.tls = true;
+    fo.tls_certificates = o.tls;
+    fo.extra_args.insert(fo.extra_args.end(), {"--tls-replication", "yes"});
+  }
   absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Start(std::move(fo));
   if (!fleet.ok()) return fleet.status();
   r->fleet_ = *std::move(fleet);
   for (int g = 0; g < r->groups(); ++g) {
     absl::StatusOr<Endpoint> up = EndpointOf(o.upstreams[static_cast<size_t>(g)]);
     if (!up.ok()) return up.status();
-    absl::Status st =
-        CheckReply(RunCommand(*up, {"CONFIG", "SET", "repl-diskless-sync-delay", "0"}),
-                   absl::StrCat("upstream ", up->ToString()));
+    TlsOptions tls;
+    if (o.tls.has_value()) {
+      up->tls = true;
+      tls.ca_file = o.tls->ca_cert;
+      tls.cert_file = o.tls->client_cert;
+      tls.key_file = o.tls->client_key;
+      tls.verify_peer = false;
+    }
+    absl::Status st = CheckReply(
+        RunCommand(*up, {"CONFIG", "SET", "repl-diskless-sync-delay", "0"}, absl::Seconds(5), tls),
+        absl::StrCat("upstream ", up->ToString()));
     if (!st.ok()) return st;
     for (int j = 0; j < o.per_group; ++j) {
       st = r->Follow(g, j, o.upstreams[static_cast<size_t>(g)]);
@@ -179,10 +192,21 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
     absl::StatusOr<int> port = PickFreePort(options.host);
     if (!port.ok()) return port.status();
     s->port_ = *port;
+    if (options.tls.has_value()) {
+      absl::StatusOr<int> tls_port = PickFreePort(options.host);
+      if (!tls_port.ok()) return tls_port.status();
+      s->tls_port_ = *tls_port;
+    }
     {
       std::ofstream out(conf, std::ios::trunc);
       out << "port " << s->port_ << "\nbind " << options.host
           << "\ndaemonize no\nprotected-mode no\ndir " << dir << "\nlogfile " << s->log_ << "\n";
+      if (options.tls.has_value()) {
+        const TestCertificates& c = *options.tls;
+        out << "tls-port " << s->tls_port_ << "\ntls-cert-file " << c.server_cert
+            << "\ntls-key-file " << c.server_key << "\ntls-ca-cert-file " << c.ca_cert
+            << "\ntls-auth-clients no\ntls-replication yes\n";
+      }
       for (const SentinelOptions::Master& m : options.masters) {
         absl::StatusOr<Endpoint> ep = EndpointOf(m.address);
         if (!ep.ok()) return ep.status();
@@ -242,6 +266,14 @@ Endpoint Sentinel::endpoint() const {
   Endpoint ep;
   ep.host = host_;
   ep.port = port_;
+  return ep;
+}
+
+Endpoint Sentinel::tls_endpoint() const {
+  Endpoint ep;
+  ep.host = host_;
+  ep.port = tls_port_;
+  ep.tls = true;
   return ep;
 }
 

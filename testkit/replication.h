@@ -38,6 +38,7 @@
 #include "testkit/files.h"
 #include "testkit/fleet.h"
 #include "testkit/process.h"
+#include "testkit/tls.h"
 
 namespace redlock::testkit {
 
@@ -57,6 +58,10 @@ struct ReplicaOptions {
   std::vector<std::vector<std::pair<std::string, std::string>>> node_env;
   // How long Start waits for every replica's first full sync.
   absl::Duration sync_timeout = absl::Seconds(15);
+  // The upstreams speak TLS only, with these certificates (their fleet's,
+  // Fleet::certificates()): the replicas then listen on TLS only and
+  // replicate over TLS (tls-replication yes).
+  std::optional<TestCertificates> tls;
 };
 
 class Replicas {
@@ -120,6 +125,10 @@ struct SentinelOptions {
   // Lines appended to the config file, after the masters' ("sentinel
   // announce-port 1", "sentinel auth-user n0 someone").
   std::vector<std::string> extra_config;
+  // TLS: the Sentinel also listens on a TLS port (tls_port(), for clients;
+  // the kit's own queries keep the plain port) and reaches the masters and
+  // replicas over TLS (tls-replication yes), with these certificates.
+  std::optional<TestCertificates> tls;
 };
 
 class Sentinel {
@@ -154,11 +163,16 @@ class Sentinel {
   // "down-after-milliseconds", ...).
   absl::StatusOr<std::string> MasterField(const std::string& name, const std::string& field) const;
   int port() const { return port_; }
+  // With SentinelOptions::tls: its TLS port (0 otherwise), and that address
+  // as a TLS endpoint.
+  int tls_port() const { return tls_port_; }
+  Endpoint tls_endpoint() const;
 
  private:
   Sentinel() = default;
   std::optional<TempDir> dir_;  // when SentinelOptions::dir is empty
   int port_ = 0;
+  int tls_port_ = 0;
   std::string host_;
   std::string log_;
   std::unique_ptr<Process> process_;

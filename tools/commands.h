@@ -20,7 +20,7 @@ struct CommandSpec {
   std::string usage;            // "redlock acquire --resource R --ttl DUR [--wait DUR]"
   std::string details;          // what it does, output, exit codes
   std::vector<FlagSpec> flags;  // its own flags (the global ones are added)
-  bool command_tail = false;    // `run`: takes a command after its flags
+  bool command_tail = false;    // `run`, `elect`: take a command after their flags
   // Returns the process exit code. Errors are printed, one line each.
   int (*run)(const ParsedArgs& args) = nullptr;
 };
@@ -39,7 +39,8 @@ int RunAcquire(const ParsedArgs& args);
 int RunRelease(const ParsedArgs& args);
 int RunExtend(const ParsedArgs& args);
 int RunStatus(const ParsedArgs& args);
-int RunRun(const ParsedArgs& args);  // tools/run_command.cc
+int RunRun(const ParsedArgs& args);    // tools/run_command.cc
+int RunElect(const ParsedArgs& args);  // tools/elect_command.cc
 
 // Shared by the subcommands.
 

@@ -211,6 +211,9 @@ int RunStatus(const ParsedArgs& args) {
       // the Sentinels named last).
       absl::StrAppend(&node, ",\"address\":",
                       h != nullptr && !h->address.empty() ? JsonString(h->address) : "null");
+      // How it is found: redis, rediss, redis+sentinel, rediss+sentinel.
+      absl::StrAppend(&node, ",\"scheme\":",
+                      h != nullptr && !h->scheme.empty() ? JsonString(h->scheme) : "null");
       absl::StrAppend(
           &node, ",\"tls\":", h != nullptr && h->tls ? "true" : "false", ",\"tls_version\":",
           h != nullptr && !h->tls_version.empty() ? JsonString(h->tls_version) : "null");
@@ -262,8 +265,8 @@ int RunStatus(const ParsedArgs& args) {
     }
     PrintLine(absl::StrCat("resource ", JsonString(*resource), ": ", summary, " (quorum ", quorum,
                            "); fencing counter ", fence));
-    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %-8s %s", "NODE", "HELD", "TOKEN",
-                              "TTL_LEFT", "FENCE", "TLS", "PATH"));
+    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %-8s %-15s %s", "NODE", "HELD", "TOKEN",
+                              "TTL_LEFT", "FENCE", "TLS", "SCHEME", "PATH"));
     for (size_t i = 0; i < views->size(); ++i) {
       const NodeView& v = (*views)[i];
       const NodeHealth* h = tls_of(i);
@@ -271,6 +274,7 @@ int RunStatus(const ParsedArgs& args) {
       const std::string tls = h == nullptr || !h->tls   ? "-"
                               : !h->tls_version.empty() ? h->tls_version
                                                         : "yes";
+      const std::string scheme = h == nullptr || h->scheme.empty() ? "-" : h->scheme;
       // A Sentinel-managed node: where its master is now, under its row.
       const std::string master_at =
           h == nullptr || h->address == v.node
@@ -282,10 +286,10 @@ int RunStatus(const ParsedArgs& args) {
         // "lua", or "tx" where the node forbids scripting (WATCH/MULTI/EXEC).
         const char* path = h != nullptr && h->scriptless ? "tx" : "lua";
         PrintLine(absl::StrFormat(
-            "%-22s %-5s %-42s %10s %8d  %-8s %s", v.node, v.held ? "yes" : "no",
+            "%-22s %-5s %-42s %10s %8d  %-8s %-15s %s", v.node, v.held ? "yes" : "no",
             v.held ? v.token : "-",
             v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
-            v.fence_counter, tls, path));
+            v.fence_counter, tls, scheme, path));
       }
       if (!master_at.empty()) PrintLine(master_at);
       for (const SentinelHealth& sh : h == nullptr ? std::vector<SentinelHealth>{} : h->sentinels) {

@@ -1,6 +1,7 @@
 // redlock: the command-line tool (tools/README.md).
 //
 //   redlock run --resource nightly-report --ttl 30s -- ./report.sh
+//   redlock elect --resource scheduler --id host-a -- ./scheduler
 //   redlock acquire --resource orders/42 --ttl 30s --wait 5s
 //   redlock status orders/42
 
@@ -23,20 +24,22 @@ namespace {
 
 constexpr char kExitCodes[] =
     R"(Exit codes:
-  0    success (run: the command's own exit status)
+  0    success (run, elect: the command's own exit status)
   64   usage: bad flags or input (no nodes, malformed endpoint, bad duration,
        missing --resource); nothing was sent to the nodes
   65   held elsewhere: a quorum answered and someone else holds the resource
   66   unavailable: fewer than a quorum of nodes answered
-  67   lease lost: extend found the lock gone, or run lost it while the
-       command was running (the command got SIGTERM, then SIGKILL)
+  67   lease lost: extend found the lock gone, or run (elect) lost the lock
+       (leadership) while the command was running (the command got
+       SIGTERM, then SIGKILL)
   68   timed out: the --wait deadline passed (or no validity was left)
   70   internal error: unexpected replies, script or system errors
-  126  run: the command cannot be executed
-  127  run: the command was not found
-  128+N  run: the command died of signal N
-  130, 143  acquire --wait, run: interrupted by SIGINT or SIGTERM while waiting
-       for the lock; the wait was cancelled and nothing is held
+  126  run, elect: the command cannot be executed
+  127  run, elect: the command was not found
+  128+N  run, elect: the command died of signal N
+  130, 143  acquire --wait, run, elect: interrupted by SIGINT or SIGTERM while
+       waiting for the lock (or leadership); the wait was cancelled and
+       nothing is held
 )";
 
 std::string ToolHelp() {
@@ -183,6 +186,40 @@ cancel the wait (exit 130 or 143; CMD is not run, nothing is held).
          "renew no longer than this in all: then the lease runs out (default: no limit)"}},
        true,
        &RunRun},
+      {"elect",
+       "campaign for leadership of a resource; run a command only while leader",
+       "redlock elect --resource R [--id NAME] [--ttl DUR] [--wait DUR] [--] CMD [ARGS...]",
+       R"(Campaigns for leadership of R (redlock/election.h): waits until no other
+candidate leads (woken when the leader resigns; a leader that died is
+replaced when its lease runs out, about --ttl later), then runs CMD while
+leading, renewing the leadership every ttl/3, and resigns when CMD exits
+(the next candidate takes over at once). Exits with CMD's status.
+
+CMD gets REDLOCK_RESOURCE, REDLOCK_TOKEN, REDLOCK_LEADER_ID (the --id),
+and REDLOCK_TERM (also as REDLOCK_FENCING_TOKEN): the leader's term, a
+fencing token that strictly increases across leaders whatever --fencing
+says. Pass it to what the leader acts on, so a deposed leader (paused past
+its lease) is refused there. `redlock status R` shows the leader's token;
+its identity is the hex after the '.' in it.
+
+Signals, at-risk and loss as for `run`: the --at-risk-signal (default
+SIGTERM) when the leadership is at risk, SIGKILL --grace after it is lost,
+and exit 67 whatever CMD's status when it was lost. SIGINT, SIGTERM, SIGHUP
+and SIGQUIT are forwarded to CMD; while campaigning, SIGINT and SIGTERM
+cancel the campaign (exit 130 or 143; CMD is not run).
+)",
+       {{"resource", true, "R", "the election's name (the Redis key, after --key-prefix)"},
+        {"id", true, "NAME", "this candidate's identity, as others see it (default: host:pid)"},
+        {"ttl", true, "DUR", "the leader's lease, renewed every ttl/3 (default 10s)"},
+        {"wait", true, "DUR", "campaign at most this long (default: until leader)"},
+        {"grace", true, "DUR",
+         "after losing leadership, SIGKILL CMD if it still runs DUR later (default 10s)"},
+        {"at-risk-signal", true, "SIG",
+         "sent to CMD when leadership is at risk (default TERM; 'none' to send nothing)"},
+        {"max-hold", true, "DUR",
+         "lead no longer than this in all: then the lease runs out (default: no limit)"}},
+       true,
+       &RunElect},
       {"acquire",
        "take a lock and print the lease as one JSON line; it expires at its ttl",
        "redlock acquire --resource R --ttl DUR [--wait DUR]",

@@ -15,12 +15,12 @@
 #include "absl/time/clock.h"
 #include "backends/servers.h"
 #include "chaos/backends/backend_client.h"
-#include "chaos/run/cleanup.h"
-#include "testkit/clock_control.h"
-#include "chaos/history/history.h"
 #include "chaos/faults/partition.h"
-#include "chaos/run/run.h"
+#include "chaos/history/history.h"
 #include "chaos/plot/plot.h"
+#include "chaos/run/cleanup.h"
+#include "chaos/run/run.h"
+#include "testkit/clock_control.h"
 #include "testkit/files.h"
 
 namespace redlock::chaos {
@@ -357,7 +357,8 @@ void Execute(const BackendScenario& sc, const RunOptions& opt, ScenarioResult* r
     CheckResult cr = Check(*history);
     res->counts = cr.counts;
     for (int p = 0; p < kNumProperties; ++p) {
-      res->violations[static_cast<size_t>(p)] = cr.violation_counts[static_cast<size_t>(p)];
+      res->violations[static_cast<size_t>(HarnessIndex(static_cast<Property>(p)))] =
+          cr.violation_counts[static_cast<size_t>(p)];
     }
     res->availability =
         cr.counts.invokes > 0 ? static_cast<double>(cr.counts.grants) / cr.counts.invokes : 0;

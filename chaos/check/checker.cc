@@ -59,6 +59,8 @@ class Checker {
     CheckValidity();
     CheckHarm();
     CheckFencing();
+    CheckAtMostK();
+    CheckLeaderTerms();
     for (const Grant& g : grants_) result_.grants.push_back(g.info);
     result_.faults = faults_;
     std::stable_sort(result_.violations.begin(), result_.violations.end(),
@@ -205,7 +207,13 @@ class Checker {
           g.granted_until = e->valid_until;
           g.info.fencing_token = e->fencing_token;
           g.info.source = e->source;
+          g.info.mode = e->mode;
+          g.info.permits = e->permits;
+          g.info.slot = e->slot;
           if (e->fencing_token.has_value()) ++result_.counts.fenced_grants;
+          if (g.info.shared()) ++result_.counts.shared_grants;
+          if (g.info.slot_mode()) ++result_.counts.slot_grants;
+          if (g.info.leader()) ++result_.counts.leader_grants;
           auto [it, inserted] = token_ids.try_emplace(e->token, static_cast<int>(token_ids.size()));
           g.token_id = it->second;
           if (!inserted) {
@@ -224,6 +232,7 @@ class Checker {
         case EventType::kUse:
           ++result_.counts.uses;
           resources[e->resource] = true;
+          if (!e->write) ++result_.counts.read_uses;
           if (e->accepted) {
             ++result_.counts.accepted_writes;
           } else {
@@ -351,7 +360,7 @@ class Checker {
       if (u.end < u.begin) {
         Warn(absl::StrCat(Where(u), "use by ", Who(u), " ends before it begins"));
       }
-      if (u.read != std::numeric_limits<int64_t>::max() && u.wrote != u.read + 1) {
+      if (u.write && u.read != std::numeric_limits<int64_t>::max() && u.wrote != u.read + 1) {
         Warn(absl::StrCat(Where(u), "use by ", Who(u), " read ", u.read, " but wrote ", u.wrote,
                           " (expected read + 1)"));
       }
@@ -460,7 +469,15 @@ class Checker {
     std::vector<int> active_per_token(static_cast<size_t>(num_tokens_), 0);
     using Entry = std::pair<int64_t, int>;  // (hold_end, grant)
     const auto later = std::greater<Entry>();
-    for (auto& [resource, ids] : GrantsByResource()) {
+    for (auto& [resource, all_ids] : GrantsByResource()) {
+      // A semaphore's permits are judged by S6; readers may share.
+      std::vector<int> ids;
+      bool readers = false;
+      for (int i : all_ids) {
+        if (grants_[i].info.slot_mode()) continue;
+        readers = readers || grants_[i].info.shared();
+        ids.push_back(i);
+      }
       std::stable_sort(ids.begin(), ids.end(), [this](int a, int b) {
         return grants_[a].info.granted < grants_[b].info.granted;
       });
@@ -478,11 +495,12 @@ class Checker {
         // gi begins: it overlaps gi unless it shares gi's token, or gi is
         // empty and both begin at the same instant (walked to be exact).
         const bool empty = gi.hold_end <= gi.granted;
-        if (!heap.empty() && (empty || Room(p))) {
+        if (!heap.empty() && (empty || readers || Room(p))) {
           std::vector<int> others;
           for (const Entry& e : heap) {
             const Grant& other = grants_[e.second];
             if (other.token_id == grants_[i].token_id) continue;
+            if (other.info.shared() && gi.shared()) continue;  // readers share
             if (!Overlap(other.info, gi)) continue;
             others.push_back(e.second);
           }
@@ -492,7 +510,7 @@ class Checker {
             return ga.granted != gb.granted ? ga.granted < gb.granted : a < b;
           });
           for (int o : others) {
-            if (Count(p)) ReportOverlap(o, i);
+            if (Count(p) && Room(p)) ReportOverlap(o, i);
           }
         } else if (!heap.empty()) {
           const int64_t n =
@@ -532,12 +550,11 @@ class Checker {
       v.resource = info.resource;
       v.t = until;
       v.t_end = u.end;
-      v.description = absl::StrCat("use by ", Who(u), " [", Rel(u.begin), ", ", Rel(u.end),
-                                   "] ends ", Ms(until, u.end),
-                                   grant.extensions.empty() ? " after its grant's valid_until "
-                                                            : " after its valid_until (extended) ",
-                                   Rel(until),
-                                   u.accepted ? ", write accepted" : ", write rejected", From(u));
+      v.description = absl::StrCat(
+          "use by ", Who(u), " [", Rel(u.begin), ", ", Rel(u.end), "] ends ", Ms(until, u.end),
+          grant.extensions.empty() ? " after its grant's valid_until "
+                                   : " after its valid_until (extended) ",
+          Rel(until), u.accepted ? ", write accepted" : ", write rejected", From(u));
       v.grants = {info};
       Keep(std::move(v));
     }
@@ -563,7 +580,7 @@ class Checker {
     const Property p = Property::kHarm;
     std::map<std::string, std::vector<size_t>> accepted;
     for (size_t i = 0; i < uses_.size(); ++i) {
-      if (uses_[i]->accepted) accepted[uses_[i]->resource].push_back(i);
+      if (uses_[i]->accepted && uses_[i]->write) accepted[uses_[i]->resource].push_back(i);
     }
     for (auto& [resource, ids] : accepted) {
       std::stable_sort(ids.begin(), ids.end(), [this](size_t a, size_t b) {
@@ -639,107 +656,211 @@ class Checker {
     Keep(std::move(v));
   }
 
+  // ---- Increasing tokens (S4 (a) and (b), S7)
+  // ---------------------------------------------------------
+
+  // `ids`: grants of one resource (and permit) that carry a token, each
+  // judged against the others: (a) equal tokens of distinct grants (not
+  // between readers, nor a reader and a writer: a reader carries the last
+  // writer's token); (b) a grant whose attempt started after another was
+  // granted, with a lower token (a writer also needs more than a reader's).
+  void CheckIncreasing(Property p, const std::string& resource, const std::vector<int>& ids,
+                       absl::string_view what) {
+    // (a) equal tokens.
+    std::vector<int> by_ft = ids;
+    std::stable_sort(by_ft.begin(), by_ft.end(), [this](int a, int b) {
+      const GrantInfo& ga = grants_[a].info;
+      const GrantInfo& gb = grants_[b].info;
+      if (*ga.fencing_token != *gb.fencing_token) {
+        return *ga.fencing_token < *gb.fencing_token;
+      }
+      return ga.granted < gb.granted;
+    });
+    size_t begin = 0;
+    while (begin < by_ft.size()) {
+      const uint64_t ft = *grants_[by_ft[begin]].info.fencing_token;
+      size_t end = begin + 1;
+      while (end < by_ft.size() && *grants_[by_ft[end]].info.fencing_token == ft) {
+        ++end;
+      }
+      // Only exclusive holders must be unique.
+      std::vector<int> exclusive;
+      for (size_t k = begin; k < end; ++k) {
+        if (!grants_[by_ft[k]].info.shared()) exclusive.push_back(by_ft[k]);
+      }
+      if (exclusive.size() > 1) {
+        // Exact count: all pairs minus those sharing a (grant) token.
+        std::map<int, int64_t> per_token;
+        for (int g : exclusive) ++per_token[grants_[g].token_id];
+        const int64_t k = static_cast<int64_t>(exclusive.size());
+        int64_t pairs = k * (k - 1) / 2;
+        for (const auto& [id, m] : per_token) pairs -= m * (m - 1) / 2;
+        int64_t kept = 0;
+        for (size_t a = 0; a < exclusive.size() && Room(p); ++a) {
+          for (size_t b = a + 1; b < exclusive.size() && Room(p); ++b) {
+            const GrantInfo& ga = grants_[exclusive[a]].info;
+            const GrantInfo& gb = grants_[exclusive[b]].info;
+            if (grants_[exclusive[a]].token_id == grants_[exclusive[b]].token_id) continue;
+            ++kept;
+            Count(p);
+            Violation v;
+            v.property = p;
+            v.resource = resource;
+            v.t = gb.granted;
+            v.t_end = gb.granted;
+            v.description =
+                absl::StrCat("grants ", Who(ga), " (", Rel(ga.granted), ") and ", Who(gb), " (",
+                             Rel(gb.granted), ") carry the same ", what, " ", ft);
+            v.grants = {ga, gb};
+            Keep(std::move(v));
+          }
+        }
+        if (pairs > kept) Count(p, pairs - kept);
+      }
+      begin = end;
+    }
+
+    // (b) a later attempt got a lower token.
+    std::vector<int> by_granted = ids;
+    std::stable_sort(by_granted.begin(), by_granted.end(), [this](int a, int b) {
+      return grants_[a].info.granted < grants_[b].info.granted;
+    });
+    std::vector<int> by_start = ids;
+    std::stable_sort(by_start.begin(), by_start.end(), [this](int a, int b) {
+      return grants_[a].info.start < grants_[b].info.start;
+    });
+    size_t next = 0;
+    int best = -1;  // the highest token granted so far (a reader among equals)
+    for (int b : by_start) {
+      const GrantInfo& gb = grants_[b].info;
+      while (next < by_granted.size() && grants_[by_granted[next]].info.granted < gb.start) {
+        const int a = by_granted[next++];
+        const uint64_t fa = *grants_[a].info.fencing_token;
+        if (best < 0 || fa > *grants_[best].info.fencing_token ||
+            (fa == *grants_[best].info.fencing_token && grants_[a].info.shared())) {
+          best = a;
+        }
+      }
+      if (best < 0) continue;
+      const GrantInfo& ga = grants_[best].info;
+      // A writer after a reader needs more than the reader's token; equal
+      // tokens of two exclusive holders are (a)'s.
+      const bool stale = *gb.fencing_token < *ga.fencing_token ||
+                         (*gb.fencing_token == *ga.fencing_token && ga.shared() && !gb.shared() &&
+                          grants_[best].token_id != grants_[b].token_id);
+      if (!stale) continue;
+      if (!Count(p)) continue;
+      Violation v;
+      v.property = p;
+      v.resource = resource;
+      v.t = gb.start;
+      v.t_end = std::max(gb.start, gb.granted);
+      v.description = absl::StrCat(
+          "grant ", Who(gb), " attempted at ", Rel(gb.start), " got ", what, " ", *gb.fencing_token,
+          *gb.fencing_token == *ga.fencing_token ? ", not higher than " : ", lower than ",
+          *ga.fencing_token, " granted earlier to ", Who(ga), ga.shared() ? " (a reader)" : "",
+          " at ", Rel(ga.granted));
+      v.grants = {ga, gb};
+      Keep(std::move(v));
+    }
+  }
+
+  // ---- S6
+  // -----------------------------------------------------------------------
+
+  void CheckAtMostK() {
+    const Property p = Property::kAtMostK;
+    std::vector<int> active_per_token(static_cast<size_t>(num_tokens_), 0);
+    using Entry = std::pair<int64_t, int>;  // (hold_end, grant)
+    const auto later = std::greater<Entry>();
+    for (auto& [resource, all_ids] : GrantsByResource()) {
+      std::vector<int> ids;
+      for (int i : all_ids) {
+        if (grants_[i].info.slot_mode()) ids.push_back(i);
+      }
+      if (ids.empty()) continue;
+      std::stable_sort(ids.begin(), ids.end(), [this](int a, int b) {
+        return grants_[a].info.granted < grants_[b].info.granted;
+      });
+      std::vector<Entry> heap;
+      for (int i : ids) {
+        const GrantInfo& gi = grants_[i].info;
+        while (!heap.empty() && heap.front().first <= gi.granted) {
+          --active_per_token[grants_[heap.front().second].token_id];
+          std::pop_heap(heap.begin(), heap.end(), later);
+          heap.pop_back();
+        }
+        const int64_t k = std::max<int64_t>(1, gi.permits);
+        const int64_t others =
+            static_cast<int64_t>(heap.size()) - active_per_token[grants_[i].token_id];
+        if (others >= k && gi.hold_end > gi.granted && Count(p) && Room(p)) {
+          Violation v;
+          v.property = p;
+          v.resource = resource;
+          v.t = gi.granted;
+          int64_t until = gi.hold_end;
+          std::vector<int> holders;
+          for (const Entry& e : heap) {
+            if (grants_[e.second].token_id == grants_[i].token_id) continue;
+            holders.push_back(e.second);
+          }
+          std::sort(holders.begin(), holders.end(), [this](int a, int b) {
+            return grants_[a].info.granted < grants_[b].info.granted;
+          });
+          std::vector<std::string> who;
+          for (int h : holders) {
+            until = std::min(until, grants_[h].info.hold_end);
+            v.grants.push_back(grants_[h].info);
+            who.push_back(HoldText(grants_[h].info));
+          }
+          v.grants.push_back(gi);
+          v.t_end = std::max(v.t, until);
+          v.description =
+              absl::StrCat(others + 1, " holders of a semaphore of ", k, " permits: ", HoldText(gi),
+                           " began while ", absl::StrJoin(who, ", "), " held");
+          Keep(std::move(v));
+        }
+        heap.emplace_back(gi.hold_end, i);
+        std::push_heap(heap.begin(), heap.end(), later);
+        ++active_per_token[grants_[i].token_id];
+      }
+      for (const Entry& e : heap) --active_per_token[grants_[e.second].token_id];
+    }
+  }
+
+  // ---- S7
+  // -----------------------------------------------------------------------
+
+  void CheckLeaderTerms() {
+    for (auto& [resource, all_ids] : GrantsByResource()) {
+      std::vector<int> ids;
+      for (int i : all_ids) {
+        const GrantInfo& g = grants_[i].info;
+        if (g.leader() && g.fencing_token.has_value()) ids.push_back(i);
+      }
+      if (!ids.empty()) CheckIncreasing(Property::kLeaderTerms, resource, ids, "term");
+    }
+  }
+
   // ---- S4
   // -----------------------------------------------------------------------
 
   void CheckFencing() {
-    const Property p = Property::kFencing;
+    // Leaders are judged by S7; a semaphore's tokens are per permit.
+    std::map<std::pair<std::string, int64_t>, std::vector<int>> groups;
     for (auto& [resource, all_ids] : GrantsByResource()) {
-      std::vector<int> ids;
       for (int i : all_ids) {
-        if (grants_[i].info.fencing_token.has_value()) ids.push_back(i);
+        const GrantInfo& g = grants_[i].info;
+        if (!g.fencing_token.has_value() || g.leader()) continue;
+        groups[{resource, g.slot_mode() ? g.slot : -1}].push_back(i);
       }
-      if (ids.empty()) continue;
-
-      // (a) equal fencing tokens.
-      std::vector<int> by_ft = ids;
-      std::stable_sort(by_ft.begin(), by_ft.end(), [this](int a, int b) {
-        const GrantInfo& ga = grants_[a].info;
-        const GrantInfo& gb = grants_[b].info;
-        if (*ga.fencing_token != *gb.fencing_token) {
-          return *ga.fencing_token < *gb.fencing_token;
-        }
-        return ga.granted < gb.granted;
-      });
-      size_t begin = 0;
-      while (begin < by_ft.size()) {
-        const uint64_t ft = *grants_[by_ft[begin]].info.fencing_token;
-        size_t end = begin + 1;
-        while (end < by_ft.size() && *grants_[by_ft[end]].info.fencing_token == ft) {
-          ++end;
-        }
-        if (end - begin > 1) {
-          // Exact count: all pairs minus those sharing a (grant) token.
-          std::map<int, int64_t> per_token;
-          for (size_t k = begin; k < end; ++k) ++per_token[grants_[by_ft[k]].token_id];
-          const int64_t k = static_cast<int64_t>(end - begin);
-          int64_t pairs = k * (k - 1) / 2;
-          for (const auto& [id, m] : per_token) pairs -= m * (m - 1) / 2;
-          int64_t kept = 0;
-          for (size_t a = begin; a < end && Room(p); ++a) {
-            for (size_t b = a + 1; b < end && Room(p); ++b) {
-              const GrantInfo& ga = grants_[by_ft[a]].info;
-              const GrantInfo& gb = grants_[by_ft[b]].info;
-              if (grants_[by_ft[a]].token_id == grants_[by_ft[b]].token_id) {
-                continue;
-              }
-              ++kept;
-              Count(p);
-              Violation v;
-              v.property = p;
-              v.resource = resource;
-              v.t = gb.granted;
-              v.t_end = gb.granted;
-              v.description =
-                  absl::StrCat("grants ", Who(ga), " (", Rel(ga.granted), ") and ", Who(gb), " (",
-                               Rel(gb.granted), ") carry the same fencing token ", ft);
-              v.grants = {ga, gb};
-              Keep(std::move(v));
-            }
-          }
-          if (pairs > kept) Count(p, pairs - kept);
-        }
-        begin = end;
-      }
-
-      // (b) a later attempt got a lower token.
-      std::vector<int> by_granted = ids;
-      std::stable_sort(by_granted.begin(), by_granted.end(), [this](int a, int b) {
-        return grants_[a].info.granted < grants_[b].info.granted;
-      });
-      std::vector<int> by_start = ids;
-      std::stable_sort(by_start.begin(), by_start.end(), [this](int a, int b) {
-        return grants_[a].info.start < grants_[b].info.start;
-      });
-      size_t next = 0;
-      int best = -1;
-      for (int b : by_start) {
-        const GrantInfo& gb = grants_[b].info;
-        while (next < by_granted.size() && grants_[by_granted[next]].info.granted < gb.start) {
-          const int a = by_granted[next++];
-          if (best < 0 || *grants_[a].info.fencing_token > *grants_[best].info.fencing_token) {
-            best = a;
-          }
-        }
-        if (best < 0) continue;
-        const GrantInfo& ga = grants_[best].info;
-        if (*gb.fencing_token >= *ga.fencing_token) continue;
-        if (!Count(p)) continue;
-        Violation v;
-        v.property = p;
-        v.resource = resource;
-        v.t = gb.start;
-        v.t_end = std::max(gb.start, gb.granted);
-        v.description =
-            absl::StrCat("grant ", Who(gb), " attempted at ", Rel(gb.start), " got fencing token ",
-                         *gb.fencing_token, ", lower than ", *ga.fencing_token,
-                         " granted earlier to ", Who(ga), " at ", Rel(ga.granted));
-        v.grants = {ga, gb};
-        Keep(std::move(v));
-      }
+    }
+    for (const auto& [key, ids] : groups) {
+      CheckIncreasing(Property::kFencing, key.first, ids, "fencing token");
     }
 
     // (c) the store accepted a stale token.
+    const Property p = Property::kFencing;
     std::map<std::string, std::vector<size_t>> fenced;
     for (size_t i = 0; i < uses_.size(); ++i) {
       if (uses_[i]->accepted && uses_[i]->fencing_token.has_value()) {
@@ -825,7 +946,10 @@ std::string GrantText(const CheckResult& r, const GrantInfo& g) {
     absl::StrAppend(&out, " released ", RelTime(r, *g.released));
   }
   if (g.fencing_token.has_value()) {
-    absl::StrAppend(&out, " fencing ", *g.fencing_token);
+    absl::StrAppend(&out, g.leader() ? " term " : " fencing ", *g.fencing_token);
+  }
+  if (!g.mode.empty() && !g.leader()) {
+    absl::StrAppend(&out, " ", g.mode, g.slot >= 0 ? absl::StrCat(" ", g.slot) : "");
   }
   if (!g.source.empty()) absl::StrAppend(&out, " (", g.source, ")");
   return out;
@@ -847,6 +971,9 @@ nlohmann::ordered_json GrantJson(const GrantInfo& g) {
   j["fencing_token"] = g.fencing_token.has_value() ? nlohmann::ordered_json(*g.fencing_token)
                                                    : nlohmann::ordered_json(nullptr);
   j["uses"] = g.uses;
+  if (!g.mode.empty()) j["mode"] = g.mode;
+  if (g.permits != 0) j["permits"] = g.permits;
+  if (g.slot >= 0) j["slot"] = g.slot;
   if (!g.source.empty()) j["source"] = g.source;
   return j;
 }
@@ -866,6 +993,8 @@ nlohmann::ordered_json FaultJson(const FaultInfo& f) {
 std::string Verdict(const CheckResult& r, Property p) {
   if (r.count(p) > 0) return "FAIL";
   if (p == Property::kFencing && r.counts.fenced_grants == 0) return "n/a";
+  if (p == Property::kAtMostK && r.counts.slot_grants == 0) return "n/a";
+  if (p == Property::kLeaderTerms && r.counts.leader_grants == 0) return "n/a";
   return "ok";
 }
 
@@ -880,6 +1009,10 @@ std::string Checked(const CheckResult& r, Property p) {
       return absl::StrCat(c.accepted_writes, " writes, ", c.finals, " finals");
     case Property::kFencing:
       return absl::StrCat(c.fenced_grants, " fenced grants");
+    case Property::kAtMostK:
+      return absl::StrCat(c.slot_grants, " permit grants");
+    case Property::kLeaderTerms:
+      return absl::StrCat(c.leader_grants, " leader grants");
   }
   return "";
 }
@@ -896,6 +1029,10 @@ absl::string_view PropertyName(Property p) {
       return "S3";
     case Property::kFencing:
       return "S4";
+    case Property::kAtMostK:
+      return "S6";
+    case Property::kLeaderTerms:
+      return "S7";
   }
   return "S?";
 }
@@ -910,6 +1047,10 @@ absl::string_view PropertyTitle(Property p) {
       return "harm (lost updates)";
     case Property::kFencing:
       return "fencing";
+    case Property::kAtMostK:
+      return "at most K holders";
+    case Property::kLeaderTerms:
+      return "leader terms";
   }
   return "?";
 }
@@ -936,6 +1077,12 @@ std::string FormatReport(const CheckResult& r) {
       (static_cast<double>(r.last_t) - static_cast<double>(r.first_t)) / 1e9, c.invokes, c.grants,
       c.fenced_grants, c.fails, c.indeterminate, c.uses, c.accepted_writes, c.rejected_writes,
       c.releases, c.nemesis, c.finals);
+  if (c.shared_grants + c.slot_grants + c.leader_grants > 0) {
+    absl::StrAppendFormat(&out,
+                          "lock family: %d shared grants, %d permit grants, %d leader grants, "
+                          "%d read-only uses\n\n",
+                          c.shared_grants, c.slot_grants, c.leader_grants, c.read_uses);
+  }
   absl::StrAppendFormat(&out, "%-4s  %-20s  %-24s  %10s  %s\n", "prop", "property", "checked",
                         "violations", "verdict");
   for (int i = 0; i < kNumProperties; ++i) {
@@ -997,6 +1144,10 @@ std::string FormatReportJson(const CheckResult& r) {
   counts["unknown"] = c.unknown;
   counts["resources"] = c.resources;
   counts["lost_updates"] = c.lost_updates;
+  counts["shared_grants"] = c.shared_grants;
+  counts["slot_grants"] = c.slot_grants;
+  counts["leader_grants"] = c.leader_grants;
+  counts["read_uses"] = c.read_uses;
   j["counts"] = std::move(counts);
   OJ by_property = OJ::object();
   for (int i = 0; i < kNumProperties; ++i) {

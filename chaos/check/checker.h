@@ -1,7 +1,7 @@
 // chaos/check/checker.h: proves or refutes the safety properties of a history.
 //
 // The checker reads a merged history (chaos/history/history.h) and checks, per
-// resource, the properties S1-S4 of docs/design.md 8.3. It is a pure function
+// resource, the properties S1-S4, S6 and S7 of docs/design.md 8.3. It is a pure function
 // of the events: no clock, no I/O, deterministic output.
 //
 //   absl::StatusOr<std::vector<redlock::chaos::Event>> history =
@@ -47,6 +47,25 @@
 //          higher one's write was done (its end): otherwise the order of
 //          the two writes is not known.
 //
+// The lock family (grant.mode, history.h) changes what each promise is:
+//   exclusive (or no mode)  as above.
+//   shared    a reader: S1 holds between a reader and any writer, not
+//             between readers. Its fencing token is the last writer's, so
+//             in S4 (a) two readers (or a reader and a writer) may share a
+//             token, and in (b) a reader after A needs >= A's token, a
+//             writer after a reader > the reader's.
+//   slot      a semaphore's permit: not in S1; instead
+//   S6 at most K: at no instant do more than `permits` grants of distinct
+//      tokens hold a resource (counted when a grant begins while K others
+//      hold). S4 (a) and (b) compare fencing tokens per permit (slot).
+//   leader    an elected leader: S1 as exclusive (at most one leader), and
+//   S7 leader terms: the fencing token is the term; (a) two leaders with
+//      distinct tokens and the same term, (b) a leader whose campaign
+//      started after another was granted with a lower term. Leader grants
+//      are judged by S7 instead of S4 (a) and (b); S4 (c) holds for all.
+//   S3 counts write uses only (readers and permit holders only read:
+//   use.write false).
+//
 // Faults: each violation lists the nemesis faults active during its interval
 // [t, t_end]: "start" events at or before t_end whose matching "stop" (the
 // first unmatched start of the same fault+target is closed first) is after t
@@ -80,12 +99,15 @@ enum class Property {
   kValidity = 1,         // S2
   kHarm = 2,             // S3
   kFencing = 3,          // S4
+  kAtMostK = 4,          // S6 (S5 is the harness's leftover-key scan)
+  kLeaderTerms = 5,      // S7
 };
-inline constexpr int kNumProperties = 4;
+inline constexpr int kNumProperties = 6;
 
-// "S1".."S4".
+// "S1".."S4", "S6", "S7".
 absl::string_view PropertyName(Property p);
-// One line: "mutual exclusion", "validity", "harm (lost updates)", "fencing".
+// One line: "mutual exclusion", "validity", "harm (lost updates)", "fencing",
+// "at most K holders", "leader terms".
 absl::string_view PropertyTitle(Property p);
 
 struct CheckOptions {
@@ -119,6 +141,12 @@ struct GrantInfo {
   std::optional<uint64_t> fencing_token;
   int64_t uses = 0;
   std::string source;  // "file:line" of the grant event, if read from a file
+  std::string mode;    // "" (exclusive), "exclusive", "shared", "slot", "leader"
+  int64_t permits = 0;
+  int64_t slot = -1;
+  bool shared() const { return mode == "shared"; }
+  bool slot_mode() const { return mode == "slot"; }
+  bool leader() const { return mode == "leader"; }
 };
 
 // A nemesis fault listed at a violation.
@@ -143,7 +171,7 @@ struct Violation {
   int64_t t = 0;
   int64_t t_end = 0;
   std::string description;
-  std::vector<GrantInfo> grants;  // the grants involved (0, 1 or 2)
+  std::vector<GrantInfo> grants;  // the grants involved (0, 1 or 2; K+1 for S6)
   std::vector<FaultInfo> faults;  // the faults active in [t, t_end]
 };
 
@@ -165,6 +193,11 @@ struct CheckCounts {
   int64_t unknown = 0;  // events of an unknown type
   int64_t resources = 0;
   int64_t lost_updates = 0;  // S3: sum over read values of (uses - 1)
+  // The lock family's grants by mode.
+  int64_t shared_grants = 0;
+  int64_t slot_grants = 0;
+  int64_t leader_grants = 0;
+  int64_t read_uses = 0;  // uses that only read (use.write false)
 };
 
 struct CheckResult {

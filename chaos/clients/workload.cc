@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 
 #include "absl/strings/match.h"
@@ -23,9 +24,12 @@
 #include "chaos/history/history.h"
 #include "chaos/run/cleanup.h"
 #include "redlock/client.h"
+#include "redlock/election.h"
 #include "redlock/fencing.h"
 #include "redlock/internal/status_macros.h"
 #include "redlock/options.h"
+#include "redlock/rw_lock.h"
+#include "redlock/semaphore.h"
 #include "testkit/redis.h"
 
 namespace redlock::chaos {
@@ -41,6 +45,18 @@ constexpr VariantEntry kVariants[] = {
     {ClientVariant::kPlainDelRelease, "plain-del"},
     {ClientVariant::kWallClock, "wall-clock"},
     {ClientVariant::kNoPartialRelease, "no-partial-release"},
+    {ClientVariant::kMajorityCount, "majority-count"},
+};
+
+struct PrimitiveEntry {
+  Primitive p;
+  const char* name;
+};
+constexpr PrimitiveEntry kPrimitives[] = {
+    {Primitive::kMutex, "mutex"},
+    {Primitive::kRwLock, "rwlock"},
+    {Primitive::kSemaphore, "semaphore"},
+    {Primitive::kElection, "election"},
 };
 
 void SleepRaw(int64_t ns, const std::atomic<bool>* stop) {
@@ -105,21 +121,85 @@ class LibraryBackend : public LockBackend {
   LibraryBackend(const ClientConfig& config, std::unique_ptr<redlock::Client> client)
       : config_(config), client_(std::move(client)) {}
 
-  absl::StatusOr<HeldLock> Acquire(const std::string& resource, int64_t ttl_ms) override {
-    absl::StatusOr<redlock::Lease> lease =
-        client_->TryAcquire(resource, absl::Milliseconds(ttl_ms));
-    if (!lease.ok()) return lease.status();
+  // One attempt of the configured primitive: its lease, and what the
+  // history records of it.
+  absl::StatusOr<HeldLock> AcquireLease(const std::string& resource, int64_t ttl_ms,
+                                        std::string* inspect_as) {
+    const absl::Duration ttl = absl::Milliseconds(ttl_ms);
+    const absl::Duration wait = absl::Milliseconds(config_.wait_ms);
+    const bool waits = config_.wait_ms > 0;
     HeldLock h;
+    *inspect_as = resource;
+    switch (config_.primitive) {
+      case Primitive::kMutex: {
+        absl::StatusOr<redlock::Lease> lease =
+            waits ? client_->Acquire(resource, ttl, wait) : client_->TryAcquire(resource, ttl);
+        if (!lease.ok()) return lease.status();
+        h.lease = *lease;
+        break;
+      }
+      case Primitive::kRwLock: {
+        redlock::ReadWriteLock rw(client_.get(), resource);
+        absl::StatusOr<redlock::Lease> lease =
+            config_.shared ? (waits ? rw.AcquireShared(ttl, wait) : rw.TryAcquireShared(ttl))
+                           : (waits ? rw.AcquireExclusive(ttl, wait) : rw.TryAcquireExclusive(ttl));
+        if (!lease.ok()) return lease.status();
+        h.lease = *lease;
+        h.mode = config_.shared ? "shared" : "exclusive";
+        h.read_only = config_.shared;
+        if (config_.shared) inspect_as->clear();  // no plain key to look at
+        break;
+      }
+      case Primitive::kSemaphore: {
+        redlock::Semaphore sem(client_.get(), resource, config_.permits);
+        absl::StatusOr<redlock::Permit> permit =
+            waits ? sem.Acquire(ttl, wait) : sem.TryAcquire(ttl);
+        if (!permit.ok()) return permit.status();
+        h.lease = permit->lease();
+        h.mode = "slot";
+        h.permits = config_.permits;
+        h.slot = permit->slot();
+        h.read_only = true;
+        *inspect_as = permit->lease().resource();
+        break;
+      }
+      case Primitive::kElection: {
+        redlock::Election election(client_.get(), resource);
+        redlock::CampaignOptions campaign;
+        campaign.ttl = ttl;
+        // The loop extends (or lets lapse) as for a lock: the leadership is
+        // only watched, so that the history's validity is the lease's.
+        campaign.renew.extend = false;
+        absl::StatusOr<std::unique_ptr<redlock::Leadership>> leader =
+            waits ? election.Campaign(config_.name, wait, redlock::StopToken(), campaign)
+                  : election.TryCampaign(config_.name, campaign);
+        if (!leader.ok()) return leader.status();
+        h.lease = (*leader)->lease();
+        h.mode = "leader";
+        // The term is the leader's fencing token, fenced or not.
+        h.fencing_token = (*leader)->term();
+        leaders_[h.lease.token()] = *std::move(leader);
+        break;
+      }
+    }
+    return h;
+  }
+
+  absl::StatusOr<HeldLock> Acquire(const std::string& resource, int64_t ttl_ms) override {
+    std::string inspect_as;
+    absl::StatusOr<HeldLock> held = AcquireLease(resource, ttl_ms, &inspect_as);
+    if (!held.ok()) return held.status();
+    HeldLock& h = *held;
+    const redlock::Lease& lease = h.lease;
     h.resource = resource;
-    h.token = lease->token();
-    h.start_raw = RawFromSteady(lease->acquired_at());
-    h.valid_until_raw = RawFromSteady(lease->valid_until());
+    h.token = lease.token();
+    h.start_raw = RawFromSteady(lease.acquired_at());
+    h.valid_until_raw = RawFromSteady(lease.valid_until());
     h.drift_ms = static_cast<int64_t>(
         std::ceil(absl::ToDoubleMilliseconds(DriftAllowance(ttl_ms, config_.drift_factor))));
-    if (config_.fencing) h.fencing_token = lease->fencing_token();
-    h.lease = *lease;
-    if (config_.inspect_nodes) {
-      absl::StatusOr<std::vector<NodeView>> views = client_->Inspect(resource);
+    if (config_.fencing) h.fencing_token = lease.fencing_token();
+    if (config_.inspect_nodes && !inspect_as.empty()) {
+      absl::StatusOr<std::vector<NodeView>> views = client_->Inspect(inspect_as);
       if (views.ok()) {
         for (size_t i = 0; i < views->size(); ++i) {
           if ((*views)[i].status.ok() && (*views)[i].held && (*views)[i].token == h.token) {
@@ -142,11 +222,22 @@ class LibraryBackend : public LockBackend {
     return h;
   }
 
-  absl::Status Release(const HeldLock& lock) override { return client_->Release(lock.lease); }
+  absl::Status Release(const HeldLock& lock) override {
+    auto it = leaders_.find(lock.token);
+    if (it == leaders_.end()) return client_->Release(lock.lease);
+    // The extended lease reaches the nodes its extensions did; the
+    // leadership's resignation releases the same token everywhere.
+    absl::Status st = client_->Release(lock.lease);
+    (void)it->second->Resign();
+    leaders_.erase(it);
+    return st;
+  }
 
  private:
   ClientConfig config_;
   std::unique_ptr<redlock::Client> client_;
+  // Leaderships held, by token (released with the lease).
+  std::map<std::string, std::unique_ptr<redlock::Leadership>> leaders_;
 };
 
 class MarkerWriter {
@@ -194,6 +285,21 @@ std::vector<ClientVariant> AllVariants() {
   return out;
 }
 
+absl::string_view PrimitiveName(Primitive p) {
+  for (const auto& e : kPrimitives) {
+    if (e.p == p) return e.name;
+  }
+  return "?";
+}
+
+absl::StatusOr<Primitive> ParsePrimitive(absl::string_view name) {
+  for (const auto& e : kPrimitives) {
+    if (name == e.name) return e.p;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown primitive \"", name, "\" (mutex, rwlock, semaphore, election)"));
+}
+
 absl::Duration DriftAllowance(int64_t ttl_ms, double factor) {
   return absl::Milliseconds(static_cast<double>(ttl_ms) * factor) + absl::Milliseconds(2);
 }
@@ -227,6 +333,10 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
       absl::StrCat("--release=", c.release ? "true" : "false"),
       absl::StrCat("--inspect-nodes=", c.inspect_nodes ? "true" : "false"),
       absl::StrCat("--extend=", c.extend ? "true" : "false"),
+      absl::StrCat("--primitive=", PrimitiveName(c.primitive)),
+      absl::StrCat("--shared=", c.shared ? "true" : "false"),
+      absl::StrCat("--permits=", c.permits),
+      absl::StrCat("--wait-ms=", c.wait_ms),
       absl::StrCat("--seed=", c.seed),
       absl::StrCat("--duration-ms=", c.duration_ms),
       absl::StrCat("--max-ops=", c.max_ops),
@@ -310,6 +420,16 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       as_bool(&c.inspect_nodes);
     } else if (k == "extend") {
       as_bool(&c.extend);
+    } else if (k == "primitive") {
+      absl::StatusOr<Primitive> prim = ParsePrimitive(v);
+      if (!prim.ok()) return prim.status();
+      c.primitive = *prim;
+    } else if (k == "shared") {
+      as_bool(&c.shared);
+    } else if (k == "wait-ms") {
+      ok = absl::SimpleAtoi(v, &c.wait_ms) && c.wait_ms >= 0;
+    } else if (k == "permits") {
+      ok = absl::SimpleAtoi(v, &c.permits) && c.permits >= 1 && c.permits <= 1024;
     } else if (k == "tls-ca") {
       c.tls_ca = v;
     } else if (k == "tls-server-name") {
@@ -332,6 +452,17 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
   if (c.resources.empty()) return absl::InvalidArgumentError("--resources is empty");
   if (c.ttl_ms <= 0 || c.use_ms < 0 || c.uses_per_lease < 0 || c.node_timeout_ms <= 0) {
     return absl::InvalidArgumentError("ttl, use, uses-per-lease and node timeout must be positive");
+  }
+  if (c.shared && c.primitive != Primitive::kRwLock) {
+    return absl::InvalidArgumentError("--shared is for --primitive=rwlock");
+  }
+  if (c.variant == ClientVariant::kMajorityCount && c.primitive != Primitive::kSemaphore) {
+    return absl::InvalidArgumentError(
+        "--variant=majority-count is a semaphore: --primitive=semaphore");
+  }
+  if (!IsLibraryClient(c.client) && c.primitive != Primitive::kMutex) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--client=", c.client, ": external clients are mutexes only"));
   }
   if (!IsLibraryClient(c.client) && c.variant != ClientVariant::kLibrary) {
     return absl::InvalidArgumentError(
@@ -438,7 +569,10 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                         .ttl_ms = config.ttl_ms,
                         .drift_ms = held->drift_ms,
                         .nodes = held->nodes,
-                        .fencing_token = held->fencing_token}));
+                        .fencing_token = held->fencing_token,
+                        .mode = held->mode,
+                        .permits = held->permits,
+                        .slot = held->slot}));
     markers.Write("grant", op, resource);
     for (int u = 0; u < config.uses_per_lease && !stop->load(); ++u) {
       absl::Duration left = backend.TimeLeft(*held);
@@ -447,14 +581,14 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
         // validity; a failed one leaves the old one standing.
         const int64_t t = RawMonotonicNanos();
         absl::StatusOr<HeldLock> renewed = backend.Extend(*held, config.ttl_ms);
-        check(h.WriteExtend({.t = t,
-                             .process = config.name,
-                             .op = op,
-                             .resource = resource,
-                             .token = held->token,
-                             .valid_until = renewed.ok() ? renewed->valid_until_raw
-                                                         : held->valid_until_raw,
-                             .ok = renewed.ok()}));
+        check(h.WriteExtend(
+            {.t = t,
+             .process = config.name,
+             .op = op,
+             .resource = resource,
+             .token = held->token,
+             .valid_until = renewed.ok() ? renewed->valid_until_raw : held->valid_until_raw,
+             .ok = renewed.ok()}));
         markers.Write("extend", op, resource, renewed.ok() ? "ok" : "failed");
         if (renewed.ok()) *held = *std::move(renewed);
         left = backend.TimeLeft(*held);
@@ -462,10 +596,13 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       if (failed() || left < absl::Milliseconds(config.use_ms + config.guard_ms)) break;
       int64_t begin = RawMonotonicNanos();
       std::string token_str = held->fencing_token ? std::to_string(*held->fencing_token) : "";
+      // A permit's token is its own permit's: not comparable with the
+      // others' on one fence, so a permit holder reads unfenced.
+      const bool fenced = config.fencing && held->fencing_token.has_value() && held->mode != "slot";
       absl::StatusOr<std::optional<std::string>> got =
-          config.fencing ? data.Run({"EVAL", std::string(redlock::FencedReadScript()), "2",
-                                     DataKey(resource), FenceKey(resource), token_str})
-                         : data.Run({"GET", DataKey(resource)});
+          fenced ? data.Run({"EVAL", std::string(redlock::FencedReadScript()), "2",
+                             DataKey(resource), FenceKey(resource), token_str})
+                 : data.Run({"GET", DataKey(resource)});
       if (!got.ok() && absl::IsAborted(got.status())) {
         // The fence refused even the read: a newer holder exists.
         ++uses;
@@ -478,7 +615,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                           .read = -1,
                           .wrote = -1,
                           .accepted = false,
-                          .fencing_token = held->fencing_token}));
+                          .fencing_token = fenced ? held->fencing_token : std::nullopt,
+                          .write = !held->read_only}));
         break;
       }
       if (!got.ok()) {
@@ -490,12 +628,30 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       if (got->has_value() && !absl::SimpleAtoi(**got, &value)) value = 0;
       markers.Write("use_read", op, resource);
       SleepRaw(config.use_ms * ms, nullptr);
+      if (held->read_only) {
+        // Readers and permit holders only read: K holders at once are
+        // allowed, and their writes would lose updates by design.
+        ++uses;
+        check(h.WriteUse({.process = config.name,
+                          .op = op,
+                          .resource = resource,
+                          .token = held->token,
+                          .begin = begin,
+                          .end = RawMonotonicNanos(),
+                          .read = value,
+                          .wrote = value,
+                          .accepted = true,
+                          .fencing_token = fenced ? held->fencing_token : std::nullopt,
+                          .write = false}));
+        markers.Write("use_end", op, resource);
+        continue;
+      }
       std::string next = std::to_string(value + 1);
       const int64_t write_at = RawMonotonicNanos();
       absl::StatusOr<std::optional<std::string>> put =
-          config.fencing ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
-                                     DataKey(resource), FenceKey(resource), token_str, next})
-                         : data.Run({"SET", DataKey(resource), next});
+          fenced ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
+                             DataKey(resource), FenceKey(resource), token_str, next})
+                 : data.Run({"SET", DataKey(resource), next});
       bool accepted = put.ok();
       if (!put.ok() && !absl::IsAborted(put.status())) {
         fprintf(stderr, "%s: data write: %s\n", config.name.c_str(),
@@ -511,7 +667,7 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                         .read = value,
                         .wrote = value + 1,
                         .accepted = accepted,
-                        .fencing_token = held->fencing_token,
+                        .fencing_token = fenced ? held->fencing_token : std::nullopt,
                         .write_at = write_at}));
       markers.Write("use_end", op, resource);
     }

@@ -69,7 +69,21 @@ enum class ClientVariant {
   kPlainDelRelease,   // release is DEL key (deletes whatever holds the key)
   kWallClock,         // validity measured on system_clock (a wall-clock jump moves it)
   kNoPartialRelease,  // a failed attempt leaves its partial grants in place
+  // A semaphore (primitive semaphore) that counts holders per node and
+  // grants on a majority: unsafe for K > 1.
+  kMajorityCount,
 };
+
+// Which lock the client takes (ClientConfig::primitive).
+enum class Primitive {
+  kMutex,      // redlock::Client (grant mode "exclusive")
+  kRwLock,     // redlock::ReadWriteLock: a reader with `shared`, else a writer
+  kSemaphore,  // redlock::Semaphore of `permits` (grant mode "slot")
+  kElection,   // redlock::Election (grant mode "leader", the term as fencing token)
+};
+
+absl::string_view PrimitiveName(Primitive p);  // "mutex", "rwlock", "semaphore", "election"
+[[nodiscard]] absl::StatusOr<Primitive> ParsePrimitive(absl::string_view name);
 
 absl::string_view VariantName(ClientVariant v);  // "library", "no-elapsed", ...
 [[nodiscard]] absl::StatusOr<ClientVariant> ParseVariant(absl::string_view name);
@@ -120,6 +134,16 @@ struct ClientConfig {
   // is left, instead of letting it run out: every extension is an "extend"
   // event in the history.
   bool extend = false;
+  // The lock family: which primitive, a reader (rwlock), K (semaphore).
+  // Readers and permit holders only read the counter in their uses (K
+  // holders at once are allowed: a write would lose updates by design).
+  Primitive primitive = Primitive::kMutex;
+  bool shared = false;
+  int permits = 1;
+  // The library only: > 0 makes each acquisition wait up to this long (the
+  // library's Acquire with a wait: retries, and for a waiting writer the
+  // reader-writer lock's writer preference) instead of one attempt.
+  int64_t wait_ms = 0;
   uint64_t seed = 1;
   int64_t duration_ms = 60000;  // the client exits after this long anyway
   int64_t max_ops = 1000000;
@@ -143,6 +167,13 @@ struct HeldLock {
   std::vector<int> nodes;  // granting nodes, when known
   std::optional<uint64_t> fencing_token;
   redlock::Lease lease;  // the library's lease (kLibrary)
+  // The lock family (history grant fields): "" or "exclusive", "shared",
+  // "slot", "leader"; K; the permit's index (-1: none or unknown). A
+  // read-only holder's uses do not write.
+  std::string mode;
+  int64_t permits = 0;
+  int64_t slot = -1;
+  bool read_only = false;
   // Broken variants: their own notion of the end of validity.
   std::chrono::steady_clock::time_point valid_until_steady{};
   std::chrono::system_clock::time_point valid_until_wall{};

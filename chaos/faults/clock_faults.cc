@@ -22,7 +22,7 @@ std::string NeedsShim(const RunShape& s) {
 // store is fenced. Fencing counters have no ttl: they survive any jump.
 PropertySet Forward(const RunShape& s, absl::Duration by) {
   if (by <= s.scale.drift()) return 0;
-  return Prop(kS1) | (s.fencing ? 0 : Prop(kS3));
+  return Prop(kS1) | (s.permits ? Prop(kS6) : 0) | (s.fencing ? 0 : Prop(kS3));
 }
 
 }  // namespace

@@ -47,6 +47,8 @@ double DrawReal(std::mt19937_64& rng, double lo, double hi) {
 
 std::string HarnessPropertyName(int p) {
   if (p == kL1) return "L1";
+  if (p == kS6) return "S6";
+  if (p == kS7) return "S7";
   return absl::StrCat("S", p + 1);
 }
 

@@ -59,10 +59,13 @@ class Run;
 // ---- Properties ------------------------------------------------------------------
 
 // The harness's properties: S1..S4 of the checker (chaos/check/checker.h), S5
-// leftover keys and L1 recovery (chaos/run/expectation.h).
-inline constexpr int kS1 = 0, kS2 = 1, kS3 = 2, kS4 = 3, kS5 = 4, kL1 = 5;
-inline constexpr int kNumHarnessProperties = 6;
-std::string HarnessPropertyName(int p);  // "S1".."S5", "L1"
+// leftover keys and L1 recovery (chaos/run/expectation.h), then the lock
+// family's, from the checker too: S6 at most K holders (semaphore), S7
+// leader terms (election). Indexes are fixed (histories and reports carry
+// them in this order); new properties go after the existing ones.
+inline constexpr int kS1 = 0, kS2 = 1, kS3 = 2, kS4 = 3, kS5 = 4, kL1 = 5, kS6 = 6, kS7 = 7;
+inline constexpr int kNumHarnessProperties = 8;
+std::string HarnessPropertyName(int p);  // "S1".."S5", "L1", "S6", "S7"
 // "S1" -> kS1 ...; -1 when unknown.
 int ParseHarnessProperty(absl::string_view name);
 
@@ -252,6 +255,8 @@ struct RunShape {
   bool durability = false;       // every client has the durability vote
   bool external_client = false;  // a client the protocol drives (chaos/clients)
   bool extends = false;          // clients extend their leases
+  bool permits = false;          // some client holds a semaphore's permits (S6)
+  bool leaders = false;          // some client campaigns for leadership (S7)
   SpanScale scale;               // of the first client
   absl::Duration node_timeout = absl::Milliseconds(50);  // of the first client
   absl::Duration guard = absl::Milliseconds(100);        // of the first client

@@ -51,15 +51,19 @@ inline void Add(FaultKindList& out, KindSpec spec) {
 }
 
 // What breaks when a lock node forgets a key it granted (or grants it
-// twice): mutual exclusion, the harm it causes unless the store is fenced,
-// and with fencing the counters (a forgetting node forgets its counter too).
+// twice): mutual exclusion (for a semaphore: at most K holders), the harm it
+// causes unless the store is fenced, and with fencing the counters (a
+// forgetting node forgets its counter too; a leader's term is such a
+// counter, whatever the client's fencing says).
 inline PropertySet ForgetsLock(const RunShape& s) {
-  return Prop(kS1) | (s.fencing ? Prop(kS4) : Prop(kS3));
+  return Prop(kS1) | (s.permits ? Prop(kS6) : 0) | (s.leaders ? Prop(kS7) : 0) |
+         (s.fencing ? Prop(kS4) : Prop(kS3));
 }
 
-// A holder that keeps using the lock past its validity.
+// A holder that keeps using the lock past its validity (a leader that
+// still believes it leads; a permit holder beside K others).
 inline PropertySet OutlivesLease(const RunShape& s) {
-  return Prop(kS1) | Prop(kS2) | (s.fencing ? 0 : Prop(kS3));
+  return Prop(kS1) | (s.permits ? Prop(kS6) : 0) | Prop(kS2) | (s.fencing ? 0 : Prop(kS3));
 }
 
 // The shapes' common requirements ("" when met).

@@ -181,6 +181,15 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.Int("drift_ms", false, &e->drift_ms));
       REDLOCK_CHAOS_TRY(f.IntArray("nodes", &e->nodes));
       REDLOCK_CHAOS_TRY(f.Uint("fencing_token", &e->fencing_token));
+      REDLOCK_CHAOS_TRY(f.String("mode", false, &e->mode));
+      if (!e->mode.empty() && e->mode != "exclusive" && e->mode != "shared" && e->mode != "slot" &&
+          e->mode != "leader") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "field \"mode\" must be \"exclusive\", \"shared\", \"slot\" or \"leader\", not \"",
+            e->mode, "\""));
+      }
+      REDLOCK_CHAOS_TRY(f.Int("permits", false, &e->permits));
+      REDLOCK_CHAOS_TRY(f.Int("slot", false, &e->slot));
       return absl::OkStatus();
     case EventType::kFail:
       REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
@@ -197,6 +206,7 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.Int("wrote", false, &e->wrote));
       REDLOCK_CHAOS_TRY(f.Bool("accepted", &e->accepted));
       REDLOCK_CHAOS_TRY(f.Uint("fencing_token", &e->fencing_token));
+      REDLOCK_CHAOS_TRY(f.Bool("write", &e->write));
       e->write_at = e->end;
       REDLOCK_CHAOS_TRY(f.Int("write_at", false, &e->write_at));
       return absl::OkStatus();
@@ -390,6 +400,9 @@ Event ToEvent(const GrantRecord& r) {
   e.drift_ms = r.drift_ms;
   e.nodes = r.nodes;
   e.fencing_token = r.fencing_token;
+  e.mode = r.mode;
+  e.permits = r.permits;
+  e.slot = r.slot;
   return e;
 }
 
@@ -421,6 +434,7 @@ Event ToEvent(const UseRecord& r) {
   e.wrote = r.wrote;
   e.accepted = r.accepted;
   e.fencing_token = r.fencing_token;
+  e.write = r.write;
   e.write_at = r.write_at != 0 ? r.write_at : r.end;
   return e;
 }
@@ -519,6 +533,11 @@ std::string FormatEventLine(const Event& e) {
       j["drift_ms"] = e.drift_ms;
       j["nodes"] = e.nodes;
       PutFencing(e, &j);
+      // The lock family's (absent for a plain lock: old readers and old
+      // histories keep their meaning).
+      if (!e.mode.empty()) j["mode"] = e.mode;
+      if (e.permits != 0) j["permits"] = e.permits;
+      if (e.slot >= 0) j["slot"] = e.slot;
       break;
     case EventType::kFail:
       PutClientCommon(e, &j);
@@ -535,6 +554,7 @@ std::string FormatEventLine(const Event& e) {
       j["accepted"] = e.accepted;
       if (e.write_at != 0 && e.write_at != e.end) j["write_at"] = e.write_at;
       PutFencing(e, &j);
+      if (!e.write) j["write"] = false;
       break;
     case EventType::kRelease:
       PutClientCommon(e, &j);

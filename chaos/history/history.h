@@ -23,10 +23,17 @@
 //                 its grant), resource (string)
 //     invoke      ttl_ms                          an acquire starts
 //     grant       token, start, valid_until, ttl_ms, drift_ms, nodes (array of
-//                 node indexes that granted), fencing_token (uint64, optional)
+//                 node indexes that granted), fencing_token (uint64, optional),
+//                 and for the lock family (optional): mode ("exclusive", the
+//                 default; "shared" a reader of a reader-writer lock; "slot"
+//                 a semaphore's permit; "leader" an elected leader, whose
+//                 fencing_token is its term), permits (K, with "slot"), slot
+//                 (the permit's index, when known)
 //     fail        code (e.g. "ABORTED"), error
 //     use         token, begin, end, read, wrote, accepted (bool),
-//                 fencing_token (optional: the write was fenced), write_at
+//                 fencing_token (optional: the write was fenced), write (bool,
+//                 default true; false: the use only read, as readers and
+//                 permit holders do, and wrote nothing), write_at
 //                 (optional: when the write was sent; default end)
 //     release     token, end (ns, when the call returned), ok (bool);
 //                 t is when the release call started
@@ -141,6 +148,11 @@ struct Event {
   std::vector<int> nodes;
   // grant, use: absent when fencing is off (or the write was not fenced).
   std::optional<uint64_t> fencing_token;
+  // grant: the lock family's mode ("" or "exclusive", "shared", "slot",
+  // "leader"), the semaphore's K, the permit's index (-1: none or unknown).
+  std::string mode;
+  int64_t permits = 0;
+  int64_t slot = -1;
 
   // fail.
   std::string code;
@@ -155,6 +167,8 @@ struct Event {
   int64_t read = 0;
   int64_t wrote = 0;
   bool accepted = true;
+  // use: false for a read-only use (default: true).
+  bool write = true;
   // use: when the write was sent (default: end). The write executed in
   // [write_at, end]: a client stopped after its write and before recording
   // `end` made `end` late.
@@ -211,6 +225,9 @@ struct GrantRecord {
   int64_t drift_ms = 0;
   std::vector<int> nodes{};
   std::optional<uint64_t> fencing_token{};
+  std::string mode{};
+  int64_t permits = 0;
+  int64_t slot = -1;
 };
 
 struct FailRecord {
@@ -234,6 +251,7 @@ struct UseRecord {
   int64_t wrote = 0;
   bool accepted = true;
   std::optional<uint64_t> fencing_token{};
+  bool write = true;
   int64_t write_at = 0;  // 0: not recorded
 };
 

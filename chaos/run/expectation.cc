@@ -24,7 +24,8 @@ std::string Shorten(std::string s, size_t n) {
   return s + "...";
 }
 
-constexpr PropertySet kSafety = Prop(kS1) | Prop(kS2) | Prop(kS3) | Prop(kS4) | Prop(kS5);
+constexpr PropertySet kSafety =
+    Prop(kS1) | Prop(kS2) | Prop(kS3) | Prop(kS4) | Prop(kS5) | Prop(kS6) | Prop(kS7);
 
 }  // namespace
 
@@ -110,6 +111,8 @@ RunShape ShapeOf(const ScenarioSetup& setup) {
     s.fencing = s.fencing && c.fencing;
     s.durability = s.durability && c.durability_replicas > 0;
     s.extends = s.extends || c.extend;
+    s.permits = s.permits || c.primitive == Primitive::kSemaphore;
+    s.leaders = s.leaders || c.primitive == Primitive::kElection;
     s.external_client = s.external_client || c.client != "library";
   }
   if (!setup.clients.empty()) {
@@ -150,7 +153,7 @@ std::string ProgressLine(const ScenarioResult& r) {
   for (int p = 0; p < kNumHarnessProperties; ++p) {
     absl::StrAppend(&counts, p > 0 ? "/" : "", r.violations[static_cast<size_t>(p)]);
   }
-  return absl::StrFormat("%s (%.1fs, %d ops, S1-S5,L1 %s)%s%s",
+  return absl::StrFormat("%s (%.1fs, %d ops, S1-S5,L1,S6,S7 %s)%s%s",
                          r.skipped ? "SKIP"
                          : r.ok    ? "OK"
                                    : "FAIL",

@@ -169,7 +169,10 @@ CheckResult Run::CheckSoFar() {
 bool Run::FoundAll(PropertySet properties) {
   CheckResult r = CheckSoFar();
   for (int p = 0; p < kNumProperties; ++p) {
-    if ((properties & Prop(p)) && r.violation_counts[static_cast<size_t>(p)] == 0) return false;
+    if ((properties & Prop(HarnessIndex(static_cast<Property>(p)))) &&
+        r.violation_counts[static_cast<size_t>(p)] == 0) {
+      return false;
+    }
   }
   return true;
 }
@@ -177,7 +180,10 @@ bool Run::FoundAll(PropertySet properties) {
 bool Run::FoundAny(PropertySet properties) {
   CheckResult r = CheckSoFar();
   for (int p = 0; p < kNumProperties; ++p) {
-    if ((properties & Prop(p)) && r.violation_counts[static_cast<size_t>(p)] > 0) return true;
+    if ((properties & Prop(HarnessIndex(static_cast<Property>(p)))) &&
+        r.violation_counts[static_cast<size_t>(p)] > 0) {
+      return true;
+    }
   }
   return false;
 }

@@ -91,7 +91,14 @@ class Runner {
   static void HealEquipment(Run& run);
   static int64_t Recovery(Run& run, int64_t max_ttl);
   static void Finish(Run& run, ScenarioResult* res);
-  static std::vector<KeyState> ScanKeys(Run& run, const std::vector<std::string>& resources);
+  // A key S5 scans: a lock key (GET), or the live members of a sorted set
+  // (a reader-writer lock's readers, the broken semaphore's holders).
+  struct ScanTarget {
+    std::string key;
+    bool set = false;
+  };
+  static std::vector<ScanTarget> ScanTargets(const Scenario& sc);
+  static std::vector<KeyState> ScanKeys(Run& run, const std::vector<ScanTarget>& targets);
   static void Check(Run& run, const RunOptions& opt, ScenarioResult* res);
   static void Teardown(Run& run);
 };
@@ -414,10 +421,52 @@ int64_t Runner::Recovery(Run& run, int64_t max_ttl) {
   return misses;
 }
 
-std::vector<KeyState> Runner::ScanKeys(Run& run, const std::vector<std::string>& resources) {
+std::vector<Runner::ScanTarget> Runner::ScanTargets(const Scenario& sc) {
+  std::set<std::pair<std::string, bool>> keys;
+  for (const ClientConfig& c : sc.setup.clients) {
+    for (const std::string& r : c.resources) {
+      if (c.variant == ClientVariant::kMajorityCount) {
+        keys.insert({r + ":holders", true});
+      } else if (c.primitive == Primitive::kSemaphore) {
+        for (int i = 0; i < c.permits; ++i) keys.insert({absl::StrCat(r, ":permit:", i), false});
+      } else if (c.primitive == Primitive::kRwLock) {
+        keys.insert({r, false});
+        keys.insert({r + ":rw:readers", true});
+      } else {
+        keys.insert({r, false});
+      }
+    }
+  }
+  std::vector<ScanTarget> out;
+  for (const auto& [key, set] : keys) out.push_back({key, set});
+  return out;
+}
+
+std::vector<KeyState> Runner::ScanKeys(Run& run, const std::vector<ScanTarget>& targets) {
   std::vector<KeyState> out;
   for (int i = 0; i < run.num_nodes(); ++i) {
-    for (const std::string& r : resources) {
+    for (const ScanTarget& target : targets) {
+      const std::string& r = target.key;
+      if (target.set) {
+        // Live members: scored by expiry on the node's own clock.
+        absl::StatusOr<testkit::RedisValue> now = run.NodeCommand(i, {"TIME"});
+        absl::StatusOr<testkit::RedisValue> t = run.NodeCommand(i, {"PTTL", r});
+        if (!now.ok() || !t.ok() || now->elements.size() != 2) {
+          run.Note(absl::StrCat("S5 scan of n", i,
+                                " failed: ", (!now.ok() ? now.status() : t.status()).ToString()));
+          continue;
+        }
+        int64_t sec = 0, usec = 0;
+        (void)absl::SimpleAtoi(now->elements[0].str, &sec);
+        (void)absl::SimpleAtoi(now->elements[1].str, &usec);
+        absl::StatusOr<testkit::RedisValue> members = run.NodeCommand(
+            i, {"ZRANGEBYSCORE", r, absl::StrCat("(", sec * 1000 + usec / 1000), "+inf"});
+        if (!members.ok()) continue;
+        for (const testkit::RedisValue& m : members->elements) {
+          out.push_back({i, r, m.str, t->integer});
+        }
+        continue;
+      }
       absl::StatusOr<testkit::RedisValue> v = run.NodeCommand(i, {"GET", r});
       absl::StatusOr<testkit::RedisValue> t = run.NodeCommand(i, {"PTTL", r});
       if (!v.ok() || !t.ok()) {
@@ -479,7 +528,8 @@ void Runner::Finish(Run& run, ScenarioResult* res) {
   std::vector<std::string> res_list(resources.begin(), resources.end());
   if (res->error.empty()) {
     InterruptibleSleep(absl::Milliseconds(500));
-    std::vector<KeyState> keys = ScanKeys(run, res_list);
+    const std::vector<ScanTarget> targets = ScanTargets(sc);
+    std::vector<KeyState> keys = ScanKeys(run, targets);
     std::vector<std::string> tokens;
     std::vector<std::string> malformed;
     absl::StatusOr<std::vector<Event>> h = ReadHistory(run.history_files_, &malformed);
@@ -493,7 +543,7 @@ void Runner::Finish(Run& run, ScenarioResult* res) {
       // (b): nothing may outlive a ttl after the end.
       int64_t wait_ns = end_raw + (max_ttl + 500) * 1000000 - RawMonotonicNanos();
       if (wait_ns > 0) InterruptibleSleep(absl::Nanoseconds(wait_ns));
-      for (const KeyState& k : ScanKeys(run, res_list)) {
+      for (const KeyState& k : ScanKeys(run, targets)) {
         res->leftovers.push_back(
             {k, absl::StrCat("n", k.node, " still holds \"", k.key, "\" ", max_ttl + 500,
                              " ms after the end (pttl ", k.pttl_ms, " ms): it outlived its ttl")});
@@ -535,7 +585,8 @@ void Runner::Check(Run& run, const RunOptions& opt, ScenarioResult* res) {
     const CheckResult& cr = *check;
     res->counts = cr.counts;
     for (int p = 0; p < kNumProperties; ++p) {
-      res->violations[static_cast<size_t>(p)] = cr.violation_counts[static_cast<size_t>(p)];
+      res->violations[static_cast<size_t>(HarnessIndex(static_cast<Property>(p)))] =
+          cr.violation_counts[static_cast<size_t>(p)];
     }
     res->violations[kS5] = static_cast<int64_t>(res->leftovers.size());
     res->availability =
@@ -544,7 +595,7 @@ void Runner::Check(Run& run, const RunOptions& opt, ScenarioResult* res) {
       res->holds.push_back({.process = g.process, .from = g.granted, .to = g.hold_end});
     }
     for (const Violation& v : cr.violations) {
-      ScenarioResult::ViolationRef ref{.property = static_cast<int>(v.property),
+      ScenarioResult::ViolationRef ref{.property = HarnessIndex(v.property),
                                        .description = Shorten(v.description, 240),
                                        .t = v.t,
                                        .t_end = v.t_end};

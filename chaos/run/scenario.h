@@ -68,6 +68,19 @@ Expectation ExpectClean();
 
 using Violations = std::array<int64_t, kNumHarnessProperties>;
 
+// The harness's index (kS1 ...) of a checker property: S1-S4 keep theirs,
+// S6 and S7 come after S5 and L1.
+inline int HarnessIndex(Property p) {
+  switch (p) {
+    case Property::kAtMostK:
+      return kS6;
+    case Property::kLeaderTerms:
+      return kS7;
+    default:
+      return static_cast<int>(p);
+  }
+}
+
 // OK/FAIL for these counts, and why when FAIL.
 bool JudgeExpectation(const Expectation& e, const Violations& v, int64_t grants, std::string* why);
 

@@ -116,8 +116,9 @@ class Reader {
     for (const YAML::Node& i : items) {
       int p = i.IsScalar() ? ParseHarnessProperty(i.Scalar()) : -1;
       if (p < 0) {
-        return Error(i, field,
-                     absl::StrCat("unknown property \"", Text(i), "\" (S1, S2, S3, S4, S5, L1)"));
+        return Error(
+            i, field,
+            absl::StrCat("unknown property \"", Text(i), "\" (S1, S2, S3, S4, S5, L1, S6, S7)"));
       }
       *out |= Prop(p);
     }
@@ -231,9 +232,11 @@ absl::Status ReadSetup(Reader& r, const YAML::Node& n, ScenarioSetup* setup) {
 }
 
 const std::vector<std::string> kClientFields = {
-    "count",   "client",     "resources",          "ttl",     "use",           "uses_per_lease",
-    "guard",   "think",      "pre_release",        "retry",   "node_timeout",  "drift_factor",
-    "fencing", "durability", "durability_timeout", "release", "inspect_nodes", "extend"};
+    "count",          "client",        "resources", "ttl",         "use",
+    "uses_per_lease", "guard",         "think",     "pre_release", "retry",
+    "node_timeout",   "drift_factor",  "fencing",   "durability",  "durability_timeout",
+    "release",        "inspect_nodes", "extend",    "primitive",   "shared",
+    "permits",        "wait"};
 
 absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfig>* out) {
   if (!n.IsSequence()) return r.Error(n, "clients", "expected a list of clients");
@@ -282,7 +285,8 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
          {MsField{"ttl", &cfg.ttl_ms}, MsField{"use", &cfg.use_ms}, MsField{"guard", &cfg.guard_ms},
           MsField{"think", &cfg.think_ms}, MsField{"pre_release", &cfg.pre_release_ms},
           MsField{"retry", &cfg.retry_ms}, MsField{"node_timeout", &cfg.node_timeout_ms},
-          MsField{"durability_timeout", &cfg.durability_timeout_ms}}) {
+          MsField{"durability_timeout", &cfg.durability_timeout_ms},
+          MsField{"wait", &cfg.wait_ms}}) {
       if (s.ok() && c[m.key]) s = r.Millis(c[m.key], f(m.key), m.into);
     }
     if (s.ok() && cfg.ttl_ms < 10) return r.Error(c["ttl"], f("ttl"), "must be at least 10ms");
@@ -301,7 +305,34 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
       s = r.Bool(c["inspect_nodes"], f("inspect_nodes"), &cfg.inspect_nodes);
     }
     if (s.ok() && c["extend"]) s = r.Bool(c["extend"], f("extend"), &cfg.extend);
+    if (s.ok() && c["primitive"]) {
+      std::string name;
+      s = r.Str(c["primitive"], f("primitive"), &name);
+      if (s.ok()) {
+        absl::StatusOr<Primitive> p = ParsePrimitive(name);
+        if (!p.ok()) return r.Error(c["primitive"], f("primitive"), p.status().message());
+        cfg.primitive = *p;
+      }
+    }
+    if (s.ok() && c["shared"]) s = r.Bool(c["shared"], f("shared"), &cfg.shared);
+    if (s.ok() && c["permits"]) s = r.Integer(c["permits"], f("permits"), &cfg.permits, 1, 1024);
     if (!s.ok()) return s;
+    if (cfg.shared && cfg.primitive != Primitive::kRwLock) {
+      return r.Error(c["shared"], f("shared"), "a reader is of primitive: rwlock");
+    }
+    if (c["permits"] && cfg.primitive != Primitive::kSemaphore) {
+      return r.Error(c["permits"], f("permits"), "permits are of primitive: semaphore");
+    }
+    if (cfg.variant == ClientVariant::kMajorityCount && cfg.primitive != Primitive::kSemaphore) {
+      return r.Error(c["client"], f("client"),
+                     "majority-count is a semaphore (primitive: semaphore)");
+    }
+    if (cfg.wait_ms > 0 && (cfg.client != "library" || cfg.variant != ClientVariant::kLibrary)) {
+      return r.Error(c["wait"], f("wait"), "only the library's client waits");
+    }
+    if (cfg.primitive != Primitive::kMutex && cfg.client != "library") {
+      return r.Error(c["primitive"], f("primitive"), "external clients are mutexes only");
+    }
     for (int k = 0; k < count; ++k) out->push_back(cfg);
   }
   if (out->empty()) return r.Error(n, "clients", "at least one client");
@@ -739,6 +770,13 @@ std::string WriteScenario(const Scenario& s) {
     if (!c.release) fields.push_back("release: false");
     if (c.inspect_nodes) fields.push_back("inspect_nodes: true");
     if (c.extend) fields.push_back("extend: true");
+    if (c.primitive != def.primitive) {
+      fields.push_back(absl::StrCat("primitive: ", PrimitiveName(c.primitive)));
+    }
+    if (c.shared) fields.push_back("shared: true");
+    if (c.primitive == Primitive::kSemaphore)
+      fields.push_back(absl::StrCat("permits: ", c.permits));
+    if (c.wait_ms > 0) fields.push_back(absl::StrCat("wait: ", Ms(c.wait_ms)));
     for (size_t k = 0; k < fields.size(); ++k) {
       absl::StrAppend(&out, k == 0 ? "  - " : "    ", fields[k], "\n");
     }

@@ -23,18 +23,6 @@ namespace {
 
 using Decision = Round::Outcome;
 
-std::vector<std::string> FenceKeys(const OpContext& ctx, const std::vector<std::string>& keys) {
-  std::vector<std::string> out;
-  out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(ctx.FenceKey(k));
-  return out;
-}
-
-std::vector<std::string> Concat(std::vector<std::string> a, const std::vector<std::string>& b) {
-  a.insert(a.end(), b.begin(), b.end());
-  return a;
-}
-
 std::string Attempts(int n) { return absl::StrCat(n, n == 1 ? " attempt" : " attempts"); }
 
 class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
@@ -42,10 +30,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   AcquireOp(OpContext* ctx, AcquireRequest request, LeasesCallback done)
       : ctx_(ctx),
         request_(std::move(request)),
+        shape_(request_.shape),
+        custom_(shape_ != nullptr && shape_->custom_scripts()),
         ttl_ms_(absl::ToInt64Milliseconds(request_.ttl)),
-        form_(ctx->options().fencing           ? AcquireForm::kFencing
-              : request_.resources.size() == 1 ? AcquireForm::kSet
-                                               : AcquireForm::kScript),
+        form_(ctx->options().fencing || (shape_ != nullptr && shape_->force_fencing())
+                  ? AcquireForm::kFencing
+              : request_.resources.size() == 1 && !custom_ ? AcquireForm::kSet
+                                                           : AcquireForm::kScript),
         quorum_(form_ == AcquireForm::kFencing ? FencedQuorum(ctx->nodes(), request_.quorum,
                                                               ctx->options().fencing_lost_counters)
                                                : request_.quorum),
@@ -69,7 +60,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     if (request_.wait.has_value() && ctx_->options().release_notifications) {
       // Before the first attempt, so a release that lands between a failed
       // attempt and the wait is not missed.
-      watch_ = ctx_->watches().Open(keys_);
+      watch_ = ctx_->watches().Open(keys_, shape_ != nullptr && shape_->shared_wakeups()
+                                               ? ReleaseWatches::Wakeup::kEveryone
+                                               : ReleaseWatches::Wakeup::kOldest);
     }
     if (request_.stop.stop_requested()) {
       // Decided at once, on the calling thread: nothing is sent.
@@ -125,7 +118,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     Command command;
     switch (form_) {
       case AcquireForm::kFencing:
-        command = ScriptCommand(FenceAcquireScript(), Concat(keys_, FenceKeys(*ctx_, keys_)),
+        command = ScriptCommand(FenceAcquireScript(), WithCounters(keys_, ctx_->SharedFenceKey()),
                                 {token_, std::to_string(ttl_ms_)});
         break;
       case AcquireForm::kSet:
@@ -138,7 +131,6 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
         break;
     }
-    command.op = "acquire";
     return command;
   }
 
@@ -154,7 +146,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
                         Outcome::Kind::kCancelled);
       } else {
         attempt = ++attempt_;
-        token_ = NewToken();
+        token_ = shape_ != nullptr ? shape_->Token() : NewToken();
         start_ = ctx_->clock().Now();
         mark_ = watch_ != nullptr ? watch_->Mark() : 0;
         phase_ = Phase::kRound1;
@@ -166,7 +158,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         }
         sent_ = 0;
         fanout_active_ = true;
-        command = Round1Command();
+        command = custom_ ? shape_->Round1(keys_, token_, ttl_ms_, form_ == AcquireForm::kFencing)
+                          : Round1Command();
+        command.op = "acquire";
       }
     }
     if (attempt == 0) {
@@ -271,7 +265,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       for (const NodeState& s : nodes_) {
         if (s.granted) seen.push_back(s.counters[j]);
       }
-      absl::StatusOr<uint64_t> t = NextFence(seen);
+      absl::StatusOr<uint64_t> t = shape_ != nullptr ? shape_->Fence(seen) : NextFence(seen);
       if (!t.ok()) {
         FailAttemptLocked(
             absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
@@ -286,7 +280,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     phase_ = Phase::kRound2;
     round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
     auto command = std::make_shared<Command>(
-        ScriptCommand(FenceCommitScript(), Concat(keys_, FenceKeys(*ctx_, keys_)), args));
+        custom_ ? shape_->Commit(keys_, token_, fences_)
+                : ScriptCommand(FenceCommitScript(), WithCounters(keys_, ctx_->SharedFenceKey()), args));
     command->op = "fence-commit";
     round2_ = std::move(command);
     // With Options::durability the commit's confirmation covers the counter
@@ -331,9 +326,9 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     leases.reserve(request_.resources.size());
     for (size_t j = 0; j < request_.resources.size(); ++j) {
       // The connections are set once the fan-out is over (AfterUnlock).
-      leases.push_back(LeaseFactory::Make(request_.resources[j], token_, request_.ttl, start_,
-                                          nullptr, valid_until, round_.yes(),
-                                          fences.empty() ? 0 : fences[j]));
+      leases.push_back(LeaseFactory::Make(
+          request_.resources[j], token_, request_.ttl, start_, nullptr, valid_until, round_.yes(),
+          fences.empty() ? 0 : fences[j], shape_ != nullptr ? shape_->kind() : LeaseKind::kPlain));
     }
     SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);
   }
@@ -350,6 +345,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       release->token = token_;
       release->ttl = request_.ttl;
       release->expires = start_ + absl::ToChronoNanoseconds(request_.ttl);
+      if (custom_) release->command = shape_->Cleanup(keys_, token_);
       release_ = std::move(release);
       release_attempt_ = attempt_;
     }
@@ -559,6 +555,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
 
   OpContext* const ctx_;
   const AcquireRequest request_;
+  const std::shared_ptr<const AcquireShape> shape_;  // null: a plain lock
+  const bool custom_;                                // shape_ replaces the scripts
   const int64_t ttl_ms_;
   const AcquireForm form_;
   // The grants an attempt needs: the request's quorum, or with fencing F

@@ -5,6 +5,7 @@
 #ifndef REDLOCK_INTERNAL_ACQUIRE_OP_H_
 #define REDLOCK_INTERNAL_ACQUIRE_OP_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "redlock/internal/context.h"
+#include "redlock/internal/lock_shape.h"
 #include "redlock/lease.h"
 #include "redlock/stop_token.h"
 
@@ -40,6 +42,8 @@ struct AcquireRequest {
   // Cancels the acquisition: it completes with kCancelled at once, and what
   // an attempt in flight sets is released behind it.
   StopToken stop;
+  // The lock family's scripts and tokens (lock_shape.h); null: a plain lock.
+  std::shared_ptr<const AcquireShape> shape;
 };
 
 // Starts the acquisition; `done` runs exactly once, where the operation

@@ -72,6 +72,7 @@ void ClientImpl::AcquireSet(AcquireCall call, LeasesCallback done) {
   request.quorum = ctx_.QuorumOr(call.quorum);
   request.stop = std::move(call.stop);
   request.fail_fast_unavailable = call.fail_fast_unavailable;
+  request.shape = std::move(call.shape);
   if (call.wait.has_value() && *call.wait > absl::ZeroDuration()) {
     request.wait = call.wait;
   } else {

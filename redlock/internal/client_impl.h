@@ -43,6 +43,7 @@ struct AcquireCall {
   bool fail_fast_unavailable = false;  // AcquireRequest::fail_fast_unavailable
   std::optional<absl::Duration> wait;  // Acquire with a wait
   StopToken stop;
+  std::shared_ptr<const AcquireShape> shape;  // AcquireRequest::shape
 };
 
 class ClientImpl final : public Client {
@@ -98,6 +99,10 @@ class ClientImpl final : public Client {
   // Wraps a callback so that it runs on the I/O thread.
   template <typename T>
   absl::AnyInvocable<void(T)> ToUser(absl::AnyInvocable<void(T)> done);
+
+  // What the operations share, for the lock family's own operations
+  // (redlock/internal/family_api.h).
+  OpContext& context() { return ctx_; }
 
  private:
   absl::Status CheckQuorum(int quorum) const;

@@ -1,7 +1,8 @@
 // One connection to one node, written once for the three kinds the engine
 // keeps per node: the command connection (pipelined requests, replies in
 // order), the subscriber connection (release announcements pushed by the
-// node) and, for a Sentinel-managed node, the connection to a Sentinel.
+// node) and the connections a node's locator keeps (one to each Sentinel of
+// a Sentinel-managed node).
 // It connects (non-blocking, resolved per attempt), establishes the stream,
 // runs the handshake, frames replies, and on failure records why and when to
 // try again (exponential backoff with jitter).
@@ -17,6 +18,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/string_view.h"
@@ -27,6 +29,12 @@
 #include "redlock/options.h"
 
 namespace redlock::internal {
+
+// A side connection (subscriber, Sentinel) silent for this long is sent a
+// PING; without any answer within connect_timeout it is replaced. A
+// half-open connection (the peer's host gone, a NAT or firewall that forgot
+// the flow) is otherwise never noticed, and delivers nothing again.
+inline constexpr absl::Duration kKeepaliveIdle = absl::Seconds(1);
 
 // Makes the stream over a connecting socket (plain TCP, or TLS). Null with
 // `*error` set when it cannot (a TLS context that failed to load, say).
@@ -85,11 +93,12 @@ class Connection {
   TimePoint next_connect() const { return next_connect_; }
   TimePoint connect_deadline() const { return connect_deadline_; }
 
-  // Where the next Start connects: a Sentinel-managed node's master moves,
-  // and one connection asks each Sentinel in turn.
-  void Retarget(const std::string& host, int port) {
+  // Where the next Start connects, and over which stream: a node's master
+  // may move (locator.h), and TLS checks the name of where it went.
+  void Retarget(const std::string& host, int port, StreamFactory make_stream) {
     settings_.endpoint.host = host;
     settings_.endpoint.port = port;
+    settings_.make_stream = std::move(make_stream);
   }
 
   // Starts connecting with `steps` as the handshake; false (and closed, with

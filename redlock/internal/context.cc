@@ -37,11 +37,14 @@ std::string OpContext::Key(absl::string_view resource) const {
   return absl::StrCat(options_.key_prefix, resource);
 }
 
+std::string OpContext::SharedFenceKey() const {
+  if (options_.fencing_counters != Options::FencingCounters::kShared) return "";
+  return absl::StrCat(options_.key_prefix, kFenceSuffix);
+}
+
 std::string OpContext::FenceKey(absl::string_view key) const {
-  if (options_.fencing_counters == Options::FencingCounters::kShared) {
-    return absl::StrCat(options_.key_prefix, kFenceSuffix);
-  }
-  return absl::StrCat(key, kFenceSuffix);
+  std::string shared = SharedFenceKey();
+  return shared.empty() ? absl::StrCat(key, kFenceSuffix) : shared;
 }
 
 absl::Duration OpContext::RetryDelay() const {

@@ -54,6 +54,8 @@ class OpContext {
   // The fencing counter of lock key `key`: key + ":fence", or with
   // Options::FencingCounters::kShared the namespace's key_prefix + ":fence".
   std::string FenceKey(absl::string_view key) const;
+  // With kShared, the namespace's counter key; else "".
+  std::string SharedFenceKey() const;
   // The pause before a retry: retry_delay +/- retry_jitter, at least zero.
   absl::Duration RetryDelay() const;
 

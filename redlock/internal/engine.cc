@@ -17,6 +17,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/engine_node.h"
+#include "redlock/internal/scheme.h"
+#include "redlock/internal/url.h"
 
 namespace redlock::internal {
 namespace {
@@ -53,12 +55,11 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(Config config) {
     return absl::InvalidArgumentError(
         absl::StrCat(config.nodes.size(), " nodes: at most ", kMaxEngineNodes, " are supported"));
   }
+  // What each node's scheme checks (a Sentinel count the poll events can
+  // tell apart, ...): ValidateOptions did it for a client.
   for (const Endpoint& e : config.nodes) {
-    if (e.sentinels.size() > kMaxSentinelsPerNode) {
-      return absl::InvalidArgumentError(absl::StrCat(e.ToString(), ": ", e.sentinels.size(),
-                                                     " Sentinels: at most ", kMaxSentinelsPerNode,
-                                                     " per node are supported"));
-    }
+    const std::string wrong = SchemeOf(e).Check(e);
+    if (!wrong.empty()) return absl::InvalidArgumentError(absl::StrCat(e.ToString(), ": ", wrong));
   }
   std::unique_ptr<Engine> engine(new Engine(std::move(config)));
   engine->epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
@@ -96,8 +97,20 @@ Engine::Engine(Config config) : config_(std::move(config)) {
     settings.backoff_min = config_.reconnect_backoff_min;
     settings.backoff_max = config_.reconnect_backoff_max;
     settings.reply_limits = config_.reply_limits;
-    if (i < config_.streams.size()) settings.make_stream = config_.streams[i];
     nodes_.push_back(std::make_unique<Node>(static_cast<int>(i), config_.nodes[i], settings));
+    Node& n = *nodes_.back();
+    // Where the node's master is: its scheme's locator.
+    LocatorEnv env;
+    env.settings = settings;
+    env.tls = config_.tls;
+    env.tls_server_name = config_.tls_server_name;
+    n.locator_host = std::make_unique<NodeLocatorHost>(this, &n);
+    env.host = n.locator_host.get();
+    n.locator = SchemeOf(n.endpoint).MakeLocator(n.endpoint, std::move(env));
+    MasterTarget at = n.locator->Initial();
+    if (!at.host.empty()) n.address = JoinHostPort(at.host, at.port);
+    n.cmd.Retarget(at.host, at.port, at.make_stream);
+    n.sub.Retarget(at.host, at.port, at.make_stream);
   }
   run_ids_.resize(nodes_.size());
   unverified_.resize(nodes_.size());
@@ -328,10 +341,8 @@ void Engine::RunOnce() {
     Node& n = *nodes_[static_cast<size_t>(index)];
     if ((data & 3) == kSubscriberEvents) {
       if (n.sub.generation() == generation) OnSubIo(n, events[i].events);
-    } else if ((data & 3) == kSentinelEvents) {
-      if (sub < n.sentinels.size() && n.sentinels[sub]->conn.generation() == generation) {
-        OnSentinelIo(n, sub, events[i].events);
-      }
+    } else if ((data & 3) == kLocatorEvents) {
+      n.locator->OnIo(static_cast<uint32_t>(sub), generation, events[i].events);
     } else if (n.cmd.generation() == generation) {  // else closed earlier in this batch
       OnCommandIo(n, events[i].events);
     }
@@ -389,7 +400,7 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
                             : n.sub_last_heard + absl::ToChronoNanoseconds(kKeepaliveIdle));
       }
     }
-    if (n.endpoint.uses_sentinel()) wake = std::min(wake, SentinelWake(n));
+    wake = std::min(wake, n.locator->Wake(now));
   }
   return wake;
 }
@@ -509,7 +520,7 @@ void Engine::CancelEverything() {
   for (auto& n : nodes_) {
     Disconnect(*n, "the client is shutting down");
     SubClose(*n, "the client is shutting down");
-    SentinelCloseAll(*n);
+    n->locator->Close();
   }
   // Timers, tasks and user callbacks run round after round until none is
   // left: they may start more work, and a user callback may start a new
@@ -573,7 +584,8 @@ std::vector<NodeHealth> Engine::Health() const {
     h.address = np->address;
     h.notifications_error = np->sub_error;
     if (h.connected) h.tls_version = np->transport;
-    h.sentinels = np->sentinel_health;
+    h.scheme = np->locator->Scheme();
+    np->locator->Health(&h);
     out.push_back(std::move(h));
   }
   return out;

@@ -1,6 +1,7 @@
 // The I/O engine: per node, one ordered command connection shared by every
 // caller of a client, one connection that listens for release announcements
-// and, for a Sentinel-managed node, one to a Sentinel. It moves commands and
+// and whatever connections the node's locator keeps to find its master
+// (locator.h: one to each Sentinel of a Sentinel-managed node). It moves commands and
 // replies and keeps their order; what to send and how answers count is the
 // operations' business (acquire_op, keys_op, node_calls).
 //
@@ -9,7 +10,8 @@
 //   connect, stream (plain TCP or TLS), handshake, reply framing, backoff.
 //   The engine adds what a node needs on top: the FIFO of requests awaiting
 //   replies, their deadlines, the circuit breaker, the identity check, the
-//   subscriber connection's channels and the Sentinels' answers.
+//   subscriber connection's channels; the node's locator says where the
+//   master is (the engine has no branch per endpoint scheme).
 // - Order: a node executes the commands of its command connection in the
 //   order of the Send calls, and the engine never re-sends, reorders or
 //   rewrites one, whatever the node answers (a NOSCRIPT is an answer like
@@ -65,12 +67,15 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "redlock/internal/connection.h"
+#include "redlock/internal/locator.h"
 #include "redlock/internal/transport.h"
 #include "redlock/node_status.h"
 #include "redlock/observer.h"
 #include "redlock/options.h"
 
 namespace redlock::internal {
+
+class TlsContext;  // tls_stream.h
 
 class Engine final : public Transport {
  public:
@@ -86,9 +91,12 @@ class Engine final : public Transport {
     bool require_identity = true;
     // What one reply from a node may take (every connection of the node).
     ReplyLimits reply_limits;
-    // Per node, the stream over its socket (TLS); null entries or an empty
-    // vector: plain TCP.
-    std::vector<StreamFactory> streams;
+    // Trust roots and client certificate of every TLS connection (nodes
+    // whose endpoint says tls; null when none does), and the name their
+    // certificates are checked against unless the endpoint names one
+    // (Options::tls.server_name; empty: each connection's host).
+    std::shared_ptr<TlsContext> tls;
+    std::string tls_server_name;
     // Node state changes (connected, lost, breaker opened or closed), called
     // on the polling thread outside every lock. Optional.
     std::function<void(const NodeEvent&)> on_node_event;
@@ -143,7 +151,7 @@ class Engine final : public Transport {
   using TimePoint = std::chrono::steady_clock::time_point;
   struct Node;
   struct Slot;
-  struct SentinelLink;
+  class NodeLocatorHost;
 
   explicit Engine(Config config);
 
@@ -188,19 +196,20 @@ class Engine final : public Transport {
   void StartConnect(Node& n);
   void OnCommandIo(Node& n, uint32_t events);
   void OnReady(Node& n);
-  // Closes the command connection and fails its requests with `why`. A
-  // Sentinel-managed node then asks the Sentinels again, unless
-  // `ask_sentinel` is false (they have just named the new master).
-  void Disconnect(Node& n, const std::string& why, bool ask_sentinel = true);
+  // Closes the command connection and fails its requests with `why`. The
+  // node's locator then looks for the master again (Locator::MasterLost),
+  // unless `ask_locator` is false (it has just named the new master).
+  void Disconnect(Node& n, const std::string& why, bool ask_locator = true);
   // Once per node: its first connection succeeded or failed (Create waits).
   void FirstConnectDone(Node& n);
   void MaintainNodes(TimePoint now);
   // (Re)registers connection `c` of node `node` with epoll (op ADD or MOD):
-  // readable always, writable when asked. `sub`: which Sentinel connection.
+  // readable always, writable when asked. `sub`: which of the locator's
+  // connections.
   void Register(const Connection& c, int node, uint64_t kind, int op, bool writable,
                 uint32_t sub = 0);
   void WatchWritable(Node& n, bool on);
-  // I/O on a side connection of node `node` (subscriber, Sentinel): reads
+  // I/O on a side connection of node `node` (subscriber, locator's): reads
   // its messages, and once it has left the connecting state, asks for
   // writable events only while the stream does. The caller closes the
   // connection on a failure.
@@ -234,34 +243,10 @@ class Engine final : public Transport {
   // Records why the subscriber connection failed (Health).
   void SubFailed(Node& n, const std::string& why);
 
-  // ---- Sentinel discovery (engine_sentinel.cc) ----
-  // (Re)connects to Sentinel `s` of n: its handshake asks where the master
-  // is, then subscribes to +switch-master.
-  void SentinelLinkStart(Node& n, size_t s);
-  void OnSentinelIo(Node& n, size_t s, uint32_t events);
-  // Timeouts, keep-alives and reconnections of n's Sentinel connections, and
-  // its discovery rounds.
-  void SentinelMaintain(Node& n, TimePoint now);
-  void SentinelLinkFail(Node& n, size_t s, const std::string& why);
-  void SentinelLinkClose(Node& n, size_t s);
-  void SentinelCloseAll(Node& n);
-  // Asks every Sentinel of n again (a discovery round), unless a round is
-  // open or the last one started less than round_backoff ago.
-  void SentinelRound(Node& n, TimePoint now);
-  // Closes the open round once it has enough answers (or its time is up)
-  // and connects to the master it chooses.
-  void SentinelCheckRound(Node& n, TimePoint now);
-  void SentinelDecide(Node& n, TimePoint now);
-  // Sentinel s answered outside a round (it reconnected): moves to the
-  // master it names if the Sentinels now clearly prefer it.
-  void SentinelAnswered(Node& n, size_t s, TimePoint now);
-  // The connection to n's master failed (Disconnect): ask the Sentinels.
-  void SentinelMasterLost(Node& n);
-  TimePoint SentinelWake(const Node& n) const;
-  // Copies the Sentinel connections' state for Health().
-  void SentinelPublishHealth(Node& n);
-  // A Sentinel named the master of n at host:port (`why`: a failover).
-  void MasterAt(Node& n, const std::string& host, int port, const std::string& why);
+  // ---- Where each node's master is (engine_locator.cc) ----
+  // The node's locator named its master (Locator::Host::MasterAt): the
+  // command and subscriber connections go there, at once when it moved.
+  void MasterAt(Node& n, MasterTarget target, const std::string& why);
 
   const Config config_;
   std::vector<std::unique_ptr<Node>> nodes_;

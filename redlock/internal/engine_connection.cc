@@ -35,7 +35,7 @@ std::string RunIdFromInfo(absl::string_view info) {
 // ---- Epoll registration ------------------------------------------------------------
 
 // epoll data: generation << 32 | sub << 20 | node << 2 | kind (1 the command
-// connection, 2 a Sentinel connection, `sub` saying which, 3 the subscriber
+// connection, 2 a connection of the node's locator, `sub` saying which, 3 the subscriber
 // connection; 0 is the eventfd).
 uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind, uint32_t sub) {
   return (uint64_t{generation} << 32) | (uint64_t{sub} << 20) | (static_cast<uint64_t>(node) << 2) |
@@ -109,23 +109,8 @@ std::vector<std::string> Engine::UnverifiedNodes() const {
 
 std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
   std::vector<HandshakeStep> steps = LoginSteps(n.endpoint);
-  if (n.endpoint.uses_sentinel()) {
-    // What a Sentinel named may be stale (a failover since, the old master
-    // back as a replica): only a master is used.
-    HandshakeStep role;
-    AppendCommand(&role.payload, {"ROLE"});
-    role.check = [master = n.endpoint.sentinel_master](const Reply& r) -> std::string {
-      if (r.is_error()) return HandshakeError("ROLE", r);
-      if (r.type == Reply::Type::kArray && !r.elements.empty() && r.elements[0].str == "master") {
-        return "";
-      }
-      return absl::StrCat(
-          "a Sentinel named this server as the master \"", master, "\", but its ROLE is ",
-          r.type == Reply::Type::kArray && !r.elements.empty() ? r.elements[0].str : r.Describe(),
-          ": asking the Sentinels again");
-    };
-    steps.push_back(std::move(role));
-  }
+  // What the node's scheme checks on its master (Sentinel: ROLE).
+  n.locator->AddMasterChecks(&steps);
   // The server's run_id: two entries of the node list that reach one server
   // (two names, a proxy, a port forward) must not give it two votes.
   HandshakeStep info;
@@ -153,9 +138,9 @@ std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
 
 void Engine::StartConnect(Node& n) {
   if (stopping()) return;
-  if (n.endpoint.uses_sentinel() && !n.master_known) {
-    // Connects once the Sentinels have named the master (MasterAt).
-    SentinelRound(n, Clock::now());
+  if (!n.locator->Known()) {
+    // Connects once the locator has named the master (MasterAt).
+    n.locator->Locate(Clock::now());
     return;
   }
   std::string why;
@@ -236,7 +221,7 @@ void Engine::FirstConnectDone(Node& n) {
   first_connect_cv_.notify_all();
 }
 
-void Engine::Disconnect(Node& n, const std::string& why, bool ask_sentinel) {
+void Engine::Disconnect(Node& n, const std::string& why, bool ask_locator) {
   std::vector<NodeCallback> failed;
   const int fd = n.cmd.fd();
   {
@@ -273,9 +258,9 @@ void Engine::Disconnect(Node& n, const std::string& why, bool ask_sentinel) {
   if (fd >= 0) epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   n.cmd.Close();
   FirstConnectDone(n);
-  // The master may have moved: ask the Sentinels again before the next
-  // attempt.
-  if (n.endpoint.uses_sentinel() && ask_sentinel) SentinelMasterLost(n);
+  // The master may have moved: the locator looks again before the next
+  // attempt (a static address has nothing to look for).
+  if (ask_locator) n.locator->MasterLost();
   absl::Status status = stopping() ? absl::CancelledError("the client is shutting down")
                                    : absl::UnavailableError(why);
   for (auto& done : failed) done(status);
@@ -337,7 +322,7 @@ void Engine::MaintainNodes(TimePoint now) {
       }
     }
     SubMaintain(n, now);
-    if (n.endpoint.uses_sentinel()) SentinelMaintain(n, now);
+    n.locator->Maintain(now);
   }
 }
 

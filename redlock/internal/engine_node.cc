@@ -2,7 +2,7 @@
 // re-sent), writing once per turn, dispatching replies to their requests,
 // deadlines, and the circuit breaker with its probes. The connection's life
 // is in engine_connection.cc, the subscriber connection in
-// engine_subscriber.cc, Sentinel discovery in engine_sentinel.cc.
+// engine_subscriber.cc, the locator's side in engine_locator.cc.
 
 #include "redlock/internal/engine_node.h"
 

@@ -1,6 +1,6 @@
 // The engine's per-node state, shared by engine.cc (polling), engine_node.cc
 // (requests on the command connection), engine_connection.cc (that
-// connection's life), engine_subscriber.cc and engine_sentinel.cc.
+// connection's life), engine_subscriber.cc and engine_locator.cc.
 // Internal to the engine.
 
 #ifndef REDLOCK_INTERNAL_ENGINE_NODE_H_
@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -18,25 +17,21 @@
 
 #include "redlock/internal/connection.h"
 #include "redlock/internal/engine.h"
+#include "redlock/internal/locator.h"
 #include "redlock/internal/transport.h"
 #include "redlock/node_status.h"
 
 namespace redlock::internal {
 
 // epoll data: generation << 32 | sub << 20 | node << 2 | kind; 0 is the
-// eventfd. `sub` tells a node's Sentinel connections apart (0 otherwise).
+// eventfd. `sub` tells the connections of a node's locator apart (0
+// otherwise; at most 4096 of them, sentinel_locator.h).
 inline constexpr uint64_t kCommandEvents = 1;
-inline constexpr uint64_t kSentinelEvents = 2;
+inline constexpr uint64_t kLocatorEvents = 2;
 inline constexpr uint64_t kSubscriberEvents = 3;
 inline constexpr size_t kMaxEngineNodes = size_t{1} << 18;
-inline constexpr size_t kMaxSentinelsPerNode = size_t{1} << 12;
 uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind, uint32_t sub = 0);
 
-// A side connection (subscriber, Sentinel) silent for this long is sent a
-// PING; without any answer within connect_timeout it is replaced. A
-// half-open connection (the peer's host gone, a NAT or firewall that forgot
-// the flow) is otherwise never noticed, and delivers nothing again.
-inline constexpr absl::Duration kKeepaliveIdle = absl::Seconds(1);
 
 // A node behind an open breaker that has not answered anything for this long
 // gets a new connection.
@@ -57,70 +52,14 @@ struct Engine::Slot {
   std::vector<Reply> parts;
 };
 
-// One Sentinel of a Sentinel-managed node: a connection that asks it where
-// the master is in its handshake (and its config epoch), then stays
-// subscribed to +switch-master, kept alive by PINGs. Poller only.
-struct Engine::SentinelLink {
-  using TimePoint = std::chrono::steady_clock::time_point;
-
-  SentinelLink(const Connection::Settings& settings, const SentinelAddress& at)
-      : conn(settings), address(HostPort(at)) {
-    conn.Retarget(at.host, at.port);
-  }
-  static std::string HostPort(const SentinelAddress& at) {
-    Endpoint e;
-    e.host = at.host;
-    e.port = at.port;
-    return e.ToString();
-  }
-
-  Connection conn;
-  const std::string address;  // "host:port"
-  // What the handshake under way was told (taken once it completes).
-  std::string asked_host;
-  int asked_port = 0;
-  int64_t asked_epoch = -1;
-  // Its last answer ("" before any), with its config epoch (-1: unknown).
-  std::string host;
-  int port = 0;
-  int64_t epoch = -1;
-  // The discovery round its last answer belongs to, and the last round in
-  // which it failed (Node::round).
-  uint64_t answered_round = 0;
-  uint64_t failed_round = 0;
-  std::string error;  // why its last attempt failed ("" since it answered)
-  TimePoint last_heard{};
-  bool ping_out = false;
-  TimePoint ping_sent{};
-};
-
 struct Engine::Node {
   enum class State { kDisconnected, kConnecting, kHandshake, kReady };
   using TimePoint = std::chrono::steady_clock::time_point;
 
-  // `settings`: of the node's connections; the Sentinel connections (of a
-  // Sentinel-managed node) take their timeouts and backoff.
+  // `settings`: of the node's connections (their target is the locator's,
+  // set by the engine once it is made).
   Node(int i, const Endpoint& e, const Connection::Settings& settings)
-      : index(i),
-        endpoint(e),
-        name(e.ToString()),
-        address(e.uses_sentinel() ? "" : e.ToString()),
-        cmd(settings),
-        sub(settings) {
-    for (const SentinelAddress& at : e.sentinels) {
-      sentinels.push_back(std::make_unique<SentinelLink>(SentinelSettings(e, settings), at));
-      sentinel_health.push_back(SentinelHealth{.address = sentinels.back()->address});
-    }
-  }
-
-  static Connection::Settings SentinelSettings(const Endpoint& e, Connection::Settings s) {
-    Endpoint login;
-    login.username = e.sentinel_username;
-    login.password = e.sentinel_password;
-    s.endpoint = login;  // host and port: the Sentinel's (Retarget)
-    s.make_stream = nullptr;
-    return s;
-  }
+      : index(i), endpoint(e), name(e.ToString()), cmd(settings), sub(settings) {}
 
   const int index;
   const Endpoint endpoint;
@@ -164,7 +103,6 @@ struct Engine::Node {
   // Why the subscriber connection last failed ("" once it is subscribed
   // again): release notifications fall back to polling meanwhile (Health).
   std::string sub_error;
-  std::vector<SentinelHealth> sentinel_health;  // Health(): a copy of the links' state
 
   // ---- Poller only ----
   Connection cmd;
@@ -178,30 +116,30 @@ struct Engine::Node {
   TimePoint sub_last_heard{};  // keep-alive (kKeepaliveIdle)
   bool sub_ping_out = false;
   TimePoint sub_ping_sent{};
-  // Sentinel discovery (endpoint.uses_sentinel(), engine_sentinel.cc): one
-  // connection per Sentinel. While the master is unknown (at the start, and
-  // whenever the connection to it fails) a discovery round asks every
-  // Sentinel again, paced by round_backoff; a round is decided once a
-  // majority of the Sentinels answered, all of them answered or failed, or
-  // connect_timeout passed.
-  std::vector<std::unique_ptr<SentinelLink>> sentinels;
-  uint64_t round = 0;  // the latest round's number (0: none yet)
-  bool round_open = false;
-  TimePoint round_deadline{};
-  TimePoint next_round{};  // no round starts before
-  absl::Duration round_backoff = absl::ZeroDuration();
-  // Masters the client could not use (connection failed, ROLE not master),
-  // and when: among answers of equal config epoch, the others are tried
-  // first, then these, least recently refused first.
-  std::map<std::string, TimePoint> refused;
-  // The master chosen last, and whether the command connection's target is
-  // that master with no connection to it failed since.
-  std::string master_host;
-  int master_port = 0;
-  int64_t master_epoch = -1;  // the config epoch it was named with (-1: unknown)
-  bool master_known = false;
+  // Where the master is (its scheme's Locator), and the engine's side of it.
+  std::unique_ptr<NodeLocatorHost> locator_host;
+  std::unique_ptr<Locator> locator;
 
   size_t load() const { return fifo.size() + waiting.size(); }
+};
+
+// What the engine does for one node's locator (engine_locator.cc).
+class Engine::NodeLocatorHost final : public Locator::Host {
+ public:
+  NodeLocatorHost(Engine* engine, Node* node) : engine_(*engine), node_(*node) {}
+  void MasterAt(MasterTarget target, const std::string& why) override;
+  void Unlocated(const std::string& why) override;
+  void FirstAttemptDone() override;
+  void Watch(const Connection& c, uint32_t sub, bool add, bool writable) override;
+  void Unwatch(const Connection& c) override;
+  Connection::Progress Io(Connection& c, uint32_t sub, uint32_t events,
+                          std::vector<Reply>* messages) override;
+  bool MasterConnected() const override;
+  bool stopping() const override;
+
+ private:
+  Engine& engine_;
+  Node& node_;
 };
 
 }  // namespace redlock::internal

@@ -164,7 +164,7 @@ void Engine::SubClose(Node& n, const std::string& why) {
 
 void Engine::SubMaintain(Node& n, TimePoint now) {
   if (channels_.empty() || stopping()) return;
-  if (n.endpoint.uses_sentinel() && !n.master_known) return;
+  if (!n.locator->Known()) return;
   switch (n.sub.state()) {
     case Connection::State::kDisconnected:
       if (now >= n.sub.next_connect()) SubStart(n);

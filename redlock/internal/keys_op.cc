@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/lease_factory.h"
+#include "redlock/internal/lock_shape.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/outcome_payload.h"
 #include "redlock/internal/scripts.h"
@@ -56,9 +57,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     const std::string& token = leases_[0].token();
     NodeCalls& calls = ctx_->calls();
     auto self = shared_from_this();
+    // A reader's lease lives in its lock's readers set (lock_shape.h).
+    const LeaseKind lease_kind = LeaseFactory::Kind(leases_[0]);
     if (kind_ == Kind::kExtend) {
-      Command command = ScriptCommand(ExtendScript(), keys_,
-                                      {token, std::to_string(absl::ToInt64Milliseconds(ttl_))});
+      Command command = ExtendCommand(lease_kind, keys_, token, absl::ToInt64Milliseconds(ttl_));
       command.op = "extend";
       for (int i = 0; i < ctx_->nodes(); ++i) {
         // An extension counts only where the replicas have it (durable); one
@@ -75,6 +77,9 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     release->channel_prefix = std::string(kReleaseChannelPrefix);
     release->ttl = leases_[0].ttl();
     release->expires = leases_[0].acquired_at() + absl::ToChronoNanoseconds(release->ttl);
+    if (lease_kind != LeaseKind::kPlain) {
+      release->command = ReleaseCommand(lease_kind, keys_, token, kReleaseChannelPrefix);
+    }
     std::vector<int> never_set;
     for (int i = 0; i < ctx_->nodes(); ++i) {
       // Behind the SET on its connection; a release that does not get
@@ -189,7 +194,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     for (const Lease& l : leases_) {
       out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_,
                                        LeaseFactory::AllConnections(l), valid_until, round_.yes(),
-                                       l.fencing_token()));
+                                       l.fencing_token(), LeaseFactory::Kind(l)));
     }
     return out;
   }
@@ -215,6 +220,9 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
   std::set<std::string> seen;
   for (const Lease& l : leases) {
     if (!l.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty lease"));
+    if (l.shared() && leases.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a shared lease is held alone"));
+    }
     if (l.token() != leases[0].token()) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
     }

@@ -15,6 +15,12 @@
 
 namespace redlock::internal {
 
+// How a lease's keys look on the nodes: what its extension and release run.
+enum class LeaseKind : uint8_t {
+  kPlain = 0,   // the lock key holds the token (Client, MultiLock, writers, permits, leaders)
+  kShared = 1,  // a reader of a ReadWriteLock: the token in the resource's readers set
+};
+
 class LeaseFactory {
  public:
   using Connections = std::shared_ptr<const std::vector<ConnectionId>>;
@@ -24,7 +30,8 @@ class LeaseFactory {
   // the keys went on (an extension keeps the acquisition's).
   static Lease Make(std::string resource, std::string token, absl::Duration ttl,
                     Lease::TimePoint acquired_at, Connections connections,
-                    Lease::TimePoint valid_until, int nodes_granted, uint64_t fencing_token) {
+                    Lease::TimePoint valid_until, int nodes_granted, uint64_t fencing_token,
+                    LeaseKind kind = LeaseKind::kPlain) {
     Lease l;
     l.resource_ = std::move(resource);
     l.token_ = std::move(token);
@@ -34,8 +41,11 @@ class LeaseFactory {
     l.valid_until_ = valid_until;
     l.nodes_granted_ = nodes_granted;
     l.fencing_token_ = fencing_token;
+    l.kind_ = static_cast<uint8_t>(kind);
     return l;
   }
+
+  static LeaseKind Kind(const Lease& l) { return static_cast<LeaseKind>(l.kind_); }
 
   static void SetConnections(Lease* l, Connections connections) {
     l->connections_ = std::move(connections);

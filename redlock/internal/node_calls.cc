@@ -363,7 +363,8 @@ void NodeCalls::ReloadScripts(int node) {
 namespace {
 
 Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval) {
-  Command c = r.keys.size() == 1
+  Command c = r.command.has_value() ? *r.command
+              : r.keys.size() == 1
                   ? ScriptCommand(ReleaseOneScript(), r.keys,
                                   {r.token, r.channel_prefix.empty()
                                                 ? std::string()

@@ -45,6 +45,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,10 @@ struct KeysRelease {
   // sent (a key set later lives longer: see NodeCalls::Release).
   absl::Duration ttl;
   Clock::TimePoint expires;
+  // The command that removes them when it is not the release script on
+  // `keys` (a reader's lease, a failed attempt of the lock family:
+  // lock_shape.h). Made by ScriptCommand, so that it has an EVAL form.
+  std::optional<Command> command;
 };
 
 class NodeCalls {

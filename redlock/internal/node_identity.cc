@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/scheme.h"
 
 namespace redlock::internal {
 namespace {
@@ -49,18 +50,23 @@ absl::Status SameServerError(const std::vector<Endpoint>& nodes, int first, int 
 
 absl::Status CheckDistinctAddresses(const std::vector<Endpoint>& nodes) {
   std::vector<std::set<std::string>> addresses;
+  std::vector<int> ports;
   addresses.reserve(nodes.size());
-  // A Sentinel-managed node's address is known only once a Sentinel names
-  // it: the engine's run_id check covers it.
+  // A node whose address is learnt (Sentinel discovery) is known only once
+  // its locator names it: the engine's run_id check covers it.
   for (const Endpoint& e : nodes) {
-    addresses.push_back(e.uses_sentinel() ? std::set<std::string>() : Resolve(e.host));
+    std::string host;
+    int port = 0;
+    const bool fixed = SchemeOf(e).FixedAddress(e, &host, &port);
+    addresses.push_back(fixed ? Resolve(host) : std::set<std::string>());
+    ports.push_back(port);
   }
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (size_t j = i + 1; j < nodes.size(); ++j) {
-      if (nodes[i].port != nodes[j].port) continue;
+      if (ports[i] != ports[j]) continue;
       for (const std::string& a : addresses[j]) {
         if (addresses[i].count(a) == 0) continue;
-        std::string evidence = absl::StrCat("both reach ", a, " port ", nodes[i].port);
+        std::string evidence = absl::StrCat("both reach ", a, " port ", ports[i]);
         return SameServerError(nodes, static_cast<int>(i), static_cast<int>(j), evidence.c_str());
       }
     }

@@ -13,11 +13,12 @@ ReleaseWatches::ReleaseWatches(Transport* transport) : transport_(transport) {
   });
 }
 
-std::shared_ptr<ReleaseWatches::Watch> ReleaseWatches::Open(const std::vector<std::string>& keys) {
+std::shared_ptr<ReleaseWatches::Watch> ReleaseWatches::Open(const std::vector<std::string>& keys,
+                                                            Wakeup wakeup) {
   std::vector<std::string> channels;
   channels.reserve(keys.size());
   for (const auto& k : keys) channels.push_back(absl::StrCat(kReleaseChannelPrefix, k));
-  auto watch = std::make_shared<Watch>(this, channels, transport_->size());
+  auto watch = std::make_shared<Watch>(this, channels, transport_->size(), wakeup);
   {
     std::lock_guard<std::mutex> lock(mu_);
     for (const auto& c : channels) watches_[c].push_back(watch);
@@ -43,25 +44,54 @@ void ReleaseWatches::Close(Watch* watch) {
 }
 
 void ReleaseWatches::OnAnnouncement(int node, const std::string& channel) {
-  std::shared_ptr<Watch> oldest;
+  std::vector<std::shared_ptr<Watch>> live;
   {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = watches_.find(channel);
     if (it == watches_.end()) return;
     for (const auto& w : it->second) {
-      if ((oldest = w.lock()) != nullptr) break;
+      if (std::shared_ptr<Watch> s = w.lock()) live.push_back(std::move(s));
     }
   }
-  if (oldest != nullptr) oldest->Announce(node);
+  // Every kEveryone watch, and one other: the oldest, or for permits the
+  // oldest that is waiting now (the oldest may be trying already).
+  std::vector<Watch*> to;
+  Watch* one = nullptr;
+  for (const auto& w : live) {
+    if (w->wakeup_ == Wakeup::kEveryone) {
+      to.push_back(w.get());
+    } else if (one == nullptr) {
+      one = w.get();
+    }
+  }
+  if (one != nullptr && one->wakeup_ == Wakeup::kOldestWaiting && !one->Waiting()) {
+    for (const auto& w : live) {
+      if (w->wakeup_ == Wakeup::kOldestWaiting && w->Waiting()) {
+        one = w.get();
+        break;
+      }
+    }
+  }
+  if (one != nullptr) to.push_back(one);
+  for (Watch* w : to) w->Announce(node);
 }
 
-ReleaseWatches::Watch::Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes)
-    : owner_(owner), channels_(std::move(channels)), announced_at_(static_cast<size_t>(nodes), 0) {}
+ReleaseWatches::Watch::Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes,
+                             Wakeup wakeup)
+    : owner_(owner),
+      channels_(std::move(channels)),
+      wakeup_(wakeup),
+      announced_at_(static_cast<size_t>(nodes), 0) {}
 
 ReleaseWatches::Watch::~Watch() {
   // A wait still pending here belongs to an operation that has finished
   // (it drops its watch only then): its done_ is dropped unrun.
   owner_->Close(this);
+}
+
+bool ReleaseWatches::Watch::Waiting() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<bool>(done_);
 }
 
 uint64_t ReleaseWatches::Watch::Mark() {

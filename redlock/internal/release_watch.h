@@ -14,7 +14,12 @@
 //
 // Each announcement goes to the oldest waiter of this client on that channel
 // only: the others would contend with it for the same lock, so a release
-// costs at most one attempt per client however many threads wait.
+// costs at most one attempt per client however many threads wait. Shared
+// waiters (the readers of a ReadWriteLock, who may all hold at once) get
+// every announcement on their channels. A semaphore's waiters (K permits:
+// each release frees one of them for one waiter) get it one at a time: the
+// oldest of them that is waiting, so that releases of different permits
+// wake different waiters instead of the one already trying.
 
 #ifndef REDLOCK_INTERNAL_RELEASE_WATCH_H_
 #define REDLOCK_INTERNAL_RELEASE_WATCH_H_
@@ -38,10 +43,19 @@ class ReleaseWatches {
  public:
   class Watch;
 
+  // Who among this client's watches of a channel hears an announcement.
+  enum class Wakeup {
+    kOldest,         // the oldest watch (a mutex: one attempt per release)
+    kEveryone,       // every such watch (readers)
+    kOldestWaiting,  // the oldest watch waiting now, else the oldest (permits)
+  };
+
   explicit ReleaseWatches(Transport* transport);
 
-  // A watch on the channels of `keys` (subscribed while it lives).
-  std::shared_ptr<Watch> Open(const std::vector<std::string>& keys);
+  // A watch on the channels of `keys` (subscribed while it lives), woken
+  // as `wakeup` says (see the file comment).
+  std::shared_ptr<Watch> Open(const std::vector<std::string>& keys,
+                              Wakeup wakeup = Wakeup::kOldest);
 
   // One announcement from `node` on `channel` (the transport's thread).
   void OnAnnouncement(int node, const std::string& channel);
@@ -58,7 +72,8 @@ class ReleaseWatches {
 
 class ReleaseWatches::Watch : public std::enable_shared_from_this<Watch> {
  public:
-  Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes);
+  Watch(ReleaseWatches* owner, std::vector<std::string> channels, int nodes,
+        Wakeup wakeup = Wakeup::kOldest);
   ~Watch();
 
   // The announcement count so far: taken when an attempt starts, it tells
@@ -85,9 +100,12 @@ class ReleaseWatches::Watch : public std::enable_shared_from_this<Watch> {
   // Completes the wait if its condition holds. REQUIRES: mu_ held.
   absl::AnyInvocable<void(absl::Status)> TakeIfReadyLocked();
   absl::AnyInvocable<void(absl::Status)> TakeLocked();
+  // True while a Wait is pending (who hears a permit's release).
+  bool Waiting();
 
   ReleaseWatches* const owner_;
   const std::vector<std::string> channels_;
+  const Wakeup wakeup_;
 
   std::mutex mu_;
   uint64_t seq_ = 0;

@@ -2,7 +2,7 @@
 // EVALSHA and SCRIPT renamed away. The handshake learns it (SCRIPT LOAD is
 // refused) and NodeCalls then runs each script's effect on that node with
 // WATCH / MULTI / EXEC instead, with the same outcome and the same reply
-// (docs/design.md 5.15):
+// (docs/design.md 5.16):
 //
 //   phase 1   WATCH <every key the script touches>; the reads (EXISTS,
 //             GETRANGE) the script would make

@@ -1,5 +1,6 @@
 #include "redlock/internal/scripts.h"
 
+#include "redlock/internal/family_scripts.h"
 #include "redlock/internal/reply.h"
 #include "redlock/internal/sha1.h"
 
@@ -110,9 +111,15 @@ return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
 }
 
 const std::vector<const Script*>& AllScripts() {
-  static const std::vector<const Script*> all = {
-      &AcquireSetScript(),   &ReleaseScript(),     &ReleaseOneScript(), &ExtendScript(),
-      &FenceAcquireScript(), &FenceCommitScript(), &InspectScript()};
+  static const std::vector<const Script*> all = [] {
+    std::vector<const Script*> v = {&AcquireSetScript(),   &ReleaseScript(),
+                                    &ReleaseOneScript(),   &ExtendScript(),
+                                    &FenceAcquireScript(), &FenceCommitScript(),
+                                    &InspectScript()};
+    // The lock family's (family_scripts.h).
+    for (const Script* s : FamilyScripts()) v.push_back(s);
+    return v;
+  }();
   return all;
 }
 

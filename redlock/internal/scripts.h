@@ -63,7 +63,8 @@ const Script& FenceCommitScript();
 // counter or "0"}.
 const Script& InspectScript();
 
-// Every script above, in the order the engine loads them on connect.
+// Every script above, then the lock family's (family_scripts.h), in the
+// order the engine loads them on connect.
 const std::vector<const Script*>& AllScripts();
 
 }  // namespace redlock::internal

@@ -149,4 +149,30 @@ Outcome MakeOutcome(Outcome::Kind kind, int quorum, std::vector<NodeResult> node
   return o;
 }
 
+Vote PermitVote(const absl::StatusOr<Reply>& r, int permits, bool fencing, int* pick,
+                uint64_t* counter) {
+  *pick = -1;
+  if (!r.ok()) {
+    return Vote{absl::IsCancelled(r.status()) ? V::kCancelled : V::kUnavailable,
+                std::string(r.status().message())};
+  }
+  if (r->is_error()) return Vote{VoteForErrorReply(r->str), r->str};
+  const Reply& reply = *r;
+  if (reply.type == Reply::Type::kArray && !reply.elements.empty() &&
+      reply.elements[0].type == Reply::Type::kInteger) {
+    const int64_t i = reply.elements[0].integer;
+    if (i == 0 && reply.elements.size() == 1) return Vote{V::kRefused, ""};
+    if (i >= 1 && i <= permits && reply.elements.size() == (fencing ? 2u : 1u)) {
+      *pick = static_cast<int>(i - 1);
+      if (!fencing) return Vote{V::kYes, ""};
+      absl::StatusOr<uint64_t> c = ParseCounter(reply.elements[1].str);
+      // The key was set: it is released with the attempt.
+      if (!c.ok()) return Vote{V::kInternal, std::string(c.status().message())};
+      *counter = *c;
+      return Vote{V::kYes, ""};
+    }
+  }
+  return Vote{V::kInternal, absl::StrCat("unexpected reply ", reply.Describe())};
+}
+
 }  // namespace redlock::internal

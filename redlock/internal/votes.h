@@ -54,6 +54,12 @@ Outcome::Kind KindOf(const absl::Status& status);
 // An outcome of `kind` with the answers of a round and their tally.
 Outcome MakeOutcome(Outcome::Kind kind, int quorum, std::vector<NodeResult> nodes);
 
+// A node's answer to the semaphore's acquisition script over `permits`
+// permit keys (with `fencing`, their counters too): its vote, the permit it
+// set (`pick`, 0-based; -1: none) and that permit's counter.
+Vote PermitVote(const absl::StatusOr<Reply>& r, int permits, bool fencing, int* pick,
+                uint64_t* counter);
+
 }  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_VOTES_H_

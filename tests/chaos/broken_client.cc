@@ -24,6 +24,23 @@ using Wall = std::chrono::system_clock;
 constexpr char kReleaseScript[] =
     "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0";
 
+// kMajorityCount: each node admits a holder while it counts fewer than K
+// (live entries of a sorted set scored by expiry on the node's clock).
+// ARGV = token, ttl_ms, K. Returns 1 when admitted, 0 when full.
+constexpr char kCountAcquireScript[] = R"lua(
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('zremrangebyscore', KEYS[1], '-inf', now)
+if redis.call('zcard', KEYS[1]) >= tonumber(ARGV[3]) then return 0 end
+local ttl = tonumber(ARGV[2])
+redis.call('zadd', KEYS[1], now + ttl, ARGV[1])
+if redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end
+return 1
+)lua";
+constexpr char kCountReleaseScript[] = "return redis.call('zrem', KEYS[1], ARGV[1])";
+
+std::string HoldersKey(const std::string& resource) { return resource + ":holders"; }
+
 std::string NewToken() {
   unsigned char raw[20];
   size_t got = 0;
@@ -76,6 +93,7 @@ class BrokenRedlock : public LockBackend {
   }
 
   absl::StatusOr<HeldLock> Acquire(const std::string& resource, int64_t ttl_ms) override {
+    if (config_.variant == ClientVariant::kMajorityCount) return AcquireCounted(resource, ttl_ms);
     const std::string token = NewToken();
     const Steady::time_point start = Steady::now();
     const Wall::time_point start_wall = Wall::now();
@@ -153,7 +171,9 @@ class BrokenRedlock : public LockBackend {
 
   absl::Status Release(const HeldLock& lock) override {
     int confirmed = 0;
-    if (config_.variant == ClientVariant::kPlainDelRelease) {
+    if (config_.variant == ClientVariant::kMajorityCount) {
+      confirmed = ReleaseCounted(lock.resource, lock.token);
+    } else if (config_.variant == ClientVariant::kPlainDelRelease) {
       // THE DEFECT: deletes the key whoever holds it now.
       std::vector<NodeResult> r = Round({"DEL", lock.resource}, nullptr);
       for (const auto& x : r) confirmed += x.result == Result::kInteger;
@@ -166,6 +186,70 @@ class BrokenRedlock : public LockBackend {
   }
 
  private:
+  // THE DEFECT of kMajorityCount: a holder count per node, granted on a
+  // majority. With N=5 and K=2, three holders can each get 3 of 5 nodes
+  // while no node counts more than 2. Otherwise correct (validity, cleanup).
+  absl::StatusOr<HeldLock> AcquireCounted(const std::string& resource, int64_t ttl_ms) {
+    const std::string token = NewToken();
+    const Steady::time_point start = Steady::now();
+    const int64_t start_raw = RawMonotonicNanos();
+    const int n = static_cast<int>(nodes_.size());
+    std::vector<NodeResult> results =
+        Round({"EVAL", kCountAcquireScript, "1", HoldersKey(resource), token,
+               std::to_string(ttl_ms), std::to_string(config_.permits)},
+              [&](const std::vector<NodeResult>& r) {
+                int yes = 0, no = 0;
+                for (const auto& x : r) {
+                  if (x.result == Result::kInteger && x.integer == 1)
+                    ++yes;
+                  else if (x.result != Result::kNone)
+                    ++no;
+                }
+                return yes >= quorum_ || no >= n - quorum_ + 1;
+              });
+    std::vector<int> granted;
+    int full = 0;
+    for (int i = 0; i < n; ++i) {
+      const NodeResult& r = results[static_cast<size_t>(i)];
+      if (r.result == Result::kInteger && r.integer == 1) granted.push_back(i);
+      if (r.result == Result::kInteger && r.integer == 0) ++full;
+    }
+    const Steady::time_point now = Steady::now();
+    const auto drift = std::chrono::duration_cast<Steady::duration>(
+        absl::ToChronoNanoseconds(DriftAllowance(ttl_ms, config_.drift_factor)));
+    const Steady::duration validity = std::chrono::milliseconds(ttl_ms) - (now - start) - drift;
+    if (static_cast<int>(granted.size()) >= quorum_ && validity > Steady::duration::zero()) {
+      HeldLock h;
+      h.resource = resource;
+      h.token = token;
+      h.start_raw = start_raw;
+      h.drift_ms = std::chrono::duration_cast<std::chrono::milliseconds>(drift).count() + 1;
+      h.nodes = granted;
+      h.valid_until_steady = now + validity;
+      h.valid_until_raw = RawFromSteady(h.valid_until_steady);
+      h.mode = "slot";
+      h.permits = config_.permits;
+      h.read_only = true;
+      return h;
+    }
+    ReleaseCounted(resource, token);
+    std::string tally = absl::StrCat("acquire a permit of \"", resource, "\": ", granted.size(),
+                                     " of ", n, " nodes admitted (quorum ", quorum_, ")");
+    if (static_cast<int>(granted.size()) >= quorum_) {
+      return absl::DeadlineExceededError(absl::StrCat(tally, " but no validity was left"));
+    }
+    if (full > 0) return absl::AbortedError(absl::StrCat(tally, "; full on ", full, " nodes"));
+    return absl::UnavailableError(tally);
+  }
+
+  int ReleaseCounted(const std::string& resource, const std::string& token) {
+    std::vector<NodeResult> r =
+        Round({"EVAL", kCountReleaseScript, "1", HoldersKey(resource), token}, nullptr);
+    int confirmed = 0;
+    for (const auto& x : r) confirmed += x.result == Result::kInteger;
+    return confirmed;
+  }
+
   int ReleaseToken(const std::string& resource, const std::string& token) {
     std::vector<NodeResult> r = Round({"EVAL", kReleaseScript, "1", resource, token}, nullptr);
     int confirmed = 0;

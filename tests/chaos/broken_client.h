@@ -16,6 +16,12 @@
 //                      jump of the client's wall clock lengthens the lease.
 //   kNoPartialRelease  a failed attempt leaves its partial grants on the nodes
 //                      until they expire (availability loss, leftover keys).
+//   kMajorityCount     a semaphore (--primitive=semaphore --permits=K) that
+//                      counts holders per node (admitted while fewer than K)
+//                      and grants on a majority: with N=5 and K=2, three
+//                      clients can each get 3 of 5 nodes while no node
+//                      counts more than 2 (S6). The library's Semaphore
+//                      takes K permits, each with a majority, instead.
 //
 // redlock-chaos-broken-client --variant=<name> runs them (broken_client_main.cc
 // next to this file, built only with the tests, never part of the shipped

@@ -599,6 +599,130 @@ TEST(CheckerTest, StoreAcceptingAStaleTokenIsS4) {
   EXPECT_THAT(Of(r, Property::kFencing)[0]->description, HasSubstr("accepted fencing token 1"));
 }
 
+// ---- The lock family -------------------------------------------------------------
+
+TEST(CheckerTest, ReadersShareAWriterBesideAnyHolderIsS1) {
+  synthetic::Builder b;
+  const std::string r1 = b.FamilyGrant("c1", 1, 0, 10, 1000, "shared");
+  const std::string r2 = b.FamilyGrant("c2", 1, 5, 20, 1000, "shared");
+  b.ReadUse("c1", 1, r1, 30, 60, 0);
+  b.ReadUse("c2", 1, r2, 40, 70, 0);
+  b.Release("c1", 1, r1, 100);
+  b.Release("c2", 1, r2, 110);
+  const std::string w = b.FamilyGrant("c3", 1, 100, 120, 1000, "exclusive");
+  b.Release("c3", 1, w, 200);
+  CheckResult clean = Check(b.events);
+  EXPECT_TRUE(clean.ok()) << FormatReport(clean);
+  EXPECT_EQ(clean.counts.shared_grants, 2);
+  EXPECT_EQ(clean.counts.read_uses, 2);
+  EXPECT_EQ(clean.counts.lost_updates, 0) << "readers read the same value: no write, no loss";
+
+  const std::string r3 = b.FamilyGrant("c1", 2, 150, 160, 1000, "shared");  // beside the writer
+  b.Release("c1", 2, r3, 300);
+  CheckResult r = Check(b.events);
+  ASSERT_EQ(r.count(Property::kMutualExclusion), 1) << FormatReport(r);
+  EXPECT_THAT(Tokens(*Of(r, Property::kMutualExclusion)[0]), UnorderedElementsAre(w, r3));
+}
+
+TEST(CheckerTest, MoreThanKPermitHoldersIsS6NotS1) {
+  synthetic::Builder b;
+  const std::string a = b.FamilyGrant("c1", 1, 0, 10, 1000, "slot", std::nullopt, 2, 0);
+  const std::string c = b.FamilyGrant("c2", 1, 0, 20, 1000, "slot", std::nullopt, 2, 1);
+  b.Release("c1", 1, a, 500);
+  b.Release("c2", 1, c, 500);
+  CheckResult two = Check(b.events);
+  EXPECT_TRUE(two.ok()) << "two holders of two permits: " << FormatReport(two);
+  const std::string d = b.FamilyGrant("c3", 1, 0, 30, 1000, "slot", std::nullopt, 2, -1);
+  b.Release("c3", 1, d, 400);
+  CheckResult three = Check(b.events);
+  EXPECT_EQ(three.count(Property::kMutualExclusion), 0);
+  ASSERT_EQ(three.count(Property::kAtMostK), 1) << FormatReport(three);
+  const Violation& v = *Of(three, Property::kAtMostK)[0];
+  EXPECT_THAT(Tokens(v), UnorderedElementsAre(a, c, d));
+  EXPECT_EQ(v.t, synthetic::Ms(30));
+  EXPECT_EQ(v.t_end, synthetic::Ms(400));
+  EXPECT_THAT(v.description, HasSubstr("3 holders of a semaphore of 2 permits"));
+  EXPECT_THAT(FormatReport(three), HasSubstr("S6"));
+}
+
+TEST(CheckerTest, LeaderTermsMustIncreaseAndTwoLeadersAreS1) {
+  synthetic::Builder b;
+  const std::string l1 = b.FamilyGrant("c1", 1, 0, 10, 1000, "leader", 5);
+  b.Release("c1", 1, l1, 100);
+  const std::string l2 = b.FamilyGrant("c2", 1, 150, 160, 1000, "leader", 6);
+  b.Release("c2", 1, l2, 300);
+  CheckResult clean = Check(b.events);
+  EXPECT_TRUE(clean.ok()) << FormatReport(clean);
+  EXPECT_EQ(clean.counts.leader_grants, 2);
+
+  const std::string l3 = b.FamilyGrant("c3", 1, 400, 410, 1000, "leader", 6);  // repeated
+  b.Release("c3", 1, l3, 500);
+  const std::string l4 = b.FamilyGrant("c1", 2, 600, 610, 1000, "leader", 4);  // lower
+  const std::string l5 = b.FamilyGrant("c2", 2, 605, 650, 1000, "leader", 9);  // beside l4
+  CheckResult r = Check(b.events);
+  EXPECT_EQ(r.count(Property::kLeaderTerms), 2) << FormatReport(r);
+  EXPECT_EQ(r.count(Property::kFencing), 0) << "a leader's term is judged by S7";
+  ASSERT_EQ(r.count(Property::kMutualExclusion), 1);
+  EXPECT_THAT(Tokens(*Of(r, Property::kMutualExclusion)[0]), UnorderedElementsAre(l4, l5));
+}
+
+TEST(CheckerTest, ReadersCarryTheLastWritersTokenAWriterMustGoHigher) {
+  synthetic::Builder b;
+  const std::string w1 = b.FamilyGrant("c1", 1, 0, 10, 1000, "exclusive", 7);
+  b.Release("c1", 1, w1, 100);
+  const std::string r1 = b.FamilyGrant("c2", 1, 150, 160, 1000, "shared", 7);
+  const std::string r2 = b.FamilyGrant("c3", 1, 155, 165, 1000, "shared", 7);
+  b.Release("c2", 1, r1, 200);
+  b.Release("c3", 1, r2, 210);
+  const std::string w2 = b.FamilyGrant("c1", 2, 300, 310, 1000, "exclusive", 8);
+  b.Release("c1", 2, w2, 400);
+  CheckResult clean = Check(b.events);
+  EXPECT_TRUE(clean.ok()) << FormatReport(clean);
+
+  const std::string r3 = b.FamilyGrant("c2", 2, 500, 510, 1000, "shared", 8);
+  b.Release("c2", 2, r3, 600);
+  const std::string w3 = b.FamilyGrant("c3", 2, 700, 710, 1000, "exclusive", 8);  // not above r3
+  b.Release("c3", 2, w3, 800);
+  CheckResult r = Check(b.events);
+  ASSERT_EQ(r.count(Property::kFencing), 2) << FormatReport(r);  // equal to w2, and not above r3
+}
+
+TEST(CheckerTest, PermitTokensAreComparedPerPermit) {
+  synthetic::Builder b;
+  const std::string a = b.FamilyGrant("c1", 1, 0, 10, 1000, "slot", 9, 2, 0);
+  b.Release("c1", 1, a, 100);
+  const std::string c = b.FamilyGrant("c2", 1, 200, 210, 1000, "slot", 3, 2, 1);  // other permit
+  b.Release("c2", 1, c, 300);
+  const std::string d = b.FamilyGrant("c3", 1, 400, 410, 1000, "slot", 10, 2, 0);
+  b.Release("c3", 1, d, 500);
+  CheckResult r = Check(b.events);
+  EXPECT_TRUE(r.ok()) << FormatReport(r);
+}
+
+TEST(HistoryTest, FamilyFieldsRoundTripAndOldReadersDefaults) {
+  synthetic::Builder b;
+  b.FamilyGrant("c1", 1, 0, 10, 1000, "slot", 4, 16, 3);
+  b.ReadUse("c1", 1, "tok-c1-1", 20, 30, 5);
+  std::string text;
+  for (const Event& e : b.events) text += FormatEventLine(e);
+  EXPECT_THAT(text, HasSubstr("\"mode\":\"slot\",\"permits\":16,\"slot\":3"));
+  EXPECT_THAT(text, HasSubstr("\"write\":false"));
+  absl::StatusOr<std::vector<Event>> back = ParseHistory(text, "t");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[1].mode, "slot");
+  EXPECT_EQ((*back)[1].permits, 16);
+  EXPECT_EQ((*back)[1].slot, 3);
+  EXPECT_FALSE((*back)[2].write);
+  absl::StatusOr<Event> plain = ParseEventLine(
+      R"({"t":1,"type":"grant","process":"p","op":1,"resource":"r","token":"x","valid_until":5})");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->mode, "");
+  EXPECT_EQ(plain->slot, -1);
+  EXPECT_FALSE(ParseEventLine(R"({"t":1,"type":"grant","process":"p","op":1,"resource":"r",)"
+                              R"("token":"x","valid_until":5,"mode":"bogus"})")
+                   .ok());
+}
+
 // A client stopped between its write and the record of the use's end: its
 // `end` is late, but the write was sent (write_at) before the higher token's
 // write was done, so the store may well have taken it first. Not S4; the

@@ -50,6 +50,27 @@ class Builder {
     return token;
   }
 
+  // A grant of the lock family: `mode` "exclusive", "shared", "slot" or
+  // "leader", with K `permits` and the permit's `slot` for "slot".
+  std::string FamilyGrant(const std::string& process, int64_t op, int64_t start, int64_t granted,
+                          int64_t valid_until, const std::string& mode,
+                          std::optional<uint64_t> fencing = std::nullopt, int64_t permits = 0,
+                          int64_t slot = -1, const std::string& resource = "r") {
+    const std::string token = Grant(process, op, start, granted, valid_until, fencing, resource);
+    events.back().mode = mode;
+    events.back().permits = permits;
+    events.back().slot = slot;
+    return token;
+  }
+
+  // A use that only read (a reader's, a permit holder's).
+  void ReadUse(const std::string& process, int64_t op, const std::string& token, int64_t begin,
+               int64_t end, int64_t read, const std::string& resource = "r") {
+    Use(process, op, token, begin, end, read, true, std::nullopt, resource);
+    events.back().wrote = read;
+    events.back().write = false;
+  }
+
   void Fail(const std::string& process, int64_t op, int64_t start, int64_t t,
             const std::string& code = "ABORTED") {
     events.push_back(

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -460,10 +461,15 @@ TEST_F(CliTest, TlsNodesFromFlagsOrEnvironment) {
   std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 5u) << s.out;
   EXPECT_TRUE(absl::StrContains(lines[1], "TLS")) << lines[1];
-  for (int i = 2; i < 5; ++i) EXPECT_TRUE(absl::StrContains(lines[i], "TLSv1.")) << lines[i];
+  EXPECT_TRUE(absl::StrContains(lines[1], "SCHEME")) << lines[1];
+  for (int i = 2; i < 5; ++i) {
+    EXPECT_TRUE(absl::StrContains(lines[i], "TLSv1.")) << lines[i];
+    EXPECT_TRUE(absl::EndsWith(lines[i], " rediss")) << lines[i];
+  }
   Result j = RunCli({"status", "--json", Res("t")}, env);
   ASSERT_EQ(j.exit_code, 0) << Describe(j);
   EXPECT_TRUE(absl::StrContains(j.out, "\"tls\":true,\"tls_version\":\"TLSv1.")) << j.out;
+  EXPECT_TRUE(absl::StrContains(j.out, "\"scheme\":\"rediss\"")) << j.out;
 
   // Without the client certificate every node refuses: 66, the cause named
   // on each node's line.
@@ -760,6 +766,107 @@ TEST_F(CliTest, SignalsCancelAWaitPromptlyAndLeaveNothing) {
     EXPECT_TRUE(OneLine(r.err)) << r.err;
     for (const std::string& v : Values(Res("busy"))) EXPECT_EQ(v, token) << "only the holder's";
   }
+}
+
+// `redlock elect`: the command runs only while leader, with the term in its
+// environment; a second candidate runs after the first resigns, with a
+// higher term.
+TEST_F(CliTest, ElectRunsTheCommandOnlyWhileLeaderAndHandsOverOnExit) {
+  const std::string log = dir_ + "/log", marker = dir_ + "/started", go = dir_ + "/go";
+  std::string first = absl::StrCat(
+      "echo \"$REDLOCK_LEADER_ID $REDLOCK_TERM $REDLOCK_FENCING_TOKEN\" >> ", log, "; touch ",
+      marker, "; i=0; while [ ! -e ", go, " ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i+1)); done");
+  auto a = CliProcess::Start({"elect", "--nodes", Nodes(), "--resource", Res("e"), "--id", "a",
+                              "--ttl", "1s", "--", "sh", "-c", first});
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(a->Wait());
+  std::string second = absl::StrCat("echo \"$REDLOCK_LEADER_ID $REDLOCK_TERM\" >> ", log);
+  auto b = CliProcess::Start(
+      {"elect", "--nodes", Nodes(), "--resource", Res("e"), "--id", "b", "--", "sh", "-c", second});
+  ASSERT_NE(b, nullptr);
+  absl::SleepFor(absl::Milliseconds(1500));  // past a's 1 s ttl: renewed, b still waits
+  std::vector<std::string> so_far = absl::StrSplit(ReadFile(log), '\n', absl::SkipEmpty());
+  EXPECT_EQ(so_far.size(), 1u) << ReadFile(log);
+  Result status = Cli({"status", "--json", Res("e")});
+  EXPECT_TRUE(absl::StrContains(status.out, absl::StrCat(".", "61")))
+      << "a's hex id: " << status.out;
+  Touch(go);
+  Result ra = a->Wait();
+  EXPECT_EQ(ra.exit_code, 0) << Describe(ra);
+  Result rb = b->Wait();
+  EXPECT_EQ(rb.exit_code, 0) << Describe(rb);
+  std::vector<std::string> lines = absl::StrSplit(ReadFile(log), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 2u) << ReadFile(log);
+  std::vector<std::string> la = absl::StrSplit(lines[0], ' ');
+  std::vector<std::string> lb = absl::StrSplit(lines[1], ' ');
+  ASSERT_EQ(la.size(), 3u);
+  ASSERT_EQ(lb.size(), 2u);
+  EXPECT_EQ(la[0], "a");
+  EXPECT_EQ(la[1], la[2]) << "the term is the fencing token";
+  EXPECT_EQ(lb[0], "b");
+  int64_t ta = 0, tb = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(la[1], &ta));
+  ASSERT_TRUE(absl::SimpleAtoi(lb[1], &tb));
+  EXPECT_GT(tb, ta);
+  for (const std::string& v : Values(Res("e"))) EXPECT_EQ(v, "") << "resigned";
+}
+
+// A leader killed with SIGKILL (its command with it) is replaced once its
+// lease runs out.
+TEST_F(CliTest, ElectTakesOverAfterTheLeaderIsKilled) {
+  const std::string marker = dir_ + "/started", ran = dir_ + "/ran";
+  // The command's pid, to kill it with its leader (it holds the pipes the
+  // test reads).
+  std::string script =
+      absl::StrCat("echo $$ > ", marker, ".tmp && mv ", marker, ".tmp ", marker, "; exec sleep 30");
+  auto a = CliProcess::Start({"elect", "--nodes", Nodes(), "--resource", Res("k"), "--id", "a",
+                              "--ttl", "1s", "--", "sh", "-c", script});
+  ASSERT_NE(a, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(a->Wait());
+  auto b = CliProcess::Start({"elect", "--nodes", Nodes(), "--resource", Res("k"), "--id", "b",
+                              "--ttl", "1s", "--", "touch", ran});
+  ASSERT_NE(b, nullptr);
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_NE(access(ran.c_str(), F_OK), 0) << "b ran while a leads";
+  int64_t command_pid = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(absl::StripAsciiWhitespace(ReadFile(marker)), &command_pid));
+  ASSERT_EQ(kill(a->pid(), SIGKILL), 0);  // the redlock process we started
+  absl::Time killed = absl::Now();
+  ASSERT_EQ(kill(static_cast<pid_t>(command_pid), SIGKILL), 0);  // and its command
+  (void)a->Wait();
+  Result rb = b->Wait(absl::Seconds(20));
+  EXPECT_EQ(rb.exit_code, 0) << Describe(rb);
+  EXPECT_EQ(access(ran.c_str(), F_OK), 0);
+  EXPECT_LT(absl::Now() - killed, absl::Seconds(8)) << "about one ttl, not b's whole wait";
+}
+
+TEST_F(CliTest, ElectStopsTheCommandWhenLeadershipIsLostAndSignalsCancelTheCampaign) {
+  const std::string marker = dir_ + "/started", term = dir_ + "/term";
+  std::string script =
+      absl::StrCat("trap 'echo term > ", term, "; exit 0' TERM; touch ", marker,
+                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
+  auto p = CliProcess::Start({"elect", "--nodes", Nodes(), "--resource", Res("lost"), "--ttl", "1s",
+                              "--grace", "5s", "--", "sh", "-c", script});
+  ASSERT_NE(p, nullptr);
+  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
+  // Campaigning for a resource someone leads, then interrupted.
+  auto waiting =
+      CliProcess::Start({"elect", "--nodes", Nodes(), "--resource", Res("lost"), "--", "true"}, {},
+                        /*ignore_sigint=*/true);
+  ASSERT_NE(waiting, nullptr);
+  absl::SleepFor(absl::Seconds(1));
+  ASSERT_EQ(kill(waiting->pid(), SIGTERM), 0);
+  Result rw = waiting->Wait(absl::Seconds(5));
+  EXPECT_EQ(rw.exit_code, 128 + SIGTERM) << Describe(rw);
+  EXPECT_TRUE(absl::StrContains(rw.err, "interrupted")) << rw.err;
+  // Behind the leader's back, its key goes from a majority.
+  DeleteOn(Res("lost"), {0, 1, 2});
+  Result r = p->Wait(absl::Seconds(20));
+  EXPECT_EQ(r.exit_code, kLeaseLost) << Describe(r);
+  EXPECT_TRUE(absl::StrContains(r.err, "lost leadership")) << r.err;
+  EXPECT_EQ(ReadFile(term), "term\n");
+  Result usage = Cli({"elect", "--resource", Res("x")});
+  EXPECT_EQ(usage.exit_code, kUsage) << Describe(usage);
 }
 
 TEST_F(CliTest, BadInputIsAUsageErrorOnOneLine) {

@@ -100,6 +100,7 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
     return v != nullptr && !v->is_list && v->data == token;
   };
   std::string name = script->name;
+  if (std::optional<Reply> family = ExecuteFamily(name, k, a, now)) return *std::move(family);
   if (name == "acquire" || name == "fence-acquire") {
     size_t n = name == "acquire" ? k.size() : k.size() / 2;
     for (size_t i = 0; i < n; ++i) {
@@ -173,6 +174,102 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
                          Reply::String(c == nullptr ? "0" : c->data)});
   }
   return Reply::Error("ERR script not modelled");
+}
+
+std::map<std::string, int64_t>& FakeNode::Live(const std::string& key, Clock::TimePoint now) {
+  std::map<std::string, int64_t>& z = zsets[key];
+  const int64_t ms = NowMs(now);
+  for (auto it = z.begin(); it != z.end();) it = it->second <= ms ? z.erase(it) : std::next(it);
+  return z;
+}
+
+std::optional<Reply> FakeNode::ExecuteFamily(const std::string& name,
+                                             const std::vector<std::string>& k,
+                                             const std::vector<std::string>& a,
+                                             Clock::TimePoint now) {
+  const int64_t ms = NowMs(now);
+  auto counter = [&](const std::string& key) {
+    const Value* c = Get(key, now);
+    return Reply::String(c == nullptr ? "0" : c->data);
+  };
+  // The integer form, or the fencing form with a counter key.
+  auto answer = [&](int64_t v, size_t fenced_keys, const std::string& counter_key) {
+    if (k.size() != fenced_keys) return Reply::Integer(v);
+    if (v < 0) return Reply::Array({Reply::Integer(v)});
+    return Reply::Array({Reply::Integer(v), counter(counter_key)});
+  };
+  auto raise = [&](const std::string& key, const std::string& want) {
+    const Value* c = Get(key, now);
+    uint64_t cur = 0, w = 0;
+    if (c != nullptr) (void)absl::SimpleAtoi(c->data, &cur);
+    (void)absl::SimpleAtoi(want, &w);
+    if (cur < w) keys[key] = Value{want, std::nullopt, false};
+  };
+  if (name == "rw-read-acquire") {
+    if (Get(k[0], now) != nullptr) return answer(-1, 4, "");
+    if (!Live(k[2], now).empty()) return answer(-2, 4, "");
+    Live(k[1], now)[a[0]] = ms + std::atoll(a[1].c_str());
+    return answer(1, 4, k.size() == 4 ? k[3] : "");
+  }
+  if (name == "rw-write-acquire") {
+    if (Get(k[0], now) == nullptr && Live(k[1], now).empty()) {
+      Value v;
+      v.data = a[0];
+      v.expires = now + std::chrono::milliseconds(std::atoll(a[1].c_str()));
+      keys[k[0]] = v;
+      Live(k[2], now).erase(a[2]);
+      return answer(1, 4, k.size() == 4 ? k[3] : "");
+    }
+    const int64_t intent = std::atoll(a[3].c_str());
+    if (intent > 0) Live(k[2], now)[a[2]] = ms + intent;
+    return answer(-1, 4, "");
+  }
+  if (name == "rw-read-commit") {
+    auto& z = Live(k[0], now);
+    if (z.count(a[0]) == 0) return Reply::Integer(0);
+    raise(k[1], a[1]);
+    return Reply::Integer(1);
+  }
+  if (name == "rw-read-extend") {
+    auto& z = Live(k[0], now);
+    auto it = z.find(a[0]);
+    if (it == z.end()) return Reply::Integer(0);
+    it->second = ms + std::atoll(a[1].c_str());
+    return Reply::Integer(1);
+  }
+  if (name == "rw-read-release") {
+    auto& z = Live(k[1], now);
+    int64_t n = static_cast<int64_t>(z.erase(a[0]));
+    if (n > 0 && !a[1].empty() && z.empty()) published.push_back(a[1] + k[0]);
+    return Reply::Integer(n);
+  }
+  if (name == "rw-withdraw") {
+    auto& z = Live(k[1], now);
+    int64_t n = static_cast<int64_t>(z.erase(a[0]));
+    if (n > 0 && !a[1].empty() && z.empty() && Get(k[0], now) == nullptr) {
+      published.push_back(a[1] + k[0]);
+    }
+    return Reply::Integer(n);
+  }
+  if (name == "sem-acquire") {
+    const int64_t permits = std::atoll(a[3].c_str());
+    const int64_t first = std::atoll(a[2].c_str());
+    for (int64_t j = 0; j < permits; ++j) {
+      const int64_t i = (first + j) % permits;
+      const std::string& key = k[static_cast<size_t>(i)];
+      if (Get(key, now) != nullptr) continue;
+      Value v;
+      v.data = a[0];
+      v.expires = now + std::chrono::milliseconds(std::atoll(a[1].c_str()));
+      keys[key] = v;
+      if (static_cast<int64_t>(k.size()) == 2 * permits) {
+        return Reply::Array({Reply::Integer(i + 1), counter(k[static_cast<size_t>(permits + i)])});
+      }
+      return Reply::Array({Reply::Integer(i + 1)});
+    }
+    return Reply::Array({Reply::Integer(0)});
+  }
+  return std::nullopt;
 }
 
 FakeTransport::FakeTransport(int nodes, FakeClock* clock)

@@ -60,6 +60,11 @@ class FakeNode {
   internal::Reply Execute(const std::vector<std::string>& argv, internal::Clock::TimePoint now);
 
   std::map<std::string, Value> keys;
+  // Sorted sets of the reader-writer lock (member -> score, the node's ms
+  // clock: FakeNode::NowMs), kept apart from `keys`.
+  std::map<std::string, std::map<std::string, int64_t>> zsets;
+  // Messages the scripts published (channel), in order.
+  std::vector<std::string> published;
   // When set, every command returns this error reply (READONLY, LOADING...).
   std::string forced_error;
   // Replicas that have every write at once: what WAIT answers, and WAITAOF's
@@ -83,7 +88,20 @@ class FakeNode {
   // Commands executed, in order (argv[0] or the script's name).
   std::vector<std::string> log;
 
+  // The node's clock in ms (what TIME gives the scripts).
+  static int64_t NowMs(internal::Clock::TimePoint now) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count();
+  }
+  // Live members of a sorted set (expired ones purged).
+  std::map<std::string, int64_t>& Live(const std::string& key, internal::Clock::TimePoint now);
+
  private:
+  // The lock family's scripts (family_scripts.h); nullopt when `name` is
+  // not one of them.
+  std::optional<internal::Reply> ExecuteFamily(const std::string& name,
+                                               const std::vector<std::string>& k,
+                                               const std::vector<std::string>& a,
+                                               internal::Clock::TimePoint now);
   const Value* Get(const std::string& key, internal::Clock::TimePoint now);
 };
 

@@ -1,9 +1,12 @@
 #include "redlock/options.h"
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace redlock {
 namespace {
+
+using ::testing::HasSubstr;
 
 TEST(ParseEndpoint, HostPort) {
   absl::StatusOr<Endpoint> ep = ParseEndpoint("127.0.0.1:7001");
@@ -100,13 +103,61 @@ TEST(ParseEndpoint, SentinelUrl) {
   EXPECT_FALSE(*one == *ParseEndpoint("redis+sentinel://127.0.0.1:26379/other"));
 }
 
+TEST(ParseEndpoint, SentinelOverTlsUrl) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint(
+      "rediss+sentinel://:pw@10.0.0.1:26380+sentinel-2/mymaster/2?tls_server_name=redis.example");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_TRUE(ep->uses_sentinel());
+  EXPECT_TRUE(ep->tls) << "Sentinels and master over TLS";
+  EXPECT_EQ(ep->tls_server_name, "redis.example");
+  EXPECT_EQ(ep->sentinel_master, "mymaster");
+  ASSERT_EQ(ep->sentinels.size(), 2u);
+  EXPECT_EQ(ep->sentinels[1].port, 26379);
+  EXPECT_EQ(ep->db, 2);
+  EXPECT_EQ(ep->password, "pw");
+  EXPECT_EQ(ep->ToString(), "sentinel:mymaster@10.0.0.1:26380+sentinel-2:26379");
+  Options o{.nodes = {*ep}};
+  o.tls.ca_file = "ca.pem";
+  EXPECT_TRUE(ValidateOptions(o).ok()) << ValidateOptions(o);
+  // Without the name: the master's certificate is checked against the
+  // address the Sentinels name.
+  absl::StatusOr<Endpoint> plain_name = ParseEndpoint("REDISS+SENTINEL://127.0.0.1/m");
+  ASSERT_TRUE(plain_name.ok()) << plain_name.status();
+  EXPECT_TRUE(plain_name->tls);
+  EXPECT_TRUE(plain_name->tls_server_name.empty());
+  EXPECT_FALSE(*plain_name == *ParseEndpoint("redis+sentinel://127.0.0.1/m"));
+}
+
+TEST(ParseEndpoint, TlsServerNameIsForTlsForms) {
+  absl::StatusOr<Endpoint> ep =
+      ParseEndpoint("rediss://10.0.0.7:6380?tls_server_name=redis%2D7.example");
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  EXPECT_EQ(ep->host, "10.0.0.7");
+  EXPECT_EQ(ep->tls_server_name, "redis-7.example");
+  EXPECT_EQ(ep->ToString(), "10.0.0.7:6380") << "the node's name is its address";
+  for (const char* bad : {"redis://h:1?tls_server_name=x", "rediss://h:1?tls_server_name=",
+                          "rediss://h:1?server_name=x", "rediss://h:1?tls_server_name=x&db=1",
+                          "rediss://h:1?tls_server_name=%zz", "rediss://h:1#frag"}) {
+    absl::StatusOr<Endpoint> r = ParseEndpoint(bad);
+    EXPECT_FALSE(r.ok()) << "accepted \"" << bad << "\"";
+    if (!r.ok()) EXPECT_THAT(std::string(r.status().message()), HasSubstr("malformed endpoint"));
+  }
+}
+
+TEST(ParseEndpoint, UnknownSchemesListTheKnownOnes) {
+  absl::StatusOr<Endpoint> ep = ParseEndpoint("redis+tls://h:1");
+  ASSERT_FALSE(ep.ok());
+  EXPECT_THAT(std::string(ep.status().message()),
+              HasSubstr("expected redis://, rediss://, redis+sentinel://, rediss+sentinel://"));
+}
+
 TEST(ParseEndpoint, RejectsMalformedSentinelUrls) {
   for (const char* bad :
        {"redis+sentinel://127.0.0.1:26379", "redis+sentinel://127.0.0.1:26379/",
         "redis+sentinel://127.0.0.1:26379//2", "redis+sentinel://127.0.0.1:0/m",
         "redis+sentinel://127.0.0.1:x/m", "redis+sentinel://127.0.0.1++127.0.0.2/m",
         "redis+sentinel://127.0.0.1/m/x", "redis+sentinel://127.0.0.1/m%zz",
-        "rediss+sentinel://127.0.0.1/m"}) {
+        "rediss+sentinel://127.0.0.1/", "redis+sentinel://h/m?tls_server_name=x"}) {
     absl::StatusOr<Endpoint> ep = ParseEndpoint(bad);
     EXPECT_FALSE(ep.ok()) << "accepted \"" << bad << "\"";
     if (!ep.ok()) {
@@ -114,8 +165,6 @@ TEST(ParseEndpoint, RejectsMalformedSentinelUrls) {
       EXPECT_NE(ep.status().message().find("malformed endpoint"), absl::string_view::npos);
     }
   }
-  EXPECT_NE(ParseEndpoint("rediss+sentinel://h/m").status().message().find("not supported"),
-            absl::string_view::npos);
   EXPECT_NE(ParseEndpoint("redis+sentinel://h:1").status().message().find("master's name"),
             absl::string_view::npos);
 }
@@ -279,7 +328,7 @@ TEST(ValidateOptions, RejectsBadFields) {
       "needs its certificate");
   check([](Options& o) { o.tls.ca_file = "ca.pem"; }, "no node uses TLS");
   // Sentinel discovery: Sentinels need a master's name and the other way
-  // round; no TLS yet; each master named once.
+  // round; a TLS name needs TLS; each master named once.
   const Endpoint via_sentinel = *ParseEndpoint("redis+sentinel://127.0.0.1:26379/m1");
   check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels.clear(); },
         "no Sentinels");
@@ -287,7 +336,13 @@ TEST(ValidateOptions, RejectsBadFields) {
         "Sentinel's port");
   check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels[0].host.clear(); },
         "empty host");
-  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].tls = true; }, "not supported yet");
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].tls_server_name = "x"; },
+        "not TLS");
+  check(
+      [&](Options& o) {
+        o.nodes[0] = via_sentinel, o.nodes[0].sentinels.resize(4097, {"h", 1});
+      },
+      "at most 4096");
   check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinel_username = "u"; },
         "Sentinel username needs a password");
   check([&](Options& o) { o.nodes[0] = o.nodes[1] = via_sentinel; }, "listed twice");

@@ -1,0 +1,177 @@
+#include "redlock/internal/family_scripts.h"
+
+#include "redlock/internal/reply.h"
+#include "redlock/internal/sha1.h"
+
+namespace redlock::internal {
+namespace {
+
+Script Make(const char* name, uint8_t replies, std::string body) {
+  Script s{name, std::move(body), "", replies};
+  s.sha = Sha1Hex(s.body);
+  return s;
+}
+
+// The node's clock in ms: the clock it expires keys by, so a reader's entry
+// lapses exactly when a lock key set at the same moment would.
+constexpr const char* kNow = R"lua(
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+)lua";
+
+// A counter as the fencing scripts send it: 21 bytes at most (scripts.cc).
+constexpr const char* kCounter = R"lua(
+local function counter(key)
+  return string.sub(redis.call('get', key) or '0', 1, 21)
+end
+)lua";
+
+std::string Body(std::initializer_list<const char*> parts) {
+  std::string out;
+  for (const char* p : parts) out += p;
+  return out;
+}
+
+}  // namespace
+
+const Script& RwReadAcquireScript() {
+  static const Script s =
+      Make("rw-read-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
+local fenced = #KEYS == 4
+if redis.call('exists', KEYS[1]) == 1 then
+  if fenced then return {-1} end
+  return -1
+end
+redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+if redis.call('zcard', KEYS[3]) > 0 then
+  if fenced then return {-2} end
+  return -2
+end
+redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+local ttl = tonumber(ARGV[2])
+redis.call('zadd', KEYS[2], now + ttl, ARGV[1])
+if redis.call('pttl', KEYS[2]) < ttl then redis.call('pexpire', KEYS[2], ttl) end
+if fenced then return {1, counter(KEYS[4])} end
+return 1
+)lua"}));
+  return s;
+}
+
+const Script& RwWriteAcquireScript() {
+  static const Script s =
+      Make("rw-write-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
+local fenced = #KEYS == 4
+if redis.call('exists', KEYS[1]) == 0 then
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+  if redis.call('zcard', KEYS[2]) == 0 then
+    redis.call('set', KEYS[1], ARGV[1], 'PX', ARGV[2])
+    redis.call('zrem', KEYS[3], ARGV[3])
+    if fenced then return {1, counter(KEYS[4])} end
+    return 1
+  end
+end
+local intent = tonumber(ARGV[4])
+if intent > 0 then
+  redis.call('zremrangebyscore', KEYS[3], '-inf', now)
+  redis.call('zadd', KEYS[3], now + intent, ARGV[3])
+  if redis.call('pttl', KEYS[3]) < intent then redis.call('pexpire', KEYS[3], intent) end
+end
+if fenced then return {-1} end
+return -1
+)lua"}));
+  return s;
+}
+
+const Script& RwReadCommitScript() {
+  static const Script s = Make("rw-read-commit", kExpectInteger, Body({kNow, R"lua(
+local score = redis.call('zscore', KEYS[1], ARGV[1])
+if not score or tonumber(score) <= now then return 0 end
+local cur = redis.call('get', KEYS[2]) or '0'
+local want = ARGV[2]
+if #cur < #want or (#cur == #want and cur < want) then
+  redis.call('set', KEYS[2], want)
+end
+return 1
+)lua"}));
+  return s;
+}
+
+const Script& RwReadExtendScript() {
+  static const Script s = Make("rw-read-extend", kExpectInteger, Body({kNow, R"lua(
+local score = redis.call('zscore', KEYS[1], ARGV[1])
+if not score then return 0 end
+if tonumber(score) <= now then
+  redis.call('zrem', KEYS[1], ARGV[1])
+  return 0
+end
+local ttl = tonumber(ARGV[2])
+redis.call('zadd', KEYS[1], 'XX', now + ttl, ARGV[1])
+if redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end
+return 1
+)lua"}));
+  return s;
+}
+
+const Script& RwReadReleaseScript() {
+  static const Script s = Make("rw-read-release", kExpectInteger, Body({kNow, R"lua(
+local n = redis.call('zrem', KEYS[2], ARGV[1])
+if n > 0 and ARGV[2] ~= '' then
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+  if redis.call('zcard', KEYS[2]) == 0 then
+    redis.call('publish', ARGV[2] .. KEYS[1], '')
+  end
+end
+return n
+)lua"}));
+  return s;
+}
+
+const Script& RwWithdrawScript() {
+  static const Script s = Make("rw-withdraw", kExpectInteger, Body({kNow, R"lua(
+local n = redis.call('zrem', KEYS[2], ARGV[1])
+if n > 0 and ARGV[2] ~= '' then
+  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+  if redis.call('zcard', KEYS[2]) == 0 and redis.call('exists', KEYS[1]) == 0 then
+    redis.call('publish', ARGV[2] .. KEYS[1], '')
+  end
+end
+return n
+)lua"}));
+  return s;
+}
+
+const Script& RwInspectScript() {
+  static const Script s = Make("rw-inspect", kExpectArray, Body({kNow, R"lua(
+local live = '(' .. now
+return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
+        redis.call('zcount', KEYS[2], live, '+inf'), redis.call('zcount', KEYS[3], live, '+inf'),
+        redis.call('get', KEYS[4]) or '0'}
+)lua"}));
+  return s;
+}
+
+const Script& SemAcquireScript() {
+  static const Script s = Make("sem-acquire", kExpectArray, Body({kCounter, R"lua(
+local k = tonumber(ARGV[4])
+local first = tonumber(ARGV[3])
+for j = 0, k - 1 do
+  local i = (first + j) % k + 1
+  if redis.call('exists', KEYS[i]) == 0 then
+    redis.call('set', KEYS[i], ARGV[1], 'PX', ARGV[2])
+    if #KEYS == 2 * k then return {i, counter(KEYS[k + i])} end
+    return {i}
+  end
+end
+return {0}
+)lua"}));
+  return s;
+}
+
+const std::vector<const Script*>& FamilyScripts() {
+  static const std::vector<const Script*> all = {
+      &RwReadAcquireScript(), &RwWriteAcquireScript(), &RwReadCommitScript(), &RwReadExtendScript(),
+      &RwReadReleaseScript(), &RwWithdrawScript(),     &RwInspectScript(),    &SemAcquireScript()};
+  return all;
+}
+
+}  // namespace redlock::internal

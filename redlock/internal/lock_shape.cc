@@ -1,0 +1,63 @@
+#include "redlock/internal/lock_shape.h"
+
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/algorithm.h"
+#include "redlock/internal/family_scripts.h"
+#include "redlock/internal/scripts.h"
+#include "redlock/internal/token.h"
+
+namespace redlock::internal {
+std::vector<std::string> WithCounters(const std::vector<std::string>& keys,
+                                      absl::string_view shared) {
+  std::vector<std::string> out = keys;
+  for (const auto& k : keys) {
+    out.push_back(shared.empty() ? absl::StrCat(k, kFenceSuffix) : std::string(shared));
+  }
+  return out;
+}
+
+std::string AcquireShape::Token() const { return NewToken(); }
+
+Command AcquireShape::Round1(const std::vector<std::string>& keys, const std::string& token,
+                             int64_t ttl_ms, bool fencing) const {
+  if (fencing) {
+    return ScriptCommand(FenceAcquireScript(), WithCounters(keys), {token, std::to_string(ttl_ms)});
+  }
+  return ScriptCommand(AcquireSetScript(), keys, {token, std::to_string(ttl_ms)});
+}
+
+Command AcquireShape::Commit(const std::vector<std::string>& keys, const std::string& token,
+                             const std::vector<uint64_t>& fences) const {
+  std::vector<std::string> args = {token};
+  for (uint64_t f : fences) args.push_back(std::to_string(f));
+  return ScriptCommand(FenceCommitScript(), WithCounters(keys), args);
+}
+
+Command AcquireShape::Cleanup(const std::vector<std::string>& keys,
+                              const std::string& token) const {
+  return ScriptCommand(ReleaseScript(), keys, {token, ""});
+}
+
+absl::StatusOr<uint64_t> AcquireShape::Fence(const std::vector<uint64_t>& seen) const {
+  return NextFence(seen);
+}
+
+Command ReleaseCommand(LeaseKind kind, const std::vector<std::string>& keys,
+                       const std::string& token, absl::string_view channel_prefix) {
+  if (kind == LeaseKind::kShared) {
+    return ScriptCommand(RwReadReleaseScript(), {keys[0], absl::StrCat(keys[0], kReadersSuffix)},
+                         {token, std::string(channel_prefix)});
+  }
+  return ScriptCommand(ReleaseScript(), keys, {token, std::string(channel_prefix)});
+}
+
+Command ExtendCommand(LeaseKind kind, const std::vector<std::string>& keys,
+                      const std::string& token, int64_t ttl_ms) {
+  if (kind == LeaseKind::kShared) {
+    return ScriptCommand(RwReadExtendScript(), {absl::StrCat(keys[0], kReadersSuffix)},
+                         {token, std::to_string(ttl_ms)});
+  }
+  return ScriptCommand(ExtendScript(), keys, {token, std::to_string(ttl_ms)});
+}
+
+}  // namespace redlock::internal
