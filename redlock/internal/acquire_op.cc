@@ -281,7 +281,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
     auto command = std::make_shared<Command>(
         custom_ ? shape_->Commit(keys_, token_, fences_)
-                : ScriptCommand(FenceCommitScript(), WithCounters(keys_, ctx_->SharedFenceKey()), args));
+                : ScriptCommand(FenceCommitScript(), WithCounters(keys_, ctx_->SharedFenceKey()),
+                                args));
     command->op = "fence-commit";
     round2_ = std::move(command);
     // With Options::durability the commit's confirmation covers the counter

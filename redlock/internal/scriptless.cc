@@ -18,7 +18,7 @@ enum class Kind { kNone, kAcquire, kRelease, kExtend, kFenceAcquire, kFenceCommi
 
 Kind KindOf(const Script* s) {
   if (s == &AcquireSetScript()) return Kind::kAcquire;
-  if (s == &ReleaseScript()) return Kind::kRelease;
+  if (s == &ReleaseScript() || s == &ReleaseOneScript()) return Kind::kRelease;
   if (s == &ExtendScript()) return Kind::kExtend;
   if (s == &FenceAcquireScript()) return Kind::kFenceAcquire;
   if (s == &FenceCommitScript()) return Kind::kFenceCommit;
@@ -160,6 +160,8 @@ struct ScriptlessRunner::Tx {
   const char* op = "";
   Written written;
   NodeCallback done;
+  // ReleaseOneScript: ARGV[2] is the whole channel, not a prefix of it.
+  bool whole_channel = false;
   int runs = 0;
   bool queued = false;  // waited for its turn: `after` no longer matters
   size_t locks = 0;     // lock keys (the rest are counters)
@@ -187,6 +189,7 @@ ConnectionId ScriptlessRunner::Run(int node, const Command& command, Written wri
   auto tx = std::make_shared<Tx>();
   tx->node = node;
   tx->kind = KindOf(command.script);
+  tx->whole_channel = command.script == &ReleaseOneScript();
   tx->after = command.after;
   tx->op = command.op;
   tx->written = std::move(written);
@@ -356,7 +359,9 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
           writes.push_back(w);
           if (!tx->args[1].empty()) {
             w.clear();
-            AppendArgs(&w, "PUBLISH", {absl::StrCat(tx->args[1], tx->keys[i]), ""});
+            AppendArgs(
+                &w, "PUBLISH",
+                {tx->whole_channel ? tx->args[1] : absl::StrCat(tx->args[1], tx->keys[i]), ""});
             writes.push_back(w);
           }
         }

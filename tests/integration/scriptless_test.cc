@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
+#include "redlock/rw_lock.h"
 #include "testkit/fleet_suite.h"
 
 namespace redlock {
@@ -211,6 +212,21 @@ TEST_F(ScriptlessTest, FencingTokensIncreaseOnScriptlessNodes) {
   }
   EXPECT_GE(counters, 1);
   EXPECT_EQ(Calls(0, "evalsha"), 0);
+}
+
+// The lock family's scripts have no script-free form: on a node that
+// forbids scripting they are refused with an error naming it. Here two of
+// three nodes forbid it, so a shared lock cannot get a quorum.
+TEST_F(ScriptlessTest, TheLockFamilyIsRefusedNamingTheNode) {
+  auto client = Client::Create(MakeOptions());
+  ASSERT_TRUE(client.ok()) << client.status();
+  ReadWriteLock rw(client->get(), "doc");
+  absl::StatusOr<Lease> shared = rw.TryAcquireShared(absl::Seconds(10));
+  ASSERT_FALSE(shared.ok());
+  EXPECT_EQ(shared.status().code(), absl::StatusCode::kUnavailable) << shared.status();
+  EXPECT_THAT(std::string(shared.status().message()),
+              HasSubstr(absl::StrCat(fleet_->address(0), " forbids scripting")));
+  EXPECT_THAT(std::string(shared.status().message()), HasSubstr("no script-free form"));
 }
 
 TEST_F(ScriptlessTest, ScriptingRevokedWhileRunningSwitchesThePath) {
