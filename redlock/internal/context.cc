@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/jitter.h"
+#include "redlock/internal/lock_shape.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/renewal.h"
@@ -40,6 +41,10 @@ std::string OpContext::Key(absl::string_view resource) const {
 std::string OpContext::SharedFenceKey() const {
   if (options_.fencing_counters != Options::FencingCounters::kShared) return "";
   return absl::StrCat(options_.key_prefix, kFenceSuffix);
+}
+
+std::vector<std::string> OpContext::WithFenceKeys(const std::vector<std::string>& keys) const {
+  return WithCounters(keys, SharedFenceKey());
 }
 
 std::string OpContext::FenceKey(absl::string_view key) const {

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -56,6 +57,8 @@ class OpContext {
   std::string FenceKey(absl::string_view key) const;
   // With kShared, the namespace's counter key; else "".
   std::string SharedFenceKey() const;
+  // `keys` then their counters, as the fencing scripts take them.
+  std::vector<std::string> WithFenceKeys(const std::vector<std::string>& keys) const;
   // The pause before a retry: retry_delay +/- retry_jitter, at least zero.
   absl::Duration RetryDelay() const;
 
