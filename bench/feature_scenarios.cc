@@ -1,7 +1,7 @@
 // The scenarios that compare the library with one of its features on and
-// off: `fencing`, `multilock` (MultiLock in both modes), `observer` (a
-// MetricsCollector attached) and `durability` (the WAIT vote on replicated
-// nodes).
+// off: `fencing`, `scriptless` (nodes that forbid scripting), `multilock`
+// (MultiLock in both modes), `observer` (a MetricsCollector attached) and
+// `durability` (the WAIT vote on replicated nodes).
 
 #include <algorithm>
 #include <memory>
@@ -93,6 +93,50 @@ void RunFencing(Context& ctx, int n, GroupResult* g) {
                               static_cast<double>(a->acquire.Quantile(0.5))));
     }
   }
+}
+
+// Nodes that forbid scripting: the same nodes reached as an ACL user denied
+// @scripting (made for the group, removed after it), so every compare-and-set
+// runs as WATCH ... MULTI ... EXEC (redlock/internal/scriptless.h): Lua vs
+// transactions on every node, and a mixed fleet (every other node).
+void RunScriptless(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "all nodes healthy; Lua scripts vs WATCH/MULTI/EXEC on nodes that forbid scripting";
+  CommonSettings(ctx, g);
+  const std::string user = absl::StrCat("redlock-bench-tx-", ctx.settings.run_id);
+  std::vector<Endpoint> tx = eps;
+  std::vector<Endpoint> mixed = eps;
+  for (size_t i = 0; i < eps.size(); ++i) {
+    absl::StatusOr<testkit::RedisValue> r = testkit::RunCommand(
+        eps[i], {"ACL", "SETUSER", user, "on", ">bench", "~*", "&*", "+@all", "-@scripting"});
+    if (!r.ok()) {
+      ctx.harness_errors.push_back(
+          absl::StrCat("ACL SETUSER on ", eps[i].ToString(), ": ", r.status().ToString()));
+      return;
+    }
+    tx[i].username = user;
+    tx[i].password = "bench";
+    if (i % 2 == 0) mixed[i] = tx[i];
+  }
+  g->rows.push_back(FloorRow(ctx, eps));
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec lua;
+    lua.callers = callers;
+    g->rows.push_back(LibraryRow(ctx, eps, lua));
+    LibrarySpec all_tx;
+    all_tx.impl = "library scriptless";
+    all_tx.variant = "scriptless";
+    all_tx.callers = callers;
+    g->rows.push_back(LibraryRow(ctx, tx, all_tx));
+    OnOffNote(g, "", "scriptless", callers, "with every node forbidding scripting");
+    if (n < 2) continue;
+    LibrarySpec half = all_tx;
+    half.impl = "library mixed";
+    half.variant = "mixed";
+    g->rows.push_back(LibraryRow(ctx, mixed, half));
+    OnOffNote(g, "", "mixed", callers, "with every other node forbidding scripting");
+  }
+  for (const Endpoint& ep : eps) (void)testkit::RunCommand(ep, {"ACL", "DELUSER", user});
 }
 
 void RunMultiLock(Context& ctx, int n, GroupResult* g) {

@@ -73,6 +73,13 @@ const std::vector<Scenario>& AllScenarios() {
        .smoke_ns = {3},
        .quick_ns = {5},
        .full_ns = {1, 3, 5, 7}},
+      {.name = "scriptless",
+       .description = "nodes that forbid scripting (an ACL user without @scripting): Lua vs "
+                      "WATCH/MULTI/EXEC on every node, and on every other node; 1 and many callers",
+       .run = RunScriptless,
+       .smoke_ns = {3},
+       .quick_ns = {5},
+       .full_ns = {1, 3, 5}},
       {.name = "multilock",
        .description = "MultiLock over 3 resources, quorum and all-nodes modes",
        .run = RunMultiLock,

@@ -12,6 +12,7 @@
 #include "redlock/internal/engine.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/node_identity.h"
+#include "redlock/internal/scriptless.h"
 #include "redlock/internal/status_macros.h"
 #include "redlock/internal/tls_stream.h"
 #include "redlock/observer.h"
@@ -32,8 +33,10 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   config.require_identity = options.require_node_identity;
   config.reply_limits.max_bytes = options.max_reply_bytes;
   config.reply_limits.max_elements = options.max_reply_elements;
-  // Every connection loads the scripts before its first request.
-  config.setup = internal::ScriptLoadSteps();
+  // Every connection loads the scripts before its first request, and so
+  // learns whether its node forbids scripting (scriptless.h).
+  auto modes = std::make_shared<internal::ScriptingModes>(static_cast<int>(options.nodes.size()));
+  config.setup = [modes](int node) { return internal::ScriptLoadSteps(modes, node); };
   if (options.observer != nullptr) {
     std::shared_ptr<Observer> observer = options.observer;
     config.on_node_event = [observer](const NodeEvent& e) { observer->OnNode(e); };
@@ -61,8 +64,8 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
     }
   }
   REDLOCK_RETURN_IF_ERROR(internal::CheckDurabilitySupport(*engine, options.durability));
-  return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),
-                                                          internal::SteadyClock::Get()));
+  return std::unique_ptr<Client>(new internal::ClientImpl(
+      std::move(options), std::move(engine), internal::SteadyClock::Get(), std::move(modes)));
 }
 
 }  // namespace redlock

@@ -74,6 +74,17 @@ struct NodeHealth {
   // failed, a release that did not get through), waiting to be sent again
   // once the node can take them.
   size_t cleanups_pending = 0;
+  // How the lock's compare-and-set steps run on the node: false with Lua
+  // scripts (EVALSHA); true when the node forbids scripting (an ACL user
+  // without @scripting, EVAL/EVALSHA/SCRIPT renamed away), found at the
+  // handshake, and the client uses WATCH/MULTI/EXEC transactions instead
+  // (README "Nodes that forbid scripting"). `scriptless_reason` is what the
+  // node answered.
+  bool scriptless = false;
+  std::string scriptless_reason;
+  // On such a node, transactions waiting for their turn (one runs at a
+  // time; at most Options::max_in_flight_per_node wait, more are refused).
+  size_t transactions_waiting = 0;
   // A Sentinel-managed node (redis+sentinel://): its Sentinels, in the
   // endpoint's order. Empty for other nodes.
   std::vector<SentinelHealth> sentinels;

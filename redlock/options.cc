@@ -96,6 +96,9 @@ absl::Status ValidateOptions(const Options& o) {
                "; N - 1 already makes every fenced acquisition read and commit on "
                "all nodes)");
   }
+  if (o.fencing_counters != Options::FencingCounters::kPerResource && !o.fencing) {
+    return bad("fencing_counters is set but fencing is off");
+  }
   if (o.fencing_lost_counters > 0 && !o.fencing) {
     return bad("fencing_lost_counters ", o.fencing_lost_counters, " is set but fencing is off");
   }

@@ -270,7 +270,8 @@ struct Options {
   // appendfsync always, or see fencing_lost_counters (with an odd N and the
   // default quorum, one node that loses its counter can repeat a token; see
   // README "Fencing tokens"). Costs one extra round trip per acquisition
-  // and keeps one counter key per resource on every node. Default: false.
+  // and keeps one counter key per resource on every node (or one per
+  // namespace: fencing_counters). Default: false.
   bool fencing = false;
 
   // How many nodes may lose their fencing counter (a restart without
@@ -289,6 +290,24 @@ struct Options {
   // any two sets of 3 share two nodes). Extend and Release keep the quorum.
   // Needs fencing; must be in 0..N-1. Default: 0.
   int fencing_lost_counters = 0;
+
+  // Where the fencing counters live (README "Fencing tokens", memory per
+  // resource):
+  // - kPerResource: one counter per resource, `<key_prefix><resource>:fence`,
+  //   never expiring: one key per resource ever locked, on every node.
+  // - kShared: one counter for the whole namespace, `<key_prefix>:fence`,
+  //   shared by every resource under this key_prefix: nothing per resource.
+  //   Tokens still strictly increase per resource (the counter only grows,
+  //   and each holder reads and raises it as with kPerResource); they are no
+  //   longer consecutive per resource, and every fenced acquisition of the
+  //   namespace writes the one key (Redis serves it at memory speed; in a
+  //   Redis Cluster it is one slot). Clients of one namespace must agree:
+  //   switching to kShared is safe (tokens jump up) only if the shared
+  //   counter starts above every per-resource one, so set it once to their
+  //   maximum first; switching back is not.
+  // Needs fencing. Default: kPerResource.
+  enum class FencingCounters { kPerResource, kShared };
+  FencingCounters fencing_counters = FencingCounters::kPerResource;
 
   // ---- Durability on replicated nodes ----------------------------------------
 

@@ -125,6 +125,10 @@ Endpoint Fleet::endpoint(int i) const {
   ep.port = port(i);
   ep.password = options_.password;
   ep.tls = options_.tls;
+  if (DeniesScripting(i)) {
+    ep.username = kScriptlessUser;
+    ep.password = kScriptlessPassword;
+  }
   return ep;
 }
 
@@ -192,6 +196,11 @@ absl::Status Fleet::Launch(int i) {
   if (options_.aof) p.argv.insert(p.argv.end(), {"--appendfsync", "always"});
   if (options_.enable_debug) p.argv.insert(p.argv.end(), {"--enable-debug-command", "local"});
   if (!options_.password.empty()) p.argv.insert(p.argv.end(), {"--requirepass", options_.password});
+  if (DeniesScripting(i)) {
+    p.argv.insert(p.argv.end(),
+                  {"--user", kScriptlessUser, "on", absl::StrCat(">", kScriptlessPassword), "~*",
+                   "&*", "+@all", "-@scripting"});
+  }
   p.argv.insert(p.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   p.env = options_.env;
   if (static_cast<size_t>(i) < options_.node_env.size()) {
@@ -293,7 +302,10 @@ absl::StatusOr<RedisValue> Fleet::Command(int i, const std::vector<std::string>&
                                           absl::Duration timeout) const {
   TlsOptions tls = ClientTls();
   tls.verify_peer = false;
-  return RunCommand(endpoint(i), args, timeout, tls);
+  Endpoint ep = endpoint(i);
+  ep.username.clear();  // the default user, whatever deny_scripting says
+  ep.password = options_.password;
+  return RunCommand(ep, args, timeout, tls);
 }
 
 absl::Status Fleet::FlushAll() const {

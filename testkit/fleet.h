@@ -85,7 +85,18 @@ struct FleetOptions {
   // With tls: use these certificates (another fleet's: replicas that must
   // trust their masters) instead of making new ones.
   std::optional<TestCertificates> tls_certificates;
+
+  // Per node (may be shorter than nodes): the node has an ACL user denied
+  // scripting (kScriptlessUser: `ACL SETUSER locker on >pw ~* &* +@all
+  // -@scripting`), and endpoint(i) logs in as it, so a client meets a node
+  // that refuses EVAL, EVALSHA and SCRIPT. The default user is unchanged
+  // (Command() uses it).
+  std::vector<bool> deny_scripting;
 };
+
+// The ACL user and password of FleetOptions::deny_scripting.
+inline constexpr char kScriptlessUser[] = "locker";
+inline constexpr char kScriptlessPassword[] = "pw";
 
 class Fleet {
  public:
@@ -122,6 +133,12 @@ class Fleet {
 
   // Replaces node i's per-node extra environment (used at its next start).
   void SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> env);
+
+  // FleetOptions::deny_scripting for node i.
+  bool DeniesScripting(int i) const {
+    return static_cast<size_t>(i) < options_.deny_scripting.size() &&
+           options_.deny_scripting[static_cast<size_t>(i)];
+  }
 
   // Runs one command on node i over a fresh blocking connection (AUTH with
   // the fleet's password first; testkit/redis.h RunCommand). Timeout applies

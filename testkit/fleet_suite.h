@@ -12,6 +12,13 @@
 //   };
 //   TEST_F(MyTest, Works) { auto client = MakeClient(); ... }
 //
+// Nodes that forbid scripting: with REDLOCK_TEST_SCRIPTING=none in the
+// environment every node of the fleet denies scripting to the clients' ACL
+// user (FleetOptions::deny_scripting), with =mixed nodes 0, 2 and 4 do; so a
+// whole suite runs again on such fleets (tests/CMakeLists.txt registers the
+// *_scriptless and *_mixed entries). A test that exercises the scripts
+// themselves skips there (ScriptsOnEveryNode()).
+//
 // The same tests over plain TCP and over TLS (each instantiation runs on a
 // fleet of its own kind):
 //
@@ -26,6 +33,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
@@ -46,13 +54,25 @@ class FleetSuite : public ::testing::Test {
   // Whether the fleet speaks TLS (OverTransports sets it per instantiation).
   virtual bool UseTls() const { return false; }
 
+  // Which nodes deny scripting (REDLOCK_TEST_SCRIPTING, see the file comment).
+  static std::vector<bool> DenyScripting() {
+    const char* e = std::getenv("REDLOCK_TEST_SCRIPTING");
+    const std::string mode = e == nullptr ? "" : e;
+    if (mode == "none") return std::vector<bool>(kNodes, true);
+    if (mode == "mixed") return {true, false, true, false, true};
+    return {};
+  }
+  // False when the suite runs on nodes that forbid scripting.
+  static bool ScriptsOnEveryNode() { return DenyScripting().empty(); }
+
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
     // Started by the suite's first test, shared by the others.
     if (fleet_ == nullptr || fleet_->options().tls != UseTls()) {
       delete fleet_;
       fleet_ = nullptr;
-      auto fleet = Fleet::Start({.nodes = kNodes, .tls = UseTls()});
+      auto fleet =
+          Fleet::Start({.nodes = kNodes, .tls = UseTls(), .deny_scripting = DenyScripting()});
       ASSERT_TRUE(fleet.ok()) << fleet.status();
       fleet_ = fleet->release();
     }

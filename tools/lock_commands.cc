@@ -217,6 +217,11 @@ int RunStatus(const ParsedArgs& args) {
       absl::StrAppend(
           &node, ",\"tls\":", h != nullptr && h->tls ? "true" : "false", ",\"tls_version\":",
           h != nullptr && !h->tls_version.empty() ? JsonString(h->tls_version) : "null");
+      // How compare-and-set runs there: Lua scripts, or WATCH/MULTI/EXEC on
+      // a node that forbids scripting (with what the node said).
+      const bool tx = h != nullptr && h->scriptless;
+      absl::StrAppend(&node, ",\"path\":", tx ? "\"transactions\"" : "\"scripts\"");
+      if (tx) absl::StrAppend(&node, ",\"scripting_refused\":", JsonString(h->scriptless_reason));
       if (h != nullptr && !h->sentinels.empty()) {
         // A Sentinel-managed node: what each of its Sentinels says.
         std::vector<std::string> sentinels;
@@ -260,8 +265,8 @@ int RunStatus(const ParsedArgs& args) {
     }
     PrintLine(absl::StrCat("resource ", JsonString(*resource), ": ", summary, " (quorum ", quorum,
                            "); fencing counter ", fence));
-    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %-8s %s", "NODE", "HELD", "TOKEN",
-                              "TTL_LEFT", "FENCE", "TLS", "SCHEME"));
+    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %-8s %-15s %s", "NODE", "HELD", "TOKEN",
+                              "TTL_LEFT", "FENCE", "TLS", "SCHEME", "PATH"));
     for (size_t i = 0; i < views->size(); ++i) {
       const NodeView& v = (*views)[i];
       const NodeHealth* h = tls_of(i);
@@ -278,11 +283,13 @@ int RunStatus(const ParsedArgs& args) {
       if (!v.status.ok()) {
         PrintLine(absl::StrFormat("%-22s error: %s", v.node, v.status.message()));
       } else {
+        // "lua", or "tx" where the node forbids scripting (WATCH/MULTI/EXEC).
+        const char* path = h != nullptr && h->scriptless ? "tx" : "lua";
         PrintLine(absl::StrFormat(
-            "%-22s %-5s %-42s %10s %8d  %-8s %s", v.node, v.held ? "yes" : "no",
+            "%-22s %-5s %-42s %10s %8d  %-8s %-15s %s", v.node, v.held ? "yes" : "no",
             v.held ? v.token : "-",
             v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
-            v.fence_counter, tls, scheme));
+            v.fence_counter, tls, scheme, path));
       }
       if (!master_at.empty()) PrintLine(master_at);
       for (const SentinelHealth& sh : h == nullptr ? std::vector<SentinelHealth>{} : h->sentinels) {

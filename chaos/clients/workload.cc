@@ -328,6 +328,7 @@ std::vector<std::string> ClientArgs(const ClientConfig& c) {
       absl::StrCat("--node-timeout-ms=", c.node_timeout_ms),
       absl::StrCat("--drift-factor=", c.drift_factor),
       absl::StrCat("--fencing=", c.fencing ? "true" : "false"),
+      absl::StrCat("--fencing-shared-counter=", c.fencing_shared_counter ? "true" : "false"),
       absl::StrCat("--durability-replicas=", c.durability_replicas),
       absl::StrCat("--durability-timeout-ms=", c.durability_timeout_ms),
       absl::StrCat("--release=", c.release ? "true" : "false"),
@@ -410,6 +411,8 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
       ok = absl::SimpleAtod(v, &c.drift_factor);
     } else if (k == "fencing") {
       as_bool(&c.fencing);
+    } else if (k == "fencing-shared-counter") {
+      as_bool(&c.fencing_shared_counter);
     } else if (k == "durability-replicas") {
       ok = absl::SimpleAtoi(v, &c.durability_replicas);
     } else if (k == "durability-timeout-ms") {
@@ -490,6 +493,9 @@ absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConf
   options.node_timeout = absl::Milliseconds(config.node_timeout_ms);
   options.clock_drift_factor = config.drift_factor;
   options.fencing = config.fencing;
+  if (config.fencing_shared_counter) {
+    options.fencing_counters = Options::FencingCounters::kShared;
+  }
   options.durability.replicas = config.durability_replicas;
   options.durability.timeout = absl::Milliseconds(config.durability_timeout_ms);
   options.max_attempts = 1;

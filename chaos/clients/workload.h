@@ -122,6 +122,8 @@ struct ClientConfig {
   int64_t node_timeout_ms = 50;
   double drift_factor = 0.01;
   bool fencing = false;
+  // Options::fencing_counters = kShared: one counter for every resource.
+  bool fencing_shared_counter = false;
   // Options::durability: K replicas must confirm each grant (0: off), within
   // this many ms.
   int durability_replicas = 0;

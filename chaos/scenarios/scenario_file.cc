@@ -231,12 +231,29 @@ absl::Status ReadSetup(Reader& r, const YAML::Node& n, ScenarioSetup* setup) {
   return absl::OkStatus();
 }
 
-const std::vector<std::string> kClientFields = {
-    "count",          "client",        "resources", "ttl",         "use",
-    "uses_per_lease", "guard",         "think",     "pre_release", "retry",
-    "node_timeout",   "drift_factor",  "fencing",   "durability",  "durability_timeout",
-    "release",        "inspect_nodes", "extend",    "primitive",   "shared",
-    "permits",        "wait"};
+const std::vector<std::string> kClientFields = {"count",
+                                                "client",
+                                                "resources",
+                                                "ttl",
+                                                "use",
+                                                "uses_per_lease",
+                                                "guard",
+                                                "think",
+                                                "pre_release",
+                                                "retry",
+                                                "node_timeout",
+                                                "drift_factor",
+                                                "fencing",
+                                                "durability",
+                                                "durability_timeout",
+                                                "release",
+                                                "inspect_nodes",
+                                                "extend",
+                                                "primitive",
+                                                "shared",
+                                                "permits",
+                                                "wait",
+                                                "fencing_shared_counter"};
 
 absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfig>* out) {
   if (!n.IsSequence()) return r.Error(n, "clients", "expected a list of clients");
@@ -297,6 +314,10 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
       s = r.Real(c["drift_factor"], f("drift_factor"), &cfg.drift_factor, 0, 0.5);
     }
     if (s.ok() && c["fencing"]) s = r.Bool(c["fencing"], f("fencing"), &cfg.fencing);
+    if (s.ok() && c["fencing_shared_counter"]) {
+      s = r.Bool(c["fencing_shared_counter"], f("fencing_shared_counter"),
+                 &cfg.fencing_shared_counter);
+    }
     if (s.ok() && c["durability"]) {
       s = r.Integer(c["durability"], f("durability"), &cfg.durability_replicas, 0, 3);
     }

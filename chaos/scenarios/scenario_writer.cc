@@ -134,6 +134,7 @@ std::string WriteScenario(const Scenario& s) {
       fields.push_back(absl::StrCat("drift_factor: ", c.drift_factor));
     }
     if (c.fencing) fields.push_back("fencing: true");
+    if (c.fencing_shared_counter) fields.push_back("fencing_shared_counter: true");
     if (c.durability_replicas) {
       fields.push_back(absl::StrCat("durability: ", c.durability_replicas));
       fields.push_back(absl::StrCat("durability_timeout: ", Ms(c.durability_timeout_ms)));

@@ -118,7 +118,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     Command command;
     switch (form_) {
       case AcquireForm::kFencing:
-        command = ScriptCommand(FenceAcquireScript(), WithCounters(keys_),
+        command = ScriptCommand(FenceAcquireScript(), ctx_->WithFenceKeys(keys_),
                                 {token_, std::to_string(ttl_ms_)});
         break;
       case AcquireForm::kSet:
@@ -281,7 +281,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     round_ = Round(static_cast<int>(round2_nodes_.size()), quorum_);
     auto command = std::make_shared<Command>(
         custom_ ? shape_->Commit(keys_, token_, fences_)
-                : ScriptCommand(FenceCommitScript(), WithCounters(keys_), args));
+                : ScriptCommand(FenceCommitScript(), ctx_->WithFenceKeys(keys_), args));
     command->op = "fence-commit";
     round2_ = std::move(command);
     // With Options::durability the commit's confirmation covers the counter

@@ -28,8 +28,9 @@ LeasesCallback Single(Client::LeaseCallback done) {
 
 }  // namespace
 
-ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock)
-    : ctx_(std::move(options), std::move(transport), clock) {}
+ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+                       std::shared_ptr<ScriptingModes> modes)
+    : ctx_(std::move(options), std::move(transport), clock, std::move(modes)) {}
 
 ClientImpl::~ClientImpl() { ctx_.Shutdown(); }
 
@@ -202,7 +203,7 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
   state->views.resize(static_cast<size_t>(n));
   state->left = n;
   std::string key = ctx_.Key(resource);
-  Command command = ScriptCommand(InspectScript(), {key, absl::StrCat(key, kFenceSuffix)}, {});
+  Command command = ScriptCommand(InspectScript(), {key, ctx_.FenceKey(key)}, {});
   command.op = "inspect";
   return Block<absl::StatusOr<std::vector<NodeView>>>(
       [&](absl::AnyInvocable<void(absl::StatusOr<std::vector<NodeView>>)> done) {

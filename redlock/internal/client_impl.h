@@ -49,7 +49,10 @@ struct AcquireCall {
 class ClientImpl final : public Client {
  public:
   // `clock` must outlive the client.
-  ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock);
+  // `modes`: which nodes forbid scripting, as the engine's handshakes find
+  // (scriptless.h; null: none).
+  ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+             std::shared_ptr<ScriptingModes> modes = nullptr);
   ~ClientImpl() override;
 
   using Client::Acquire;

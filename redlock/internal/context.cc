@@ -4,19 +4,22 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/algorithm.h"
 #include "redlock/internal/jitter.h"
+#include "redlock/internal/lock_shape.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/renewal.h"
 
 namespace redlock::internal {
 
-OpContext::OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock)
+OpContext::OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+                     std::shared_ptr<ScriptingModes> modes)
     : options_(std::move(options)),
       quorum_(EffectiveQuorum(options_)),
       transport_(std::move(transport)),
       clock_(clock),
-      calls_(std::make_unique<NodeCalls>(transport_.get(), clock_, options_)),
+      calls_(std::make_unique<NodeCalls>(transport_.get(), clock_, options_, std::move(modes))),
       watches_(std::make_unique<ReleaseWatches>(transport_.get())),
       renewals_(std::make_unique<Renewals>()) {}
 
@@ -33,6 +36,20 @@ void OpContext::Shutdown() {
 
 std::string OpContext::Key(absl::string_view resource) const {
   return absl::StrCat(options_.key_prefix, resource);
+}
+
+std::string OpContext::SharedFenceKey() const {
+  if (options_.fencing_counters != Options::FencingCounters::kShared) return "";
+  return absl::StrCat(options_.key_prefix, kFenceSuffix);
+}
+
+std::vector<std::string> OpContext::WithFenceKeys(const std::vector<std::string>& keys) const {
+  return WithCounters(keys, SharedFenceKey());
+}
+
+std::string OpContext::FenceKey(absl::string_view key) const {
+  std::string shared = SharedFenceKey();
+  return shared.empty() ? absl::StrCat(key, kFenceSuffix) : shared;
 }
 
 absl::Duration OpContext::RetryDelay() const {

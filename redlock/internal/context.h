@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -21,11 +22,14 @@ namespace redlock::internal {
 class NodeCalls;       // node_calls.h
 class ReleaseWatches;  // release_watch.h
 class Renewals;        // renewal.h
+class ScriptingModes;  // scriptless.h
 
 class OpContext {
  public:
   // `clock` must outlive the context.
-  OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock);
+  // `modes`: which nodes forbid scripting (null: none known).
+  OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
+            std::shared_ptr<ScriptingModes> modes = nullptr);
   ~OpContext();
   OpContext(const OpContext&) = delete;
   OpContext& operator=(const OpContext&) = delete;
@@ -48,6 +52,13 @@ class OpContext {
 
   // The Redis key of `resource`: key_prefix + resource.
   std::string Key(absl::string_view resource) const;
+  // The fencing counter of lock key `key`: key + ":fence", or with
+  // Options::FencingCounters::kShared the namespace's key_prefix + ":fence".
+  std::string FenceKey(absl::string_view key) const;
+  // With kShared, the namespace's counter key; else "".
+  std::string SharedFenceKey() const;
+  // `keys` then their counters, as the fencing scripts take them.
+  std::vector<std::string> WithFenceKeys(const std::vector<std::string>& keys) const;
   // The pause before a retry: retry_delay +/- retry_jitter, at least zero.
   absl::Duration RetryDelay() const;
 

@@ -476,9 +476,9 @@ void Engine::DrainFollowers() {
     Node& n = *np;
     std::lock_guard<std::mutex> lock(n.mu);
     for (size_t i = n.expired; i < n.fifo.size(); ++i) {
-      if (n.fifo[i]->done) cancelled.push_back(std::move(n.fifo[i]->done));
+      if (n.fifo[i]->done && !n.fifo[i]->drain) cancelled.push_back(std::move(n.fifo[i]->done));
     }
-    n.expired = n.fifo.size();  // their replies are discarded
+    n.expired = n.fifo.size();  // their replies are discarded (but Command::drain's)
     for (auto& w : n.waiting) {
       if (w.first->done) cancelled.push_back(std::move(w.first->done));
     }
@@ -506,6 +506,9 @@ bool Engine::AwaitingFollowers() {
     std::lock_guard<std::mutex> lock(np->mu);
     if (np->state == Node::State::kDisconnected) continue;
     if (np->fifo.size() > np->expired) return true;
+    for (const Slot* s : np->fifo) {
+      if (s->drain && s->done) return true;
+    }
     for (auto& w : np->waiting) {
       if (w.first->done) return true;
     }

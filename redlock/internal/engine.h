@@ -100,10 +100,11 @@ class Engine final : public Transport {
     // Node state changes (connected, lost, breaker opened or closed), called
     // on the polling thread outside every lock. Optional.
     std::function<void(const NodeEvent&)> on_node_event;
-    // Commands every command connection runs after logging in and checking
-    // the server, before any request (the client loads its scripts there);
-    // a failed check fails the connection.
-    std::vector<HandshakeStep> setup;
+    // Per node, the commands each of its command connections runs after
+    // logging in and checking the server, before any request (the client
+    // loads its scripts there, and learns whether the node allows them); a
+    // failed check fails the connection. Null: none.
+    std::function<std::vector<HandshakeStep>(int node)> setup;
   };
 
   // Starts the loop thread and the first connection to every node.
@@ -134,6 +135,7 @@ class Engine final : public Transport {
   int size() const override { return static_cast<int>(nodes_.size()); }
   const std::string& NodeName(int node) const override;
   ConnectionId Send(int node, const Command& command, NodeCallback done) override;
+  bool Accepts(int node) const override;
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   void AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) override;

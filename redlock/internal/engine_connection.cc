@@ -129,7 +129,10 @@ std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
   };
   steps.push_back(std::move(info));
   // What the client runs on every connection before any request.
-  steps.insert(steps.end(), config_.setup.begin(), config_.setup.end());
+  if (config_.setup) {
+    std::vector<HandshakeStep> setup = config_.setup(n.index);
+    steps.insert(steps.end(), setup.begin(), setup.end());
+  }
   return steps;
 }
 

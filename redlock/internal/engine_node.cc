@@ -38,6 +38,9 @@ void Engine::FreeSlotLocked(Node& n, Slot* slot) {
   slot->expect = 0;
   slot->op = "";
   slot->echo.clear();
+  slot->parts_left = 1;
+  slot->parts.clear();
+  slot->drain = false;
   // Bounded: a burst leaves at most this many spare requests behind.
   if (n.free_slots.size() < 1024) {
     n.free_slots.push_back(slot);
@@ -60,6 +63,14 @@ ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
   // behind it, on that connection, as long as there is one.
   const bool follows =
       command.after != 0 && command.after == n.conn_id && n.state != Node::State::kDisconnected;
+  if (command.pinned && !follows) {
+    lock.unlock();
+    FailLater(std::move(done),
+              absl::UnavailableError(
+                  absl::StrCat("the connection ", command.op,
+                               " must follow is gone (a WATCH holds only on its own connection)")));
+    return 0;
+  }
   if (stopping() && !follows) {
     lock.unlock();
     FailLater(std::move(done), absl::CancelledError("the client is shutting down"));
@@ -83,6 +94,8 @@ ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
   slot->deadline = Clock::now() + absl::ToChronoNanoseconds(config_.node_timeout);
   slot->expect = command.expect;
   slot->op = command.op;
+  slot->parts_left = std::max<uint16_t>(command.replies, 1);
+  slot->drain = command.drain;
   const ConnectionId conn = n.conn_id;
   if (n.state != Node::State::kReady) {
     // The connection is still being established: sent once it is ready.
@@ -91,6 +104,12 @@ ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
   }
   EnqueueLocked(n, lock, slot, command.payload);
   return conn;
+}
+
+bool Engine::Accepts(int node) const {
+  const Node& n = *nodes_[static_cast<size_t>(node)];
+  std::lock_guard<std::mutex> lock(n.mu);
+  return n.state != Node::State::kDisconnected && !n.breaker_open;
 }
 
 void Engine::EnqueueLocked(Node& n, std::unique_lock<std::mutex>& lock, Slot* slot,
@@ -215,6 +234,17 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
                          "with the requests): reconnecting");
         break;
       }
+      if (slot->parts_left > 1) {
+        // A command of several (Command::replies): the last reply completes it.
+        --slot->parts_left;
+        slot->parts.push_back(std::move(reply));
+        continue;
+      }
+      if (!slot->parts.empty()) {
+        slot->parts.push_back(std::move(reply));
+        reply = Reply::Array(std::move(slot->parts));
+        slot->parts.clear();
+      }
       n.fifo.pop_front();
       // Answered, so written (its writer may not have said so yet).
       n.unwritten = std::min(n.unwritten, n.fifo.size());
@@ -226,6 +256,9 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
         // only stalled).
         --n.expired;
         if (slot->kind == Slot::Kind::kProbe) n.probe_in_flight = false;
+        // Passed over by a shutdown (Command::drain), not by its deadline
+        // (which takes `done`): it still gets its answer.
+        if (slot->drain && slot->done) ready.emplace_back(std::move(slot->done), std::move(reply));
         if (n.breaker_open) {
           NodeEventLocked(n, NodeEvent::Kind::kBreakerClosed, "answering again");
           n.breaker_open = false;

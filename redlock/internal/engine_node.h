@@ -46,6 +46,10 @@ struct Engine::Slot {
   uint8_t expect = 0;   // Command::expect
   const char* op = "";  // Command::op, for messages
   std::string echo;     // kProbe: the nonce the PING must return
+  // Command::replies: replies still to come; those before the last are kept.
+  uint16_t parts_left = 1;
+  bool drain = false;  // Command::drain
+  std::vector<Reply> parts;
 };
 
 struct Engine::Node {

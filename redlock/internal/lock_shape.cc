@@ -7,9 +7,12 @@
 #include "redlock/internal/token.h"
 
 namespace redlock::internal {
-std::vector<std::string> WithCounters(const std::vector<std::string>& keys) {
+std::vector<std::string> WithCounters(const std::vector<std::string>& keys,
+                                      absl::string_view shared) {
   std::vector<std::string> out = keys;
-  for (const auto& k : keys) out.push_back(absl::StrCat(k, kFenceSuffix));
+  for (const auto& k : keys) {
+    out.push_back(shared.empty() ? absl::StrCat(k, kFenceSuffix) : std::string(shared));
+  }
   return out;
 }
 

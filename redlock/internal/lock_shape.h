@@ -54,8 +54,10 @@ class AcquireShape {
 };
 
 // `keys` followed by their fencing counter keys, as the fencing scripts
-// take them.
-std::vector<std::string> WithCounters(const std::vector<std::string>& keys);
+// take them: each key's own, or `shared` for every key when not empty
+// (Options::FencingCounters::kShared).
+std::vector<std::string> WithCounters(const std::vector<std::string>& keys,
+                                      absl::string_view shared = "");
 
 // The release and extension of a lease of `kind` whose lock keys are `keys`
 // (a shared lease has one), as the plain scripts take them.

@@ -29,29 +29,15 @@ Command ConfirmCommand(const Options::Durability& d) {
 
 }  // namespace
 
-std::vector<HandshakeStep> ScriptLoadSteps() {
-  std::vector<HandshakeStep> steps;
-  for (const Script* s : AllScripts()) {
-    HandshakeStep load;
-    AppendCommand(&load.payload, {"SCRIPT", "LOAD", s->body});
-    load.check = [s](const Reply& r) -> std::string {
-      if (r.is_error()) return HandshakeError("SCRIPT LOAD", r);
-      if (r.type == Reply::Type::kString && r.str == s->sha) return "";
-      return absl::StrCat("SCRIPT LOAD of the ", s->name, " script returned ", r.Describe());
-    };
-    steps.push_back(std::move(load));
-  }
-  return steps;
-}
-
 // One command in flight, with its confirmation and its resend.
 struct NodeCalls::Call {
   int node = 0;
   Judge judge;
   bool durable = false;
   OnNoScript noscript = OnNoScript::kFail;
-  bool probe = false;  // sent while the node's replicas are lagging
-  Command resend;      // kResend: the EVAL form (empty payload: none)
+  bool probe = false;              // sent while the node's replicas are lagging
+  const Script* script = nullptr;  // the command runs a script
+  Command resend;                  // kResend: the command (empty payload: none)
   std::mutex mu;
   Done done;      // empty once delivered
   int round = 0;  // 0, then 1 once resent
@@ -63,9 +49,13 @@ struct NodeCalls::Call {
   std::optional<Vote> confirmation;  // if it came before the write's answer
 };
 
-NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& options)
+NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& options,
+                     std::shared_ptr<ScriptingModes> modes)
     : transport_(transport),
       clock_(clock),
+      modes_(modes != nullptr ? std::move(modes)
+                              : std::make_shared<ScriptingModes>(transport->size())),
+      runner_(transport, options.max_in_flight_per_node),
       durability_(options.durability),
       confirm_command_(ConfirmCommand(options.durability)),
       // A probe costs the node's connection at most one durability timeout
@@ -84,6 +74,7 @@ ConnectionId NodeCalls::Send(int node, const Command& command, const Judge& judg
   call->judge = judge;
   call->durable = durable && DurabilityOn(durability_);
   call->noscript = noscript;
+  call->script = command.script;
   call->done = std::move(done);
   if (call->durable) {
     std::string why;
@@ -111,16 +102,33 @@ ConnectionId NodeCalls::Send(int node, const Command& command, const Judge& judg
       return 0;
     }
   }
-  if (noscript == OnNoScript::kResend && command.script != nullptr) {
-    call->resend = command;
-    call->resend.payload = EvalFallback(command);
-  }
+  if (noscript == OnNoScript::kResend && command.script != nullptr) call->resend = command;
   return SendOnce(call, 0, command);
 }
 
 ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
                                  const Command& command) {
   ConnectionId conn;
+  if (command.script != nullptr && modes_->scriptless(call->node)) {
+    // WATCH/MULTI/EXEC instead; a durable write's confirmation follows its
+    // EXEC, once that is queued.
+    ScriptlessRunner::Written written;
+    if (call->durable) {
+      written = [this, call, round](ConnectionId c) {
+        {
+          std::lock_guard<std::mutex> lock(call->mu);
+          call->conn = c;
+        }
+        AfterWrite(call, round, c);
+      };
+    }
+    std::lock_guard<std::mutex> lock(call->mu);
+    conn = runner_.Run(
+        call->node, command, std::move(written),
+        [this, call, round](absl::StatusOr<Reply> r) { OnWrite(call, round, std::move(r)); });
+    call->conn = conn;
+    return conn;
+  }
   {
     // Held across the Send, so that the answer (on another thread, maybe
     // before Send returns) knows the connection.
@@ -130,11 +138,15 @@ ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
     });
     call->conn = conn;
   }
-  if (!call->durable) return conn;
+  if (call->durable) AfterWrite(call, round, conn);
+  return conn;
+}
+
+void NodeCalls::AfterWrite(const std::shared_ptr<Call>& call, int round, ConnectionId conn) {
   if (conn == 0) {
     // Not sent: says nothing of the replicas.
     if (call->probe) CountConfirmation(call->node, Vote{V::kCancelled, ""}, /*probe=*/true);
-    return conn;
+    return;
   }
   // One confirmation in flight per node: a WAIT covers every earlier write
   // on its connection, so a write sent while one is out waits for the next,
@@ -147,13 +159,12 @@ ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
     NodeState& s = nodes_[static_cast<size_t>(call->node)];
     if (s.confirming) {
       s.next.push_back(Waiter{call, round});
-      return conn;
+      return;
     }
     s.confirming = true;
   }
   group->writes.push_back(Waiter{call, round});
   SendConfirmation(call->node, std::move(group), conn);
-  return conn;
 }
 
 void NodeCalls::SendConfirmation(int node, std::shared_ptr<Confirmation> group,
@@ -221,20 +232,28 @@ void NodeCalls::OnConfirmation(int node, const std::shared_ptr<Confirmation>& gr
 
 void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r) {
   const bool noscript = IsNoScript(r);
+  // A script refused by the node itself (its ACL or its commands changed
+  // since the handshake): the node goes script-free from now on.
+  const bool refused = call->script != nullptr && r.ok() && r->is_error() &&
+                       RefusesScripting(r->str) && !modes_->scriptless(call->node);
+  if (refused) modes_->SetScriptless(call->node, r->str);
   if (noscript) ReloadScripts(call->node);
   bool resend = false;
   {
     std::lock_guard<std::mutex> lock(call->mu);
     if (round != call->round || !call->done) return;
-    if (noscript && round == 0 && !call->resend.payload.empty()) {
-      // Its EVAL form goes at the end of the queue, with its own
-      // confirmation; the WAIT already sent behind this one confirms nothing.
+    if ((noscript || refused) && round == 0 && !call->resend.payload.empty()) {
+      // Its EVAL form (or its script-free form) goes at the end of the
+      // queue, with its own confirmation; the WAIT already sent behind this
+      // one confirms nothing.
       call->round = 1;
       resend = true;
     }
   }
   if (resend) {
-    SendOnce(call, 1, call->resend);
+    Command again = call->resend;
+    if (noscript) again.payload = EvalFallback(again);
+    SendOnce(call, 1, again);
     return;
   }
   if (noscript) {
@@ -319,7 +338,7 @@ void NodeCalls::ReloadScripts(int node) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     NodeState& s = nodes_[static_cast<size_t>(node)];
-    if (s.reloading || stopped_) return;
+    if (s.reloading || stopped_ || modes_->scriptless(node)) return;
     s.reloading = true;
   }
   const std::vector<const Script*>& all = AllScripts();
@@ -472,6 +491,10 @@ void NodeCalls::AddHealth(std::vector<NodeHealth>* health) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (size_t i = 0; i < health->size() && i < nodes_.size(); ++i) {
     (*health)[i].replicas_lagging = nodes_[i].lagging;
+    (*health)[i].scriptless = modes_->scriptless(static_cast<int>(i));
+    (*health)[i].transactions_waiting = runner_.waiting(static_cast<int>(i));
+    if ((*health)[i].scriptless)
+      (*health)[i].scriptless_reason = modes_->reason(static_cast<int>(i));
     (*health)[i].cleanups_pending =
         nodes_[i].pending.size() + static_cast<size_t>(std::max(nodes_[i].retrying, 0));
   }

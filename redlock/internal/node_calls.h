@@ -10,6 +10,11 @@
 //   with its own confirmation (a command that may run later: release,
 //   extend, fencing commit, a read). Nothing runs out of the order it was
 //   sent in, and a confirmation counts only for the write it follows.
+// - Nodes that forbid scripting (scriptless.h): a script sent to a node the
+//   handshake found refusing SCRIPT LOAD runs as a WATCH/MULTI/EXEC
+//   transaction instead, with the same reply. A script refused at run time
+//   (an ACL changed) marks the node; a command that may run later is then
+//   sent again that way, an acquisition is a "no".
 // - Durable writes (Options::durability): a WAIT follows the write on the
 //   same connection, and the write's "yes" counts only once that WAIT
 //   confirmed it. A node has one WAIT in flight at a time: it covers every
@@ -50,15 +55,13 @@
 #include "redlock/internal/clock.h"
 #include "redlock/internal/connection.h"
 #include "redlock/internal/reply.h"
+#include "redlock/internal/scriptless.h"
 #include "redlock/internal/transport.h"
 #include "redlock/internal/votes.h"
 #include "redlock/node_status.h"
 #include "redlock/options.h"
 
 namespace redlock::internal {
-
-// The handshake steps that load every script (scripts.h) on a connection.
-std::vector<HandshakeStep> ScriptLoadSteps();
 
 // Unconfirmed writes in a row after which a node's replicas count as
 // lagging (NodeCalls).
@@ -109,8 +112,10 @@ class NodeCalls {
   };
   using Done = absl::AnyInvocable<void(Answer)>;
 
-  // `transport` and `clock` must outlive this.
-  NodeCalls(Transport* transport, const Clock* clock, const Options& options);
+  // `transport` and `clock` must outlive this. `modes`: which nodes forbid
+  // scripting, as their handshakes found (null: none known yet).
+  NodeCalls(Transport* transport, const Clock* clock, const Options& options,
+            std::shared_ptr<ScriptingModes> modes = nullptr);
   ~NodeCalls();
   NodeCalls(const NodeCalls&) = delete;
   NodeCalls& operator=(const NodeCalls&) = delete;
@@ -178,6 +183,8 @@ class NodeCalls {
   };
 
   ConnectionId SendOnce(const std::shared_ptr<Call>& call, int round, const Command& command);
+  // A durable write went on `conn`: its confirmation follows it.
+  void AfterWrite(const std::shared_ptr<Call>& call, int round, ConnectionId conn);
   void OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r);
   void SendConfirmation(int node, std::shared_ptr<Confirmation> group, ConnectionId after);
   void OnConfirmation(int node, const std::shared_ptr<Confirmation>& group,
@@ -196,6 +203,8 @@ class NodeCalls {
 
   Transport* const transport_;
   const Clock* const clock_;
+  const std::shared_ptr<ScriptingModes> modes_;
+  ScriptlessRunner runner_;
   const Options::Durability durability_;
   const Command confirm_command_;
   const absl::Duration probe_interval_;

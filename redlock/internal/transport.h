@@ -45,6 +45,20 @@ struct Command {
   // while the transport shuts down. Once that connection is gone, the
   // command is treated as any other.
   ConnectionId after = 0;
+  // With `after`: only on that connection. Once it is gone the command is
+  // refused (kUnavailable) instead of going on another: the second half of a
+  // WATCH ... EXEC transaction means nothing on a connection that does not
+  // hold its WATCH (scriptless.h).
+  bool pinned = false;
+  // The number of commands in `payload` (RESP commands sent back to back,
+  // never split by another caller's). With more than one, the callback gets
+  // an array of their replies, in order (errors included).
+  uint16_t replies = 1;
+  // Not cancelled when the transport shuts down: its real answer is awaited
+  // (up to the node timeout, as a command that follows another), so that
+  // what it starts can finish (a release run as a transaction, whose second
+  // half is sent on the first half's answer).
+  bool drain = false;
   // Free-form name for tests and diagnostics ("acquire", "release", ...).
   const char* op = "";
   // The reply types this command can get (reply.h, kExpect*; 0: anything).
@@ -124,6 +138,11 @@ class Transport {
   // when it was refused at once (`done` then gets the reason): a command
   // that follows it (Command::after) names that connection.
   virtual ConnectionId Send(int node, const Command& command, NodeCallback done) = 0;
+
+  // False when Send to `node` would now be refused at once (not connected,
+  // circuit breaker open), for a command that follows no other. A hint: the
+  // answer may change right after.
+  virtual bool Accepts(int node) const { return node >= 0; }
 
   // Runs `fn` on the transport's thread after `delay`. Cancel returns true
   // when it removed a timer that had not run yet.

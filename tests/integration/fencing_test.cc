@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -127,6 +128,18 @@ class FencingTest : public testkit::FleetSuite {
     REDLOCK_ASSERT_OK(on_late.status());
     EXPECT_EQ(on_late->str, fenced == 4 ? "42" : "41") << "the late node took part or not";
     REDLOCK_ASSERT_OK(a->Release(*la));
+    // Release answers at the quorum; B's premise is that A's keys are gone
+    // from every node (on a node that forbids scripting, the release is a
+    // transaction of two round trips, which may still be on its way).
+    for (int i = 0; i < 5; ++i) {
+      EXPECT_TRUE(testkit::Eventually(
+          [&] {
+            absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", prefix_ + "acct"});
+            return v.ok() && v->integer == 0;
+          },
+          true, absl::Seconds(5)))
+          << "node " << i << " kept A's key";
+    }
     for (int node : regressed) REDLOCK_ASSERT_OK(Regress(node, how, *first));
     // B: node 0 refuses, node 1 is late. Majorities read {2,3,4}, which
     // meets {0,1,2} in node 2 only; four of five read {1,2,3,4}, which
@@ -258,6 +271,50 @@ TEST_F(FencingTest, ContendingClientsGetStrictlyIncreasingTokensInHoldOrder) {
   std::set<uint64_t> distinct(in_hold_order.begin(), in_hold_order.end());
   EXPECT_EQ(distinct.size(), in_hold_order.size())
       << "concurrent clients never receive equal tokens";
+}
+
+// Options::FencingCounters::kShared: contending clients on three resources,
+// tokens strictly increasing per resource in hold order, and one counter
+// key per node for the whole namespace.
+TEST_F(FencingTest, ASharedCounterKeepsTokensIncreasingPerResourceWithOneKeyPerNode) {
+  Options o = MakeOptions();
+  o.fencing_counters = Options::FencingCounters::kShared;
+  constexpr int kClients = 3;
+  constexpr int kPerClient = 30;
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(MakeClient(o));
+  std::mutex mu;
+  std::map<std::string, std::vector<uint64_t>> in_hold_order;  // appended while holding
+  std::vector<std::thread> threads;
+  for (int c = 0; c < kClients; ++c) {
+    threads.emplace_back([&, c] {
+      for (int i = 0; i < kPerClient; ++i) {
+        const std::string r = absl::StrCat("r", (c + i) % 3);
+        absl::StatusOr<Lease> l = clients[c]->Acquire(r, absl::Seconds(5), absl::Seconds(10));
+        if (!l.ok()) continue;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          in_hold_order[r].push_back(l->fencing_token());
+        }
+        (void)clients[c]->Release(*l);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  size_t holds = 0;
+  for (const auto& [r, tokens] : in_hold_order) {
+    holds += tokens.size();
+    for (size_t i = 1; i < tokens.size(); ++i) {
+      ASSERT_GT(tokens[i], tokens[i - 1]) << r << " at hold #" << i;
+    }
+  }
+  EXPECT_GE(holds, static_cast<size_t>(kClients * kPerClient * 9 / 10));
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"KEYS", prefix_ + "*fence"});
+    ASSERT_TRUE(v.ok());
+    ASSERT_LE(v->elements.size(), 1u) << "node " << i;
+    if (!v->elements.empty()) EXPECT_EQ(v->elements[0].str, prefix_ + ":fence");
+  }
 }
 
 TEST_F(FencingTest, EarlyExpiryBehindTheHoldersBackStillGivesAHigherToken) {

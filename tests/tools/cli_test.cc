@@ -406,6 +406,35 @@ TEST_F(CliTest, KeyPrefix) {
   EXPECT_EQ(NodesHolding("app1:" + Res("k"), token), 0);
 }
 
+// status: which path each node uses (Lua scripts, or transactions where the
+// node forbids scripting).
+TEST_F(CliTest, StatusShowsNodesThatForbidScripting) {
+  auto mixed = Fleet::Start(FleetOptions{.nodes = 3, .deny_scripting = {false, true, false}});
+  ASSERT_TRUE(mixed.ok()) << mixed.status();
+  std::string urls;
+  for (int i = 0; i < 3; ++i) {
+    const Endpoint ep = (*mixed)->endpoint(i);
+    absl::StrAppend(&urls, i ? "," : "", "redis://");
+    if (!ep.username.empty()) absl::StrAppend(&urls, ep.username, ":", ep.password, "@");
+    absl::StrAppend(&urls, (*mixed)->address(i));
+  }
+  Result r = RunCli({"acquire", "--nodes", urls, "--resource", Res("p"), "--ttl", "30s"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Result s = RunCli({"status", "--nodes", urls, Res("p")});
+  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 5u) << s.out;
+  EXPECT_TRUE(absl::StrContains(lines[1], "PATH")) << lines[1];
+  EXPECT_TRUE(absl::EndsWith(lines[2], " lua")) << lines[2];
+  EXPECT_TRUE(absl::EndsWith(lines[3], " tx")) << lines[3];
+  EXPECT_TRUE(absl::EndsWith(lines[4], " lua")) << lines[4];
+  Result j = RunCli({"status", "--json", "--nodes", urls, Res("p")});
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  EXPECT_TRUE(absl::StrContains(j.out, "\"path\":\"transactions\",\"scripting_refused\":\"NOPERM"))
+      << j.out;
+  EXPECT_TRUE(absl::StrContains(j.out, "\"path\":\"scripts\"")) << j.out;
+}
+
 TEST_F(CliTest, TlsNodesFromFlagsOrEnvironment) {
   auto tls = Fleet::Start(FleetOptions{.nodes = 3, .tls = true, .tls_auth_clients = true});
   ASSERT_TRUE(tls.ok()) << tls.status();

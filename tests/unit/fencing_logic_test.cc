@@ -1,5 +1,6 @@
 // The two-round fencing protocol (docs/design.md 5.10) over fake nodes.
 
+#include <map>
 #include <optional>
 
 #include "gmock/gmock.h"
@@ -437,6 +438,65 @@ TEST(FenceGuard, AdmitsNonDecreasingTokensOnly) {
   EXPECT_EQ(guard.highest(), 9u);
   FenceGuard restored(100);
   EXPECT_FALSE(restored.Admit(99));
+}
+
+}  // namespace
+}  // namespace redlock
+
+namespace redlock {
+namespace {
+
+// Options::FencingCounters::kShared: one counter for the namespace, whatever
+// the resource. The rule: a holder of R reads the shared counter on its F
+// nodes with its key set, and raises it there to its token before its key
+// goes; holders of other resources only ever raise it further. So two
+// successive holders of R, whose F-sets share a node, still get increasing
+// tokens, and no key is kept per resource.
+TEST(FencingSharedCounterTest, TokensIncreasePerResourceWithOneCounterPerNamespace) {
+  FakeClock clock;
+  Options o;
+  o.fencing = true;
+  o.fencing_counters = Options::FencingCounters::kShared;
+  o.key_prefix = "ns/";
+  for (int i = 0; i < 5; ++i) o.nodes.push_back(Endpoint{"fake" + std::to_string(i), 1});
+  auto* t = new FakeTransport(5, &clock);
+  ClientImpl client(o, std::unique_ptr<internal::Transport>(t), &clock);
+  // Quorums rotate over the nodes, so successive holders of one resource
+  // share a single node; resources interleave.
+  const std::vector<std::vector<int>> quorums = {
+      {0, 1, 2}, {2, 3, 4}, {4, 0, 1}, {1, 2, 3}, {3, 4, 0}};
+  std::map<std::string, uint64_t> last;
+  for (int i = 0; i < 40; ++i) {
+    const std::string r = absl::StrCat("r", i % 7);
+    std::optional<absl::StatusOr<Lease>> out;
+    client.TryAcquireAsync(r, absl::Seconds(10),
+                           [&](absl::StatusOr<Lease> l) { out.emplace(std::move(l)); });
+    for (int n : quorums[static_cast<size_t>(i) % quorums.size()]) t->AnswerOne(n);
+    t->AnswerEverything();
+    ASSERT_TRUE(out.has_value() && out->ok()) << i;
+    EXPECT_GT((*out)->fencing_token(), last[r]) << "resource " << r << " at " << i;
+    last[r] = (*out)->fencing_token();
+    absl::Status st = absl::InternalError("undecided");
+    client.ReleaseAsync(**out, [&](absl::Status s) { st = s; });
+    t->AnswerEverything();
+    ASSERT_TRUE(st.ok()) << st;
+  }
+  // One counter key per node, none per resource.
+  for (int n = 0; n < 5; ++n) {
+    for (const auto& [key, value] : t->node(n).keys) {
+      EXPECT_EQ(key, "ns/:fence") << "node " << n;
+    }
+    EXPECT_EQ(t->node(n).keys.count("ns/:fence"), 1u) << "node " << n;
+  }
+}
+
+TEST(FencingSharedCounterTest, NeedsFencing) {
+  Options o;
+  o.nodes.push_back(Endpoint{"a", 1});
+  o.fencing_counters = Options::FencingCounters::kShared;
+  EXPECT_EQ(ValidateOptions(o).code(), absl::StatusCode::kInvalidArgument);
+  o.fencing = true;
+  EXPECT_TRUE(ValidateOptions(o).ok());
 }
 
 }  // namespace

@@ -1,0 +1,523 @@
+#include "redlock/internal/scriptless.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "redlock/internal/resp.h"
+
+namespace redlock::internal {
+namespace {
+
+enum class Kind { kNone, kAcquire, kRelease, kExtend, kFenceAcquire, kFenceCommit, kInspect };
+
+Kind KindOf(const Script* s) {
+  if (s == &AcquireSetScript()) return Kind::kAcquire;
+  if (s == &ReleaseScript() || s == &ReleaseOneScript()) return Kind::kRelease;
+  if (s == &ExtendScript()) return Kind::kExtend;
+  if (s == &FenceAcquireScript()) return Kind::kFenceAcquire;
+  if (s == &FenceCommitScript()) return Kind::kFenceCommit;
+  if (s == &InspectScript()) return Kind::kInspect;
+  return Kind::kNone;
+}
+
+bool Fenced(Kind k) { return k == Kind::kFenceAcquire || k == Kind::kFenceCommit; }
+bool Acquires(Kind k) { return k == Kind::kAcquire || k == Kind::kFenceAcquire; }
+
+// Runs of a transaction whose EXEC was aborted by a change of a watched key.
+constexpr int kMaxRuns = 3;
+
+// Counters as the scripts compare them: decimal strings by (length, bytes).
+bool CounterLess(absl::string_view a, absl::string_view b) {
+  return a.size() < b.size() || (a.size() == b.size() && a < b);
+}
+
+// The reply types of the two phases (every command in them).
+constexpr uint8_t kPhaseExpect =
+    kExpectStatus | kExpectInteger | kExpectString | kExpectNil | kExpectArray;
+
+void AppendArgs(std::string* out, absl::string_view cmd, const std::vector<absl::string_view>& a) {
+  AppendArrayHeader(out, 1 + a.size());
+  AppendBulk(out, cmd);
+  for (absl::string_view s : a) AppendBulk(out, s);
+}
+
+// Reads one "<marker><n>\r\n" header at *pos.
+bool ReadHeader(absl::string_view p, size_t* pos, char marker, size_t* n) {
+  if (*pos >= p.size() || p[*pos] != marker) return false;
+  size_t end = p.find("\r\n", *pos);
+  if (end == absl::string_view::npos) return false;
+  if (!absl::SimpleAtoi(p.substr(*pos + 1, end - *pos - 1), n)) return false;
+  *pos = end + 2;
+  return true;
+}
+
+}  // namespace
+
+// ---- Modes -------------------------------------------------------------------------------
+
+ScriptingModes::ScriptingModes(int nodes)
+    : scriptless_(new std::atomic<bool>[static_cast<size_t>(nodes)]),
+      reasons_(static_cast<size_t>(nodes)) {
+  for (int i = 0; i < nodes; ++i) scriptless_[static_cast<size_t>(i)].store(false);
+}
+
+bool ScriptingModes::scriptless(int node) const {
+  return scriptless_[static_cast<size_t>(node)].load(std::memory_order_acquire);
+}
+
+std::string ScriptingModes::reason(int node) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return reasons_[static_cast<size_t>(node)];
+}
+
+void ScriptingModes::SetScripts(int node) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reasons_[static_cast<size_t>(node)].clear();
+  scriptless_[static_cast<size_t>(node)].store(false, std::memory_order_release);
+}
+
+void ScriptingModes::SetScriptless(int node, std::string reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  reasons_[static_cast<size_t>(node)] = std::move(reason);
+  scriptless_[static_cast<size_t>(node)].store(true, std::memory_order_release);
+}
+
+bool RefusesScripting(absl::string_view error) {
+  const std::string e = absl::AsciiStrToLower(error);
+  const bool names_scripting = absl::StrContains(e, "'eval") || absl::StrContains(e, "'script") ||
+                               absl::StrContains(e, "'fcall") || absl::StrContains(e, "'function");
+  if (!names_scripting) return false;
+  // "NOPERM this user has no permissions to run the 'script|load' command";
+  // "ERR unknown command 'EVALSHA', with args beginning with: ...".
+  return (absl::StartsWith(e, "noperm") && absl::StrContains(e, "command")) ||
+         absl::StartsWith(e, "err unknown command");
+}
+
+std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes, int node) {
+  std::vector<HandshakeStep> steps;
+  const std::vector<const Script*>& all = AllScripts();
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Script* s = all[i];
+    HandshakeStep load;
+    AppendCommand(&load.payload, {"SCRIPT", "LOAD", s->body});
+    // Each connection decides afresh (an ACL may have changed): the first
+    // load that goes through clears the mark, any refusal sets it.
+    load.check = [s, modes, node, first = i == 0](const Reply& r) -> std::string {
+      if (r.is_error() && RefusesScripting(r.str)) {
+        // Not a failure: this node gets the script-free path.
+        modes->SetScriptless(node, r.str);
+        return "";
+      }
+      if (r.is_error()) return HandshakeError("SCRIPT LOAD", r);
+      if (r.type != Reply::Type::kString || r.str != s->sha) {
+        return absl::StrCat("SCRIPT LOAD of the ", s->name, " script returned ", r.Describe());
+      }
+      if (first) modes->SetScripts(node);
+      return "";
+    };
+    steps.push_back(std::move(load));
+  }
+  return steps;
+}
+
+bool DecodeScriptCall(absl::string_view p, std::vector<std::string>* keys,
+                      std::vector<std::string>* args) {
+  size_t pos = 0;
+  size_t count = 0;
+  if (!ReadHeader(p, &pos, '*', &count) || count < 3) return false;
+  std::vector<absl::string_view> argv;
+  argv.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    size_t len = 0;
+    if (!ReadHeader(p, &pos, '$', &len) || pos + len + 2 > p.size()) return false;
+    argv.push_back(p.substr(pos, len));
+    pos += len + 2;
+  }
+  size_t numkeys = 0;
+  if (!absl::SimpleAtoi(argv[2], &numkeys) || 3 + numkeys > count) return false;
+  keys->clear();
+  args->clear();
+  for (size_t i = 3; i < count; ++i) {
+    (i < 3 + numkeys ? keys : args)->emplace_back(argv[i]);
+  }
+  return true;
+}
+
+// ---- The runner ------------------------------------------------------------------------
+
+struct ScriptlessRunner::Tx {
+  int node = 0;
+  Kind kind = Kind::kNone;
+  std::vector<std::string> keys;
+  std::vector<std::string> args;
+  ConnectionId after = 0;
+  const char* op = "";
+  Written written;
+  NodeCallback done;
+  // ReleaseOneScript: ARGV[2] is the whole channel, not a prefix of it.
+  bool whole_channel = false;
+  int runs = 0;
+  bool queued = false;  // waited for its turn: `after` no longer matters
+  size_t locks = 0;     // lock keys (the rest are counters)
+  // Decided in phase 1, for the result.
+  std::vector<std::string> counters;  // fence-acquire: as read
+  std::mutex mu;                      // held across phase 1's Send
+  ConnectionId conn = 0;              // phase 1's connection
+};
+
+ScriptlessRunner::ScriptlessRunner(Transport* transport, size_t max_waiting)
+    : transport_(transport),
+      max_waiting_(max_waiting),
+      nodes_(static_cast<size_t>(transport->size())) {}
+
+size_t ScriptlessRunner::waiting(int node) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  const NodeQueue& q = nodes_[static_cast<size_t>(node)];
+  return q.waiting.size();
+}
+
+ScriptlessRunner::~ScriptlessRunner() = default;
+
+ConnectionId ScriptlessRunner::Run(int node, const Command& command, Written written,
+                                   NodeCallback done) {
+  auto tx = std::make_shared<Tx>();
+  tx->node = node;
+  tx->kind = KindOf(command.script);
+  tx->whole_channel = command.script == &ReleaseOneScript();
+  tx->after = command.after;
+  tx->op = command.op;
+  tx->written = std::move(written);
+  tx->done = std::move(done);
+  std::string why;
+  if (!DecodeScriptCall(command.payload, &tx->keys, &tx->args) ||
+      (tx->kind != Kind::kInspect && (tx->args.empty() || tx->keys.empty()))) {
+    why = "the client could not read its own script call (a bug)";
+  } else if (tx->kind == Kind::kNone) {
+    why = absl::StrCat(transport_->NodeName(node), " forbids scripting (",
+                       command.script != nullptr ? command.script->name : "?",
+                       " script refused), and that script has no script-free form: give this "
+                       "client an ACL user with +@scripting on that node");
+  }
+  if (tx->kind == Kind::kInspect && why.empty()) {
+    // A read: no transaction, so no place in the node's queue.
+    Command c;
+    AppendArgs(&c.payload, "GET", {tx->keys[0]});
+    AppendArgs(&c.payload, "PTTL", {tx->keys[0]});
+    AppendArgs(&c.payload, "GETRANGE", {tx->keys[1], "0", "20"});
+    c.replies = 3;
+    c.expect = kPhaseExpect;
+    c.op = command.op;
+    return transport_->Send(node, c, [tx](absl::StatusOr<Reply> r) {
+      if (r.ok() && r->type == Reply::Type::kArray && r->elements.size() == 3) {
+        for (const Reply& e : r->elements) {
+          if (e.is_error()) {
+            tx->done(e);
+            return;
+          }
+        }
+        std::string counter = r->elements[2].str.empty() ? "0" : r->elements[2].str;
+        r = Reply::Array(
+            {Reply::String(r->elements[0].str), r->elements[1], Reply::String(std::move(counter))});
+      }
+      tx->done(std::move(r));
+    });
+  }
+  if (!why.empty()) {
+    transport_->RunAfter(absl::ZeroDuration(),
+                         [tx, why] { tx->done(absl::UnavailableError(why)); });
+    return 0;
+  }
+  tx->locks = Fenced(tx->kind) ? tx->keys.size() / 2 : tx->keys.size();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeQueue& q = nodes_[static_cast<size_t>(node)];
+    if (q.busy && q.waiting.size() >= max_waiting_) {
+      why = absl::StrCat(q.waiting.size(),
+                         " transactions already waiting for this node (it forbids scripting: "
+                         "one WATCH ... EXEC at a time)");
+    } else if (q.busy && tx->after == 0 && !transport_->Accepts(node)) {
+      // Its turn would come only after the one in flight times out, to be
+      // refused then: a node known down fails at once, as for scripts.
+      why = "not asked: the node is down (its circuit breaker is open)";
+    } else if (q.busy) {
+      tx->queued = true;
+      q.waiting.push_back(tx);
+      return kQueued;
+    } else {
+      q.busy = true;
+    }
+  }
+  if (!why.empty()) {
+    transport_->RunAfter(absl::ZeroDuration(),
+                         [tx, why] { tx->done(absl::UnavailableError(why)); });
+    return 0;
+  }
+  return SendPhase1(tx);
+}
+
+ConnectionId ScriptlessRunner::SendPhase1(const std::shared_ptr<Tx>& tx) {
+  Command c;
+  std::string& p = c.payload;
+  AppendArrayHeader(&p, 1 + tx->keys.size());
+  AppendBulk(&p, "WATCH");
+  for (const std::string& k : tx->keys) AppendBulk(&p, k);
+  const std::string& token = tx->args[0];
+  const std::string token_range = std::to_string(token.size());  // one byte more than a token
+  for (size_t i = 0; i < tx->locks; ++i) {
+    if (Acquires(tx->kind)) {
+      AppendArgs(&p, "EXISTS", {tx->keys[i]});
+    } else {
+      // Bounded: a foreign value is never read whole.
+      AppendArgs(&p, "GETRANGE", {tx->keys[i], "0", token_range});
+    }
+  }
+  // Counters: 21 bytes tell garbage from any 64-bit number, as the scripts do.
+  for (size_t i = tx->locks; i < tx->keys.size(); ++i) {
+    AppendArgs(&p, "GETRANGE", {tx->keys[i], "0", "20"});
+  }
+  c.replies = static_cast<uint16_t>(1 + tx->keys.size());
+  c.expect = kPhaseExpect;
+  // Behind the command it must follow (a release behind its SET), past the
+  // circuit breaker as that one. One that waited for its turn goes later on
+  // the same connection anyway; refused while the node is down, a release
+  // is kept and sent again (NodeCalls::Release). While the transport shuts
+  // down, each follows the one before it, so that what was queued goes out.
+  c.after = !tx->queued || transport_->stopping() ? tx->after : 0;
+  c.drain = tx->kind == Kind::kRelease;
+  c.op = tx->op;
+  ++tx->runs;
+  std::lock_guard<std::mutex> lock(tx->mu);
+  tx->conn = transport_->Send(tx->node, c,
+                              [this, tx](absl::StatusOr<Reply> r) { OnPhase1(tx, std::move(r)); });
+  return tx->conn;
+}
+
+void ScriptlessRunner::Unwatch(const Tx& tx) {
+  Command c;
+  AppendArgs(&c.payload, "UNWATCH", {});
+  c.expect = kExpectStatus;
+  c.after = tx.conn;
+  c.pinned = true;
+  c.op = "unwatch";
+  transport_->Send(tx.node, c, [](absl::StatusOr<Reply>) {});
+}
+
+void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r) {
+  {
+    std::lock_guard<std::mutex> lock(tx->mu);  // tx->conn is set
+  }
+  const size_t n = tx->locks;
+  const std::string& token = tx->args[0];
+  std::optional<absl::StatusOr<Reply>> result;  // decided without writing
+  const bool replied = r.ok();
+  if (!r.ok() || r->type != Reply::Type::kArray || r->elements.size() != 1 + tx->keys.size()) {
+    result = std::move(r);
+  } else {
+    for (const Reply& e : r->elements) {
+      if (e.is_error()) {
+        result = e;  // as the script's error (WRONGTYPE, NOPERM on a key...)
+        break;
+      }
+    }
+  }
+  std::vector<std::string> writes;  // RESP commands
+  static const std::vector<Reply> kNone;
+  const std::vector<Reply>& e = result.has_value() ? kNone : r->elements;
+  if (!result.has_value()) {
+    std::string w;
+    switch (tx->kind) {
+      case Kind::kAcquire:
+      case Kind::kFenceAcquire:
+        for (size_t i = 0; i < n && !result.has_value(); ++i) {
+          if (e[1 + i].integer != 0) {
+            Reply held = Reply::Integer(-static_cast<int64_t>(i + 1));
+            result = tx->kind == Kind::kAcquire ? held : Reply::Array({held});
+          }
+        }
+        if (result.has_value()) break;
+        for (size_t i = 0; i < n; ++i) {
+          w.clear();
+          AppendArgs(&w, "SET", {tx->keys[i], token, "PX", tx->args[1]});
+          writes.push_back(w);
+        }
+        tx->counters.clear();
+        for (size_t i = n; i < tx->keys.size(); ++i) {
+          tx->counters.push_back(e[1 + i].str.empty() ? "0" : e[1 + i].str);
+        }
+        break;
+      case Kind::kRelease:
+        for (size_t i = 0; i < n; ++i) {
+          if (e[1 + i].str != token) continue;
+          w.clear();
+          AppendArgs(&w, "DEL", {tx->keys[i]});
+          writes.push_back(w);
+          if (!tx->args[1].empty()) {
+            w.clear();
+            AppendArgs(
+                &w, "PUBLISH",
+                {tx->whole_channel ? tx->args[1] : absl::StrCat(tx->args[1], tx->keys[i]), ""});
+            writes.push_back(w);
+          }
+        }
+        if (writes.empty()) result = Reply::Integer(0);
+        break;
+      case Kind::kExtend:
+      case Kind::kFenceCommit:
+        for (size_t i = 0; i < n && !result.has_value(); ++i) {
+          if (e[1 + i].str != token) result = Reply::Integer(0);
+        }
+        if (result.has_value()) break;
+        if (tx->kind == Kind::kExtend) {
+          for (size_t i = 0; i < n; ++i) {
+            w.clear();
+            AppendArgs(&w, "PEXPIRE", {tx->keys[i], tx->args[1]});
+            writes.push_back(w);
+          }
+        } else {
+          // Per counter key (one key may serve several resources), the
+          // highest token wanted, if above what it holds.
+          std::map<std::string, std::pair<std::string, std::string>> raise;  // key: cur, want
+          for (size_t i = 0; i < n && i + 1 < tx->args.size(); ++i) {
+            const std::string& key = tx->keys[n + i];
+            std::string cur = e[1 + n + i].str.empty() ? "0" : e[1 + n + i].str;
+            auto [it, fresh] = raise.emplace(key, std::make_pair(cur, cur));
+            if (CounterLess(it->second.second, tx->args[i + 1])) {
+              it->second.second = tx->args[i + 1];
+            }
+          }
+          for (const auto& [key, cw] : raise) {
+            if (!CounterLess(cw.first, cw.second)) continue;
+            w.clear();
+            AppendArgs(&w, "SET", {key, cw.second});
+            writes.push_back(w);
+          }
+          // No write needed: EXEC still certifies that the keys held the
+          // token (no watched key changed since the reads).
+        }
+        break;
+      default:
+        result = absl::InternalError("unreachable");
+    }
+  }
+  if (result.has_value()) {
+    // The next transaction's EXEC would clear the watch too; until then a
+    // change of these keys would abort it for nothing. No reply at all
+    // (a timeout, a lost connection): the next command there is no sooner.
+    if (tx->conn != 0 && replied) Unwatch(*tx);
+    Next(tx->node, tx->conn);
+    tx->done(std::move(*result));
+    return;
+  }
+  Command c;
+  AppendArgs(&c.payload, "MULTI", {});
+  for (const std::string& w : writes) c.payload += w;
+  AppendArgs(&c.payload, "EXEC", {});
+  c.replies = static_cast<uint16_t>(writes.size() + 2);
+  c.expect = kPhaseExpect;
+  c.after = tx->conn;
+  c.pinned = true;
+  c.drain = tx->kind == Kind::kRelease;
+  c.op = tx->op;
+  const ConnectionId conn = transport_->Send(
+      tx->node, c, [this, tx](absl::StatusOr<Reply> r2) { OnPhase2(tx, std::move(r2)); });
+  if (conn != 0 && tx->written) tx->written(conn);
+  Next(tx->node, tx->conn);
+}
+
+void ScriptlessRunner::OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r) {
+  if (!r.ok() || r->type != Reply::Type::kArray || r->elements.empty()) {
+    tx->done(std::move(r));
+    return;
+  }
+  for (const Reply& e : r->elements) {
+    if (e.is_error()) {
+      tx->done(e);  // MULTI or a write refused (EXEC then says EXECABORT)
+      return;
+    }
+  }
+  const Reply& exec = r->elements.back();
+  if (exec.is_nil()) {
+    // A watched key changed between the reads and EXEC: nothing was written.
+    if (Acquires(tx->kind)) {
+      // Someone else's key appeared (or a counter moved): held elsewhere.
+      Reply held = Reply::Integer(-1);
+      tx->done(tx->kind == Kind::kAcquire ? held : Reply::Array({held}));
+      return;
+    }
+    if (tx->runs < kMaxRuns) {
+      bool now = false;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        NodeQueue& q = nodes_[static_cast<size_t>(tx->node)];
+        tx->queued = true;
+        if (transport_->stopping()) tx->after = tx->conn;
+        if (q.busy) {
+          q.waiting.push_back(tx);
+        } else {
+          q.busy = true;
+          now = true;
+        }
+      }
+      if (now) SendPhase1(tx);
+      return;
+    }
+    tx->done(Reply::Error(
+        absl::StrCat("EXEC aborted ", kMaxRuns, " times: the keys kept changing under WATCH")));
+    return;
+  }
+  const std::vector<Reply>& out = exec.elements;
+  switch (tx->kind) {
+    case Kind::kAcquire:
+      tx->done(Reply::Integer(1));
+      return;
+    case Kind::kFenceAcquire: {
+      std::vector<Reply> a{Reply::Integer(1)};
+      for (std::string& c : tx->counters) a.push_back(Reply::String(std::move(c)));
+      tx->done(Reply::Array(std::move(a)));
+      return;
+    }
+    case Kind::kRelease: {
+      // DEL, then its PUBLISH when announcing: the DELs' answers.
+      const size_t stride = tx->args[1].empty() ? 1 : 2;
+      int64_t deleted = 0;
+      for (size_t i = 0; i < out.size(); i += stride) deleted += out[i].integer == 1 ? 1 : 0;
+      tx->done(Reply::Integer(deleted));
+      return;
+    }
+    case Kind::kExtend: {
+      bool all = true;
+      for (const Reply& x : out) all = all && x.type == Reply::Type::kInteger && x.integer == 1;
+      tx->done(Reply::Integer(all ? 1 : 0));
+      return;
+    }
+    case Kind::kFenceCommit:
+      tx->done(Reply::Integer(1));
+      return;
+    default:
+      tx->done(absl::InternalError("unreachable"));
+  }
+}
+
+void ScriptlessRunner::Next(int node, ConnectionId previous) {
+  std::shared_ptr<Tx> next;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    NodeQueue& q = nodes_[static_cast<size_t>(node)];
+    if (q.waiting.empty()) {
+      q.busy = false;
+      return;
+    }
+    next = std::move(q.waiting.front());
+    q.waiting.pop_front();
+  }
+  if (transport_->stopping() && previous != 0) next->after = previous;
+  SendPhase1(next);
+}
+
+}  // namespace redlock::internal

@@ -1,0 +1,253 @@
+// Nodes that forbid scripting (redlock/internal/scriptless.h): found at the
+// handshake, shown by Health, and served with WATCH/MULTI/EXEC.
+
+#include <atomic>
+#include <memory>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "multilock/multi_lock.h"
+#include "redlock/client.h"
+#include "redlock/rw_lock.h"
+#include "testkit/fleet_suite.h"
+
+namespace redlock {
+namespace {
+
+using ::testing::HasSubstr;
+using testkit::Fleet;
+using testkit::RedisValue;
+
+class ScriptlessTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto fleet = Fleet::Start({.nodes = 3, .deny_scripting = {true, false, true}});
+    ASSERT_TRUE(fleet.ok()) << fleet.status();
+    fleet_ = *std::move(fleet);
+  }
+  Options MakeOptions() {
+    Options o;
+    o.nodes = fleet_->endpoints();
+    o.key_prefix =
+        absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+    return o;
+  }
+  long long Calls(int node, const std::string& command) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
+    if (!v.ok()) return -1;
+    const std::string field = absl::StrCat("cmdstat_", command, ":calls=");
+    size_t at = v->str.find(field);
+    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
+  }
+  // A call returns at the quorum: the other nodes' commands may still be
+  // on their way (on a scriptless node, queued one transaction at a time).
+  // Waits until none is (bounded).
+  static void Drain(Client& client) {
+    for (int i = 0; i < 1000; ++i) {
+      size_t in_flight = 0;
+      for (const NodeHealth& h : client.Health()) {
+        in_flight += h.in_flight + h.transactions_waiting;
+      }
+      if (in_flight == 0) return;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    ADD_FAILURE() << "commands still in flight after 5 s";
+  }
+  std::unique_ptr<Fleet> fleet_;
+};
+
+TEST_F(ScriptlessTest, HealthShowsWhichNodesForbidScripting) {
+  auto client = Client::Create(MakeOptions());
+  ASSERT_TRUE(client.ok()) << client.status();
+  std::vector<NodeHealth> h = (*client)->Health();
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_TRUE(h[0].scriptless);
+  EXPECT_FALSE(h[1].scriptless);
+  EXPECT_TRUE(h[2].scriptless);
+  EXPECT_THAT(h[0].scriptless_reason, HasSubstr("NOPERM"));
+  EXPECT_TRUE(h[1].scriptless_reason.empty());
+  for (const NodeHealth& n : h) EXPECT_TRUE(n.connected) << n.node << ": " << n.last_error;
+}
+
+TEST_F(ScriptlessTest, ReleaseAndExtendUseTransactionsOnlyWhereScriptsAreForbidden) {
+  auto client = Client::Create(MakeOptions());
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(20));
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  Drain(**client);
+  const std::string key = MakeOptions().key_prefix + "r";
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RedisValue> ttl = fleet_->Command(i, {"PTTL", key});
+    ASSERT_TRUE(ttl.ok());
+    EXPECT_GT(ttl->integer, 10000) << "node " << i;
+  }
+  ASSERT_TRUE((*client)->Release(*longer).ok());
+  Drain(**client);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", key});
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->integer, 0) << "node " << i;
+  }
+  // Nodes 0 and 2 never ran a script of ours, node 1 never a transaction.
+  EXPECT_EQ(Calls(0, "evalsha"), 0);
+  EXPECT_EQ(Calls(2, "evalsha"), 0);
+  EXPECT_GE(Calls(0, "exec"), 2);
+  EXPECT_GE(Calls(2, "exec"), 2);
+  EXPECT_GE(Calls(1, "evalsha"), 2);
+  EXPECT_EQ(Calls(1, "exec"), 0);
+}
+
+TEST_F(ScriptlessTest, ExtendAndReleaseOfALostLeaseTouchNothing) {
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  const std::string key = o.key_prefix + "r";
+  // Someone else's key on every node now.
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(fleet_->Command(i, {"SET", key, "other"}).ok());
+  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(20));
+  EXPECT_EQ(longer.status().code(), absl::StatusCode::kFailedPrecondition) << longer.status();
+  EXPECT_TRUE((*client)->Release(*lease).ok());
+  Drain(**client);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"GET", key});
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(v->str, "other") << "node " << i;
+    absl::StatusOr<RedisValue> ttl = fleet_->Command(i, {"PTTL", key});
+    EXPECT_EQ(ttl->integer, -1) << "node " << i;
+  }
+}
+
+// Many callers' transactions on one shared connection per node: each one's
+// WATCH must hold until its own EXEC, whoever else is releasing.
+TEST_F(ScriptlessTest, ConcurrentCallersNeverShareAWatch) {
+  Options o = MakeOptions();
+  o.node_timeout = absl::Milliseconds(500);
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  constexpr int kThreads = 8;
+  constexpr int kRounds = 40;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kRounds; ++i) {
+        const std::string r = absl::StrCat("r", t, "-", i % 3);
+        absl::StatusOr<Lease> lease = (*client)->TryAcquire(r, absl::Seconds(10));
+        if (!lease.ok()) {
+          failures.fetch_add(1);
+          continue;
+        }
+        absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(10));
+        if (!longer.ok()) failures.fetch_add(1);
+        if (!(*client)->Release(*lease).ok()) failures.fetch_add(1);
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(failures.load(), 0);
+  // Destroying the client would drop what is still queued.
+  Drain(**client);
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RedisValue> keys = fleet_->Command(i, {"KEYS", o.key_prefix + "*"});
+    ASSERT_TRUE(keys.ok());
+    EXPECT_TRUE(keys->elements.empty()) << "node " << i << " kept " << keys->elements.size();
+  }
+}
+
+TEST_F(ScriptlessTest, MultiLockIsAllOrNothingOnScriptlessNodes) {
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  // b is held elsewhere on every node: {a, b, c} must take nothing.
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(fleet_->Command(i, {"SET", o.key_prefix + "b", "other", "PX", "30000"}).ok());
+  }
+  MultiLock ml(client->get());
+  absl::StatusOr<MultiLease> none = ml.TryAcquire({"a", "b", "c"}, absl::Seconds(10));
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kAborted) << none.status();
+  Drain(**client);
+  for (int i = 0; i < 3; ++i) {
+    for (const char* r : {"a", "c"}) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", o.key_prefix + r});
+      ASSERT_TRUE(v.ok());
+      EXPECT_EQ(v->integer, 0) << "node " << i << " kept " << r;
+    }
+  }
+  absl::StatusOr<MultiLease> all = ml.TryAcquire({"a", "c", "d"}, absl::Seconds(10));
+  ASSERT_TRUE(all.ok()) << all.status();
+  EXPECT_TRUE(ml.Release(*all).ok());
+}
+
+TEST_F(ScriptlessTest, FencingTokensIncreaseOnScriptlessNodes) {
+  Options o = MakeOptions();
+  o.fencing = true;
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  uint64_t last = 0;
+  for (int i = 0; i < 10; ++i) {
+    absl::StatusOr<Lease> lease = (*client)->TryAcquire("acct", absl::Seconds(10));
+    ASSERT_TRUE(lease.ok()) << lease.status();
+    EXPECT_GT(lease->fencing_token(), last);
+    last = lease->fencing_token();
+    ASSERT_TRUE((*client)->Release(*lease).ok());
+  }
+  Drain(**client);
+  // The commit goes to the first two nodes that granted: a scriptless one
+  // at least (node 1 is the only other).
+  int counters = 0;
+  for (int i = 0; i < 3; i += 2) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"GET", o.key_prefix + "acct:fence"});
+    ASSERT_TRUE(v.ok());
+    counters += v->str.empty() ? 0 : 1;
+  }
+  EXPECT_GE(counters, 1);
+  EXPECT_EQ(Calls(0, "evalsha"), 0);
+}
+
+// The lock family's scripts have no script-free form: on a node that
+// forbids scripting they are refused with an error naming it. Here two of
+// three nodes forbid it, so a shared lock cannot get a quorum.
+TEST_F(ScriptlessTest, TheLockFamilyIsRefusedNamingTheNode) {
+  auto client = Client::Create(MakeOptions());
+  ASSERT_TRUE(client.ok()) << client.status();
+  ReadWriteLock rw(client->get(), "doc");
+  absl::StatusOr<Lease> shared = rw.TryAcquireShared(absl::Seconds(10));
+  ASSERT_FALSE(shared.ok());
+  EXPECT_EQ(shared.status().code(), absl::StatusCode::kUnavailable) << shared.status();
+  EXPECT_THAT(std::string(shared.status().message()),
+              HasSubstr(absl::StrCat(fleet_->address(0), " forbids scripting")));
+  EXPECT_THAT(std::string(shared.status().message()), HasSubstr("no script-free form"));
+}
+
+TEST_F(ScriptlessTest, ScriptingRevokedWhileRunningSwitchesThePath) {
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_FALSE((*client)->Health()[1].scriptless);
+  // Node 1's clients now log in as a user that is then denied scripting:
+  // here the default user, which the client uses on node 1.
+  ASSERT_TRUE(fleet_->Command(1, {"ACL", "SETUSER", "default", "-@scripting"}).ok());
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  // The release's EVALSHA is refused by node 1, which goes script-free and
+  // gets the release again as a transaction.
+  ASSERT_TRUE((*client)->Release(*lease).ok());
+  Drain(**client);
+  EXPECT_TRUE((*client)->Health()[1].scriptless);
+  absl::StatusOr<RedisValue> v = fleet_->Command(1, {"EXISTS", o.key_prefix + "r"});
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->integer, 0);
+}
+
+}  // namespace
+}  // namespace redlock
