@@ -21,10 +21,6 @@
 namespace redlock::internal {
 namespace {
 
-using Decision = Round::Outcome;
-
-std::string Attempts(int n) { return absl::StrCat(n, n == 1 ? " attempt" : " attempts"); }
-
 class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
  public:
   AcquireOp(OpContext* ctx, AcquireRequest request, LeasesCallback done)
@@ -223,7 +219,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   void RecordRound1Locked(int node, Vote v) {
     NodeState& state = nodes_[static_cast<size_t>(node)];
     RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_), &state.result);
-    Decision outcome = Decision::kPending;
+    Round::Outcome outcome = Round::Outcome::kPending;
     if (phase_ != Phase::kRound1) {
       // Decided already. A late grant of a failed attempt is removed by
       // its cleanup: for the wait, that node is free.
@@ -231,13 +227,13 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     } else {
       outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
     }
-    if (outcome == Decision::kSucceeded) {
+    if (outcome == Round::Outcome::kSucceeded) {
       if (form_ == AcquireForm::kFencing) {
         StartRound2Locked();
       } else {
         SucceedLocked({});
       }
-    } else if (outcome == Decision::kFailed) {
+    } else if (outcome == Round::Outcome::kFailed) {
       absl::Status st =
           round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted);
       if (quorum_ != request_.quorum) {
@@ -300,10 +296,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   }
 
   void RecordRound2Locked(int node, Vote v) {
-    Decision outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
-    if (outcome == Decision::kSucceeded) {
+    Round::Outcome outcome = round_.Record(transport().NodeName(node), v.vote, v.detail);
+    if (outcome == Round::Outcome::kSucceeded) {
       SucceedLocked(fences_);
-    } else if (outcome == Decision::kFailed) {
+    } else if (outcome == Round::Outcome::kFailed) {
       FailAttemptLocked(round_.Failure(absl::StrCat(what_, " (fencing round)"), "confirmed",
                                        "lost the key before confirming",
                                        absl::StatusCode::kAborted));
@@ -367,18 +363,14 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     AbandonAttemptLocked();
     phase_ = Phase::kBetween;
     const Outcome::Kind kind = KindOf(status);
-    if (absl::IsCancelled(status)) {
-      SetResultLocked(std::move(status), Outcome::Kind::kCancelled);
-      return;
-    }
-    if (transport().stopping()) {
+    if (!absl::IsCancelled(status) && transport().stopping()) {
       // The client is being destroyed: a waiting caller learns that, not
       // the last attempt's refusal (client.h: pending calls end CANCELLED).
-      SetResultLocked(absl::CancelledError(absl::StrCat(what_,
-                                                        ": the client is shutting down (the last "
-                                                        "attempt: ",
-                                                        status.message(), ")")),
-                      Outcome::Kind::kCancelled);
+      status = absl::CancelledError(absl::StrCat(
+          what_, ": the client is shutting down (last attempt: ", status.message(), ")"));
+    }
+    if (absl::IsCancelled(status)) {
+      SetResultLocked(std::move(status), Outcome::Kind::kCancelled);
       return;
     }
     Retry retry;
@@ -390,7 +382,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         SetResultLocked(
             absl::DeadlineExceededError(absl::StrCat(
                 what_, ": not held after waiting ", absl::FormatDuration(*request_.wait), " (",
-                Attempts(attempt_), "); last attempt: ", status.message())),
+                AttemptCount(attempt_), "); last attempt: ", status.message())),
             Outcome::Kind::kWaitExpired);
         return;
       }
@@ -402,8 +394,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     } else if (attempt_ >= request_.max_attempts ||
                (request_.fail_fast_unavailable && absl::IsUnavailable(status))) {
       if (attempt_ > 1) {
-        status = absl::Status(status.code(),
-                              absl::StrCat(status.message(), " (after ", Attempts(attempt_), ")"));
+        status = absl::Status(
+            status.code(), absl::StrCat(status.message(), " (after ", AttemptCount(attempt_), ")"));
       }
       SetResultLocked(std::move(status), kind);
       return;
@@ -434,7 +426,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     retry_.reset();
     SetResultLocked(
         absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
-                                          attempt_ > 0 ? Attempts(attempt_) : "")),
+                                          attempt_ > 0 ? AttemptCount(attempt_) : "")),
         Outcome::Kind::kCancelled);
     return true;
   }

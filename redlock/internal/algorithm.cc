@@ -59,6 +59,8 @@ absl::Status CheckResource(absl::string_view resource, const Options& options) {
   return absl::OkStatus();
 }
 
+std::string AttemptCount(int n) { return absl::StrCat(n, n == 1 ? " attempt" : " attempts"); }
+
 std::string DescribeResources(const std::vector<std::string>& resources) {
   auto quote = [](const std::string& r) {
     return absl::StrCat("\"", r.size() > 80 ? r.substr(0, 77) + "..." : r, "\"");

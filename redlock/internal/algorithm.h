@@ -47,6 +47,9 @@ absl::Status CheckResource(absl::string_view resource, const Options& options);
 // Quoted resource(s) for messages: "a" or {"a", "b"} (long lists elided).
 std::string DescribeResources(const std::vector<std::string>& resources);
 
+// "1 attempt", "3 attempts" (the messages of waits and retries).
+std::string AttemptCount(int n);
+
 // One fan-out round over N nodes needing `quorum` yes votes. The decision is
 // known as soon as quorum nodes said yes, or N - quorum + 1 said anything
 // else: no waiting for stragglers.

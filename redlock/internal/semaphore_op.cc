@@ -31,8 +31,6 @@ namespace {
 using V = Round::Vote;
 using Decision = Round::Outcome;
 
-std::string Attempts(int n) { return absl::StrCat(n, n == 1 ? " attempt" : " attempts"); }
-
 class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
  public:
   SemaphoreOp(OpContext* ctx, SemaphoreRequest request, PermitCallback done)
@@ -405,7 +403,7 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
         SetResultLocked(
             absl::DeadlineExceededError(absl::StrCat(
                 what_, ": not held after waiting ", absl::FormatDuration(*request_.wait), " (",
-                Attempts(attempt_), "); last attempt: ", status.message())),
+                AttemptCount(attempt_), "); last attempt: ", status.message())),
             Outcome::Kind::kWaitExpired);
         return;
       }
@@ -414,8 +412,8 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       retry.mark = mark_;
     } else if (attempt_ >= request_.max_attempts) {
       if (attempt_ > 1) {
-        status = absl::Status(status.code(),
-                              absl::StrCat(status.message(), " (after ", Attempts(attempt_), ")"));
+        status = absl::Status(
+            status.code(), absl::StrCat(status.message(), " (after ", AttemptCount(attempt_), ")"));
       }
       SetResultLocked(std::move(status), kind);
       return;
@@ -438,7 +436,7 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     retry_.reset();
     SetResultLocked(
         absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
-                                          attempt_ > 0 ? Attempts(attempt_) : "")),
+                                          attempt_ > 0 ? AttemptCount(attempt_) : "")),
         Outcome::Kind::kCancelled);
     return true;
   }
