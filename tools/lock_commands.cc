@@ -265,8 +265,8 @@ int RunStatus(const ParsedArgs& args) {
     }
     PrintLine(absl::StrCat("resource ", JsonString(*resource), ": ", summary, " (quorum ", quorum,
                            "); fencing counter ", fence));
-    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %-8s %-15s %s", "NODE", "HELD", "TOKEN",
-                              "TTL_LEFT", "FENCE", "TLS", "SCHEME", "PATH"));
+    PrintLine(absl::StrFormat("%-22s %-5s %-42s %10s %8s  %-8s %-4s %s", "NODE", "HELD", "TOKEN",
+                              "TTL_LEFT", "FENCE", "TLS", "PATH", "SCHEME"));
     for (size_t i = 0; i < views->size(); ++i) {
       const NodeView& v = (*views)[i];
       const NodeHealth* h = tls_of(i);
@@ -286,10 +286,10 @@ int RunStatus(const ParsedArgs& args) {
         // "lua", or "tx" where the node forbids scripting (WATCH/MULTI/EXEC).
         const char* path = h != nullptr && h->scriptless ? "tx" : "lua";
         PrintLine(absl::StrFormat(
-            "%-22s %-5s %-42s %10s %8d  %-8s %-15s %s", v.node, v.held ? "yes" : "no",
+            "%-22s %-5s %-42s %10s %8d  %-8s %-4s %s", v.node, v.held ? "yes" : "no",
             v.held ? v.token : "-",
             v.held ? absl::FormatDuration(absl::Milliseconds(Millis(v.ttl_left))) : "-",
-            v.fence_counter, tls, scheme, path));
+            v.fence_counter, tls, path, scheme));
       }
       if (!master_at.empty()) PrintLine(master_at);
       for (const SentinelHealth& sh : h == nullptr ? std::vector<SentinelHealth>{} : h->sentinels) {
