@@ -358,13 +358,16 @@ TEST_F(FakeAdapterTest, PausingTheClientProcessPausesItsAdapter) {
   EXPECT_EQ(getpgid(adapter), (*client)->pid());
 
   ASSERT_TRUE((*client)->Pause().ok());
+  // Both stop, each when the kernel next takes it off a CPU: wait for both.
   char state = '?';
-  for (int i = 0; i < 200 && state != 'T'; ++i) {  // bounded: 2 s
+  char leader = '?';
+  for (int i = 0; i < 200 && (state != 'T' || leader != 'T'); ++i) {  // bounded: 2 s
     state = ProcState(adapter);
-    if (state != 'T') usleep(10000);
+    leader = ProcState((*client)->pid());
+    if (state != 'T' || leader != 'T') usleep(10000);
   }
   EXPECT_EQ(state, 'T') << "the adapter runs on while its client is paused";
-  EXPECT_EQ(ProcState((*client)->pid()), 'T');
+  EXPECT_EQ(leader, 'T');
   ASSERT_TRUE((*client)->Resume().ok());
   for (int i = 0; i < 200 && state == 'T'; ++i) {
     state = ProcState(adapter);
