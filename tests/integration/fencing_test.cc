@@ -329,7 +329,18 @@ TEST_F(FencingTest, EarlyExpiryBehindTheHoldersBackStillGivesAHigherToken) {
     // jump on those nodes (Redis expires by the wall clock). A still
     // believes it holds the lock; B takes it.
     for (int k = 0; k < 3; ++k) {
-      REDLOCK_ASSERT_OK(fleet_->Command((round + k) % 5, {"DEL", prefix_ + "r"}).status());
+      const int node = (round + k) % 5;
+      // A's call returned at its quorum: on a node that runs transactions
+      // (a fleet denying scripting) its write may still land after this
+      // DEL, so the DEL waits for it first (bounded; a node A was not
+      // granted on never gets it).
+      (void)testkit::Eventually(
+          [&] {
+            absl::StatusOr<testkit::RedisValue> v = fleet_->Command(node, {"GET", prefix_ + "r"});
+            return v.ok() && v->str == la->token();
+          },
+          true, absl::Milliseconds(500));
+      REDLOCK_ASSERT_OK(fleet_->Command(node, {"DEL", prefix_ + "r"}).status());
     }
     absl::StatusOr<Lease> lb = b->TryAcquire("r", absl::Seconds(30));
     REDLOCK_ASSERT_OK(lb.status());
