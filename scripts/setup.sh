@@ -46,6 +46,7 @@ packages=(
   openssl                                    # throw-away certificates for the TLS tests
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   nlohmann-json3-dev                         # bench/chaos JSON output
+  libyaml-cpp-dev                            # chaos scenario files (chaos/scenarios/*.yaml)
   redis-server                               # the servers tests and bench start
   redis-sentinel                             # Sentinel failovers (replicated-node tests, chaos)
   iproute2 nftables                          # chaos partitions (network namespaces, nft rules)
