@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/client_impl.h"
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/durability.h"
 #include "redlock/internal/engine.h"
 #include "redlock/internal/node_calls.h"
@@ -36,7 +37,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   // Every connection loads the scripts before its first request, and so
   // learns whether its node forbids scripting (scriptless.h).
   auto modes = std::make_shared<internal::ScriptingModes>(static_cast<int>(options.nodes.size()));
-  config.setup = [modes](int node) { return internal::ScriptLoadSteps(modes, node); };
+  // A cluster node must run them: the script-free transactions cannot
+  // follow a key that moves between masters.
+  config.setup = [modes, clusters = internal::ClusterNodes(
+                             options, static_cast<int>(options.nodes.size()))](int node) {
+    return internal::ScriptLoadSteps(modes, node, clusters[static_cast<size_t>(node)]);
+  };
   if (options.observer != nullptr) {
     std::shared_ptr<Observer> observer = options.observer;
     config.on_node_event = [observer](const NodeEvent& e) { observer->OnNode(e); };

@@ -46,6 +46,16 @@ struct SentinelHealth {
 };
 
 // Health of one node's connection, as seen by the client.
+// One master of a node that is a Redis Cluster (NodeHealth::shards).
+struct ShardHealth {
+  std::string address;  // "host:port" of the master
+  int slots = 0;        // hash slots it serves, as the client's slot map says
+  bool connected = false;
+  bool breaker_open = false;
+  size_t in_flight = 0;
+  std::string last_error;
+};
+
 struct NodeHealth {
   std::string node;  // Endpoint::ToString()
   // How the node is found, as its URL scheme: "redis", "rediss" (a static
@@ -88,6 +98,14 @@ struct NodeHealth {
   // A Sentinel-managed node (redis+sentinel://): its Sentinels, in the
   // endpoint's order. Empty for other nodes.
   std::vector<SentinelHealth> sentinels;
+  // A Redis Cluster (redis+cluster://): its masters, as the slot map the
+  // client holds names them, with their connections; `connected` is then
+  // true when every one of them is connected, and `address` is the member
+  // the client asks for the slot map. Empty for other nodes.
+  std::vector<ShardHealth> shards;
+  // With `shards`: hash slots no master serves in the client's map (0 when
+  // the cluster covers them all).
+  int slots_uncovered = 0;
 };
 
 }  // namespace redlock

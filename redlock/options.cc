@@ -99,6 +99,16 @@ absl::Status ValidateOptions(const Options& o) {
   if (o.fencing_counters != Options::FencingCounters::kPerResource && !o.fencing) {
     return bad("fencing_counters is set but fencing is off");
   }
+  if (o.fencing_counters == Options::FencingCounters::kShared) {
+    for (const Endpoint& ep : o.nodes) {
+      if (!ep.uses_cluster()) continue;
+      // A cluster keeps a key and its counter on one master only when they
+      // share a hash slot; one counter for every resource cannot.
+      return bad("node ", ep.ToString(),
+                 " is a cluster: fencing_counters = kShared keeps one counter for every "
+                 "resource, which cannot share each resource's hash slot; use kPerResource");
+    }
+  }
   if (o.fencing_lost_counters > 0 && !o.fencing) {
     return bad("fencing_lost_counters ", o.fencing_lost_counters, " is set but fencing is off");
   }

@@ -103,8 +103,32 @@ struct Endpoint {
 
   bool uses_sentinel() const { return !sentinel_master.empty(); }
 
+  // ---- A Redis Cluster as one node (what redis+cluster:// sets) ----
+  // When set, this node is a whole Redis Cluster: it votes once, and its
+  // vote for a key is the answer of the master serving that key's hash
+  // slot. The client learns the slot map from any of these seeds (CLUSTER
+  // SLOTS), keeps a connection to each master, refreshes the map when a
+  // master answers MOVED, when a master's connection fails and every few
+  // seconds, and follows ASK during a slot migration. `host` and `port` are
+  // then not used; `username`, `password` and `tls` apply to every member
+  // (`db` must be 0: a cluster has one database).
+  //
+  // Keys that one call touches together must share a hash slot on a
+  // cluster node: a plain lock has one key; a fencing counter is kept in
+  // its resource's slot by the client; a MultiLock set, and the
+  // reader-writer lock's and the semaphore's keys, need resources with a
+  // common hash tag ("{order42}:a", "{order42}:b"); a call whose keys
+  // would span slots is refused before anything is sent (README "A Redis
+  // Cluster as a node"). SAFETY: a cluster failover can lose a key its old
+  // master granted, as a Sentinel failover can (Options::durability).
+  // Default: empty (not a cluster). At most 1024 masters per cluster.
+  std::vector<SentinelAddress> cluster_seeds;
+
+  bool uses_cluster() const { return !cluster_seeds.empty(); }
+
   // "host:port" (IPv6 in brackets); for a Sentinel-managed node
-  // "sentinel:<master>@host:port+host:port..." (its Sentinels). Never
+  // "sentinel:<master>@host:port+host:port..." (its Sentinels); for a
+  // cluster "cluster:host:port+host:port..." (its seeds). Never
   // contains a password; this is the name of the node in every error message.
   std::string ToString() const;
 
@@ -113,7 +137,8 @@ struct Endpoint {
            a.password == b.password && a.db == b.db && a.tls == b.tls &&
            a.tls_server_name == b.tls_server_name &&
            a.sentinel_master == b.sentinel_master && a.sentinels == b.sentinels &&
-           a.sentinel_username == b.sentinel_username && a.sentinel_password == b.sentinel_password;
+           a.sentinel_username == b.sentinel_username &&
+           a.sentinel_password == b.sentinel_password && a.cluster_seeds == b.cluster_seeds;
   }
   friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }
 };
@@ -128,6 +153,10 @@ struct Endpoint {
 //       26379; `master` is the name they know the master by; the password
 //       is the master's. Sentinel credentials are set in the struct.)
 //   rediss+sentinel://...    (the same, Sentinels and master over TLS)
+//   redis+cluster://[[user]:password@]host:port[+host:port...]
+//       (a Redis Cluster as one node: the hosts are seeds to learn the slot
+//       map from, any members of the cluster; see Endpoint::cluster_seeds)
+//   rediss+cluster://...     (the same, every member over TLS)
 // A TLS form may end in ?tls_server_name=NAME (Endpoint::tls_server_name).
 // The password may be percent-encoded (needed for '@', ':' and '/'). A URL
 // without a port means 6379.

@@ -201,6 +201,20 @@ absl::Status Fleet::Launch(int i) {
                   {"--user", kScriptlessUser, "on", absl::StrCat(">", kScriptlessPassword), "~*",
                    "&*", "+@all", "-@scripting"});
   }
+  if (options_.cluster) {
+    if (n.cluster_port == 0) {
+      absl::StatusOr<int> bus = PickFreePort(n.host);
+      if (!bus.ok()) return bus.status();
+      n.cluster_port = *bus;
+    }
+    p.argv.insert(p.argv.end(),
+                  {"--cluster-enabled", "yes", "--cluster-config-file", n.dir + "/nodes.conf",
+                   "--cluster-port", std::to_string(n.cluster_port), "--cluster-node-timeout",
+                   std::to_string(absl::ToInt64Milliseconds(options_.cluster_node_timeout)),
+                   // A replica's first sync at once (a replica that never
+                   // synced cannot be promoted).
+                   "--repl-diskless-sync-delay", "0"});
+  }
   p.argv.insert(p.argv.end(), options_.extra_args.begin(), options_.extra_args.end());
   p.env = options_.env;
   if (static_cast<size_t>(i) < options_.node_env.size()) {

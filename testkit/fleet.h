@@ -92,6 +92,13 @@ struct FleetOptions {
   // that refuses EVAL, EVALSHA and SCRIPT. The default user is unchanged
   // (Command() uses it).
   std::vector<bool> deny_scripting;
+
+  // Every node runs in cluster mode (--cluster-enabled yes), its cluster bus
+  // on a port of its own (--cluster-port), with this cluster-node-timeout
+  // (how long a silent master has before its replica takes over). The
+  // nodes start empty and apart: testkit/cluster.h makes them a cluster.
+  bool cluster = false;
+  absl::Duration cluster_node_timeout = absl::Seconds(1);
 };
 
 // The ACL user and password of FleetOptions::deny_scripting.
@@ -108,6 +115,8 @@ class Fleet {
   int size() const { return static_cast<int>(nodes_.size()); }
   const std::string& host(int i) const { return nodes_[i].host; }
   int port(int i) const { return nodes_[i].port; }
+  // FleetOptions::cluster: node i's cluster bus port.
+  int cluster_port(int i) const { return nodes_[i].cluster_port; }
   std::string address(int i) const;
   Endpoint endpoint(int i) const;
   std::vector<Endpoint> endpoints() const;
@@ -153,6 +162,7 @@ class Fleet {
   struct Node {
     std::string host;
     int port = 0;
+    int cluster_port = 0;  // FleetOptions::cluster: its bus
     std::string dir;
     std::unique_ptr<Process> process;  // null when not running
   };

@@ -235,6 +235,19 @@ int RunStatus(const ParsedArgs& args) {
         }
         absl::StrAppend(&node, ",\"sentinels\":[", absl::StrJoin(sentinels, ","), "]");
       }
+      if (h != nullptr && !h->shards.empty()) {
+        // A Redis Cluster: its masters, the slots each serves, their
+        // connections.
+        std::vector<std::string> shards;
+        for (const ShardHealth& sh : h->shards) {
+          shards.push_back(absl::StrCat(
+              "{\"address\":", JsonString(sh.address), ",\"slots\":", sh.slots,
+              ",\"connected\":", sh.connected ? "true" : "false",
+              ",\"error\":", sh.last_error.empty() ? "null" : JsonString(sh.last_error), "}"));
+        }
+        absl::StrAppend(&node, ",\"masters\":[", absl::StrJoin(shards, ","),
+                        "],\"slots_uncovered\":", h->slots_uncovered);
+      }
       if (!v.status.ok()) {
         absl::StrAppend(&node, ",\"error\":", JsonString(v.status.message()));
       } else {
@@ -275,9 +288,10 @@ int RunStatus(const ParsedArgs& args) {
                               : !h->tls_version.empty() ? h->tls_version
                                                         : "yes";
       const std::string scheme = h == nullptr || h->scheme.empty() ? "-" : h->scheme;
-      // A Sentinel-managed node: where its master is now, under its row.
+      // A Sentinel-managed node: where its master is now, under its row (a
+      // cluster: its masters, below).
       const std::string master_at =
-          h == nullptr || h->address == v.node
+          h == nullptr || h->address == v.node || !h->shards.empty()
               ? ""
               : absl::StrCat("  master at ", h->address.empty() ? "unknown" : h->address);
       if (!v.status.ok()) {
@@ -300,6 +314,13 @@ int RunStatus(const ParsedArgs& args) {
         }
         if (!sh.connected && !sh.last_error.empty()) absl::StrAppend(&said, "; ", sh.last_error);
         PrintLine(absl::StrCat("  sentinel ", sh.address, ": ", said));
+      }
+      for (const ShardHealth& sh : h == nullptr ? std::vector<ShardHealth>{} : h->shards) {
+        PrintLine(absl::StrCat("  master ", sh.address, ": ", sh.slots, " slots, ",
+                               sh.connected ? "connected" : absl::StrCat("down: ", sh.last_error)));
+      }
+      if (h != nullptr && !h->shards.empty() && h->slots_uncovered > 0) {
+        PrintLine(absl::StrCat("  ", h->slots_uncovered, " slots served by no master"));
       }
     }
   }

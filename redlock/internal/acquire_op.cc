@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/jitter.h"
 #include "redlock/internal/lease_factory.h"
 #include "redlock/internal/node_calls.h"
@@ -122,6 +123,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         command.payload =
             EncodeCommand({"SET", keys_[0], token_, "NX", "PX", std::to_string(ttl_ms_)});
         command.expect = kExpectStatus | kExpectNil;
+        command.slot = KeySlot(keys_[0]);
         break;
       case AcquireForm::kScript:
         command = ScriptCommand(AcquireSetScript(), keys_, {token_, std::to_string(ttl_ms_)});
@@ -592,6 +594,21 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
 }  // namespace
 
 void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
+  if (ctx->has_cluster()) {
+    // On a cluster node the keys of one call must share a hash slot;
+    // refused before anything is sent.
+    std::vector<std::string> keys;
+    for (const auto& r : request.resources) keys.push_back(ctx->Key(r));
+    const bool derived = ctx->options().fencing ||
+                         (request.shape != nullptr &&
+                          (request.shape->force_fencing() || request.shape->custom_scripts()));
+    const std::string problem = ctx->ClusterKeysProblem(keys, derived);
+    if (!problem.empty()) {
+      done(absl::InvalidArgumentError(
+          absl::StrCat("acquire ", DescribeResources(request.resources), ": ", problem)));
+      return;
+    }
+  }
   auto op = std::make_shared<AcquireOp>(ctx, std::move(request), std::move(done));
   op->Start();
 }

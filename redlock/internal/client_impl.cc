@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/renewal.h"
 #include "redlock/internal/scripts.h"
@@ -205,6 +206,13 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
   std::string key = ctx_.Key(resource);
   Command command = ScriptCommand(InspectScript(), {key, ctx_.FenceKey(key)}, {});
   command.op = "inspect";
+  // On a cluster node a key without a hash tag has no counter (fencing needs
+  // one there): the second key only shares its slot, and holds nothing.
+  Command on_cluster = command;
+  if (!HasHashTag(key)) {
+    on_cluster = ScriptCommand(InspectScript(), {key, absl::StrCat("{", key, "}")}, {});
+    on_cluster.op = "inspect";
+  }
   return Block<absl::StatusOr<std::vector<NodeView>>>(
       [&](absl::AnyInvocable<void(absl::StatusOr<std::vector<NodeView>>)> done) {
         auto shared_done = std::make_shared<decltype(done)>(std::move(done));
@@ -213,7 +221,8 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
           // A read: after NOSCRIPT it is sent again, in the EVAL form.
           auto judge = [](const absl::StatusOr<Reply>&) { return Vote{}; };
           ctx_.calls().Send(
-              i, command, judge, /*durable=*/false, OnNoScript::kResend,
+              i, ctx_.cluster(i) ? on_cluster : command, judge, /*durable=*/false,
+              OnNoScript::kResend,
               [state, shared_done, i](NodeCalls::Answer a) {
                 const absl::StatusOr<Reply>& r = a.reply;
                 NodeView& v = state->views[static_cast<size_t>(i)];

@@ -81,7 +81,7 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(Config config) {
     // Before any request can be made: every node is connecting (requests
     // wait for it) or has failed (requests fail at once).
     std::lock_guard<std::mutex> poll(engine->poll_mu_);
-    for (auto& n : engine->nodes_) engine->StartConnect(*n);
+    for (int i = 0; i < engine->size(); ++i) engine->StartConnect(engine->NodeAt(i));
   }
   Engine* e = engine.get();
   engine->thread_ = std::thread([e] { e->Loop(); });
@@ -89,39 +89,79 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Start(Config config) {
   return engine;
 }
 
-Engine::Engine(Config config) : config_(std::move(config)) {
+Engine::Engine(Config config)
+    : config_(std::move(config)), logical_(static_cast<int>(config_.nodes.size())) {
+  base_settings_.connect_timeout = config_.connect_timeout;
+  base_settings_.backoff_min = config_.reconnect_backoff_min;
+  base_settings_.backoff_max = config_.reconnect_backoff_max;
+  base_settings_.reply_limits = config_.reply_limits;
+  std::vector<std::unique_ptr<Locator>> locators;
+  std::vector<NodeLocatorHost*> hosts;
+  capacity_ = config_.nodes.size();
   for (size_t i = 0; i < config_.nodes.size(); ++i) {
-    Connection::Settings settings;
-    settings.endpoint = config_.nodes[i];
-    settings.connect_timeout = config_.connect_timeout;
-    settings.backoff_min = config_.reconnect_backoff_min;
-    settings.backoff_max = config_.reconnect_backoff_max;
-    settings.reply_limits = config_.reply_limits;
-    nodes_.push_back(std::make_unique<Node>(static_cast<int>(i), config_.nodes[i], settings));
-    Node& n = *nodes_.back();
-    // Where the node's master is: its scheme's locator.
+    // Where the node's master is: its scheme's locator. Its host is made
+    // first (the locator may keep it); the node it serves comes next.
+    auto host = std::make_unique<NodeLocatorHost>(this, static_cast<int>(i));
     LocatorEnv env;
-    env.settings = settings;
+    env.settings = base_settings_;
+    env.settings.endpoint = config_.nodes[i];
     env.tls = config_.tls;
     env.tls_server_name = config_.tls_server_name;
-    n.locator_host = std::make_unique<NodeLocatorHost>(this, &n);
-    env.host = n.locator_host.get();
-    n.locator = SchemeOf(n.endpoint).MakeLocator(n.endpoint, std::move(env));
-    MasterTarget at = n.locator->Initial();
-    if (!at.host.empty()) n.address = JoinHostPort(at.host, at.port);
-    n.cmd.Retarget(at.host, at.port, at.make_stream);
-    n.sub.Retarget(at.host, at.port, at.make_stream);
+    env.host = host.get();
+    locators.push_back(SchemeOf(config_.nodes[i]).MakeLocator(config_.nodes[i], std::move(env)));
+    if (locators.back()->Routes()) capacity_ += kMaxShardsPerNode;
+    hosts.push_back(host.release());
   }
-  run_ids_.resize(nodes_.size());
-  unverified_.resize(nodes_.size());
+  capacity_ = std::min(capacity_, kMaxEngineNodes);
+  nodes_ = std::make_unique<std::unique_ptr<Node>[]>(capacity_);
+  shards_.assign(config_.nodes.size(), 0);
+  run_ids_.resize(capacity_);
+  unverified_.resize(config_.nodes.size());
+  for (size_t i = 0; i < config_.nodes.size(); ++i) {
+    MakeNode(static_cast<int>(i), static_cast<int>(i), config_.nodes[i],
+             config_.nodes[i].ToString(), std::move(locators[i]));
+    NodeAt(static_cast<int>(i)).locator_host.reset(hosts[i]);
+  }
+}
+
+void Engine::MakeNode(int index, int owner, const Endpoint& e, std::string name,
+                      std::unique_ptr<Locator> locator) {
+  Connection::Settings settings = base_settings_;
+  settings.endpoint = e;
+  auto node = std::make_unique<Node>(index, owner, e, std::move(name), settings);
+  Node& n = *node;
+  n.locator = std::move(locator);
+  n.routes = n.locator->Routes();
+  MasterTarget at = n.locator->Initial();
+  if (!at.host.empty()) n.address = JoinHostPort(at.host, at.port);
+  n.cmd.Retarget(at.host, at.port, at.make_stream);
+  n.sub.Retarget(at.host, at.port, at.make_stream);
+  nodes_[static_cast<size_t>(index)] = std::move(node);
+  count_.store(index + 1, std::memory_order_release);
+}
+
+int Engine::AddShard(Node& owner, std::unique_ptr<Locator> locator, const std::string& name) {
+  const int next = node_count();
+  if (shards_[static_cast<size_t>(owner.index)] >= kMaxShardsPerNode ||
+      static_cast<size_t>(next) >= capacity_) {
+    return -1;
+  }
+  ++shards_[static_cast<size_t>(owner.index)];
+  MakeNode(next, owner.index, owner.endpoint, name, std::move(locator));
+  Node& n = NodeAt(next);
+  // Its first attempt is not one Client::Create waits for.
+  n.first_connect_reported = true;
+  StartConnect(n);
+  return next;
 }
 
 Engine::~Engine() {
   Shutdown();
-  for (auto& n : nodes_) {
-    std::lock_guard<std::mutex> lock(n->mu);
-    for (Slot* s : n->free_slots) delete s;
-    n->free_slots.clear();
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
+    std::lock_guard<std::mutex> lock(n.mu);
+    for (Slot* s : n.free_slots) delete s;
+    n.free_slots.clear();
   }
   if (event_fd_ >= 0) close(event_fd_);
   if (epoll_fd_ >= 0) close(epoll_fd_);
@@ -140,9 +180,7 @@ void Engine::Shutdown() {
   stopped_.store(true);
 }
 
-const std::string& Engine::NodeName(int node) const {
-  return nodes_[static_cast<size_t>(node)]->name;
-}
+const std::string& Engine::NodeName(int node) const { return NodeAt(node).name; }
 
 bool Engine::InTransportThread() const {
   return t_dispatching == this || std::this_thread::get_id() == thread_id_;
@@ -337,8 +375,8 @@ void Engine::RunOnce() {
     int index = static_cast<int>((data & 0xfffffu) >> 2);
     const size_t sub = static_cast<size_t>((data >> 20) & 0xfffu);
     uint32_t generation = static_cast<uint32_t>(data >> 32);
-    if (index < 0 || index >= size()) continue;
-    Node& n = *nodes_[static_cast<size_t>(index)];
+    if (index < 0 || index >= node_count()) continue;
+    Node& n = NodeAt(index);
     if ((data & 3) == kSubscriberEvents) {
       if (n.sub.generation() == generation) OnSubIo(n, events[i].events);
     } else if ((data & 3) == kLocatorEvents) {
@@ -364,8 +402,8 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
     if (!timers_.empty()) wake = std::min(wake, timers_.begin()->first.first);
     if (!posted_.empty()) wake = now;
   }
-  for (auto& np : nodes_) {
-    Node& n = *np;
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
     {
       std::lock_guard<std::mutex> lock(n.mu);
       if (n.expired + n.unwritten < n.fifo.size()) {
@@ -388,7 +426,7 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
     } else if (!n.cmd.ready()) {
       wake = std::min(wake, n.cmd.connect_deadline());
     }
-    if (!channels_.empty()) {
+    if (!channels_.empty() && !n.shard()) {
       if (n.sub.state() == Connection::State::kDisconnected) {
         wake = std::min(wake, n.sub.next_connect());
       } else if (!n.sub.ready()) {
@@ -472,8 +510,8 @@ void Engine::DrainFollowers() {
   // connections stay up: a failed attempt's release goes out behind its SET
   // (Command::after), as it would have without the shutdown.
   std::vector<NodeCallback> cancelled;
-  for (auto& np : nodes_) {
-    Node& n = *np;
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
     std::lock_guard<std::mutex> lock(n.mu);
     for (size_t i = n.expired; i < n.fifo.size(); ++i) {
       if (n.fifo[i]->done && !n.fifo[i]->drain) cancelled.push_back(std::move(n.fifo[i]->done));
@@ -502,7 +540,8 @@ void Engine::DrainFollowers() {
 }
 
 bool Engine::AwaitingFollowers() {
-  for (auto& np : nodes_) {
+  for (int i = 0; i < node_count(); ++i) {
+    Node* np = &NodeAt(i);
     std::lock_guard<std::mutex> lock(np->mu);
     if (np->state == Node::State::kDisconnected) continue;
     if (np->fifo.size() > np->expired) return true;
@@ -517,10 +556,11 @@ bool Engine::AwaitingFollowers() {
 }
 
 void Engine::CancelEverything() {
-  for (auto& n : nodes_) {
-    Disconnect(*n, "the client is shutting down");
-    SubClose(*n, "the client is shutting down");
-    n->locator->Close();
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
+    Disconnect(n, "the client is shutting down");
+    SubClose(n, "the client is shutting down");
+    n.locator->Close();
   }
   // Timers, tasks and user callbacks run round after round until none is
   // left: they may start more work, and a user callback may start a new
@@ -572,23 +612,37 @@ std::vector<std::pair<int, int>> Engine::DuplicateNodes() const {
 
 std::vector<NodeHealth> Engine::Health() const {
   std::vector<NodeHealth> out;
-  for (const auto& np : nodes_) {
-    std::lock_guard<std::mutex> lock(np->mu);
+  for (int i = 0; i < size(); ++i) {
+    const Node& n = NodeAt(i);
     NodeHealth h;
-    h.node = np->name;
-    h.connected = np->state == Node::State::kReady;
-    h.breaker_open = np->breaker_open;
-    h.in_flight = np->load();
-    h.last_error = np->last_error;
-    h.tls = np->endpoint.tls;
-    h.address = np->address;
-    h.notifications_error = np->sub_error;
-    if (h.connected) h.tls_version = np->transport;
-    h.scheme = np->locator->Scheme();
-    np->locator->Health(&h);
+    {
+      std::lock_guard<std::mutex> lock(n.mu);
+      h.node = n.name;
+      h.connected = n.state == Node::State::kReady;
+      h.breaker_open = n.breaker_open;
+      h.in_flight = n.load();
+      h.last_error = n.last_error;
+      h.tls = n.endpoint.tls;
+      h.address = n.address;
+      h.notifications_error = n.sub_error;
+      if (h.connected) h.tls_version = n.transport;
+    }
+    h.scheme = n.locator->Scheme();
+    // A cluster: its masters (and how its connections to them are doing).
+    n.locator->Health(&h);
     out.push_back(std::move(h));
   }
   return out;
+}
+
+void Engine::ShardState(int index, ShardHealth* shard) const {
+  if (index < 0 || index >= node_count()) return;
+  const Node& n = NodeAt(index);
+  std::lock_guard<std::mutex> lock(n.mu);
+  shard->connected = n.state == Node::State::kReady;
+  shard->breaker_open = n.breaker_open;
+  shard->in_flight = n.load();
+  shard->last_error = n.last_error;
 }
 
 }  // namespace redlock::internal

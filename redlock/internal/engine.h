@@ -132,7 +132,7 @@ class Engine final : public Transport {
   std::vector<std::string> UnverifiedNodes() const;
 
   // Transport.
-  int size() const override { return static_cast<int>(nodes_.size()); }
+  int size() const override { return logical_; }
   const std::string& NodeName(int node) const override;
   ConnectionId Send(int node, const Command& command, NodeCallback done) override;
   bool Accepts(int node) const override;
@@ -154,6 +154,28 @@ class Engine final : public Transport {
   class NodeLocatorHost;
 
   explicit Engine(Config config);
+
+  // The engine's nodes: the Transport's nodes (0..size()-1), then the
+  // connections to the other masters of cluster nodes, added while running
+  // (AddShard). Stable addresses; the count only grows.
+  Node& NodeAt(int i) const { return *nodes_[static_cast<size_t>(i)]; }
+  int node_count() const { return count_.load(std::memory_order_acquire); }
+  // The engine node a command for Transport node `node` goes to: its own,
+  // or for a cluster node the connection to the master of its slot (or of
+  // the command it follows).
+  Node& Route(int node, const Command& command);
+  // Locator::Host::AddShard of node `owner`. Poller only. -1 when the node
+  // has kMaxShardsPerNode connections already.
+  int AddShard(Node& owner, std::unique_ptr<Locator> locator, const std::string& name);
+  // Makes the engine's node `index` (its locator and its connections'
+  // first target).
+  void MakeNode(int index, int owner, const Endpoint& e, std::string name,
+                std::unique_ptr<Locator> locator);
+  // A reply on a connection of a cluster node: a redirection (MOVED, ASK)
+  // tells its locator where the slot is. Poller only.
+  void NoteRedirects(Node& n, const Reply& reply);
+  // Locator::Host::ShardState.
+  void ShardState(int index, ShardHealth* shard) const;
 
   // ---- Polling (engine.cc) ----
   void Loop();
@@ -249,7 +271,16 @@ class Engine final : public Transport {
   void MasterAt(Node& n, MasterTarget target, const std::string& why);
 
   const Config config_;
-  std::vector<std::unique_ptr<Node>> nodes_;
+  const int logical_;  // the Transport's nodes
+  // Fixed capacity (the Transport's nodes, and kMaxShardsPerNode per node
+  // that routes by key); written by the poller, read by any thread below
+  // count_.
+  std::unique_ptr<std::unique_ptr<Node>[]> nodes_;
+  size_t capacity_ = 0;
+  std::atomic<int> count_{0};
+  // Per Transport node, how many shards it has (poller only).
+  std::vector<int> shards_;
+  Connection::Settings base_settings_;
   int epoll_fd_ = -1;
   int event_fd_ = -1;
   std::thread thread_;

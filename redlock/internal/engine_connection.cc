@@ -74,29 +74,36 @@ Connection::Progress Engine::SideConnectionIo(Connection& c, int node, uint64_t 
 
 std::string Engine::CheckIdentity(int node, const std::string& run_id) {
   if (run_id.empty()) return "";
+  // Connections of one cluster node may reach one server twice (the member
+  // asked for the slot map is also a master): one vote all the same.
+  const int owner = NodeAt(node).owner;
   std::lock_guard<std::mutex> identity(identity_mu_);
-  for (size_t j = 0; j < run_ids_.size(); ++j) {
-    if (static_cast<int>(j) == node || run_ids_[j] != run_id) continue;
-    duplicates_.emplace_back(static_cast<int>(j), node);
-    return absl::StrCat("the same server as node ", nodes_[j]->name, " (run_id ", run_id,
+  const int count = node_count();
+  for (int j = 0; j < count; ++j) {
+    if (j == node || run_ids_[static_cast<size_t>(j)] != run_id) continue;
+    const int other = NodeAt(j).owner;
+    if (other == owner) continue;
+    duplicates_.emplace_back(other, owner);
+    return absl::StrCat("the same server as node ", NodeAt(other).name, " (run_id ", run_id,
                         "): one server listed twice would vote twice; refused");
   }
   run_ids_[static_cast<size_t>(node)] = run_id;
-  unverified_[static_cast<size_t>(node)].clear();
+  unverified_[static_cast<size_t>(owner)].clear();
   return "";
 }
 
 std::string Engine::UnknownIdentity(int node, const std::string& why) {
   // One node cannot be listed twice; and the user may vouch for the list.
   if (!config_.require_identity || size() < 2) return "";
-  const Endpoint& e = nodes_[static_cast<size_t>(node)]->endpoint;
+  const int owner = NodeAt(node).owner;
+  const Endpoint& e = NodeAt(owner).endpoint;
   std::string message = absl::StrCat(
       "cannot check that this server is not also another entry of the node list (", why,
       "): one server listed twice would vote twice; refused. Grant the user INFO (ACL SETUSER ",
       e.username.empty() ? "default" : e.username,
       " +info) or set Options::require_node_identity = false");
   std::lock_guard<std::mutex> identity(identity_mu_);
-  unverified_[static_cast<size_t>(node)] = message;
+  unverified_[static_cast<size_t>(owner)] = message;
   return message;
 }
 
@@ -130,7 +137,7 @@ std::vector<HandshakeStep> Engine::CommandHandshake(Node& n) {
   steps.push_back(std::move(info));
   // What the client runs on every connection before any request.
   if (config_.setup) {
-    std::vector<HandshakeStep> setup = config_.setup(n.index);
+    std::vector<HandshakeStep> setup = config_.setup(n.owner);
     steps.insert(steps.end(), setup.begin(), setup.end());
   }
   return steps;
@@ -151,7 +158,10 @@ void Engine::StartConnect(Node& n) {
   {
     std::lock_guard<std::mutex> lock(n.mu);
     n.state = Node::State::kConnecting;
-    n.conn_id = next_connection_id_.fetch_add(1, std::memory_order_relaxed);
+    // The node's index in the low bits: a command that follows one sent on
+    // this connection is routed here (Engine::Route).
+    n.conn_id = (next_connection_id_.fetch_add(1, std::memory_order_relaxed) << kEngineNodeBits) |
+                static_cast<ConnectionId>(n.index);
     n.write_error.clear();
   }
   Register(n.cmd, n.index, kCommandEvents, EPOLL_CTL_ADD, /*writable=*/true);  // connect done
@@ -267,8 +277,8 @@ void Engine::Disconnect(Node& n, const std::string& why, bool ask_locator) {
 }
 
 void Engine::MaintainNodes(TimePoint now) {
-  for (auto& np : nodes_) {
-    Node& n = *np;
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
     std::string write_error;
     bool probe = false;
     bool stale = false;
@@ -321,7 +331,7 @@ void Engine::MaintainNodes(TimePoint now) {
           break;
       }
     }
-    SubMaintain(n, now);
+    if (!n.shard()) SubMaintain(n, now);
     n.locator->Maintain(now);
   }
 }

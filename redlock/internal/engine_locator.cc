@@ -5,6 +5,7 @@
 
 #include <sys/epoll.h>
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/engine.h"
 #include "redlock/internal/engine_node.h"
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/url.h"
 
 namespace redlock::internal {
@@ -37,19 +39,19 @@ void Engine::MasterAt(Node& n, MasterTarget target, const std::string& why) {
 }
 
 void Engine::NodeLocatorHost::MasterAt(MasterTarget target, const std::string& why) {
-  engine_.MasterAt(node_, std::move(target), why);
+  engine_.MasterAt(node(), std::move(target), why);
 }
 
 void Engine::NodeLocatorHost::Unlocated(const std::string& why) {
-  std::lock_guard<std::mutex> lock(node_.mu);
-  engine_.OpenBreakerLocked(node_, why);
+  Node& n = node();
+  std::lock_guard<std::mutex> lock(n.mu);
+  engine_.OpenBreakerLocked(n, why);
 }
 
-void Engine::NodeLocatorHost::FirstAttemptDone() { engine_.FirstConnectDone(node_); }
+void Engine::NodeLocatorHost::FirstAttemptDone() { engine_.FirstConnectDone(node()); }
 
 void Engine::NodeLocatorHost::Watch(const Connection& c, uint32_t sub, bool add, bool writable) {
-  engine_.Register(c, node_.index, kLocatorEvents, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, writable,
-                   sub);
+  engine_.Register(c, index_, kLocatorEvents, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, writable, sub);
 }
 
 void Engine::NodeLocatorHost::Unwatch(const Connection& c) {
@@ -58,11 +60,69 @@ void Engine::NodeLocatorHost::Unwatch(const Connection& c) {
 
 Connection::Progress Engine::NodeLocatorHost::Io(Connection& c, uint32_t sub, uint32_t events,
                                                  std::vector<Reply>* messages) {
-  return engine_.SideConnectionIo(c, node_.index, kLocatorEvents, events, messages, sub);
+  return engine_.SideConnectionIo(c, index_, kLocatorEvents, events, messages, sub);
 }
 
-bool Engine::NodeLocatorHost::MasterConnected() const { return node_.cmd.ready(); }
+bool Engine::NodeLocatorHost::MasterConnected() const { return node().cmd.ready(); }
 
 bool Engine::NodeLocatorHost::stopping() const { return engine_.stopping(); }
+
+int Engine::NodeLocatorHost::AddShard(std::unique_ptr<Locator> locator, const std::string& name) {
+  return engine_.AddShard(node(), std::move(locator), name);
+}
+
+void Engine::NodeLocatorHost::Query(const Command& command, NodeCallback done) {
+  // Node index_ is one of the Transport's nodes (a shard's locator asks
+  // nothing); a command without a slot goes on its own connection.
+  Command c = command;
+  c.slot = -1;
+  c.asking_at.clear();
+  engine_.Send(index_, c, std::move(done));
+}
+
+void Engine::NodeLocatorHost::NextAttemptAt(MasterTarget target) {
+  Node& n = node();
+  {
+    std::lock_guard<std::mutex> lock(n.mu);
+    n.address = JoinHostPort(target.host, target.port);
+  }
+  n.cmd.Retarget(target.host, target.port, target.make_stream);
+  n.sub.Retarget(target.host, target.port, std::move(target.make_stream));
+}
+
+void Engine::NodeLocatorHost::ShardState(int shard, ShardHealth* out) const {
+  engine_.ShardState(shard, out);
+}
+
+// ---- Routing by key (a cluster node's masters) -------------------------------------------
+
+Engine::Node& Engine::Route(int node, const Command& command) {
+  Node& home = NodeAt(node);
+  if (!home.routes) return home;
+  if (command.after != 0) {
+    // Behind the command it follows, on that command's connection.
+    const int i = static_cast<int>(command.after & kConnectionNodeMask);
+    if (i < node_count() && NodeAt(i).owner == node) return NodeAt(i);
+  }
+  const int i = home.locator->Route(command.slot, command.asking_at);
+  return i >= 0 && i < node_count() ? NodeAt(i) : home;
+}
+
+void Engine::NoteRedirects(Node& n, const Reply& reply) {
+  if (reply.type == Reply::Type::kArray) {
+    // A command of several (ASKING, then the command): each part.
+    for (const Reply& part : reply.elements) NoteRedirects(n, part);
+    return;
+  }
+  if (!reply.is_error()) return;
+  std::optional<Redirect> r = ParseRedirect(reply.str);
+  if (!r.has_value()) return;
+  Locator& locator = *NodeAt(n.owner).locator;
+  if (r->ask) {
+    locator.Asked(r->host, r->port);
+  } else {
+    locator.Moved(r->slot, r->host, r->port);
+  }
+}
 
 }  // namespace redlock::internal

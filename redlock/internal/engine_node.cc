@@ -57,7 +57,7 @@ bool Engine::ReplyFits(const Slot& slot, const Reply& reply) {
 }
 
 ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
-  Node& n = *nodes_[static_cast<size_t>(node)];
+  Node& n = Route(node, command);
   std::unique_lock<std::mutex> lock(n.mu);
   // Follows a command queued on the node's current connection: it goes
   // behind it, on that connection, as long as there is one.
@@ -107,7 +107,10 @@ ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
 }
 
 bool Engine::Accepts(int node) const {
-  const Node& n = *nodes_[static_cast<size_t>(node)];
+  // A cluster node: its own connection (to the member it asks for the slot
+  // map) says whether the cluster is reachable; each master's breaker
+  // answers for its slots.
+  const Node& n = NodeAt(node);
   std::lock_guard<std::mutex> lock(n.mu);
   return n.state != Node::State::kDisconnected && !n.breaker_open;
 }
@@ -133,8 +136,8 @@ void Engine::FlushSoonLocked(Node& n, std::unique_lock<std::mutex>& lock) {
 }
 
 void Engine::FlushTurn() {
-  for (auto& np : nodes_) {
-    Node& n = *np;
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
     std::unique_lock<std::mutex> lock(n.mu);
     if (!n.flush_at_turn_end) continue;
     n.flush_at_turn_end = false;
@@ -194,11 +197,12 @@ void Engine::NodeEventLocked(Node& n, NodeEvent::Kind kind, const std::string& d
 
 void Engine::EmitNodeEvents() {
   if (!node_events_pending_.exchange(false, std::memory_order_acq_rel)) return;
-  for (auto& np : nodes_) {
+  for (int i = 0; i < node_count(); ++i) {
     std::vector<NodeEvent> events;
     {
-      std::lock_guard<std::mutex> lock(np->mu);
-      events.swap(np->events);
+      Node& n = NodeAt(i);
+      std::lock_guard<std::mutex> lock(n.mu);
+      events.swap(n.events);
     }
     for (const NodeEvent& e : events) config_.on_node_event(e);
   }
@@ -282,7 +286,12 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
       FreeSlotLocked(n, slot);
     }
   }
-  for (auto& [done, reply] : ready) done(std::move(reply));
+  for (auto& [done, reply] : ready) {
+    // A cluster's master redirecting the command: its locator learns where
+    // the slot is before the command's caller decides what to do.
+    if (n.routes || n.shard()) NoteRedirects(n, reply);
+    done(std::move(reply));
+  }
   ready.clear();
   std::lock_guard<std::mutex> lock(n.mu);
   if (n.ready.capacity() < ready.capacity()) n.ready.swap(ready);
@@ -290,8 +299,8 @@ void Engine::Dispatch(Node& n, std::vector<Reply>& replies, std::string* failure
 
 void Engine::ExpireDeadlines(TimePoint now) {
   std::vector<NodeCallback> expired;
-  for (auto& np : nodes_) {
-    Node& n = *np;
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
     // Replies already in the socket are not late: read them before expiring
     // anything (after a pause of this process, say, they arrived while
     // nobody was polling).

@@ -29,7 +29,12 @@ namespace redlock::internal {
 inline constexpr uint64_t kCommandEvents = 1;
 inline constexpr uint64_t kLocatorEvents = 2;
 inline constexpr uint64_t kSubscriberEvents = 3;
-inline constexpr size_t kMaxEngineNodes = size_t{1} << 18;
+inline constexpr int kEngineNodeBits = 18;
+inline constexpr size_t kMaxEngineNodes = size_t{1} << kEngineNodeBits;
+// A connection id carries the index of the engine node it belongs to in its
+// low bits (a command that follows it is routed there).
+inline constexpr ConnectionId kConnectionNodeMask = kMaxEngineNodes - 1;
+
 uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind, uint32_t sub = 0);
 
 
@@ -57,13 +62,27 @@ struct Engine::Node {
   using TimePoint = std::chrono::steady_clock::time_point;
 
   // `settings`: of the node's connections (their target is the locator's,
-  // set by the engine once it is made).
-  Node(int i, const Endpoint& e, const Connection::Settings& settings)
-      : index(i), endpoint(e), name(e.ToString()), cmd(settings), sub(settings) {}
+  // set by the engine once it is made). `owner`: the node of the node list
+  // this is a connection of (itself, or a cluster node for a connection to
+  // one of its masters).
+  Node(int i, int owner_index, const Endpoint& e, std::string node_name,
+       const Connection::Settings& settings)
+      : index(i),
+        owner(owner_index),
+        endpoint(e),
+        name(std::move(node_name)),
+        cmd(settings),
+        sub(settings) {}
 
   const int index;
+  const int owner;
   const Endpoint endpoint;
   const std::string name;
+  // A connection to one master of a cluster node (Locator::Host::AddShard):
+  // no subscriber connection, not one of the nodes of Transport.
+  bool shard() const { return owner != index; }
+  // Set once with the locator: the node's commands are routed by key.
+  bool routes = false;
 
   mutable std::mutex mu;
   // ---- Guarded by mu ----
@@ -126,7 +145,8 @@ struct Engine::Node {
 // What the engine does for one node's locator (engine_locator.cc).
 class Engine::NodeLocatorHost final : public Locator::Host {
  public:
-  NodeLocatorHost(Engine* engine, Node* node) : engine_(*engine), node_(*node) {}
+  // For the engine's node `node`, made after this.
+  NodeLocatorHost(Engine* engine, int node) : engine_(*engine), index_(node) {}
   void MasterAt(MasterTarget target, const std::string& why) override;
   void Unlocated(const std::string& why) override;
   void FirstAttemptDone() override;
@@ -136,10 +156,15 @@ class Engine::NodeLocatorHost final : public Locator::Host {
                           std::vector<Reply>* messages) override;
   bool MasterConnected() const override;
   bool stopping() const override;
+  int AddShard(std::unique_ptr<Locator> locator, const std::string& name) override;
+  void Query(const Command& command, NodeCallback done) override;
+  void NextAttemptAt(MasterTarget target) override;
+  void ShardState(int shard, ShardHealth* out) const override;
 
  private:
+  Node& node() const { return engine_.NodeAt(index_); }
   Engine& engine_;
-  Node& node_;
+  const int index_;
 };
 
 }  // namespace redlock::internal

@@ -43,7 +43,8 @@ void Engine::Subscribe(const std::vector<std::string>& channels) {
     AppendBulk(&cmd, "SUBSCRIBE");
     for (const auto& c : fresh) AppendBulk(&cmd, c);
     // Connections still connecting subscribe to every channel once ready.
-    for (auto& n : nodes_) SubWrite(*n, cmd);
+    // A cluster node listens on one member: PUBLISH reaches every member.
+    for (int i = 0; i < size(); ++i) SubWrite(NodeAt(i), cmd);
   });
 }
 
@@ -64,7 +65,7 @@ void Engine::Unsubscribe(const std::vector<std::string>& channels) {
     AppendArrayHeader(&cmd, gone.size() + 1);
     AppendBulk(&cmd, "UNSUBSCRIBE");
     for (const auto& c : gone) AppendBulk(&cmd, c);
-    for (auto& n : nodes_) SubWrite(*n, cmd);
+    for (int i = 0; i < size(); ++i) SubWrite(NodeAt(i), cmd);
   });
 }
 

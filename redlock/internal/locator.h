@@ -1,10 +1,13 @@
-// Where one node's master is: the engine asks its node's Locator, and each
-// endpoint scheme (scheme.h) brings its own. A static address (redis://,
-// rediss://) knows it from the start; Sentinel discovery (redis+sentinel://,
-// rediss+sentinel://) asks the Sentinels and follows failovers. The engine
-// owns the connections to the master (command and subscriber) and the
-// node's breaker; a locator owns whatever it needs to find the master (the
-// Sentinel connections) and tells the engine through its Host.
+// Where one node's master is, for a key: the engine asks its node's Locator,
+// and each endpoint scheme (scheme.h) brings its own. A static address
+// (redis://, rediss://) knows it from the start; Sentinel discovery
+// (redis+sentinel://, rediss+sentinel://) asks the Sentinels and follows
+// failovers; a Redis Cluster (redis+cluster://) has one master per hash
+// slot, so its locator routes each command by its keys' slot to a
+// connection of its own per master (Routes, Route). The engine owns the
+// connections to the masters (command and subscriber) and their breakers;
+// a locator owns whatever it needs to find them (the Sentinel connections,
+// the slot map) and tells the engine through its Host.
 //
 // Design (docs/design.md 6.8): everything a scheme needs beyond a host and
 // a port lives behind this interface, so the engine has no branch per
@@ -18,14 +21,20 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "redlock/internal/connection.h"
 #include "redlock/internal/reply.h"
+#include "redlock/internal/transport.h"
 #include "redlock/node_status.h"
 
 namespace redlock::internal {
+
+// The masters a node that routes by key may have connections to (a
+// cluster's; Locator::Host::AddShard refuses more).
+inline constexpr int kMaxShardsPerNode = 1024;
 
 // Where to connect to reach a master, and how.
 struct MasterTarget {
@@ -64,6 +73,23 @@ class Locator {
     // The command connection to the master is ready.
     virtual bool MasterConnected() const = 0;
     virtual bool stopping() const = 0;
+
+    // ---- For a locator that routes by key (Routes()) ----
+    // Adds a command connection of this node to another master, which
+    // `locator` (its own: where that master is, what its failure means)
+    // names, and starts connecting it. Returns the engine's index of that
+    // connection, what Route returns for the keys it serves. `name` is how
+    // messages call it.
+    virtual int AddShard(std::unique_ptr<Locator> locator, const std::string& name) = 0;
+    // Sends `command` on the node's own command connection (the locator's
+    // queries); `done` runs on the poller, never inline.
+    virtual void Query(const Command& command, NodeCallback done) = 0;
+    // The next attempt of the node's own command connection, after the
+    // usual backoff, goes to `target` (no reconnection now).
+    virtual void NextAttemptAt(MasterTarget target) = 0;
+    // How the connection at engine index `shard` (AddShard) is doing: fills
+    // the connection fields of *out. Any thread.
+    virtual void ShardState(int shard, ShardHealth* out) const = 0;
   };
 
   virtual ~Locator() = default;
@@ -106,9 +132,30 @@ class Locator {
   // Closes every connection of the locator (shutdown).
   virtual void Close() {}
 
-  // Adds what the locator knows to the node's health (Sentinels). Any
-  // thread.
+  // Adds what the locator knows to the node's health (Sentinels, a
+  // cluster's masters). Any thread.
   virtual void Health(NodeHealth* health) const { (void)health; }
+
+  // ---- Routing by key (a cluster: one master per hash slot) ----
+  // Whether this node's commands go to different masters by their keys.
+  virtual bool Routes() const { return false; }
+  // The engine index of the connection a command for hash slot `slot`
+  // (-1: no key) goes to, or -1 for the node's own connection. With
+  // `asking_at` ("host:port", an ASK redirection), the connection to that
+  // master. Any thread.
+  virtual int Route(int slot, const std::string& asking_at) {
+    (void)slot, (void)asking_at;
+    return -1;
+  }
+  // A master of this node answered "MOVED slot host:port": the slot is
+  // served there from now on. Poller only.
+  virtual void Moved(int slot, const std::string& host, int port) {
+    (void)slot, (void)host, (void)port;
+  }
+  // A master of this node answered "ASK slot host:port" (a migration): the
+  // command goes there once (Route with asking_at), so a connection to that
+  // master must exist, even when it serves no slot yet. Poller only.
+  virtual void Asked(const std::string& host, int port) { (void)host, (void)port; }
 };
 
 }  // namespace redlock::internal

@@ -7,6 +7,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/durability.h"
 #include "redlock/internal/resp.h"
 #include "redlock/internal/scripts.h"
@@ -23,6 +24,18 @@ bool IsNoScript(const absl::StatusOr<Reply>& r) {
   return r.ok() && r->is_error() && absl::StartsWith(r->str, "NOSCRIPT");
 }
 
+// A cluster node's redirections followed per command at most (a map that
+// keeps moving, a slot nobody serves).
+constexpr int kMaxRedirects = 5;
+
+// The reply of a command sent as ASKING then itself: the second reply (or
+// ASKING's own error).
+absl::StatusOr<Reply> AnswerAfterAsking(absl::StatusOr<Reply> r) {
+  if (!r.ok() || r->type != Reply::Type::kArray || r->elements.size() != 2) return r;
+  if (r->elements[0].is_error()) return std::move(r->elements[0]);
+  return std::move(r->elements[1]);
+}
+
 Command ConfirmCommand(const Options::Durability& d) {
   return DurabilityOn(d) ? DurabilityCommand(d) : Command();
 }
@@ -37,10 +50,15 @@ struct NodeCalls::Call {
   OnNoScript noscript = OnNoScript::kFail;
   bool probe = false;              // sent while the node's replicas are lagging
   const Script* script = nullptr;  // the command runs a script
-  Command resend;                  // kResend: the command (empty payload: none)
+  // The command, when it may be sent again: kResend after NOSCRIPT, or to
+  // a cluster node (redirected); empty payload: none.
+  Command resend;
   std::mutex mu;
   Done done;      // empty once delivered
-  int round = 0;  // 0, then 1 once resent
+  int round = 0;  // the sends so far, minus one
+  bool noscript_resent = false;
+  int redirects = 0;    // MOVED and ASK followed
+  bool asking = false;  // the latest send went with ASKING (two replies)
   ConnectionId conn = 0;
   bool write_answered = false;
   bool write_yes = false;
@@ -63,6 +81,7 @@ NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& op
       probe_interval_(std::max(options.breaker_probe_interval, 4 * options.durability.timeout)),
       retry_interval_(std::max(options.breaker_probe_interval, options.node_timeout)),
       max_pending_(options.max_in_flight_per_node),
+      clusters_(ClusterNodes(options, transport->size())),
       nodes_(static_cast<size_t>(transport->size())) {}
 
 NodeCalls::~NodeCalls() = default;
@@ -102,7 +121,9 @@ ConnectionId NodeCalls::Send(int node, const Command& command, const Judge& judg
       return 0;
     }
   }
-  if (noscript == OnNoScript::kResend && command.script != nullptr) call->resend = command;
+  if ((noscript == OnNoScript::kResend && command.script != nullptr) || cluster(node)) {
+    call->resend = command;
+  }
   return SendOnce(call, 0, command);
 }
 
@@ -231,29 +252,85 @@ void NodeCalls::OnConfirmation(int node, const std::shared_ptr<Confirmation>& gr
 }
 
 void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r) {
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    if (round != call->round || !call->done) return;
+    // Sent with ASKING in front: the command's own reply is the second.
+    if (call->asking) r = AnswerAfterAsking(std::move(r));
+  }
+  // A master of a cluster node that does not serve the key's slot (any
+  // more, or not yet: a migration): the command did not run there. It goes
+  // where the node said, at the end of that master's queue, with its own
+  // confirmation; what followed it on the old connection is redirected
+  // behind it in the same way (a release behind its SET), so the order
+  // holds on the new master too.
+  std::optional<Redirect> redirect;
+  if (cluster(call->node) && r.ok() && r->is_error()) redirect = ParseRedirect(r->str);
+  if (redirect.has_value()) {
+    std::optional<Command> again;
+    {
+      std::lock_guard<std::mutex> lock(call->mu);
+      if (round != call->round || !call->done) return;
+      if (call->redirects < kMaxRedirects && !call->resend.payload.empty()) {
+        ++call->redirects;
+        ++call->round;
+        call->asking = redirect->ask;
+        again = call->resend;
+      }
+    }
+    if (again.has_value()) {
+      again->after = 0;
+      again->pinned = false;
+      if (redirect->ask) {
+        // Once, to the master importing the slot.
+        std::string payload;
+        AppendCommand(&payload, {"ASKING"});
+        again->payload.insert(0, payload);
+        again->replies = static_cast<uint16_t>(again->replies + 1);
+        if (again->expect != 0) again->expect |= kExpectStatus;
+        again->asking_at = redirect->address();
+      }
+      SendOnce(call, round + 1, *again);
+      return;
+    }
+    r = absl::UnavailableError(absl::StrCat(
+        "redirected ", kMaxRedirects, " times (last: ", r->str,
+        "): the cluster's slot map keeps changing, or the slot has no master"));
+  }
   const bool noscript = IsNoScript(r);
   // A script refused by the node itself (its ACL or its commands changed
   // since the handshake): the node goes script-free from now on.
   const bool refused = call->script != nullptr && r.ok() && r->is_error() &&
                        RefusesScripting(r->str) && !modes_->scriptless(call->node);
   if (refused) modes_->SetScriptless(call->node, r->str);
-  if (noscript) ReloadScripts(call->node);
+  if (noscript) {
+    ConnectionId on;
+    {
+      std::lock_guard<std::mutex> lock(call->mu);
+      on = call->conn;
+    }
+    ReloadScripts(call->node, on);
+  }
   bool resend = false;
   {
     std::lock_guard<std::mutex> lock(call->mu);
     if (round != call->round || !call->done) return;
-    if ((noscript || refused) && round == 0 && !call->resend.payload.empty()) {
+    if ((noscript || refused) && !call->noscript_resent &&
+        call->noscript == OnNoScript::kResend && !call->resend.payload.empty()) {
       // Its EVAL form (or its script-free form) goes at the end of the
       // queue, with its own confirmation; the WAIT already sent behind this
       // one confirms nothing.
-      call->round = 1;
+      call->noscript_resent = true;
+      ++call->round;
+      call->asking = false;
       resend = true;
     }
   }
   if (resend) {
     Command again = call->resend;
+    again.asking_at.clear();
     if (noscript) again.payload = EvalFallback(again);
-    SendOnce(call, 1, again);
+    SendOnce(call, round + 1, again);
     return;
   }
   if (noscript) {
@@ -334,7 +411,7 @@ void NodeCalls::CountConfirmation(int node, const Vote& confirmation, bool probe
   }
 }
 
-void NodeCalls::ReloadScripts(int node) {
+void NodeCalls::ReloadScripts(int node, ConnectionId on) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     NodeState& s = nodes_[static_cast<size_t>(node)];
@@ -347,6 +424,9 @@ void NodeCalls::ReloadScripts(int node) {
     load.payload = EncodeCommand({"SCRIPT", "LOAD", all[i]->body});
     load.expect = kExpectString;
     load.op = "script load";
+    // Where the NOSCRIPT came from (a cluster node's master; for any other
+    // node its one connection), behind the command that got it.
+    load.after = on;
     NodeCallback done = [](absl::StatusOr<Reply>) {};
     if (i + 1 == all.size()) {
       done = [this, node](absl::StatusOr<Reply>) {

@@ -193,7 +193,9 @@ class NodeCalls {
   // A WAIT's answer, for the node's confirmation breaker (kCancelled: says
   // nothing of the replicas).
   void CountConfirmation(int node, const Vote& confirmation, bool probe);
-  void ReloadScripts(int node);
+  // Loads the scripts again on the connection `on` (which got NOSCRIPT).
+  void ReloadScripts(int node, ConnectionId on);
+  bool cluster(int node) const { return clusters_[static_cast<size_t>(node)]; }
   ConnectionId SendRelease(int node, Pending p, bool eval, Done done);
   // The release was not answered (`answered` false) or was answered with an
   // error: keep it for a retry.
@@ -210,6 +212,7 @@ class NodeCalls {
   const absl::Duration probe_interval_;
   const absl::Duration retry_interval_;
   const size_t max_pending_;
+  const std::vector<bool> clusters_;  // per node: a Redis Cluster
 
   mutable std::mutex mu_;
   std::vector<NodeState> nodes_;

@@ -8,6 +8,7 @@
 namespace redlock::internal {
 
 // Each defined in its scheme_<name>.cc.
+const EndpointScheme& ClusterScheme();
 const EndpointScheme& SentinelScheme();
 const EndpointScheme& StaticScheme();
 
@@ -18,6 +19,7 @@ namespace {
 const std::vector<const EndpointScheme*>& Schemes() {
   static const auto* const all = new std::vector<const EndpointScheme*>{
       &SentinelScheme(),
+      &ClusterScheme(),
       &StaticScheme(),
   };
   return *all;

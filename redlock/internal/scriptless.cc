@@ -99,7 +99,8 @@ bool RefusesScripting(absl::string_view error) {
          absl::StartsWith(e, "err unknown command");
 }
 
-std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes, int node) {
+std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes, int node,
+                                           bool scripts_required) {
   std::vector<HandshakeStep> steps;
   const std::vector<const Script*>& all = AllScripts();
   for (size_t i = 0; i < all.size(); ++i) {
@@ -108,7 +109,13 @@ std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes
     AppendCommand(&load.payload, {"SCRIPT", "LOAD", s->body});
     // Each connection decides afresh (an ACL may have changed): the first
     // load that goes through clears the mark, any refusal sets it.
-    load.check = [s, modes, node, first = i == 0](const Reply& r) -> std::string {
+    load.check = [s, modes, node, first = i == 0, scripts_required](const Reply& r) -> std::string {
+      if (r.is_error() && RefusesScripting(r.str) && scripts_required) {
+        return absl::StrCat(
+            "SCRIPT LOAD refused (", r.str,
+            "): a cluster node must allow scripting (its transactions could not follow a "
+            "key that moves between masters); grant the user @scripting");
+      }
       if (r.is_error() && RefusesScripting(r.str)) {
         // Not a failure: this node gets the script-free path.
         modes->SetScriptless(node, r.str);

@@ -87,9 +87,12 @@ class ScriptingModes {
 bool RefusesScripting(absl::string_view error);
 
 // The handshake steps of `node`: SCRIPT LOAD of every script. A node that
-// refuses them is marked scriptless in `modes` (the connection is fine); one
-// that loads them, as running scripts. Any other error fails the connection.
-std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes, int node);
+// refuses them is marked scriptless in `modes` (the connection is fine),
+// unless `scripts_required` (a cluster node: the connection fails, saying
+// why); one that loads them, as running scripts. Any other error fails the
+// connection.
+std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes, int node,
+                                           bool scripts_required = false);
 
 // A ScriptCommand's keys and arguments (EVALSHA or EVAL form). False when
 // `payload` is not one.

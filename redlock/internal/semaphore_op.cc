@@ -583,6 +583,20 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
 }  // namespace
 
 void StartSemaphoreAcquire(OpContext* ctx, SemaphoreRequest request, PermitCallback done) {
+  if (ctx->has_cluster()) {
+    // One call takes a permit among all K permit keys (and their counters):
+    // on a cluster node they must share a hash slot.
+    std::vector<std::string> keys;
+    for (int i = 0; i < request.permits; ++i) {
+      keys.push_back(ctx->Key(PermitResource(request.resource, i)));
+    }
+    const std::string problem = ctx->ClusterKeysProblem(keys, ctx->options().fencing);
+    if (!problem.empty()) {
+      done(absl::InvalidArgumentError(
+          absl::StrCat("acquire a permit of ", request.resource, ": ", problem)));
+      return;
+    }
+  }
   auto op = std::make_shared<SemaphoreOp>(ctx, std::move(request), std::move(done));
   op->Start();
 }

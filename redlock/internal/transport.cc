@@ -7,6 +7,7 @@
 
 #include <climits>
 
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/resp.h"
 
 namespace redlock::internal {
@@ -29,6 +30,7 @@ Command ScriptCommand(const Script& script, const std::vector<std::string>& keys
   for (const auto& a : args) need += a.size() + 16;
   c.payload.reserve(need);
   c.expect = script.replies;
+  if (!keys.empty()) c.slot = KeySlot(keys[0]);
   AppendArrayHeader(&c.payload, 3 + keys.size() + args.size());
   AppendBulk(&c.payload, "EVALSHA");
   AppendBulk(&c.payload, script.sha);

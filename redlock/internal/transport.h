@@ -59,6 +59,15 @@ struct Command {
   // what it starts can finish (a release run as a transaction, whose second
   // half is sent on the first half's answer).
   bool drain = false;
+  // The hash slot of the command's keys (cluster_slots.h; -1: no key): a
+  // node that is a Redis Cluster sends it to the master of that slot.
+  // ScriptCommand sets it; a command that follows another (`after`) goes
+  // where that one went whatever its slot.
+  int slot = -1;
+  // A node that is a Redis Cluster answered ASK: this one command goes to
+  // that master ("host:port"), its payload starting with ASKING. Empty
+  // otherwise.
+  std::string asking_at;
   // Free-form name for tests and diagnostics ("acquire", "release", ...).
   const char* op = "";
   // The reply types this command can get (reply.h, kExpect*; 0: anything).

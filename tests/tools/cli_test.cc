@@ -23,6 +23,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
+#include "testkit/cluster.h"
 #include "testkit/files.h"
 #include "testkit/fleet.h"
 #include "testkit/gtest_fleet.h"
@@ -433,6 +434,33 @@ TEST_F(CliTest, StatusShowsNodesThatForbidScripting) {
   EXPECT_TRUE(absl::StrContains(j.out, "\"path\":\"transactions\",\"scripting_refused\":\"NOPERM"))
       << j.out;
   EXPECT_TRUE(absl::StrContains(j.out, "\"path\":\"scripts\"")) << j.out;
+}
+
+TEST_F(CliTest, StatusShowsAClusterNodesMasters) {
+  auto cluster = testkit::Cluster::Start({.masters = 3, .replicas_per_master = 0});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  const std::string nodes = (*cluster)->url();
+  Result r = RunCli({"acquire", "--nodes", nodes, "--resource", Res("c"), "--ttl", "30s"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  Result s = RunCli({"status", "--nodes", nodes, Res("c")});
+  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
+  // The summary, the header, the cluster's row, one line per master.
+  ASSERT_EQ(lines.size(), 6u) << s.out;
+  EXPECT_TRUE(absl::StrContains(lines[2], " yes ")) << lines[2];
+  EXPECT_TRUE(absl::StrContains(lines[2], "redis+cluster")) << lines[2];
+  int slots = 0;
+  for (int i = 3; i < 6; ++i) {
+    EXPECT_TRUE(absl::StrContains(lines[i], "  master 127.0.0.1:")) << lines[i];
+    EXPECT_TRUE(absl::StrContains(lines[i], "connected")) << lines[i];
+    slots += std::atoi(lines[i].substr(lines[i].find(": ") + 2).c_str());
+  }
+  EXPECT_EQ(slots, 16384) << s.out;
+  Result j = RunCli({"status", "--json", "--nodes", nodes, Res("c")});
+  ASSERT_EQ(j.exit_code, 0) << Describe(j);
+  EXPECT_TRUE(absl::StrContains(j.out, "\"scheme\":\"redis+cluster\"")) << j.out;
+  EXPECT_TRUE(absl::StrContains(j.out, "\"slots_uncovered\":0")) << j.out;
+  EXPECT_EQ(JsonInt(j.out, "holder_nodes"), 1) << j.out;
 }
 
 TEST_F(CliTest, TlsNodesFromFlagsOrEnvironment) {

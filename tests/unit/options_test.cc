@@ -148,7 +148,8 @@ TEST(ParseEndpoint, UnknownSchemesListTheKnownOnes) {
   absl::StatusOr<Endpoint> ep = ParseEndpoint("redis+tls://h:1");
   ASSERT_FALSE(ep.ok());
   EXPECT_THAT(std::string(ep.status().message()),
-              HasSubstr("expected redis://, rediss://, redis+sentinel://, rediss+sentinel://"));
+              HasSubstr("expected redis://, rediss://, redis+cluster://, rediss+cluster://, "
+                        "redis+sentinel://, rediss+sentinel://"));
 }
 
 TEST(ParseEndpoint, RejectsMalformedSentinelUrls) {

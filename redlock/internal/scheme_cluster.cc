@@ -1,0 +1,87 @@
+// A Redis Cluster as one node: redis+cluster:// (plain) and rediss+cluster://
+// (every member over TLS). The URL names seeds, any members of the cluster;
+// the locator (cluster_locator.cc) learns the slot map from them and routes
+// each command to the master of its keys' slot.
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "redlock/internal/cluster_locator.h"
+#include "redlock/internal/scheme.h"
+
+namespace redlock::internal {
+namespace {
+
+// Seeds one cluster node may list (the first answers; the others are tried
+// in turn when it does not).
+constexpr size_t kMaxSeeds = 64;
+
+class Cluster final : public EndpointScheme {
+ public:
+  std::vector<std::string> UrlSchemes() const override {
+    return {"redis+cluster", "rediss+cluster"};
+  }
+  bool Owns(const Endpoint& e) const override { return e.uses_cluster(); }
+
+  // [[user]:password@]host:port[+host:port...]
+  absl::Status Parse(const UrlParts& url, Endpoint* e) const override {
+    e->tls = url.scheme == "rediss+cluster";
+    if (!url.path.empty()) {
+      return BadEndpoint(url.text,
+                         "a cluster has one database and no master name: nothing may follow "
+                         "the seeds (redis+cluster://host:port+host:port)");
+    }
+    for (absl::string_view one : absl::StrSplit(url.hosts, '+')) {
+      SentinelAddress s;
+      absl::Status st = ParseHostPort(url.text, one, 6379, &s.host, &s.port);
+      if (!st.ok()) return st;
+      e->cluster_seeds.push_back(std::move(s));
+    }
+    e->host.clear();
+    return absl::OkStatus();
+  }
+
+  std::string Check(const Endpoint& e) const override {
+    if (e.uses_sentinel() || !e.sentinels.empty()) {
+      return "a cluster node is found through its seeds, not through Sentinels";
+    }
+    if (e.cluster_seeds.size() > kMaxSeeds) {
+      return absl::StrCat(e.cluster_seeds.size(), " seeds: at most ", kMaxSeeds,
+                          " per cluster node are supported");
+    }
+    for (const SentinelAddress& s : e.cluster_seeds) {
+      if (s.host.empty()) return "a seed has an empty host";
+      if (s.port < 1 || s.port > 65535) return "a seed's port is out of range 1..65535";
+    }
+    if (e.db != 0) return "a cluster has only database 0";
+    return "";
+  }
+
+  std::string Name(const Endpoint& e) const override {
+    std::string out = "cluster:";
+    for (size_t i = 0; i < e.cluster_seeds.size(); ++i) {
+      if (i > 0) out.push_back('+');
+      absl::StrAppend(&out, JoinHostPort(e.cluster_seeds[i].host, e.cluster_seeds[i].port));
+    }
+    return out;
+  }
+  std::string Key(const Endpoint& e) const override { return absl::AsciiStrToLower(Name(e)); }
+
+  std::unique_ptr<Locator> MakeLocator(const Endpoint& e, LocatorEnv env) const override {
+    return MakeClusterLocator(e, std::move(env));
+  }
+};
+
+}  // namespace
+
+const EndpointScheme& ClusterScheme() {
+  static const Cluster* const scheme = new Cluster();
+  return *scheme;
+}
+
+}  // namespace redlock::internal

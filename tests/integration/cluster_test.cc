@@ -1,0 +1,328 @@
+// A Redis Cluster as one node (redis+cluster://): a local cluster of three
+// masters with one replica each (testkit/cluster.h). Locks land on the master
+// of their key's slot; a slot migrated while a lock is held (ASK, then
+// MOVED) and a master killed and replaced by its replica are followed;
+// MultiLock and fencing need keys that share a slot; a fleet mixes a cluster
+// with plain nodes.
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "multilock/multi_lock.h"
+#include "redlock/client.h"
+#include "redlock/internal/cluster_slots.h"
+#include "testkit/cluster.h"
+#include "testkit/gtest_fleet.h"
+
+namespace redlock {
+namespace {
+
+using ::testing::HasSubstr;
+using internal::KeySlot;
+using testkit::Cluster;
+using testkit::Fleet;
+using testkit::RedisValue;
+
+class ClusterTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto cluster = Cluster::Start({.masters = 3, .replicas_per_master = 1});
+    ASSERT_TRUE(cluster.ok()) << cluster.status();
+    cluster_ = *std::move(cluster);
+  }
+
+  Options MakeOptions() {
+    Options o;
+    o.nodes = {cluster_->endpoint()};
+    o.node_timeout = absl::Seconds(1);
+    o.key_prefix =
+        absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
+    return o;
+  }
+
+  std::unique_ptr<Client> MakeClient(Options o) {
+    auto c = Client::Create(std::move(o));
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  // The value of `key` on the member serving its slot ("" when absent).
+  std::string OnItsMaster(const std::string& key) {
+    absl::StatusOr<int> m = cluster_->MasterOf(KeySlot(key));
+    if (!m.ok()) return "(" + std::string(m.status().message()) + ")";
+    absl::StatusOr<RedisValue> v = cluster_->fleet().Command(*m, {"GET", key});
+    return v.ok() && v->type == RedisValue::Type::kString ? v->str : "";
+  }
+
+  // Retries (bounded) while the client follows a change of the cluster.
+  static absl::StatusOr<Lease> AcquireWithin(Client& client, const std::string& resource,
+                                             absl::Duration budget) {
+    absl::StatusOr<Lease> r = absl::UnknownError("not tried");
+    const absl::Time end = absl::Now() + budget;
+    for (int i = 0; i < 2000 && absl::Now() < end; ++i) {
+      r = client.TryAcquire(resource, absl::Seconds(10));
+      if (r.ok() || absl::IsAborted(r.status())) break;
+      absl::SleepFor(absl::Milliseconds(20));
+    }
+    return r;
+  }
+
+  std::unique_ptr<Cluster> cluster_;
+};
+
+TEST_F(ClusterTest, LocksLandOnTheMasterOfTheirSlot) {
+  Options o = MakeOptions();
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  auto other = MakeClient(o);
+  ASSERT_NE(other, nullptr);
+  // Resources spread over every master.
+  std::vector<Lease> leases;
+  std::vector<int> per_master(3, 0);
+  for (int i = 0; i < 30; ++i) {
+    const std::string resource = absl::StrCat("res", i);
+    absl::StatusOr<Lease> l = c->TryAcquire(resource, absl::Seconds(10));
+    REDLOCK_ASSERT_OK(l.status());
+    const std::string key = o.key_prefix + resource;
+    EXPECT_EQ(OnItsMaster(key), l->token()) << key;
+    absl::StatusOr<int> m = cluster_->MasterOf(KeySlot(key));
+    REDLOCK_ASSERT_OK(m.status());
+    ++per_master[static_cast<size_t>(*m)];
+    EXPECT_EQ(other->TryAcquire(resource, absl::Seconds(10)).status().code(),
+              absl::StatusCode::kAborted);
+    leases.push_back(*std::move(l));
+  }
+  for (int n : per_master) EXPECT_GT(n, 0);
+  for (Lease& l : leases) {
+    absl::StatusOr<Lease> e = c->Extend(l, absl::Seconds(20));
+    REDLOCK_ASSERT_OK(e.status());
+    absl::StatusOr<int> m = cluster_->MasterOf(KeySlot(o.key_prefix + l.resource()));
+    REDLOCK_ASSERT_OK(m.status());
+    absl::StatusOr<RedisValue> ttl =
+        cluster_->fleet().Command(*m, {"PTTL", o.key_prefix + l.resource()});
+    REDLOCK_ASSERT_OK(ttl.status());
+    EXPECT_GT(ttl->integer, 10000);
+    REDLOCK_EXPECT_OK(c->Release(*e));
+  }
+  for (Lease& l : leases) EXPECT_EQ(OnItsMaster(o.key_prefix + l.resource()), "");
+}
+
+TEST_F(ClusterTest, HealthShowsEveryMasterAndItsSlots) {
+  auto c = MakeClient(MakeOptions());
+  ASSERT_NE(c, nullptr);
+  std::vector<NodeHealth> h = c->Health();
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].scheme, "redis+cluster");
+  EXPECT_TRUE(testkit::Eventually([&] { return c->Health()[0].connected; }, true,
+                                  absl::Seconds(5)));
+  h = c->Health();
+  ASSERT_EQ(h[0].shards.size(), 3u);
+  int slots = 0;
+  for (const ShardHealth& s : h[0].shards) {
+    EXPECT_TRUE(s.connected) << s.address << ": " << s.last_error;
+    slots += s.slots;
+  }
+  EXPECT_EQ(slots, 16384);
+  EXPECT_EQ(h[0].slots_uncovered, 0);
+}
+
+TEST_F(ClusterTest, AFleetMixesAClusterWithPlainNodes) {
+  REDLOCK_REQUIRE_REDIS();
+  auto plain = Fleet::Start({.nodes = 2});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  Options o = MakeOptions();
+  o.nodes = {cluster_->endpoint(), (*plain)->endpoint(0), (*plain)->endpoint(1)};
+  auto a = MakeClient(o);
+  auto b = MakeClient(o);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  absl::StatusOr<Lease> l = a->TryAcquire("mixed", absl::Seconds(10));
+  REDLOCK_ASSERT_OK(l.status());
+  EXPECT_EQ(OnItsMaster(o.key_prefix + "mixed"), l->token());
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<RedisValue> v = (*plain)->Command(i, {"GET", o.key_prefix + "mixed"});
+    REDLOCK_ASSERT_OK(v.status());
+    EXPECT_EQ(v->str, l->token());
+  }
+  EXPECT_EQ(b->TryAcquire("mixed", absl::Seconds(10)).status().code(),
+            absl::StatusCode::kAborted);
+  // The cluster and one plain node are a quorum of the three.
+  REDLOCK_ASSERT_OK((*plain)->Kill(1));
+  REDLOCK_ASSERT_OK(a->Release(*l));
+  REDLOCK_EXPECT_OK(b->TryAcquire("mixed", absl::Seconds(10)).status());
+}
+
+TEST_F(ClusterTest, AMultiLockSetNeedsACommonHashTag) {
+  Options o = MakeOptions();
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  MultiLock multi(c.get());
+  absl::StatusOr<MultiLease> together = multi.TryAcquire({"{order42}:a", "{order42}:b"},
+                                                         absl::Seconds(10));
+  REDLOCK_ASSERT_OK(together.status());
+  EXPECT_FALSE(OnItsMaster(o.key_prefix + "{order42}:a").empty());
+  EXPECT_FALSE(OnItsMaster(o.key_prefix + "{order42}:b").empty());
+  REDLOCK_EXPECT_OK(multi.Release(*together));
+
+  // Two slots: refused before anything is sent, saying what to do.
+  ASSERT_NE(KeySlot(o.key_prefix + "apart-a"), KeySlot(o.key_prefix + "apart-b"));
+  absl::StatusOr<MultiLease> apart = multi.TryAcquire({"apart-a", "apart-b"}, absl::Seconds(10));
+  EXPECT_EQ(apart.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(apart.status().message()), HasSubstr("hash tag"));
+  EXPECT_EQ(OnItsMaster(o.key_prefix + "apart-a"), "");
+  EXPECT_EQ(OnItsMaster(o.key_prefix + "apart-b"), "");
+}
+
+TEST_F(ClusterTest, FencingKeepsTheCounterInItsResourcesSlot) {
+  Options o = MakeOptions();
+  o.fencing = true;
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  uint64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    absl::StatusOr<Lease> l = c->TryAcquire("{acct7}", absl::Seconds(10));
+    REDLOCK_ASSERT_OK(l.status());
+    EXPECT_GT(l->fencing_token(), last);
+    last = l->fencing_token();
+    REDLOCK_ASSERT_OK(c->Release(*l));
+  }
+  EXPECT_EQ(OnItsMaster(o.key_prefix + "{acct7}:fence"), std::to_string(last));
+  // Without a hash tag the counter would be in another slot.
+  absl::StatusOr<Lease> untagged = c->TryAcquire("acct8", absl::Seconds(10));
+  EXPECT_EQ(untagged.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(untagged.status().message()), HasSubstr("hash tag"));
+  // Inspect reads the counter on the cluster too.
+  absl::StatusOr<std::vector<NodeView>> views = c->Inspect("{acct7}");
+  REDLOCK_ASSERT_OK(views.status());
+  ASSERT_EQ(views->size(), 1u);
+  REDLOCK_EXPECT_OK((*views)[0].status);
+  EXPECT_EQ((*views)[0].fence_counter, last);
+}
+
+TEST_F(ClusterTest, ASlotMigratedWhileALockIsHeldKeepsItsHolder) {
+  Options o = MakeOptions();
+  auto holder = MakeClient(o);
+  auto other = MakeClient(o);
+  ASSERT_NE(holder, nullptr);
+  ASSERT_NE(other, nullptr);
+  const std::string held_key = o.key_prefix + "{mig}held";
+  const int slot = KeySlot(held_key);
+  absl::StatusOr<int> from = cluster_->MasterOf(slot);
+  REDLOCK_ASSERT_OK(from.status());
+  const int to = (*from + 1) % cluster_->masters();
+  absl::StatusOr<Lease> held = holder->TryAcquire("{mig}held", absl::Seconds(20));
+  REDLOCK_ASSERT_OK(held.status());
+
+  // Migrating: the held key is still at the source, a new key of the slot
+  // goes to the target (ASK, followed with ASKING).
+  REDLOCK_ASSERT_OK(cluster_->BeginMigration(slot, *from, to));
+  EXPECT_EQ(other->TryAcquire("{mig}held", absl::Seconds(10)).status().code(),
+            absl::StatusCode::kAborted);
+  absl::StatusOr<Lease> fresh = other->TryAcquire("{mig}fresh", absl::Seconds(20));
+  REDLOCK_ASSERT_OK(fresh.status());
+  absl::StatusOr<RedisValue> src = cluster_->fleet().Command(*from, {"EXISTS", held_key});
+  REDLOCK_ASSERT_OK(src.status());
+  EXPECT_EQ(src->integer, 1);
+
+  // Migrated: every key at the target, the slot there (MOVED from now on).
+  REDLOCK_ASSERT_OK(cluster_->FinishMigration(slot, *from, to));
+  EXPECT_EQ(OnItsMaster(held_key), held->token());
+  EXPECT_EQ(OnItsMaster(o.key_prefix + "{mig}fresh"), fresh->token());
+  EXPECT_EQ(other->TryAcquire("{mig}held", absl::Seconds(10)).status().code(),
+            absl::StatusCode::kAborted);
+  absl::StatusOr<Lease> extended = holder->Extend(*held, absl::Seconds(30));
+  REDLOCK_ASSERT_OK(extended.status());
+  REDLOCK_ASSERT_OK(holder->Release(*extended));
+  REDLOCK_ASSERT_OK(other->Release(*fresh));
+  EXPECT_EQ(OnItsMaster(held_key), "");
+  EXPECT_EQ(OnItsMaster(o.key_prefix + "{mig}fresh"), "");
+  REDLOCK_EXPECT_OK(other->TryAcquire("{mig}held", absl::Seconds(10)).status());
+}
+
+TEST_F(ClusterTest, AMasterKilledIsReplacedByItsReplica) {
+  Options o = MakeOptions();
+  o.node_timeout = absl::Milliseconds(200);
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  // A resource served by master 0.
+  std::string resource;
+  for (int i = 0; i < 1000 && resource.empty(); ++i) {
+    const std::string r = absl::StrCat("fo", i);
+    absl::StatusOr<int> m = cluster_->MasterOf(KeySlot(o.key_prefix + r));
+    if (m.ok() && *m == 0) resource = r;
+  }
+  ASSERT_FALSE(resource.empty());
+  absl::StatusOr<Lease> before = c->TryAcquire(resource, absl::Seconds(1));
+  REDLOCK_ASSERT_OK(before.status());
+  REDLOCK_ASSERT_OK(c->Release(*before));
+
+  absl::StatusOr<int> promoted = cluster_->KillMaster(0);
+  REDLOCK_ASSERT_OK(promoted.status());
+  absl::StatusOr<Lease> after = AcquireWithin(*c, resource, absl::Seconds(15));
+  REDLOCK_ASSERT_OK(after.status());
+  absl::StatusOr<RedisValue> v =
+      cluster_->fleet().Command(*promoted, {"GET", o.key_prefix + resource});
+  REDLOCK_ASSERT_OK(v.status());
+  EXPECT_EQ(v->str, after->token());
+  EXPECT_TRUE(testkit::Eventually(
+      [&] {
+        for (const ShardHealth& s : c->Health()[0].shards) {
+          if (s.address == cluster_->fleet().address(*promoted)) return s.connected;
+        }
+        return false;
+      },
+      true, absl::Seconds(10)));
+  REDLOCK_EXPECT_OK(c->Release(*after));
+}
+
+TEST_F(ClusterTest, AReleaseWakesAWaiterThroughTheCluster) {
+  Options o = MakeOptions();
+  o.retry_delay = absl::Seconds(5);  // polling would take seconds
+  o.retry_jitter = absl::ZeroDuration();
+  auto a = MakeClient(o);
+  auto b = MakeClient(o);
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  absl::StatusOr<Lease> held = a->TryAcquire("wake", absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held.status());
+  std::atomic<bool> got{false};
+  absl::Time acquired_at;
+  std::thread waiter([&] {
+    absl::StatusOr<Lease> l = b->Acquire("wake", absl::Seconds(10), absl::Seconds(20));
+    acquired_at = absl::Now();
+    got = l.ok();
+  });
+  // Let the waiter fail its first attempt and subscribe.
+  absl::SleepFor(absl::Milliseconds(300));
+  const absl::Time released_at = absl::Now();
+  REDLOCK_ASSERT_OK(a->Release(*held));
+  waiter.join();
+  EXPECT_TRUE(got.load());
+  EXPECT_LT(acquired_at - released_at, absl::Seconds(2));
+}
+
+TEST_F(ClusterTest, APlainServerNamedAsAClusterSaysSo) {
+  auto plain = Fleet::Start({.nodes = 1});
+  ASSERT_TRUE(plain.ok()) << plain.status();
+  absl::StatusOr<Endpoint> ep =
+      ParseEndpoint(absl::StrCat("redis+cluster://", (*plain)->address(0)));
+  REDLOCK_ASSERT_OK(ep.status());
+  Options o;
+  o.nodes = {*ep};
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  absl::StatusOr<Lease> l = c->TryAcquire("x", absl::Seconds(5));
+  EXPECT_EQ(l.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(c->Health()[0].last_error, HasSubstr("cluster support disabled"));
+}
+
+}  // namespace
+}  // namespace redlock
