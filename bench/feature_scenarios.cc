@@ -1,7 +1,8 @@
 // The scenarios that compare the library with one of its features on and
-// off: `fencing`, `scriptless` (nodes that forbid scripting), `multilock`
-// (MultiLock in both modes), `observer` (a MetricsCollector attached) and
-// `durability` (the WAIT vote on replicated nodes).
+// off: `fencing`, `scriptless` (nodes that forbid scripting), `cluster` (a
+// Redis Cluster as a node), `multilock` (MultiLock in both modes), `observer`
+// (a MetricsCollector attached) and `durability` (the WAIT vote on replicated
+// nodes).
 
 #include <algorithm>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "redlock/client.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/metrics.h"
+#include "testkit/cluster.h"
 #include "testkit/redis.h"
 #include "testkit/replication.h"
 
@@ -137,6 +139,39 @@ void RunScriptless(Context& ctx, int n, GroupResult* g) {
     OnOffNote(g, "", "mixed", callers, "with every other node forbidding scripting");
   }
   for (const Endpoint& ep : eps) (void)testkit::RunCommand(ep, {"ACL", "DELUSER", user});
+}
+
+// A Redis Cluster as node 0 (redis+cluster://, a local cluster of three
+// masters started for the group) against the plain node that is node 0
+// otherwise: what routing by slot to a master among several costs.
+void RunCluster(Context& ctx, int n, GroupResult* g) {
+  absl::StatusOr<std::unique_ptr<testkit::Cluster>> cluster =
+      testkit::Cluster::Start({.masters = 3, .replicas_per_master = 0});
+  if (!cluster.ok()) {
+    ctx.harness_errors.push_back(
+        absl::StrCat(g->scenario, " N=", n, ": starting a cluster: ", cluster.status().ToString()));
+    g->skipped = true;
+    g->skip_reason = absl::StrCat("no cluster: ", cluster.status().ToString());
+    return;
+  }
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  std::vector<Endpoint> with_cluster = eps;
+  with_cluster[0] = (*cluster)->endpoint();
+  g->title = "node 0 a Redis Cluster of 3 masters (redis+cluster://) vs a plain node";
+  CommonSettings(ctx, g);
+  AddSetting(g, "cluster", "3 masters, no replica, started for the group");
+  g->rows.push_back(FloorRow(ctx, eps));
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec plain;
+    plain.callers = callers;
+    g->rows.push_back(LibraryRow(ctx, eps, plain));
+    LibrarySpec on_cluster;
+    on_cluster.impl = "library cluster node";
+    on_cluster.variant = "cluster";
+    on_cluster.callers = callers;
+    g->rows.push_back(LibraryRow(ctx, with_cluster, on_cluster));
+    OnOffNote(g, "", "cluster", callers, "with node 0 a cluster");
+  }
 }
 
 void RunMultiLock(Context& ctx, int n, GroupResult* g) {

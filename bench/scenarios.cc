@@ -80,6 +80,13 @@ const std::vector<Scenario>& AllScenarios() {
        .smoke_ns = {3},
        .quick_ns = {5},
        .full_ns = {1, 3, 5}},
+      {.name = "cluster",
+       .description = "node 0 a Redis Cluster of 3 masters (redis+cluster://, started for the "
+                      "group) vs a plain node: 1 and many callers",
+       .run = RunCluster,
+       .smoke_ns = {1},
+       .quick_ns = {1, 3},
+       .full_ns = {1, 3, 5}},
       {.name = "multilock",
        .description = "MultiLock over 3 resources, quorum and all-nodes modes",
        .run = RunMultiLock,

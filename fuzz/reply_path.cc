@@ -179,9 +179,6 @@ class ReplayTransport final : public internal::Transport {
     }
     return false;
   }
-  void AwaitSync(const std::shared_ptr<internal::SyncWaiter>& waiter) override {
-    REDLOCK_FUZZ_CHECK(waiter->ready(), "no blocking call in the fuzz target");
-  }
   void DeliverToUser(absl::AnyInvocable<void()> fn) override { fn(); }
   bool InTransportThread() const override { return in_callback_ > 0; }
   bool stopping() const override { return stopping_; }

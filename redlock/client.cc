@@ -69,9 +69,11 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
           absl::StrCat("nodes[", i, "] ", options.nodes[i].ToString(), ": ", unverified[i]));
     }
   }
-  REDLOCK_RETURN_IF_ERROR(internal::CheckDurabilitySupport(*engine, options.durability));
-  return std::unique_ptr<Client>(new internal::ClientImpl(
-      std::move(options), std::move(engine), internal::SteadyClock::Get(), std::move(modes)));
+  REDLOCK_RETURN_IF_ERROR(internal::CheckDurabilitySupport(*engine, *engine, options.durability));
+  internal::Blocking* blocking = engine.get();
+  return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),
+                                                          internal::SteadyClock::Get(),
+                                                          std::move(modes), blocking));
 }
 
 }  // namespace redlock

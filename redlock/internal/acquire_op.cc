@@ -435,6 +435,12 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
 
   void SetResultLocked(absl::StatusOr<std::vector<Lease>> result, Outcome::Kind kind) {
     phase_ = Phase::kDone;
+    // A success says nothing more to a caller without an observer: its
+    // Outcome (every node's name and detail) is not built.
+    if (result.ok() && ctx_->observer() == nullptr) {
+      result_.emplace(std::move(result));
+      return;
+    }
     // The outcome of the whole call, with its last round per node.
     std::vector<NodeResult> results;
     results.reserve(nodes_.size());

@@ -30,8 +30,9 @@ LeasesCallback Single(Client::LeaseCallback done) {
 }  // namespace
 
 ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-                       std::shared_ptr<ScriptingModes> modes)
-    : ctx_(std::move(options), std::move(transport), clock, std::move(modes)) {}
+                       std::shared_ptr<ScriptingModes> modes, Blocking* blocking)
+    : ctx_(std::move(options), std::move(transport), clock, std::move(modes)),
+      blocking_(blocking) {}
 
 ClientImpl::~ClientImpl() { ctx_.Shutdown(); }
 

@@ -15,6 +15,7 @@
 #include "redlock/internal/clock.h"
 #include "redlock/internal/context.h"
 #include "redlock/internal/keys_op.h"
+#include "redlock/internal/sync_waiter.h"
 #include "redlock/internal/transport.h"
 
 namespace redlock::internal {
@@ -51,8 +52,12 @@ class ClientImpl final : public Client {
   // `clock` must outlive the client.
   // `modes`: which nodes forbid scripting, as the engine's handshakes find
   // (scriptless.h; null: none).
+  // `blocking`: what synchronous calls wait on (the engine, which is also
+  // `transport`); null for a transport no caller can wait on (unit tests'
+  // fake nodes): a blocking call that is not decided at once then fails
+  // with kFailedPrecondition.
   ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-             std::shared_ptr<ScriptingModes> modes = nullptr);
+             std::shared_ptr<ScriptingModes> modes = nullptr, Blocking* blocking = nullptr);
   ~ClientImpl() override;
 
   using Client::Acquire;
@@ -110,6 +115,7 @@ class ClientImpl final : public Client {
                   std::optional<absl::Duration> wait, const StopToken& stop, LeaseCallback done);
 
   OpContext ctx_;
+  Blocking* const blocking_;
 };
 
 template <typename T, typename StartFn>
@@ -121,7 +127,12 @@ T ClientImpl::Block(StartFn start) {
   }
   auto waiter = std::make_shared<Waiter<T>>();
   start([waiter](T value) { waiter->Set(std::move(value)); });
-  ctx_.transport().AwaitSync(waiter);
+  if (blocking_ != nullptr) {
+    blocking_->AwaitSync(waiter);
+  } else if (!waiter->ready()) {
+    return absl::FailedPreconditionError(
+        "this client's transport cannot be waited on: use the *Async forms");
+  }
   return waiter->Take();
 }
 

@@ -76,7 +76,8 @@ Vote DurabilityVote(const absl::StatusOr<Reply>& r, const Options::Durability& d
                            "fsynced on only ", Replicas(replicas), " of ", d.replicas, within)};
 }
 
-absl::Status CheckDurabilitySupport(Transport& transport, const Options::Durability& d) {
+absl::Status CheckDurabilitySupport(NodeIo& transport, Blocking& blocking,
+                                    const Options::Durability& d) {
   if (!DurabilityOn(d) || !d.fsync) return absl::OkStatus();
   struct State : SyncWaiter {
     std::mutex mu;
@@ -102,7 +103,7 @@ absl::Status CheckDurabilitySupport(Transport& transport, const Options::Durabil
       if (last) state->SetReady();
     });
   }
-  transport.AwaitSync(state);
+  blocking.AwaitSync(state);
   std::lock_guard<std::mutex> lock(state->mu);
   for (int i = 0; i < n; ++i) {
     const absl::StatusOr<Reply>& r = state->replies[static_cast<size_t>(i)];

@@ -8,6 +8,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "redlock/internal/reply.h"
+#include "redlock/internal/sync_waiter.h"
 #include "redlock/internal/transport.h"
 #include "redlock/internal/votes.h"
 #include "redlock/options.h"
@@ -33,7 +34,8 @@ Vote DurabilityVote(const absl::StatusOr<Reply>& r, const Options::Durability& d
 // the first node that answered without it. Nodes that do not answer are not
 // judged (their votes will say). OK at once without d.fsync.
 // REQUIRES: not called from the transport's thread.
-absl::Status CheckDurabilitySupport(Transport& transport, const Options::Durability& d);
+absl::Status CheckDurabilitySupport(NodeIo& transport, Blocking& blocking,
+                                    const Options::Durability& d);
 
 }  // namespace redlock::internal
 

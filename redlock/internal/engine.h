@@ -68,6 +68,7 @@
 #include "absl/time/time.h"
 #include "redlock/internal/connection.h"
 #include "redlock/internal/locator.h"
+#include "redlock/internal/sync_waiter.h"
 #include "redlock/internal/transport.h"
 #include "redlock/node_status.h"
 #include "redlock/observer.h"
@@ -77,7 +78,7 @@ namespace redlock::internal {
 
 class TlsContext;  // tls_stream.h
 
-class Engine final : public Transport {
+class Engine final : public Transport, public Blocking {
  public:
   struct Config {
     std::vector<Endpoint> nodes;

@@ -283,6 +283,37 @@ TEST_F(ClusterTest, AMasterKilledIsReplacedByItsReplica) {
   REDLOCK_EXPECT_OK(c->Release(*after));
 }
 
+TEST_F(ClusterTest, TheDurabilityVoteWaitsForTheKeysMastersReplica) {
+  Options o = MakeOptions();
+  o.durability.replicas = 1;
+  o.durability.timeout = absl::Milliseconds(200);
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  // Two resources on master 0 and master 1.
+  std::string on0, on1;
+  for (int i = 0; i < 1000 && (on0.empty() || on1.empty()); ++i) {
+    const std::string r = absl::StrCat("dur", i);
+    absl::StatusOr<int> m = cluster_->MasterOf(KeySlot(o.key_prefix + r));
+    if (m.ok() && *m == 0 && on0.empty()) on0 = r;
+    if (m.ok() && *m == 1 && on1.empty()) on1 = r;
+  }
+  absl::StatusOr<Lease> l = c->TryAcquire(on0, absl::Seconds(10));
+  REDLOCK_ASSERT_OK(l.status());
+  REDLOCK_ASSERT_OK(c->Release(*l));
+  // Master 0's replica stops: its keys cannot be confirmed; master 1's can.
+  const int replica0 = cluster_->masters();
+  REDLOCK_ASSERT_OK(cluster_->fleet().Stop(replica0));
+  absl::StatusOr<Lease> unconfirmed = c->TryAcquire(on0, absl::Seconds(10));
+  EXPECT_EQ(unconfirmed.status().code(), absl::StatusCode::kUnavailable) << unconfirmed.status();
+  EXPECT_EQ(testkit::Eventually([&] { return OnItsMaster(o.key_prefix + on0); }, std::string(),
+                                absl::Seconds(2)),
+            "")
+      << "the unconfirmed grant is taken back";
+  absl::StatusOr<Lease> confirmed = c->TryAcquire(on1, absl::Seconds(10));
+  REDLOCK_EXPECT_OK(confirmed.status());
+  REDLOCK_ASSERT_OK(cluster_->fleet().Continue(replica0));
+}
+
 TEST_F(ClusterTest, AReleaseWakesAWaiterThroughTheCluster) {
   Options o = MakeOptions();
   o.retry_delay = absl::Seconds(5);  // polling would take seconds

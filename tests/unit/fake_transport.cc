@@ -40,6 +40,12 @@ FakeNode::FakeNode() {
 Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint now) {
   if (!forced_error.empty()) return Reply::Error(forced_error);
   const std::string& cmd = argv[0];
+  if (!refuse_next.empty() && cmd != "WAIT" && cmd != "WAITAOF") {
+    std::string error = std::move(refuse_next.front());
+    refuse_next.pop_front();
+    log.push_back(error.substr(0, error.find(' ')));
+    return Reply::Error(std::move(error));
+  }
   if (cmd == "SET") {
     log.push_back("SET");
     // SET key value NX PX ms

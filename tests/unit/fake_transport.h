@@ -8,13 +8,15 @@
 //
 //   FakeClock clock;
 //   auto* t = new FakeTransport(5, &clock);
-//   ClientImpl client(options, std::unique_ptr<Transport>(t), &clock, nullptr);
+//   ClientImpl client(options, std::unique_ptr<Transport>(t), &clock);
 //   client.TryAcquireAsync("r", absl::Seconds(10), [&](auto lease) { ... });
 //   t->AnswerAll(0);        // node 0 executes and replies to what it has
 //   t->TimeOutAll(3);       // node 3's pending requests time out
 //
 // Everything runs on the test thread; callbacks run inside Answer*/TimeOut*/
-// AdvanceTo, which count as "the transport thread".
+// AdvanceTo, which count as "the transport thread". No caller can block on
+// it (it is no internal::Blocking): a blocking call of a ClientImpl over it
+// returns what is decided at once (bad input), else kFailedPrecondition.
 
 #ifndef REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_
 #define REDLOCK_TESTS_UNIT_FAKE_TRANSPORT_H_
@@ -67,6 +69,10 @@ class FakeNode {
   std::vector<std::string> published;
   // When set, every command returns this error reply (READONLY, LOADING...).
   std::string forced_error;
+  // The next commands other than WAIT and WAITAOF answer these error replies,
+  // one each, without running (a cluster master answering MOVED for a slot
+  // it no longer serves).
+  std::deque<std::string> refuse_next;
   // Replicas that have every write at once: what WAIT answers, and WAITAOF's
   // second number (Options::durability). A test lowers it to model a replica
   // that is down or lagging.
@@ -124,14 +130,6 @@ class FakeTransport final : public internal::Transport {
   TimerId RunAfter(absl::Duration delay, absl::AnyInvocable<void()> fn) override;
   bool Cancel(TimerId id) override;
   bool InTransportThread() const override { return in_callback_ > 0; }
-  // Unit tests drive everything from one thread with the async API; a
-  // blocking call would wait for replies only the test can give.
-  void AwaitSync(const std::shared_ptr<internal::SyncWaiter>& waiter) override {
-    if (!waiter->ready()) {
-      std::fprintf(stderr, "FakeTransport: blocking calls are not supported in unit tests\n");
-      std::abort();
-    }
-  }
   void DeliverToUser(absl::AnyInvocable<void()> fn) override { fn(); }
   bool stopping() const override { return stopping_; }
   void Shutdown() override;

@@ -31,13 +31,19 @@ using SetResult = std::shared_ptr<std::optional<absl::StatusOr<std::vector<Lease
 
 class NodeCallsTest : public ::testing::Test {
  protected:
-  void Make(int nodes, Options o = Options()) {
+  // `o` gets `nodes` plain fake endpoints.
+  void Make(int nodes, Options& o) {
     o.nodes.clear();
     for (int i = 0; i < nodes; ++i) {
       Endpoint ep;
       ep.host = "fake" + std::to_string(i);
       o.nodes.push_back(ep);
     }
+    MakeWith(nodes, o);
+  }
+  void Make(int nodes, Options&& o = Options()) { Make(nodes, o); }
+  // With the endpoints `o` has.
+  void MakeWith(int nodes, const Options& o) {
     ASSERT_TRUE(ValidateOptions(o).ok()) << ValidateOptions(o);
     client_.reset();
     transport_ = new FakeTransport(nodes, &clock_);
@@ -158,6 +164,63 @@ TEST_F(NodeCallsTest, AnExtensionThatGetsNoscriptCountsOnlyTheWaitBehindItsOwnRu
   for (int i = 0; i < 3; ++i) {
     EXPECT_THAT(transport_->node(i).log, Contains("extend")) << "sent again as EVAL";
   }
+}
+
+TEST_F(NodeCallsTest, AWriteRedirectedByAClusterCountsOnlyTheWaitBehindItsNewCopy) {
+  // Every node a cluster whose master answers MOVED to the extension (it did
+  // not run it there); the replicas stop after acknowledging everything. The
+  // WAIT pipelined behind the redirected copy answers at once: it followed
+  // no write, and must confirm none; the copy sent again gets its own.
+  Options o = Durable();
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) {
+    o.nodes[static_cast<size_t>(i)].host.clear();
+    o.nodes[static_cast<size_t>(i)].cluster_seeds = {{"fake" + std::to_string(i), 1}};
+  }
+  MakeWith(3, o);
+  Lease lease = Acquired("r");
+  for (int i = 0; i < 3; ++i) {
+    transport_->node(i).replica_stalled = true;
+    transport_->node(i).refuse_next.push_back("MOVED 7 fake" + std::to_string(i) + ":2");
+  }
+  std::optional<absl::StatusOr<Lease>> ext;
+  client_->ExtendAsync(lease, absl::Seconds(20),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->status().code(), absl::StatusCode::kUnavailable) << ext->status();
+  EXPECT_THAT(std::string(ext->status().message()), HasSubstr("0 replicas of 1 confirmed"));
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(transport_->node(i).log, Contains("MOVED"));
+    EXPECT_THAT(transport_->node(i).log, Contains("extend")) << "sent again where it was moved";
+  }
+  // Without stalled replicas, the redirected extension succeeds.
+  for (int i = 0; i < 3; ++i) {
+    transport_->node(i).replica_stalled = false;
+    transport_->node(i).unacknowledged = false;
+    transport_->node(i).refuse_next.push_back("MOVED 7 fake" + std::to_string(i) + ":2");
+  }
+  ext.reset();
+  client_->ExtendAsync(lease, absl::Seconds(20),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_TRUE(ext->ok()) << ext->status();
+}
+
+TEST_F(NodeCallsTest, ARedirectionIsFollowedAFewTimesThenIsANo) {
+  Options o;
+  Make(1, o);
+  o.nodes[0].host.clear();
+  o.nodes[0].cluster_seeds = {{"fake0", 1}};
+  MakeWith(1, o);
+  for (int k = 0; k < 10; ++k) transport_->node(0).refuse_next.push_back("MOVED 7 fake0:2");
+  Result out = TryAcquire("r");
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("redirected 5 times"));
+  EXPECT_FALSE(HasKey(0, "r"));
 }
 
 // ---- Confirmations -------------------------------------------------------------------

@@ -1,4 +1,4 @@
-#include "redlock/internal/transport.h"
+#include "redlock/internal/sync_waiter.h"
 
 #include <linux/futex.h>
 #include <sys/syscall.h>
@@ -7,54 +7,7 @@
 
 #include <climits>
 
-#include "redlock/internal/cluster_slots.h"
-#include "redlock/internal/resp.h"
-
 namespace redlock::internal {
-namespace {
-
-// Length of the RESP array header ("*<n>\r\n") at the start of `payload`.
-size_t ArrayHeaderLength(absl::string_view payload) {
-  size_t pos = payload.find("\r\n");
-  return pos == absl::string_view::npos ? 0 : pos + 2;
-}
-
-}  // namespace
-
-Command ScriptCommand(const Script& script, const std::vector<std::string>& keys,
-                      const std::vector<std::string>& args) {
-  Command c;
-  c.script = &script;
-  size_t need = 96 + script.sha.size();
-  for (const auto& k : keys) need += k.size() + 16;
-  for (const auto& a : args) need += a.size() + 16;
-  c.payload.reserve(need);
-  c.expect = script.replies;
-  if (!keys.empty()) c.slot = KeySlot(keys[0]);
-  AppendArrayHeader(&c.payload, 3 + keys.size() + args.size());
-  AppendBulk(&c.payload, "EVALSHA");
-  AppendBulk(&c.payload, script.sha);
-  char num[24];
-  int len = snprintf(num, sizeof(num), "%zu", keys.size());
-  AppendBulk(&c.payload, absl::string_view(num, static_cast<size_t>(len)));
-  for (const auto& k : keys) AppendBulk(&c.payload, k);
-  for (const auto& a : args) AppendBulk(&c.payload, a);
-  return c;
-}
-
-std::string EvalFallback(const Command& command) {
-  absl::string_view p = command.payload;
-  size_t header = ArrayHeaderLength(p);
-  std::string evalsha_part;
-  AppendBulk(&evalsha_part, "EVALSHA");
-  AppendBulk(&evalsha_part, command.script->sha);
-  std::string out(p.substr(0, header));
-  AppendBulk(&out, "EVAL");
-  AppendBulk(&out, command.script->body);
-  absl::string_view rest = p.substr(header + evalsha_part.size());
-  out.append(rest.data(), rest.size());
-  return out;
-}
 
 namespace {
 
