@@ -281,7 +281,7 @@ void DriveClient(uint8_t choice, const Framed& framed) {
     transport->RunUntil([&] { return one.has_value(); });
 
     std::optional<absl::StatusOr<std::vector<Lease>>> set;
-    internal::AcquireCall call;
+    Client::SetRequest call;
     call.resources = {"a", "b", "c"};
     call.ttl = ttl;
     call.max_attempts = 2;
@@ -290,18 +290,18 @@ void DriveClient(uint8_t choice, const Framed& framed) {
       call.quorum = nodes;
       call.fail_fast_unavailable = true;
     }
-    client.AcquireSet(std::move(call),
+    client.StartSet(std::move(call), nullptr,
                       [&](absl::StatusOr<std::vector<Lease>> l) { set.emplace(std::move(l)); });
     transport->RunUntil([&] { return set.has_value(); });
     if (set.has_value() && set->ok()) {
       REDLOCK_FUZZ_CHECK((*set)->size() == 3, "a lease per resource");
       std::optional<absl::StatusOr<std::vector<Lease>>> renewed;
-      client.ExtendSet(
+      client.StartExtendSet(
           **set, ttl, (choice & 32) != 0 ? nodes : 0,
           [&](absl::StatusOr<std::vector<Lease>> l) { renewed.emplace(std::move(l)); });
       transport->RunUntil([&] { return renewed.has_value(); });
       std::optional<absl::Status> dropped;
-      client.ReleaseSet(**set, 0, [&](absl::Status st) { dropped.emplace(std::move(st)); });
+      client.StartReleaseSet(**set, 0, [&](absl::Status st) { dropped.emplace(std::move(st)); });
       transport->RunUntil([&] { return dropped.has_value(); });
     }
 

@@ -4,7 +4,6 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "redlock/internal/set_api.h"
 
 namespace redlock {
 namespace {
@@ -75,9 +74,9 @@ int MultiLock::RequiredNodes() const {
   return mode_ == Mode::kAllNodes ? static_cast<int>(client_->options().nodes.size()) : 0;
 }
 
-internal::SetAcquire MultiLock::Request(std::vector<std::string> canonical,
-                                        absl::Duration ttl) const {
-  internal::SetAcquire request;
+Client::SetRequest MultiLock::Request(std::vector<std::string> canonical,
+                                      absl::Duration ttl) const {
+  Client::SetRequest request;
   request.resources = std::move(canonical);
   request.ttl = ttl;
   request.quorum = RequiredNodes();
@@ -88,18 +87,18 @@ absl::StatusOr<MultiLease> MultiLock::TryAcquire(std::vector<std::string> resour
                                                  absl::Duration ttl) {
   absl::StatusOr<std::vector<std::string>> canonical = Canonical(std::move(resources));
   if (!canonical.ok()) return canonical.status();
-  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  Client::SetRequest request = Request(*std::move(canonical), ttl);
   request.max_attempts = 1;
-  return ToMultiLease(internal::AcquireSet(*client_, std::move(request)));
+  return ToMultiLease(client_->AcquireSet(std::move(request)));
 }
 
 absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources,
                                               absl::Duration ttl) {
   absl::StatusOr<std::vector<std::string>> canonical = Canonical(std::move(resources));
   if (!canonical.ok()) return canonical.status();
-  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  Client::SetRequest request = Request(*std::move(canonical), ttl);
   request.fail_fast_unavailable = mode_ == Mode::kAllNodes;
-  return ToMultiLease(internal::AcquireSet(*client_, std::move(request)));
+  return ToMultiLease(client_->AcquireSet(std::move(request)));
 }
 
 absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources,
@@ -107,10 +106,10 @@ absl::StatusOr<MultiLease> MultiLock::Acquire(std::vector<std::string> resources
                                               const StopToken& stop) {
   absl::StatusOr<std::vector<std::string>> canonical = Canonical(std::move(resources));
   if (!canonical.ok()) return canonical.status();
-  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  Client::SetRequest request = Request(*std::move(canonical), ttl);
   request.wait = wait;
   request.stop = stop;
-  return ToMultiLease(internal::AcquireSet(*client_, std::move(request)));
+  return ToMultiLease(client_->AcquireSet(std::move(request)));
 }
 
 void MultiLock::AcquireAsync(std::vector<std::string> resources, absl::Duration ttl,
@@ -121,30 +120,30 @@ void MultiLock::AcquireAsync(std::vector<std::string> resources, absl::Duration 
     done(canonical.status());
     return;
   }
-  internal::SetAcquire request = Request(*std::move(canonical), ttl);
+  Client::SetRequest request = Request(*std::move(canonical), ttl);
   request.wait = wait;
   request.stop = stop;
-  internal::AcquireSetAsync(*client_, std::move(request),
-                            [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
-                              done(ToMultiLease(std::move(r)));
-                            });
+  client_->AcquireSetAsync(std::move(request),
+                           [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
+                             done(ToMultiLease(std::move(r)));
+                           });
 }
 
 absl::StatusOr<MultiLease> MultiLock::Extend(const MultiLease& lease, absl::Duration ttl) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  return ToMultiLease(internal::ExtendSet(*client_, lease.leases(), ttl, RequiredNodes()));
+  return ToMultiLease(client_->ExtendSet(lease.leases(), ttl, RequiredNodes()));
 }
 
 absl::Status MultiLock::Release(const MultiLease& lease) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  return internal::ReleaseSet(*client_, lease.leases(), RequiredNodes());
+  return client_->ReleaseSet(lease.leases(), RequiredNodes());
 }
 
 absl::StatusOr<std::unique_ptr<Renewal>> MultiLock::AutoRenew(
     const MultiLease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
   if (!lease.has_value()) return absl::InvalidArgumentError("multilock: empty lease");
-  return internal::AutoRenewSet(*client_, lease.leases(), RequiredNodes(), std::move(options),
-                                std::move(on_lost));
+  return client_->AutoRenewSet(lease.leases(), RequiredNodes(), std::move(options),
+                               std::move(on_lost));
 }
 
 }  // namespace redlock

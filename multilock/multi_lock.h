@@ -64,10 +64,6 @@
 
 namespace redlock {
 
-namespace internal {
-struct SetAcquire;
-}  // namespace internal
-
 // A held set of locks, one Lease per resource, sharing one token and one
 // validity. A copy names the same locks.
 class MultiLease {
@@ -147,7 +143,7 @@ class MultiLock {
 
  private:
   int RequiredNodes() const;
-  internal::SetAcquire Request(std::vector<std::string> canonical, absl::Duration ttl) const;
+  Client::SetRequest Request(std::vector<std::string> canonical, absl::Duration ttl) const;
 
   Client* const client_;
   const Mode mode_;

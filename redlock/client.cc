@@ -76,4 +76,44 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
                                                           std::move(modes), blocking));
 }
 
+// ---- Sets of resources: a Client that does not take them -----------------------
+
+namespace {
+
+absl::Status NoSets() {
+  return absl::UnimplementedError(
+      "this Client does not lock sets of resources (a Client that wraps another forwards "
+      "AcquireSet, ExtendSet, ReleaseSet and AutoRenewSet)");
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<Lease>> Client::AcquireSet(SetRequest request) {
+  (void)request;
+  return NoSets();
+}
+
+void Client::AcquireSetAsync(SetRequest request, LeasesCallback done) {
+  (void)request;
+  done(NoSets());
+}
+
+absl::StatusOr<std::vector<Lease>> Client::ExtendSet(std::vector<Lease> leases, absl::Duration ttl,
+                                                     int quorum) {
+  (void)leases, (void)ttl, (void)quorum;
+  return NoSets();
+}
+
+absl::Status Client::ReleaseSet(std::vector<Lease> leases, int quorum) {
+  (void)leases, (void)quorum;
+  return NoSets();
+}
+
+absl::StatusOr<std::unique_ptr<Renewal>> Client::AutoRenewSet(
+    std::vector<Lease> leases, int quorum, RenewOptions options,
+    absl::AnyInvocable<void(absl::Status)> on_lost) {
+  (void)leases, (void)quorum, (void)options, (void)on_lost;
+  return NoSets();
+}
+
 }  // namespace redlock

@@ -63,6 +63,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -186,6 +187,45 @@ class Client {
   // renewals share the client's I/O thread and timers: no thread per lease.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) = 0;
+
+  // ---- Sets of resources ----------------------------------------------------
+
+  // One acquisition of several resources on the same nodes, all or nothing:
+  // what MultiLock (multilock/multi_lock.h, the API to use) is built on. A
+  // Client that wraps another forwards these, and MultiLock then works over
+  // it; a Client that does not take sets answers kUnimplemented.
+  struct SetRequest {
+    // Distinct resources, each as TryAcquire takes one.
+    std::vector<std::string> resources;
+    absl::Duration ttl;
+    // The nodes that must grant: 0 is the client's quorum, N every node.
+    int quorum = 0;
+    // Without `wait`: this many attempts (unset: Options::max_attempts), and
+    // none after one that failed for unavailable nodes when
+    // `fail_fast_unavailable` (every node must grant: such a node fails
+    // every attempt until it is back).
+    std::optional<int> max_attempts;
+    bool fail_fast_unavailable = false;
+    // With one: until held, or this long (may be infinite), as Acquire with
+    // a wait.
+    std::optional<absl::Duration> wait;
+    StopToken stop;
+  };
+  using LeasesCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)>;
+
+  // One lease per resource, in the order given. `done` runs on the client's
+  // I/O thread.
+  [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> AcquireSet(SetRequest request);
+  virtual void AcquireSetAsync(SetRequest request, LeasesCallback done);
+  // Extend and Release of every lease of a set (`quorum` as in SetRequest).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> ExtendSet(std::vector<Lease> leases,
+                                                                     absl::Duration ttl,
+                                                                     int quorum);
+  [[nodiscard]] virtual absl::Status ReleaseSet(std::vector<Lease> leases, int quorum);
+  // AutoRenew of every lease of a set: an extension needs every key.
+  [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenewSet(
+      std::vector<Lease> leases, int quorum, RenewOptions options,
+      absl::AnyInvocable<void(absl::Status)> on_lost);
 
   // ---- Introspection ------------------------------------------------------
 

@@ -102,15 +102,15 @@ void Election::Lead(absl::string_view identity, std::optional<absl::Duration> wa
                                                  ")")));
     return;
   }
-  internal::AcquireCall call;
+  Client::SetRequest call;
   call.resources = {resource_};
   call.ttl = options.ttl;
   call.wait = wait;
   call.max_attempts = 1;
   call.stop = stop;
-  call.shape = std::make_shared<LeaderShape>(absl::BytesToHexString(identity));
+  auto shape = std::make_shared<LeaderShape>(absl::BytesToHexString(identity));
   Client* client = client_;
-  impl->AcquireSet(std::move(call), [client, resource = resource_, identity = std::string(identity),
+  impl->StartSet(std::move(call), std::move(shape), [client, resource = resource_, identity = std::string(identity),
                                      options = std::move(options), done = std::move(done)](
                                         absl::StatusOr<std::vector<Lease>> r) mutable {
     if (!r.ok()) {

@@ -17,7 +17,6 @@
 namespace redlock {
 namespace {
 
-using internal::AcquireCall;
 using internal::ClientImpl;
 using internal::Command;
 using internal::kFenceSuffix;
@@ -115,14 +114,13 @@ void ReadWriteLock::StartShared(absl::Duration ttl, std::optional<absl::Duration
     done(internal::NotACreatedClient("ReadWriteLock"));
     return;
   }
-  AcquireCall call;
+  Client::SetRequest call;
   call.resources = {resource_};
   call.ttl = ttl;
   call.wait = wait;
   call.max_attempts = 1;
   call.stop = stop;
-  call.shape = std::make_shared<ReadShape>();
-  impl->AcquireSet(std::move(call), Single(std::move(done)));
+  impl->StartSet(std::move(call), std::make_shared<ReadShape>(), Single(std::move(done)));
 }
 
 void ReadWriteLock::StartExclusive(absl::Duration ttl, std::optional<absl::Duration> wait,
@@ -135,17 +133,16 @@ void ReadWriteLock::StartExclusive(absl::Duration ttl, std::optional<absl::Durat
   const bool waits = wait.has_value() && *wait > absl::ZeroDuration();
   auto shape =
       std::make_shared<WriteShape>(internal::NewToken(), waits ? IntentMs(impl->options()) : 0);
-  AcquireCall call;
+  Client::SetRequest call;
   call.resources = {resource_};
   call.ttl = ttl;
   call.wait = wait;
   call.max_attempts = 1;
   call.stop = stop;
-  call.shape = shape;
   internal::OpContext* ctx = &impl->context();
   std::string key = ctx->Key(resource_);
-  impl->AcquireSet(
-      std::move(call),
+  impl->StartSet(
+      std::move(call), shape,
       Single([ctx, shape, key, waits, done = std::move(done)](absl::StatusOr<Lease> r) mutable {
         // The intent is on the nodes that refused an attempt: withdrawn
         // everywhere (and announced, so that blocked readers go), unless

@@ -48,16 +48,21 @@ absl::Status ClientImpl::CheckQuorum(int quorum) const {
 
 // ---- The operations ----------------------------------------------------------
 
-void ClientImpl::AcquireSet(AcquireCall call, LeasesCallback done) {
+void ClientImpl::StartSet(SetRequest call, std::shared_ptr<const AcquireShape> shape,
+                          LeasesCallback done) {
   const Options& o = ctx_.options();
   absl::Status st = call.resources.empty() ? absl::InvalidArgumentError("no resources")
                                            : CheckQuorum(call.quorum);
-  std::set<absl::string_view> seen;
-  for (const auto& r : call.resources) {
-    if (!st.ok()) break;
-    st = CheckResource(r, o);
-    if (st.ok() && !seen.insert(r).second) {
-      st = absl::InvalidArgumentError(absl::StrCat("resource \"", r, "\" is listed twice"));
+  if (call.resources.size() == 1) {
+    if (st.ok()) st = CheckResource(call.resources[0], o);
+  } else {
+    std::set<absl::string_view> seen;
+    for (const auto& r : call.resources) {
+      if (!st.ok()) break;
+      st = CheckResource(r, o);
+      if (st.ok() && !seen.insert(r).second) {
+        st = absl::InvalidArgumentError(absl::StrCat("resource \"", r, "\" is listed twice"));
+      }
     }
   }
   if (st.ok() && call.wait.has_value() && *call.wait < absl::ZeroDuration()) {
@@ -74,7 +79,7 @@ void ClientImpl::AcquireSet(AcquireCall call, LeasesCallback done) {
   request.quorum = ctx_.QuorumOr(call.quorum);
   request.stop = std::move(call.stop);
   request.fail_fast_unavailable = call.fail_fast_unavailable;
-  request.shape = std::move(call.shape);
+  request.shape = std::move(shape);
   if (call.wait.has_value() && *call.wait > absl::ZeroDuration()) {
     request.wait = call.wait;
   } else {
@@ -84,8 +89,8 @@ void ClientImpl::AcquireSet(AcquireCall call, LeasesCallback done) {
   StartAcquire(&ctx_, std::move(request), std::move(done));
 }
 
-void ClientImpl::ExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum,
-                           LeasesCallback done) {
+void ClientImpl::StartExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                                LeasesCallback done) {
   absl::Status st = CheckLeases(leases, "extend");
   if (st.ok()) st = CheckQuorum(quorum);
   absl::StatusOr<int64_t> ms = CheckTtl(ttl, ctx_.options());
@@ -97,7 +102,7 @@ void ClientImpl::ExtendSet(std::vector<Lease> leases, absl::Duration ttl, int qu
               std::move(done));
 }
 
-void ClientImpl::ReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done) {
+void ClientImpl::StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done) {
   absl::Status st = CheckLeases(leases, "release");
   if (st.ok()) st = CheckQuorum(quorum);
   if (!st.ok()) {
@@ -123,13 +128,36 @@ absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenewSet(
 void ClientImpl::AcquireOne(absl::string_view resource, absl::Duration ttl,
                             std::optional<int> attempts, std::optional<absl::Duration> wait,
                             const StopToken& stop, LeaseCallback done) {
-  AcquireCall call;
+  SetRequest call;
   call.resources = {std::string(resource)};
   call.ttl = ttl;
   call.max_attempts = attempts;
   call.wait = wait;
   call.stop = stop;
-  AcquireSet(std::move(call), Single(std::move(done)));
+  StartSet(std::move(call), nullptr, Single(std::move(done)));
+}
+
+// ---- Sets of resources -----------------------------------------------------------
+
+absl::StatusOr<std::vector<Lease>> ClientImpl::AcquireSet(SetRequest request) {
+  return Block<absl::StatusOr<std::vector<Lease>>>(
+      [&](LeasesCallback done) { StartSet(std::move(request), nullptr, std::move(done)); });
+}
+
+void ClientImpl::AcquireSetAsync(SetRequest request, LeasesCallback done) {
+  StartSet(std::move(request), nullptr, ToUser(std::move(done)));
+}
+
+absl::StatusOr<std::vector<Lease>> ClientImpl::ExtendSet(std::vector<Lease> leases,
+                                                         absl::Duration ttl, int quorum) {
+  return Block<absl::StatusOr<std::vector<Lease>>>([&](LeasesCallback done) {
+    StartExtendSet(std::move(leases), ttl, quorum, std::move(done));
+  });
+}
+
+absl::Status ClientImpl::ReleaseSet(std::vector<Lease> leases, int quorum) {
+  return Block<absl::Status>(
+      [&](StatusCallback done) { StartReleaseSet(std::move(leases), quorum, std::move(done)); });
 }
 
 // ---- Public asynchronous forms: user callbacks run on the I/O thread -----------
@@ -149,11 +177,11 @@ void ClientImpl::AcquireAsync(absl::string_view resource, absl::Duration ttl, ab
 }
 
 void ClientImpl::ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) {
-  ExtendSet({lease}, ttl, 0, Single(ToUser(std::move(done))));
+  StartExtendSet({lease}, ttl, 0, Single(ToUser(std::move(done))));
 }
 
 void ClientImpl::ReleaseAsync(const Lease& lease, StatusCallback done) {
-  ReleaseSet({lease}, 0, ToUser(std::move(done)));
+  StartReleaseSet({lease}, 0, ToUser(std::move(done)));
 }
 
 // ---- Public blocking forms -----------------------------------------------------------
@@ -179,11 +207,12 @@ absl::StatusOr<Lease> ClientImpl::Acquire(absl::string_view resource, absl::Dura
 
 absl::StatusOr<Lease> ClientImpl::Extend(const Lease& lease, absl::Duration ttl) {
   return Block<absl::StatusOr<Lease>>(
-      [&](LeaseCallback cb) { ExtendSet({lease}, ttl, 0, Single(std::move(cb))); });
+      [&](LeaseCallback cb) { StartExtendSet({lease}, ttl, 0, Single(std::move(cb))); });
 }
 
 absl::Status ClientImpl::Release(const Lease& lease) {
-  return Block<absl::Status>([&](StatusCallback cb) { ReleaseSet({lease}, 0, std::move(cb)); });
+  return Block<absl::Status>(
+      [&](StatusCallback cb) { StartReleaseSet({lease}, 0, std::move(cb)); });
 }
 
 absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenew(

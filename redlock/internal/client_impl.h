@@ -35,18 +35,6 @@ class Waiter final : public SyncWaiter {
   std::optional<T> value_;
 };
 
-// What an acquisition call asks for, before it is checked.
-struct AcquireCall {
-  std::vector<std::string> resources;
-  absl::Duration ttl;
-  int quorum = 0;                      // 0: the client's
-  std::optional<int> max_attempts;     // without a wait; unset: Options::max_attempts
-  bool fail_fast_unavailable = false;  // AcquireRequest::fail_fast_unavailable
-  std::optional<absl::Duration> wait;  // Acquire with a wait
-  StopToken stop;
-  std::shared_ptr<const AcquireShape> shape;  // AcquireRequest::shape
-};
-
 class ClientImpl final : public Client {
  public:
   // `clock` must outlive the client.
@@ -85,16 +73,25 @@ class ClientImpl final : public Client {
   std::vector<NodeHealth> Health() const override;
   const Options& options() const override { return ctx_.options(); }
 
-  // The operations for sets of resources (Client's single-resource calls,
-  // and multilock/ through redlock/internal/set_api.h). `done` runs where the
-  // operation completes; blocking callers wrap it with Block, asynchronous
-  // ones with ToUser.
-  void AcquireSet(AcquireCall call, LeasesCallback done);
-  void ExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum, LeasesCallback done);
-  void ReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done);
+  // Sets of resources (what MultiLock uses).
+  absl::StatusOr<std::vector<Lease>> AcquireSet(SetRequest request) override;
+  void AcquireSetAsync(SetRequest request, LeasesCallback done) override;
+  absl::StatusOr<std::vector<Lease>> ExtendSet(std::vector<Lease> leases, absl::Duration ttl,
+                                               int quorum) override;
+  absl::Status ReleaseSet(std::vector<Lease> leases, int quorum) override;
   absl::StatusOr<std::unique_ptr<Renewal>> AutoRenewSet(
       std::vector<Lease> leases, int quorum, RenewOptions options,
-      absl::AnyInvocable<void(absl::Status)> on_lost);
+      absl::AnyInvocable<void(absl::Status)> on_lost) override;
+
+  // The operations behind every acquisition, extension and release: `done`
+  // runs where the operation completes; blocking callers wrap it with Block,
+  // asynchronous ones with ToUser. `shape`: the lock family's scripts
+  // (lock_shape.h; null: a plain lock).
+  void StartSet(SetRequest request, std::shared_ptr<const AcquireShape> shape,
+                LeasesCallback done);
+  void StartExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum,
+                      LeasesCallback done);
+  void StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done);
 
   // Runs `start` with a callback and blocks until it completes (the caller
   // polls the nodes meanwhile). kFailedPrecondition from a callback of this

@@ -586,12 +586,12 @@ TEST_F(ClientLogicTest, NodeErrorRepliesAreVotesNotCrashes) {
 TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
   Make(5);
   std::optional<absl::StatusOr<std::vector<Lease>>> out;
-  internal::AcquireCall call;
+  Client::SetRequest call;
   call.resources = {"a", "b"};
   call.ttl = absl::Seconds(10);
   call.quorum = 5;
   call.max_attempts = 1;
-  client_->AcquireSet(std::move(call),
+  client_->StartSet(std::move(call), nullptr,
                       [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
   transport_->TimeOutAll(3);
   ASSERT_TRUE(out.has_value()) << "one unavailable node decides the all-nodes mode at once";

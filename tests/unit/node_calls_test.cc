@@ -65,11 +65,11 @@ class NodeCallsTest : public ::testing::Test {
   }
   SetResult TryAcquireSet(std::vector<std::string> resources) {
     auto out = std::make_shared<std::optional<absl::StatusOr<std::vector<Lease>>>>();
-    internal::AcquireCall call;
+    Client::SetRequest call;
     call.resources = std::move(resources);
     call.ttl = absl::Seconds(10);
     call.max_attempts = 1;
-    client_->AcquireSet(std::move(call), [out](absl::StatusOr<std::vector<Lease>> l) {
+    client_->StartSet(std::move(call), nullptr, [out](absl::StatusOr<std::vector<Lease>> l) {
       out->emplace(std::move(l));
     });
     return out;
