@@ -40,15 +40,15 @@ void Semaphore::Start(absl::Duration ttl, std::optional<absl::Duration> wait, co
     return;
   }
   absl::Status st = Check(wait.value_or(absl::ZeroDuration()));
-  absl::StatusOr<int64_t> ms = internal::CheckTtl(ttl, impl->options());
-  if (!st.ok() || !ms.ok()) {
-    done(!st.ok() ? st : ms.status());
+  absl::StatusOr<internal::LockTtl> checked = internal::CheckTtl(ttl, impl->options());
+  if (!st.ok() || !checked.ok()) {
+    done(!st.ok() ? st : checked.status());
     return;
   }
   internal::SemaphoreRequest request;
   request.resource = resource_;
   request.permits = permits_;
-  request.ttl = absl::Milliseconds(*ms);
+  request.ttl = *checked;
   request.quorum = impl->context().quorum();
   request.stop = stop;
   if (wait.has_value() && *wait > absl::ZeroDuration()) request.wait = wait;

@@ -29,7 +29,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         request_(std::move(request)),
         shape_(request_.shape),
         custom_(shape_ != nullptr && shape_->custom_scripts()),
-        ttl_ms_(absl::ToInt64Milliseconds(request_.ttl)),
+        ttl_ms_(request_.ttl.ms),
         form_(ctx->options().fencing || (shape_ != nullptr && shape_->force_fencing())
                   ? AcquireForm::kFencing
               : request_.resources.size() == 1 && !custom_ ? AcquireForm::kSet
@@ -38,8 +38,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
                                                               ctx->options().fencing_lost_counters)
                                                : request_.quorum),
         what_(absl::StrCat("acquire ", DescribeResources(request_.resources))),
-        drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
-                              ctx->options().clock_drift_floor)),
+        drift_(request_.ttl.drift),
         // With Options::durability: without fencing the grant itself waits
         // for the replicas; with fencing the commit does, and its WAIT covers
         // the round-1 SET too.
@@ -311,7 +310,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   void SucceedLocked(const std::vector<uint64_t>& fences) {
     Clock::TimePoint now = ctx_->clock().Now();
     absl::Duration elapsed = absl::FromChrono(now - start_);
-    absl::Duration validity = Validity(request_.ttl, elapsed, drift_);
+    absl::Duration validity = Validity(request_.ttl.ttl, elapsed, drift_);
     if (validity <= absl::ZeroDuration()) {
       FailAttemptLocked(absl::DeadlineExceededError(absl::StrCat(
           what_, ": ", round_.Summary(fences.empty() ? "granted" : "confirmed", ""),
@@ -325,7 +324,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     for (size_t j = 0; j < request_.resources.size(); ++j) {
       // The connections are set once the fan-out is over (AfterUnlock).
       leases.push_back(LeaseFactory::Make(
-          request_.resources[j], token_, request_.ttl, start_, nullptr, valid_until, round_.yes(),
+          request_.resources[j], token_, request_.ttl.ttl, start_, nullptr, valid_until, round_.yes(),
           fences.empty() ? 0 : fences[j], shape_ != nullptr ? shape_->kind() : LeaseKind::kPlain));
     }
     SetResultLocked(std::move(leases), Outcome::Kind::kSucceeded);
@@ -341,8 +340,8 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
       auto release = std::make_shared<KeysRelease>();
       release->keys = keys_;
       release->token = token_;
-      release->ttl = request_.ttl;
-      release->expires = start_ + absl::ToChronoNanoseconds(request_.ttl);
+      release->ttl = request_.ttl.ttl;
+      release->expires = start_ + absl::ToChronoNanoseconds(request_.ttl.ttl);
       if (custom_) release->command = shape_->Cleanup(keys_, token_);
       release_ = std::move(release);
       release_attempt_ = attempt_;

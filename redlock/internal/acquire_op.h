@@ -13,6 +13,7 @@
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "redlock/internal/algorithm.h"
 #include "redlock/internal/context.h"
 #include "redlock/internal/lock_shape.h"
 #include "redlock/lease.h"
@@ -25,8 +26,8 @@ using LeasesCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>
 struct AcquireRequest {
   // Checked by the caller: non-empty, each valid, no duplicates.
   std::vector<std::string> resources;
-  // A checked ttl, whole milliseconds.
-  absl::Duration ttl;
+  // A checked ttl (algorithm.h), with its drift allowance.
+  LockTtl ttl;
   // Resolved (never 0).
   int quorum = 0;
   // Without `wait`: at most this many attempts, retry_delay apart.

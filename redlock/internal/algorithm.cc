@@ -23,7 +23,7 @@ absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration 
   return ttl * factor + floor;
 }
 
-absl::StatusOr<int64_t> CheckTtl(absl::Duration ttl, const Options& options) {
+absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options) {
   if (ttl == absl::InfiniteDuration() || ttl == -absl::InfiniteDuration()) {
     return absl::InvalidArgumentError("ttl must be finite");
   }
@@ -41,7 +41,7 @@ absl::StatusOr<int64_t> CheckTtl(absl::Duration ttl, const Options& options) {
         absl::FormatDuration(drift), " (ttl * ", options.clock_drift_factor, " + ",
         absl::FormatDuration(options.clock_drift_floor), "); no validity could ever be left"));
   }
-  return ms;
+  return LockTtl{whole, ms, drift};
 }
 
 absl::Status CheckResource(absl::string_view resource, const Options& options) {

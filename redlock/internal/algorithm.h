@@ -35,10 +35,19 @@ inline absl::Duration Validity(absl::Duration ttl, absl::Duration elapsed, absl:
   return ttl - elapsed - drift;
 }
 
-// Checks a ttl for `options` and returns it as whole milliseconds (finer
-// parts truncated). kInvalidArgument when it is not finite, not larger than
-// the drift allowance, or above kMaxTtlMs.
-absl::StatusOr<int64_t> CheckTtl(absl::Duration ttl, const Options& options);
+// A ttl checked for the client's options, in the forms a lock needs: whole
+// milliseconds (what the nodes are sent) and as a duration, with its drift
+// allowance, computed once.
+struct LockTtl {
+  absl::Duration ttl;  // == absl::Milliseconds(ms)
+  int64_t ms = 0;
+  absl::Duration drift;
+};
+
+// Checks a ttl for `options` (finer parts than a millisecond are truncated).
+// kInvalidArgument when it is not finite, not larger than the drift
+// allowance, or above kMaxTtlMs.
+absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options);
 
 // Checks a resource name: 1..kMaxResourceLength bytes, and with fencing on it
 // must not end in ":fence" (those names are the counters).

@@ -68,14 +68,14 @@ void ClientImpl::StartSet(SetRequest call, std::shared_ptr<const AcquireShape> s
   if (st.ok() && call.wait.has_value() && *call.wait < absl::ZeroDuration()) {
     st = absl::InvalidArgumentError("wait must be >= 0");
   }
-  absl::StatusOr<int64_t> ms = CheckTtl(call.ttl, o);
-  if (!st.ok() || !ms.ok()) {
-    done(!st.ok() ? st : ms.status());
+  absl::StatusOr<LockTtl> ttl = CheckTtl(call.ttl, o);
+  if (!st.ok() || !ttl.ok()) {
+    done(!st.ok() ? st : ttl.status());
     return;
   }
   AcquireRequest request;
   request.resources = std::move(call.resources);
-  request.ttl = absl::Milliseconds(*ms);
+  request.ttl = *ttl;
   request.quorum = ctx_.QuorumOr(call.quorum);
   request.stop = std::move(call.stop);
   request.fail_fast_unavailable = call.fail_fast_unavailable;
@@ -93,13 +93,12 @@ void ClientImpl::StartExtendSet(std::vector<Lease> leases, absl::Duration ttl, i
                                 LeasesCallback done) {
   absl::Status st = CheckLeases(leases, "extend");
   if (st.ok()) st = CheckQuorum(quorum);
-  absl::StatusOr<int64_t> ms = CheckTtl(ttl, ctx_.options());
-  if (!st.ok() || !ms.ok()) {
-    done(!st.ok() ? st : ms.status());
+  absl::StatusOr<LockTtl> checked = CheckTtl(ttl, ctx_.options());
+  if (!st.ok() || !checked.ok()) {
+    done(!st.ok() ? st : checked.status());
     return;
   }
-  StartExtend(&ctx_, std::move(leases), absl::Milliseconds(*ms), ctx_.QuorumOr(quorum),
-              std::move(done));
+  StartExtend(&ctx_, std::move(leases), *checked, ctx_.QuorumOr(quorum), std::move(done));
 }
 
 void ClientImpl::StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done) {

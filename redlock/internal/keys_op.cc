@@ -26,7 +26,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
  public:
   enum class Kind { kRelease, kExtend };
 
-  KeysOp(OpContext* ctx, Kind kind, std::vector<Lease> leases, absl::Duration ttl, int quorum,
+  KeysOp(OpContext* ctx, Kind kind, std::vector<Lease> leases, const LockTtl& ttl, int quorum,
          LeasesCallback done)
       : ctx_(ctx),
         kind_(kind),
@@ -60,7 +60,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     // A reader's lease lives in its lock's readers set (lock_shape.h).
     const LeaseKind lease_kind = LeaseFactory::Kind(leases_[0]);
     if (kind_ == Kind::kExtend) {
-      Command command = ExtendCommand(lease_kind, keys_, token, absl::ToInt64Milliseconds(ttl_));
+      Command command = ExtendCommand(lease_kind, keys_, token, ttl_.ms);
       command.op = "extend";
       for (int i = 0; i < ctx_->nodes(); ++i) {
         // An extension counts only where the replicas have it (durable); one
@@ -178,11 +178,9 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   }
 
   absl::StatusOr<std::vector<Lease>> Extended() {
-    const Options& o = ctx_->options();
     Clock::TimePoint now = ctx_->clock().Now();
-    absl::Duration drift = DriftAllowance(ttl_, o.clock_drift_factor, o.clock_drift_floor);
     absl::Duration elapsed = absl::FromChrono(now - start_);
-    absl::Duration validity = Validity(ttl_, elapsed, drift);
+    absl::Duration validity = Validity(ttl_.ttl, elapsed, ttl_.drift);
     if (validity <= absl::ZeroDuration()) {
       return absl::DeadlineExceededError(absl::StrCat(
           what_, ": ", round_.Summary("still held the lease", "lease lost"),
@@ -192,7 +190,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     std::vector<Lease> out;
     out.reserve(leases_.size());
     for (const Lease& l : leases_) {
-      out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_, start_,
+      out.push_back(LeaseFactory::Make(l.resource(), l.token(), ttl_.ttl, start_,
                                        LeaseFactory::AllConnections(l), valid_until, round_.yes(),
                                        l.fencing_token(), LeaseFactory::Kind(l)));
     }
@@ -202,7 +200,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   OpContext* const ctx_;
   const Kind kind_;
   const std::vector<Lease> leases_;
-  const absl::Duration ttl_;
+  const LockTtl ttl_;
   std::vector<std::string> keys_;
   std::string what_;
 
@@ -234,7 +232,7 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
   return absl::OkStatus();
 }
 
-void StartExtend(OpContext* ctx, std::vector<Lease> leases, absl::Duration ttl, int quorum,
+void StartExtend(OpContext* ctx, std::vector<Lease> leases, const LockTtl& ttl, int quorum,
                  LeasesCallback done) {
   auto op = std::make_shared<KeysOp>(ctx, KeysOp::Kind::kExtend, std::move(leases), ttl, quorum,
                                      std::move(done));
@@ -243,7 +241,7 @@ void StartExtend(OpContext* ctx, std::vector<Lease> leases, absl::Duration ttl, 
 
 void StartRelease(OpContext* ctx, std::vector<Lease> leases, int quorum, StatusCallback done) {
   auto op = std::make_shared<KeysOp>(
-      ctx, KeysOp::Kind::kRelease, std::move(leases), absl::ZeroDuration(), quorum,
+      ctx, KeysOp::Kind::kRelease, std::move(leases), LockTtl{}, quorum,
       [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable { done(r.status()); });
   op->Start();
 }

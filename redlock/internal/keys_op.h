@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/internal/acquire_op.h"
+#include "redlock/internal/algorithm.h"
 #include "redlock/internal/context.h"
 #include "redlock/lease.h"
 
@@ -24,11 +25,11 @@ using StatusCallback = absl::AnyInvocable<void(absl::Status)>;
 // one acquisition (one token), each resource once.
 absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view what);
 
-// Sets the keys' ttl to `ttl` (a checked ttl) on every node that still holds
-// the token, with `quorum` (resolved) nodes needed; `done` gets the leases
-// with their new validity, measured from the extend's start.
+// Sets the keys' ttl to `ttl` (checked, algorithm.h) on every node that still
+// holds the token, with `quorum` (resolved) nodes needed; `done` gets the
+// leases with their new validity, measured from the extend's start.
 // REQUIRES: CheckLeases(leases) is OK.
-void StartExtend(OpContext* ctx, std::vector<Lease> leases, absl::Duration ttl, int quorum,
+void StartExtend(OpContext* ctx, std::vector<Lease> leases, const LockTtl& ttl, int quorum,
                  LeasesCallback done);
 
 // Deletes the keys where they still hold the token and announces the

@@ -17,13 +17,13 @@ namespace redlock::internal {
 // flight and nothing else is due.
 class RenewState : public std::enable_shared_from_this<RenewState> {
  public:
-  RenewState(OpContext* ctx, std::vector<Lease> leases, int quorum, absl::Duration ttl,
+  RenewState(OpContext* ctx, std::vector<Lease> leases, int quorum, const LockTtl& ttl,
              RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost)
       : ctx_(ctx),
         leases_(std::move(leases)),
         quorum_(quorum),
         ttl_(ttl),
-        period_(std::max(ttl * options.interval_fraction, absl::Milliseconds(1))),
+        period_(std::max(ttl.ttl * options.interval_fraction, absl::Milliseconds(1))),
         at_risk_(options.at_risk > absl::ZeroDuration() ? options.at_risk : period_),
         options_(std::move(options)),
         first_acquired_(leases_[0].acquired_at()),
@@ -44,7 +44,7 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
       const Clock::TimePoint valid_until = leases_[0].valid_until();
       if (extending_ && !in_flight_ && now >= next_extension_ &&
           options_.max_hold != absl::InfiniteDuration() &&
-          now + absl::ToChronoNanoseconds(ttl_) >
+          now + absl::ToChronoNanoseconds(ttl_.ttl) >
               first_acquired_ + absl::ToChronoNanoseconds(options_.max_hold)) {
         extending_ = false;
         limit_ = absl::StrCat("the maximum hold of ", absl::FormatDuration(options_.max_hold),
@@ -266,7 +266,7 @@ class RenewState : public std::enable_shared_from_this<RenewState> {
   int renewals_ = 0;
   StopSource lost_;
   const int quorum_;
-  const absl::Duration ttl_;
+  const LockTtl ttl_;
   const absl::Duration period_;
   const absl::Duration at_risk_;
   const RenewOptions options_;
@@ -320,13 +320,13 @@ absl::StatusOr<std::unique_ptr<Renewal>> Renewals::Start(
     return absl::InvalidArgumentError("auto-renew: max_hold must be > 0 and at_risk >= 0");
   }
   absl::Duration ttl = options.ttl == absl::ZeroDuration() ? leases[0].ttl() : options.ttl;
-  absl::StatusOr<int64_t> ms = CheckTtl(ttl, ctx->options());
-  if (!ms.ok()) return ms.status();
+  absl::StatusOr<LockTtl> checked = CheckTtl(ttl, ctx->options());
+  if (!checked.ok()) return checked.status();
   if (leases[0].TimeLeft(ctx->clock().Now()) <= absl::ZeroDuration()) {
     return absl::FailedPreconditionError(
         absl::StrCat("auto-renew \"", resource, "\": the lease has already run out"));
   }
-  auto state = std::make_shared<RenewState>(ctx, std::move(leases), quorum, absl::Milliseconds(*ms),
+  auto state = std::make_shared<RenewState>(ctx, std::move(leases), quorum, *checked,
                                             std::move(options), std::move(on_lost));
   {
     std::lock_guard<std::mutex> lock(mu_);

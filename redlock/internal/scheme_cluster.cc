@@ -10,7 +10,6 @@
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "redlock/internal/cluster_locator.h"
 #include "redlock/internal/scheme.h"
 
@@ -36,14 +35,8 @@ class Cluster final : public EndpointScheme {
                          "a cluster has one database and no master name: nothing may follow "
                          "the seeds (redis+cluster://host:port+host:port)");
     }
-    for (absl::string_view one : absl::StrSplit(url.hosts, '+')) {
-      SentinelAddress s;
-      absl::Status st = ParseHostPort(url.text, one, 6379, &s.host, &s.port);
-      if (!st.ok()) return st;
-      e->cluster_seeds.push_back(std::move(s));
-    }
     e->host.clear();
-    return absl::OkStatus();
+    return ParseAddresses(url.text, url.hosts, 6379, &e->cluster_seeds);
   }
 
   std::string Check(const Endpoint& e) const override {
@@ -54,21 +47,12 @@ class Cluster final : public EndpointScheme {
       return absl::StrCat(e.cluster_seeds.size(), " seeds: at most ", kMaxSeeds,
                           " per cluster node are supported");
     }
-    for (const SentinelAddress& s : e.cluster_seeds) {
-      if (s.host.empty()) return "a seed has an empty host";
-      if (s.port < 1 || s.port > 65535) return "a seed's port is out of range 1..65535";
-    }
     if (e.db != 0) return "a cluster has only database 0";
-    return "";
+    return CheckAddresses(e.cluster_seeds, "a seed");
   }
 
   std::string Name(const Endpoint& e) const override {
-    std::string out = "cluster:";
-    for (size_t i = 0; i < e.cluster_seeds.size(); ++i) {
-      if (i > 0) out.push_back('+');
-      absl::StrAppend(&out, JoinHostPort(e.cluster_seeds[i].host, e.cluster_seeds[i].port));
-    }
-    return out;
+    return absl::StrCat("cluster:", JoinAddresses(e.cluster_seeds));
   }
   std::string Key(const Endpoint& e) const override { return absl::AsciiStrToLower(Name(e)); }
 

@@ -10,7 +10,6 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "redlock/internal/scheme.h"
 #include "redlock/internal/sentinel_locator.h"
 
@@ -38,12 +37,8 @@ class Sentinel final : public EndpointScheme {
     absl::StatusOr<std::string> name = PercentDecode(master);
     if (!name.ok()) return BadEndpoint(url.text, name.status().message());
     e->sentinel_master = *std::move(name);
-    for (absl::string_view one : absl::StrSplit(url.hosts, '+')) {
-      SentinelAddress s;
-      absl::Status st = ParseHostPort(url.text, one, kSentinelPort, &s.host, &s.port);
-      if (!st.ok()) return st;
-      e->sentinels.push_back(std::move(s));
-    }
+    absl::Status st = ParseAddresses(url.text, url.hosts, kSentinelPort, &e->sentinels);
+    if (!st.ok()) return st;
     e->host.clear();
     return ParseDb(
         url.text,
@@ -58,10 +53,8 @@ class Sentinel final : public EndpointScheme {
       return absl::StrCat(e.sentinels.size(), " Sentinels: at most ", kMaxSentinels,
                           " per node are supported");
     }
-    for (const SentinelAddress& s : e.sentinels) {
-      if (s.host.empty()) return "a Sentinel has an empty host";
-      if (s.port < 1 || s.port > 65535) return "a Sentinel's port is out of range 1..65535";
-    }
+    const std::string wrong = CheckAddresses(e.sentinels, "a Sentinel");
+    if (!wrong.empty()) return wrong;
     if (!e.sentinel_username.empty() && e.sentinel_password.empty()) {
       return "a Sentinel username needs a password";
     }
@@ -69,12 +62,7 @@ class Sentinel final : public EndpointScheme {
   }
 
   std::string Name(const Endpoint& e) const override {
-    std::string out = absl::StrCat("sentinel:", e.sentinel_master, "@");
-    for (size_t i = 0; i < e.sentinels.size(); ++i) {
-      if (i > 0) out.push_back('+');
-      absl::StrAppend(&out, JoinHostPort(e.sentinels[i].host, e.sentinels[i].port));
-    }
-    return out;
+    return absl::StrCat("sentinel:", e.sentinel_master, "@", JoinAddresses(e.sentinels));
   }
 
   std::unique_ptr<Locator> MakeLocator(const Endpoint& e, LocatorEnv env) const override {

@@ -38,12 +38,11 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
         request_(std::move(request)),
         k_(request_.permits),
         q_(request_.quorum),
-        ttl_ms_(absl::ToInt64Milliseconds(request_.ttl)),
+        ttl_ms_(request_.ttl.ms),
         fencing_(ctx->options().fencing),
         what_(absl::StrCat("acquire a permit of \"", request_.resource, "\" (", k_,
                            k_ == 1 ? " permit)" : " permits)")),
-        drift_(DriftAllowance(request_.ttl, ctx->options().clock_drift_factor,
-                              ctx->options().clock_drift_floor)),
+        drift_(request_.ttl.drift),
         pause_(std::max(ctx->options().retry_delay / 4, absl::Milliseconds(1))),
         done_(std::move(done)),
         round2_(0, 0) {
@@ -345,7 +344,7 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
   void SucceedLocked(uint64_t fence, int granted) {
     Clock::TimePoint now = ctx_->clock().Now();
     absl::Duration elapsed = absl::FromChrono(now - start_);
-    absl::Duration validity = Validity(request_.ttl, elapsed, drift_);
+    absl::Duration validity = Validity(request_.ttl.ttl, elapsed, drift_);
     if (validity <= absl::ZeroDuration()) {
       FailAttemptLocked(absl::DeadlineExceededError(absl::StrCat(
           what_, ": permit ", winner_, " granted by ", granted, " of ", n(),
@@ -355,7 +354,7 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     }
     Clock::TimePoint valid_until = now + absl::ToChronoNanoseconds(validity);
     Lease lease = LeaseFactory::Make(PermitResource(request_.resource, winner_), token_,
-                                     request_.ttl, start_, nullptr, valid_until, granted, fence);
+                                     request_.ttl.ttl, start_, nullptr, valid_until, granted, fence);
     SetResultLocked(std::make_pair(std::move(lease), winner_), Outcome::Kind::kSucceeded);
   }
 
@@ -369,8 +368,8 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       auto release = std::make_shared<KeysRelease>();
       release->keys = keys_;
       release->token = token_;
-      release->ttl = request_.ttl;
-      release->expires = start_ + absl::ToChronoNanoseconds(request_.ttl);
+      release->ttl = request_.ttl.ttl;
+      release->expires = start_ + absl::ToChronoNanoseconds(request_.ttl.ttl);
       release_ = std::move(release);
       release_attempt_ = attempt_;
     }

@@ -29,6 +29,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "redlock/internal/algorithm.h"
 #include "redlock/internal/context.h"
 #include "redlock/lease.h"
 #include "redlock/stop_token.h"
@@ -41,7 +42,7 @@ std::string PermitResource(absl::string_view resource, int slot);
 struct SemaphoreRequest {
   std::string resource;  // checked by the caller (with the permit suffix)
   int permits = 1;       // K >= 1
-  absl::Duration ttl;    // a checked ttl, whole milliseconds
+  LockTtl ttl;           // checked (algorithm.h), with its drift allowance
   int quorum = 0;        // resolved
   int max_attempts = 1;  // without `wait`
   std::optional<absl::Duration> wait;

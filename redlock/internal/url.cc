@@ -4,6 +4,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace redlock::internal {
 namespace {
@@ -166,6 +167,34 @@ absl::Status ParseDb(absl::string_view text, absl::string_view path, int* db) {
 std::string JoinHostPort(absl::string_view host, int port) {
   if (absl::StrContains(host, ':')) return absl::StrCat("[", host, "]:", port);
   return absl::StrCat(host, ":", port);
+}
+
+absl::Status ParseAddresses(absl::string_view text, absl::string_view hosts, int default_port,
+                            std::vector<SentinelAddress>* out) {
+  for (absl::string_view one : absl::StrSplit(hosts, '+')) {
+    SentinelAddress a;
+    absl::Status st = ParseHostPort(text, one, default_port, &a.host, &a.port);
+    if (!st.ok()) return st;
+    out->push_back(std::move(a));
+  }
+  return absl::OkStatus();
+}
+
+std::string JoinAddresses(const std::vector<SentinelAddress>& addresses) {
+  std::string out;
+  for (size_t i = 0; i < addresses.size(); ++i) {
+    if (i > 0) out.push_back('+');
+    absl::StrAppend(&out, JoinHostPort(addresses[i].host, addresses[i].port));
+  }
+  return out;
+}
+
+std::string CheckAddresses(const std::vector<SentinelAddress>& addresses, absl::string_view what) {
+  for (const SentinelAddress& a : addresses) {
+    if (a.host.empty()) return absl::StrCat(what, " has an empty host");
+    if (a.port < 1 || a.port > 65535) return absl::StrCat(what, "'s port is out of range 1..65535");
+  }
+  return "";
 }
 
 }  // namespace redlock::internal

@@ -6,10 +6,12 @@
 #define REDLOCK_INTERNAL_URL_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "redlock/options.h"
 
 namespace redlock::internal {
 
@@ -46,6 +48,15 @@ absl::Status ParseDb(absl::string_view text, absl::string_view path, int* db);
 
 // "host:port", with an IPv6 host in brackets.
 std::string JoinHostPort(absl::string_view host, int port);
+
+// A node's list of servers to ask (its Sentinels, a cluster's seeds):
+// "h1[:p1]+h2[:p2]..." parsed (`default_port` where none is given), joined
+// back as "h1:p1+h2:p2...", and checked ("" when nothing is wrong; `what`
+// names one of them in the message: "a Sentinel", "a seed").
+absl::Status ParseAddresses(absl::string_view text, absl::string_view hosts, int default_port,
+                            std::vector<SentinelAddress>* out);
+std::string JoinAddresses(const std::vector<SentinelAddress>& addresses);
+std::string CheckAddresses(const std::vector<SentinelAddress>& addresses, absl::string_view what);
 
 }  // namespace redlock::internal
 

@@ -31,14 +31,16 @@ TEST(Drift, IsTtlTimesFactorPlusFloor) {
 
 TEST(CheckTtl, MustExceedDriftAndBeFiniteAndBounded) {
   Options o;  // factor 0.01, floor 2ms
-  EXPECT_EQ(*CheckTtl(absl::Seconds(10), o), 10000);
-  EXPECT_EQ(*CheckTtl(absl::Microseconds(10999), o), 10) << "sub-millisecond parts are truncated";
+  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->ms, 10000);
+  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->drift, DriftAllowance(absl::Seconds(10), o.clock_drift_factor, o.clock_drift_floor));
+  EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ms, 10) << "sub-millisecond parts are truncated";
+  EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ttl, absl::Milliseconds(10));
   // ttl must be > ttl*0.01 + 2ms, i.e. ttl > 2.0202ms: 3ms is the smallest.
   EXPECT_TRUE(CheckTtl(absl::Milliseconds(3), o).ok());
   for (absl::Duration bad :
        {absl::Milliseconds(2), absl::Milliseconds(1), absl::ZeroDuration(), absl::Milliseconds(-5),
         absl::InfiniteDuration(), absl::Milliseconds(kMaxTtlMs + 1)}) {
-    absl::StatusOr<int64_t> r = CheckTtl(bad, o);
+    absl::StatusOr<LockTtl> r = CheckTtl(bad, o);
     EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << bad;
   }
   EXPECT_NE(CheckTtl(absl::Milliseconds(2), o).status().message().find("drift"),
