@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/attempts.h"
 #include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/jitter.h"
 #include "redlock/internal/lease_factory.h"
@@ -43,13 +44,10 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
         // for the replicas; with fencing the commit does, and its WAIT covers
         // the round-1 SET too.
         confirm_round1_(form_ != AcquireForm::kFencing),
-        pause_(std::max(ctx->options().retry_delay / 4, absl::Milliseconds(1))),
+        attempts_(*ctx, request_.wait, request_.max_attempts, request_.fail_fast_unavailable),
         done_(std::move(done)),
         round_(ctx->nodes(), quorum_) {
     for (const auto& r : request_.resources) keys_.push_back(ctx_->Key(r));
-    if (request_.wait.has_value() && *request_.wait != absl::InfiniteDuration()) {
-      deadline_ = ctx_->clock().Now() + absl::ToChronoNanoseconds(*request_.wait);
-    }
   }
 
   void Start() {
@@ -363,44 +361,14 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   void FailAttemptLocked(absl::Status status) {
     AbandonAttemptLocked();
     phase_ = Phase::kBetween;
-    const Outcome::Kind kind = KindOf(status);
-    if (!absl::IsCancelled(status) && transport().stopping()) {
-      // The client is being destroyed: a waiting caller learns that, not
-      // the last attempt's refusal (client.h: pending calls end CANCELLED).
-      status = absl::CancelledError(absl::StrCat(
-          what_, ": the client is shutting down (last attempt: ", status.message(), ")"));
-    }
-    if (absl::IsCancelled(status)) {
-      SetResultLocked(std::move(status), Outcome::Kind::kCancelled);
+    AttemptPolicy::Decision next = attempts_.AfterFailure(what_, attempt_, std::move(status));
+    if (!next.retry) {
+      SetResultLocked(std::move(next.status), next.kind);
       return;
     }
     Retry retry;
-    retry.delay = ctx_->RetryDelay();
-    if (request_.wait.has_value()) {
-      absl::Duration left = absl::InfiniteDuration();
-      if (deadline_.has_value()) left = absl::FromChrono(*deadline_ - ctx_->clock().Now());
-      if (left <= absl::ZeroDuration()) {
-        SetResultLocked(
-            absl::DeadlineExceededError(absl::StrCat(
-                what_, ": not held after waiting ", absl::FormatDuration(*request_.wait), " (",
-                AttemptCount(attempt_), "); last attempt: ", status.message())),
-            Outcome::Kind::kWaitExpired);
-        return;
-      }
-      // Growing, jittered polling pauses (capped at wait_poll_max), cut short
-      // by release announcements when notifications are on.
-      retry.delay = std::min(pause_ * UniformReal(0.5, 1.5), left);
-      pause_ = std::min(pause_ * 2, ctx_->options().wait_poll_max);
-      retry.mark = mark_;
-    } else if (attempt_ >= request_.max_attempts ||
-               (request_.fail_fast_unavailable && absl::IsUnavailable(status))) {
-      if (attempt_ > 1) {
-        status = absl::Status(
-            status.code(), absl::StrCat(status.message(), " (after ", AttemptCount(attempt_), ")"));
-      }
-      SetResultLocked(std::move(status), kind);
-      return;
-    }
+    retry.delay = next.delay;
+    if (request_.wait.has_value()) retry.mark = mark_;
     retry_.emplace(std::move(retry));
   }
 
@@ -425,10 +393,7 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
     if (result_.has_value() || !done_) return false;
     if (phase_ == Phase::kRound1 || phase_ == Phase::kRound2) AbandonAttemptLocked();
     retry_.reset();
-    SetResultLocked(
-        absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
-                                          attempt_ > 0 ? AttemptCount(attempt_) : "")),
-        Outcome::Kind::kCancelled);
+    SetResultLocked(AttemptPolicy::Cancelled(what_, attempt_), Outcome::Kind::kCancelled);
     return true;
   }
 
@@ -564,13 +529,12 @@ class AcquireOp : public std::enable_shared_from_this<AcquireOp> {
   const std::string what_;
   const absl::Duration drift_;
   const bool confirm_round1_;
-  std::optional<Clock::TimePoint> deadline_;  // wait mode, finite waits
   std::vector<std::string> keys_;
   std::shared_ptr<ReleaseWatches::Watch> watch_;
   std::unique_ptr<StopCallback> stop_callback_;
 
   std::mutex mu_;
-  absl::Duration pause_;
+  AttemptPolicy attempts_;
   LeasesCallback done_;
   int attempt_ = 0;
   std::string token_;

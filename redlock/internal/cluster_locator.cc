@@ -122,6 +122,12 @@ class ClusterLocator final : public Locator {
       absl::Status st = r.ok() ? Apply(*r) : r.status();
       refresh_at_ = Clock::now() + absl::ToChronoNanoseconds(st.ok() ? kClusterRefresh
                                                                      : env_.settings.backoff_max);
+      // Asked for again while this one was out (a master lost, a MOVED):
+      // the answer may predate what made it wanted.
+      if (again_) {
+        again_ = false;
+        RefreshSoon();
+      }
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(mu_);
         map_error_ = std::string(st.message());
@@ -194,6 +200,10 @@ class ClusterLocator final : public Locator {
 
   // A master's connection failed: a failover may have moved its slots.
   void RefreshSoon() {
+    if (query_out_) {
+      again_ = true;
+      return;
+    }
     const TimePoint soon = last_query_ + absl::ToChronoNanoseconds(kRefreshGap);
     refresh_at_ = std::min(refresh_at_, std::max(soon, Clock::now()));
   }
@@ -278,6 +288,7 @@ class ClusterLocator final : public Locator {
   MasterTarget current_;  // the member asked for the map
   size_t attempt_ = 0;
   bool query_out_ = false;
+  bool again_ = false;  // RefreshSoon while a query was out
   TimePoint refresh_at_ = TimePoint::max();
   TimePoint last_query_{};
 

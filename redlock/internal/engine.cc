@@ -422,7 +422,11 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
       }
     }
     if (n.cmd.state() == Connection::State::kDisconnected) {
-      wake = std::min(wake, n.cmd.next_connect());
+      // Only a master the locator knows is reconnected (a Sentinel round or
+      // a cluster's map names it first, and wakes the poller with its own
+      // deadlines); a reconnection time already past must not keep the
+      // poller from sleeping.
+      if (n.locator->Known()) wake = std::min(wake, n.cmd.next_connect());
     } else if (!n.cmd.ready()) {
       wake = std::min(wake, n.cmd.connect_deadline());
     }

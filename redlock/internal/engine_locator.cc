@@ -100,9 +100,14 @@ Engine::Node& Engine::Route(int node, const Command& command) {
   Node& home = NodeAt(node);
   if (!home.routes) return home;
   if (command.after != 0) {
-    // Behind the command it follows, on that command's connection.
+    // Behind the command it follows, on that command's connection while it
+    // is still that master's (else as any command: by its slot).
     const int i = static_cast<int>(command.after & kConnectionNodeMask);
-    if (i < node_count() && NodeAt(i).owner == node) return NodeAt(i);
+    if (i < node_count() && NodeAt(i).owner == node) {
+      Node& m = NodeAt(i);
+      std::lock_guard<std::mutex> lock(m.mu);
+      if (m.conn_id == command.after && m.state != Node::State::kDisconnected) return m;
+    }
   }
   const int i = home.locator->Route(command.slot, command.asking_at);
   return i >= 0 && i < node_count() ? NodeAt(i) : home;

@@ -169,20 +169,21 @@ void NodeCalls::AfterWrite(const std::shared_ptr<Call>& call, int round, Connect
     if (call->probe) CountConfirmation(call->node, Vote{V::kCancelled, ""}, /*probe=*/true);
     return;
   }
-  // One confirmation in flight per node: a WAIT covers every earlier write
-  // on its connection, so a write sent while one is out waits for the next,
-  // sent when that one returns. A lagging replica then holds the node's
-  // connection for one durability timeout at a time, never for a queue of
-  // them.
+  // One confirmation in flight per connection (a node's one, or each of a
+  // cluster's masters): a WAIT covers every earlier write on its
+  // connection, so a write sent while one is out waits for the next, sent
+  // when that one returns. A lagging replica then holds the connection for
+  // one durability timeout at a time, never for a queue of them.
   auto group = std::make_shared<Confirmation>();
+  group->conn = conn;
   {
     std::lock_guard<std::mutex> lock(mu_);
     NodeState& s = nodes_[static_cast<size_t>(call->node)];
-    if (s.confirming) {
-      s.next.push_back(Waiter{call, round});
+    auto [it, fresh] = s.confirming.try_emplace(conn);
+    if (!fresh) {
+      it->second.push_back(Waiter{call, round});
       return;
     }
-    s.confirming = true;
   }
   group->writes.push_back(Waiter{call, round});
   SendConfirmation(call->node, std::move(group), conn);
@@ -234,21 +235,21 @@ void NodeCalls::OnConfirmation(int node, const std::shared_ptr<Confirmation>& gr
   {
     std::lock_guard<std::mutex> lock(mu_);
     NodeState& s = nodes_[static_cast<size_t>(node)];
-    if (s.next.empty()) {
-      s.confirming = false;
-    } else {
-      next = std::make_shared<Confirmation>();
-      next->writes.swap(s.next);
+    auto it = s.confirming.find(group->conn);
+    if (it != s.confirming.end()) {
+      if (it->second.empty()) {
+        s.confirming.erase(it);
+      } else {
+        next = std::make_shared<Confirmation>();
+        next->conn = group->conn;
+        next->writes.swap(it->second);
+      }
     }
   }
   for (const Waiter& w : writes) OnConfirm(w.call, w.round, cv);
   if (next == nullptr) return;
-  ConnectionId after;
-  {
-    std::lock_guard<std::mutex> lock(next->writes.back().call->mu);
-    after = next->writes.back().call->conn;
-  }
-  SendConfirmation(node, std::move(next), after);
+  // Behind the last of them: every one was sent on that connection.
+  SendConfirmation(node, next, next->conn);
 }
 
 void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r) {

@@ -43,6 +43,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -160,15 +161,17 @@ class NodeCalls {
     std::shared_ptr<Call> call;
     int round = 0;
   };
-  // The writes one WAIT confirms.
+  // The writes one WAIT confirms, on connection `conn`.
   struct Confirmation {
+    ConnectionId conn = 0;
     std::mutex mu;
     std::vector<Waiter> writes;
   };
   struct NodeState {
-    // A confirmation is in flight; the writes sent since wait for the next.
-    bool confirming = false;
-    std::vector<Waiter> next;
+    // Per connection with a confirmation in flight (one per node, but a
+    // cluster node has a connection per master): the writes sent on it
+    // since, waiting for the next one.
+    std::map<ConnectionId, std::vector<Waiter>> confirming;
     // The confirmation breaker.
     int missed_in_a_row = 0;
     std::string last_miss;  // why the last one was not confirmed

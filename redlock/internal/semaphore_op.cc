@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/attempts.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/jitter.h"
 #include "redlock/internal/lease_factory.h"
@@ -43,14 +44,11 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
         what_(absl::StrCat("acquire a permit of \"", request_.resource, "\" (", k_,
                            k_ == 1 ? " permit)" : " permits)")),
         drift_(request_.ttl.drift),
-        pause_(std::max(ctx->options().retry_delay / 4, absl::Milliseconds(1))),
+        attempts_(*ctx, request_.wait, request_.max_attempts, /*fail_fast_unavailable=*/false),
         done_(std::move(done)),
         round2_(0, 0) {
     for (int i = 0; i < k_; ++i) {
       keys_.push_back(ctx_->Key(PermitResource(request_.resource, i)));
-    }
-    if (request_.wait.has_value() && *request_.wait != absl::InfiniteDuration()) {
-      deadline_ = ctx_->clock().Now() + absl::ToChronoNanoseconds(*request_.wait);
     }
   }
 
@@ -388,35 +386,14 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
   void FailAttemptLocked(absl::Status status) {
     AbandonAttemptLocked();
     phase_ = Phase::kBetween;
-    const Outcome::Kind kind = KindOf(status);
-    if (absl::IsCancelled(status) || transport().stopping()) {
-      SetResultLocked(std::move(status), Outcome::Kind::kCancelled);
+    AttemptPolicy::Decision next = attempts_.AfterFailure(what_, attempt_, std::move(status));
+    if (!next.retry) {
+      SetResultLocked(std::move(next.status), next.kind);
       return;
     }
     Retry retry;
-    retry.delay = ctx_->RetryDelay();
-    if (request_.wait.has_value()) {
-      absl::Duration left = absl::InfiniteDuration();
-      if (deadline_.has_value()) left = absl::FromChrono(*deadline_ - ctx_->clock().Now());
-      if (left <= absl::ZeroDuration()) {
-        SetResultLocked(
-            absl::DeadlineExceededError(absl::StrCat(
-                what_, ": not held after waiting ", absl::FormatDuration(*request_.wait), " (",
-                AttemptCount(attempt_), "); last attempt: ", status.message())),
-            Outcome::Kind::kWaitExpired);
-        return;
-      }
-      retry.delay = std::min(pause_ * UniformReal(0.5, 1.5), left);
-      pause_ = std::min(pause_ * 2, ctx_->options().wait_poll_max);
-      retry.mark = mark_;
-    } else if (attempt_ >= request_.max_attempts) {
-      if (attempt_ > 1) {
-        status = absl::Status(
-            status.code(), absl::StrCat(status.message(), " (after ", AttemptCount(attempt_), ")"));
-      }
-      SetResultLocked(std::move(status), kind);
-      return;
-    }
+    retry.delay = next.delay;
+    if (request_.wait.has_value()) retry.mark = mark_;
     retry_.emplace(std::move(retry));
   }
 
@@ -433,10 +410,7 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     if (result_.has_value() || !done_) return false;
     if (phase_ == Phase::kRound1 || phase_ == Phase::kRound2) AbandonAttemptLocked();
     retry_.reset();
-    SetResultLocked(
-        absl::CancelledError(absl::StrCat(what_, ": cancelled", attempt_ > 0 ? " after " : "",
-                                          attempt_ > 0 ? AttemptCount(attempt_) : "")),
-        Outcome::Kind::kCancelled);
+    SetResultLocked(AttemptPolicy::Cancelled(what_, attempt_), Outcome::Kind::kCancelled);
     return true;
   }
 
@@ -543,13 +517,12 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
   const bool fencing_;
   const std::string what_;
   const absl::Duration drift_;
-  std::optional<Clock::TimePoint> deadline_;
   std::vector<std::string> keys_;  // the permit keys, in permit order
   std::shared_ptr<ReleaseWatches::Watch> watch_;
   std::unique_ptr<StopCallback> stop_callback_;
 
   std::mutex mu_;
-  absl::Duration pause_;
+  AttemptPolicy attempts_;
   PermitCallback done_;
   int attempt_ = 0;
   std::string token_;
