@@ -42,6 +42,19 @@ void DeleteKeys(Context& ctx, const std::vector<Endpoint>& eps,
   }
 }
 
+// The library on `on` (its rows named `impl`, `variant`) after the plain
+// library on the group's own nodes, with `callers` callers, and the note of
+// their ratios (`what`: "with ...").
+void AddOnRow(Context& ctx, const std::vector<Endpoint>& on, const std::string& impl,
+              const std::string& variant, int callers, const std::string& what, GroupResult* g) {
+  LibrarySpec spec;
+  spec.impl = impl;
+  spec.variant = variant;
+  spec.callers = callers;
+  g->rows.push_back(LibraryRow(ctx, on, spec));
+  OnOffNote(g, "", variant, callers, what);
+}
+
 }  // namespace
 
 // Fencing off, on, and on tolerating one lost counter
@@ -125,18 +138,11 @@ void RunScriptless(Context& ctx, int n, GroupResult* g) {
     LibrarySpec lua;
     lua.callers = callers;
     g->rows.push_back(LibraryRow(ctx, eps, lua));
-    LibrarySpec all_tx;
-    all_tx.impl = "library scriptless";
-    all_tx.variant = "scriptless";
-    all_tx.callers = callers;
-    g->rows.push_back(LibraryRow(ctx, tx, all_tx));
-    OnOffNote(g, "", "scriptless", callers, "with every node forbidding scripting");
+    AddOnRow(ctx, tx, "library scriptless", "scriptless", callers,
+             "with every node forbidding scripting", g);
     if (n < 2) continue;
-    LibrarySpec half = all_tx;
-    half.impl = "library mixed";
-    half.variant = "mixed";
-    g->rows.push_back(LibraryRow(ctx, mixed, half));
-    OnOffNote(g, "", "mixed", callers, "with every other node forbidding scripting");
+    AddOnRow(ctx, mixed, "library mixed", "mixed", callers,
+             "with every other node forbidding scripting", g);
   }
   for (const Endpoint& ep : eps) (void)testkit::RunCommand(ep, {"ACL", "DELUSER", user});
 }
@@ -165,12 +171,8 @@ void RunCluster(Context& ctx, int n, GroupResult* g) {
     LibrarySpec plain;
     plain.callers = callers;
     g->rows.push_back(LibraryRow(ctx, eps, plain));
-    LibrarySpec on_cluster;
-    on_cluster.impl = "library cluster node";
-    on_cluster.variant = "cluster";
-    on_cluster.callers = callers;
-    g->rows.push_back(LibraryRow(ctx, with_cluster, on_cluster));
-    OnOffNote(g, "", "cluster", callers, "with node 0 a cluster");
+    AddOnRow(ctx, with_cluster, "library cluster node", "cluster", callers,
+             "with node 0 a cluster", g);
   }
 }
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <utility>
 
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/family_api.h"
@@ -159,56 +160,63 @@ void ReadWriteLock::StartExclusive(absl::Duration ttl, std::optional<absl::Durat
       }));
 }
 
-absl::StatusOr<Lease> ReadWriteLock::TryAcquireShared(absl::Duration ttl) {
-  ClientImpl* impl = internal::ImplOf(client_);
+namespace {
+
+using StartFn = absl::FunctionRef<void(Client::LeaseCallback)>;
+
+// A blocking call of the lock: `start` with a callback the caller waits on.
+absl::StatusOr<Lease> BlockOn(Client* client, StartFn start) {
+  ClientImpl* impl = internal::ImplOf(client);
   if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  return impl->Block<absl::StatusOr<Lease>>([&](Client::LeaseCallback cb) {
+  return impl->Block<absl::StatusOr<Lease>>([&](Client::LeaseCallback cb) { start(std::move(cb)); });
+}
+
+// An asynchronous call: `done` runs on the client's I/O thread.
+void StartAsync(Client* client, Client::LeaseCallback done, StartFn start) {
+  ClientImpl* impl = internal::ImplOf(client);
+  if (impl == nullptr) {
+    done(internal::NotACreatedClient("ReadWriteLock"));
+    return;
+  }
+  start(impl->ToUser(std::move(done)));
+}
+
+}  // namespace
+
+absl::StatusOr<Lease> ReadWriteLock::TryAcquireShared(absl::Duration ttl) {
+  return BlockOn(client_, [&](Client::LeaseCallback cb) {
     StartShared(ttl, std::nullopt, StopToken(), std::move(cb));
   });
 }
 
 absl::StatusOr<Lease> ReadWriteLock::AcquireShared(absl::Duration ttl, absl::Duration wait,
                                                    const StopToken& stop) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  return impl->Block<absl::StatusOr<Lease>>(
-      [&](Client::LeaseCallback cb) { StartShared(ttl, wait, stop, std::move(cb)); });
+  return BlockOn(client_,
+                 [&](Client::LeaseCallback cb) { StartShared(ttl, wait, stop, std::move(cb)); });
 }
 
 void ReadWriteLock::AcquireSharedAsync(absl::Duration ttl, absl::Duration wait,
                                        const StopToken& stop, Client::LeaseCallback done) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) {
-    done(internal::NotACreatedClient("ReadWriteLock"));
-    return;
-  }
-  StartShared(ttl, wait, stop, impl->ToUser(std::move(done)));
+  StartAsync(client_, std::move(done),
+             [&](Client::LeaseCallback cb) { StartShared(ttl, wait, stop, std::move(cb)); });
 }
 
 absl::StatusOr<Lease> ReadWriteLock::TryAcquireExclusive(absl::Duration ttl) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  return impl->Block<absl::StatusOr<Lease>>([&](Client::LeaseCallback cb) {
+  return BlockOn(client_, [&](Client::LeaseCallback cb) {
     StartExclusive(ttl, std::nullopt, StopToken(), std::move(cb));
   });
 }
 
 absl::StatusOr<Lease> ReadWriteLock::AcquireExclusive(absl::Duration ttl, absl::Duration wait,
                                                       const StopToken& stop) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  return impl->Block<absl::StatusOr<Lease>>(
-      [&](Client::LeaseCallback cb) { StartExclusive(ttl, wait, stop, std::move(cb)); });
+  return BlockOn(client_,
+                 [&](Client::LeaseCallback cb) { StartExclusive(ttl, wait, stop, std::move(cb)); });
 }
 
 void ReadWriteLock::AcquireExclusiveAsync(absl::Duration ttl, absl::Duration wait,
                                           const StopToken& stop, Client::LeaseCallback done) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) {
-    done(internal::NotACreatedClient("ReadWriteLock"));
-    return;
-  }
-  StartExclusive(ttl, wait, stop, impl->ToUser(std::move(done)));
+  StartAsync(client_, std::move(done),
+             [&](Client::LeaseCallback cb) { StartExclusive(ttl, wait, stop, std::move(cb)); });
 }
 
 absl::StatusOr<std::vector<ReadWriteNodeView>> ReadWriteLock::Inspect() {

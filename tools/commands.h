@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "redlock/client.h"
 #include "redlock/observer.h"
 #include "tools/cli_flags.h"
@@ -52,6 +53,20 @@ absl::StatusOr<std::string> ResourceFlag(const ParsedArgs& args, bool allow_posi
 absl::StatusOr<absl::Duration> DurationFlag(const ParsedArgs& args, const std::string& name,
                                             bool required, absl::Duration fallback,
                                             bool allow_zero);
+// The flags `redlock run` and `redlock elect` share: --resource, --ttl
+// (required when `default_ttl` is zero), --wait, --grace, --max-hold and
+// --at-risk-signal. kInvalidArgument naming the bad one otherwise.
+struct SuperviseFlags {
+  std::string resource;
+  absl::Duration ttl;
+  absl::Duration wait;
+  absl::Duration grace;
+  absl::Duration max_hold;
+  int at_risk_signal = 0;
+};
+absl::StatusOr<SuperviseFlags> ParseSuperviseFlags(const ParsedArgs& args,
+                                                   absl::Duration default_ttl,
+                                                   absl::Duration default_wait);
 // Options from the flags and REDLOCK_NODES (with `observer`, if given), then
 // Client::Create.
 absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args,

@@ -95,27 +95,13 @@ std::string DefaultIdentity() {
 }  // namespace
 
 int RunElect(const ParsedArgs& args) {
-  if (!args.positional.empty()) {
-    PrintError(kName, absl::StrCat("unexpected argument '", args.positional[0], "'"));
+  absl::StatusOr<SuperviseFlags> flags =
+      ParseSuperviseFlags(args, absl::Seconds(10), absl::InfiniteDuration());
+  if (!flags.ok()) {
+    PrintError(kName, flags.status().message());
     return kExitUsage;
   }
-  absl::StatusOr<std::string> resource = ResourceFlag(args, false);
-  absl::StatusOr<absl::Duration> ttl = DurationFlag(args, "ttl", false, absl::Seconds(10), false);
-  absl::StatusOr<absl::Duration> wait =
-      DurationFlag(args, "wait", false, absl::InfiniteDuration(), true);
-  absl::StatusOr<absl::Duration> grace =
-      DurationFlag(args, "grace", false, absl::Seconds(10), true);
-  absl::StatusOr<absl::Duration> max_hold =
-      DurationFlag(args, "max-hold", false, absl::InfiniteDuration(), false);
-  absl::StatusOr<int> at_risk_signal =
-      ParseSignal(args.Has("at-risk-signal") ? args.Get("at-risk-signal") : "TERM");
-  for (const absl::Status& st : {resource.status(), ttl.status(), wait.status(), grace.status(),
-                                 max_hold.status(), at_risk_signal.status()}) {
-    if (!st.ok()) {
-      PrintError(kName, st.message());
-      return kExitUsage;
-    }
-  }
+  const std::string& resource = flags->resource;
   const std::string identity = args.Has("id") ? args.Get("id") : DefaultIdentity();
   if (identity.size() > Election::kMaxIdentity) {
     PrintError(kName, absl::StrCat("--id: at most ", Election::kMaxIdentity, " bytes"));
@@ -145,17 +131,17 @@ int RunElect(const ParsedArgs& args) {
   }
   std::shared_ptr<LossReport> report = *loss;
 
-  Election election(client->get(), *resource);
+  Election election(client->get(), resource);
   CampaignOptions campaign;
-  campaign.ttl = *ttl;
-  campaign.renew.max_hold = *max_hold;
+  campaign.ttl = flags->ttl;
+  campaign.renew.max_hold = flags->max_hold;
   campaign.renew.on_at_risk = [report](const Lease&, const absl::Status& why) {
     report->Report(why, false);
   };
   campaign.on_lost = [report](const absl::Status& why) { report->Report(why, true); };
   int signo = 0;
   LeadershipResult leadership =
-      CampaignInterruptibly(election, identity, *wait, std::move(campaign), interrupts, &signo);
+      CampaignInterruptibly(election, identity, flags->wait, std::move(campaign), interrupts, &signo);
   if (signo != 0) {
     PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
                                    " while campaigning; the command was not run"));
@@ -169,16 +155,16 @@ int RunElect(const ParsedArgs& args) {
   const std::string term = std::to_string(leader.term());
   Supervision s;
   s.name = kName;
-  s.held = absl::StrCat("leadership of ", JsonString(*resource));
+  s.held = absl::StrCat("leadership of ", JsonString(resource));
   s.command = args.command;
-  s.env = {{"REDLOCK_RESOURCE", *resource},
+  s.env = {{"REDLOCK_RESOURCE", resource},
            {"REDLOCK_TOKEN", leader.lease().token()},
            {"REDLOCK_LEADER_ID", identity},
            {"REDLOCK_TERM", term},
            {"REDLOCK_FENCING_TOKEN", term}};
   s.command_mask = original;
-  s.grace = *grace;
-  s.at_risk_signal = *at_risk_signal;
+  s.grace = flags->grace;
+  s.at_risk_signal = flags->at_risk_signal;
   return Supervise(s, *report, [&] { return leader.Resign(); });
 }
 

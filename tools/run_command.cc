@@ -25,15 +25,17 @@ constexpr absl::string_view kName = "run";
 
 }  // namespace
 
-int RunRun(const ParsedArgs& args) {
+absl::StatusOr<SuperviseFlags> ParseSuperviseFlags(const ParsedArgs& args,
+                                                   absl::Duration default_ttl,
+                                                   absl::Duration default_wait) {
   if (!args.positional.empty()) {
-    PrintError(kName, absl::StrCat("unexpected argument '", args.positional[0], "'"));
-    return kExitUsage;
+    return absl::InvalidArgumentError(
+        absl::StrCat("unexpected argument '", args.positional[0], "'"));
   }
   absl::StatusOr<std::string> resource = ResourceFlag(args, false);
-  absl::StatusOr<absl::Duration> ttl = DurationFlag(args, "ttl", true, absl::ZeroDuration(), false);
-  absl::StatusOr<absl::Duration> wait =
-      DurationFlag(args, "wait", false, absl::ZeroDuration(), true);
+  absl::StatusOr<absl::Duration> ttl =
+      DurationFlag(args, "ttl", default_ttl == absl::ZeroDuration(), default_ttl, false);
+  absl::StatusOr<absl::Duration> wait = DurationFlag(args, "wait", false, default_wait, true);
   absl::StatusOr<absl::Duration> grace =
       DurationFlag(args, "grace", false, absl::Seconds(10), true);
   absl::StatusOr<absl::Duration> max_hold =
@@ -42,11 +44,19 @@ int RunRun(const ParsedArgs& args) {
       ParseSignal(args.Has("at-risk-signal") ? args.Get("at-risk-signal") : "TERM");
   for (const absl::Status& st : {resource.status(), ttl.status(), wait.status(), grace.status(),
                                  max_hold.status(), at_risk_signal.status()}) {
-    if (!st.ok()) {
-      PrintError(kName, st.message());
-      return kExitUsage;
-    }
+    if (!st.ok()) return st;
   }
+  return SuperviseFlags{*resource, *ttl, *wait, *grace, *max_hold, *at_risk_signal};
+}
+
+int RunRun(const ParsedArgs& args) {
+  absl::StatusOr<SuperviseFlags> flags =
+      ParseSuperviseFlags(args, absl::ZeroDuration(), absl::ZeroDuration());
+  if (!flags.ok()) {
+    PrintError(kName, flags.status().message());
+    return kExitUsage;
+  }
+  const std::string& resource = flags->resource;
   if (args.command.empty()) {
     PrintError(kName, "missing the command: redlock run --resource R --ttl DUR -- CMD [ARGS...]");
     return kExitUsage;
@@ -68,7 +78,7 @@ int RunRun(const ParsedArgs& args) {
 
   int signo = 0;
   absl::StatusOr<Lease> lease =
-      AcquireInterruptibly(**client, *resource, *ttl, *wait, interrupts, &signo);
+      AcquireInterruptibly(**client, resource, flags->ttl, flags->wait, interrupts, &signo);
   if (signo != 0) {
     PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
                                    " while waiting for the lock; the command was not run"));
@@ -87,7 +97,7 @@ int RunRun(const ParsedArgs& args) {
   }
   std::shared_ptr<LossReport> report = *loss;
   RenewOptions renew;
-  renew.max_hold = *max_hold;
+  renew.max_hold = flags->max_hold;
   renew.on_at_risk = [report](const Lease&, const absl::Status& why) {
     report->Report(why, false);
   };
@@ -101,13 +111,13 @@ int RunRun(const ParsedArgs& args) {
 
   Supervision s;
   s.name = kName;
-  s.held = absl::StrCat("the lock on ", JsonString(*resource));
+  s.held = absl::StrCat("the lock on ", JsonString(resource));
   s.command = args.command;
   s.env = {{"REDLOCK_RESOURCE", lease->resource()}, {"REDLOCK_TOKEN", lease->token()}};
   if (fencing) s.env.emplace_back("REDLOCK_FENCING_TOKEN", std::to_string(lease->fencing_token()));
   s.command_mask = original;
-  s.grace = *grace;
-  s.at_risk_signal = *at_risk_signal;
+  s.grace = flags->grace;
+  s.at_risk_signal = flags->at_risk_signal;
   return Supervise(s, *report, [&] {
     renewal->reset();
     return (*client)->Release(*lease);

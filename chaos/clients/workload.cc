@@ -35,11 +35,35 @@
 namespace redlock::chaos {
 namespace {
 
-struct VariantEntry {
-  ClientVariant v;
+// A value of an enum and its name on the command line and in files.
+template <typename E>
+struct Named {
+  E value;
   const char* name;
 };
-constexpr VariantEntry kVariants[] = {
+
+template <typename E, size_t N>
+absl::string_view NameIn(const Named<E> (&table)[N], E value) {
+  for (const Named<E>& e : table) {
+    if (e.value == value) return e.name;
+  }
+  return "?";
+}
+
+// `what` names the kind of value in the message ("variant").
+template <typename E, size_t N>
+absl::StatusOr<E> ParseIn(const Named<E> (&table)[N], absl::string_view name,
+                          absl::string_view what) {
+  std::vector<std::string> names;
+  for (const Named<E>& e : table) {
+    if (name == e.name) return e.value;
+    names.push_back(e.name);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown ", what, " \"", name, "\" (", absl::StrJoin(names, ", "), ")"));
+}
+
+constexpr Named<ClientVariant> kVariants[] = {
     {ClientVariant::kLibrary, "library"},
     {ClientVariant::kNoElapsedCheck, "no-elapsed"},
     {ClientVariant::kPlainDelRelease, "plain-del"},
@@ -48,11 +72,7 @@ constexpr VariantEntry kVariants[] = {
     {ClientVariant::kMajorityCount, "majority-count"},
 };
 
-struct PrimitiveEntry {
-  Primitive p;
-  const char* name;
-};
-constexpr PrimitiveEntry kPrimitives[] = {
+constexpr Named<Primitive> kPrimitives[] = {
     {Primitive::kMutex, "mutex"},
     {Primitive::kRwLock, "rwlock"},
     {Primitive::kSemaphore, "semaphore"},
@@ -262,42 +282,22 @@ class MarkerWriter {
 
 }  // namespace
 
-absl::string_view VariantName(ClientVariant v) {
-  for (const auto& e : kVariants) {
-    if (e.v == v) return e.name;
-  }
-  return "?";
-}
+absl::string_view VariantName(ClientVariant v) { return NameIn(kVariants, v); }
 
 absl::StatusOr<ClientVariant> ParseVariant(absl::string_view name) {
-  for (const auto& e : kVariants) {
-    if (name == e.name) return e.v;
-  }
-  std::vector<std::string> names;
-  for (const auto& e : kVariants) names.push_back(e.name);
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown variant \"", name, "\" (", absl::StrJoin(names, ", "), ")"));
+  return ParseIn(kVariants, name, "variant");
 }
 
 std::vector<ClientVariant> AllVariants() {
   std::vector<ClientVariant> out;
-  for (const auto& e : kVariants) out.push_back(e.v);
+  for (const auto& e : kVariants) out.push_back(e.value);
   return out;
 }
 
-absl::string_view PrimitiveName(Primitive p) {
-  for (const auto& e : kPrimitives) {
-    if (e.p == p) return e.name;
-  }
-  return "?";
-}
+absl::string_view PrimitiveName(Primitive p) { return NameIn(kPrimitives, p); }
 
 absl::StatusOr<Primitive> ParsePrimitive(absl::string_view name) {
-  for (const auto& e : kPrimitives) {
-    if (name == e.name) return e.p;
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown primitive \"", name, "\" (mutex, rwlock, semaphore, election)"));
+  return ParseIn(kPrimitives, name, "primitive");
 }
 
 absl::Duration DriftAllowance(int64_t ttl_ms, double factor) {

@@ -247,14 +247,23 @@ void NodeSupervisor::Log(absl::string_view fault, int i, absl::string_view detai
 bool NodeSupervisor::running(int i) const { return !killed_[static_cast<size_t>(i)]; }
 bool NodeSupervisor::paused(int i) const { return paused_[static_cast<size_t>(i)]; }
 
-absl::Status NodeSupervisor::Kill(int i) {
+void NodeSupervisor::ResumeIfPaused(int i) {
   if (paused_[static_cast<size_t>(i)]) {
     absl::Status s = Resume(i);
     (void)s;
   }
+}
+
+absl::Status NodeSupervisor::KillProcess(int i) {
+  ResumeIfPaused(i);
   absl::Status s = fleet_->Kill(i);
+  if (s.ok()) killed_[static_cast<size_t>(i)] = true;
+  return s;
+}
+
+absl::Status NodeSupervisor::Kill(int i) {
+  absl::Status s = KillProcess(i);
   if (!s.ok()) return s;
-  killed_[static_cast<size_t>(i)] = true;
   Log("kill", i, options_.aof ? "kill -9 (aof always)" : "kill -9 (no persistence)",
       FaultPhase::kStart);
   return absl::OkStatus();
@@ -269,10 +278,7 @@ absl::Status NodeSupervisor::StartNode(int i) {
 }
 
 absl::Status NodeSupervisor::RestartNow(int i) {
-  if (paused_[static_cast<size_t>(i)]) {
-    absl::Status s = Resume(i);
-    (void)s;
-  }
+  ResumeIfPaused(i);
   Log("restart", i,
       options_.aof ? "kill -9 + immediate restart (aof always)"
                    : "kill -9 + immediate restart (no persistence)",
@@ -290,13 +296,8 @@ absl::Status NodeSupervisor::RestartDelayed(int i, absl::Duration down) {
 }
 
 absl::Status NodeSupervisor::RestartAmnesia(int i, const AmnesiaSpec& spec) {
-  if (paused_[static_cast<size_t>(i)]) {
-    absl::Status s = Resume(i);
-    (void)s;
-  }
-  absl::Status s = fleet_->Kill(i);
+  absl::Status s = KillProcess(i);
   if (!s.ok()) return s;
-  killed_[static_cast<size_t>(i)] = true;
   absl::StatusOr<AofTruncation> cut = TruncateAofTail(fleet_->dir(i), spec);
   std::string detail =
       cut.ok() ? absl::StrCat("kill -9, ", cut->Describe(), ", restart")

@@ -163,6 +163,11 @@ class NodeSupervisor {
  private:
   NodeSupervisor(SupervisorOptions options)
       : options_(std::move(options)), log_(options_.history) {}
+  // A paused node is continued (SIGCONT), and its pause ends in the
+  // history, before what is done to it next.
+  void ResumeIfPaused(int i);
+  // SIGKILL, reaped; the node counts as killed.
+  absl::Status KillProcess(int i);
 
   SupervisorOptions options_;
   NemesisLog log_;

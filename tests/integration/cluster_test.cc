@@ -300,7 +300,8 @@ TEST_F(ClusterTest, AMasterKilledIsReplacedByItsReplica) {
   EXPECT_EQ(v->str, after->token());
   EXPECT_TRUE(testkit::Eventually(
       [&] {
-        for (const ShardHealth& s : c->Health()[0].shards) {
+        const std::vector<NodeHealth> health = c->Health();
+        for (const ShardHealth& s : health[0].shards) {
           if (s.address == cluster_->fleet().address(*promoted)) return s.connected;
         }
         return false;
