@@ -353,7 +353,8 @@ struct Options {
   // connection, the client sends `WAIT K timeout` (or `WAITAOF`, see
   // `fsync`), pipelined right behind it when no other WAIT is out on that
   // node, else as soon as that one returns (a WAIT covers every earlier
-  // write on its connection: one in flight per node confirms them all). A
+  // write on its connection: one in flight per node, per master of a
+  // cluster node, confirms them all). A
   // node that cannot confirm in time votes "no" and its key is removed at
   // once. The same holds for the fencing round's counter write (the WAIT
   // behind the commit covers the round-1 SET too: one stream, one offset)

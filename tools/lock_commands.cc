@@ -317,7 +317,9 @@ int RunStatus(const ParsedArgs& args) {
       }
       for (const ShardHealth& sh : h == nullptr ? std::vector<ShardHealth>{} : h->shards) {
         PrintLine(absl::StrCat("  master ", sh.address, ": ", sh.slots, " slots, ",
-                               sh.connected ? "connected" : absl::StrCat("down: ", sh.last_error)));
+                               sh.connected              ? std::string("connected")
+                               : sh.last_error.empty() ? std::string("connecting")
+                                                       : absl::StrCat("down: ", sh.last_error)));
       }
       if (h != nullptr && !h->shards.empty() && h->slots_uncovered > 0) {
         PrintLine(absl::StrCat("  ", h->slots_uncovered, " slots served by no master"));

@@ -155,14 +155,6 @@ const std::vector<Preset>& Presets() {
   return *presets;
 }
 
-// Kinds with a MayViolate that depends on values are still drawn; the run
-// is judged by the instances actually injected.
-std::vector<std::string> Names(const std::vector<const FaultKind*>& kinds) {
-  std::vector<std::string> out;
-  for (const FaultKind* k : kinds) out.push_back(k->name());
-  return out;
-}
-
 // The explorer's range of a parameter as a ParamText (the default when the
 // kind gives no range).
 ParamText ExploreRange(const ParamSpec& p) {

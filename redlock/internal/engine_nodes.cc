@@ -77,8 +77,13 @@ int Engine::AddShard(Node& owner, std::unique_ptr<Locator> locator, const std::s
   ++shards_[static_cast<size_t>(owner.index)];
   MakeNode(next, owner.index, owner.endpoint, name, std::move(locator));
   Node& n = NodeAt(next);
-  // Its first attempt is not one Client::Create waits for.
-  n.first_connect_reported = true;
+  // A master named by the first slot map (while Client::Create still waits
+  // for the first connections) is waited for too; one found later is not.
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    n.first_connect_reported = first_connect_pending_ <= 0;
+    if (!n.first_connect_reported) ++first_connect_pending_;
+  }
   StartConnect(n);
   return next;
 }

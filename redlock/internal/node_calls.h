@@ -17,12 +17,12 @@
 //   sent again that way, an acquisition is a "no".
 // - Durable writes (Options::durability): a WAIT follows the write on the
 //   same connection, and the write's "yes" counts only once that WAIT
-//   confirmed it. A node has one WAIT in flight at a time: it covers every
-//   write before it on its connection, so writes sent while one is out are
+//   confirmed it. A connection has one WAIT in flight at a time (a node has
+//   one connection; a cluster node one per master): it covers every write
+//   before it on its connection, so writes sent while one is out are
 //   confirmed together by the next, sent when it returns (right behind the
-//   write when none is out). A lagging replica thus holds the node's
-//   connection for one durability timeout at a time, whatever the callers
-//   send. The confirmation breaker: a node whose replicas left
+//   write when none is out). A lagging replica thus holds the connection for
+//   one durability timeout at a time, whatever the callers send. The confirmation breaker: a node whose replicas left
 //   kConfirmationsMissed WAITs in a row unconfirmed votes "no" at once,
 //   without being asked, until a probe write (one per probe interval) is
 //   confirmed.

@@ -206,7 +206,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       // the winning one of a success (the lease's release reaches it).
       if (state.pick >= 0 && (failed_ || state.pick != winner_ || v.vote != V::kYes)) {
         if (!failed_) QueueReleaseLocked(node);
-        if (failed_) freed_.push_back(node);
       }
       return;
     }
@@ -377,10 +376,14 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
 
   void AbandonAttemptLocked() {
     failed_ = true;
-    for (int i = 0; i < sent_; ++i) {
-      QueueReleaseLocked(i);
-      if (nodes_[static_cast<size_t>(i)].pick >= 0) freed_.push_back(i);
-    }
+    // A node whose pick this attempt releases is not counted as free for the
+    // wait (as a mutex's is): it may have given this waiter one permit while
+    // another permit is the one that failed; waiters that each took a share
+    // of different permits and retried at once, as freed nodes let them,
+    // kept splitting the votes: thousands of attempts in 20 s, in lockstep,
+    // none granted. They retry on an announcement or after the jittered
+    // polling pause instead.
+    for (int i = 0; i < sent_; ++i) QueueReleaseLocked(i);
   }
 
   void FailAttemptLocked(absl::Status status) {
@@ -436,7 +439,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
     std::optional<Retry> retry;
     std::shared_ptr<ReleaseWatches::Watch> watch;
     std::unique_ptr<StopCallback> stop_callback;
-    std::vector<int> freed;
     std::vector<Outgoing> outgoing;
     std::shared_ptr<const Command> commit;
     std::shared_ptr<const KeysRelease> release;
@@ -449,7 +451,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
       release = release_;
       attempt = attempt_;
       watch = watch_;
-      freed.swap(freed_);
       if (!fanout_active_ && result_.has_value() && done_) {
         done = std::move(done_);
         done_ = nullptr;
@@ -479,9 +480,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
                          [self, attempt, i = o.node](NodeCalls::Answer a) {
                            self->OnRound2(attempt, i, std::move(a));
                          });
-    }
-    if (watch != nullptr) {
-      for (int node : freed) watch->Freed(node);
     }
     if (done) {
       if (retry_timer != 0) transport().Cancel(retry_timer);
@@ -546,7 +544,6 @@ class SemaphoreOp : public std::enable_shared_from_this<SemaphoreOp> {
   std::shared_ptr<const Command> commit_;       // the fencing commit of the attempt
   std::shared_ptr<const KeysRelease> release_;  // the release of attempt release_attempt_
   int release_attempt_ = 0;
-  std::vector<int> freed_;
   std::optional<absl::StatusOr<std::pair<Lease, int>>> result_;
   Outcome outcome_;
   const Clock::TimePoint call_start_ = ctx_->clock().Now();

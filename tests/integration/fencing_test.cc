@@ -313,7 +313,9 @@ TEST_F(FencingTest, ASharedCounterKeepsTokensIncreasingPerResourceWithOneKeyPerN
     absl::StatusOr<RedisValue> v = fleet_->Command(i, {"KEYS", prefix_ + "*fence"});
     ASSERT_TRUE(v.ok());
     ASSERT_LE(v->elements.size(), 1u) << "node " << i;
-    if (!v->elements.empty()) EXPECT_EQ(v->elements[0].str, prefix_ + ":fence");
+    if (!v->elements.empty()) {
+      EXPECT_EQ(v->elements[0].str, prefix_ + ":fence");
+    }
   }
 }
 

@@ -94,6 +94,35 @@ TEST_F(FamilyLogicTest, SemaphoreNodesSplitOverTwoPermitsNeitherHasAQuorumEveryP
   for (int i : {2, 3}) EXPECT_EQ(Value(i, "s:permit:0"), "") << i;
 }
 
+TEST_F(FamilyLogicTest, AWaiterWhosePicksSplitOverPermitsPausesBeforeItsNextAttempt) {
+  // Every node gave this waiter a permit, but no permit a quorum: its own
+  // picks say nothing of whether one permit is free on a quorum. Waiters
+  // that retried at once on them split the votes again and again, in
+  // lockstep (thousands of attempts in a 20 s wait, none granted); a waiter
+  // retries after the polling pause, or an announcement.
+  Semaphore sem(client_.get(), "s", 2);
+  for (int i : {0, 1}) Hold(i, "s:permit:0");  // these give permit 1
+  for (int i : {2, 3, 4}) Hold(i, "s:permit:1");  // these give permit 0
+  Hold(4, "s:permit:0");                           // full
+  auto out = std::make_shared<std::optional<absl::StatusOr<Permit>>>();
+  sem.AcquireAsync(absl::Seconds(10), absl::Seconds(30), StopToken(),
+                   [out](absl::StatusOr<Permit> p) { out->emplace(std::move(p)); });
+  transport_->AnswerEverything();
+  EXPECT_FALSE(out->has_value());
+  // A millisecond: less than any polling pause (retry_delay / 8 at least).
+  transport_->Advance(absl::Milliseconds(1));
+  transport_->AnswerEverything();
+  int acquires = 0;
+  for (const std::string& c : transport_->node(0).log) acquires += c == "sem-acquire" ? 1 : 0;
+  EXPECT_EQ(acquires, 1) << "no second attempt at once";
+  // The pause passes: the next attempt goes.
+  transport_->Advance(absl::Seconds(1));
+  transport_->AnswerEverything();
+  acquires = 0;
+  for (const std::string& c : transport_->node(0).log) acquires += c == "sem-acquire" ? 1 : 0;
+  EXPECT_GE(acquires, 2);
+}
+
 TEST_F(FamilyLogicTest, SemaphoreDecidesAtAQuorumOfOnePermitAndRemovesLatePicksOfOthers) {
   Semaphore sem(client_.get(), "s", 2);
   auto out = TryPermit(sem);

@@ -140,7 +140,9 @@ TEST(ParseEndpoint, TlsServerNameIsForTlsForms) {
                           "rediss://h:1?tls_server_name=%zz", "rediss://h:1#frag"}) {
     absl::StatusOr<Endpoint> r = ParseEndpoint(bad);
     EXPECT_FALSE(r.ok()) << "accepted \"" << bad << "\"";
-    if (!r.ok()) EXPECT_THAT(std::string(r.status().message()), HasSubstr("malformed endpoint"));
+    if (!r.ok()) {
+      EXPECT_THAT(std::string(r.status().message()), HasSubstr("malformed endpoint"));
+    }
   }
 }
 
