@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
 #include "chaos/clients/external_client.h"
@@ -495,6 +497,20 @@ TEST_P(QuickScenarioTest, VerdictAsExpected) {
   if (const char* keep = getenv("REDLOCK_CHAOS_KEEP")) options.keep_dir = keep;
   ScenarioResult r = RunScenario(*s, options);
   if (r.skipped) GTEST_SKIP() << r.skip_reason;
+  // A violation that must be found depends on a fault landing in a window a
+  // few milliseconds wide; on two cores shared with other suites it can miss
+  // (broken-no-elapsed did once in CI). Such a miss, and only that (never a
+  // violation where none is allowed), is run again with the next seeds, at
+  // most twice; the output says so.
+  std::vector<std::string> missed;
+  for (int rerun = 0; rerun < 2 && !r.ok && absl::StrContains(r.why, "fault missed") &&
+                      !absl::StrContains(r.why, "documented as safe");
+       ++rerun) {
+    missed.push_back(absl::StrCat("seed ", options.seed, ": ", r.why));
+    ++options.seed;
+    r = RunScenario(*s, options);
+  }
+  for (const std::string& m : missed) std::printf("rerun after a miss (%s)\n", m.c_str());
   std::string detail;
   for (const auto& e : r.examples) detail += "\n  " + e;
   for (const auto& n : r.notes) detail += "\n  note: " + n;
