@@ -46,15 +46,19 @@ function(redlock_test_code target)
   endif()
 endfunction()
 
-# redlock_add_test(<name> LABELS unit|integration|chaos [TIMEOUT s]
+# redlock_add_test(<name> LABELS unit|integration|chaos [TIMEOUT s] [SHARDS n]
 #                  SOURCES src... [LIBS lib...] [DEFINITIONS def...] [DEPENDS target...])
 # redlock_add_test(<name> LABELS ... [TIMEOUT s] COMMAND cmd args... [SKIP_RETURN_CODE n])
 # One ctest entry with a label (default timeout 300 s): a GoogleTest binary
 # built from SOURCES (DEPENDS: targets it runs, built before it), or any
-# COMMAND (a target name as cmd runs that target's binary).
+# COMMAND (a target name as cmd runs that target's binary). SHARDS n (a
+# GoogleTest binary only) registers n entries instead, <name>_1of<n> ...,
+# each running every n-th test of the binary (GoogleTest's sharding), so that
+# a long binary does not keep one core busy after the others are done under
+# ctest -j.
 # Every test of the project is registered through this, in tests/CMakeLists.txt.
 function(redlock_add_test name)
-  cmake_parse_arguments(ARG "" "TIMEOUT;SKIP_RETURN_CODE" "SOURCES;LIBS;LABELS;DEFINITIONS;DEPENDS;COMMAND" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT;SKIP_RETURN_CODE;SHARDS" "SOURCES;LIBS;LABELS;DEFINITIONS;DEPENDS;COMMAND" ${ARGN})
   if(NOT ARG_LABELS)
     message(FATAL_ERROR "redlock_add_test(${name}): LABELS is required")
   endif()
@@ -73,17 +77,34 @@ function(redlock_add_test name)
     if(ARG_DEPENDS)
       add_dependencies(${name} ${ARG_DEPENDS})
     endif()
-    add_test(NAME ${name} COMMAND ${name})
+    set(entries ${name})
+    if(ARG_SHARDS)
+      set(entries)
+      math(EXPR last "${ARG_SHARDS} - 1")
+      foreach(i RANGE ${last})
+        math(EXPR n "${i} + 1")
+        set(entry ${name}_${n}of${ARG_SHARDS})
+        add_test(NAME ${entry} COMMAND ${name})
+        set_property(TEST ${entry} APPEND PROPERTY ENVIRONMENT
+          "GTEST_TOTAL_SHARDS=${ARG_SHARDS}" "GTEST_SHARD_INDEX=${i}")
+        list(APPEND entries ${entry})
+      endforeach()
+    else()
+      add_test(NAME ${name} COMMAND ${name})
+    endif()
   elseif(ARG_COMMAND)
+    set(entries ${name})
     add_test(NAME ${name} COMMAND ${ARG_COMMAND})
   else()
     message(FATAL_ERROR "redlock_add_test(${name}): SOURCES or COMMAND is required")
   endif()
-  set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
-  if(ARG_SKIP_RETURN_CODE)
-    set_tests_properties(${name} PROPERTIES SKIP_RETURN_CODE ${ARG_SKIP_RETURN_CODE})
-  endif()
-  redlock_sanitizer_environment(${name})
+  foreach(entry IN LISTS entries)
+    set_tests_properties(${entry} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT})
+    if(ARG_SKIP_RETURN_CODE)
+      set_tests_properties(${entry} PROPERTIES SKIP_RETURN_CODE ${ARG_SKIP_RETURN_CODE})
+    endif()
+    redlock_sanitizer_environment(${entry})
+  endforeach()
 endfunction()
 
 # redlock_sanitizer_environment(<test>): sanitizer runtime options for a ctest
