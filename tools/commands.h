@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/client.h"
 #include "redlock/observer.h"
@@ -55,7 +56,8 @@ absl::StatusOr<absl::Duration> DurationFlag(const ParsedArgs& args, const std::s
                                             bool allow_zero);
 // The flags `redlock run` and `redlock elect` share: --resource, --ttl
 // (required when `default_ttl` is zero), --wait, --grace, --max-hold and
-// --at-risk-signal. kInvalidArgument naming the bad one otherwise.
+// --at-risk-signal, and the command after "--" (`usage` is the line a
+// missing one prints). kInvalidArgument naming the bad one otherwise.
 struct SuperviseFlags {
   std::string resource;
   absl::Duration ttl;
@@ -66,11 +68,20 @@ struct SuperviseFlags {
 };
 absl::StatusOr<SuperviseFlags> ParseSuperviseFlags(const ParsedArgs& args,
                                                    absl::Duration default_ttl,
-                                                   absl::Duration default_wait);
+                                                   absl::Duration default_wait,
+                                                   absl::string_view usage);
 // Options from the flags and REDLOCK_NODES (with `observer`, if given), then
 // Client::Create.
 absl::StatusOr<std::unique_ptr<Client>> MakeClient(const ParsedArgs& args,
                                                    std::shared_ptr<Observer> observer = nullptr);
+// The client of a command that supervises a child (run, elect), or null
+// with the error printed as `command` and its exit code in *exit_code. Made
+// with every signal of HandledSignals() blocked (tools/supervise.h): its I/O
+// thread inherits the mask at its creation, so only the main thread takes
+// them. Open an InterruptSignals before, so that SIGINT and SIGTERM cancel
+// the wait that follows (for the lock, for the leadership).
+std::unique_ptr<Client> MakeSupervisingClient(absl::string_view command, const ParsedArgs& args,
+                                              int* exit_code);
 // The lease as the one JSON line `acquire` and `extend` print.
 std::string LeaseJson(const Lease& lease, bool with_fencing_token);
 

@@ -96,7 +96,8 @@ std::string DefaultIdentity() {
 
 int RunElect(const ParsedArgs& args) {
   absl::StatusOr<SuperviseFlags> flags =
-      ParseSuperviseFlags(args, absl::Seconds(10), absl::InfiniteDuration());
+      ParseSuperviseFlags(args, absl::Seconds(10), absl::InfiniteDuration(),
+                          "redlock elect --resource R [--id NAME] -- CMD [ARGS...]");
   if (!flags.ok()) {
     PrintError(kName, flags.status().message());
     return kExitUsage;
@@ -107,23 +108,13 @@ int RunElect(const ParsedArgs& args) {
     PrintError(kName, absl::StrCat("--id: at most ", Election::kMaxIdentity, " bytes"));
     return kExitUsage;
   }
-  if (args.command.empty()) {
-    PrintError(kName,
-               "missing the command: redlock elect --resource R [--id NAME] -- CMD [ARGS...]");
-    return kExitUsage;
-  }
 
-  const sigset_t handled = HandledSignals();
-  // The client's I/O thread is created with every handled signal blocked
-  // (tools/supervise.h); while campaigning, SIGINT and SIGTERM cancel.
+  // While campaigning, SIGINT and SIGTERM cancel.
   InterruptSignals interrupts;
   const sigset_t original = interrupts.original_mask();
-  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
-  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
-  if (!client.ok()) {
-    PrintError(kName, client.status().message());
-    return ExitCodeFor(client.status());
-  }
+  int exit_code = 0;
+  std::unique_ptr<Client> client = MakeSupervisingClient(kName, args, &exit_code);
+  if (client == nullptr) return exit_code;
   absl::StatusOr<std::shared_ptr<LossReport>> loss = LossReport::Create();
   if (!loss.ok()) {
     PrintError(kName, loss.status().message());
@@ -131,7 +122,7 @@ int RunElect(const ParsedArgs& args) {
   }
   std::shared_ptr<LossReport> report = *loss;
 
-  Election election(client->get(), resource);
+  Election election(client.get(), resource);
   CampaignOptions campaign;
   campaign.ttl = flags->ttl;
   campaign.renew.max_hold = flags->max_hold;
@@ -140,8 +131,8 @@ int RunElect(const ParsedArgs& args) {
   };
   campaign.on_lost = [report](const absl::Status& why) { report->Report(why, true); };
   int signo = 0;
-  LeadershipResult leadership =
-      CampaignInterruptibly(election, identity, flags->wait, std::move(campaign), interrupts, &signo);
+  LeadershipResult leadership = CampaignInterruptibly(election, identity, flags->wait,
+                                                      std::move(campaign), interrupts, &signo);
   if (signo != 0) {
     PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
                                    " while campaigning; the command was not run"));

@@ -25,9 +25,23 @@ constexpr absl::string_view kName = "run";
 
 }  // namespace
 
+std::unique_ptr<Client> MakeSupervisingClient(absl::string_view command, const ParsedArgs& args,
+                                              int* exit_code) {
+  const sigset_t handled = HandledSignals();
+  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
+  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
+  if (!client.ok()) {
+    PrintError(command, client.status().message());
+    *exit_code = ExitCodeFor(client.status());
+    return nullptr;
+  }
+  return *std::move(client);
+}
+
 absl::StatusOr<SuperviseFlags> ParseSuperviseFlags(const ParsedArgs& args,
                                                    absl::Duration default_ttl,
-                                                   absl::Duration default_wait) {
+                                                   absl::Duration default_wait,
+                                                   absl::string_view usage) {
   if (!args.positional.empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("unexpected argument '", args.positional[0], "'"));
@@ -46,39 +60,33 @@ absl::StatusOr<SuperviseFlags> ParseSuperviseFlags(const ParsedArgs& args,
                                  max_hold.status(), at_risk_signal.status()}) {
     if (!st.ok()) return st;
   }
+  if (args.command.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat("missing the command: ", usage));
+  }
   return SuperviseFlags{*resource, *ttl, *wait, *grace, *max_hold, *at_risk_signal};
 }
 
 int RunRun(const ParsedArgs& args) {
   absl::StatusOr<SuperviseFlags> flags =
-      ParseSuperviseFlags(args, absl::ZeroDuration(), absl::ZeroDuration());
+      ParseSuperviseFlags(args, absl::ZeroDuration(), absl::ZeroDuration(),
+                          "redlock run --resource R --ttl DUR -- CMD [ARGS...]");
   if (!flags.ok()) {
     PrintError(kName, flags.status().message());
     return kExitUsage;
   }
   const std::string& resource = flags->resource;
-  if (args.command.empty()) {
-    PrintError(kName, "missing the command: redlock run --resource R --ttl DUR -- CMD [ARGS...]");
-    return kExitUsage;
-  }
 
-  const sigset_t handled = HandledSignals();
-  // The client's I/O thread inherits the mask at its creation: create it
-  // with our signals blocked, so that only the main thread takes them.
   // While waiting for the lock, SIGINT and SIGTERM cancel the wait.
   InterruptSignals interrupts;
   const sigset_t original = interrupts.original_mask();
-  pthread_sigmask(SIG_BLOCK, &handled, nullptr);
-  absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
-  if (!client.ok()) {
-    PrintError(kName, client.status().message());
-    return ExitCodeFor(client.status());
-  }
-  const bool fencing = (*client)->options().fencing;
+  int exit_code = 0;
+  std::unique_ptr<Client> client = MakeSupervisingClient(kName, args, &exit_code);
+  if (client == nullptr) return exit_code;
+  const bool fencing = client->options().fencing;
 
   int signo = 0;
   absl::StatusOr<Lease> lease =
-      AcquireInterruptibly(**client, resource, flags->ttl, flags->wait, interrupts, &signo);
+      AcquireInterruptibly(*client, resource, flags->ttl, flags->wait, interrupts, &signo);
   if (signo != 0) {
     PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
                                    " while waiting for the lock; the command was not run"));
@@ -91,7 +99,7 @@ int RunRun(const ParsedArgs& args) {
 
   absl::StatusOr<std::shared_ptr<LossReport>> loss = LossReport::Create();
   if (!loss.ok()) {
-    (void)(*client)->Release(*lease);
+    (void)client->Release(*lease);
     PrintError(kName, loss.status().message());
     return kExitInternal;
   }
@@ -101,10 +109,10 @@ int RunRun(const ParsedArgs& args) {
   renew.on_at_risk = [report](const Lease&, const absl::Status& why) {
     report->Report(why, false);
   };
-  absl::StatusOr<std::unique_ptr<Renewal>> renewal = (*client)->AutoRenew(
+  absl::StatusOr<std::unique_ptr<Renewal>> renewal = client->AutoRenew(
       *lease, std::move(renew), [report](absl::Status why) { report->Report(why, true); });
   if (!renewal.ok()) {
-    (void)(*client)->Release(*lease);
+    (void)client->Release(*lease);
     PrintError(kName, renewal.status().message());
     return ExitCodeFor(renewal.status());
   }
@@ -120,7 +128,7 @@ int RunRun(const ParsedArgs& args) {
   s.at_risk_signal = flags->at_risk_signal;
   return Supervise(s, *report, [&] {
     renewal->reset();
-    return (*client)->Release(*lease);
+    return client->Release(*lease);
   });
 }
 
