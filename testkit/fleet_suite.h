@@ -136,6 +136,24 @@ class FleetSuite : public ::testing::Test {
     return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
   }
 
+  // CommandCalls(node, command) for every node.
+  std::vector<long long> CommandCallsOnEveryNode(const std::string& command) {
+    std::vector<long long> calls;
+    for (int i = 0; i < fleet_->size(); ++i) calls.push_back(CommandCalls(i, command));
+    return calls;
+  }
+
+  // True once every node has run `command` at least `times` more than in
+  // `before` (CommandCallsOnEveryNode): waiters' attempts have reached every
+  // node, so a release from now on finds them waiting, not yet trying.
+  bool RanOnEveryNodeSince(const std::string& command, const std::vector<long long>& before,
+                           long long times = 1) {
+    for (int i = 0; i < fleet_->size(); ++i) {
+      if (CommandCalls(i, command) < before[static_cast<size_t>(i)] + times) return false;
+    }
+    return true;
+  }
+
   // True when every node has a subscriber on the release channel of this
   // test's `resource`: a waiting Acquire there hears a release announced.
   bool ReleasesHeardOnEveryNode(const std::string& resource) {

@@ -201,6 +201,7 @@ TEST_P(RwLockTest, AWritersReleaseWakesEveryWaitingReader) {
   std::atomic<int> ok{0};
   std::mutex mu;
   std::vector<Lease> leases;
+  const std::vector<long long> before = CommandCallsOnEveryNode("evalsha");
   for (int i = 0; i < kReaders; ++i) {
     threads.emplace_back([&] {
       absl::StatusOr<Lease> l = r.AcquireShared(absl::Seconds(30), absl::Seconds(8));
@@ -211,9 +212,14 @@ TEST_P(RwLockTest, AWritersReleaseWakesEveryWaitingReader) {
       }
     });
   }
-  ASSERT_TRUE(testkit::Eventually([&] { return ReleasesHeardOnEveryNode("board"); }, true));
-  std::this_thread::sleep_for(
-      std::chrono::milliseconds(200));  // every reader's first attempt failed
+  // Every reader's first attempt failed on every node (its script and its
+  // cleanup's).
+  ASSERT_TRUE(testkit::Eventually(
+      [&] {
+        return ReleasesHeardOnEveryNode("board") &&
+               RanOnEveryNodeSince("evalsha", before, 2 * kReaders);
+      },
+      true));
   REDLOCK_ASSERT_OK(w.Release(*held));
   for (auto& t : threads) t.join();
   EXPECT_EQ(ok.load(), kReaders) << "every waiting reader of the client was woken, not only the "
@@ -457,10 +463,15 @@ TEST_P(SemaphoreTest, AWaiterIsWokenByTheReleaseOfAnyPermit) {
   REDLOCK_ASSERT_OK(p0);
   REDLOCK_ASSERT_OK(p1);
   absl::StatusOr<Permit> got;
+  const std::vector<long long> before = CommandCallsOnEveryNode("evalsha");
   std::thread t([&] { got = sb.Acquire(absl::Seconds(30), absl::Seconds(8)); });
-  ASSERT_TRUE(
-      testkit::Eventually([&] { return ReleasesHeardOnEveryNode("slots:permit:1"); }, true));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Its first attempt failed on every node (the script and its cleanup's).
+  ASSERT_TRUE(testkit::Eventually(
+      [&] {
+        return ReleasesHeardOnEveryNode("slots:permit:1") &&
+               RanOnEveryNodeSince("evalsha", before, 2);
+      },
+      true));
   REDLOCK_ASSERT_OK(sa.Release(*p1));
   t.join();
   REDLOCK_ASSERT_OK(got);
@@ -605,9 +616,14 @@ TEST_P(ElectionTest, AResignationHandsOverAtOnceToAWaitingCandidate) {
   absl::StatusOr<std::unique_ptr<Leadership>> la = ea.TryCampaign("a");
   REDLOCK_ASSERT_OK(la);
   absl::StatusOr<std::unique_ptr<Leadership>> lb;
+  const std::vector<long long> before = CommandCallsOnEveryNode("evalsha");
   std::thread t([&] { lb = eb.Campaign("b", absl::Seconds(8)); });
-  ASSERT_TRUE(testkit::Eventually([&] { return ReleasesHeardOnEveryNode("handover"); }, true));
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Its first attempt failed on every node (the script and its cleanup's).
+  ASSERT_TRUE(testkit::Eventually(
+      [&] {
+        return ReleasesHeardOnEveryNode("handover") && RanOnEveryNodeSince("evalsha", before, 2);
+      },
+      true));
   REDLOCK_ASSERT_OK((*la)->Resign());
   t.join();
   REDLOCK_ASSERT_OK(lb) << "woken by the announcement, not by polling";
