@@ -282,6 +282,11 @@ struct KindInfo {
   int explore_weight = 0;
   std::string explore_duration;
   std::string color;  // on the timeline
+  // Healed no earlier than its duration, even when the run's end heals
+  // everything: healing it early is another fault (a node killed without
+  // persistence and restarted before a lease is over can grant that lease's
+  // lock again, which a delayed restart promises it cannot).
+  bool heal_on_time = false;
 };
 
 class FaultKind {

@@ -71,7 +71,8 @@ void RegisterNodeFaults(FaultKindList& out) {
                 .nodes_default = "any",
                 .explore_weight = 3,
                 .explore_duration = "200ms..2ttl",
-                .color = "#8c564b"},
+                .color = "#8c564b",
+                .heal_on_time = true},
        .unsupported = IndependentMasters,
        .may_violate = [](const RunShape& s, const FaultInstance& f) -> PropertySet {
          if (s.aof) return 0;

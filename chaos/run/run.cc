@@ -256,6 +256,15 @@ absl::Status Run::HealFaults(bool keep_tolerated) {
         continue;
       }
     }
+    // A heal the kind wants on time waits for the end of its duration
+    // (bounded by it: a "for the run" fault ends now).
+    const FaultInstance& f = *it->fault;
+    if (f.kind->info().heal_on_time && f.duration > absl::ZeroDuration() &&
+        f.duration != absl::InfiniteDuration()) {
+      const int64_t due = it->at_raw + absl::ToInt64Nanoseconds(f.duration);
+      const int64_t now = RawMonotonicNanos();
+      if (due > now) InterruptibleSleep(absl::Nanoseconds(due - now));
+    }
     absl::Status s = Heal(it->fault.get());
     if (!s.ok() && first.ok()) first = s;
   }

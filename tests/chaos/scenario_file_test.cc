@@ -97,7 +97,9 @@ TEST(FaultKindTest, EveryKindIsComplete) {
       }
       ParamText range = ParamText::Parse(p.explore);
       for (const std::string& v : {range.value, range.lo, range.hi}) {
-        if (!v.empty()) EXPECT_TRUE(ParseParamValue(p, v, scale).ok()) << i.name << "." << p.name;
+        if (!v.empty()) {
+          EXPECT_TRUE(ParseParamValue(p, v, scale).ok()) << i.name << "." << p.name;
+        }
       }
       for (const std::string& v : range.pick) {
         EXPECT_TRUE(ParseParamValue(p, v, scale).ok()) << i.name << "." << p.name << "=" << v;
