@@ -143,13 +143,19 @@ class FleetSuite : public ::testing::Test {
     return calls;
   }
 
-  // True once every node has run `command` at least `times` more than in
-  // `before` (CommandCallsOnEveryNode): waiters' attempts have reached every
-  // node, so a release from now on finds them waiting, not yet trying.
-  bool RanOnEveryNodeSince(const std::string& command, const std::vector<long long>& before,
-                           long long times = 1) {
-    for (int i = 0; i < fleet_->size(); ++i) {
-      if (CommandCalls(i, command) < before[static_cast<size_t>(i)] + times) return false;
+  // True once `attempts` failed acquisition attempts, each a `command` on a
+  // node and its cleanup's (two calls), have reached the nodes every failed
+  // attempt reaches: an attempt goes to the nodes in index order and stops
+  // once decided, so a failed one has reached at least the first
+  // N - quorum + 1 (the refusals that decided it), and its cleanup follows
+  // on each. `before` is CommandCallsOnEveryNode before the attempts. A
+  // release from then on finds the waiters waiting, not yet trying.
+  bool AttemptsFailedSince(const std::string& command, const std::vector<long long>& before,
+                           long long attempts) {
+    const int n = fleet_->size();
+    const int deciding = n - (n / 2 + 1) + 1;
+    for (int i = 0; i < deciding; ++i) {
+      if (CommandCalls(i, command) < before[static_cast<size_t>(i)] + 2 * attempts) return false;
     }
     return true;
   }
