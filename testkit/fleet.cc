@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <thread>
@@ -331,18 +332,25 @@ absl::Status Fleet::FlushAll() const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<Endpoint>> ExampleNodes(std::string nodes, int local_nodes,
-                                                   std::unique_ptr<Fleet>* fleet) {
+int ExampleNodes(const char* program, std::string nodes, int local_nodes,
+                 std::unique_ptr<Fleet>* fleet, Options* options) {
   if (nodes.empty() && std::getenv("REDLOCK_NODES") != nullptr)
     nodes = std::getenv("REDLOCK_NODES");
-  if (!nodes.empty()) return ParseEndpointList(nodes);
-  absl::StatusOr<std::unique_ptr<Fleet>> started = Fleet::Start({.nodes = local_nodes});
-  if (!started.ok()) return started.status();
-  *fleet = *std::move(started);
-  return (*fleet)->endpoints();
-}
-
-int ExampleExitCode(const absl::Status& status) {
+  absl::Status status;
+  if (!nodes.empty()) {
+    absl::StatusOr<std::vector<Endpoint>> parsed = ParseEndpointList(nodes);
+    if (parsed.ok()) options->nodes = *std::move(parsed);
+    status = parsed.status();
+  } else {
+    absl::StatusOr<std::unique_ptr<Fleet>> started = Fleet::Start({.nodes = local_nodes});
+    if (started.ok()) {
+      *fleet = *std::move(started);
+      options->nodes = (*fleet)->endpoints();
+    }
+    status = started.status();
+  }
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "%s: %s\n", program, status.ToString().c_str());
   if (absl::IsFailedPrecondition(status)) return 77;
   return absl::IsInvalidArgument(status) ? 2 : 1;
 }

@@ -192,15 +192,13 @@ absl::Status CheckRedisServerAvailable();
 // Picks a free TCP port on `host` (bind to port 0, read it back, close).
 absl::StatusOr<int> PickFreePort(const std::string& host);
 
-// The nodes an example program runs against: `nodes` (host:port,...), else
-// $REDLOCK_NODES, else a fleet of `local_nodes` servers started here and
-// kept in *fleet (stopped with it). kInvalidArgument for a bad list,
-// CheckRedisServerAvailable()'s code when redis-server is missing.
-absl::StatusOr<std::vector<Endpoint>> ExampleNodes(std::string nodes, int local_nodes,
-                                                   std::unique_ptr<Fleet>* fleet);
-// An example's exit code for ExampleNodes' error: 77 (skip) when
-// redis-server is missing, 2 for a bad list, 1 otherwise.
-int ExampleExitCode(const absl::Status& status);
+// The nodes an example program runs against, into options->nodes:
+// `nodes` (host:port,...), else $REDLOCK_NODES, else a fleet of
+// `local_nodes` servers started here and kept in *fleet (stopped with it).
+// Returns 0, or the exit code after printing "<program>: <error>" on stderr:
+// 77 (skip) when redis-server is missing, 2 for a bad list, 1 otherwise.
+int ExampleNodes(const char* program, std::string nodes, int local_nodes,
+                 std::unique_ptr<Fleet>* fleet, Options* options);
 
 }  // namespace redlock::testkit
 

@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <random>
+#include <type_traits>
+#include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -307,44 +310,119 @@ absl::Duration DriftAllowance(int64_t ttl_ms, double factor) {
 std::string DataKey(absl::string_view resource) { return absl::StrCat("data:", resource); }
 std::string FenceKey(absl::string_view resource) { return absl::StrCat("fence:", resource); }
 
+namespace {
+
+// One flag of the client process's command line: how ClientArgs writes the
+// field and how ParseClientArgs reads it back. A parser answers an empty
+// InvalidArgument for a plain bad value (the caller names the flag and the
+// value), or an error of its own.
+struct ClientFlag {
+  const char* name;
+  std::string (*format)(const ClientConfig&);
+  absl::Status (*parse)(const std::string& value, ClientConfig& c);
+  bool omit_empty = false;  // not written when the value is empty
+};
+
+template <auto M>
+std::string FormatField(const ClientConfig& c) {
+  const auto& v = c.*M;
+  using T = std::decay_t<decltype(v)>;
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    return absl::StrJoin(v, ",");
+  } else if constexpr (std::is_same_v<T, ClientVariant>) {
+    return std::string(VariantName(v));
+  } else if constexpr (std::is_same_v<T, Primitive>) {
+    return std::string(PrimitiveName(v));
+  } else {
+    return absl::StrCat(v);
+  }
+}
+
+template <auto M, int64_t kMin = std::numeric_limits<int64_t>::min(),
+          int64_t kMax = std::numeric_limits<int64_t>::max()>
+absl::Status ParseField(const std::string& v, ClientConfig& c) {
+  auto& out = c.*M;
+  using T = std::decay_t<decltype(out)>;
+  const absl::Status bad = absl::InvalidArgumentError("");
+  if constexpr (std::is_same_v<T, bool>) {
+    if (v != "true" && v != "1" && v != "false" && v != "0") return bad;
+    out = v == "true" || v == "1";
+  } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+    out = absl::StrSplit(v, ',', absl::SkipEmpty());
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    out = v;
+  } else if constexpr (std::is_same_v<T, ClientVariant>) {
+    REDLOCK_ASSIGN_OR_RETURN(out, ParseVariant(v));
+  } else if constexpr (std::is_same_v<T, Primitive>) {
+    REDLOCK_ASSIGN_OR_RETURN(out, ParsePrimitive(v));
+  } else if constexpr (std::is_same_v<T, double>) {
+    if (!absl::SimpleAtod(v, &out)) return bad;
+  } else {
+    T x{};
+    if (!absl::SimpleAtoi(v, &x) || std::cmp_less(x, kMin) || std::cmp_greater(x, kMax)) return bad;
+    out = x;
+  }
+  return absl::OkStatus();
+}
+
+template <auto M, int64_t kMin = std::numeric_limits<int64_t>::min(),
+          int64_t kMax = std::numeric_limits<int64_t>::max()>
+constexpr ClientFlag Flag(const char* name, bool omit_empty = false) {
+  return {name, &FormatField<M>, &ParseField<M, kMin, kMax>, omit_empty};
+}
+
+using C = ClientConfig;
+const ClientFlag kClientFlags[] = {
+    Flag<&C::name>("name"),
+    Flag<&C::variant>("variant"),
+    {"client", &FormatField<&C::client>,
+     [](const std::string& v, ClientConfig& c) {
+       c.client = v.empty() ? std::string(kLibraryClient) : v;
+       return absl::OkStatus();
+     }},
+    Flag<&C::client_timeout_ms, 0>("client-timeout-ms"),
+    Flag<&C::nodes>("nodes"),
+    Flag<&C::data>("data"),
+    Flag<&C::history>("history"),
+    Flag<&C::marker_fd>("marker-fd"),
+    Flag<&C::resources>("resources"),
+    Flag<&C::ttl_ms>("ttl-ms"),
+    Flag<&C::use_ms>("use-ms"),
+    Flag<&C::uses_per_lease>("uses-per-lease"),
+    Flag<&C::guard_ms>("guard-ms"),
+    Flag<&C::think_ms>("think-ms"),
+    Flag<&C::pre_release_ms>("pre-release-ms"),
+    Flag<&C::retry_ms>("retry-ms"),
+    Flag<&C::node_timeout_ms>("node-timeout-ms"),
+    Flag<&C::drift_factor>("drift-factor"),
+    Flag<&C::fencing>("fencing"),
+    Flag<&C::fencing_shared_counter>("fencing-shared-counter"),
+    Flag<&C::durability_replicas>("durability-replicas"),
+    Flag<&C::durability_timeout_ms>("durability-timeout-ms"),
+    Flag<&C::release>("release"),
+    Flag<&C::inspect_nodes>("inspect-nodes"),
+    Flag<&C::extend>("extend"),
+    Flag<&C::primitive>("primitive"),
+    Flag<&C::shared>("shared"),
+    Flag<&C::permits, 1, 1024>("permits"),
+    Flag<&C::wait_ms, 0>("wait-ms"),
+    Flag<&C::tls_ca>("tls-ca", /*omit_empty=*/true),
+    Flag<&C::tls_server_name>("tls-server-name", /*omit_empty=*/true),
+    Flag<&C::seed>("seed"),
+    Flag<&C::duration_ms>("duration-ms"),
+    Flag<&C::max_ops>("max-ops"),
+};
+
+}  // namespace
+
 std::vector<std::string> ClientArgs(const ClientConfig& c) {
-  std::vector<std::string> args = {
-      absl::StrCat("--name=", c.name),
-      absl::StrCat("--variant=", VariantName(c.variant)),
-      absl::StrCat("--client=", c.client),
-      absl::StrCat("--client-timeout-ms=", c.client_timeout_ms),
-      absl::StrCat("--nodes=", absl::StrJoin(c.nodes, ",")),
-      absl::StrCat("--data=", c.data),
-      absl::StrCat("--history=", c.history),
-      absl::StrCat("--marker-fd=", c.marker_fd),
-      absl::StrCat("--resources=", absl::StrJoin(c.resources, ",")),
-      absl::StrCat("--ttl-ms=", c.ttl_ms),
-      absl::StrCat("--use-ms=", c.use_ms),
-      absl::StrCat("--uses-per-lease=", c.uses_per_lease),
-      absl::StrCat("--guard-ms=", c.guard_ms),
-      absl::StrCat("--think-ms=", c.think_ms),
-      absl::StrCat("--pre-release-ms=", c.pre_release_ms),
-      absl::StrCat("--retry-ms=", c.retry_ms),
-      absl::StrCat("--node-timeout-ms=", c.node_timeout_ms),
-      absl::StrCat("--drift-factor=", c.drift_factor),
-      absl::StrCat("--fencing=", c.fencing ? "true" : "false"),
-      absl::StrCat("--fencing-shared-counter=", c.fencing_shared_counter ? "true" : "false"),
-      absl::StrCat("--durability-replicas=", c.durability_replicas),
-      absl::StrCat("--durability-timeout-ms=", c.durability_timeout_ms),
-      absl::StrCat("--release=", c.release ? "true" : "false"),
-      absl::StrCat("--inspect-nodes=", c.inspect_nodes ? "true" : "false"),
-      absl::StrCat("--extend=", c.extend ? "true" : "false"),
-      absl::StrCat("--primitive=", PrimitiveName(c.primitive)),
-      absl::StrCat("--shared=", c.shared ? "true" : "false"),
-      absl::StrCat("--permits=", c.permits),
-      absl::StrCat("--wait-ms=", c.wait_ms),
-      absl::StrCat("--seed=", c.seed),
-      absl::StrCat("--duration-ms=", c.duration_ms),
-      absl::StrCat("--max-ops=", c.max_ops),
-  };
-  if (!c.tls_ca.empty()) args.push_back(absl::StrCat("--tls-ca=", c.tls_ca));
-  if (!c.tls_server_name.empty()) {
-    args.push_back(absl::StrCat("--tls-server-name=", c.tls_server_name));
+  std::vector<std::string> args;
+  for (const ClientFlag& f : kClientFlags) {
+    std::string value = f.format(c);
+    if (f.omit_empty && value.empty()) continue;
+    args.push_back(absl::StrCat("--", f.name, "=", value));
   }
   return args;
 }
@@ -358,96 +436,16 @@ absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& arg
     std::vector<std::string> kv = absl::StrSplit(arg.substr(2), absl::MaxSplits('=', 1));
     const std::string& k = kv[0];
     std::string v = kv.size() > 1 ? kv[1] : "true";
-    bool ok = true;
-    auto as_bool = [&](bool* out) {
-      if (v == "true" || v == "1") {
-        *out = true;
-      } else if (v == "false" || v == "0") {
-        *out = false;
-      } else {
-        ok = false;
-      }
-    };
-    auto list = [&]() -> std::vector<std::string> {
-      return absl::StrSplit(v, ',', absl::SkipEmpty());
-    };
-    if (k == "name") {
-      c.name = v;
-    } else if (k == "variant") {
-      absl::StatusOr<ClientVariant> var = ParseVariant(v);
-      if (!var.ok()) return var.status();
-      c.variant = *var;
-    } else if (k == "client") {
-      c.client = v.empty() ? std::string(kLibraryClient) : v;
-    } else if (k == "client-timeout-ms") {
-      ok = absl::SimpleAtoi(v, &c.client_timeout_ms) && c.client_timeout_ms >= 0;
-    } else if (k == "nodes") {
-      c.nodes = list();
-    } else if (k == "data") {
-      c.data = v;
-    } else if (k == "history") {
-      c.history = v;
-    } else if (k == "marker-fd") {
-      ok = absl::SimpleAtoi(v, &c.marker_fd);
-    } else if (k == "resources") {
-      c.resources = list();
-    } else if (k == "ttl-ms") {
-      ok = absl::SimpleAtoi(v, &c.ttl_ms);
-    } else if (k == "use-ms") {
-      ok = absl::SimpleAtoi(v, &c.use_ms);
-    } else if (k == "uses-per-lease") {
-      ok = absl::SimpleAtoi(v, &c.uses_per_lease);
-    } else if (k == "guard-ms") {
-      ok = absl::SimpleAtoi(v, &c.guard_ms);
-    } else if (k == "think-ms") {
-      ok = absl::SimpleAtoi(v, &c.think_ms);
-    } else if (k == "pre-release-ms") {
-      ok = absl::SimpleAtoi(v, &c.pre_release_ms);
-    } else if (k == "retry-ms") {
-      ok = absl::SimpleAtoi(v, &c.retry_ms);
-    } else if (k == "node-timeout-ms") {
-      ok = absl::SimpleAtoi(v, &c.node_timeout_ms);
-    } else if (k == "drift-factor") {
-      ok = absl::SimpleAtod(v, &c.drift_factor);
-    } else if (k == "fencing") {
-      as_bool(&c.fencing);
-    } else if (k == "fencing-shared-counter") {
-      as_bool(&c.fencing_shared_counter);
-    } else if (k == "durability-replicas") {
-      ok = absl::SimpleAtoi(v, &c.durability_replicas);
-    } else if (k == "durability-timeout-ms") {
-      ok = absl::SimpleAtoi(v, &c.durability_timeout_ms);
-    } else if (k == "release") {
-      as_bool(&c.release);
-    } else if (k == "inspect-nodes") {
-      as_bool(&c.inspect_nodes);
-    } else if (k == "extend") {
-      as_bool(&c.extend);
-    } else if (k == "primitive") {
-      absl::StatusOr<Primitive> prim = ParsePrimitive(v);
-      if (!prim.ok()) return prim.status();
-      c.primitive = *prim;
-    } else if (k == "shared") {
-      as_bool(&c.shared);
-    } else if (k == "wait-ms") {
-      ok = absl::SimpleAtoi(v, &c.wait_ms) && c.wait_ms >= 0;
-    } else if (k == "permits") {
-      ok = absl::SimpleAtoi(v, &c.permits) && c.permits >= 1 && c.permits <= 1024;
-    } else if (k == "tls-ca") {
-      c.tls_ca = v;
-    } else if (k == "tls-server-name") {
-      c.tls_server_name = v;
-    } else if (k == "seed") {
-      ok = absl::SimpleAtoi(v, &c.seed);
-    } else if (k == "duration-ms") {
-      ok = absl::SimpleAtoi(v, &c.duration_ms);
-    } else if (k == "max-ops") {
-      ok = absl::SimpleAtoi(v, &c.max_ops);
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag --", k));
+    const ClientFlag* flag = nullptr;
+    for (const ClientFlag& f : kClientFlags) {
+      if (k == f.name) flag = &f;
     }
-    if (!ok)
+    if (flag == nullptr) return absl::InvalidArgumentError(absl::StrCat("unknown flag --", k));
+    absl::Status s = flag->parse(v, c);
+    if (!s.ok() && s.message().empty()) {
       return absl::InvalidArgumentError(absl::StrCat("bad value for --", k, ": \"", v, "\""));
+    }
+    if (!s.ok()) return s;
   }
   if (c.nodes.empty()) return absl::InvalidArgumentError("--nodes is required");
   if (c.data.empty()) return absl::InvalidArgumentError("--data is required");

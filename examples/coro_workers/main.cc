@@ -154,14 +154,12 @@ redlock::coro::Detached Worker(int id, int rounds, redlock::Client& client, Loop
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   std::unique_ptr<redlock::testkit::Fleet> fleet;
-  absl::StatusOr<std::vector<redlock::Endpoint>> nodes =
-      redlock::testkit::ExampleNodes(absl::GetFlag(FLAGS_nodes), 3, &fleet);
-  if (!nodes.ok()) {
-    std::fprintf(stderr, "coro_workers: %s\n", nodes.status().ToString().c_str());
-    return redlock::testkit::ExampleExitCode(nodes.status());
-  }
   redlock::Options options;
-  options.nodes = *std::move(nodes);
+  if (int rc = redlock::testkit::ExampleNodes("coro_workers", absl::GetFlag(FLAGS_nodes), 3, &fleet,
+                                              &options);
+      rc != 0) {
+    return rc;
+  }
   absl::StatusOr<std::unique_ptr<redlock::Client>> client = redlock::Client::Create(options);
   if (!client.ok()) {
     std::fprintf(stderr, "coro_workers: %s\n", client.status().ToString().c_str());

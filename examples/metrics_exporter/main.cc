@@ -78,14 +78,12 @@ std::string Fetch(int port) {
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   std::unique_ptr<redlock::testkit::Fleet> fleet;
-  absl::StatusOr<std::vector<redlock::Endpoint>> nodes =
-      redlock::testkit::ExampleNodes(absl::GetFlag(FLAGS_nodes), 3, &fleet);
-  if (!nodes.ok()) {
-    std::fprintf(stderr, "metrics_exporter: %s\n", nodes.status().ToString().c_str());
-    return redlock::testkit::ExampleExitCode(nodes.status());
-  }
   redlock::Options options;
-  options.nodes = *std::move(nodes);
+  if (int rc = redlock::testkit::ExampleNodes("metrics_exporter", absl::GetFlag(FLAGS_nodes), 3,
+                                              &fleet, &options);
+      rc != 0) {
+    return rc;
+  }
 
   // The one line a service adds: the collector is the client's observer.
   auto metrics = std::make_shared<redlock::MetricsCollector>();
