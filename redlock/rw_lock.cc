@@ -168,7 +168,8 @@ using StartFn = absl::FunctionRef<void(Client::LeaseCallback)>;
 absl::StatusOr<Lease> BlockOn(Client* client, StartFn start) {
   ClientImpl* impl = internal::ImplOf(client);
   if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  return impl->Block<absl::StatusOr<Lease>>([&](Client::LeaseCallback cb) { start(std::move(cb)); });
+  return impl->Block<absl::StatusOr<Lease>>(
+      [&](Client::LeaseCallback cb) { start(std::move(cb)); });
 }
 
 // An asynchronous call: `done` runs on the client's I/O thread.
@@ -439,48 +440,33 @@ void SharedMutex::lock_shared() { LockBlocking(true); }
 bool SharedMutex::try_lock_shared() { return LockFor(true, absl::ZeroDuration()); }
 void SharedMutex::unlock_shared() noexcept { Unlock(true); }
 
-bool SharedMutex::held_ok() const {
-  std::shared_ptr<Hold> h = Find(false);
+bool SharedMutex::HeldOk(bool shared) const {
+  std::shared_ptr<Hold> h = Find(shared);
   if (h == nullptr) return false;
   std::lock_guard<std::mutex> lock(h->mu);
   return !h->lost && h->Current().TimeLeft() > absl::ZeroDuration();
 }
 
-StopToken SharedMutex::lost() const {
-  std::shared_ptr<Hold> h = Find(false);
+StopToken SharedMutex::Lost(bool shared) const {
+  std::shared_ptr<Hold> h = Find(shared);
   if (h == nullptr) return StopToken();
   std::lock_guard<std::mutex> lock(h->mu);
   if (h->cancelled) return options_.stop;
   return h->renewal != nullptr ? h->renewal->lost() : StopToken();
 }
 
-Lease SharedMutex::lease() const {
-  std::shared_ptr<Hold> h = Find(false);
+Lease SharedMutex::LeaseOf(bool shared) const {
+  std::shared_ptr<Hold> h = Find(shared);
   if (h == nullptr) return Lease();
   std::lock_guard<std::mutex> lock(h->mu);
   return h->Current();
 }
 
-bool SharedMutex::shared_held_ok() const {
-  std::shared_ptr<Hold> h = Find(true);
-  if (h == nullptr) return false;
-  std::lock_guard<std::mutex> lock(h->mu);
-  return !h->lost && h->Current().TimeLeft() > absl::ZeroDuration();
-}
-
-StopToken SharedMutex::shared_lost() const {
-  std::shared_ptr<Hold> h = Find(true);
-  if (h == nullptr) return StopToken();
-  std::lock_guard<std::mutex> lock(h->mu);
-  if (h->cancelled) return options_.stop;
-  return h->renewal != nullptr ? h->renewal->lost() : StopToken();
-}
-
-Lease SharedMutex::shared_lease() const {
-  std::shared_ptr<Hold> h = Find(true);
-  if (h == nullptr) return Lease();
-  std::lock_guard<std::mutex> lock(h->mu);
-  return h->Current();
-}
+bool SharedMutex::held_ok() const { return HeldOk(false); }
+StopToken SharedMutex::lost() const { return Lost(false); }
+Lease SharedMutex::lease() const { return LeaseOf(false); }
+bool SharedMutex::shared_held_ok() const { return HeldOk(true); }
+StopToken SharedMutex::shared_lost() const { return Lost(true); }
+Lease SharedMutex::shared_lease() const { return LeaseOf(true); }
 
 }  // namespace redlock

@@ -218,6 +218,10 @@ class SharedMutex {
   bool Adopt(bool shared, absl::StatusOr<Lease> acquired);
   void Unlock(bool shared) noexcept;
   std::shared_ptr<Hold> Find(bool shared) const;
+  // held_ok(), lost(), lease() and their shared_ forms.
+  bool HeldOk(bool shared) const;
+  StopToken Lost(bool shared) const;
+  Lease LeaseOf(bool shared) const;
   void SetStatus(absl::Status s) const;
 
   // status(): shared with the renewals' lost callbacks.
