@@ -46,15 +46,6 @@
 namespace redlock::bench {
 namespace {
 
-RowResult Identity(std::string impl, std::string variant, int callers) {
-  RowResult row;
-  row.impl = std::move(impl);
-  row.family = kLibrary;
-  row.variant = std::move(variant);
-  row.callers = callers;
-  return row;
-}
-
 RowResult Error(Context& ctx, RowResult row, const std::string& what, const absl::Status& st) {
   row.harness_error = absl::StrCat(what, ": ", st.ToString());
   ctx.harness_errors.push_back(absl::StrCat(row.impl, " x", row.callers, ": ", row.harness_error));
@@ -144,8 +135,9 @@ void HandOffRows(Context& ctx, const std::vector<Endpoint>& eps, GroupResult* g)
   const absl::Duration ttl = ctx.settings.ttl;
   const absl::Duration wait = absl::Seconds(5);
   RowResult to_readers =
-      Identity(absl::StrCat("rw writer->", readers, " readers"), "handoff", readers);
-  RowResult to_writer = Identity(absl::StrCat("rw ", readers, " readers->writer"), "handoff", 1);
+      LibraryRowIdentity(absl::StrCat("rw writer->", readers, " readers"), "handoff", readers);
+  RowResult to_writer =
+      LibraryRowIdentity(absl::StrCat("rw ", readers, " readers->writer"), "handoff", 1);
   ctx.progress.Row(to_readers.impl);
   absl::StatusOr<std::unique_ptr<Client>> wc = Client::Create(ClientOptions(ctx, eps));
   absl::StatusOr<std::unique_ptr<Client>> rc = Client::Create(ClientOptions(ctx, eps));
@@ -248,7 +240,7 @@ std::string CliPath() {
 // candidate of this process waits: the takeover time.
 void TakeoverRow(Context& ctx, const std::vector<Endpoint>& eps, int sig, GroupResult* g) {
   const std::string name = sig == SIGKILL ? "SIGKILL" : "SIGSTOP";
-  RowResult row = Identity(absl::StrCat("election takeover ", name), "takeover", 1);
+  RowResult row = LibraryRowIdentity(absl::StrCat("election takeover ", name), "takeover", 1);
   ctx.progress.Row(row.impl);
   const std::string cli = CliPath();
   if (cli.empty()) {
@@ -393,7 +385,7 @@ void AvailabilityRows(Context& ctx, const std::vector<Endpoint>& eps, int k, Gro
   for (const Design& d : {Design{absl::StrCat("permits K=", k), true},
                           Design{absl::StrCat("count>NK/(K+1) K=", k), false}}) {
     ctx.progress.Row(d.impl);
-    RowResult row = Identity(d.impl, d.permits ? "permits" : "count", 1);
+    RowResult row = LibraryRowIdentity(d.impl, d.permits ? "permits" : "count", 1);
     LatencyHistogram acquire;
     int64_t attempts = 0, ok = 0;
     int survives = -1;
@@ -487,7 +479,7 @@ void RunFamily(Context& ctx, int n, GroupResult* g) {
 
   for (int callers : {1, many}) {
     g->rows.push_back(ClientRow(
-        ctx, eps, Identity("library", "", callers),
+        ctx, eps, LibraryRowIdentity("library", "", callers),
         [ttl, callers](Client* c, const std::string& key) {
           std::vector<CycleFn> out;
           for (int i = 0; i < callers; ++i) {
@@ -497,7 +489,7 @@ void RunFamily(Context& ctx, int n, GroupResult* g) {
         },
         keep()));
     g->rows.push_back(ClientRow(
-        ctx, eps, Identity("rwlock shared", "shared", callers),
+        ctx, eps, LibraryRowIdentity("rwlock shared", "shared", callers),
         [ttl, callers](Client* c, const std::string& key) {
           std::vector<CycleFn> out;
           for (int i = 0; i < callers; ++i) {
@@ -508,7 +500,7 @@ void RunFamily(Context& ctx, int n, GroupResult* g) {
         keep()));
   }
   g->rows.push_back(ClientRow(
-      ctx, eps, Identity("mutex hot", "contended", many),
+      ctx, eps, LibraryRowIdentity("mutex hot", "contended", many),
       [ttl, wait, hold, many](Client* c, const std::string& key) {
         std::vector<CycleFn> out;
         for (int i = 0; i < many; ++i) {
@@ -521,7 +513,7 @@ void RunFamily(Context& ctx, int n, GroupResult* g) {
       keep()));
   for (int k : {1, 4, 16}) {
     g->rows.push_back(ClientRow(
-        ctx, eps, Identity(absl::StrCat("semaphore K=", k), absl::StrCat("K=", k), many),
+        ctx, eps, LibraryRowIdentity(absl::StrCat("semaphore K=", k), absl::StrCat("K=", k), many),
         [ttl, wait, hold, many, k](Client* c, const std::string& key) {
           auto sem = std::make_shared<Semaphore>(c, key + ":sem", k);
           std::vector<CycleFn> out;

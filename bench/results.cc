@@ -16,6 +16,15 @@ bool RowResult::memory_flat() const {
          rss_growth_kb() <= std::max<int64_t>(2048, rss_start_kb / 20);
 }
 
+RowResult LibraryRowIdentity(std::string impl, std::string variant, int callers) {
+  RowResult row;
+  row.impl = std::move(impl);
+  row.family = kLibrary;
+  row.variant = std::move(variant);
+  row.callers = callers;
+  return row;
+}
+
 double RowResult::cpu_us_per_cycle() const {
   if (usage_cycles <= 0) return NAN;
   return static_cast<double>(usage.user_us + usage.sys_us) / static_cast<double>(usage_cycles);

@@ -109,6 +109,9 @@ struct RowResult {
   bool memory_flat() const;
 };
 
+// A library row's name, variant and callers, before it runs.
+RowResult LibraryRowIdentity(std::string impl, std::string variant, int callers);
+
 struct GroupResult {
   std::string scenario;
   int n = 0;

@@ -29,19 +29,10 @@
 namespace redlock::bench {
 namespace {
 
-RowResult Identity(std::string impl, std::string variant, int callers) {
-  RowResult row;
-  row.impl = std::move(impl);
-  row.family = kLibrary;
-  row.variant = std::move(variant);
-  row.callers = callers;
-  return row;
-}
-
 // `callers` threads sharing one client on `options`' nodes.
 RowResult LockRow(Context& ctx, const Options& options, const std::string& variant, int callers) {
-  RowResult identity =
-      Identity(variant.empty() ? "library" : absl::StrCat("library ", variant), variant, callers);
+  RowResult identity = LibraryRowIdentity(
+      variant.empty() ? "library" : absl::StrCat("library ", variant), variant, callers);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
   if (!client.ok())
     return HarnessErrorRow(ctx, std::move(identity), "Client::Create", client.status());
@@ -62,8 +53,9 @@ RowResult LockRow(Context& ctx, const Options& options, const std::string& varia
 // which returns once every node's connection is ready), its first lock and
 // release (cycle), then the client is destroyed (not timed).
 RowResult ConnectRow(Context& ctx, const Options& options, const std::string& variant) {
-  RowResult identity = Identity(absl::StrCat("connect", variant.empty() ? "" : " ", variant),
-                                absl::StrCat("connect", variant.empty() ? "" : " ", variant), 1);
+  RowResult identity =
+      LibraryRowIdentity(absl::StrCat("connect", variant.empty() ? "" : " ", variant),
+                         absl::StrCat("connect", variant.empty() ? "" : " ", variant), 1);
   const std::string resource = ctx.RowKey() + ":t0";
   const absl::Duration ttl = ctx.settings.ttl;
   return MeasureRow(ctx, std::move(identity),
@@ -96,8 +88,9 @@ RowResult ConnectRow(Context& ctx, const Options& options, const std::string& va
 // `fresh_sessions`: a new session cache per cycle (no resumption).
 RowResult ReconnectRow(Context& ctx, const Endpoint& node, const std::string& variant,
                        std::shared_ptr<internal::TlsContext> tls, bool fresh_sessions) {
-  RowResult identity = Identity(absl::StrCat("reconnect", variant.empty() ? "" : " ", variant),
-                                absl::StrCat("reconnect", variant.empty() ? "" : " ", variant), 1);
+  RowResult identity =
+      LibraryRowIdentity(absl::StrCat("reconnect", variant.empty() ? "" : " ", variant),
+                         absl::StrCat("reconnect", variant.empty() ? "" : " ", variant), 1);
   const absl::Duration timeout = ctx.settings.node_timeout * 40;
   return MeasureRow(ctx, std::move(identity), [=]() -> absl::StatusOr<std::vector<CycleFn>> {
     internal::StreamFactory shared =
