@@ -469,11 +469,40 @@ class Checker {
     return a.granted < b.hold_end && b.granted < a.hold_end;
   }
 
+  // (hold_end, grant): a min-heap by hold_end that may be walked.
+  using ActiveGrants = std::vector<std::pair<int64_t, int>>;
+
+  // Walks the grants `ids` in the order they began (stable), calling
+  // on_grant(i, active, same_token) for each: `active` holds the grants that
+  // began at or before grant i and end after it begins, `same_token` how
+  // many of them carry grant i's token.
+  template <typename Fn>
+  void SweepByStart(std::vector<int> ids, Fn on_grant) {
+    using Entry = ActiveGrants::value_type;
+    const auto later = std::greater<Entry>();
+    active_per_token_.resize(static_cast<size_t>(num_tokens_), 0);
+    std::stable_sort(ids.begin(), ids.end(), [this](int a, int b) {
+      return grants_[a].info.granted < grants_[b].info.granted;
+    });
+    ActiveGrants heap;
+    for (int i : ids) {
+      const GrantInfo& gi = grants_[i].info;
+      while (!heap.empty() && heap.front().first <= gi.granted) {
+        --active_per_token_[grants_[heap.front().second].token_id];
+        std::pop_heap(heap.begin(), heap.end(), later);
+        heap.pop_back();
+      }
+      on_grant(i, static_cast<const ActiveGrants&>(heap), active_per_token_[grants_[i].token_id]);
+      heap.emplace_back(gi.hold_end, i);
+      std::push_heap(heap.begin(), heap.end(), later);
+      ++active_per_token_[grants_[i].token_id];
+    }
+    // Leave the per-token counts clean for the next walk.
+    for (const Entry& e : heap) --active_per_token_[grants_[e.second].token_id];
+  }
+
   void CheckMutualExclusion() {
     const Property p = Property::kMutualExclusion;
-    std::vector<int> active_per_token(static_cast<size_t>(num_tokens_), 0);
-    using Entry = std::pair<int64_t, int>;  // (hold_end, grant)
-    const auto later = std::greater<Entry>();
     for (auto& [resource, all_ids] : GrantsByResource()) {
       // A semaphore's permits are judged by S6; readers may share.
       std::vector<int> ids;
@@ -483,26 +512,15 @@ class Checker {
         readers = readers || grants_[i].info.shared();
         ids.push_back(i);
       }
-      std::stable_sort(ids.begin(), ids.end(), [this](int a, int b) {
-        return grants_[a].info.granted < grants_[b].info.granted;
-      });
-      // A min-heap (by hold_end) of the grants begun so far that have not
-      // ended yet; a plain vector so that it can be walked.
-      std::vector<Entry> heap;
-      for (int i : ids) {
+      SweepByStart(std::move(ids), [&](int i, const ActiveGrants& heap, int same_token) {
         const GrantInfo& gi = grants_[i].info;
-        while (!heap.empty() && heap.front().first <= gi.granted) {
-          --active_per_token[grants_[heap.front().second].token_id];
-          std::pop_heap(heap.begin(), heap.end(), later);
-          heap.pop_back();
-        }
-        // Every grant left in the heap began at or before gi and ends after
-        // gi begins: it overlaps gi unless it shares gi's token, or gi is
+        // Every grant in `heap` began at or before gi and ends after gi
+        // begins: it overlaps gi unless it shares gi's token, or gi is
         // empty and both begin at the same instant (walked to be exact).
         const bool empty = gi.hold_end <= gi.granted;
         if (!heap.empty() && (empty || readers || Room(p))) {
           std::vector<int> others;
-          for (const Entry& e : heap) {
+          for (const auto& e : heap) {
             const Grant& other = grants_[e.second];
             if (other.token_id == grants_[i].token_id) continue;
             if (other.info.shared() && gi.shared()) continue;  // readers share
@@ -518,16 +536,10 @@ class Checker {
             if (Count(p) && Room(p)) ReportOverlap(o, i);
           }
         } else if (!heap.empty()) {
-          const int64_t n =
-              static_cast<int64_t>(heap.size()) - active_per_token[grants_[i].token_id];
+          const int64_t n = static_cast<int64_t>(heap.size()) - same_token;
           if (n > 0) Count(p, n);
         }
-        heap.emplace_back(gi.hold_end, i);
-        std::push_heap(heap.begin(), heap.end(), later);
-        ++active_per_token[grants_[i].token_id];
-      }
-      // Leave the per-token counts clean for the next resource.
-      for (const Entry& e : heap) --active_per_token[grants_[e.second].token_id];
+      });
     }
   }
 
@@ -676,6 +688,7 @@ class Checker {
 
   std::vector<Grant> grants_;
   int num_tokens_ = 0;
+  std::vector<int> active_per_token_;  // SweepByStart's, zero between walks
   absl::flat_hash_map<std::string, std::vector<int>> by_token_;
   std::vector<const Event*> uses_;
   std::vector<int> use_grant_;

@@ -126,61 +126,42 @@ void Checker::CheckIncreasing(Property p, const std::string& resource, const std
 
 void Checker::CheckAtMostK() {
   const Property p = Property::kAtMostK;
-  std::vector<int> active_per_token(static_cast<size_t>(num_tokens_), 0);
-  using Entry = std::pair<int64_t, int>;  // (hold_end, grant)
-  const auto later = std::greater<Entry>();
   for (auto& [resource, all_ids] : GrantsByResource()) {
     std::vector<int> ids;
     for (int i : all_ids) {
       if (grants_[i].info.slot_mode()) ids.push_back(i);
     }
     if (ids.empty()) continue;
-    std::stable_sort(ids.begin(), ids.end(), [this](int a, int b) {
-      return grants_[a].info.granted < grants_[b].info.granted;
-    });
-    std::vector<Entry> heap;
-    for (int i : ids) {
+    SweepByStart(std::move(ids), [&](int i, const ActiveGrants& heap, int same_token) {
       const GrantInfo& gi = grants_[i].info;
-      while (!heap.empty() && heap.front().first <= gi.granted) {
-        --active_per_token[grants_[heap.front().second].token_id];
-        std::pop_heap(heap.begin(), heap.end(), later);
-        heap.pop_back();
-      }
       const int64_t k = std::max<int64_t>(1, gi.permits);
-      const int64_t others =
-          static_cast<int64_t>(heap.size()) - active_per_token[grants_[i].token_id];
-      if (others >= k && gi.hold_end > gi.granted && Count(p) && Room(p)) {
-        Violation v;
-        v.property = p;
-        v.resource = resource;
-        v.t = gi.granted;
-        int64_t until = gi.hold_end;
-        std::vector<int> holders;
-        for (const Entry& e : heap) {
-          if (grants_[e.second].token_id == grants_[i].token_id) continue;
-          holders.push_back(e.second);
-        }
-        std::sort(holders.begin(), holders.end(), [this](int a, int b) {
-          return grants_[a].info.granted < grants_[b].info.granted;
-        });
-        std::vector<std::string> who;
-        for (int h : holders) {
-          until = std::min(until, grants_[h].info.hold_end);
-          v.grants.push_back(grants_[h].info);
-          who.push_back(HoldText(grants_[h].info));
-        }
-        v.grants.push_back(gi);
-        v.t_end = std::max(v.t, until);
-        v.description =
-            absl::StrCat(others + 1, " holders of a semaphore of ", k, " permits: ", HoldText(gi),
-                         " began while ", absl::StrJoin(who, ", "), " held");
-        Keep(std::move(v));
+      const int64_t others = static_cast<int64_t>(heap.size()) - same_token;
+      if (others < k || gi.hold_end <= gi.granted || !Count(p) || !Room(p)) return;
+      Violation v;
+      v.property = p;
+      v.resource = resource;
+      v.t = gi.granted;
+      int64_t until = gi.hold_end;
+      std::vector<int> holders;
+      for (const auto& e : heap) {
+        if (grants_[e.second].token_id == grants_[i].token_id) continue;
+        holders.push_back(e.second);
       }
-      heap.emplace_back(gi.hold_end, i);
-      std::push_heap(heap.begin(), heap.end(), later);
-      ++active_per_token[grants_[i].token_id];
-    }
-    for (const Entry& e : heap) --active_per_token[grants_[e.second].token_id];
+      std::sort(holders.begin(), holders.end(),
+                [this](int a, int b) { return grants_[a].info.granted < grants_[b].info.granted; });
+      std::vector<std::string> who;
+      for (int h : holders) {
+        until = std::min(until, grants_[h].info.hold_end);
+        v.grants.push_back(grants_[h].info);
+        who.push_back(HoldText(grants_[h].info));
+      }
+      v.grants.push_back(gi);
+      v.t_end = std::max(v.t, until);
+      v.description =
+          absl::StrCat(others + 1, " holders of a semaphore of ", k, " permits: ", HoldText(gi),
+                       " began while ", absl::StrJoin(who, ", "), " held");
+      Keep(std::move(v));
+    });
   }
 }
 
