@@ -25,17 +25,47 @@ using testkit::FaultSpec;
 using testkit::Fleet;
 using testkit::ProxyOptions;
 
+// A fault proxy in front of node `i` of `fleet`, which `o` now reaches
+// through it.
+absl::StatusOr<std::unique_ptr<FaultProxy>> ProxyNode(Fleet& fleet, int i, Options& o) {
+  ProxyOptions po;
+  po.upstream_port = static_cast<uint16_t>(fleet.port(i));
+  absl::StatusOr<std::unique_ptr<FaultProxy>> proxy = FaultProxy::Start(po);
+  if (proxy.ok()) o.nodes[static_cast<size_t>(i)].port = (*proxy)->listen_port();
+  return proxy;
+}
+
+// A fault proxy in front of each node of `fleet`, which `o` now reaches
+// through them.
+absl::StatusOr<std::vector<std::unique_ptr<FaultProxy>>> ProxyEveryNode(Fleet& fleet, Options& o) {
+  std::vector<std::unique_ptr<FaultProxy>> proxies;
+  for (int i = 0; i < static_cast<int>(o.nodes.size()); ++i) {
+    absl::StatusOr<std::unique_ptr<FaultProxy>> p = ProxyNode(fleet, i, o);
+    if (!p.ok()) return p.status();
+    proxies.push_back(*std::move(p));
+  }
+  return proxies;
+}
+
+// EXISTS `key` on node `i` of `fleet`, polled until it is `want` or
+// `timeout` passed (testkit::Eventually).
+long long EventuallyExists(Fleet& fleet, int i, const std::string& key, long long want,
+                           absl::Duration timeout = absl::Seconds(2)) {
+  return testkit::Eventually(
+      [&] {
+        return fleet.Command(i, {"EXISTS", key})->integer;
+      },
+      want, timeout);
+}
+
 TEST(BreakerTest, ANodeSlowerThanNodeTimeoutNeverDelaysADecision) {
   REDLOCK_REQUIRE_REDIS();
   auto fleet = Fleet::Start({.nodes = 5});
   REDLOCK_ASSERT_OK(fleet.status());
-  ProxyOptions po;
-  po.upstream_port = (*fleet)->port(4);
-  auto proxy = FaultProxy::Start(po);
-  REDLOCK_ASSERT_OK(proxy.status());
   Options o;
   o.nodes = (*fleet)->endpoints();
-  o.nodes[4].port = (*proxy)->listen_port();
+  auto proxy = ProxyNode(**fleet, 4, o);
+  REDLOCK_ASSERT_OK(proxy.status());
   o.node_timeout = absl::Milliseconds(500);
   auto c = Client::Create(o);
   REDLOCK_ASSERT_OK(c.status());
@@ -158,12 +188,7 @@ TEST(BreakerTest, ReleasingAnExtendedLeaseReachesANodeDownSinceBeforeTheExtensio
     REDLOCK_ASSERT_OK((*c)->Release(later));
     // The release waits on node 4's connection behind the stall.
     REDLOCK_ASSERT_OK((*fleet)->Continue(4));
-    EXPECT_EQ(testkit::Eventually(
-                  [&] {
-                    return (*fleet)->Command(4, {"EXISTS", key})->integer;
-                  },
-                  0LL, absl::Seconds(5)),
-              0LL)
+    EXPECT_EQ(EventuallyExists(**fleet, 4, key, 0, absl::Seconds(5)), 0)
         << "the key was left on node 4 for its ttl (pttl "
         << (*fleet)->Command(4, {"PTTL", key})->integer << " ms)";
     ASSERT_FALSE(testkit::Eventually([&] { return (*c)->Health()[4].breaker_open; }, false,
@@ -175,13 +200,10 @@ TEST(BreakerTest, RepliesLostInTransitNeverCreditAnotherCommand) {
   REDLOCK_REQUIRE_REDIS();
   auto fleet = Fleet::Start({.nodes = 3});
   REDLOCK_ASSERT_OK(fleet.status());
-  ProxyOptions po;
-  po.upstream_port = (*fleet)->port(2);
-  auto proxy = FaultProxy::Start(po);
-  REDLOCK_ASSERT_OK(proxy.status());
   Options o;
   o.nodes = (*fleet)->endpoints();
-  o.nodes[2].port = (*proxy)->listen_port();
+  auto proxy = ProxyNode(**fleet, 2, o);
+  REDLOCK_ASSERT_OK(proxy.status());
   o.quorum = 3;  // node 2's vote decides
   o.breaker_probe_interval = absl::Milliseconds(20);
   auto c = Client::Create(o);
@@ -264,17 +286,11 @@ TEST(CleanupTest, AReleaseIsSentAgainAfterTheConnectionDroppedBetweenItAndItsSet
   REDLOCK_REQUIRE_REDIS();
   auto fleet = Fleet::Start({.nodes = 3});
   REDLOCK_ASSERT_OK(fleet.status());
-  std::vector<std::unique_ptr<FaultProxy>> proxies;
   Options o;
   o.nodes = (*fleet)->endpoints();
-  for (int i = 0; i < 3; ++i) {
-    ProxyOptions po;
-    po.upstream_port = static_cast<uint16_t>((*fleet)->port(i));
-    auto p = FaultProxy::Start(po);
-    REDLOCK_ASSERT_OK(p.status());
-    o.nodes[static_cast<size_t>(i)].port = (*p)->listen_port();
-    proxies.push_back(*std::move(p));
-  }
+  auto proxied = ProxyEveryNode(**fleet, o);
+  REDLOCK_ASSERT_OK(proxied.status());
+  std::vector<std::unique_ptr<FaultProxy>>& proxies = *proxied;
   o.node_timeout = absl::Seconds(3);
   o.max_attempts = 1;
   auto c = Client::Create(o);
@@ -286,22 +302,12 @@ TEST(CleanupTest, AReleaseIsSentAgainAfterTheConnectionDroppedBetweenItAndItsSet
   }
   std::future<absl::StatusOr<Lease>> attempt = std::async(
       std::launch::async, [&] { return (*c)->TryAcquire("dropped", absl::Seconds(60)); });
-  ASSERT_TRUE(testkit::Eventually(
-      [&] {
-        return (*fleet)->Command(0, {"EXISTS", "dropped"})->integer;
-      },
-      1LL))
-      << "node 0 ran the SET";
+  ASSERT_EQ(EventuallyExists(**fleet, 0, "dropped", 1), 1) << "node 0 ran the SET";
   proxies[0]->Down();  // before nodes 1 and 2 refuse
   absl::StatusOr<Lease> lease = attempt.get();
   EXPECT_EQ(lease.status().code(), absl::StatusCode::kAborted) << lease.status();
   REDLOCK_ASSERT_OK(proxies[0]->Up());
-  EXPECT_EQ(testkit::Eventually(
-                [&] {
-                  return (*fleet)->Command(0, {"EXISTS", "dropped"})->integer;
-                },
-                0LL, absl::Seconds(5)),
-            0LL)
+  EXPECT_EQ(EventuallyExists(**fleet, 0, "dropped", 0, absl::Seconds(5)), 0)
       << "the failed attempt's key was left on node 0 for its ttl";
 }
 
@@ -312,18 +318,13 @@ TEST(CleanupTest, DestroyingTheClientReleasesTheAttemptsInFlight) {
   REDLOCK_REQUIRE_REDIS();
   auto fleet = Fleet::Start({.nodes = 3});
   REDLOCK_ASSERT_OK(fleet.status());
-  std::vector<std::unique_ptr<FaultProxy>> proxies;
   Options o;
   o.nodes = (*fleet)->endpoints();
-  for (int i = 0; i < 3; ++i) {
-    ProxyOptions po;
-    po.upstream_port = static_cast<uint16_t>((*fleet)->port(i));
-    auto p = FaultProxy::Start(po);
-    REDLOCK_ASSERT_OK(p.status());
+  auto proxies = ProxyEveryNode(**fleet, o);
+  REDLOCK_ASSERT_OK(proxies.status());
+  for (std::unique_ptr<FaultProxy>& p : *proxies) {
     REDLOCK_ASSERT_OK(
-        (*p)->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(300))));
-    o.nodes[static_cast<size_t>(i)].port = (*p)->listen_port();
-    proxies.push_back(*std::move(p));
+        p->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(300))));
   }
   o.node_timeout = absl::Seconds(2);
   auto c = Client::Create(o);
@@ -332,22 +333,12 @@ TEST(CleanupTest, DestroyingTheClientReleasesTheAttemptsInFlight) {
   (*c)->TryAcquireAsync("destroyed", absl::Seconds(60),
                         [&](absl::StatusOr<Lease> l) { done.set_value(l.status()); });
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(testkit::Eventually(
-        [&] {
-          return (*fleet)->Command(i, {"EXISTS", "destroyed"})->integer;
-        },
-        1LL))
-        << "node " << i << " ran the SET";
+    ASSERT_EQ(EventuallyExists(**fleet, i, "destroyed", 1), 1) << "node " << i << " ran the SET";
   }
   c->reset();
   EXPECT_EQ(done.get_future().get().code(), absl::StatusCode::kCancelled);
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(testkit::Eventually(
-                  [&] {
-                    return (*fleet)->Command(i, {"EXISTS", "destroyed"})->integer;
-                  },
-                  0LL, absl::Seconds(5)),
-              0LL)
+    EXPECT_EQ(EventuallyExists(**fleet, i, "destroyed", 0, absl::Seconds(5)), 0)
         << "node " << i << " kept the key of an attempt cancelled by the destruction";
   }
 }
