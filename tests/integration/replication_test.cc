@@ -28,6 +28,7 @@
 #include "redlock/client.h"
 #include "testkit/fault_proxy.h"
 #include "testkit/gtest_fleet.h"
+#include "tests/integration/sentinel_helpers.h"
 
 namespace redlock {
 namespace {
@@ -37,10 +38,6 @@ using testkit::Fleet;
 using testkit::RedisValue;
 using testkit::Replicas;
 using testkit::Sentinel;
-
-std::string Get(const absl::StatusOr<RedisValue>& v) {
-  return v.ok() && v->type == RedisValue::Type::kString ? v->str : "";
-}
 
 // The replica's acknowledgement is a round trip between two processes on
 // a shared machine: where a test needs a grant, it retries (bounded) a
@@ -72,19 +69,15 @@ class DurabilityTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
-    auto masters = Fleet::Start({.nodes = 1});
-    ASSERT_TRUE(masters.ok()) << masters.status();
-    masters_ = *std::move(masters);
-    auto replicas = Replicas::Start({.upstreams = {masters_->address(0)}});
-    ASSERT_TRUE(replicas.ok()) << replicas.status();
-    replicas_ = *std::move(replicas);
+    masters_ = ValueOrFail(Fleet::Start({.nodes = 1}));
+    ASSERT_NE(masters_, nullptr);
+    replicas_ = ValueOrFail(Replicas::Start({.upstreams = {masters_->address(0)}}));
+    ASSERT_NE(replicas_, nullptr);
   }
 
   Options MakeOptions(int k) { return DurableOptions(masters_->endpoints(), k); }
   std::unique_ptr<Client> MakeClient(Options o) {
-    auto c = Client::Create(std::move(o));
-    EXPECT_TRUE(c.ok()) << c.status();
-    return c.ok() ? *std::move(c) : nullptr;
+    return ValueOrFail(Client::Create(std::move(o)));
   }
   std::string OnReplica(const std::string& key) {
     return Get(replicas_->fleet().Command(0, {"GET", key}));
@@ -307,14 +300,12 @@ class LaggingReplicaTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
-    auto masters = Fleet::Start({.nodes = 3});
-    ASSERT_TRUE(masters.ok()) << masters.status();
-    masters_ = *std::move(masters);
+    masters_ = ValueOrFail(Fleet::Start({.nodes = 3}));
+    ASSERT_NE(masters_, nullptr);
     std::vector<std::string> upstreams;
     for (int i = 0; i < 3; ++i) upstreams.push_back(masters_->address(i));
-    auto replicas = Replicas::Start({.upstreams = upstreams});
-    ASSERT_TRUE(replicas.ok()) << replicas.status();
-    replicas_ = *std::move(replicas);
+    replicas_ = ValueOrFail(Replicas::Start({.upstreams = upstreams}));
+    ASSERT_NE(replicas_, nullptr);
   }
   void TearDown() override {
     if (replicas_ != nullptr) (void)replicas_->fleet().Continue(0);
@@ -422,28 +413,23 @@ class FailoverTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_SENTINEL();
-    auto masters = Fleet::Start({.nodes = 1});
-    ASSERT_TRUE(masters.ok()) << masters.status();
-    masters_ = *std::move(masters);
+    masters_ = ValueOrFail(Fleet::Start({.nodes = 1}));
+    ASSERT_NE(masters_, nullptr);
     front_ = StartProxy();
     link_ = StartProxy();
     ASSERT_NE(front_, nullptr);
     ASSERT_NE(link_, nullptr);
-    auto replicas = Replicas::Start({.upstreams = {link_->listen_address()}});
-    ASSERT_TRUE(replicas.ok()) << replicas.status();
-    replicas_ = *std::move(replicas);
-    auto sentinel = Sentinel::Start({.masters = {{"n0", masters_->address(0)}}});
-    ASSERT_TRUE(sentinel.ok()) << sentinel.status();
-    sentinel_ = *std::move(sentinel);
+    replicas_ = ValueOrFail(Replicas::Start({.upstreams = {link_->listen_address()}}));
+    ASSERT_NE(replicas_, nullptr);
+    sentinel_ = ValueOrFail(Sentinel::Start({.masters = {{"n0", masters_->address(0)}}}));
+    ASSERT_NE(sentinel_, nullptr);
     REDLOCK_ASSERT_OK(sentinel_->WaitReplicas("n0", 1, absl::Seconds(15)));
   }
 
   std::unique_ptr<testkit::FaultProxy> StartProxy() {
     testkit::ProxyOptions po;
     po.upstream_port = static_cast<uint16_t>(masters_->port(0));
-    auto p = testkit::FaultProxy::Start(po);
-    EXPECT_TRUE(p.ok()) << p.status();
-    return p.ok() ? *std::move(p) : nullptr;
+    return ValueOrFail(testkit::FaultProxy::Start(po));
   }
 
   Options MakeOptions(int k) {
@@ -531,9 +517,8 @@ class SentinelDiscoveryTest : public DurabilityTest {
     REDLOCK_REQUIRE_SENTINEL();
     DurabilityTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    auto sentinel = Sentinel::Start({.masters = {{"n0", masters_->address(0)}}});
-    ASSERT_TRUE(sentinel.ok()) << sentinel.status();
-    sentinel_ = *std::move(sentinel);
+    sentinel_ = ValueOrFail(Sentinel::Start({.masters = {{"n0", masters_->address(0)}}}));
+    ASSERT_NE(sentinel_, nullptr);
     REDLOCK_ASSERT_OK(sentinel_->WaitReplicas("n0", 1, absl::Seconds(15)));
   }
 
@@ -542,18 +527,6 @@ class SentinelDiscoveryTest : public DurabilityTest {
         ParseEndpoint(absl::StrCat("redis+sentinel://", sentinel_->address(), "/", master));
     EXPECT_TRUE(ep.ok()) << ep.status();
     return DurableOptions({ep.ok() ? *ep : Endpoint{}}, 0);
-  }
-
-  // Retries (bounded) while the client reconnects to the new master.
-  static absl::StatusOr<Lease> AcquireWithin(Client& client, absl::Duration budget) {
-    absl::StatusOr<Lease> r = absl::UnknownError("not tried");
-    const absl::Time end = absl::Now() + budget;
-    for (int i = 0; i < 1000 && absl::Now() < end; ++i) {
-      r = client.TryAcquire("r", absl::Seconds(10));
-      if (r.ok() || !absl::IsUnavailable(r.status())) break;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return r;
   }
 
   std::unique_ptr<Sentinel> sentinel_;
@@ -584,15 +557,9 @@ TEST_F(SentinelDiscoveryTest, FollowsAFailoverWhileTheOldMasterStillRuns) {
   REDLOCK_ASSERT_OK(
       testkit::RunCommand(sentinel_->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
           .status());
-  absl::StatusOr<std::string> now =
-      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
-  ASSERT_TRUE(now.ok()) << now.status();
-  ASSERT_EQ(*now, replicas_->address(0, 0));
-  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
-      << "the lock is on the new master";
-  EXPECT_EQ((*client)->Health()[0].address, *now);
+  ASSERT_NO_FATAL_FAILURE(AwaitFailoverToTheReplica(*sentinel_, masters_->address(0), *replicas_));
+  ASSERT_NO_FATAL_FAILURE(ExpectTheLockOnTheNewMaster(**client, *replicas_, o.key_prefix + "r"));
+  EXPECT_EQ((*client)->Health()[0].address, replicas_->address(0, 0));
 }
 
 TEST_F(SentinelDiscoveryTest, FollowsTheMasterAfterItDies) {
@@ -603,12 +570,8 @@ TEST_F(SentinelDiscoveryTest, FollowsTheMasterAfterItDies) {
   absl::StatusOr<Lease> refused = (*client)->TryAcquire("r", absl::Seconds(10));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable) << refused.status();
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("sentinel:n0@"));
-  absl::StatusOr<std::string> now =
-      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
-  ASSERT_TRUE(now.ok()) << now.status();
-  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ((*client)->Health()[0].address, *now);
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectTheClientToFollowTheFailover(*sentinel_, masters_->address(0), **client));
 }
 
 TEST_F(SentinelDiscoveryTest, AnUnknownMasterNameIsNamedInTheError) {
@@ -662,9 +625,7 @@ TEST_F(SentinelDiscoveryTest, WhenNoSentinelAnswersTheErrorNamesEach) {
 // "n0" (a Sentinel left behind with an old view names the old master, or a
 // replica; one pointed at a dead address names that).
 std::unique_ptr<Sentinel> StaleSentinel(const std::string& address) {
-  auto s = Sentinel::Start({.masters = {{"n0", address}}});
-  EXPECT_TRUE(s.ok()) << s.status();
-  return s.ok() ? *std::move(s) : nullptr;
+  return ValueOrFail(Sentinel::Start({.masters = {{"n0", address}}}));
 }
 
 Options SentinelOptionsFor(const std::vector<std::string>& sentinels) {
@@ -685,9 +646,8 @@ TEST_F(SentinelDiscoveryTest, AStaleSentinelListedFirstDoesNotPinTheNode) {
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
   for (int i = 0; i < 25; ++i) {
-    absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
-    ASSERT_TRUE(lease.ok()) << "acquisition " << i << ": " << lease.status();
-    REDLOCK_ASSERT_OK((*client)->Release(*lease));
+    SCOPED_TRACE(absl::StrCat("acquisition ", i));
+    ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
   }
   const NodeHealth health = (*client)->Health()[0];
   EXPECT_EQ(health.address, masters_->address(0));
@@ -711,9 +671,8 @@ TEST_F(SentinelDiscoveryTest, AStaleSentinelNamingADeadAddressDoesNotPinTheNode)
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
   for (int i = 0; i < 5; ++i) {
-    absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
-    ASSERT_TRUE(lease.ok()) << "acquisition " << i << ": " << lease.status();
-    REDLOCK_ASSERT_OK((*client)->Release(*lease));
+    SCOPED_TRACE(absl::StrCat("acquisition ", i));
+    ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
   }
   EXPECT_EQ((*client)->Health()[0].address, masters_->address(0));
 }
@@ -730,16 +689,10 @@ TEST_F(SentinelDiscoveryTest, FollowsAFailoverWhileTheFirstSentinelIsUnreachable
   Options o = SentinelOptionsFor({(*silent)->listen_address(), sentinel_->address()});
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<Lease> first = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(first.ok()) << first.status();
-  REDLOCK_ASSERT_OK((*client)->Release(*first));
+  ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
   REDLOCK_ASSERT_OK(masters_->Kill(0));
-  absl::StatusOr<std::string> now =
-      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
-  ASSERT_TRUE(now.ok()) << now.status();
-  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ((*client)->Health()[0].address, *now);
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectTheClientToFollowTheFailover(*sentinel_, masters_->address(0), **client));
 }
 
 // The client's only path to its Sentinel goes silent (black-holed: the
@@ -755,9 +708,7 @@ TEST_F(SentinelDiscoveryTest, ASilentSentinelConnectionIsReplacedAndTheFailoverF
   Options o = SentinelOptionsFor({(*path)->listen_address()});
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<Lease> first = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(first.ok()) << first.status();
-  REDLOCK_ASSERT_OK((*client)->Release(*first));
+  ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
   const uint64_t connections = (*path)->Stats().connections_accepted;
   REDLOCK_ASSERT_OK((*path)->SetFaultBoth(testkit::FaultSpec::BlackHole()));
   auto replaced = [&] { return (*path)->Stats().connections_accepted > connections; };
@@ -769,18 +720,13 @@ TEST_F(SentinelDiscoveryTest, ASilentSentinelConnectionIsReplacedAndTheFailoverF
   REDLOCK_ASSERT_OK(
       testkit::RunCommand(sentinel_->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
           .status());
-  absl::StatusOr<std::string> now =
-      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
-  ASSERT_TRUE(now.ok()) << now.status();
-  ASSERT_EQ(*now, replicas_->address(0, 0));
+  ASSERT_NO_FATAL_FAILURE(AwaitFailoverToTheReplica(*sentinel_, masters_->address(0), *replicas_));
   (*path)->ClearFaults();
+  const std::string now = replicas_->address(0, 0);
   auto address = [&] { return (*client)->Health()[0].address; };
-  EXPECT_EQ(testkit::Eventually(address, *now, absl::Seconds(20)), *now);
+  EXPECT_EQ(testkit::Eventually(address, now, absl::Seconds(20)), now);
   EXPECT_EQ((*client)->Health()[0].sentinels[0].config_epoch, 1) << "the failover's epoch";
-  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
-      << "the lock is on the new master";
+  ASSERT_NO_FATAL_FAILURE(ExpectTheLockOnTheNewMaster(**client, *replicas_, o.key_prefix + "r"));
 }
 
 // Issue 25 item 4 with a failover: the first Sentinel listed is cut off
@@ -813,21 +759,14 @@ TEST_F(SentinelDiscoveryTest, FollowsAFailoverThatTheFirstSentinelNeverLearns) {
   Options o = SentinelOptionsFor({(*stale)->address(), (*good)->address()});
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
-  absl::StatusOr<Lease> first = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(first.ok()) << first.status();
-  REDLOCK_ASSERT_OK((*client)->Release(*first));
+  ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
   REDLOCK_ASSERT_OK(
       testkit::RunCommand((*good)->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
           .status());
-  absl::StatusOr<std::string> now =
-      (*good)->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
-  ASSERT_TRUE(now.ok()) << now.status();
-  ASSERT_EQ(*now, replicas_->address(0, 0));
-  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(15));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
-      << "the lock is on the new master";
-  EXPECT_EQ((*client)->Health()[0].address, *now);
+  ASSERT_NO_FATAL_FAILURE(AwaitFailoverToTheReplica(**good, masters_->address(0), *replicas_));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectTheLockOnTheNewMaster(**client, *replicas_, o.key_prefix + "r", absl::Seconds(15)));
+  EXPECT_EQ((*client)->Health()[0].address, replicas_->address(0, 0));
   // The first Sentinel really was stale all along.
   EXPECT_EQ((*stale)->MasterAddress("n0").value_or(""), masters_->address(0));
 }

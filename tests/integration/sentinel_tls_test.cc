@@ -13,36 +13,29 @@
 #include "redlock/client.h"
 #include "testkit/gtest_fleet.h"
 #include "testkit/replication.h"
+#include "tests/integration/sentinel_helpers.h"
 
 namespace redlock {
 namespace {
 
 using ::testing::HasSubstr;
 using testkit::Fleet;
-using testkit::RedisValue;
 using testkit::Replicas;
 using testkit::Sentinel;
-
-std::string Get(const absl::StatusOr<RedisValue>& v) {
-  return v.ok() && v->type == RedisValue::Type::kString ? v->str : "";
-}
 
 class SentinelTlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_SENTINEL();
     REDLOCK_REQUIRE_REDIS();
-    auto masters = Fleet::Start({.nodes = 1, .tls = true});
-    ASSERT_TRUE(masters.ok()) << masters.status();
-    masters_ = *std::move(masters);
-    auto replicas =
-        Replicas::Start({.upstreams = {masters_->address(0)}, .tls = *masters_->certificates()});
-    ASSERT_TRUE(replicas.ok()) << replicas.status();
-    replicas_ = *std::move(replicas);
-    auto sentinel = Sentinel::Start(
-        {.masters = {{"n0", masters_->address(0)}}, .tls = *masters_->certificates()});
-    ASSERT_TRUE(sentinel.ok()) << sentinel.status();
-    sentinel_ = *std::move(sentinel);
+    masters_ = ValueOrFail(Fleet::Start({.nodes = 1, .tls = true}));
+    ASSERT_NE(masters_, nullptr);
+    replicas_ = ValueOrFail(
+        Replicas::Start({.upstreams = {masters_->address(0)}, .tls = *masters_->certificates()}));
+    ASSERT_NE(replicas_, nullptr);
+    sentinel_ = ValueOrFail(Sentinel::Start(
+        {.masters = {{"n0", masters_->address(0)}}, .tls = *masters_->certificates()}));
+    ASSERT_NE(sentinel_, nullptr);
     REDLOCK_ASSERT_OK(sentinel_->WaitReplicas("n0", 1, absl::Seconds(15)));
   }
 
@@ -58,18 +51,6 @@ class SentinelTlsTest : public ::testing::Test {
     o.key_prefix =
         absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
     return o;
-  }
-
-  // Retries (bounded) while the client reconnects to the new master.
-  static absl::StatusOr<Lease> AcquireWithin(Client& client, absl::Duration budget) {
-    absl::StatusOr<Lease> r = absl::UnknownError("not tried");
-    const absl::Time end = absl::Now() + budget;
-    for (int i = 0; i < 1000 && absl::Now() < end; ++i) {
-      r = client.TryAcquire("r", absl::Seconds(10));
-      if (r.ok() || !absl::IsUnavailable(r.status())) break;
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-    return r;
   }
 
   std::unique_ptr<Fleet> masters_;
@@ -104,16 +85,10 @@ TEST_F(SentinelTlsTest, FollowsAFailoverOverTls) {
   ASSERT_TRUE(client.ok()) << client.status();
   ASSERT_TRUE((*client)->TryAcquire("warm-up", absl::Seconds(1)).ok());
   REDLOCK_ASSERT_OK(masters_->Kill(0));
-  absl::StatusOr<std::string> now =
-      sentinel_->AwaitFailover("n0", masters_->address(0), absl::Seconds(30));
-  ASSERT_TRUE(now.ok()) << now.status();
-  ASSERT_EQ(*now, replicas_->address(0, 0));
-  absl::StatusOr<Lease> lease = AcquireWithin(**client, absl::Seconds(10));
-  ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ(Get(replicas_->fleet().Command(0, {"GET", o.key_prefix + "r"})), lease->token())
-      << "the lock is on the new master";
+  ASSERT_NO_FATAL_FAILURE(AwaitFailoverToTheReplica(*sentinel_, masters_->address(0), *replicas_));
+  ASSERT_NO_FATAL_FAILURE(ExpectTheLockOnTheNewMaster(**client, *replicas_, o.key_prefix + "r"));
   NodeHealth h = (*client)->Health()[0];
-  EXPECT_EQ(h.address, *now);
+  EXPECT_EQ(h.address, replicas_->address(0, 0));
   EXPECT_THAT(h.tls_version, HasSubstr("TLS"));
 }
 
