@@ -30,14 +30,15 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "chaos/check/checker.h"
-#include "chaos/history/history.h"
 #include "chaos/clients/workload.h"
+#include "chaos/history/history.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "testkit/files.h"
 #include "testkit/fleet.h"
 #include "testkit/gtest_fleet.h"
 #include "testkit/process.h"
+#include "tests/chaos/scoped_env.h"
 
 namespace redlock::chaos {
 namespace {
@@ -48,33 +49,6 @@ std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
-
-// Sets an environment variable for the scope, restoring it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    had_ = old != nullptr;
-    if (had_) old_ = old;
-    if (value == nullptr) {
-      unsetenv(name);
-    } else {
-      setenv(name, value, 1);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 // ---- The fake adapter -------------------------------------------------------------
 

@@ -30,7 +30,9 @@
 #include "gtest/gtest.h"
 #include "testkit/files.h"
 #include "testkit/fleet.h"
+#include "testkit/gtest_fleet.h"
 #include "testkit/replication.h"
+#include "tests/chaos/scoped_env.h"
 
 namespace redlock::chaos {
 namespace {
@@ -63,6 +65,24 @@ std::string MakeNodeDir(const TempDir& t, const std::string& incr) {
   WriteFile(node + "/appendonlydir/appendonly.aof.1.incr.aof", incr);
   WriteFile(node + "/redis.log", "log");
   return node;
+}
+
+// Starts the supervisor `sup` of one node (`aof`: appendonly always), its
+// nemesis log `log` at `dir`/nemesis.jsonl. Fatal failures: call it within
+// ASSERT_NO_FATAL_FAILURE.
+void StartOneNode(const TempDir& dir, bool aof, std::unique_ptr<HistoryWriter>& log,
+                  std::unique_ptr<NodeSupervisor>& sup) {
+  absl::StatusOr<std::unique_ptr<HistoryWriter>> h =
+      HistoryWriter::Open(dir.path() + "/nemesis.jsonl");
+  ASSERT_TRUE(h.ok());
+  log = *std::move(h);
+  SupervisorOptions so;
+  so.nodes = 1;
+  so.aof = aof;
+  so.history = log.get();
+  absl::StatusOr<std::unique_ptr<NodeSupervisor>> started = NodeSupervisor::Start(so);
+  ASSERT_TRUE(started.ok()) << started.status();
+  sup = *std::move(started);
 }
 
 // ---- AOF surgery ---------------------------------------------------------------------
@@ -131,28 +151,20 @@ TEST(AofTest, NoAofIsNotFound) {
 // The supervisor on a real node: AOF always keeps a key across kill -9;
 // the amnesia restart loses it.
 TEST(SupervisorTest, AmnesiaRestartForgetsTheLastWrite) {
-  absl::Status available = testkit::CheckRedisServerAvailable();
-  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
-  ASSERT_TRUE(available.ok()) << available;
+  REDLOCK_REQUIRE_REDIS();
   TempDir t;
-  absl::StatusOr<std::unique_ptr<HistoryWriter>> h =
-      HistoryWriter::Open(t.path() + "/nemesis.jsonl");
-  ASSERT_TRUE(h.ok());
-  SupervisorOptions so;
-  so.nodes = 1;
-  so.aof = true;
-  so.history = h->get();
-  absl::StatusOr<std::unique_ptr<NodeSupervisor>> sup = NodeSupervisor::Start(so);
-  ASSERT_TRUE(sup.ok()) << sup.status();
-  testkit::Fleet& fleet = (*sup)->fleet();
+  std::unique_ptr<HistoryWriter> h;
+  std::unique_ptr<NodeSupervisor> sup;
+  ASSERT_NO_FATAL_FAILURE(StartOneNode(t, /*aof=*/true, h, sup));
+  testkit::Fleet& fleet = sup->fleet();
   ASSERT_TRUE(fleet.Command(0, {"SET", "kept", "1"}).ok());
   ASSERT_TRUE(fleet.Command(0, {"SET", "r", "tok", "PX", "60000"}).ok());
-  ASSERT_TRUE((*sup)->RestartNow(0).ok());
+  ASSERT_TRUE(sup->RestartNow(0).ok());
   EXPECT_EQ(fleet.Command(0, {"GET", "r"})->str, "tok");  // AOF always: survives kill -9
 
   AmnesiaSpec spec;
   spec.key = "r";
-  ASSERT_TRUE((*sup)->RestartAmnesia(0, spec).ok());
+  ASSERT_TRUE(sup->RestartAmnesia(0, spec).ok());
   EXPECT_EQ(fleet.Command(0, {"GET", "r"})->type, testkit::RedisValue::Type::kNil);
   EXPECT_EQ(fleet.Command(0, {"GET", "kept"})->str, "1");
   std::string log = ReadFile(t.path() + "/nemesis.jsonl");
@@ -169,20 +181,13 @@ TEST(SupervisorTest, AmnesiaRestartForgetsTheLastWrite) {
 // master without a replica, and every durable grant was refused ("only 0
 // replicas of 1 confirmed the write", then "only 0 grants").
 TEST(ReplicatedNodesTest, AMasterStalledDuringSetupIsNotFailedOver) {
-  absl::Status available = testkit::CheckRedisSentinelAvailable();
-  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
-  ASSERT_TRUE(available.ok()) << available;
+  REDLOCK_REQUIRE_SENTINEL();
   TempDir t;
-  absl::StatusOr<std::unique_ptr<HistoryWriter>> h =
-      HistoryWriter::Open(t.path() + "/nemesis.jsonl");
-  ASSERT_TRUE(h.ok());
-  SupervisorOptions so;
-  so.nodes = 1;
-  so.history = h->get();
-  absl::StatusOr<std::unique_ptr<NodeSupervisor>> sup = NodeSupervisor::Start(so);
-  ASSERT_TRUE(sup.ok()) << sup.status();
-  testkit::Fleet& fleet = (*sup)->fleet();
-  NemesisLog log(h->get());
+  std::unique_ptr<HistoryWriter> h;
+  std::unique_ptr<NodeSupervisor> sup;
+  ASSERT_NO_FATAL_FAILURE(StartOneNode(t, /*aof=*/false, h, sup));
+  testkit::Fleet& fleet = sup->fleet();
+  NemesisLog log(h.get());
   ReplicationOptions ro;
   ro.replicas = 1;
   ro.sentinels = 1;
@@ -195,7 +200,7 @@ TEST(ReplicatedNodesTest, AMasterStalledDuringSetupIsNotFailedOver) {
     ASSERT_TRUE(fleet.Continue(0).ok());
   };
   absl::StatusOr<std::unique_ptr<ReplicatedNodes>> rep =
-      ReplicatedNodes::Start(sup->get(), ro, &log);
+      ReplicatedNodes::Start(sup.get(), ro, &log);
   ASSERT_TRUE(rep.ok()) << rep.status();
   const testkit::Sentinel& sentinel = (*rep)->sentinel(0);
   EXPECT_EQ(sentinel.MasterAddress("n0").value_or(""), (*rep)->WatchedAddress(0));
@@ -289,33 +294,6 @@ TEST(PartitionRulesTest, Shapes) {
 }
 
 // ---- Expectations, S5, client flags --------------------------------------------------
-
-// Sets an environment variable for the scope, restoring it afterwards.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = getenv(name);
-    if (old != nullptr) old_ = old;
-    had_ = old != nullptr;
-    if (value == nullptr) {
-      unsetenv(name);
-    } else {
-      setenv(name, value, 1);
-    }
-  }
-  ~ScopedEnv() {
-    if (had_) {
-      setenv(name_, old_.c_str(), 1);
-    } else {
-      unsetenv(name_);
-    }
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
 
 // A partition scenario on a machine without nft (or without root) is skipped
 // on a developer's machine, and fails under CI=true: CI must never stay
@@ -487,9 +465,7 @@ TEST(BrokenClientTest, BrokenScenariosAreSkippedWithoutTheBrokenClient) {
 class QuickScenarioTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(QuickScenarioTest, VerdictAsExpected) {
-  absl::Status available = testkit::CheckRedisServerAvailable();
-  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
-  ASSERT_TRUE(available.ok()) << available;
+  REDLOCK_REQUIRE_REDIS();
   const Scenario* s = FindScenario(GetParam());
   ASSERT_NE(s, nullptr);
   RunOptions options;
@@ -546,10 +522,8 @@ INSTANTIATE_TEST_SUITE_P(Quick, QuickScenarioTest, ::testing::ValuesIn(QuickName
 class ExternalClientScenarioTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExternalClientScenarioTest, NoFaultsIsClean) {
-  absl::Status available = testkit::CheckRedisServerAvailable();
-  if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
-  ASSERT_TRUE(available.ok()) << available;
-  available = CheckExternalClientAvailable(GetParam());
+  REDLOCK_REQUIRE_REDIS();
+  absl::Status available = CheckExternalClientAvailable(GetParam());
   if (absl::IsFailedPrecondition(available)) GTEST_SKIP() << available;
   ASSERT_TRUE(available.ok()) << available;
   const Scenario* catalog = FindScenario("no-faults");
