@@ -361,7 +361,14 @@ absl::Status ParseField(const std::string& v, ClientConfig& c) {
     if (!absl::SimpleAtod(v, &out)) return bad;
   } else {
     T x{};
-    if (!absl::SimpleAtoi(v, &x) || std::cmp_less(x, kMin) || std::cmp_greater(x, kMax)) return bad;
+    if (!absl::SimpleAtoi(v, &x)) return bad;
+    // The bounds, where a flag has them (a seed takes every uint64_t).
+    if constexpr (kMin != std::numeric_limits<int64_t>::min()) {
+      if (std::cmp_less(x, kMin)) return bad;
+    }
+    if constexpr (kMax != std::numeric_limits<int64_t>::max()) {
+      if (std::cmp_greater(x, kMax)) return bad;
+    }
     out = x;
   }
   return absl::OkStatus();
@@ -603,12 +610,8 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       // A permit's token is its own permit's: not comparable with the
       // others' on one fence, so a permit holder reads unfenced.
       const bool fenced = config.fencing && held->fencing_token.has_value() && held->mode != "slot";
-      absl::StatusOr<std::optional<std::string>> got =
-          fenced ? data.Run({"EVAL", std::string(redlock::FencedReadScript()), "2",
-                             DataKey(resource), FenceKey(resource), token_str})
-                 : data.Run({"GET", DataKey(resource)});
-      if (!got.ok() && absl::IsAborted(got.status())) {
-        // The fence refused even the read: a newer holder exists.
+      // One use in the history; a reader's (write false) only reads.
+      auto record_use = [&](int64_t read, int64_t wrote, bool accepted, int64_t write_at) {
         ++uses;
         check(h.WriteUse({.process = config.name,
                           .op = op,
@@ -616,11 +619,20 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
                           .token = held->token,
                           .begin = begin,
                           .end = RawMonotonicNanos(),
-                          .read = -1,
-                          .wrote = -1,
-                          .accepted = false,
+                          .read = read,
+                          .wrote = wrote,
+                          .accepted = accepted,
                           .fencing_token = fenced ? held->fencing_token : std::nullopt,
-                          .write = !held->read_only}));
+                          .write = !held->read_only,
+                          .write_at = write_at}));
+      };
+      absl::StatusOr<std::optional<std::string>> got =
+          fenced ? data.Run({"EVAL", std::string(redlock::FencedReadScript()), "2",
+                             DataKey(resource), FenceKey(resource), token_str})
+                 : data.Run({"GET", DataKey(resource)});
+      if (!got.ok() && absl::IsAborted(got.status())) {
+        // The fence refused even the read: a newer holder exists.
+        record_use(-1, -1, false, 0);
         break;
       }
       if (!got.ok()) {
@@ -632,47 +644,25 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
       if (got->has_value() && !absl::SimpleAtoi(**got, &value)) value = 0;
       markers.Write("use_read", op, resource);
       SleepRaw(config.use_ms * ms, nullptr);
-      if (held->read_only) {
-        // Readers and permit holders only read: K holders at once are
-        // allowed, and their writes would lose updates by design.
-        ++uses;
-        check(h.WriteUse({.process = config.name,
-                          .op = op,
-                          .resource = resource,
-                          .token = held->token,
-                          .begin = begin,
-                          .end = RawMonotonicNanos(),
-                          .read = value,
-                          .wrote = value,
-                          .accepted = true,
-                          .fencing_token = fenced ? held->fencing_token : std::nullopt,
-                          .write = false}));
-        markers.Write("use_end", op, resource);
-        continue;
+      // Readers and permit holders only read: K holders at once are allowed,
+      // and their writes would lose updates by design.
+      const bool write = !held->read_only;
+      int64_t write_at = 0;
+      bool accepted = true;
+      if (write) {
+        std::string next = std::to_string(value + 1);
+        write_at = RawMonotonicNanos();
+        absl::StatusOr<std::optional<std::string>> put =
+            fenced ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
+                               DataKey(resource), FenceKey(resource), token_str, next})
+                   : data.Run({"SET", DataKey(resource), next});
+        accepted = put.ok();
+        if (!put.ok() && !absl::IsAborted(put.status())) {
+          fprintf(stderr, "%s: data write: %s\n", config.name.c_str(),
+                  put.status().ToString().c_str());
+        }
       }
-      std::string next = std::to_string(value + 1);
-      const int64_t write_at = RawMonotonicNanos();
-      absl::StatusOr<std::optional<std::string>> put =
-          fenced ? data.Run({"EVAL", std::string(redlock::FencedWriteScript()), "2",
-                             DataKey(resource), FenceKey(resource), token_str, next})
-                 : data.Run({"SET", DataKey(resource), next});
-      bool accepted = put.ok();
-      if (!put.ok() && !absl::IsAborted(put.status())) {
-        fprintf(stderr, "%s: data write: %s\n", config.name.c_str(),
-                put.status().ToString().c_str());
-      }
-      ++uses;
-      check(h.WriteUse({.process = config.name,
-                        .op = op,
-                        .resource = resource,
-                        .token = held->token,
-                        .begin = begin,
-                        .end = RawMonotonicNanos(),
-                        .read = value,
-                        .wrote = value + 1,
-                        .accepted = accepted,
-                        .fencing_token = fenced ? held->fencing_token : std::nullopt,
-                        .write_at = write_at}));
+      record_use(value, write ? value + 1 : value, accepted, write_at);
       markers.Write("use_end", op, resource);
     }
     if (config.release) {

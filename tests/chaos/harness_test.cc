@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -385,6 +386,15 @@ TEST(ClientArgsTest, RoundTrip) {
   EXPECT_EQ(back->durability_replicas, 2);
   EXPECT_EQ(back->durability_timeout_ms, 35);
   EXPECT_FALSE(ParseClientArgs({"--bogus=1"}).ok());
+  // Every seed goes through, the largest included; bounded flags keep their bounds.
+  c.seed = std::numeric_limits<uint64_t>::max();
+  back = ParseClientArgs(ClientArgs(c));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->seed, c.seed);
+  EXPECT_FALSE(ParseClientArgs({"--permits=0"}).ok());
+  EXPECT_FALSE(ParseClientArgs({"--permits=1025"}).ok());
+  EXPECT_FALSE(ParseClientArgs({"--wait-ms=-1"}).ok());
+  EXPECT_FALSE(ParseClientArgs({"--fencing=maybe"}).ok());
   for (ClientVariant v : AllVariants()) EXPECT_EQ(*ParseVariant(VariantName(v)), v);
 }
 
