@@ -108,8 +108,8 @@ int64_t IntentMs(const Options& o) {
 ReadWriteLock::ReadWriteLock(Client* client, std::string resource)
     : client_(client), resource_(std::move(resource)) {}
 
-void ReadWriteLock::StartShared(absl::Duration ttl, std::optional<absl::Duration> wait,
-                                const StopToken& stop, Client::LeaseCallback done) {
+void ReadWriteLock::Start(bool shared, absl::Duration ttl, std::optional<absl::Duration> wait,
+                          const StopToken& stop, Client::LeaseCallback done) {
   ClientImpl* impl = internal::ImplOf(client_);
   if (impl == nullptr) {
     done(internal::NotACreatedClient("ReadWriteLock"));
@@ -121,25 +121,13 @@ void ReadWriteLock::StartShared(absl::Duration ttl, std::optional<absl::Duration
   call.wait = wait;
   call.max_attempts = 1;
   call.stop = stop;
-  impl->StartSet(std::move(call), std::make_shared<ReadShape>(), Single(std::move(done)));
-}
-
-void ReadWriteLock::StartExclusive(absl::Duration ttl, std::optional<absl::Duration> wait,
-                                   const StopToken& stop, Client::LeaseCallback done) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) {
-    done(internal::NotACreatedClient("ReadWriteLock"));
+  if (shared) {
+    impl->StartSet(std::move(call), std::make_shared<ReadShape>(), Single(std::move(done)));
     return;
   }
   const bool waits = wait.has_value() && *wait > absl::ZeroDuration();
   auto shape =
       std::make_shared<WriteShape>(internal::NewToken(), waits ? IntentMs(impl->options()) : 0);
-  Client::SetRequest call;
-  call.resources = {resource_};
-  call.ttl = ttl;
-  call.wait = wait;
-  call.max_attempts = 1;
-  call.stop = stop;
   internal::OpContext* ctx = &impl->context();
   std::string key = ctx->Key(resource_);
   impl->StartSet(
@@ -160,64 +148,51 @@ void ReadWriteLock::StartExclusive(absl::Duration ttl, std::optional<absl::Durat
       }));
 }
 
-namespace {
-
-using StartFn = absl::FunctionRef<void(Client::LeaseCallback)>;
-
-// A blocking call of the lock: `start` with a callback the caller waits on.
-absl::StatusOr<Lease> BlockOn(Client* client, StartFn start) {
-  ClientImpl* impl = internal::ImplOf(client);
+absl::StatusOr<Lease> ReadWriteLock::Blocking(bool shared, absl::Duration ttl,
+                                              std::optional<absl::Duration> wait,
+                                              const StopToken& stop) {
+  ClientImpl* impl = internal::ImplOf(client_);
   if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
   return impl->Block<absl::StatusOr<Lease>>(
-      [&](Client::LeaseCallback cb) { start(std::move(cb)); });
+      [&](Client::LeaseCallback cb) { Start(shared, ttl, wait, stop, std::move(cb)); });
 }
 
-// An asynchronous call: `done` runs on the client's I/O thread.
-void StartAsync(Client* client, Client::LeaseCallback done, StartFn start) {
-  ClientImpl* impl = internal::ImplOf(client);
+void ReadWriteLock::Async(bool shared, absl::Duration ttl, absl::Duration wait,
+                          const StopToken& stop, Client::LeaseCallback done) {
+  ClientImpl* impl = internal::ImplOf(client_);
   if (impl == nullptr) {
     done(internal::NotACreatedClient("ReadWriteLock"));
     return;
   }
-  start(impl->ToUser(std::move(done)));
+  Start(shared, ttl, wait, stop, impl->ToUser(std::move(done)));
 }
 
-}  // namespace
-
 absl::StatusOr<Lease> ReadWriteLock::TryAcquireShared(absl::Duration ttl) {
-  return BlockOn(client_, [&](Client::LeaseCallback cb) {
-    StartShared(ttl, std::nullopt, StopToken(), std::move(cb));
-  });
+  return Blocking(true, ttl, std::nullopt, StopToken());
 }
 
 absl::StatusOr<Lease> ReadWriteLock::AcquireShared(absl::Duration ttl, absl::Duration wait,
                                                    const StopToken& stop) {
-  return BlockOn(client_,
-                 [&](Client::LeaseCallback cb) { StartShared(ttl, wait, stop, std::move(cb)); });
+  return Blocking(true, ttl, wait, stop);
 }
 
 void ReadWriteLock::AcquireSharedAsync(absl::Duration ttl, absl::Duration wait,
                                        const StopToken& stop, Client::LeaseCallback done) {
-  StartAsync(client_, std::move(done),
-             [&](Client::LeaseCallback cb) { StartShared(ttl, wait, stop, std::move(cb)); });
+  Async(true, ttl, wait, stop, std::move(done));
 }
 
 absl::StatusOr<Lease> ReadWriteLock::TryAcquireExclusive(absl::Duration ttl) {
-  return BlockOn(client_, [&](Client::LeaseCallback cb) {
-    StartExclusive(ttl, std::nullopt, StopToken(), std::move(cb));
-  });
+  return Blocking(false, ttl, std::nullopt, StopToken());
 }
 
 absl::StatusOr<Lease> ReadWriteLock::AcquireExclusive(absl::Duration ttl, absl::Duration wait,
                                                       const StopToken& stop) {
-  return BlockOn(client_,
-                 [&](Client::LeaseCallback cb) { StartExclusive(ttl, wait, stop, std::move(cb)); });
+  return Blocking(false, ttl, wait, stop);
 }
 
 void ReadWriteLock::AcquireExclusiveAsync(absl::Duration ttl, absl::Duration wait,
                                           const StopToken& stop, Client::LeaseCallback done) {
-  StartAsync(client_, std::move(done),
-             [&](Client::LeaseCallback cb) { StartExclusive(ttl, wait, stop, std::move(cb)); });
+  Async(false, ttl, wait, stop, std::move(done));
 }
 
 absl::StatusOr<std::vector<ReadWriteNodeView>> ReadWriteLock::Inspect() {

@@ -131,10 +131,14 @@ class ReadWriteLock {
   const std::string& resource() const { return resource_; }
 
  private:
-  void StartShared(absl::Duration ttl, std::optional<absl::Duration> wait, const StopToken& stop,
-                   Client::LeaseCallback done);
-  void StartExclusive(absl::Duration ttl, std::optional<absl::Duration> wait, const StopToken& stop,
-                      Client::LeaseCallback done);
+  // One attempt loop of the reader's (shared) or the writer's form, and
+  // its blocking and asynchronous calls.
+  void Start(bool shared, absl::Duration ttl, std::optional<absl::Duration> wait,
+             const StopToken& stop, Client::LeaseCallback done);
+  absl::StatusOr<Lease> Blocking(bool shared, absl::Duration ttl,
+                                 std::optional<absl::Duration> wait, const StopToken& stop);
+  void Async(bool shared, absl::Duration ttl, absl::Duration wait, const StopToken& stop,
+             Client::LeaseCallback done);
 
   Client* const client_;
   const std::string resource_;
