@@ -11,49 +11,31 @@
 #include "redlock/internal/client_impl.h"
 #include "redlock/observer.h"
 #include "redlock/outcome.h"
-#include "tests/unit/fake_transport.h"
+#include "tests/unit/logic_test_kit.h"
 
 namespace redlock {
 namespace {
 
-using internal::ClientImpl;
 using ::testing::HasSubstr;
-using testkit::FakeClock;
 using testkit::FakeTransport;
+using testkit::FillSlot;
+using testkit::NewSlot;
+using testkit::Slot;
 
-class ClientLogicTest : public ::testing::Test {
+class ClientLogicTest : public testkit::FakeNodesTest {
  protected:
   void Make(int nodes, Options o = Options()) {
-    o.nodes.clear();
-    for (int i = 0; i < nodes; ++i) {
-      Endpoint ep;
-      ep.host = "fake" + std::to_string(i);
-      ep.port = 6379;
-      o.nodes.push_back(ep);
-    }
+    o = testkit::WithFakeNodes(std::move(o), nodes);
     ASSERT_TRUE(ValidateOptions(o).ok());
-    transport_ = new FakeTransport(nodes, &clock_);
-    client_ =
-        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
-  }
-
-  // Starts an async single attempt and returns the slot its result lands in.
-  std::shared_ptr<std::optional<absl::StatusOr<Lease>>> TryAcquire(const std::string& r,
-                                                                   absl::Duration ttl) {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    client_->TryAcquireAsync(r, ttl,
-                             [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
-    return out;
+    MakeClient(o);
   }
 
   // Starts an async acquisition that waits up to `wait` for the resource, and
   // returns the slot its result lands in.
-  std::shared_ptr<std::optional<absl::StatusOr<Lease>>> AcquireWaiting(
-      const std::string& r, absl::Duration ttl, absl::Duration wait,
-      const StopToken& stop = StopToken()) {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    client_->AcquireAsync(r, ttl, wait, stop,
-                          [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  Slot<Lease> AcquireWaiting(const std::string& r, absl::Duration ttl, absl::Duration wait,
+                             const StopToken& stop = StopToken()) {
+    Slot<Lease> out = NewSlot<Lease>();
+    client_->AcquireAsync(r, ttl, wait, stop, FillSlot(out));
     return out;
   }
 
@@ -63,13 +45,6 @@ class ClientLogicTest : public ::testing::Test {
     return it != keys.end() && it->second.data == token &&
            (!it->second.expires || *it->second.expires > clock_.Now());
   }
-  bool HasKey(int node, const std::string& key) {
-    return transport_->node(node).keys.count(key) > 0;
-  }
-
-  FakeClock clock_;
-  FakeTransport* transport_ = nullptr;
-  std::unique_ptr<ClientImpl> client_;
 };
 
 TEST_F(ClientLogicTest, SendsToEveryNodeAtOnceAndDecidesAtQuorum) {
@@ -90,9 +65,7 @@ TEST_F(ClientLogicTest, SendsToEveryNodeAtOnceAndDecidesAtQuorum) {
   transport_->AnswerAll(4);
   Lease lease = ***result;
   for (int i = 0; i < 5; ++i) EXPECT_TRUE(Holds(i, "orders/42", lease.token()));
-  absl::Status released = absl::UnknownError("not yet");
-  client_->ReleaseAsync(lease, [&](absl::Status s) { released = s; });
-  transport_->AnswerEverything();
+  absl::Status released = ReleaseAndAnswer(lease);
   EXPECT_TRUE(released.ok()) << released;
   for (int i = 0; i < 5; ++i) EXPECT_FALSE(HasKey(i, "orders/42"));
 }
@@ -184,9 +157,8 @@ TEST_F(ClientLogicTest, RetriesReleaseBeforeTheNextAttempt) {
   Make(3, o);
   transport_->node(0).keys["r"] = {"other", clock_.Now() + std::chrono::milliseconds(100), false};
   transport_->node(1).keys["r"] = {"other", clock_.Now() + std::chrono::milliseconds(100), false};
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  Slot<Lease> out = NewSlot<Lease>();
+  client_->AcquireAsync("r", absl::Seconds(10), FillSlot(out));
   transport_->AnswerAll(0);
   transport_->AnswerAll(1);  // attempt 1 fails: held on 0 and 1
   EXPECT_FALSE(out->has_value());
@@ -210,9 +182,8 @@ TEST_F(ClientLogicTest, GivesUpAfterMaxAttempts) {
   o.retry_jitter = absl::ZeroDuration();
   Make(3, o);
   for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  Slot<Lease> out = NewSlot<Lease>();
+  client_->AcquireAsync("r", absl::Seconds(10), FillSlot(out));
   transport_->AnswerEverything();
   transport_->Advance(o.retry_delay);
   transport_->AnswerEverything();
@@ -560,9 +531,7 @@ TEST_F(ClientLogicTest, WrongTypeOnOneNodeIsAPerNodeFailure) {
   transport_->AnswerEverything();
   Lease lease = ***result;
   transport_->node(4).keys["r"] = {"", std::nullopt, true};  // a list, say
-  absl::Status st = absl::UnknownError("pending");
-  client_->ReleaseAsync(lease, [&](absl::Status s) { st = s; });
-  transport_->AnswerEverything();
+  absl::Status st = ReleaseAndAnswer(lease);
   EXPECT_TRUE(st.ok()) << st;
 }
 
@@ -592,7 +561,7 @@ TEST_F(ClientLogicTest, AllNodesQuorumFailsOnFirstRefusal) {
   call.quorum = 5;
   call.max_attempts = 1;
   client_->StartSet(std::move(call), nullptr,
-                      [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
+                    [&](absl::StatusOr<std::vector<Lease>> l) { out.emplace(std::move(l)); });
   transport_->TimeOutAll(3);
   ASSERT_TRUE(out.has_value()) << "one unavailable node decides the all-nodes mode at once";
   EXPECT_EQ(out->status().code(), absl::StatusCode::kUnavailable);

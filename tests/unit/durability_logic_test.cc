@@ -8,27 +8,16 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/internal/client_impl.h"
-#include "tests/unit/fake_transport.h"
+#include "tests/unit/logic_test_kit.h"
 
 namespace redlock {
 namespace {
 
-using internal::ClientImpl;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using testkit::FakeClock;
-using testkit::FakeTransport;
 using testkit::ParseResp;
 
-Options FiveNodes() {
-  Options o;
-  for (int i = 0; i < 5; ++i) {
-    Endpoint ep;
-    ep.host = "fake" + std::to_string(i);
-    o.nodes.push_back(ep);
-  }
-  return o;
-}
+Options FiveNodes() { return testkit::WithFakeNodes(Options(), 5); }
 
 Options Durable(int replicas = 1) {
   Options o = FiveNodes();
@@ -61,23 +50,12 @@ TEST(DurabilityOptionsTest, Validation) {
   EXPECT_TRUE(ValidateOptions(o).ok()) << "the timeout is not checked while the vote is off";
 }
 
-class DurabilityLogicTest : public ::testing::Test {
+class DurabilityLogicTest : public testkit::FakeNodesTest {
  protected:
+  // Every node has one replica, which confirms what WAIT asks for.
   void Make(Options o) {
-    client_.reset();
-    transport_ = new FakeTransport(static_cast<int>(o.nodes.size()), &clock_);
+    MakeClient(o);
     for (int i = 0; i < transport_->size(); ++i) transport_->node(i).replicas = 1;
-    client_ =
-        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
-  }
-  std::shared_ptr<std::optional<absl::StatusOr<Lease>>> TryAcquire(const std::string& r = "r") {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    client_->TryAcquireAsync(r, absl::Seconds(10),
-                             [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
-    return out;
-  }
-  bool HasKey(int node, const std::string& key) {
-    return transport_->node(node).keys.count(key) > 0;
   }
   // The commands waiting on `node`, by name.
   std::vector<std::string> Queued(int node) {
@@ -85,10 +63,6 @@ class DurabilityLogicTest : public ::testing::Test {
     for (const auto& p : transport_->pending(node)) out.push_back(p.argv.empty() ? "" : p.argv[0]);
     return out;
   }
-
-  FakeClock clock_;
-  FakeTransport* transport_ = nullptr;
-  std::unique_ptr<ClientImpl> client_;
 };
 
 TEST_F(DurabilityLogicTest, OffSendsNoWait) {

@@ -13,35 +13,24 @@
 #include "redlock/internal/release_watch.h"
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
-#include "tests/unit/fake_transport.h"
+#include "tests/unit/logic_test_kit.h"
 
 #define REDLOCK_ASSERT_OK_FAKE(st) ASSERT_TRUE((st).ok()) << (st)
 
 namespace redlock {
 namespace {
 
-using internal::ClientImpl;
 using ::testing::HasSubstr;
 using testkit::FakeClock;
 using testkit::FakeTransport;
+using testkit::FillSlot;
+using testkit::NewSlot;
+using testkit::Slot;
 
-template <typename T>
-using Slot = std::shared_ptr<std::optional<absl::StatusOr<T>>>;
-
-class FamilyLogicTest : public ::testing::Test {
+class FamilyLogicTest : public testkit::FakeNodesTest {
  protected:
   void SetUp() override { Make(Options()); }
-  void Make(Options o) {
-    client_.reset();
-    for (int i = 0; i < 5; ++i) {
-      Endpoint ep;
-      ep.host = "fake" + std::to_string(i);
-      o.nodes.push_back(ep);
-    }
-    transport_ = new FakeTransport(5, &clock_);
-    client_ =
-        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
-  }
+  void Make(Options o) { MakeClient(testkit::WithFakeNodes(std::move(o), 5)); }
   void Hold(int node, const std::string& key, const std::string& token = "other") {
     transport_->node(node).keys[key] = {token, std::nullopt, false};
   }
@@ -52,27 +41,20 @@ class FamilyLogicTest : public ::testing::Test {
   }
   // One attempt (a zero wait), asynchronously.
   Slot<Permit> TryPermit(Semaphore& sem) {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Permit>>>();
-    sem.AcquireAsync(absl::Seconds(10), absl::ZeroDuration(), StopToken(),
-                     [out](absl::StatusOr<Permit> p) { out->emplace(std::move(p)); });
+    Slot<Permit> out = NewSlot<Permit>();
+    sem.AcquireAsync(absl::Seconds(10), absl::ZeroDuration(), StopToken(), FillSlot(out));
     return out;
   }
   Slot<Lease> Shared(ReadWriteLock& rw, absl::Duration wait = absl::ZeroDuration()) {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    rw.AcquireSharedAsync(absl::Seconds(10), wait, StopToken(),
-                          [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    Slot<Lease> out = NewSlot<Lease>();
+    rw.AcquireSharedAsync(absl::Seconds(10), wait, StopToken(), FillSlot(out));
     return out;
   }
   Slot<Lease> Exclusive(ReadWriteLock& rw, absl::Duration wait = absl::ZeroDuration()) {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    rw.AcquireExclusiveAsync(absl::Seconds(10), wait, StopToken(),
-                             [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+    Slot<Lease> out = NewSlot<Lease>();
+    rw.AcquireExclusiveAsync(absl::Seconds(10), wait, StopToken(), FillSlot(out));
     return out;
   }
-
-  FakeClock clock_;
-  FakeTransport* transport_;
-  std::unique_ptr<ClientImpl> client_;
 };
 
 // ---- Semaphore ------------------------------------------------------------------------
@@ -101,12 +83,11 @@ TEST_F(FamilyLogicTest, AWaiterWhosePicksSplitOverPermitsPausesBeforeItsNextAtte
   // lockstep (thousands of attempts in a 20 s wait, none granted); a waiter
   // retries after the polling pause, or an announcement.
   Semaphore sem(client_.get(), "s", 2);
-  for (int i : {0, 1}) Hold(i, "s:permit:0");  // these give permit 1
+  for (int i : {0, 1}) Hold(i, "s:permit:0");     // these give permit 1
   for (int i : {2, 3, 4}) Hold(i, "s:permit:1");  // these give permit 0
-  Hold(4, "s:permit:0");                           // full
-  auto out = std::make_shared<std::optional<absl::StatusOr<Permit>>>();
-  sem.AcquireAsync(absl::Seconds(10), absl::Seconds(30), StopToken(),
-                   [out](absl::StatusOr<Permit> p) { out->emplace(std::move(p)); });
+  Hold(4, "s:permit:0");                          // full
+  Slot<Permit> out = NewSlot<Permit>();
+  sem.AcquireAsync(absl::Seconds(10), absl::Seconds(30), StopToken(), FillSlot(out));
   transport_->AnswerEverything();
   EXPECT_FALSE(out->has_value());
   // A millisecond: less than any polling pause (retry_delay / 8 at least).

@@ -9,7 +9,7 @@
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/client_impl.h"
 #include "redlock/outcome.h"
-#include "tests/unit/fake_transport.h"
+#include "tests/unit/logic_test_kit.h"
 
 namespace redlock {
 namespace {
@@ -38,20 +38,18 @@ const char* RegressionName(Regression r) {
   return "?";
 }
 
-class FencingLogicTest : public ::testing::Test {
+class FencingLogicTest : public testkit::FakeNodesTest {
  protected:
   void SetUp() override { Make(Options()); }
   void Make(Options o, int nodes = 5) {
-    client_.reset();
     o.fencing = true;
-    for (int i = 0; i < nodes; ++i) {
-      Endpoint ep;
-      ep.host = "fake" + std::to_string(i);
-      o.nodes.push_back(ep);
-    }
-    transport_ = new FakeTransport(nodes, &clock_);
-    client_ =
-        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
+    MakeClient(testkit::WithFakeNodes(std::move(o), nodes));
+  }
+  // Fencing that tolerates one lost counter (Options::fencing_lost_counters).
+  void MakeToleratingALostCounter(int nodes = 5) {
+    Options o;
+    o.fencing_lost_counters = 1;
+    Make(o, nodes);
   }
   void SetCounter(int node, const std::string& value) {
     transport_->node(node).keys["r:fence"] = {value, std::nullopt, false};
@@ -84,22 +82,9 @@ class FencingLogicTest : public ::testing::Test {
     if (!out->has_value()) return absl::InternalError("undecided");
     if (!(*out)->ok()) return (*out)->status();
     uint64_t token = (**out)->fencing_token();
-    absl::Status st = absl::InternalError("release undecided");
-    client_->ReleaseAsync(***out, [&](absl::Status s) { st = s; });
-    transport_->AnswerEverything();
-    if (!st.ok()) return st;
+    if (absl::Status st = ReleaseAndAnswer(***out); !st.ok()) return st;
     return token;
   }
-  std::shared_ptr<std::optional<absl::StatusOr<Lease>>> TryAcquire() {
-    auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-    client_->TryAcquireAsync("r", absl::Seconds(10),
-                             [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
-    return out;
-  }
-
-  FakeClock clock_;
-  FakeTransport* transport_;
-  std::unique_ptr<ClientImpl> client_;
 };
 
 TEST_F(FencingLogicTest, TokenIsOnePlusTheMaxOfTheCountingNodes) {
@@ -161,9 +146,8 @@ TEST_F(FencingLogicTest, ARetryAfterAFailedRoundTwoCarriesItsOwnToken) {
   o.max_attempts = 2;
   o.retry_jitter = absl::ZeroDuration();
   Make(o);
-  auto out = std::make_shared<std::optional<absl::StatusOr<Lease>>>();
-  client_->AcquireAsync("r", absl::Seconds(10),
-                        [out](absl::StatusOr<Lease> l) { out->emplace(std::move(l)); });
+  testkit::Slot<Lease> out = testkit::NewSlot<Lease>();
+  client_->AcquireAsync("r", absl::Seconds(10), testkit::FillSlot(out));
   for (int i = 0; i < 3; ++i) transport_->AnswerAll(i);  // attempt 1: round 1 says T = 1
   transport_->node(0).keys.erase("r");                   // lost on nodes 0 and 1 before round 2
   transport_->node(1).keys.erase("r");
@@ -200,9 +184,7 @@ TEST_F(FencingLogicTest, SuccessiveHoldersGetIncreasingTokens) {
     ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
     EXPECT_GT((**out)->fencing_token(), last);
     last = (**out)->fencing_token();
-    absl::Status st;
-    client_->ReleaseAsync(***out, [&](absl::Status s) { st = s; });
-    transport_->AnswerEverything();
+    absl::Status st = ReleaseAndAnswer(***out);
     ASSERT_TRUE(st.ok());
   }
 }
@@ -247,9 +229,7 @@ TEST(FencedQuorum, TheReadAndCommitSetsShareOneMoreNodeThanMayLoseACounter) {
 
 // N=5 with one lost counter tolerated: F = ceil((5 + 1 + 1) / 2) = 4.
 TEST_F(FencingLogicTest, ToleratingALostCounterWaitsForFourGrantsAndCommitsOnAllFour) {
-  Options o;
-  o.fencing_lost_counters = 1;
-  Make(o);
+  MakeToleratingALostCounter();
   for (int i = 0; i < 5; ++i) SetCounter(i, "41");
   auto out = TryAcquire();
   for (int i = 0; i < 3; ++i) transport_->AnswerOne(i);
@@ -276,9 +256,7 @@ class FencingLostCounterTest : public FencingLogicTest,
                                public ::testing::WithParamInterface<Regression> {};
 
 TEST_P(FencingLostCounterTest, ARegressedCounterOnASharedNodeStillGivesAHigherToken) {
-  Options o;
-  o.fencing_lost_counters = 1;
-  Make(o);
+  MakeToleratingALostCounter();
   for (int i = 0; i < 5; ++i) SetCounter(i, "41");
   absl::StatusOr<uint64_t> first = HoldAndRelease({0, 1, 2, 3, 4});
   ASSERT_TRUE(first.status().ok()) << first.status();
@@ -313,18 +291,14 @@ INSTANTIATE_TEST_SUITE_P(Regressions, FencingLostCounterTest,
                          });
 
 TEST_F(FencingLogicTest, ToleratingALostCounterSurvivesOneNodeDownNotTwo) {
-  Options o;
-  o.fencing_lost_counters = 1;
-  Make(o);
+  MakeToleratingALostCounter();
   {
     auto out = TryAcquire();
     transport_->TimeOutAll(4);
     transport_->AnswerEverything();
     ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
     EXPECT_EQ((**out)->nodes_granted(), 4);
-    absl::Status st;
-    client_->ReleaseAsync(***out, [&](absl::Status s) { st = s; });
-    transport_->AnswerEverything();
+    absl::Status st = ReleaseAndAnswer(***out);
     ASSERT_TRUE(st.ok()) << st;
   }
   const int commits = transport_->sent_count("fence-commit");
@@ -347,9 +321,7 @@ TEST_F(FencingLogicTest, ToleratingALostCounterSurvivesOneNodeDownNotTwo) {
 }
 
 TEST_F(FencingLogicTest, ToleratingALostCounterWithThreeNodesNeedsAllThree) {
-  Options o;
-  o.fencing_lost_counters = 1;
-  Make(o, 3);
+  MakeToleratingALostCounter(3);
   auto out = TryAcquire();
   transport_->AnswerOne(0);
   transport_->AnswerOne(1);
@@ -366,9 +338,7 @@ TEST_F(FencingLogicTest, ToleratingALostCounterWithThreeNodesNeedsAllThree) {
 }
 
 TEST_F(FencingLogicTest, ALateRoundOneGrantIsNeitherReadNorCommitted) {
-  Options o;
-  o.fencing_lost_counters = 1;
-  Make(o);
+  MakeToleratingALostCounter();
   for (int i = 0; i < 4; ++i) SetCounter(i, "7");
   // No holder can have committed 1000 on node 4 alone (a holder commits on
   // four nodes): a late grant's counter must not count, whatever it says.
@@ -381,17 +351,13 @@ TEST_F(FencingLogicTest, ALateRoundOneGrantIsNeitherReadNorCommitted) {
   EXPECT_EQ((**out)->fencing_token(), 8u);
   EXPECT_EQ(Counter(4), "1000") << "not part of round 2";
   EXPECT_EQ(transport_->node(4).keys.count("r"), 1u) << "held until the lease is released";
-  absl::Status st;
-  client_->ReleaseAsync(***out, [&](absl::Status s) { st = s; });
-  transport_->AnswerEverything();
+  absl::Status st = ReleaseAndAnswer(***out);
   ASSERT_TRUE(st.ok()) << st;
   EXPECT_EQ(transport_->node(4).keys.count("r"), 0u);
 }
 
 TEST_F(FencingLogicTest, ToleratingALostCounterAGarbageCounterCountsAsANodeDown) {
-  Options o;
-  o.fencing_lost_counters = 1;
-  Make(o);
+  MakeToleratingALostCounter();
   for (int i = 1; i < 5; ++i) SetCounter(i, "9");
   SetCounter(0, "garbage");
   auto out = TryAcquire();
@@ -399,9 +365,7 @@ TEST_F(FencingLogicTest, ToleratingALostCounterAGarbageCounterCountsAsANodeDown)
   ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
   EXPECT_EQ((**out)->fencing_token(), 10u);
   EXPECT_EQ(Counter(0), "garbage") << "never overwritten";
-  absl::Status st;
-  client_->ReleaseAsync(***out, [&](absl::Status s) { st = s; });
-  transport_->AnswerEverything();
+  absl::Status st = ReleaseAndAnswer(***out);
   ASSERT_TRUE(st.ok()) << st;
   // With another node down, four are out of reach.
   auto failed = TryAcquire();
