@@ -147,10 +147,10 @@ void Engine::FlushTurn() {
 
 void Engine::FlushLocked(Node& n, std::unique_lock<std::mutex>& lock) {
   n.writing = true;
-  std::string buf;
+  std::string buf = std::move(n.spare);
   for (int rounds = 0; rounds < 64 && !n.out.empty() && n.stream != nullptr; ++rounds) {
     buf.clear();
-    buf.swap(n.out);  // n.out keeps buf's old capacity
+    buf.swap(n.out);  // n.out takes buf's capacity: appends do not allocate
     std::shared_ptr<Stream> stream = n.stream;
     lock.unlock();
     Connection::Progress p = Connection::WriteSome(*stream, &buf);
@@ -178,6 +178,10 @@ void Engine::FlushLocked(Node& n, std::unique_lock<std::mutex>& lock) {
     n.epollout = true;
     WatchWritable(n, true);
   }
+  // Kept for the next flush, unless a burst made it large.
+  constexpr size_t kMaxSpare = 1 << 20;
+  buf.clear();
+  if (buf.capacity() <= kMaxSpare) n.spare = std::move(buf);
   n.writing = false;
 }
 

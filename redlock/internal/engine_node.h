@@ -94,6 +94,9 @@ struct Engine::Node {
   // The command connection's stream, for writers outside the poller.
   std::shared_ptr<Stream> stream;
   std::string out;                 // bytes not written yet
+  // The writer's buffer between flushes: n.out and it trade places on
+  // each write, so that neither is allocated again per turn.
+  std::string spare;
   bool writing = false;            // a thread writes n.out outside mu
   bool epollout = false;           // waiting for the socket to take more output
   bool flush_at_turn_end = false;  // output marked during a turn
