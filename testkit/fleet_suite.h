@@ -126,6 +126,33 @@ class FleetSuite : public ::testing::Test {
     return v.ok() ? v->str : "";
   }
 
+  // How many of this test's keys match `pattern` (after prefix_) on `node`;
+  // -1 (and a failure) where the node does not answer.
+  int KeysOn(int node, const std::string& pattern = "*") {
+    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"KEYS", prefix_ + pattern});
+    EXPECT_TRUE(v.ok()) << v.status();
+    return v.ok() ? static_cast<int>(v->elements.size()) : -1;
+  }
+
+  // The same summed over every node, a node that does not answer counting
+  // 100 (no failure: a caller may wait for a node to come back).
+  int KeysEverywhere(const std::string& pattern = "*") {
+    int n = 0;
+    for (int i = 0; i < fleet_->size(); ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"KEYS", prefix_ + pattern});
+      n += v.ok() ? static_cast<int>(v->elements.size()) : 100;
+    }
+    return n;
+  }
+
+  // `o` retrying quickly (every 20 ms, give or take 10): for suites whose
+  // clients contend.
+  static Options QuickRetries(Options o) {
+    o.retry_delay = absl::Milliseconds(20);
+    o.retry_jitter = absl::Milliseconds(10);
+    return o;
+  }
+
   // How many times `node` has run `command` (lower case, as INFO
   // commandstats names it: "set", "evalsha"); -1 if it cannot be read.
   long long CommandCalls(int node, const std::string& command) {

@@ -35,11 +35,6 @@ class ClientTest : public testkit::FleetSuite {
   std::string EventuallyGone(int node, const std::string& resource) {
     return testkit::Eventually([&] { return Get(node, resource); }, std::string());
   }
-  int KeysOn(int node) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"KEYS", prefix_ + "*"});
-    EXPECT_TRUE(v.ok()) << v.status();
-    return v.ok() ? static_cast<int>(v->elements.size()) : -1;
-  }
   // Options whose Acquire, after a failed attempt, waits 10 s before the
   // next (of 5): an acquisition of a held resource stays pending.
   Options SlowRetries() {

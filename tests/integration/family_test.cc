@@ -30,12 +30,7 @@ using SteadyClock = std::chrono::steady_clock;
 
 class FamilyTest : public testkit::FleetSuite {
  protected:
-  Options MakeOptions() override {
-    Options o = FleetSuite::MakeOptions();
-    o.retry_delay = absl::Milliseconds(20);
-    o.retry_jitter = absl::Milliseconds(10);
-    return o;
-  }
+  Options MakeOptions() override { return QuickRetries(FleetSuite::MakeOptions()); }
   Options Fenced() {
     Options o = MakeOptions();
     o.fencing = true;
@@ -54,11 +49,6 @@ class FamilyTest : public testkit::FleetSuite {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"ZCARD", prefix_ + key});
     EXPECT_TRUE(v.ok()) << v.status();
     return v.ok() ? v->integer : -1;
-  }
-  int KeysOn(int node, const std::string& pattern) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"KEYS", prefix_ + pattern});
-    EXPECT_TRUE(v.ok()) << v.status();
-    return v.ok() ? static_cast<int>(v->elements.size()) : -1;
   }
 };
 

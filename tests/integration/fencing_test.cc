@@ -24,7 +24,6 @@ namespace redlock {
 namespace {
 
 using ::testing::HasSubstr;
-using testkit::Fleet;
 using testkit::RedisValue;
 
 class FencingTest : public testkit::FleetSuite {
@@ -41,14 +40,7 @@ class FencingTest : public testkit::FleetSuite {
     o.fencing = false;
     return o;
   }
-  int CounterKeys() {
-    int n = 0;
-    for (int i = 0; i < 5; ++i) {
-      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"KEYS", prefix_ + "*:fence"});
-      n += v.ok() ? static_cast<int>(v->elements.size()) : 100;
-    }
-    return n;
-  }
+  int CounterKeys() { return KeysEverywhere("*:fence"); }
 
   // What can happen to a node's counter behind the clients' backs.
   enum class Regression {

@@ -22,7 +22,6 @@ namespace redlock {
 namespace {
 
 using ::testing::HasSubstr;
-using testkit::Fleet;
 using testkit::RedisValue;
 using Mode = MultiLock::Mode;
 using SteadyClock = std::chrono::steady_clock;
@@ -31,12 +30,7 @@ absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(Steady
 
 class MultiLockTest : public testkit::FleetSuite {
  protected:
-  Options MakeOptions() override {
-    Options o = FleetSuite::MakeOptions();
-    o.retry_delay = absl::Milliseconds(20);
-    o.retry_jitter = absl::Milliseconds(10);
-    return o;
-  }
+  Options MakeOptions() override { return QuickRetries(FleetSuite::MakeOptions()); }
   // After a failed attempt returns, its cleanup (and the late SETs it
   // follows) may still be landing on the slower nodes.
   std::string GetSettled(int node, const std::string& r) {
@@ -45,14 +39,6 @@ class MultiLockTest : public testkit::FleetSuite {
   // After a release (which returns at a quorum, the rest following).
   int KeysSettled() {
     return testkit::Eventually([&] { return KeysEverywhere(); }, 0);
-  }
-  int KeysEverywhere() {
-    int n = 0;
-    for (int i = 0; i < 5; ++i) {
-      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"KEYS", prefix_ + "*"});
-      n += v.ok() ? static_cast<int>(v->elements.size()) : 100;
-    }
-    return n;
   }
 };
 
