@@ -6,7 +6,9 @@
 #include <future>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
@@ -22,7 +24,6 @@ namespace redlock {
 namespace {
 
 using ::testing::HasSubstr;
-using testkit::Fleet;
 using testkit::RedisValue;
 using SteadyClock = std::chrono::steady_clock;
 
@@ -53,6 +54,15 @@ class LifecycleTest : public testkit::FleetSuite {
     return testkit::Eventually(
         [&] { return ReleasesRun() >= releases + waiters && ReleasesHeardOnEveryNode(resource); },
         true, absl::Seconds(5));
+  }
+  // `waiter`'s Acquire of `resource` (ttl 10 s, waiting up to 20 s) on a
+  // thread of its own: the result and when it came.
+  static std::future<std::pair<absl::StatusOr<Lease>, SteadyClock::time_point>> AcquireOnAThread(
+      Client& waiter, const std::string& resource) {
+    return std::async(std::launch::async, [&waiter, resource] {
+      absl::StatusOr<Lease> l = waiter.Acquire(resource, absl::Seconds(10), absl::Seconds(20));
+      return std::make_pair(std::move(l), SteadyClock::now());
+    });
   }
 };
 
@@ -136,16 +146,11 @@ TEST_P(LifecycleCoreTest, WaiterIsWokenByTheReleaseNotByPolling) {
   absl::StatusOr<Lease> held = holder->TryAcquire("hot", absl::Seconds(30));
   REDLOCK_ASSERT_OK(held.status());
   const long long releases = ReleasesRun();
-  std::promise<std::pair<absl::StatusOr<Lease>, SteadyClock::time_point>> got;
-  std::thread t([&] {
-    absl::StatusOr<Lease> l = waiter->Acquire("hot", absl::Seconds(10), absl::Seconds(20));
-    got.set_value({std::move(l), SteadyClock::now()});
-  });
+  auto got = AcquireOnAThread(*waiter, "hot");
   ASSERT_TRUE(WaitingForARelease("hot", releases, 1)) << "the waiter never failed once";
   SteadyClock::time_point released = SteadyClock::now();
   REDLOCK_ASSERT_OK(holder->Release(*held));
-  auto [lease, at] = got.get_future().get();
-  t.join();
+  auto [lease, at] = got.get();
   REDLOCK_ASSERT_OK(lease.status());
   absl::Duration handoff = absl::FromChrono(at - released);
   EXPECT_LT(handoff, absl::Seconds(1)) << "the waiter polled instead of being woken";
@@ -165,11 +170,7 @@ TEST_F(LifecycleTest, AStaggeredReleaseStillWakesTheWaiter) {
     REDLOCK_ASSERT_OK(fleet_->Command(i, {"SET", key, "tok", "NX", "PX", "60000"}).status());
   }
   const long long releases = ReleasesRun();
-  std::promise<std::pair<absl::StatusOr<Lease>, SteadyClock::time_point>> got;
-  std::thread t([&] {
-    absl::StatusOr<Lease> l = waiter->Acquire("staggered", absl::Seconds(10), absl::Seconds(20));
-    got.set_value({std::move(l), SteadyClock::now()});
-  });
+  auto got = AcquireOnAThread(*waiter, "staggered");
   ASSERT_TRUE(WaitingForARelease("staggered", releases, 1)) << "the waiter never failed once";
   auto release = [&](int node) {
     REDLOCK_ASSERT_OK(fleet_
@@ -185,8 +186,7 @@ TEST_F(LifecycleTest, AStaggeredReleaseStillWakesTheWaiter) {
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
   SteadyClock::time_point last = SteadyClock::now();
   for (int i = 1; i < 5; ++i) release(i);
-  auto [lease, at] = got.get_future().get();
-  t.join();
+  auto [lease, at] = got.get();
   REDLOCK_ASSERT_OK(lease.status());
   // Polling would take 5 s at least; being woken takes a round trip.
   EXPECT_LT(absl::FromChrono(at - last), absl::Seconds(3)) << "woken by polling, not announcements";
