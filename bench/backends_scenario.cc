@@ -32,10 +32,7 @@ class SessionLocker final : public Locker {
   SessionLocker(std::unique_ptr<LockSession> session, std::string resource)
       : session_(std::move(session)), resource_(std::move(resource)) {}
   absl::Status Acquire(absl::Duration ttl) override {
-    absl::StatusOr<Grant> g = session_->TryAcquire(resource_, ttl);
-    if (!g.ok()) return g.status();
-    grant_ = *std::move(g);
-    return absl::OkStatus();
+    return KeepHeld(session_->TryAcquire(resource_, ttl), &grant_);
   }
   absl::Status Release() override { return session_->Release(grant_); }
 
@@ -51,10 +48,7 @@ class SessionWaiter final : public HotResource::Waiter {
   explicit SessionWaiter(std::unique_ptr<LockSession> session) : session_(std::move(session)) {}
   absl::Status Acquire(const std::string& resource, absl::Duration ttl,
                        absl::Duration wait) override {
-    absl::StatusOr<Grant> g = session_->Acquire(resource, ttl, wait);
-    if (!g.ok()) return g.status();
-    grant_ = *std::move(g);
-    return absl::OkStatus();
+    return KeepHeld(session_->Acquire(resource, ttl, wait), &grant_);
   }
   absl::Status Release() override { return session_->Release(grant_); }
 

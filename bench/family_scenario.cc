@@ -57,10 +57,7 @@ class SharedLocker final : public Locker {
  public:
   SharedLocker(Client* client, std::string resource) : rw_(client, std::move(resource)) {}
   absl::Status Acquire(absl::Duration ttl) override {
-    absl::StatusOr<Lease> l = rw_.TryAcquireShared(ttl);
-    if (!l.ok()) return l.status();
-    lease_ = *std::move(l);
-    return absl::OkStatus();
+    return KeepHeld(rw_.TryAcquireShared(ttl), &lease_);
   }
   absl::Status Release() override { return rw_.Release(lease_); }
 

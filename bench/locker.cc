@@ -75,10 +75,7 @@ class ClientLocker final : public Locker {
       : client_(client), resource_(std::move(resource)) {}
 
   absl::Status Acquire(absl::Duration ttl) override {
-    absl::StatusOr<Lease> lease = client_->TryAcquire(resource_, ttl);
-    if (!lease.ok()) return lease.status();
-    lease_ = *std::move(lease);
-    return absl::OkStatus();
+    return KeepHeld(client_->TryAcquire(resource_, ttl), &lease_);
   }
   absl::Status Release() override { return client_->Release(lease_); }
 
@@ -95,10 +92,7 @@ class MultiLocker final : public Locker {
         resources_(std::move(resources)) {}
 
   absl::Status Acquire(absl::Duration ttl) override {
-    absl::StatusOr<MultiLease> lease = multi_.TryAcquire(resources_, ttl);
-    if (!lease.ok()) return lease.status();
-    lease_ = *std::move(lease);
-    return absl::OkStatus();
+    return KeepHeld(multi_.TryAcquire(resources_, ttl), &lease_);
   }
   absl::Status Release() override { return multi_.Release(lease_); }
 
@@ -147,10 +141,7 @@ class ClientWaiter final : public HotResource::Waiter {
   explicit ClientWaiter(Client* client) : client_(client) {}
   absl::Status Acquire(const std::string& resource, absl::Duration ttl,
                        absl::Duration wait) override {
-    absl::StatusOr<Lease> lease = client_->Acquire(resource, ttl, wait);
-    if (!lease.ok()) return lease.status();
-    lease_ = *std::move(lease);
-    return absl::OkStatus();
+    return KeepHeld(client_->Acquire(resource, ttl, wait), &lease_);
   }
   absl::Status Release() override { return client_->Release(lease_); }
 
