@@ -8,6 +8,7 @@
 #include <cmath>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -61,9 +62,9 @@ struct Node {
   std::string host;
   int port = 0;
   redisContext* c = nullptr;
-  int stale = 0;                  // replies owed for commands we gave up on
+  int stale = 0;                     // replies owed for commands we gave up on
   Steady::time_point stale_since{};  // when the oldest owed reply was given up
-  Steady::time_point retry_at{};  // next connection attempt
+  Steady::time_point retry_at{};     // next connection attempt
 };
 
 enum class Result { kNone, kOk, kNil, kInteger, kError, kTimeout, kDown };
@@ -101,16 +102,7 @@ class BrokenRedlock : public LockBackend {
     const int n = static_cast<int>(nodes_.size());
     std::vector<NodeResult> results =
         Round({"SET", resource, token, "NX", "PX", std::to_string(ttl_ms)},
-              [&](const std::vector<NodeResult>& r) {
-                int yes = 0, no = 0;
-                for (const auto& x : r) {
-                  if (x.result == Result::kOk)
-                    ++yes;
-                  else if (x.result != Result::kNone)
-                    ++no;
-                }
-                return yes >= quorum_ || no >= n - quorum_ + 1;
-              });
+              DecidedOnceQuorum([](const NodeResult& x) { return x.result == Result::kOk; }));
     std::vector<int> granted;
     int refused = 0;
     for (int i = 0; i < n; ++i) {
@@ -120,14 +112,8 @@ class BrokenRedlock : public LockBackend {
     const Steady::time_point now = Steady::now();
     const Wall::time_point now_wall = Wall::now();
     const auto ttl = std::chrono::milliseconds(ttl_ms);
-    const auto drift = std::chrono::duration_cast<Steady::duration>(
-        absl::ToChronoNanoseconds(DriftAllowance(ttl_ms, config_.drift_factor)));
-    HeldLock h;
-    h.resource = resource;
-    h.token = token;
-    h.start_raw = start_raw;
-    h.drift_ms = std::chrono::duration_cast<std::chrono::milliseconds>(drift).count() + 1;
-    h.nodes = granted;
+    const Steady::duration drift = Drift(ttl_ms);
+    HeldLock h = Granted(resource, token, start_raw, drift, granted);
     bool valid = false;
     if (config_.variant == ClientVariant::kWallClock) {
       // THE DEFECT: elapsed time and the end of validity on the wall clock.
@@ -197,16 +183,9 @@ class BrokenRedlock : public LockBackend {
     std::vector<NodeResult> results =
         Round({"EVAL", kCountAcquireScript, "1", HoldersKey(resource), token,
                std::to_string(ttl_ms), std::to_string(config_.permits)},
-              [&](const std::vector<NodeResult>& r) {
-                int yes = 0, no = 0;
-                for (const auto& x : r) {
-                  if (x.result == Result::kInteger && x.integer == 1)
-                    ++yes;
-                  else if (x.result != Result::kNone)
-                    ++no;
-                }
-                return yes >= quorum_ || no >= n - quorum_ + 1;
-              });
+              DecidedOnceQuorum([](const NodeResult& x) {
+                return x.result == Result::kInteger && x.integer == 1;
+              }));
     std::vector<int> granted;
     int full = 0;
     for (int i = 0; i < n; ++i) {
@@ -215,16 +194,10 @@ class BrokenRedlock : public LockBackend {
       if (r.result == Result::kInteger && r.integer == 0) ++full;
     }
     const Steady::time_point now = Steady::now();
-    const auto drift = std::chrono::duration_cast<Steady::duration>(
-        absl::ToChronoNanoseconds(DriftAllowance(ttl_ms, config_.drift_factor)));
+    const Steady::duration drift = Drift(ttl_ms);
     const Steady::duration validity = std::chrono::milliseconds(ttl_ms) - (now - start) - drift;
     if (static_cast<int>(granted.size()) >= quorum_ && validity > Steady::duration::zero()) {
-      HeldLock h;
-      h.resource = resource;
-      h.token = token;
-      h.start_raw = start_raw;
-      h.drift_ms = std::chrono::duration_cast<std::chrono::milliseconds>(drift).count() + 1;
-      h.nodes = granted;
+      HeldLock h = Granted(resource, token, start_raw, drift, granted);
       h.valid_until_steady = now + validity;
       h.valid_until_raw = RawFromSteady(h.valid_until_steady);
       h.mode = "slot";
@@ -283,6 +256,42 @@ class BrokenRedlock : public LockBackend {
     n.c = c;
     n.stale = 0;
     return true;
+  }
+
+  // The clock drift allowance of a lock of `ttl_ms`.
+  Steady::duration Drift(int64_t ttl_ms) const {
+    return std::chrono::duration_cast<Steady::duration>(
+        absl::ToChronoNanoseconds(DriftAllowance(ttl_ms, config_.drift_factor)));
+  }
+
+  // A lock on `resource` with `token`, granted by `nodes` in a round that
+  // started at `start_raw` (its validity is the caller's).
+  static HeldLock Granted(const std::string& resource, const std::string& token, int64_t start_raw,
+                          Steady::duration drift, const std::vector<int>& nodes) {
+    HeldLock h;
+    h.resource = resource;
+    h.token = token;
+    h.start_raw = start_raw;
+    h.drift_ms = std::chrono::duration_cast<std::chrono::milliseconds>(drift).count() + 1;
+    h.nodes = nodes;
+    return h;
+  }
+
+  // A round's `done`: a quorum of nodes said yes (`yes`), or so many answered
+  // otherwise that no quorum can.
+  std::function<bool(const std::vector<NodeResult>&)> DecidedOnceQuorum(
+      std::function<bool(const NodeResult&)> yes) const {
+    return [this, yes = std::move(yes)](const std::vector<NodeResult>& r) {
+      const int n = static_cast<int>(nodes_.size());
+      int granted = 0, refused = 0;
+      for (const auto& x : r) {
+        if (yes(x))
+          ++granted;
+        else if (x.result != Result::kNone)
+          ++refused;
+      }
+      return granted >= quorum_ || refused >= n - quorum_ + 1;
+    };
   }
 
   // Sends `args` to every node, then collects replies until `done` says the
