@@ -211,6 +211,28 @@ class CliTest : public ::testing::Test {
     }
   }
 
+  // Starts redlock with `args` (a run or elect, ending in "--") and a command
+  // that touches dir_/started, then runs for about 20 s unless SIGTERM comes,
+  // which it answers by writing "term" to dir_/term and exiting `term_exit`.
+  // Returns once the command started (null after a failure).
+  std::unique_ptr<CliProcess> StartTrappingTerm(std::vector<std::string> args, int term_exit) {
+    const std::string marker = dir_ + "/started", term = dir_ + "/term";
+    args.insert(
+        args.end(),
+        {"sh", "-c",
+         absl::StrCat("trap 'echo term > ", term, "; exit ", term_exit, "' TERM; touch ", marker,
+                      "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; "
+                      "exit 0")});
+    auto p = CliProcess::Start(args);
+    if (p == nullptr) {
+      ADD_FAILURE() << "redlock did not start";
+    } else if (!WaitForFile(marker, absl::Seconds(20))) {
+      ADD_FAILURE() << "the command did not start: " << Describe(p->Wait());
+      p = nullptr;
+    }
+    return p;
+  }
+
   static Fleet* fleet_;
   static std::string* start_error_;
   std::string prefix_;
@@ -665,14 +687,11 @@ TEST_F(CliTest, RunDoesNotStartTheCommandWhenHeld) {
 }
 
 TEST_F(CliTest, RunStopsTheCommandWhenTheLeaseIsLost) {
-  const std::string marker = dir_ + "/started", term = dir_ + "/term";
-  std::string script =
-      absl::StrCat("trap 'echo term > ", term, "; exit 0' TERM; touch ", marker,
-                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
-  auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("lost"), "--ttl", "1s",
-                              "--grace", "5s", "--", "sh", "-c", script});
+  const std::string term = dir_ + "/term";
+  auto p = StartTrappingTerm(
+      {"run", "--nodes", Nodes(), "--resource", Res("lost"), "--ttl", "1s", "--grace", "5s", "--"},
+      0);
   ASSERT_NE(p, nullptr);
-  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
   // Behind its back: the key disappears from a majority of the nodes.
   DeleteOn(Res("lost"), {0, 1, 2});
   absl::Time start = absl::Now();
@@ -748,14 +767,10 @@ TEST_F(CliTest, RunKillsACommandThatIgnoresSigterm) {
 }
 
 TEST_F(CliTest, RunForwardsSigterm) {
-  const std::string marker = dir_ + "/started", term = dir_ + "/term";
-  std::string script =
-      absl::StrCat("trap 'echo term > ", term, "; exit 5' TERM; touch ", marker,
-                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
-  auto p = CliProcess::Start({"run", "--nodes", Nodes(), "--resource", Res("fwd"), "--ttl", "10s",
-                              "--", "sh", "-c", script});
+  const std::string term = dir_ + "/term";
+  auto p = StartTrappingTerm(
+      {"run", "--nodes", Nodes(), "--resource", Res("fwd"), "--ttl", "10s", "--"}, 5);
   ASSERT_NE(p, nullptr);
-  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
   ASSERT_EQ(kill(p->pid(), SIGTERM), 0);  // the redlock process we started
   Result r = p->Wait(absl::Seconds(20));
   EXPECT_EQ(r.exit_code, 5) << Describe(r);
@@ -869,14 +884,11 @@ TEST_F(CliTest, ElectTakesOverAfterTheLeaderIsKilled) {
 }
 
 TEST_F(CliTest, ElectStopsTheCommandWhenLeadershipIsLostAndSignalsCancelTheCampaign) {
-  const std::string marker = dir_ + "/started", term = dir_ + "/term";
-  std::string script =
-      absl::StrCat("trap 'echo term > ", term, "; exit 0' TERM; touch ", marker,
-                   "; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 0");
-  auto p = CliProcess::Start({"elect", "--nodes", Nodes(), "--resource", Res("lost"), "--ttl", "1s",
-                              "--grace", "5s", "--", "sh", "-c", script});
+  const std::string term = dir_ + "/term";
+  auto p = StartTrappingTerm({"elect", "--nodes", Nodes(), "--resource", Res("lost"), "--ttl", "1s",
+                              "--grace", "5s", "--"},
+                             0);
   ASSERT_NE(p, nullptr);
-  ASSERT_TRUE(WaitForFile(marker, absl::Seconds(20))) << Describe(p->Wait());
   // Campaigning for a resource someone leads, then interrupted.
   auto waiting =
       CliProcess::Start({"elect", "--nodes", Nodes(), "--resource", Res("lost"), "--", "true"}, {},
