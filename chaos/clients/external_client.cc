@@ -502,12 +502,19 @@ absl::StatusOr<HeldLock> ExternalBackend::Acquire(const std::string& resource, i
   return h;
 }
 
-absl::Duration ExternalBackend::TimeLeft(const HeldLock& lock) {
+absl::StatusOr<ExternalBackend::Message> ExternalBackend::CallOnLock(const char* op,
+                                                                     const HeldLock& lock,
+                                                                     int64_t ttl_ms) {
   Message req;
-  req.j["op"] = "remaining";
+  req.j["op"] = op;
   req.j["resource"] = lock.resource;
   req.j["token"] = lock.token;
-  absl::StatusOr<Message> rep = Call(std::move(req), AdapterRequestTimeout(config_));
+  if (ttl_ms > 0) req.j["ttl_ms"] = ttl_ms;
+  return Call(std::move(req), AdapterRequestTimeout(config_));
+}
+
+absl::Duration ExternalBackend::TimeLeft(const HeldLock& lock) {
+  absl::StatusOr<Message> rep = CallOnLock("remaining", lock);
   if (!rep.ok()) return absl::ZeroDuration();
   std::optional<double> validity = NumberField(rep->j, "validity_ms");
   if (!validity.has_value()) {
@@ -520,11 +527,7 @@ absl::Duration ExternalBackend::TimeLeft(const HeldLock& lock) {
 }
 
 absl::Status ExternalBackend::Release(const HeldLock& lock) {
-  Message req;
-  req.j["op"] = "release";
-  req.j["resource"] = lock.resource;
-  req.j["token"] = lock.token;
-  absl::StatusOr<Message> rep = Call(std::move(req), AdapterRequestTimeout(config_));
+  absl::StatusOr<Message> rep = CallOnLock("release", lock);
   if (!rep.ok()) return rep.status();
   const Json& j = rep->j;
   std::optional<bool> released = BoolField(j, "released");
@@ -544,12 +547,7 @@ absl::Status ExternalBackend::Release(const HeldLock& lock) {
 }
 
 absl::Status ExternalBackend::Extend(HeldLock* lock, int64_t ttl_ms) {
-  Message req;
-  req.j["op"] = "extend";
-  req.j["resource"] = lock->resource;
-  req.j["token"] = lock->token;
-  req.j["ttl_ms"] = ttl_ms;
-  absl::StatusOr<Message> rep = Call(std::move(req), AdapterRequestTimeout(config_));
+  absl::StatusOr<Message> rep = CallOnLock("extend", *lock, ttl_ms);
   const int64_t at = RawMonotonicNanos();
   if (!rep.ok()) return rep.status();
   const Json& j = rep->j;

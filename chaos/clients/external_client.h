@@ -149,6 +149,9 @@ class ExternalBackend : public LockBackend {
   // failure of the adapter (exit, garbage, a reply to another id, timeout,
   // "ok": false) is recorded in failure_ and returned.
   absl::StatusOr<Message> Call(Message request, absl::Duration timeout);
+  // Call of `op` on a held lock (its resource and token; a ttl if > 0), with
+  // the adapter's request timeout.
+  absl::StatusOr<Message> CallOnLock(const char* op, const HeldLock& lock, int64_t ttl_ms = 0);
   absl::Status Fail(absl::Status why);
   std::string Describe() const;
 

@@ -115,12 +115,7 @@ TEST_P(ClientCoreTest, ThreeStoppedNodesFailSoonAfterNodeTimeoutAndLeaveNothing)
   EXPECT_LT(took, absl::Milliseconds(1000));
   // The SETs are still queued on the stopped nodes, followed by the release.
   for (int i : {1, 2, 3}) REDLOCK_ASSERT_OK(fleet_->Continue(i));
-  for (int tries = 0; tries < 200; ++tries) {
-    int left = 0;
-    for (int i = 0; i < 5; ++i) left += KeysOn(i);
-    if (left == 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
+  testkit::Eventually([&] { return KeysEverywhere(); }, 0);
   for (int i = 0; i < 5; ++i)
     EXPECT_EQ(KeysOn(i), 0) << "node " << i << " kept a key of the failed attempt";
 }
@@ -136,12 +131,7 @@ TEST_P(ClientCoreTest, StragglersLateSetIsRemovedByTheRelease) {
   REDLOCK_ASSERT_OK(c->Release(*l));
   REDLOCK_ASSERT_OK(fleet_->Continue(0));
   // Node 0 now executes the late SET, then the release queued behind it.
-  std::string value = "?";
-  for (int tries = 0; tries < 100 && !value.empty(); ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    value = Get(0, "r");
-  }
-  EXPECT_EQ(value, "") << "the straggler's SET outlived the release";
+  EXPECT_EQ(EventuallyGone(0, "r"), "") << "the straggler's SET outlived the release";
 }
 
 TEST_P(ClientCoreTest, RestartedNodeIsUsedAgain) {
@@ -498,12 +488,8 @@ TEST_F(ClientTest, InFlightStaysBoundedWhileANodeIsStopped) {
   EXPECT_LE(health[1].in_flight, 64u);
   REDLOCK_ASSERT_OK(fleet_->Continue(1));
   // Once the node answers a probe, it is used again.
-  bool back = false;
-  for (int tries = 0; tries < 300 && !back; ++tries) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    back = !c->Health()[1].breaker_open;
-  }
-  EXPECT_TRUE(back);
+  EXPECT_FALSE(
+      testkit::Eventually([&] { return c->Health()[1].breaker_open; }, false, absl::Seconds(3)));
 }
 
 TEST_F(ClientTest, InspectShowsWhoHoldsWhat) {
