@@ -13,6 +13,7 @@
 #include "bench/report.h"
 #include "bench/rows.h"
 #include "common/svg.h"
+#include "redlock/internal/status_macros.h"
 
 namespace redlock::bench {
 namespace {
@@ -32,7 +33,8 @@ class SessionLocker final : public Locker {
   SessionLocker(std::unique_ptr<LockSession> session, std::string resource)
       : session_(std::move(session)), resource_(std::move(resource)) {}
   absl::Status Acquire(absl::Duration ttl) override {
-    return KeepHeld(session_->TryAcquire(resource_, ttl), &grant_);
+    REDLOCK_ASSIGN_OR_RETURN(grant_, session_->TryAcquire(resource_, ttl));
+    return absl::OkStatus();
   }
   absl::Status Release() override { return session_->Release(grant_); }
 
@@ -48,7 +50,8 @@ class SessionWaiter final : public HotResource::Waiter {
   explicit SessionWaiter(std::unique_ptr<LockSession> session) : session_(std::move(session)) {}
   absl::Status Acquire(const std::string& resource, absl::Duration ttl,
                        absl::Duration wait) override {
-    return KeepHeld(session_->Acquire(resource, ttl, wait), &grant_);
+    REDLOCK_ASSIGN_OR_RETURN(grant_, session_->Acquire(resource, ttl, wait));
+    return absl::OkStatus();
   }
   absl::Status Release() override { return session_->Release(grant_); }
 

@@ -37,6 +37,7 @@
 #include "bench/scenarios.h"
 #include "redlock/client.h"
 #include "redlock/election.h"
+#include "redlock/internal/status_macros.h"
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
 #include "testkit/fleet.h"
@@ -57,7 +58,8 @@ class SharedLocker final : public Locker {
  public:
   SharedLocker(Client* client, std::string resource) : rw_(client, std::move(resource)) {}
   absl::Status Acquire(absl::Duration ttl) override {
-    return KeepHeld(rw_.TryAcquireShared(ttl), &lease_);
+    REDLOCK_ASSIGN_OR_RETURN(lease_, rw_.TryAcquireShared(ttl));
+    return absl::OkStatus();
   }
   absl::Status Release() override { return rw_.Release(lease_); }
 

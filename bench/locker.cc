@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "multilock/multi_lock.h"
+#include "redlock/internal/status_macros.h"
 
 namespace redlock::bench {
 
@@ -75,7 +76,8 @@ class ClientLocker final : public Locker {
       : client_(client), resource_(std::move(resource)) {}
 
   absl::Status Acquire(absl::Duration ttl) override {
-    return KeepHeld(client_->TryAcquire(resource_, ttl), &lease_);
+    REDLOCK_ASSIGN_OR_RETURN(lease_, client_->TryAcquire(resource_, ttl));
+    return absl::OkStatus();
   }
   absl::Status Release() override { return client_->Release(lease_); }
 
@@ -92,7 +94,8 @@ class MultiLocker final : public Locker {
         resources_(std::move(resources)) {}
 
   absl::Status Acquire(absl::Duration ttl) override {
-    return KeepHeld(multi_.TryAcquire(resources_, ttl), &lease_);
+    REDLOCK_ASSIGN_OR_RETURN(lease_, multi_.TryAcquire(resources_, ttl));
+    return absl::OkStatus();
   }
   absl::Status Release() override { return multi_.Release(lease_); }
 
@@ -141,7 +144,8 @@ class ClientWaiter final : public HotResource::Waiter {
   explicit ClientWaiter(Client* client) : client_(client) {}
   absl::Status Acquire(const std::string& resource, absl::Duration ttl,
                        absl::Duration wait) override {
-    return KeepHeld(client_->Acquire(resource, ttl, wait), &lease_);
+    REDLOCK_ASSIGN_OR_RETURN(lease_, client_->Acquire(resource, ttl, wait));
+    return absl::OkStatus();
   }
   absl::Status Release() override { return client_->Release(lease_); }
 

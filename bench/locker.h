@@ -14,20 +14,11 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bench/workload.h"
 #include "redlock/client.h"
 
 namespace redlock::bench {
-
-// An acquisition's result kept in *held for the release: its status.
-template <typename Handle>
-absl::Status KeepHeld(absl::StatusOr<Handle> got, Handle* held) {
-  if (!got.ok()) return got.status();
-  *held = *std::move(got);
-  return absl::OkStatus();
-}
 
 class Locker {
  public:
