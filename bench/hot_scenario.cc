@@ -59,12 +59,8 @@ RowResult HotLibraryRow(Context& ctx, const std::vector<Endpoint>& eps, bool not
   options.release_notifications = notifications;
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
   if (!client.ok()) {
-    RowResult row;
-    row.impl = impl;
-    row.family = kLibrary;
-    row.variant = variant;
-    row.callers = s.hot_waiters;
-    return HarnessErrorRow(ctx, std::move(row), "Client::Create", client.status());
+    return HarnessErrorRow(ctx, LibraryRowIdentity(impl, variant, s.hot_waiters), "Client::Create",
+                           client.status());
   }
   HotResource::Config hc;
   hc.resource = ctx.RowKey() + ":hot";

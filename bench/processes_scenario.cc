@@ -59,11 +59,9 @@ struct Worker {
 // P workers side by side: one row.
 RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int processes) {
   const BenchSettings& s = ctx.settings;
-  RowResult row;
-  row.impl = absl::StrCat("library async, ", processes, processes == 1 ? " process" : " processes");
-  row.family = kLibrary;
-  row.variant = absl::StrCat("processes=", processes);
-  row.callers = processes * s.callers_many;
+  RowResult row = LibraryRowIdentity(
+      absl::StrCat("library async, ", processes, processes == 1 ? " process" : " processes"),
+      absl::StrCat("processes=", processes), processes * s.callers_many);
   row.processes = processes;
   ctx.progress.Row(row.impl);
 
