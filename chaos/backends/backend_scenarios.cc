@@ -184,15 +184,7 @@ absl::Status Setup(const BackendScenario& sc, const RunOptions& opt, Live& run,
     if (!p.ok()) return p.status();
     run.clients.push_back(*std::move(p));
   }
-  for (int k = 0; k < 3; ++k) {
-    std::optional<Marker> m = run.hub.Wait(
-        0, absl::Seconds(20), [k](const Marker& m) { return m.client == k && m.kind == "invoke"; });
-    if (!m.has_value()) {
-      return absl::DeadlineExceededError(
-          absl::StrCat(Run::ClientName(k), " made no attempt within 20s (see its log)"));
-    }
-  }
-  return absl::OkStatus();
+  return AwaitFirstAttempts(run.hub, run.clients, absl::Seconds(20));
 }
 
 // The fault program: up to `tries` times, on a marker, hit the victim.

@@ -1,8 +1,6 @@
 // The supervisor's side of a client process: the markers it reports
 // (MarkerHub) and the process itself (start, pause, resume, stop, reap).
 
-#include "chaos/clients/workload.h"
-
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -15,15 +13,18 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "chaos/clients/external_client.h"
+#include "chaos/clients/workload.h"
 #include "chaos/history/history.h"
 #include "chaos/run/cleanup.h"
 #include "redlock/client.h"
@@ -33,6 +34,7 @@
 #include "redlock/options.h"
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
+#include "testkit/files.h"
 #include "testkit/redis.h"
 
 namespace redlock::chaos {
@@ -246,6 +248,53 @@ ClientProcess::~ClientProcess() {
   reaped_ = true;
   if (reader_.joinable()) reader_.join();
   if (read_fd_ >= 0) close(read_fd_);
+}
+
+// ---- First attempts -------------------------------------------------------------------
+
+namespace {
+
+// Each thread of `pid`: its state and kernel wait channel (/proc).
+std::string ProcessThreads(pid_t pid) {
+  std::string out;
+  std::error_code ec;
+  const std::filesystem::path tasks = absl::StrCat("/proc/", pid, "/task");
+  int listed = 0;
+  for (const auto& t : std::filesystem::directory_iterator(tasks, ec)) {
+    if (++listed > 16) break;
+    std::string state, wchan;
+    for (const auto& l : testkit::LastLines((t.path() / "status").string(), 64)) {
+      if (absl::StartsWith(l, "State:")) {
+        state = std::string(absl::StripAsciiWhitespace(l.substr(6)));
+      }
+    }
+    std::vector<std::string> w = testkit::LastLines((t.path() / "wchan").string(), 1);
+    if (!w.empty()) wchan = w[0];
+    absl::StrAppend(&out, "    thread ", t.path().filename().string(), ": ", state,
+                    wchan.empty() || wchan == "0" ? "" : absl::StrCat(", in ", wchan), "\n");
+  }
+  return out.empty() ? "    (no such process)\n" : out;
+}
+
+}  // namespace
+
+absl::Status AwaitFirstAttempts(MarkerHub& hub,
+                                const std::vector<std::unique_ptr<ClientProcess>>& clients,
+                                absl::Duration timeout) {
+  for (size_t k = 0; k < clients.size(); ++k) {
+    const int index = static_cast<int>(k);
+    std::optional<Marker> m = hub.Wait(
+        0, timeout, [index](const Marker& m) { return m.client == index && m.kind == "invoke"; });
+    if (m.has_value()) continue;
+    const ClientProcess& c = *clients[k];
+    std::string log;
+    for (const auto& l : testkit::LastLines(c.log_path(), 20))
+      absl::StrAppend(&log, "    ", l, "\n");
+    return absl::DeadlineExceededError(absl::StrCat(
+        c.name(), " made no attempt within ", absl::FormatDuration(timeout), " (see ", c.name(),
+        ".log); its threads:\n", ProcessThreads(c.pid()), "  the end of its log:\n", log));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace redlock::chaos

@@ -281,6 +281,7 @@ class ClientProcess {
   ClientProcess& operator=(const ClientProcess&) = delete;
 
   const std::string& name() const { return launch_.config.name; }
+  const std::string& log_path() const { return launch_.log_path; }
   const ClientConfig& config() const { return launch_.config; }
   pid_t pid() const { return process_->pid(); }  // -1 once reaped
   bool paused() const { return paused_; }
@@ -312,6 +313,15 @@ class ClientProcess {
   int read_fd_ = -1;
   std::thread reader_;
 };
+
+// Waits until each of `clients` (client k reports as index k in `hub`) has
+// made its first attempt, up to `timeout` for each. kDeadlineExceeded names
+// the first that has not, with each of its threads' state and kernel wait
+// channel (/proc) and the end of its log: a start-up that hangs only under
+// load says where it was.
+[[nodiscard]] absl::Status AwaitFirstAttempts(
+    MarkerHub& hub, const std::vector<std::unique_ptr<ClientProcess>>& clients,
+    absl::Duration timeout);
 
 // The data server seen from the harness: counter keys and their final values.
 std::string DataKey(absl::string_view resource);   // "data:R"

@@ -13,8 +13,6 @@
 #include <set>
 #include <thread>
 
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -39,28 +37,6 @@ std::string LogTail(const std::string& path, size_t max_lines) {
   std::string out;
   for (const auto& l : testkit::LastLines(path, max_lines)) absl::StrAppend(&out, "    ", l, "\n");
   return out;
-}
-
-// Where a client process that made no progress is: each thread's state and
-// kernel wait channel (/proc), for a start-up that hangs only under load.
-std::string ProcessThreads(pid_t pid) {
-  std::string out;
-  std::error_code ec;
-  const fs::path tasks = absl::StrCat("/proc/", pid, "/task");
-  int listed = 0;
-  for (const auto& t : fs::directory_iterator(tasks, ec)) {
-    if (++listed > 16) break;
-    std::string state, wchan;
-    for (const auto& l : testkit::LastLines((t.path() / "status").string(), 64)) {
-      if (absl::StartsWith(l, "State:"))
-        state = std::string(absl::StripAsciiWhitespace(l.substr(6)));
-    }
-    std::vector<std::string> w = testkit::LastLines((t.path() / "wchan").string(), 1);
-    if (!w.empty()) wchan = w[0];
-    absl::StrAppend(&out, "    thread ", t.path().filename().string(), ": ", state,
-                    wchan.empty() || wchan == "0" ? "" : absl::StrCat(", in ", wchan), "\n");
-  }
-  return out.empty() ? "    (no such process)\n" : out;
 }
 
 uint64_t Fnv(absl::string_view s) {
@@ -324,19 +300,7 @@ absl::Status Runner::StartClients(Run& run, const RunOptions& opt) {
   // budget is spent on the workload, not on start-up. Generous: in CI the
   // catalog shares two cores with other suites' servers, and a client once
   // took longer than 10 s to start there.
-  constexpr absl::Duration kFirstAttempt = absl::Seconds(30);
-  for (int k = 0; k < nc; ++k) {
-    std::optional<Marker> m = run.hub_.Wait(
-        0, kFirstAttempt, [k](const Marker& m) { return m.client == k && m.kind == "invoke"; });
-    if (!m.has_value()) {
-      const std::string name = Run::ClientName(k);
-      return absl::DeadlineExceededError(absl::StrCat(
-          name, " made no attempt within ", absl::FormatDuration(kFirstAttempt), " (see ", name,
-          ".log); its threads:\n", ProcessThreads(run.clients_[static_cast<size_t>(k)]->pid()),
-          "  the end of its log:\n", LogTail(absl::StrCat(run.dir_, "/", name, ".log"), 20)));
-    }
-  }
-  return absl::OkStatus();
+  return AwaitFirstAttempts(run.hub_, run.clients_, absl::Seconds(30));
 }
 
 absl::Status Runner::Setup(Run& run, const RunOptions& opt) {
