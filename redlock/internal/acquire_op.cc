@@ -40,8 +40,7 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
  public:
   AcquireOp(OpContext* ctx, AcquireRequest request, LeasesCallback done)
       : AttemptLoop(ctx,
-                    {.what = absl::StrCat("acquire ", DescribeResources(request.resources)),
-                     .keys = LockKeys(*ctx, request),
+                    {.keys = LockKeys(*ctx, request),
                      .ttl = request.ttl.ttl,
                      .wait = request.wait,
                      .max_attempts = request.max_attempts,
@@ -74,6 +73,10 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
 
  private:
   friend AttemptLoop;
+
+  std::string What() const {
+    return absl::StrCat("acquire ", DescribeResources(request_.resources));
+  }
 
   Command Round1Command() {
     Command command;
@@ -145,7 +148,7 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
       }
     } else if (outcome == Round::Outcome::kFailed) {
       absl::Status st =
-          round_.Failure(what_, "granted", "held by another client", absl::StatusCode::kAborted);
+          round_.Failure(What(), "granted", "held by another client", absl::StatusCode::kAborted);
       if (quorum_ != request_.quorum) {
         // The tally says "quorum F": say where F comes from.
         st =
@@ -174,7 +177,7 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
       absl::StatusOr<uint64_t> t = shape_ != nullptr ? shape_->Fence(seen) : NextFence(seen);
       if (!t.ok()) {
         FailAttemptLocked(
-            absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
+            absl::Status(t.status().code(), absl::StrCat(What(), ": ", t.status().message())));
         return;
       }
       fences_.push_back(*t);
@@ -199,7 +202,7 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
     absl::Duration validity = Validity(request_.ttl.ttl, elapsed, drift_);
     if (validity <= absl::ZeroDuration()) {
       FailAttemptLocked(absl::DeadlineExceededError(absl::StrCat(
-          what_, ": ", decided.Summary(fences.empty() ? "granted" : "confirmed", ""),
+          What(), ": ", decided.Summary(fences.empty() ? "granted" : "confirmed", ""),
           " but no validity was left: the attempt took ", absl::FormatDuration(elapsed), " of the ",
           ttl_ms_, "ms ttl (drift allowance ", absl::FormatDuration(drift_), ")")));
       return;

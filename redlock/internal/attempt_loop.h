@@ -52,8 +52,9 @@
 namespace redlock::internal {
 
 // What the loop needs of a request.
+// The op names its call in messages with `std::string What() const`
+// ("acquire \"r\""), built only when a message needs it.
 struct AttemptLoopConfig {
-  std::string what;               // names the call in messages ("acquire \"r\"")
   std::vector<std::string> keys;  // every key an attempt may set (with the prefix)
   absl::Duration ttl;
   std::optional<absl::Duration> wait;
@@ -115,7 +116,6 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
 
   AttemptLoop(OpContext* ctx, AttemptLoopConfig config, Callback done)
       : ctx_(ctx),
-        what_(std::move(config.what)),
         keys_(std::move(config.keys)),
         ttl_(config.ttl),
         wait_(config.wait),
@@ -162,6 +162,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
       release->ttl = ttl_;
       release->expires = start_ + absl::ToChronoNanoseconds(ttl_);
       op()->FillRelease(release.get());
+      if (release->command.payload.empty()) release->command = ScriptRelease(*release);
       release_ = std::move(release);
       release_attempt_ = attempt_;
     }
@@ -182,7 +183,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   void FailAttemptLocked(absl::Status status) {
     AbandonAttemptLocked();
     phase_ = Phase::kBetween;
-    AttemptPolicy::Decision next = attempts_.AfterFailure(what_, attempt_, std::move(status));
+    AttemptPolicy::Decision next = attempts_.AfterFailure(op()->What(), attempt_, std::move(status));
     if (!next.retry) {
       SetResultLocked(std::move(next.status), next.kind);
       return;
@@ -311,7 +312,6 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   }
 
   OpContext* const ctx_;
-  const std::string what_;
   const std::vector<std::string> keys_;
   const absl::Duration ttl_;
   const std::optional<absl::Duration> wait_;
@@ -360,7 +360,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (phase_ != Phase::kDone && transport().stopping()) {
-        SetResultLocked(absl::CancelledError(absl::StrCat(what_, ": the client is shutting down")),
+        SetResultLocked(absl::CancelledError(absl::StrCat(op()->What(), ": the client is shutting down")),
                         Outcome::Kind::kCancelled);
       } else if (phase_ != Phase::kDone) {
         attempt = ++attempt_;
@@ -411,7 +411,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         if (outcome == Round::Outcome::kSucceeded) {
           op()->CommittedLocked();
         } else if (outcome == Round::Outcome::kFailed) {
-          FailAttemptLocked(commit_round_.Failure(absl::StrCat(what_, " (fencing round)"),
+          FailAttemptLocked(commit_round_.Failure(absl::StrCat(op()->What(), " (fencing round)"),
                                                   "confirmed", commit_lost_,
                                                   absl::StatusCode::kAborted));
         }
@@ -441,7 +441,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
     if (result_.has_value() || !done_) return false;
     if (phase_ == Phase::kRound1 || phase_ == Phase::kRound2) AbandonAttemptLocked();
     retry_.reset();
-    SetResultLocked(AttemptPolicy::Cancelled(what_, attempt_), Outcome::Kind::kCancelled);
+    SetResultLocked(AttemptPolicy::Cancelled(op()->What(), attempt_), Outcome::Kind::kCancelled);
     return true;
   }
 };

@@ -35,13 +35,8 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         done_(std::move(done)),
         round_(ctx->nodes(), quorum),
         nodes_(static_cast<size_t>(ctx->nodes())) {
-    std::vector<std::string> resources;
-    for (const Lease& l : leases_) {
-      resources.push_back(l.resource());
-      keys_.push_back(ctx_->Key(l.resource()));
-    }
-    what_ = absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ",
-                         DescribeResources(resources));
+    keys_.reserve(leases_.size());
+    for (const Lease& l : leases_) keys_.push_back(ctx_->Key(l.resource()));
     for (int i = 0; i < ctx_->nodes(); ++i) {
       nodes_[static_cast<size_t>(i)].result.node = ctx_->transport().NodeName(i);
     }
@@ -77,9 +72,9 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     release->channel_prefix = std::string(kReleaseChannelPrefix);
     release->ttl = leases_[0].ttl();
     release->expires = leases_[0].acquired_at() + absl::ToChronoNanoseconds(release->ttl);
-    if (lease_kind != LeaseKind::kPlain) {
-      release->command = ReleaseCommand(lease_kind, keys_, token, kReleaseChannelPrefix);
-    }
+    release->command = lease_kind != LeaseKind::kPlain
+                           ? ReleaseCommand(lease_kind, keys_, token, kReleaseChannelPrefix)
+                           : ScriptRelease(*release);
     std::vector<int> never_set;
     for (int i = 0; i < ctx_->nodes(); ++i) {
       // Behind the SET on its connection; a release that does not get
@@ -103,6 +98,14 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   }
 
  private:
+  // Names the call in messages ("release \"r\""), only when one is needed.
+  std::string What() const {
+    std::vector<std::string> resources;
+    resources.reserve(leases_.size());
+    for (const Lease& l : leases_) resources.push_back(l.resource());
+    return absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ",
+                        DescribeResources(resources));
+  }
   struct NodeState {
     NodeResult result;  // for the Outcome
   };
@@ -127,7 +130,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       if (outcome == Decision::kSucceeded) {
         result.emplace(std::vector<Lease>{});
       } else {
-        result.emplace(round_.Failure(what_, "confirmed", "", absl::StatusCode::kUnavailable));
+        result.emplace(round_.Failure(What(), "confirmed", "", absl::StatusCode::kUnavailable));
       }
     } else if (outcome == Decision::kFailed) {
       // Lost only when the refusals alone leave fewer nodes than a quorum
@@ -135,7 +138,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       // it: with them a quorum may still, and the lease is not known lost.
       const bool lost = round_.refused() >= round_.nodes() - round_.quorum() + 1;
       result.emplace(round_.Failure(
-          what_, "still held the lease", "lease lost",
+          What(), "still held the lease", "lease lost",
           lost ? absl::StatusCode::kFailedPrecondition : absl::StatusCode::kUnavailable));
     } else {
       result.emplace(Extended());
@@ -183,7 +186,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     absl::Duration validity = Validity(ttl_.ttl, elapsed, ttl_.drift);
     if (validity <= absl::ZeroDuration()) {
       return absl::DeadlineExceededError(absl::StrCat(
-          what_, ": ", round_.Summary("still held the lease", "lease lost"),
+          What(), ": ", round_.Summary("still held the lease", "lease lost"),
           " but no validity was left: the extend took ", absl::FormatDuration(elapsed)));
     }
     Clock::TimePoint valid_until = now + absl::ToChronoNanoseconds(validity);
@@ -202,7 +205,6 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   const std::vector<Lease> leases_;
   const LockTtl ttl_;
   std::vector<std::string> keys_;
-  std::string what_;
 
   std::mutex mu_;
   LeasesCallback done_;

@@ -62,7 +62,9 @@ struct NodeCalls::Call {
   ConnectionId conn = 0;
   bool write_answered = false;
   bool write_yes = false;
-  absl::StatusOr<Reply> write_reply = absl::UnknownError("no answer yet");
+  // Read only once write_answered (no message: a Status with one is an
+  // allocation per node per command).
+  absl::StatusOr<Reply> write_reply;
   Vote write_vote;
   std::optional<Vote> confirmation;  // if it came before the write's answer
 };
@@ -88,6 +90,29 @@ NodeCalls::~NodeCalls() = default;
 
 ConnectionId NodeCalls::Send(int node, const Command& command, const Judge& judge, bool durable,
                              OnNoScript noscript, Done done) {
+  std::shared_ptr<Call> call = NewCall(node, command, judge, durable, noscript, std::move(done));
+  if (call == nullptr) return 0;
+  if (KeepsCommand(*call)) call->resend = command;
+  return SendOnce(call, 0, command);
+}
+
+ConnectionId NodeCalls::Send(int node, Command&& command, const Judge& judge, bool durable,
+                             OnNoScript noscript, Done done) {
+  std::shared_ptr<Call> call = NewCall(node, command, judge, durable, noscript, std::move(done));
+  if (call == nullptr) return 0;
+  if (!KeepsCommand(*call)) return SendOnce(call, 0, command);
+  // Only Send writes resend, before the command goes out.
+  call->resend = std::move(command);
+  return SendOnce(call, 0, call->resend);
+}
+
+bool NodeCalls::KeepsCommand(const Call& call) const {
+  return (call.noscript == OnNoScript::kResend && call.script != nullptr) || cluster(call.node);
+}
+
+std::shared_ptr<NodeCalls::Call> NodeCalls::NewCall(int node, const Command& command,
+                                                    const Judge& judge, bool durable,
+                                                    OnNoScript noscript, Done done) {
   auto call = std::make_shared<Call>();
   call->node = node;
   call->judge = judge;
@@ -118,13 +143,10 @@ ConnectionId NodeCalls::Send(int node, const Command& command, const Judge& judg
       transport_->RunAfter(absl::ZeroDuration(), [call, why] {
         call->done(Answer{absl::UnavailableError(why), Vote{V::kUnavailable, why}});
       });
-      return 0;
+      return nullptr;
     }
   }
-  if ((noscript == OnNoScript::kResend && command.script != nullptr) || cluster(node)) {
-    call->resend = command;
-  }
-  return SendOnce(call, 0, command);
+  return call;
 }
 
 ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
@@ -444,18 +466,25 @@ void NodeCalls::ReloadScripts(int node, ConnectionId on) {
 namespace {
 
 Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval) {
-  Command c = r.command.has_value() ? *r.command
-              : r.keys.size() == 1
-                  ? ScriptCommand(ReleaseOneScript(), r.keys,
-                                  {r.token, r.channel_prefix.empty()
-                                                ? std::string()
-                                                : absl::StrCat(r.channel_prefix, r.keys[0])})
-                  : ScriptCommand(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
+  Command c = r.command;
   if (eval) c.payload = EvalFallback(c);
   c.after = after;
   c.op = "release";
   return c;
 }
+
+}  // namespace
+
+Command ScriptRelease(const KeysRelease& r) {
+  return r.keys.size() == 1
+             ? ScriptCommand(ReleaseOneScript(), r.keys,
+                             {r.token, r.channel_prefix.empty()
+                                           ? std::string()
+                                           : absl::StrCat(r.channel_prefix, r.keys[0])})
+             : ScriptCommand(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
+}
+
+namespace {
 
 // A release is done once the node answered it (0 deleted included: the key
 // was gone).
@@ -476,7 +505,7 @@ ConnectionId NodeCalls::SendRelease(int node, Pending p, bool eval, Done done) {
   // command (on a new connection, or refused while the node is down).
   const ConnectionId after = p.queued_on == 0 ? p.after : 0;
   Command command = ReleaseCommand(*p.release, after, eval);
-  return Send(node, command, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
+  return Send(node, std::move(command), ReleaseVote, /*durable=*/false, OnNoScript::kResend,
               [this, node, p = std::move(p), done = std::move(done)](Answer a) mutable {
                 if (!Answered(a.reply) && a.vote.vote != V::kCancelled) {
                   // Refused (not sent): the copy sent before still waits

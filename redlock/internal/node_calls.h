@@ -85,11 +85,16 @@ struct KeysRelease {
   // sent (a key set later lives longer: see NodeCalls::Release).
   absl::Duration ttl;
   Clock::TimePoint expires;
-  // The command that removes them when it is not the release script on
-  // `keys` (a reader's lease, a failed attempt of the lock family:
-  // lock_shape.h). Made by ScriptCommand, so that it has an EVAL form.
-  std::optional<Command> command;
+  // The command that removes them: the release script on `keys`
+  // (ScriptRelease), or another (a reader's lease, a failed attempt of the
+  // lock family: lock_shape.h). Made by ScriptCommand, so that it has an
+  // EVAL form. Built once by the release's maker, copied per node.
+  Command command;
 };
+
+// The release script on `release`'s keys with its token, announced on the
+// channel of its prefix (none when the prefix is empty).
+Command ScriptRelease(const KeysRelease& release);
 
 class NodeCalls {
  public:
@@ -128,6 +133,10 @@ class NodeCalls {
   // without anything being sent, but for a probe now and then. Returns the
   // connection the command was queued on (0: not sent).
   ConnectionId Send(int node, const Command& command, const Judge& judge, bool durable,
+                    OnNoScript noscript, Done done);
+  // The same, keeping `command` itself where it may be sent again (a
+  // script, or a cluster node) instead of a copy.
+  ConnectionId Send(int node, Command&& command, const Judge& judge, bool durable,
                     OnNoScript noscript, Done done);
 
   // Removes `release` from `node`, behind the command that set its keys on
@@ -185,6 +194,12 @@ class NodeCalls {
     int retrying = 0;
   };
 
+  // Send's call for `command`, or null when it is answered without being
+  // sent (a durable write while the node's replicas lag).
+  std::shared_ptr<Call> NewCall(int node, const Command& command, const Judge& judge,
+                                bool durable, OnNoScript noscript, Done done);
+  // Whether the call keeps its command to send it again.
+  bool KeepsCommand(const Call& call) const;
   ConnectionId SendOnce(const std::shared_ptr<Call>& call, int round, const Command& command);
   // A durable write went on `conn`: its confirmation follows it.
   void AfterWrite(const std::shared_ptr<Call>& call, int round, ConnectionId conn);

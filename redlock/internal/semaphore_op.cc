@@ -52,9 +52,7 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
   SemaphoreOp(OpContext* ctx, SemaphoreRequest request, PermitCallback done)
       : AttemptLoop(
             ctx,
-            {.what = absl::StrCat("acquire a permit of \"", request.resource, "\" (",
-                                  request.permits, request.permits == 1 ? " permit)" : " permits)"),
-             .keys = PermitKeys(*ctx, request),
+            {.keys = PermitKeys(*ctx, request),
              .ttl = request.ttl.ttl,
              .wait = request.wait,
              .max_attempts = request.max_attempts,
@@ -74,6 +72,11 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
 
  private:
   friend AttemptLoop;
+
+  std::string What() const {
+    return absl::StrCat("acquire a permit of \"", request_.resource, "\" (", request_.permits,
+                        request_.permits == 1 ? " permit)" : " permits)");
+  }
 
   Command Round1Command(int first) const {
     std::vector<std::string> keys = keys_;
@@ -205,7 +208,7 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
   }
 
   absl::Status Round1Failure() const {
-    const std::string message = absl::StrCat(what_, ": ", TallyText());
+    const std::string message = absl::StrCat(What(), ": ", TallyText());
     if (cancelled_ > 0 && transport_stopping()) return absl::CancelledError(message);
     // As Round::Failure: held elsewhere unless the nodes that could not
     // answer were enough to prevent the quorum.
@@ -229,7 +232,7 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
     absl::StatusOr<uint64_t> t = NextFence(seen);
     if (!t.ok()) {
       FailAttemptLocked(
-          absl::Status(t.status().code(), absl::StrCat(what_, ": ", t.status().message())));
+          absl::Status(t.status().code(), absl::StrCat(What(), ": ", t.status().message())));
       return;
     }
     fence_ = *t;
@@ -248,7 +251,7 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
     absl::Duration validity = Validity(request_.ttl.ttl, elapsed, drift_);
     if (validity <= absl::ZeroDuration()) {
       FailAttemptLocked(absl::DeadlineExceededError(absl::StrCat(
-          what_, ": permit ", winner_, " granted by ", granted, " of ", n(),
+          What(), ": permit ", winner_, " granted by ", granted, " of ", n(),
           " nodes but no validity was left: the attempt took ", absl::FormatDuration(elapsed),
           " of the ", ttl_ms_, "ms ttl (drift allowance ", absl::FormatDuration(drift_), ")")));
       return;
