@@ -35,6 +35,13 @@ void RunHealthy(Context& ctx, int n, GroupResult* g) {
       RowSpec naive = BaselineSpec(ctx, kSequential, callers, BaselinesFor(ctx, eps));
       naive.impl = kNaiveImpl;
       g->rows.push_back(RunRow(ctx, std::move(naive)));
+      // The library in the naive row's layout: each thread its own Client
+      // (own connections, own I/O thread), beside the shared client above.
+      LibrarySpec own = lib;
+      own.impl = "library: Client/thread";
+      own.variant = kClientPerThread;
+      own.client_per_caller = true;
+      g->rows.push_back(LibraryRow(ctx, eps, own));
     } else {
       g->rows.push_back(BaselineRow(ctx, kSequential, eps, callers));
     }

@@ -37,6 +37,11 @@ inline constexpr char kNearest[] = "nearest";
 // blocking hiredis connections, Redlock node after node).
 inline constexpr char kNaiveImpl[] = "naive: hiredis/thread";
 
+// Variant of the library's blocking rows where every caller has a Client
+// of its own: the naive row's layout (connections per thread), beside the
+// shared client's row.
+inline constexpr char kClientPerThread[] = "client per thread";
+
 // Variant of the library rows driven through the *Async calls (C chains).
 inline constexpr char kAsync[] = "async";
 // The same chains written with co_await (redlock/coro.h).

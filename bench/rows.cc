@@ -213,6 +213,9 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
     return HarnessErrorRow(ctx, std::move(row), "Client::Create", client.status());
   }
   Client* c = client->get();
+  // ls.client_per_caller: the callers' own clients, alive for the row
+  // (destroyed after the shared one's last use below).
+  std::vector<std::unique_ptr<Client>> own_clients;
   RowSpec spec;
   spec.impl = ls.impl;
   spec.family = ls.family;
@@ -241,7 +244,16 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
       for (int i = 0; i < ls.callers; ++i) {
         std::string resource = absl::StrCat(key, ":t", i);
         std::unique_ptr<Locker> locker;
-        if (ls.kind == LibraryKind::kSingle) {
+        if (ls.kind == LibraryKind::kSingle && ls.client_per_caller) {
+          absl::StatusOr<std::unique_ptr<Client>> own = Client::Create(options);
+          if (!own.ok()) {
+            return absl::Status(own.status().code(),
+                                absl::StrCat("Client::Create for caller ", i, ": ",
+                                             own.status().message()));
+          }
+          locker = NewClientLocker(own->get(), resource);
+          own_clients.push_back(*std::move(own));
+        } else if (ls.kind == LibraryKind::kSingle) {
           locker = NewClientLocker(c, resource);
         } else {
           locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,

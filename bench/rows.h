@@ -108,6 +108,9 @@ struct LibrarySpec {
   LibraryKind kind = LibraryKind::kSingle;
   bool async = false;  // C chains on TryAcquireAsync/ReleaseAsync (kSingle only)
   bool coro = false;   // with async: the chains written with co_await (redlock/coro.h)
+  // Blocking kSingle rows: every caller its own Client (ClientOptions, then
+  // tweak), made before the measurement, instead of sharing one.
+  bool client_per_caller = false;
   std::function<void(Options*)> tweak;
   const Fault* fault = nullptr;
   bool track_memory = false;
@@ -119,7 +122,8 @@ struct LibrarySpec {
 };
 
 // One Client on `eps` (ClientOptions, then ls.tweak) shared by ls.callers
-// blocking callers, or driving ls.callers async chains.
+// blocking callers (or one per caller: ls.client_per_caller), or driving
+// ls.callers async chains.
 RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const LibrarySpec& ls);
 
 // The library's async row with `callers` chains ("library async").
