@@ -247,9 +247,8 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
         if (ls.kind == LibraryKind::kSingle && ls.client_per_caller) {
           absl::StatusOr<std::unique_ptr<Client>> own = Client::Create(options);
           if (!own.ok()) {
-            return absl::Status(own.status().code(),
-                                absl::StrCat("Client::Create for caller ", i, ": ",
-                                             own.status().message()));
+            return absl::Status(own.status().code(), absl::StrCat("Client::Create for caller ", i,
+                                                                  ": ", own.status().message()));
           }
           locker = NewClientLocker(own->get(), resource);
           own_clients.push_back(*std::move(own));

@@ -183,7 +183,8 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   void FailAttemptLocked(absl::Status status) {
     AbandonAttemptLocked();
     phase_ = Phase::kBetween;
-    AttemptPolicy::Decision next = attempts_.AfterFailure(op()->What(), attempt_, std::move(status));
+    AttemptPolicy::Decision next =
+        attempts_.AfterFailure(op()->What(), attempt_, std::move(status));
     if (!next.retry) {
       SetResultLocked(std::move(next.status), next.kind);
       return;
@@ -360,8 +361,9 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (phase_ != Phase::kDone && transport().stopping()) {
-        SetResultLocked(absl::CancelledError(absl::StrCat(op()->What(), ": the client is shutting down")),
-                        Outcome::Kind::kCancelled);
+        SetResultLocked(
+            absl::CancelledError(absl::StrCat(op()->What(), ": the client is shutting down")),
+            Outcome::Kind::kCancelled);
       } else if (phase_ != Phase::kDone) {
         attempt = ++attempt_;
         start_ = ctx_->clock().Now();

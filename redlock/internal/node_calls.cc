@@ -466,7 +466,8 @@ void NodeCalls::ReloadScripts(int node, ConnectionId on) {
 namespace {
 
 Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval) {
-  Command c = r.command;
+  // A maker that left the command empty still gets the script release.
+  Command c = r.command.payload.empty() ? ScriptRelease(r) : r.command;
   if (eval) c.payload = EvalFallback(c);
   c.after = after;
   c.op = "release";
@@ -477,10 +478,10 @@ Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval) {
 
 Command ScriptRelease(const KeysRelease& r) {
   return r.keys.size() == 1
-             ? ScriptCommand(ReleaseOneScript(), r.keys,
-                             {r.token, r.channel_prefix.empty()
-                                           ? std::string()
-                                           : absl::StrCat(r.channel_prefix, r.keys[0])})
+             ? ScriptCommand(
+                   ReleaseOneScript(), r.keys,
+                   {r.token, r.channel_prefix.empty() ? std::string()
+                                                      : absl::StrCat(r.channel_prefix, r.keys[0])})
              : ScriptCommand(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
 }
 

@@ -88,7 +88,8 @@ struct KeysRelease {
   // The command that removes them: the release script on `keys`
   // (ScriptRelease), or another (a reader's lease, a failed attempt of the
   // lock family: lock_shape.h). Made by ScriptCommand, so that it has an
-  // EVAL form. Built once by the release's maker, copied per node.
+  // EVAL form. Built once by the release's maker, copied per node; left
+  // empty, each send builds the script release.
   Command command;
 };
 
@@ -196,8 +197,8 @@ class NodeCalls {
 
   // Send's call for `command`, or null when it is answered without being
   // sent (a durable write while the node's replicas lag).
-  std::shared_ptr<Call> NewCall(int node, const Command& command, const Judge& judge,
-                                bool durable, OnNoScript noscript, Done done);
+  std::shared_ptr<Call> NewCall(int node, const Command& command, const Judge& judge, bool durable,
+                                OnNoScript noscript, Done done);
   // Whether the call keeps its command to send it again.
   bool KeepsCommand(const Call& call) const;
   ConnectionId SendOnce(const std::shared_ptr<Call>& call, int round, const Command& command);

@@ -50,14 +50,13 @@ std::vector<std::string> PermitKeys(const OpContext& ctx, const SemaphoreRequest
 class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<Lease, int>> {
  public:
   SemaphoreOp(OpContext* ctx, SemaphoreRequest request, PermitCallback done)
-      : AttemptLoop(
-            ctx,
-            {.keys = PermitKeys(*ctx, request),
-             .ttl = request.ttl.ttl,
-             .wait = request.wait,
-             .max_attempts = request.max_attempts,
-             .stop = request.stop},
-            std::move(done)),
+      : AttemptLoop(ctx,
+                    {.keys = PermitKeys(*ctx, request),
+                     .ttl = request.ttl.ttl,
+                     .wait = request.wait,
+                     .max_attempts = request.max_attempts,
+                     .stop = request.stop},
+                    std::move(done)),
         request_(std::move(request)),
         k_(request_.permits),
         q_(request_.quorum),

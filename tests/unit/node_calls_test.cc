@@ -367,5 +367,35 @@ TEST_F(NodeCallsTest, PendingReleasesAreBoundedPerNode) {
   EXPECT_EQ(Pending(0), 16u);
 }
 
+// ---- The release's command ---------------------------------------------------------
+
+// Its maker builds it once (ScriptRelease); a release whose maker left it
+// empty still sends the script release, never an empty command.
+TEST_F(NodeCallsTest, AReleaseWithoutItsCommandSendsTheScriptRelease) {
+  Make(1);
+  transport_->node(0).keys["r"] = {"tok", std::nullopt, false};
+  transport_->node(0).keys["other"] = {"someone", std::nullopt, false};
+  internal::NodeCalls calls(transport_, &clock_, Options());
+  for (const std::string& key : {std::string("r"), std::string("other")}) {
+    auto release = std::make_shared<internal::KeysRelease>();
+    release->keys = {key};
+    release->token = "tok";
+    release->ttl = absl::Seconds(10);
+    release->expires = clock_.Now() + std::chrono::seconds(10);
+    ASSERT_TRUE(release->command.payload.empty());
+    std::optional<internal::NodeCalls::Answer> answer;
+    calls.Release(0, 0, release, [&](internal::NodeCalls::Answer a) { answer = std::move(a); });
+    transport_->AnswerEverything();
+    ASSERT_TRUE(answer.has_value()) << key;
+    ASSERT_TRUE(answer->reply.ok()) << key << ": " << answer->reply.status();
+    EXPECT_FALSE(answer->reply->is_error()) << key << ": " << answer->reply->Describe();
+  }
+  EXPECT_FALSE(HasKey(0, "r")) << "our token: released";
+  EXPECT_TRUE(HasKey(0, "other")) << "another token: left alone";
+  EXPECT_THAT(transport_->node(0).log,
+              ElementsAre(internal::ReleaseOneScript().name, internal::ReleaseOneScript().name));
+  calls.Shutdown();
+}
+
 }  // namespace
 }  // namespace redlock
