@@ -213,8 +213,7 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
     return HarnessErrorRow(ctx, std::move(row), "Client::Create", client.status());
   }
   Client* c = client->get();
-  // ls.client_per_caller: the callers' own clients, alive for the row
-  // (destroyed after the shared one's last use below).
+  // ls.client_per_caller: the callers' own clients, alive for the row.
   std::vector<std::unique_ptr<Client>> own_clients;
   RowSpec spec;
   spec.impl = ls.impl;
@@ -265,14 +264,21 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
   }
   size_t in_flight_at_start = 0;
   if (ls.watch_node < 0) {
-    // Nodes the client holds for unhealthy at the end of a row without a
-    // fault (e.g. a breaker opened by plain overload).
-    spec.after = [c](RowResult* row) {
-      for (const NodeHealth& h : c->Health()) {
-        if (h.breaker_open || !h.connected || !h.last_error.empty()) {
-          row->notes.push_back(absl::StrCat("at the end, the client saw ", DescribeHealth(h),
-                                            "; last error: ", h.last_error));
+    // Nodes the callers' client holds for unhealthy at the end of a row
+    // without a fault (e.g. a breaker opened by plain overload): the shared
+    // client, or with ls.client_per_caller each caller's own.
+    spec.after = [c, &own_clients](RowResult* row) {
+      auto note = [row](const Client& client, const std::string& whose) {
+        for (const NodeHealth& h : client.Health()) {
+          if (h.breaker_open || !h.connected || !h.last_error.empty()) {
+            row->notes.push_back(absl::StrCat("at the end, ", whose, " saw ", DescribeHealth(h),
+                                              "; last error: ", h.last_error));
+          }
         }
+      };
+      if (own_clients.empty()) note(*c, "the client");
+      for (size_t i = 0; i < own_clients.size(); ++i) {
+        note(*own_clients[i], absl::StrCat("caller ", i, "'s client"));
       }
     };
   }
