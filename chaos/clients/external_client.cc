@@ -502,14 +502,13 @@ absl::StatusOr<HeldLock> ExternalBackend::Acquire(const std::string& resource, i
   return h;
 }
 
-absl::StatusOr<ExternalBackend::Message> ExternalBackend::CallOnLock(const char* op,
-                                                                     const HeldLock& lock,
-                                                                     int64_t ttl_ms) {
+absl::StatusOr<ExternalBackend::Message> ExternalBackend::CallOnLock(
+    const char* op, const HeldLock& lock, std::optional<int64_t> ttl_ms) {
   Message req;
   req.j["op"] = op;
   req.j["resource"] = lock.resource;
   req.j["token"] = lock.token;
-  if (ttl_ms > 0) req.j["ttl_ms"] = ttl_ms;
+  if (ttl_ms.has_value()) req.j["ttl_ms"] = *ttl_ms;
   return Call(std::move(req), AdapterRequestTimeout(config_));
 }
 

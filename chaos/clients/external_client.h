@@ -149,9 +149,10 @@ class ExternalBackend : public LockBackend {
   // failure of the adapter (exit, garbage, a reply to another id, timeout,
   // "ok": false) is recorded in failure_ and returned.
   absl::StatusOr<Message> Call(Message request, absl::Duration timeout);
-  // Call of `op` on a held lock (its resource and token; a ttl if > 0), with
-  // the adapter's request timeout.
-  absl::StatusOr<Message> CallOnLock(const char* op, const HeldLock& lock, int64_t ttl_ms = 0);
+  // Call of `op` on a held lock (its resource and token, and `ttl_ms` when
+  // given), with the adapter's request timeout.
+  absl::StatusOr<Message> CallOnLock(const char* op, const HeldLock& lock,
+                                     std::optional<int64_t> ttl_ms = std::nullopt);
   absl::Status Fail(absl::Status why);
   std::string Describe() const;
 
