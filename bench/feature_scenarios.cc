@@ -171,8 +171,8 @@ void RunCluster(Context& ctx, int n, GroupResult* g) {
     LibrarySpec plain;
     plain.callers = callers;
     g->rows.push_back(LibraryRow(ctx, eps, plain));
-    AddOnRow(ctx, with_cluster, "library cluster node", "cluster", callers,
-             "with node 0 a cluster", g);
+    AddOnRow(ctx, with_cluster, "library cluster node", "cluster", callers, "with node 0 a cluster",
+             g);
   }
 }
 

@@ -291,7 +291,7 @@ void DriveClient(uint8_t choice, const Framed& framed) {
       call.fail_fast_unavailable = true;
     }
     client.StartSet(std::move(call), nullptr,
-                      [&](absl::StatusOr<std::vector<Lease>> l) { set.emplace(std::move(l)); });
+                    [&](absl::StatusOr<std::vector<Lease>> l) { set.emplace(std::move(l)); });
     transport->RunUntil([&] { return set.has_value(); });
     if (set.has_value() && set->ok()) {
       REDLOCK_FUZZ_CHECK((*set)->size() == 3, "a lease per resource");

@@ -2,9 +2,10 @@
 // scenario checks (ParseScenario); what parses is written back
 // (WriteScenario) and must parse again to the same text.
 
+#include "chaos/scenarios/scenario_file.h"
+
 #include <string>
 
-#include "chaos/scenarios/scenario_file.h"
 #include "fuzz/entries.h"
 
 namespace redlock::fuzz {

@@ -110,30 +110,32 @@ void Election::Lead(absl::string_view identity, std::optional<absl::Duration> wa
   call.stop = stop;
   auto shape = std::make_shared<LeaderShape>(absl::BytesToHexString(identity));
   Client* client = client_;
-  impl->StartSet(std::move(call), std::move(shape), [client, resource = resource_, identity = std::string(identity),
-                                     options = std::move(options), done = std::move(done)](
-                                        absl::StatusOr<std::vector<Lease>> r) mutable {
-    if (!r.ok()) {
-      done(r.status());
-      return;
-    }
-    Lease lease = std::move((*r)[0]);
-    RenewOptions renew = options.renew;
-    if (renew.ttl == absl::ZeroDuration()) renew.ttl = options.ttl;
-    std::function<void(const absl::Status&)> on_lost = options.on_lost;
-    // Non-blocking: this may run on the client's own thread.
-    absl::StatusOr<std::unique_ptr<Renewal>> renewal =
-        client->AutoRenew(lease, renew, [on_lost](absl::Status why) {
-          if (on_lost) on_lost(why);
-        });
-    if (!renewal.ok()) {
-      client->ReleaseAsync(lease, [](absl::Status) {});
-      done(renewal.status());
-      return;
-    }
-    done(std::unique_ptr<Leadership>(new Leadership(
-        client, std::move(resource), std::move(identity), std::move(lease), *std::move(renewal))));
-  });
+  impl->StartSet(
+      std::move(call), std::move(shape),
+      [client, resource = resource_, identity = std::string(identity), options = std::move(options),
+       done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
+        if (!r.ok()) {
+          done(r.status());
+          return;
+        }
+        Lease lease = std::move((*r)[0]);
+        RenewOptions renew = options.renew;
+        if (renew.ttl == absl::ZeroDuration()) renew.ttl = options.ttl;
+        std::function<void(const absl::Status&)> on_lost = options.on_lost;
+        // Non-blocking: this may run on the client's own thread.
+        absl::StatusOr<std::unique_ptr<Renewal>> renewal =
+            client->AutoRenew(lease, renew, [on_lost](absl::Status why) {
+              if (on_lost) on_lost(why);
+            });
+        if (!renewal.ok()) {
+          client->ReleaseAsync(lease, [](absl::Status) {});
+          done(renewal.status());
+          return;
+        }
+        done(std::unique_ptr<Leadership>(new Leadership(client, std::move(resource),
+                                                        std::move(identity), std::move(lease),
+                                                        *std::move(renewal))));
+      });
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> Election::LeadBlocking(

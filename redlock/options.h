@@ -135,9 +135,8 @@ struct Endpoint {
   friend bool operator==(const Endpoint& a, const Endpoint& b) {
     return a.host == b.host && a.port == b.port && a.username == b.username &&
            a.password == b.password && a.db == b.db && a.tls == b.tls &&
-           a.tls_server_name == b.tls_server_name &&
-           a.sentinel_master == b.sentinel_master && a.sentinels == b.sentinels &&
-           a.sentinel_username == b.sentinel_username &&
+           a.tls_server_name == b.tls_server_name && a.sentinel_master == b.sentinel_master &&
+           a.sentinels == b.sentinels && a.sentinel_username == b.sentinel_username &&
            a.sentinel_password == b.sentinel_password && a.cluster_seeds == b.cluster_seeds;
   }
   friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }

@@ -164,9 +164,9 @@ absl::StatusOr<int> Cluster::MasterOf(int slot, int ask) const {
 
 absl::Status Cluster::BeginMigration(int slot, int from, int to) {
   const std::string s = std::to_string(slot);
-  absl::Status st =
-      Ok(fleet_->Command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", ids_[static_cast<size_t>(from)]}),
-         "CLUSTER SETSLOT IMPORTING");
+  absl::Status st = Ok(
+      fleet_->Command(to, {"CLUSTER", "SETSLOT", s, "IMPORTING", ids_[static_cast<size_t>(from)]}),
+      "CLUSTER SETSLOT IMPORTING");
   if (!st.ok()) return st;
   return Ok(
       fleet_->Command(from, {"CLUSTER", "SETSLOT", s, "MIGRATING", ids_[static_cast<size_t>(to)]}),
@@ -176,13 +176,12 @@ absl::Status Cluster::BeginMigration(int slot, int from, int to) {
 absl::Status Cluster::FinishMigration(int slot, int from, int to) {
   const std::string s = std::to_string(slot);
   for (int round = 0; round < 1000; ++round) {
-    absl::StatusOr<RedisValue> keys =
-        fleet_->Command(from, {"CLUSTER", "GETKEYSINSLOT", s, "100"});
+    absl::StatusOr<RedisValue> keys = fleet_->Command(from, {"CLUSTER", "GETKEYSINSLOT", s, "100"});
     absl::Status st = Ok(keys, "CLUSTER GETKEYSINSLOT");
     if (!st.ok()) return st;
     if (keys->elements.empty()) break;
-    std::vector<std::string> migrate = {"MIGRATE", fleet_->host(to), std::to_string(fleet_->port(to)),
-                                        "", "0", "5000", "KEYS"};
+    std::vector<std::string> migrate = {
+        "MIGRATE", fleet_->host(to), std::to_string(fleet_->port(to)), "", "0", "5000", "KEYS"};
     for (const RedisValue& k : keys->elements) migrate.push_back(k.str);
     st = Ok(fleet_->Command(from, migrate), "MIGRATE");
     if (!st.ok()) return st;

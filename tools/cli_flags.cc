@@ -68,7 +68,8 @@ absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<FlagSpec>& specs,
     const std::string& arg = args[i];
     if (arg == "--") {
       if (!command_tail) {
-        return absl::InvalidArgumentError("unexpected '--' (only 'run' and 'elect' take a command)");
+        return absl::InvalidArgumentError(
+            "unexpected '--' (only 'run' and 'elect' take a command)");
       }
       out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
       return out;

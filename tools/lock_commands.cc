@@ -317,7 +317,7 @@ int RunStatus(const ParsedArgs& args) {
       }
       for (const ShardHealth& sh : h == nullptr ? std::vector<ShardHealth>{} : h->shards) {
         PrintLine(absl::StrCat("  master ", sh.address, ": ", sh.slots, " slots, ",
-                               sh.connected              ? std::string("connected")
+                               sh.connected            ? std::string("connected")
                                : sh.last_error.empty() ? std::string("connecting")
                                                        : absl::StrCat("down: ", sh.last_error)));
       }

@@ -20,8 +20,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "chaos/backends/backend_scenarios.h"
-#include "chaos/run/report.h"
 #include "chaos/run/cleanup.h"
+#include "chaos/run/report.h"
 
 int main(int argc, char** argv) {
   namespace chaos = redlock::chaos;

@@ -68,8 +68,8 @@ std::vector<const FaultKind*> ExplorableKinds(const RunShape& shape);
 // A random schedule over `budget`: entries at a time, or (one in three) at
 // the first marker of some kind after that time (a client's grant, read,
 // end of use, attempt, extension or release; a client's fault then acts on
-// that client), each with one concrete fault (every value drawn). Deterministic in `rng`'s state. `kinds`:
-// restrict to these names (empty: every explorable kind).
+// that client), each with one concrete fault (every value drawn). Deterministic in `rng`'s state.
+// `kinds`: restrict to these names (empty: every explorable kind).
 Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt19937_64& rng,
                           const std::vector<std::string>& kinds = {});
 

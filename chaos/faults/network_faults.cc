@@ -207,26 +207,27 @@ void RegisterNetworkFaults(FaultKindList& out) {
                 .color = "#d6a01f"},
                [](Run&, const FaultInstance&) { return FaultSpec::ResetAfterDelivery(); },
                Direction::kToClient));
-  Add(out, ProxyKind({.name = "slice",
-                      .summary = "bytes delivered in slices of `bytes` with `interval` between them",
-                      .params = {{.name = "bytes",
-                                  .type = ParamType::kInt,
-                                  .default_value = "1",
-                                  .explore = "1..8",
-                                  .min = "1"},
-                                 {.name = "interval",
-                                  .type = ParamType::kSpan,
-                                  .default_value = "1ms",
-                                  .explore = "0..2ms",
-                                  .min = "0",
-                                  .help = "pause between slices"}},
-                      .explore_weight = 1,
-                      .explore_duration = "200ms..1s",
-                      .color = "#1f77b4"},
-                     [](Run&, const FaultInstance& f) {
-                       return FaultSpec::Slice(static_cast<size_t>(f.integer("bytes")),
-                                               f.span("interval"));
-                     }));
+  Add(out,
+      ProxyKind({.name = "slice",
+                 .summary = "bytes delivered in slices of `bytes` with `interval` between them",
+                 .params = {{.name = "bytes",
+                             .type = ParamType::kInt,
+                             .default_value = "1",
+                             .explore = "1..8",
+                             .min = "1"},
+                            {.name = "interval",
+                             .type = ParamType::kSpan,
+                             .default_value = "1ms",
+                             .explore = "0..2ms",
+                             .min = "0",
+                             .help = "pause between slices"}},
+                 .explore_weight = 1,
+                 .explore_duration = "200ms..1s",
+                 .color = "#1f77b4"},
+                [](Run&, const FaultInstance& f) {
+                  return FaultSpec::Slice(static_cast<size_t>(f.integer("bytes")),
+                                          f.span("interval"));
+                }));
 
   Add(out, {.info = {.name = "reset",
                      .family = "network",

@@ -164,8 +164,8 @@ void RegisterNodeFaults(FaultKindList& out) {
        .inject =
            [](Run& run, FaultInstance& f) {
              return EachNode(run, f, [&](int n) {
-           return run.nodes().paused(n) ? absl::OkStatus() : run.nodes().Pause(n);
-         });
+               return run.nodes().paused(n) ? absl::OkStatus() : run.nodes().Pause(n);
+             });
            },
        .heal =
            [](Run& run, FaultInstance& f) {

@@ -91,7 +91,7 @@ void RegisterReplicationFaults(FaultKindList& out) {
              // Without the vote a lagging replica costs nothing; with it, the
              // node votes no: a minority of such nodes must be ridden out.
              return !s.durability ||
-                (!s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2);
+                    (!s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2);
            },
        .inject =
            [](Run& run, FaultInstance& f) {
@@ -216,30 +216,32 @@ void RegisterReplicationFaults(FaultKindList& out) {
          if (f.span("by") <= s.scale.drift()) return 0;
          return Prop(kS1) | (s.fencing ? 0 : Prop(kS3));
        },
-       .inject = [](Run& run, FaultInstance& f) {
-         for (int n : f.nodes) {
-           ClockControl* c = run.replication()->replica_clock(n);
-           if (c == nullptr) return absl::FailedPreconditionError("no replica clock shim");
-           absl::Status s = c->SetOffset(f.span("by"));
-           if (!s.ok()) return s;
-         }
-         f.keys.push_back(absl::StrCat(f.SiteName(), ":replica-clock"));
-         run.nemesis().Start("replica_clock_offset", {.nodes = f.nodes},
-                             absl::StrCat("replica clock ", absl::FormatDuration(f.span("by")),
-                                          " from its master's"),
-                             f.keys.back());
-         return absl::OkStatus();
-       },
-       .heal = [](Run& run, FaultInstance& f) {
-         for (int n : f.nodes) {
-           ClockControl* c = run.replication()->replica_clock(n);
-           if (c == nullptr) continue;
-           absl::Status s = c->SetOffset(absl::ZeroDuration());
-           if (!s.ok()) return s;
-         }
-         run.nemesis().Stop("replica_clock_offset", f.keys.back(), "clock back");
-         return absl::OkStatus();
-       }});
+       .inject =
+           [](Run& run, FaultInstance& f) {
+             for (int n : f.nodes) {
+               ClockControl* c = run.replication()->replica_clock(n);
+               if (c == nullptr) return absl::FailedPreconditionError("no replica clock shim");
+               absl::Status s = c->SetOffset(f.span("by"));
+               if (!s.ok()) return s;
+             }
+             f.keys.push_back(absl::StrCat(f.SiteName(), ":replica-clock"));
+             run.nemesis().Start("replica_clock_offset", {.nodes = f.nodes},
+                                 absl::StrCat("replica clock ", absl::FormatDuration(f.span("by")),
+                                              " from its master's"),
+                                 f.keys.back());
+             return absl::OkStatus();
+           },
+       .heal =
+           [](Run& run, FaultInstance& f) {
+             for (int n : f.nodes) {
+               ClockControl* c = run.replication()->replica_clock(n);
+               if (c == nullptr) continue;
+               absl::Status s = c->SetOffset(absl::ZeroDuration());
+               if (!s.ok()) return s;
+             }
+             run.nemesis().Stop("replica_clock_offset", f.keys.back(), "clock back");
+             return absl::OkStatus();
+           }});
 
   Add(out,
       {.info = {.name = "stale_sentinel",

@@ -24,7 +24,8 @@ absl::Status OnEachNode(Run& run, const FaultInstance& f, const std::vector<std:
     if (!r.ok() || r->is_error()) {
       // Unreachable (a fault on its way) or refused: noted, not a harness
       // error; the fault simply did not happen there.
-      run.Note(absl::StrCat(args[0], " on n", n, " failed: ", r.ok() ? r->str : r.status().ToString()));
+      run.Note(
+          absl::StrCat(args[0], " on n", n, " failed: ", r.ok() ? r->str : r.status().ToString()));
       continue;
     }
     done.push_back(n);

@@ -98,9 +98,13 @@ int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions
       for (const auto& f : r.injected_faults) {
         fprintf(stderr, "    fault at %s: %s%s%s\n", absl::FormatDuration(f.at).c_str(),
                 chaos::DescribeTemplate(f.fault).c_str(),
-                f.may_violate ? absl::StrCat(" (may break ", chaos::DescribeProperties(f.may_violate),
-                                             f.scope.empty() ? "" : absl::StrCat(" for ", absl::StrJoin(f.scope, ",")), ")").c_str()
-                              : " (breaks nothing documented)",
+                f.may_violate
+                    ? absl::StrCat(
+                          " (may break ", chaos::DescribeProperties(f.may_violate),
+                          f.scope.empty() ? "" : absl::StrCat(" for ", absl::StrJoin(f.scope, ",")),
+                          ")")
+                          .c_str()
+                    : " (breaks nothing documented)",
                 "");
       }
     }

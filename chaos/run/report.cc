@@ -179,7 +179,8 @@ std::string FormatComparison(const std::vector<std::string>& clients,
         std::vector<std::string> v;
         for (int p = 0; p < kNumHarnessProperties; ++p) {
           if (x.violations[static_cast<size_t>(p)] > 0) {
-            v.push_back(absl::StrCat("**", HarnessPropertyName(p), "** ", x.violations[static_cast<size_t>(p)]));
+            v.push_back(absl::StrCat("**", HarnessPropertyName(p), "** ",
+                                     x.violations[static_cast<size_t>(p)]));
           }
         }
         cell = v.empty() ? "clean" : absl::StrJoin(v, ", ");
@@ -202,7 +203,8 @@ std::string FormatKinds() {
     }
     std::vector<std::string> targets;
     if (i.takes_nodes) targets.push_back(absl::StrCat("nodes (default ", i.nodes_default, ")"));
-    if (i.takes_clients) targets.push_back(absl::StrCat("clients (default ", i.clients_default, ")"));
+    if (i.takes_clients)
+      targets.push_back(absl::StrCat("clients (default ", i.clients_default, ")"));
     absl::StrAppend(&out, i.name, i.lasting ? "  [lasting" : "  [instant",
                     i.lasting && !i.explore_duration.empty()
                         ? absl::StrCat(", explored for ", i.explore_duration)
@@ -212,7 +214,8 @@ std::string FormatKinds() {
                     "]\n  ", i.summary, "\n");
     if (!targets.empty()) absl::StrAppend(&out, "  acts on: ", absl::StrJoin(targets, ", "), "\n");
     for (const ParamSpec& p : i.params) {
-      absl::StrAppend(&out, "  ", p.name, " = ", p.default_value.empty() ? "(required)" : p.default_value,
+      absl::StrAppend(&out, "  ", p.name, " = ",
+                      p.default_value.empty() ? "(required)" : p.default_value,
                       p.explore.empty() ? "" : absl::StrCat("  (explored: ", p.explore, ")"),
                       p.help.empty() ? "" : absl::StrCat("  ", p.help), "\n");
     }

@@ -675,7 +675,6 @@ absl::StatusOr<std::vector<Scenario>> ReadScenarioDir(const std::string& dir) {
   return out;
 }
 
-
 std::string DefaultScenarioDir() {
   if (const char* env = std::getenv("REDLOCK_CHAOS_SCENARIOS"); env != nullptr && *env) return env;
 #ifdef REDLOCK_CHAOS_SCENARIO_DIR

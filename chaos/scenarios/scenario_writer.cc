@@ -2,8 +2,6 @@
 // what the explorer's shrunk findings are saved as. ParseScenario reads it
 // back to the same Scenario (chaos_scenario_file_test).
 
-#include "chaos/scenarios/scenario_file.h"
-
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -19,6 +17,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "chaos/scenarios/scenario_file.h"
 
 namespace redlock::chaos {
 namespace {

@@ -29,8 +29,8 @@ AttemptPolicy::Decision AttemptPolicy::AfterFailure(absl::string_view what, int 
   if (!absl::IsCancelled(status) && ctx_.transport().stopping()) {
     // The client is being destroyed: a waiting caller learns that, not the
     // last attempt's refusal (client.h: pending calls end CANCELLED).
-    status = absl::CancelledError(absl::StrCat(
-        what, ": the client is shutting down (last attempt: ", status.message(), ")"));
+    status = absl::CancelledError(
+        absl::StrCat(what, ": the client is shutting down (last attempt: ", status.message(), ")"));
   }
   if (absl::IsCancelled(status)) {
     d.status = std::move(status);
@@ -42,9 +42,9 @@ AttemptPolicy::Decision AttemptPolicy::AfterFailure(absl::string_view what, int 
     absl::Duration left = absl::InfiniteDuration();
     if (deadline_.has_value()) left = absl::FromChrono(*deadline_ - ctx_.clock().Now());
     if (left <= absl::ZeroDuration()) {
-      d.status = absl::DeadlineExceededError(absl::StrCat(
-          what, ": not held after waiting ", absl::FormatDuration(*wait_), " (",
-          AttemptCount(attempt), "); last attempt: ", status.message()));
+      d.status = absl::DeadlineExceededError(
+          absl::StrCat(what, ": not held after waiting ", absl::FormatDuration(*wait_), " (",
+                       AttemptCount(attempt), "); last attempt: ", status.message()));
       d.kind = Outcome::Kind::kWaitExpired;
       return d;
     }
@@ -52,8 +52,7 @@ AttemptPolicy::Decision AttemptPolicy::AfterFailure(absl::string_view what, int 
     // by release announcements when notifications are on.
     d.delay = std::min(pause_ * UniformReal(0.5, 1.5), left);
     pause_ = std::min(pause_ * 2, ctx_.options().wait_poll_max);
-  } else if (attempt >= max_attempts_ ||
-             (fail_fast_unavailable_ && absl::IsUnavailable(status))) {
+  } else if (attempt >= max_attempts_ || (fail_fast_unavailable_ && absl::IsUnavailable(status))) {
     if (attempt > 1) {
       status = absl::Status(status.code(),
                             absl::StrCat(status.message(), " (after ", AttemptCount(attempt), ")"));

@@ -30,8 +30,8 @@ class AttemptPolicy {
 
   struct Decision {
     bool retry = false;
-    absl::Duration delay;  // with retry: the pause before the next attempt
-    absl::Status status;   // without: how the call ends
+    absl::Duration delay;                           // with retry: the pause before the next attempt
+    absl::Status status;                            // without: how the call ends
     Outcome::Kind kind = Outcome::Kind::kInternal;  // set by AfterFailure
   };
 

@@ -251,8 +251,7 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
           auto judge = [](const absl::StatusOr<Reply>&) { return Vote{}; };
           ctx_.calls().Send(
               i, ctx_.cluster(i) ? on_cluster : command, judge, /*durable=*/false,
-              OnNoScript::kResend,
-              [state, shared_done, i](NodeCalls::Answer a) {
+              OnNoScript::kResend, [state, shared_done, i](NodeCalls::Answer a) {
                 const absl::StatusOr<Reply>& r = a.reply;
                 NodeView& v = state->views[static_cast<size_t>(i)];
                 if (!r.ok()) {

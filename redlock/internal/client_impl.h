@@ -87,8 +87,7 @@ class ClientImpl final : public Client {
   // runs where the operation completes; blocking callers wrap it with Block,
   // asynchronous ones with ToUser. `shape`: the lock family's scripts
   // (lock_shape.h; null: a plain lock).
-  void StartSet(SetRequest request, std::shared_ptr<const AcquireShape> shape,
-                LeasesCallback done);
+  void StartSet(SetRequest request, std::shared_ptr<const AcquireShape> shape, LeasesCallback done);
   void StartExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum,
                       LeasesCallback done);
   void StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done);

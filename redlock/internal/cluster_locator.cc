@@ -80,7 +80,8 @@ class ClusterLocator final : public Locator {
   // seed, then the masters known, in turn.
   void MasterLost() override {
     std::vector<std::pair<std::string, int>> candidates;
-    for (const SentinelAddress& s : endpoint_.cluster_seeds) candidates.emplace_back(s.host, s.port);
+    for (const SentinelAddress& s : endpoint_.cluster_seeds)
+      candidates.emplace_back(s.host, s.port);
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (const auto& [address, shard] : shards_) {
@@ -102,9 +103,9 @@ class ClusterLocator final : public Locator {
     slots.check = [self](const Reply& r) -> std::string {
       absl::Status st = self->Apply(r);
       if (st.ok()) return "";
-      return absl::StrCat(st.message(),
-                          r.is_error() ? " (is it a cluster member? use redis:// for a plain node)"
-                                       : "");
+      return absl::StrCat(
+          st.message(),
+          r.is_error() ? " (is it a cluster member? use redis:// for a plain node)" : "");
     };
     steps->push_back(std::move(slots));
   }
@@ -292,7 +293,7 @@ class ClusterLocator final : public Locator {
   TimePoint refresh_at_ = TimePoint::max();
   TimePoint last_query_{};
 
-  mutable std::mutex mu_;  // guards the members below
+  mutable std::mutex mu_;                                 // guards the members below
   std::map<std::string, std::shared_ptr<Shard>> shards_;  // by address
   bool mapped_ = false;
   int uncovered_ = kClusterSlots;

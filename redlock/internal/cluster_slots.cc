@@ -70,8 +70,9 @@ absl::StatusOr<std::vector<SlotRange>> ParseClusterSlots(const Reply& reply,
   for (const Reply& e : reply.elements) {
     // [first, last, [host, port, id, ...], replicas...]
     if (e.type != Reply::Type::kArray || e.elements.size() < 3 ||
-        e.elements[0].type != Reply::Type::kInteger || e.elements[1].type != Reply::Type::kInteger ||
-        e.elements[2].type != Reply::Type::kArray || e.elements[2].elements.size() < 2) {
+        e.elements[0].type != Reply::Type::kInteger ||
+        e.elements[1].type != Reply::Type::kInteger || e.elements[2].type != Reply::Type::kArray ||
+        e.elements[2].elements.size() < 2) {
       return absl::FailedPreconditionError(
           absl::StrCat("CLUSTER SLOTS returned an entry that is not [first, last, [host, port, "
                        "...], ...]: ",
@@ -80,17 +81,16 @@ absl::StatusOr<std::vector<SlotRange>> ParseClusterSlots(const Reply& reply,
     SlotRange r;
     const int64_t first = e.elements[0].integer, last = e.elements[1].integer;
     if (first < 0 || last < first || last >= kClusterSlots) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("CLUSTER SLOTS returned the slot range ", first, "-", last,
-                       ", outside 0-", kClusterSlots - 1));
+      return absl::FailedPreconditionError(absl::StrCat("CLUSTER SLOTS returned the slot range ",
+                                                        first, "-", last, ", outside 0-",
+                                                        kClusterSlots - 1));
     }
     r.first = static_cast<int>(first);
     r.last = static_cast<int>(last);
     const Reply& master = e.elements[2];
     if (master.elements[0].type != Reply::Type::kString || !PortOf(master.elements[1], &r.port)) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("CLUSTER SLOTS returned a master that is not [host, port, ...]: ",
-                       master.Describe()));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "CLUSTER SLOTS returned a master that is not [host, port, ...]: ", master.Describe()));
     }
     r.host = master.elements[0].str;
     // "?" is what a node announces when it hides its address
@@ -124,8 +124,7 @@ std::optional<Redirect> ParseRedirect(absl::string_view error) {
   }
   const size_t space = error.find(' ');
   if (space == absl::string_view::npos) return std::nullopt;
-  if (!absl::SimpleAtoi(error.substr(0, space), &r.slot) || r.slot < 0 ||
-      r.slot >= kClusterSlots) {
+  if (!absl::SimpleAtoi(error.substr(0, space), &r.slot) || r.slot < 0 || r.slot >= kClusterSlots) {
     return std::nullopt;
   }
   absl::string_view address = error.substr(space + 1);

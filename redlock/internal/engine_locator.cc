@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/engine.h"
 #include "redlock/internal/engine_node.h"
-#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/url.h"
 
 namespace redlock::internal {

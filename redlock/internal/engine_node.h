@@ -37,7 +37,6 @@ inline constexpr ConnectionId kConnectionNodeMask = kMaxEngineNodes - 1;
 
 uint64_t EngineEventData(uint32_t generation, int node, uint64_t kind, uint32_t sub = 0);
 
-
 // A node behind an open breaker that has not answered anything for this long
 // gets a new connection.
 inline constexpr absl::Duration kStaleConnection = absl::Seconds(1);
@@ -93,7 +92,7 @@ struct Engine::Node {
   ConnectionId conn_id = 0;
   // The command connection's stream, for writers outside the poller.
   std::shared_ptr<Stream> stream;
-  std::string out;                 // bytes not written yet
+  std::string out;  // bytes not written yet
   // The writer's buffer between flushes: n.out and it trade places on
   // each write, so that neither is allocated again per turn.
   std::string spare;

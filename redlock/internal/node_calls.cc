@@ -316,9 +316,9 @@ void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::Stat
       SendOnce(call, round + 1, *again);
       return;
     }
-    r = absl::UnavailableError(absl::StrCat(
-        "redirected ", kMaxRedirects, " times (last: ", r->str,
-        "): the cluster's slot map keeps changing, or the slot has no master"));
+    r = absl::UnavailableError(
+        absl::StrCat("redirected ", kMaxRedirects, " times (last: ", r->str,
+                     "): the cluster's slot map keeps changing, or the slot has no master"));
   }
   const bool noscript = IsNoScript(r);
   // A script refused by the node itself (its ACL or its commands changed
@@ -338,8 +338,8 @@ void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::Stat
   {
     std::lock_guard<std::mutex> lock(call->mu);
     if (round != call->round || !call->done) return;
-    if ((noscript || refused) && !call->noscript_resent &&
-        call->noscript == OnNoScript::kResend && !call->resend.payload.empty()) {
+    if ((noscript || refused) && !call->noscript_resent && call->noscript == OnNoScript::kResend &&
+        !call->resend.payload.empty()) {
       // Its EVAL form (or its script-free form) goes at the end of the
       // queue, with its own confirmation; the WAIT already sent behind this
       // one confirms nothing.

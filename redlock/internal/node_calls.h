@@ -22,10 +22,9 @@
 //   before it on its connection, so writes sent while one is out are
 //   confirmed together by the next, sent when it returns (right behind the
 //   write when none is out). A lagging replica thus holds the connection for
-//   one durability timeout at a time, whatever the callers send. The confirmation breaker: a node whose replicas left
-//   kConfirmationsMissed WAITs in a row unconfirmed votes "no" at once,
-//   without being asked, until a probe write (one per probe interval) is
-//   confirmed.
+//   one durability timeout at a time, whatever the callers send. The confirmation breaker: a node
+//   whose replicas left kConfirmationsMissed WAITs in a row unconfirmed votes "no" at once, without
+//   being asked, until a probe write (one per probe interval) is confirmed.
 // - Releases that must not be lost (a failed attempt's cleanup, a release
 //   that did not get through): sent behind the command that set the keys
 //   (Command::after), and when they cannot be sent or are not answered,

@@ -48,7 +48,8 @@ class Sentinel final : public EndpointScheme {
 
   std::string Check(const Endpoint& e) const override {
     if (e.sentinels.empty()) return "no Sentinels to ask";
-    if (e.uses_cluster()) return "a Sentinel-managed node is not a cluster: give either Sentinels or cluster seeds";
+    if (e.uses_cluster())
+      return "a Sentinel-managed node is not a cluster: give either Sentinels or cluster seeds";
     if (e.sentinels.size() > kMaxSentinels) {
       return absl::StrCat(e.sentinels.size(), " Sentinels: at most ", kMaxSentinels,
                           " per node are supported");

@@ -112,10 +112,9 @@ return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
 
 const std::vector<const Script*>& AllScripts() {
   static const std::vector<const Script*> all = [] {
-    std::vector<const Script*> v = {&AcquireSetScript(),   &ReleaseScript(),
-                                    &ReleaseOneScript(),   &ExtendScript(),
-                                    &FenceAcquireScript(), &FenceCommitScript(),
-                                    &InspectScript()};
+    std::vector<const Script*> v = {
+        &AcquireSetScript(),   &ReleaseScript(),     &ReleaseOneScript(), &ExtendScript(),
+        &FenceAcquireScript(), &FenceCommitScript(), &InspectScript()};
     // The lock family's (family_scripts.h).
     for (const Script* s : FamilyScripts()) v.push_back(s);
     return v;

@@ -105,10 +105,7 @@ class Announcements {
 };
 
 // What the operations are given: every job above.
-class Transport : public NodeIo,
-                  public TransportThread,
-                  public Lifecycle,
-                  public Announcements {};
+class Transport : public NodeIo, public TransportThread, public Lifecycle, public Announcements {};
 
 }  // namespace redlock::internal
 

@@ -2,10 +2,11 @@
 // deterministic in their seed and use only what the topology supports, and
 // shrinking reduces a failing schedule to the faults that matter.
 
+#include "chaos/explore/explore.h"
+
 #include <set>
 #include <string>
 
-#include "chaos/explore/explore.h"
 #include "chaos/scenarios/scenario_file.h"
 #include "gtest/gtest.h"
 
@@ -40,14 +41,14 @@ TEST(GenerateTest, SchedulesUseOnlyWhatTheTopologySupportsAndFitTheBudget) {
       std::mt19937_64 rng(seed);
       s->schedule = GenerateSchedule(ShapeOf(s->setup), absl::Seconds(8), rng);
       // ValidateScenario checks every fault against the shape.
-      ASSERT_TRUE(ValidateScenario(*s).ok()) << t << " seed " << seed << ": "
-                                             << ValidateScenario(*s);
+      ASSERT_TRUE(ValidateScenario(*s).ok())
+          << t << " seed " << seed << ": " << ValidateScenario(*s);
       for (const ScheduleEntry& e : s->schedule.entries) {
         kinds.insert(e.faults[0].kind);
-        const absl::Duration end = e.trigger.at.Resolve(ShapeOf(s->setup).scale) +
-                                   (e.faults[0].duration_lo
-                                        ? e.faults[0].duration_lo->Resolve(ShapeOf(s->setup).scale)
-                                        : absl::ZeroDuration());
+        const absl::Duration end =
+            e.trigger.at.Resolve(ShapeOf(s->setup).scale) +
+            (e.faults[0].duration_lo ? e.faults[0].duration_lo->Resolve(ShapeOf(s->setup).scale)
+                                     : absl::ZeroDuration());
         EXPECT_LE(end, absl::Seconds(8)) << t << " " << DescribeTemplate(e.faults[0]);
       }
       // A generated run is a file like any other.

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <set>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 

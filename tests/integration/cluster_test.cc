@@ -5,6 +5,8 @@
 // MultiLock and fencing need keys that share a slot; a fleet mixes a cluster
 // with plain nodes.
 
+#include "testkit/cluster.h"
+
 #include <sys/resource.h>
 
 #include <atomic>
@@ -22,14 +24,13 @@
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
 #include "redlock/internal/cluster_slots.h"
-#include "testkit/cluster.h"
 #include "testkit/gtest_fleet.h"
 
 namespace redlock {
 namespace {
 
-using ::testing::HasSubstr;
 using internal::KeySlot;
+using ::testing::HasSubstr;
 using testkit::Cluster;
 using testkit::Fleet;
 using testkit::RedisValue;
@@ -80,8 +81,9 @@ class ClusterTest : public ::testing::Test {
   }
 
   static std::string DescribeShards(const NodeHealth& h) {
-    std::string out = absl::StrCat("connected ", h.connected, ", last error: ", h.last_error,
-                                   ", slots uncovered ", h.slots_uncovered, ", address ", h.address);
+    std::string out =
+        absl::StrCat("connected ", h.connected, ", last error: ", h.last_error,
+                     ", slots uncovered ", h.slots_uncovered, ", address ", h.address);
     for (const ShardHealth& s : h.shards) {
       absl::StrAppend(&out, "\n  ", s.address, " slots ", s.slots, " connected ", s.connected,
                       " error ", s.last_error);
@@ -94,7 +96,8 @@ class ClusterTest : public ::testing::Test {
     auto cpu = [] {
       rusage u{};
       getrusage(RUSAGE_SELF, &u);
-      return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+      return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+             (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
     };
     const double before = cpu();
     absl::SleepFor(wall);
@@ -147,8 +150,8 @@ TEST_F(ClusterTest, HealthShowsEveryMasterAndItsSlots) {
   std::vector<NodeHealth> h = c->Health();
   ASSERT_EQ(h.size(), 1u);
   EXPECT_EQ(h[0].scheme, "redis+cluster");
-  EXPECT_TRUE(testkit::Eventually([&] { return c->Health()[0].connected; }, true,
-                                  absl::Seconds(5)));
+  EXPECT_TRUE(
+      testkit::Eventually([&] { return c->Health()[0].connected; }, true, absl::Seconds(5)));
   h = c->Health();
   ASSERT_EQ(h[0].shards.size(), 3u);
   int slots = 0;
@@ -178,8 +181,7 @@ TEST_F(ClusterTest, AFleetMixesAClusterWithPlainNodes) {
     REDLOCK_ASSERT_OK(v.status());
     EXPECT_EQ(v->str, l->token());
   }
-  EXPECT_EQ(b->TryAcquire("mixed", absl::Seconds(10)).status().code(),
-            absl::StatusCode::kAborted);
+  EXPECT_EQ(b->TryAcquire("mixed", absl::Seconds(10)).status().code(), absl::StatusCode::kAborted);
   // The cluster and one plain node are a quorum of the three.
   REDLOCK_ASSERT_OK((*plain)->Kill(1));
   REDLOCK_ASSERT_OK(a->Release(*l));
@@ -191,8 +193,8 @@ TEST_F(ClusterTest, AMultiLockSetNeedsACommonHashTag) {
   auto c = MakeClient(o);
   ASSERT_NE(c, nullptr);
   MultiLock multi(c.get());
-  absl::StatusOr<MultiLease> together = multi.TryAcquire({"{order42}:a", "{order42}:b"},
-                                                         absl::Seconds(10));
+  absl::StatusOr<MultiLease> together =
+      multi.TryAcquire({"{order42}:a", "{order42}:b"}, absl::Seconds(10));
   REDLOCK_ASSERT_OK(together.status());
   EXPECT_FALSE(OnItsMaster(o.key_prefix + "{order42}:a").empty());
   EXPECT_FALSE(OnItsMaster(o.key_prefix + "{order42}:b").empty());
@@ -308,11 +310,12 @@ TEST_F(ClusterTest, AMasterKilledIsReplacedByItsReplica) {
       },
       true, absl::Seconds(20)))
       << DescribeShards(c->Health()[0]) << "\npromoted: " << cluster_->fleet().address(*promoted)
-      << "\n" << [&] {
-           absl::StatusOr<RedisValue> v =
-               cluster_->fleet().Command(*promoted, {"CLUSTER", "NODES"});
-           return v.ok() ? v->str : std::string(v.status().message());
-         }();
+      << "\n"
+      <<
+      [&] {
+        absl::StatusOr<RedisValue> v = cluster_->fleet().Command(*promoted, {"CLUSTER", "NODES"});
+        return v.ok() ? v->str : std::string(v.status().message());
+      }();
   REDLOCK_EXPECT_OK(c->Release(*after));
   // The killed master serves no slot now: its connection is not retried,
   // and the client's I/O thread sleeps (a reconnection time in the past once

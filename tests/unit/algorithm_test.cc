@@ -32,8 +32,10 @@ TEST(Drift, IsTtlTimesFactorPlusFloor) {
 TEST(CheckTtl, MustExceedDriftAndBeFiniteAndBounded) {
   Options o;  // factor 0.01, floor 2ms
   EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->ms, 10000);
-  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->drift, DriftAllowance(absl::Seconds(10), o.clock_drift_factor, o.clock_drift_floor));
-  EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ms, 10) << "sub-millisecond parts are truncated";
+  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->drift,
+            DriftAllowance(absl::Seconds(10), o.clock_drift_factor, o.clock_drift_floor));
+  EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ms, 10)
+      << "sub-millisecond parts are truncated";
   EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ttl, absl::Milliseconds(10));
   // ttl must be > ttl*0.01 + 2ms, i.e. ttl > 2.0202ms: 3ms is the smallest.
   EXPECT_TRUE(CheckTtl(absl::Milliseconds(3), o).ok());

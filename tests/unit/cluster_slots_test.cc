@@ -36,10 +36,10 @@ TEST(ClusterSlots, KeysHashAsRedisClusterHashesThem) {
 
 TEST(ClusterSlots, TheSlotMapIsParsedOrRefusedSayingWhy) {
   Reply map = Reply::Array(
-      {Reply::Array({Reply::Integer(0), Reply::Integer(5460),
-                     Reply::Array({Reply::String("127.0.0.1"), Reply::Integer(7001),
-                                   Reply::String("id0")}),
-                     Reply::Array({Reply::String("127.0.0.1"), Reply::Integer(7004)})}),
+      {Reply::Array(
+           {Reply::Integer(0), Reply::Integer(5460),
+            Reply::Array({Reply::String("127.0.0.1"), Reply::Integer(7001), Reply::String("id0")}),
+            Reply::Array({Reply::String("127.0.0.1"), Reply::Integer(7004)})}),
        Reply::Array({Reply::Integer(5461), Reply::Integer(16383),
                      Reply::Array({Reply::String(""), Reply::Integer(7002)})})});
   absl::StatusOr<std::vector<SlotRange>> r = ParseClusterSlots(map, "10.1.1.1");
@@ -50,23 +50,25 @@ TEST(ClusterSlots, TheSlotMapIsParsedOrRefusedSayingWhy) {
   EXPECT_EQ((*r)[0].port, 7001);
   EXPECT_EQ((*r)[1].host, "10.1.1.1") << "an empty host is the member asked";
 
-  EXPECT_THAT(std::string(ParseClusterSlots(Reply::Error("ERR cluster support disabled"), "h")
-                              .status()
-                              .message()),
-              HasSubstr("cluster support disabled"));
+  EXPECT_THAT(
+      std::string(
+          ParseClusterSlots(Reply::Error("ERR cluster support disabled"), "h").status().message()),
+      HasSubstr("cluster support disabled"));
   EXPECT_THAT(std::string(ParseClusterSlots(Reply::Array({}), "h").status().message()),
               HasSubstr("no slot"));
   EXPECT_FALSE(ParseClusterSlots(Reply::Integer(3), "h").ok());
-  Reply backwards = Reply::Array({Reply::Array(
-      {Reply::Integer(9), Reply::Integer(3), Reply::Array({Reply::String("h"), Reply::Integer(1)})})});
-  EXPECT_THAT(std::string(ParseClusterSlots(backwards, "h").status().message()),
-              HasSubstr("9-3"));
-  Reply hidden = Reply::Array({Reply::Array({Reply::Integer(0), Reply::Integer(3),
-                                             Reply::Array({Reply::String("?"), Reply::Integer(1)})})});
+  Reply backwards =
+      Reply::Array({Reply::Array({Reply::Integer(9), Reply::Integer(3),
+                                  Reply::Array({Reply::String("h"), Reply::Integer(1)})})});
+  EXPECT_THAT(std::string(ParseClusterSlots(backwards, "h").status().message()), HasSubstr("9-3"));
+  Reply hidden =
+      Reply::Array({Reply::Array({Reply::Integer(0), Reply::Integer(3),
+                                  Reply::Array({Reply::String("?"), Reply::Integer(1)})})});
   EXPECT_THAT(std::string(ParseClusterSlots(hidden, "h").status().message()),
               HasSubstr("no address"));
-  Reply bad_port = Reply::Array({Reply::Array(
-      {Reply::Integer(0), Reply::Integer(3), Reply::Array({Reply::String("h"), Reply::Integer(0)})})});
+  Reply bad_port =
+      Reply::Array({Reply::Array({Reply::Integer(0), Reply::Integer(3),
+                                  Reply::Array({Reply::String("h"), Reply::Integer(0)})})});
   EXPECT_FALSE(ParseClusterSlots(bad_port, "h").ok());
 }
 

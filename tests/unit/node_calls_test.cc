@@ -69,9 +69,8 @@ class NodeCallsTest : public ::testing::Test {
     call.resources = std::move(resources);
     call.ttl = absl::Seconds(10);
     call.max_attempts = 1;
-    client_->StartSet(std::move(call), nullptr, [out](absl::StatusOr<std::vector<Lease>> l) {
-      out->emplace(std::move(l));
-    });
+    client_->StartSet(std::move(call), nullptr,
+                      [out](absl::StatusOr<std::vector<Lease>> l) { out->emplace(std::move(l)); });
     return out;
   }
   Lease Acquired(const std::string& r, absl::Duration ttl = absl::Seconds(10)) {

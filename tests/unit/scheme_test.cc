@@ -16,10 +16,10 @@
 namespace redlock::internal {
 namespace {
 
-#define REDLOCK_EXPECT_OK_UNIT(expr)             \
-  do {                                            \
-    const absl::Status st_ = (expr);              \
-    EXPECT_TRUE(st_.ok()) << st_;                 \
+#define REDLOCK_EXPECT_OK_UNIT(expr) \
+  do {                               \
+    const absl::Status st_ = (expr); \
+    EXPECT_TRUE(st_.ok()) << st_;    \
   } while (0)
 
 // A Host that records what a locator asks of the engine.
@@ -49,9 +49,7 @@ class RecordingHost : public Locator::Host {
   void NextAttemptAt(MasterTarget target) override {
     next_attempts.push_back(target.host + ":" + std::to_string(target.port));
   }
-  void ShardState(int shard, ShardHealth* out) const override {
-    out->connected = shard != 101;
-  }
+  void ShardState(int shard, ShardHealth* out) const override { out->connected = shard != 101; }
 
   std::vector<std::string> masters;
   std::vector<std::string> shards;  // AddShard's names, engine index 100 + i
@@ -164,16 +162,17 @@ TEST(Locators, ASentinelManagedMasterIsUnknownUntilNamed) {
 Reply SlotsReply(const std::vector<std::tuple<int, int, std::string, int>>& ranges) {
   std::vector<Reply> out;
   for (const auto& [first, last, host, port] : ranges) {
-    out.push_back(Reply::Array({Reply::Integer(first), Reply::Integer(last),
-                                Reply::Array({Reply::String(host), Reply::Integer(port),
-                                              Reply::String("id")})}));
+    out.push_back(Reply::Array(
+        {Reply::Integer(first), Reply::Integer(last),
+         Reply::Array({Reply::String(host), Reply::Integer(port), Reply::String("id")})}));
   }
   return Reply::Array(std::move(out));
 }
 
 TEST(Locators, AClusterRoutesEachSlotToItsMaster) {
   RecordingHost host;
-  std::unique_ptr<Locator> l = Make(*ParseEndpoint("redis+cluster://127.0.0.1:7001+h2:7002"), &host);
+  std::unique_ptr<Locator> l =
+      Make(*ParseEndpoint("redis+cluster://127.0.0.1:7001+h2:7002"), &host);
   EXPECT_EQ(l->Scheme(), "redis+cluster");
   EXPECT_TRUE(l->Routes());
   EXPECT_TRUE(l->Known());
@@ -189,8 +188,7 @@ TEST(Locators, AClusterRoutesEachSlotToItsMaster) {
   EXPECT_THAT(steps[0].check(Reply::Error("ERR This instance has cluster support disabled")),
               ::testing::HasSubstr("use redis:// for a plain node"));
   // The map: two masters ("" is the member that answered).
-  EXPECT_EQ(steps[0].check(SlotsReply({{0, 8000, "", 7001}, {8001, 16383, "10.0.0.2", 7002}})),
-            "");
+  EXPECT_EQ(steps[0].check(SlotsReply({{0, 8000, "", 7001}, {8001, 16383, "10.0.0.2", 7002}})), "");
   ASSERT_EQ(host.shards.size(), 2u);
   EXPECT_THAT(host.shards[0], ::testing::HasSubstr("master 127.0.0.1:7001"));
   EXPECT_EQ(l->Route(0, ""), 100);
