@@ -31,6 +31,9 @@ class LeaderShape final : public internal::AcquireShape {
     return t;
   }
   bool force_fencing() const override { return true; }
+  // The term counts this resource's elections: its own counter, even when
+  // the namespace shares one (Options::FencingCounters::kShared).
+  bool own_counters() const override { return true; }
 
  private:
   const std::string identity_hex_;

@@ -27,38 +27,37 @@ using internal::LeaseKind;
 using internal::Reply;
 using internal::ScriptCommand;
 
-std::vector<std::string> RwKeys(const std::string& w, bool fencing) {
+// The lock key, the readers, the writers' intents and, with fencing, the
+// counter (`counters`: the one counter key, or none).
+std::vector<std::string> RwKeys(const std::string& w, const std::vector<std::string>& counters) {
   std::vector<std::string> k = {w, absl::StrCat(w, kReadersSuffix),
                                 absl::StrCat(w, kWaitingSuffix)};
-  if (fencing) k.push_back(absl::StrCat(w, kFenceSuffix));
+  if (!counters.empty()) k.push_back(counters[0]);
   return k;
 }
 
 class ReadShape final : public internal::AcquireShape {
  public:
   bool custom_scripts() const override { return true; }
-  Command Round1(const std::vector<std::string>& keys, const std::string& token, int64_t ttl_ms,
-                 bool fencing) const override {
-    return ScriptCommand(internal::RwReadAcquireScript(), RwKeys(keys[0], fencing),
+  Command Round1(const std::vector<std::string>& keys, const std::vector<std::string>& counters,
+                 const std::string& token, int64_t ttl_ms) const override {
+    return ScriptCommand(internal::RwReadAcquireScript(), RwKeys(keys[0], counters),
                          {token, std::to_string(ttl_ms)});
   }
-  Command Commit(const std::vector<std::string>& keys, const std::string& token,
-                 const std::vector<uint64_t>& fences) const override {
-    return ScriptCommand(
-        internal::RwReadCommitScript(),
-        {absl::StrCat(keys[0], kReadersSuffix), absl::StrCat(keys[0], kFenceSuffix)},
-        {token, std::to_string(fences[0])});
+  Command Commit(const std::vector<std::string>& keys, const std::vector<std::string>& counters,
+                 const std::string& token, const std::vector<uint64_t>& fences) const override {
+    return ScriptCommand(internal::RwReadCommitScript(),
+                         {absl::StrCat(keys[0], kReadersSuffix), counters[0]},
+                         {token, std::to_string(fences[0])});
   }
   Command Cleanup(const std::vector<std::string>& keys, const std::string& token) const override {
     return internal::ReleaseCommand(LeaseKind::kShared, keys, token, "");
   }
-  // A reader is no new holder of the counter: it takes the highest value
-  // committed before it (and writes it to its quorum, so that every later
-  // writer reads at least that and goes one higher).
+  // Strictly above every writer before it, shared with the readers that
+  // overlap it (ReaderFence, algorithm.h); written to its quorum, so that
+  // every later writer reads at least that and goes above it.
   absl::StatusOr<uint64_t> Fence(const std::vector<uint64_t>& seen) const override {
-    uint64_t m = 0;
-    for (uint64_t s : seen) m = std::max(m, s);
-    return m;
+    return internal::ReaderFence(seen);
   }
   LeaseKind kind() const override { return LeaseKind::kShared; }
   bool shared_wakeups() const override { return true; }
@@ -69,11 +68,15 @@ class WriteShape final : public internal::AcquireShape {
   WriteShape(std::string waiter, int64_t intent_ms)
       : waiter_(std::move(waiter)), intent_ms_(intent_ms) {}
   bool custom_scripts() const override { return true; }
-  Command Round1(const std::vector<std::string>& keys, const std::string& token, int64_t ttl_ms,
-                 bool fencing) const override {
+  Command Round1(const std::vector<std::string>& keys, const std::vector<std::string>& counters,
+                 const std::string& token, int64_t ttl_ms) const override {
     attempts_.fetch_add(1, std::memory_order_relaxed);
-    return ScriptCommand(internal::RwWriteAcquireScript(), RwKeys(keys[0], fencing),
+    return ScriptCommand(internal::RwWriteAcquireScript(), RwKeys(keys[0], counters),
                          {token, std::to_string(ttl_ms), waiter_, std::to_string(intent_ms_)});
+  }
+  // Odd: above every reader and writer before it (WriterFence, algorithm.h).
+  absl::StatusOr<uint64_t> Fence(const std::vector<uint64_t>& seen) const override {
+    return internal::WriterFence(seen);
   }
   // Commit and cleanup: the plain lock's (the writer's key is a lock key).
   int attempts() const { return attempts_.load(std::memory_order_relaxed); }
@@ -201,7 +204,8 @@ absl::StatusOr<std::vector<ReadWriteNodeView>> ReadWriteLock::Inspect() {
   absl::Status st = internal::CheckResource(resource_, impl->options());
   if (!st.ok()) return st;
   const std::string key = impl->context().Key(resource_);
-  Command command = ScriptCommand(internal::RwInspectScript(), RwKeys(key, true), {});
+  Command command =
+      ScriptCommand(internal::RwInspectScript(), RwKeys(key, {impl->context().FenceKey(key)}), {});
   command.op = "rw-inspect";
   absl::StatusOr<std::vector<absl::StatusOr<Reply>>> replies =
       internal::SendToAllAndWait(*impl, command);

@@ -172,4 +172,36 @@ absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters) {
   return max + 1;
 }
 
+namespace {
+
+uint64_t MaxOf(const std::vector<uint64_t>& counters) {
+  uint64_t max = 0;
+  for (uint64_t c : counters) max = std::max(max, c);
+  return max;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> WriterFence(const std::vector<uint64_t>& counters) {
+  const uint64_t max = MaxOf(counters);
+  // The least odd number above max: max + 1 when max is even, else max + 2.
+  const uint64_t step = max % 2 == 0 ? 1 : 2;
+  if (max > std::numeric_limits<uint64_t>::max() - step) {
+    return absl::InternalError("fencing counter is at its maximum value");
+  }
+  return max + step;
+}
+
+absl::StatusOr<uint64_t> ReaderFence(const std::vector<uint64_t>& counters) {
+  const uint64_t max = MaxOf(counters);
+  if (max < 2) return 2;
+  if (max % 2 == 0) return max;
+  // max is odd, so below the maximum (which is odd too only if it is max
+  // itself).
+  if (max == std::numeric_limits<uint64_t>::max()) {
+    return absl::InternalError("fencing counter is at its maximum value");
+  }
+  return max + 1;
+}
+
 }  // namespace redlock::internal

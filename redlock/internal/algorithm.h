@@ -170,6 +170,20 @@ int CounterLossesSurvived(int nodes, int fenced_quorum);
 // in practice but must not wrap).
 absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters);
 
+// The reader-writer lock's tokens on its one counter (docs/design.md 5.15).
+// A writer takes the least odd number above every counter read; a reader
+// the least even number not below them, and at least 2. So a reader is
+// strictly above every writer before it (whose odd token its reads include:
+// the F-set argument of FencedQuorum), readers that overlap with no writer
+// between them share one token (the store then accepts each of their
+// reads), and a writer is strictly above every earlier reader and writer. A
+// store that has seen a reader's token refuses the writer before it: a
+// writer paused past its lease cannot write under a later reader. A reader's
+// token is never 0, the value that says "fencing off". kInternal where the
+// token space is exhausted, as NextFence.
+absl::StatusOr<uint64_t> WriterFence(const std::vector<uint64_t>& counters);
+absl::StatusOr<uint64_t> ReaderFence(const std::vector<uint64_t>& counters);
+
 }  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_ALGORITHM_H_

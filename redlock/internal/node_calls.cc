@@ -60,6 +60,11 @@ struct NodeCalls::Call {
   int redirects = 0;    // MOVED and ASK followed
   bool asking = false;  // the latest send went with ASKING (two replies)
   ConnectionId conn = 0;
+  // Durable writes queued so far (one per send; a script-free transaction
+  // run again writes again), and whether a confirmation followed one.
+  int writes = 0;
+  bool confirm_sent = false;
+  Clock::TimePoint first_sent{};  // for TRYAGAIN's deadline
   bool write_answered = false;
   bool write_yes = false;
   // Read only once write_answered (no message: a Status with one is an
@@ -82,6 +87,7 @@ NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& op
       // in four.
       probe_interval_(std::max(options.breaker_probe_interval, 4 * options.durability.timeout)),
       retry_interval_(std::max(options.breaker_probe_interval, options.node_timeout)),
+      node_timeout_(options.node_timeout),
       max_pending_(options.max_in_flight_per_node),
       clusters_(ClusterNodes(options, transport->size())),
       nodes_(static_cast<size_t>(transport->size())) {}
@@ -120,6 +126,7 @@ std::shared_ptr<NodeCalls::Call> NodeCalls::NewCall(int node, const Command& com
   call->noscript = noscript;
   call->script = command.script;
   call->done = std::move(done);
+  call->first_sent = clock_->Now();
   if (call->durable) {
     std::string why;
     {
@@ -162,7 +169,7 @@ ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
           std::lock_guard<std::mutex> lock(call->mu);
           call->conn = c;
         }
-        AfterWrite(call, round, c);
+        Wrote(call, round, c);
       };
     }
     std::lock_guard<std::mutex> lock(call->mu);
@@ -181,11 +188,25 @@ ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
     });
     call->conn = conn;
   }
-  if (call->durable) AfterWrite(call, round, conn);
+  if (call->durable) Wrote(call, round, conn);
   return conn;
 }
 
-void NodeCalls::AfterWrite(const std::shared_ptr<Call>& call, int round, ConnectionId conn) {
+void NodeCalls::Wrote(const std::shared_ptr<Call>& call, int round, ConnectionId conn) {
+  int write;
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    write = ++call->writes;
+    // A confirmation of an earlier write of this round (a WAIT behind an
+    // EXEC that aborted) says nothing of this one.
+    call->confirmation.reset();
+    if (conn != 0) call->confirm_sent = true;
+  }
+  AfterWrite(call, round, write, conn);
+}
+
+void NodeCalls::AfterWrite(const std::shared_ptr<Call>& call, int round, int write,
+                           ConnectionId conn) {
   if (conn == 0) {
     // Not sent: says nothing of the replicas.
     if (call->probe) CountConfirmation(call->node, Vote{V::kCancelled, ""}, /*probe=*/true);
@@ -203,11 +224,11 @@ void NodeCalls::AfterWrite(const std::shared_ptr<Call>& call, int round, Connect
     NodeState& s = nodes_[static_cast<size_t>(call->node)];
     auto [it, fresh] = s.confirming.try_emplace(conn);
     if (!fresh) {
-      it->second.push_back(Waiter{call, round});
+      it->second.push_back(Waiter{call, round, write});
       return;
     }
   }
-  group->writes.push_back(Waiter{call, round});
+  group->writes.push_back(Waiter{call, round, write});
   SendConfirmation(call->node, std::move(group), conn);
 }
 
@@ -237,7 +258,7 @@ void NodeCalls::SendConfirmation(int node, std::shared_ptr<Confirmation> group,
     group->writes = std::move(here);
   }
   for (Waiter& w : elsewhere) {
-    OnConfirm(w.call, w.round,
+    OnConfirm(w.call, w.round, w.write,
               Vote{V::kUnavailable, "granted, but its connection was lost before a WAIT followed"});
   }
 }
@@ -268,7 +289,7 @@ void NodeCalls::OnConfirmation(int node, const std::shared_ptr<Confirmation>& gr
       }
     }
   }
-  for (const Waiter& w : writes) OnConfirm(w.call, w.round, cv);
+  for (const Waiter& w : writes) OnConfirm(w.call, w.round, w.write, cv);
   if (next == nullptr) return;
   // Behind the last of them: every one was sent on that connection.
   SendConfirmation(node, next, next->conn);
@@ -287,6 +308,10 @@ void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::Stat
   // confirmation; what followed it on the old connection is redirected
   // behind it in the same way (a release behind its SET), so the order
   // holds on the new master too.
+  if (cluster(call->node) && r.ok() && r->is_error() && absl::StartsWith(r->str, "TRYAGAIN") &&
+      TryAgainLater(call, round)) {
+    return;
+  }
   std::optional<Redirect> redirect;
   if (cluster(call->node) && r.ok() && r->is_error()) redirect = ParseRedirect(r->str);
   if (redirect.has_value()) {
@@ -364,9 +389,14 @@ void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::Stat
   Vote v = call->judge(r);
   Done done;
   Answer answer;
+  bool probe_unasked = false;
   {
     std::lock_guard<std::mutex> lock(call->mu);
     call->write_answered = true;
+    // A probe that wrote nothing for a WAIT to follow (a script-free write
+    // decided in its first phase): it asked the replicas nothing, and the
+    // next write may probe.
+    probe_unasked = call->probe && !call->confirm_sent;
     if (!call->durable || v.vote != V::kYes) {
       // A "no" needs no confirmation (the WAIT's answer still counts for
       // the node's replicas).
@@ -385,15 +415,40 @@ void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::Stat
       call->write_vote = std::move(v);
     }
   }
+  if (probe_unasked) CountConfirmation(call->node, Vote{V::kCancelled, ""}, /*probe=*/true);
   if (done) done(std::move(answer));
 }
 
-void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, Vote cv) {
+bool NodeCalls::TryAgainLater(const std::shared_ptr<Call>& call, int round) {
+  const Clock::TimePoint now = clock_->Now();
+  absl::Duration pause = std::max(absl::Milliseconds(1), node_timeout_ / 10);
+  {
+    std::lock_guard<std::mutex> lock(call->mu);
+    if (round != call->round || !call->done || call->resend.payload.empty()) return false;
+    if (now + absl::ToChronoNanoseconds(pause) >=
+        call->first_sent + absl::ToChronoNanoseconds(node_timeout_)) {
+      return false;
+    }
+    ++call->round;
+    call->asking = false;
+  }
+  transport_->RunAfter(pause, [this, call, round] {
+    Command again = call->resend;
+    again.after = 0;
+    again.pinned = false;
+    again.asking_at.clear();
+    SendOnce(call, round + 1, again);
+  });
+  return true;
+}
+
+void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, int write, Vote cv) {
   Done done;
   Answer answer;
   {
     std::lock_guard<std::mutex> lock(call->mu);
-    if (round != call->round || !call->done) return;
+    // Only the confirmation behind the call's latest write counts.
+    if (round != call->round || write != call->writes || !call->done) return;
     if (!call->write_answered) {
       call->confirmation = std::move(cv);
       return;
@@ -508,7 +563,11 @@ ConnectionId NodeCalls::SendRelease(int node, Pending p, bool eval, Done done) {
   Command command = ReleaseCommand(*p.release, after, eval);
   return Send(node, std::move(command), ReleaseVote, /*durable=*/false, OnNoScript::kResend,
               [this, node, p = std::move(p), done = std::move(done)](Answer a) mutable {
-                if (!Answered(a.reply) && a.vote.vote != V::kCancelled) {
+                // A release that can never be sent (the node forbids
+                // scripting, and the release has no script-free form) is
+                // not kept: the keys go at their ttl.
+                if (!Answered(a.reply) && a.vote.vote != V::kCancelled &&
+                    !absl::IsFailedPrecondition(a.reply.status())) {
                   // Refused (not sent): the copy sent before still waits
                   // where it was queued; forgetting that would let the next
                   // round queue another behind the SET, past the breaker.

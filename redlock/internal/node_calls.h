@@ -165,10 +165,13 @@ class NodeCalls {
     ConnectionId queued_on = 0;  // where the last try went (0: refused)
     Clock::TimePoint until;
   };
-  // A write waiting for a confirmation (the round it was sent in).
+  // A write waiting for a confirmation: the round it was sent in, and which
+  // of its writes (a script-free transaction whose EXEC aborted writes again
+  // in the same round: only the WAIT behind the last one confirms it).
   struct Waiter {
     std::shared_ptr<Call> call;
     int round = 0;
+    int write = 0;
   };
   // The writes one WAIT confirms, on connection `conn`.
   struct Confirmation {
@@ -201,13 +204,19 @@ class NodeCalls {
   // Whether the call keeps its command to send it again.
   bool KeepsCommand(const Call& call) const;
   ConnectionId SendOnce(const std::shared_ptr<Call>& call, int round, const Command& command);
-  // A durable write went on `conn`: its confirmation follows it.
-  void AfterWrite(const std::shared_ptr<Call>& call, int round, ConnectionId conn);
+  // A durable write (the call's `write`-th) went on `conn`: its
+  // confirmation follows it.
+  void Wrote(const std::shared_ptr<Call>& call, int round, ConnectionId conn);
+  void AfterWrite(const std::shared_ptr<Call>& call, int round, int write, ConnectionId conn);
   void OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r);
   void SendConfirmation(int node, std::shared_ptr<Confirmation> group, ConnectionId after);
   void OnConfirmation(int node, const std::shared_ptr<Confirmation>& group,
                       absl::StatusOr<Reply> r);
-  void OnConfirm(const std::shared_ptr<Call>& call, int round, Vote confirmation);
+  void OnConfirm(const std::shared_ptr<Call>& call, int round, int write, Vote confirmation);
+  // A node of a Redis Cluster answered TRYAGAIN (a multi-key call whose keys
+  // are split by a slot migration for a moment): sent again after a short
+  // pause, within node_timeout of its first send. False when it may not be.
+  bool TryAgainLater(const std::shared_ptr<Call>& call, int round);
   // A WAIT's answer, for the node's confirmation breaker (kCancelled: says
   // nothing of the replicas).
   void CountConfirmation(int node, const Vote& confirmation, bool probe);
@@ -229,6 +238,7 @@ class NodeCalls {
   const Command confirm_command_;
   const absl::Duration probe_interval_;
   const absl::Duration retry_interval_;
+  const absl::Duration node_timeout_;
   const size_t max_pending_;
   const std::vector<bool> clusters_;  // per node: a Redis Cluster
 

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <limits>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -225,6 +226,35 @@ TEST(DescribeResources, QuotesAndElides) {
   EXPECT_EQ(DescribeResources({"a", "b"}), "{\"a\", \"b\"}");
   EXPECT_EQ(DescribeResources({"a", "b", "c", "d", "e", "f"}),
             "{\"a\", \"b\", \"c\", \"d\", ... (6 in all)}");
+}
+
+// The reader-writer lock's tokens (issue 36 item 2): writers odd, readers
+// even, each strictly above the other kind before it.
+TEST(ReaderWriterFences, WritersTakeTheNextOddReadersTheLeastEvenNotBelow) {
+  EXPECT_EQ(*WriterFence({}), 1u);
+  EXPECT_EQ(*WriterFence({0, 0}), 1u);
+  EXPECT_EQ(*WriterFence({1}), 3u) << "after a writer";
+  EXPECT_EQ(*WriterFence({2, 1}), 3u) << "after a reader";
+  EXPECT_EQ(*ReaderFence({}), 2u) << "never 0 (fencing off)";
+  EXPECT_EQ(*ReaderFence({1}), 2u) << "above the writer";
+  EXPECT_EQ(*ReaderFence({2, 1}), 2u) << "shared with the reader before it";
+  EXPECT_EQ(*ReaderFence({7, 41, 12}), 42u);
+  for (uint64_t max = 0; max < 64; ++max) {
+    const uint64_t w = *WriterFence({max});
+    const uint64_t r = *ReaderFence({max});
+    EXPECT_GT(w, max);
+    EXPECT_EQ(w % 2, 1u);
+    EXPECT_GE(r, max);
+    EXPECT_EQ(r % 2, 0u);
+    EXPECT_GT(*ReaderFence({w}), w) << "a reader after a writer is above it";
+    EXPECT_GT(*WriterFence({r}), r);
+  }
+  const uint64_t top = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(WriterFence({top}).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(*WriterFence({top - 1}), top) << "the maximum is odd";
+  EXPECT_EQ(*WriterFence({top - 2}), top);
+  EXPECT_EQ(ReaderFence({top}).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(*ReaderFence({top - 1}), top - 1);
 }
 
 }  // namespace
