@@ -109,6 +109,31 @@ absl::Status Client::ReleaseSet(std::vector<Lease> leases, int quorum) {
   return NoSets();
 }
 
+namespace {
+
+absl::Status NoFamily() {
+  return absl::UnimplementedError(
+      "this Client does not take the lock family's locks (a Client that wraps another forwards "
+      "AcquireFamily, AcquireFamilyAsync and InspectFamily)");
+}
+
+}  // namespace
+
+void Client::AcquireFamilyAsync(FamilyRequest request, FamilyCallback done) {
+  (void)request;
+  done(NoFamily());
+}
+
+absl::StatusOr<Client::FamilyGrant> Client::AcquireFamily(FamilyRequest request) {
+  (void)request;
+  return NoFamily();
+}
+
+absl::StatusOr<std::vector<FamilyNodeView>> Client::InspectFamily(FamilyRequest request) {
+  (void)request;
+  return NoFamily();
+}
+
 absl::StatusOr<std::unique_ptr<Renewal>> Client::AutoRenewSet(
     std::vector<Lease> leases, int quorum, RenewOptions options,
     absl::AnyInvocable<void(absl::Status)> on_lost) {

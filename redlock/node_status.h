@@ -27,6 +27,23 @@ struct NodeView {
   uint64_t fence_counter = 0;
 };
 
+// What one node says about a primitive of the lock family
+// (Client::InspectFamily): the reader-writer lock, a semaphore's permits,
+// an election. Read-only; the fields of other kinds stay empty.
+struct FamilyNodeView {
+  std::string node;     // "host:port"
+  absl::Status status;  // why the node could not be read, or OK
+  // The lock key's token ("" when free): the writer, or the leader.
+  std::string holder;
+  absl::Duration holder_ttl_left = absl::ZeroDuration();
+  int readers = 0;          // a reader-writer lock's live reader entries
+  int waiting_writers = 0;  // and its live writer intents
+  // The primitive's fencing counter on this node (a leader's: its term).
+  uint64_t fence_counter = 0;
+  // A semaphore's permits: each permit key's token ("" when free).
+  std::vector<std::string> permits;
+};
+
 // One Sentinel of a Sentinel-managed node (NodeHealth::sentinels), as the
 // client sees it: every Sentinel is asked where the master is, and each one
 // the client can reach stays connected to announce failovers.

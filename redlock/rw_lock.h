@@ -53,8 +53,10 @@
 // exactly as they affect the mutex (README "Safety").
 //
 // Thread-safety: a ReadWriteLock is a thin, stateless wrapper; share it.
-// REQUIRES: the Client outlives it and was made by Client::Create (every
-// call returns kFailedPrecondition otherwise).
+// REQUIRES: the Client outlives it. Any Client that takes the lock family's
+// calls works (Client::AcquireFamily: one made by Client::Create, or one
+// that wraps such a client and forwards them); another answers
+// kUnimplemented.
 
 #ifndef REDLOCK_RW_LOCK_H_
 #define REDLOCK_RW_LOCK_H_
@@ -133,10 +135,10 @@ class ReadWriteLock {
   const std::string& resource() const { return resource_; }
 
  private:
-  // One attempt loop of the reader's (shared) or the writer's form, and
-  // its blocking and asynchronous calls.
-  void Start(bool shared, absl::Duration ttl, std::optional<absl::Duration> wait,
-             const StopToken& stop, Client::LeaseCallback done);
+  // The reader's (shared) or the writer's request to the Client
+  // (Client::AcquireFamily), and its blocking and asynchronous calls.
+  Client::FamilyRequest Request(bool shared, absl::Duration ttl, std::optional<absl::Duration> wait,
+                                const StopToken& stop) const;
   absl::StatusOr<Lease> Blocking(bool shared, absl::Duration ttl,
                                  std::optional<absl::Duration> wait, const StopToken& stop);
   void Async(bool shared, absl::Duration ttl, absl::Duration wait, const StopToken& stop,

@@ -43,14 +43,14 @@ using internal::Reply;
 // Per-connection state. Default-constructed for a new connection.
 struct Session {
   int db = 0;
-  bool asking = false;   // the next command was preceded by ASKING
+  bool asking = false;  // the next command was preceded by ASKING
   bool in_multi = false;
-  bool multi_error = false;                  // a queued command was refused: EXEC aborts
-  std::vector<Argv> queued;                  // commands queued since MULTI
+  bool multi_error = false;  // a queued command was refused: EXEC aborts
+  std::vector<Argv> queued;  // commands queued since MULTI
   std::vector<std::pair<std::string, uint64_t>> watched;  // key, its version at WATCH
-  bool watch_dirty = false;                  // a watched key changed (or was flushed/expired)
-  int64_t last_write_offset = 0;             // replication offset of this connection's last write
-  std::vector<std::string> subscribed;       // channels (subscriber connections)
+  bool watch_dirty = false;             // a watched key changed (or was flushed/expired)
+  int64_t last_write_offset = 0;        // replication offset of this connection's last write
+  std::vector<std::string> subscribed;  // channels (subscriber connections)
 };
 
 // A message PUBLISHed by a command (the script's or a PUBLISH).
@@ -63,34 +63,35 @@ struct Publication {
 // Reply::Integer(AckedReplicas(offset)) (WAIT) or the two-element array of
 // WAITAOF once `numreplicas` are reached or `timeout_ms` passed (0: forever).
 struct Block {
-  bool aof = false;        // WAITAOF numlocal numreplicas timeout
-  int64_t offset = 0;      // the connection's last write when WAIT ran
-  int numlocal = 0;        // WAITAOF only
+  bool aof = false;    // WAITAOF numlocal numreplicas timeout
+  int64_t offset = 0;  // the connection's last write when WAIT ran
+  int numlocal = 0;    // WAITAOF only
   int numreplicas = 0;
   int64_t timeout_ms = 0;
 };
 
 struct Result {
   Reply reply;
-  std::optional<Block> block;            // set: reply is not yet decided
-  std::vector<Publication> published;    // in order
-  bool wrote = false;                    // the command changed the dataset
+  std::optional<Block> block;          // set: reply is not yet decided
+  std::vector<Publication> published;  // in order
+  bool wrote = false;                  // the command changed the dataset
 };
 
 class Node {
  public:
   struct Config {
-    std::string name;            // "n0": for error texts and INFO
-    std::string run_id;          // INFO server's run_id (40 hex chars); derived from name if empty
+    std::string name;    // "n0": for error texts and INFO
+    std::string run_id;  // INFO server's run_id (40 hex chars); derived from name if empty
     std::string version = "7.0.15";     // redis_version
     std::string server_name = "redis";  // "valkey" adds server_name/valkey_version to INFO
-    bool scripting = true;       // false: EVAL/EVALSHA/SCRIPT answer as a Lua-less server
-    bool scripting_noperm = false;  // EVAL/EVALSHA/SCRIPT answer NOPERM (an ACL user without @scripting)
-    bool delifeq = false;        // DELIFEQ key value (Valkey 9)
-    bool set_ifeq = false;       // SET ... IFEQ value (Valkey 8.1, Redis 8.4)
-    bool delex = false;          // DELEX key IFEQ value (Redis 8.4)
-    bool appendonly = false;     // WAITAOF's numlocal is 1 when true
-    int replicas = 0;            // simulated replicas (see Replicate/Failover)
+    bool scripting = true;              // false: EVAL/EVALSHA/SCRIPT answer as a Lua-less server
+    bool scripting_noperm =
+        false;                // EVAL/EVALSHA/SCRIPT answer NOPERM (an ACL user without @scripting)
+    bool delifeq = false;     // DELIFEQ key value (Valkey 9)
+    bool set_ifeq = false;    // SET ... IFEQ value (Valkey 8.1, Redis 8.4)
+    bool delex = false;       // DELEX key IFEQ value (Redis 8.4)
+    bool appendonly = false;  // WAITAOF's numlocal is 1 when true
+    int replicas = 0;         // simulated replicas (see Replicate/Failover)
     // Cluster mode: the slots this member serves (inclusive ranges); empty: not a cluster member.
     std::vector<std::pair<int, int>> slots;
   };
@@ -132,7 +133,7 @@ class Node {
   void EndMigration(int slot);  // the slot is no longer served here: MOVED
   // Importing side: accepts the slot's commands after ASKING.
   void BeginImport(int slot);
-  void EndImport(int slot);     // the slot is served here
+  void EndImport(int slot);  // the slot is served here
   // Moves up to `count` keys of `slot` to `to`; returns how many moved.
   int MoveKeys(int slot, Node& to, int count, int64_t now_ms);
 

@@ -51,7 +51,11 @@ absl::Status CheckResource(absl::string_view resource, const Options& options) {
                                                    " bytes is longer than the maximum of ",
                                                    kMaxResourceLength));
   }
-  if (options.fencing && absl::EndsWith(resource, kFenceSuffix)) {
+  // Reserved with fencing off too: an election always keeps a counter
+  // (<resource>:fence), and a plain lock of that name would write a token
+  // into it.
+  (void)options;
+  if (absl::EndsWith(resource, kFenceSuffix)) {
     return absl::InvalidArgumentError(absl::StrCat("resource \"", resource,
                                                    "\": names ending in \"", kFenceSuffix,
                                                    "\" are reserved for fencing counters"));

@@ -49,8 +49,9 @@ struct LockTtl {
 // allowance, or above kMaxTtlMs.
 absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options);
 
-// Checks a resource name: 1..kMaxResourceLength bytes, and with fencing on it
-// must not end in ":fence" (those names are the counters).
+// Checks a resource name: 1..kMaxResourceLength bytes, not ending in
+// ":fence" (those names are the counters, with fencing off too: an election
+// always keeps one).
 absl::Status CheckResource(absl::string_view resource, const Options& options);
 
 // Quoted resource(s) for messages: "a" or {"a", "b"} (long lists elided).

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/cluster_slots.h"
+#include "redlock/internal/family_ops.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/renewal.h"
 #include "redlock/internal/scripts.h"
@@ -134,6 +135,24 @@ void ClientImpl::AcquireOne(absl::string_view resource, absl::Duration ttl,
   call.wait = wait;
   call.stop = stop;
   StartSet(std::move(call), nullptr, Single(std::move(done)));
+}
+
+// ---- The lock family -------------------------------------------------------------
+
+void ClientImpl::AcquireFamilyAsync(FamilyRequest request, FamilyCallback done) {
+  StartFamily(*this, std::move(request), ToUser(std::move(done)));
+}
+
+absl::StatusOr<Client::FamilyGrant> ClientImpl::AcquireFamily(FamilyRequest request) {
+  return Block<absl::StatusOr<FamilyGrant>>(
+      [&](FamilyCallback done) { StartFamily(*this, std::move(request), std::move(done)); });
+}
+
+absl::StatusOr<std::vector<FamilyNodeView>> ClientImpl::InspectFamily(FamilyRequest request) {
+  using Views = absl::StatusOr<std::vector<FamilyNodeView>>;
+  return Block<Views>([&](absl::AnyInvocable<void(Views)> done) {
+    StartInspectFamily(ctx_, request, std::move(done));
+  });
 }
 
 // ---- Sets of resources -----------------------------------------------------------

@@ -69,6 +69,11 @@ class ClientImpl final : public Client {
       const Lease& lease, RenewOptions options,
       absl::AnyInvocable<void(absl::Status)> on_lost) override;
 
+  // The lock family (family_ops.h).
+  void AcquireFamilyAsync(FamilyRequest request, FamilyCallback done) override;
+  absl::StatusOr<FamilyGrant> AcquireFamily(FamilyRequest request) override;
+  absl::StatusOr<std::vector<FamilyNodeView>> InspectFamily(FamilyRequest request) override;
+
   absl::StatusOr<std::vector<NodeView>> Inspect(absl::string_view resource) override;
   std::vector<NodeHealth> Health() const override;
   const Options& options() const override { return ctx_.options(); }
@@ -101,8 +106,8 @@ class ClientImpl final : public Client {
   template <typename T>
   absl::AnyInvocable<void(T)> ToUser(absl::AnyInvocable<void(T)> done);
 
-  // What the operations share, for the lock family's own operations
-  // (redlock/internal/family_api.h).
+  // What the operations share, for the lock family's operations
+  // (family_ops.h).
   OpContext& context() { return ctx_; }
 
  private:
