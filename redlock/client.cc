@@ -13,6 +13,7 @@
 #include "redlock/internal/engine.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/node_identity.h"
+#include "redlock/internal/scheme.h"
 #include "redlock/internal/scriptless.h"
 #include "redlock/internal/status_macros.h"
 #include "redlock/internal/tls_stream.h"
@@ -39,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   auto modes = std::make_shared<internal::ScriptingModes>(static_cast<int>(options.nodes.size()));
   // A cluster node must run them: the script-free transactions cannot
   // follow a key that moves between masters.
-  config.setup = [modes, clusters = internal::ClusterNodes(
+  config.setup = [modes, clusters = internal::KeyRoutedNodes(
                              options, static_cast<int>(options.nodes.size()))](int node) {
     return internal::ScriptLoadSteps(modes, node, clusters[static_cast<size_t>(node)]);
   };

@@ -9,6 +9,7 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "redlock/election.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/client_impl.h"
 #include "redlock/internal/context.h"
@@ -19,7 +20,6 @@
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/semaphore_op.h"
 #include "redlock/internal/token.h"
-#include "redlock/election.h"
 #include "redlock/semaphore.h"
 
 namespace redlock::internal {
@@ -51,6 +51,10 @@ class ReadShape final : public AcquireShape {
     return ScriptCommand(RwReadAcquireScript(), RwKeys(keys[0], counters),
                          {token, std::to_string(ttl_ms)});
   }
+  std::vector<std::string> Keys(const std::vector<std::string>& keys,
+                                const std::vector<std::string>& counters) const override {
+    return RwKeys(keys[0], counters);
+  }
   Command Commit(const std::vector<std::string>& keys, const std::vector<std::string>& counters,
                  const std::string& token, const std::vector<uint64_t>& fences) const override {
     return ScriptCommand(RwReadCommitScript(), {absl::StrCat(keys[0], kReadersSuffix), counters[0]},
@@ -80,6 +84,10 @@ class WriteShape final : public AcquireShape {
     return ScriptCommand(RwWriteAcquireScript(), RwKeys(keys[0], counters),
                          {token, std::to_string(ttl_ms), waiter_, std::to_string(intent_ms_)});
   }
+  std::vector<std::string> Keys(const std::vector<std::string>& keys,
+                                const std::vector<std::string>& counters) const override {
+    return RwKeys(keys[0], counters);
+  }
   // Odd: above every reader and writer before it (WriterFence, algorithm.h).
   absl::StatusOr<uint64_t> Fence(const std::vector<uint64_t>& seen) const override {
     return WriterFence(seen);
@@ -102,7 +110,8 @@ class LeaderShape final : public AcquireShape {
   explicit LeaderShape(std::string identity_hex) : identity_hex_(std::move(identity_hex)) {}
   std::string Token() const override {
     std::string t = NewToken();
-    if (!identity_hex_.empty()) absl::StrAppend(&t, std::string(1, kIdentitySeparator), identity_hex_);
+    if (!identity_hex_.empty())
+      absl::StrAppend(&t, std::string(1, kIdentitySeparator), identity_hex_);
     return t;
   }
   bool force_fencing() const override { return true; }
@@ -293,8 +302,9 @@ void StartFamily(ClientImpl& impl, Client::FamilyRequest request, Client::Family
         if (waits &&
             (!r.ok() || shape->attempts() > 1 || r->lease.nodes_granted() < ctx->nodes()) &&
             !ctx->transport().stopping()) {
-          Command withdraw = ScriptCommand(RwWithdrawScript(), {key, absl::StrCat(key, kWaitingSuffix)},
-                                           {shape->waiter(), std::string(kReleaseChannelPrefix)});
+          Command withdraw =
+              ScriptCommand(RwWithdrawScript(), {key, absl::StrCat(key, kWaitingSuffix)},
+                            {shape->waiter(), std::string(kReleaseChannelPrefix)});
           withdraw.op = "rw-withdraw";
           FanOut(*ctx, withdraw, nullptr);
         }
