@@ -29,7 +29,7 @@
 //
 // Durations in scenario files may be absolute ("250ms", "1.5s") or relative
 // to the run's lease: "1.2ttl" (of the first client's ttl) or "4drift" (of
-// the drift allowance ttl * drift_factor + 2 ms), so a scenario keeps its
+// the drift allowance ttl * drift_factor + drift_floor), so a scenario keeps its
 // meaning when its ttl changes.
 //
 // Thread-safety: the registry and the kinds are immutable after start-up;
@@ -51,6 +51,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "redlock/options.h"
 
 namespace redlock::chaos {
 
@@ -82,7 +83,10 @@ std::string DescribeProperties(PropertySet set);
 struct SpanScale {
   int64_t ttl_ms = 1000;
   double drift_factor = 0.01;
-  absl::Duration drift() const;  // ttl * drift_factor + 2 ms
+  int64_t drift_floor_ms = absl::ToInt64Milliseconds(redlock::Options().clock_drift_floor);
+  // ttl * drift_factor + drift_floor, by the library's rule
+  // (redlock::DriftAllowance).
+  absl::Duration drift() const;
 };
 
 struct Span {
