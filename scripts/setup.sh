@@ -55,7 +55,7 @@ packages=(
 )
 if ((backends)); then
   packages+=(
-    etcd-server                              # a 3-member etcd cluster (backends/servers.h)
+    etcd-server libcurl4-openssl-dev         # a 3-member etcd cluster (backends/servers.h), its HTTP client
     zookeeper libzookeeper-mt-dev            # a 3-member ensemble (Java) and its C client
     postgresql libpq-dev                     # the database and libpq
   )
