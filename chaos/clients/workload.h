@@ -277,7 +277,7 @@ class ClientProcess {
  public:
   // Creates the history file (owned by `uid` if set), the marker pipe and the
   // reader thread, and spawns the client (a testkit::Process whose pid is
-  // registered with chaos/run/cleanup.h while it runs).
+  // registered with chaos/base/cleanup.h while it runs).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClientProcess>> Spawn(ClientLaunch launch,
                                                                             MarkerHub* hub);
   // SIGKILL (by pid) if still running, reap, join the reader.

@@ -11,13 +11,14 @@
 // the documentation allows, so that a violation of any other property is a
 // finding), how to inject it, how to heal it, and its colour on the timeline.
 //
-// The kinds live in one file per family (faults/node_faults.cc,
+// The kinds live in one file per family (chaos/kinds/node_faults.cc,
 // clock_faults.cc, network_faults.cc, replication_faults.cc,
-// client_faults.cc, server_faults.cc) and register themselves in their
-// family's Register*Faults function (faults/registry.cc calls each family
-// once). Adding a kind touches its family file and its test, nothing else:
-// the scenario files, the explorer, the checker's fault lists and the
-// timeline all work from the registry.
+// client_faults.cc, server_faults.cc), above the run they act through
+// (chaos/run/run.h), and register themselves in their family's
+// Register*Faults function (AllFaultKinds, fault_kind.cc, calls each family
+// once: declared here, so this file and the run need not see them). Adding a kind touches its
+// family file and its test, nothing else: the scenario files, the explorer, the checker's fault
+// lists and the timeline all work from the registry.
 //
 //   const FaultKind* k = FindFaultKind("clock_jump");
 //   FaultTemplate t;                        // as written in a scenario file
@@ -327,7 +328,7 @@ const FaultKind* FindFaultKind(absl::string_view name);
 // The timeline colour of a nemesis fault name ("" when no kind has it).
 std::string FaultKindColor(absl::string_view name);
 
-// The family registration functions (faults/*_faults.cc).
+// The family registration functions (chaos/kinds/*_faults.cc).
 using FaultKindList = std::vector<std::unique_ptr<const FaultKind>>;
 void RegisterNodeFaults(FaultKindList& out);
 void RegisterClockFaults(FaultKindList& out);

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/history/history.h"
-#include "chaos/run/cleanup.h"
 
 namespace redlock::chaos {
 namespace {
