@@ -38,23 +38,23 @@ class Cluster final : public EndpointScheme {
                          "the seeds (redis+cluster://host:port+host:port)");
     }
     e->host.clear();
-    return ParseAddresses(url.text, url.hosts, 6379, &e->cluster_seeds);
+    return ParseAddresses(url.text, url.hosts, 6379, &e->cluster.seeds);
   }
 
   std::string Check(const Endpoint& e) const override {
-    if (e.uses_sentinel() || !e.sentinels.empty()) {
+    if (e.uses_sentinel() || !e.sentinel.sentinels.empty()) {
       return "a cluster node is found through its seeds, not through Sentinels";
     }
-    if (e.cluster_seeds.size() > kMaxSeeds) {
-      return absl::StrCat(e.cluster_seeds.size(), " seeds: at most ", kMaxSeeds,
+    if (e.cluster.seeds.size() > kMaxSeeds) {
+      return absl::StrCat(e.cluster.seeds.size(), " seeds: at most ", kMaxSeeds,
                           " per cluster node are supported");
     }
     if (e.db != 0) return "a cluster has only database 0";
-    return CheckAddresses(e.cluster_seeds, "a seed");
+    return CheckAddresses(e.cluster.seeds, "a seed");
   }
 
   std::string Name(const Endpoint& e) const override {
-    return absl::StrCat("cluster:", JoinAddresses(e.cluster_seeds));
+    return absl::StrCat("cluster:", JoinAddresses(e.cluster.seeds));
   }
   std::string Key(const Endpoint& e) const override { return absl::AsciiStrToLower(Name(e)); }
 

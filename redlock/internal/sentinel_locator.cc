@@ -140,11 +140,11 @@ struct Link {
 class SentinelLocator final : public Locator {
  public:
   SentinelLocator(const Endpoint& e, LocatorEnv env) : endpoint_(e), env_(std::move(env)) {
-    for (const SentinelAddress& at : e.sentinels) {
+    for (const SentinelAddress& at : e.sentinel.sentinels) {
       Connection::Settings s = env_.settings;
       Endpoint login;  // the Sentinels' own credentials
-      login.username = e.sentinel_username;
-      login.password = e.sentinel_password;
+      login.username = e.sentinel.username;
+      login.password = e.sentinel.password;
       login.host = at.host;
       login.port = at.port;
       s.endpoint = login;
@@ -175,7 +175,7 @@ class SentinelLocator final : public Locator {
     // back as a replica): only a master is used.
     HandshakeStep role;
     AppendCommand(&role.payload, {"ROLE"});
-    role.check = [master = endpoint_.sentinel_master](const Reply& r) -> std::string {
+    role.check = [master = endpoint_.sentinel.master](const Reply& r) -> std::string {
       if (r.is_error()) return HandshakeError("ROLE", r);
       if (r.type == Reply::Type::kArray && !r.elements.empty() && r.elements[0].str == "master") {
         return "";
@@ -250,16 +250,16 @@ void SentinelLocator::LinkStart(size_t s) {
   Link& l = *links_[s];
   LinkClose(s);
   Endpoint login;
-  login.username = endpoint_.sentinel_username;
-  login.password = endpoint_.sentinel_password;
+  login.username = endpoint_.sentinel.username;
+  login.password = endpoint_.sentinel.password;
   std::vector<HandshakeStep> steps = LoginSteps(login);
   HandshakeStep ask;
-  AppendCommand(&ask.payload, {"SENTINEL", "get-master-addr-by-name", endpoint_.sentinel_master});
+  AppendCommand(&ask.payload, {"SENTINEL", "get-master-addr-by-name", endpoint_.sentinel.master});
   Link* link = &l;
   ask.check = [this, link](const Reply& r) -> std::string {
     if (r.is_error()) return HandshakeError("SENTINEL get-master-addr-by-name", r);
     if (r.is_nil()) {
-      return absl::StrCat("the Sentinel knows no master named \"", endpoint_.sentinel_master, "\"");
+      return absl::StrCat("the Sentinel knows no master named \"", endpoint_.sentinel.master, "\"");
     }
     int port = 0;
     if (r.type != Reply::Type::kArray || r.elements.size() != 2 ||
@@ -275,7 +275,7 @@ void SentinelLocator::LinkStart(size_t s) {
   // The epoch cross-checks the Sentinels' answers. A Sentinel user that may
   // not run SENTINEL MASTER is not refused: its epoch is unknown.
   HandshakeStep master;
-  AppendCommand(&master.payload, {"SENTINEL", "MASTER", endpoint_.sentinel_master});
+  AppendCommand(&master.payload, {"SENTINEL", "MASTER", endpoint_.sentinel.master});
   master.check = [link](const Reply& r) -> std::string {
     link->asked_epoch = r.is_error() ? -1 : ConfigEpoch(r);
     return "";
@@ -343,7 +343,7 @@ void SentinelLocator::OnIo(uint32_t sub, uint32_t generation, uint32_t events) {
     }
     std::vector<std::string> f = absl::StrSplit(m.elements[2].str, ' ');
     int port = 0;
-    if (f.size() != 5 || f[0] != endpoint_.sentinel_master || !absl::SimpleAtoi(f[4], &port) ||
+    if (f.size() != 5 || f[0] != endpoint_.sentinel.master || !absl::SimpleAtoi(f[4], &port) ||
         port < 1 || port > 65535) {
       continue;  // another master of this Sentinel
     }
@@ -424,7 +424,7 @@ void SentinelLocator::Decide(TimePoint now) {
                                       : absl::StrCat("Sentinel ", l->address, ": no answer within ",
                                                      absl::FormatDuration(connect_timeout())));
     }
-    host().Unlocated(absl::StrCat("cannot learn where master \"", endpoint_.sentinel_master,
+    host().Unlocated(absl::StrCat("cannot learn where master \"", endpoint_.sentinel.master,
                                   "\" is: ", absl::StrJoin(why, "; ")));
     // Create waits for every node's first attempt: here, one at every Sentinel.
     host().FirstAttemptDone();
@@ -480,7 +480,7 @@ void SentinelLocator::Answered(size_t s, TimePoint now) {
     master_epoch_ = best.epoch;
     MasterAt(best.host, best.port,
              absl::StrCat("the Sentinels now name ", best.address, " as master \"",
-                          endpoint_.sentinel_master, "\" (config epoch ", best.epoch, ", ",
+                          endpoint_.sentinel.master, "\" (config epoch ", best.epoch, ", ",
                           best.votes, " of ", links_.size(), " Sentinels; ", current,
                           " was named with epoch ", cur.epoch, " by ", cur.votes,
                           "): a failover this client missed; reconnecting"));

@@ -198,7 +198,7 @@ TEST_F(NodeCallsTest, AWriteRedirectedByAClusterCountsOnlyTheWaitBehindItsNewCop
   Make(3, o);
   for (int i = 0; i < 3; ++i) {
     o.nodes[static_cast<size_t>(i)].host.clear();
-    o.nodes[static_cast<size_t>(i)].cluster_seeds = {{"fake" + std::to_string(i), 1}};
+    o.nodes[static_cast<size_t>(i)].cluster.seeds = {{"fake" + std::to_string(i), 1}};
   }
   MakeWith(3, o);
   Lease lease = Acquired("r");
@@ -229,7 +229,7 @@ TEST_F(NodeCallsTest, ARedirectionIsFollowedAFewTimesThenIsANo) {
   Options o;
   Make(1, o);
   o.nodes[0].host.clear();
-  o.nodes[0].cluster_seeds = {{"fake0", 1}};
+  o.nodes[0].cluster.seeds = {{"fake0", 1}};
   MakeWith(1, o);
   for (int k = 0; k < 10; ++k) transport_->node(0).refuse_next.push_back("MOVED 7 fake0:2");
   Result out = TryAcquire("r");
@@ -531,7 +531,7 @@ TEST_F(NodeCallsTest, ATryAgainIsRetriedWithinTheNodesDeadline) {
   o.key_prefix = "{locks}:";
   Make(1, o);
   o.nodes[0].host.clear();
-  o.nodes[0].cluster_seeds = {{"fake0", 1}};
+  o.nodes[0].cluster.seeds = {{"fake0", 1}};
   MakeWith(1, o);
   for (int k = 0; k < 2; ++k) {
     transport_->node(0).refuse_next.push_back(

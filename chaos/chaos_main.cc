@@ -31,9 +31,9 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/explore/explore.h"
 #include "chaos/plot/plot.h"
-#include "chaos/run/cleanup.h"
 #include "chaos/run/report.h"
 #include "chaos/scenarios/scenario_file.h"
 
