@@ -115,7 +115,10 @@ absl::StatusOr<Node::Config> ConfigFromJson(const json& j, const std::string& na
   return c;
 }
 
-std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+template <typename J>
+std::string Dump(const J& j) {
+  return j.dump(-1, ' ', false, J::error_handler_t::replace);
+}
 
 absl::StatusOr<TraceEntry> EntryFromJson(const json& j) {
   TraceEntry e;
@@ -252,8 +255,10 @@ absl::StatusOr<Reply> ReplyFromJson(const json& j) {
   return absl::InvalidArgumentError(absl::StrCat("not a reply: ", Dump(j)));
 }
 
+// The top level keeps the order of the format's description (node, conn,
+// now_ms, argv, reply): a trace reads as it was written.
 std::string TraceLine(const TraceEntry& e) {
-  json j = json::object();
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   if (!e.node.empty()) j["node"] = e.node;
   if (!e.event.empty()) {
     j["now_ms"] = e.now_ms;
@@ -268,14 +273,17 @@ std::string TraceLine(const TraceEntry& e) {
   j["now_ms"] = e.now_ms;
   json argv = json::array();
   for (const std::string& a : e.argv) argv.push_back(BytesToJson(a));
-  j["argv"] = std::move(argv);
-  j["reply"] = ReplyToJson(e.reply);
+  j["argv"] = nlohmann::ordered_json(argv);
+  j["reply"] = nlohmann::ordered_json(ReplyToJson(e.reply));
   if (e.blocked) j["blocked"] = true;
   return Dump(j);
 }
 
 std::string TraceNodeLine(const std::string& name, const Node::Config& config) {
-  return Dump(json{{"node", name}, {"config", ConfigToJson(config)}});
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  j["node"] = name;
+  j["config"] = nlohmann::ordered_json(ConfigToJson(config));
+  return Dump(j);
 }
 
 void TraceWriter::Node(const std::string& name, const Node::Config& config) {
