@@ -94,8 +94,14 @@ int64_t LuaInteger(lua_Number d) {
   return static_cast<int64_t>(d);
 }
 
-Reply ToReply(lua_State* L, int index) {
-  lua_checkstack(L, 4);
+// A table that contains itself would recurse for ever: Redis stops where
+// Lua's stack ends; this stops at a fixed depth.
+constexpr int kMaxReplyDepth = 1000;
+
+Reply ToReply(lua_State* L, int index, int depth = 0) {
+  if (depth > kMaxReplyDepth || !lua_checkstack(L, 4)) {
+    return Reply::Error("ERR reached lua stack limit");
+  }
   if (index < 0) index = lua_gettop(L) + index + 1;
   switch (lua_type(L, index)) {
     case LUA_TSTRING: {
@@ -135,7 +141,7 @@ Reply ToReply(lua_State* L, int index) {
           lua_pop(L, 1);
           break;
         }
-        elements.push_back(ToReply(L, -1));
+        elements.push_back(ToReply(L, -1, depth + 1));
         lua_pop(L, 1);
       }
       return Reply::Array(std::move(elements));
@@ -151,7 +157,10 @@ Reply ErrorReply(lua_State* L, const std::string& sha) {
     const char* s = lua_tostring(L, -1);
     return Reply::Error(OneLine(std::string("ERR Error running script: ") + (s ? s : "?")));
   }
-  lua_getfield(L, -1, "err");
+  // Raw reads: outside the protected call, a metamethod of the script's
+  // error object must not run.
+  lua_pushliteral(L, "err");
+  lua_rawget(L, -2);
   if (lua_type(L, -1) != LUA_TSTRING) {
     // An error object without a message: Redis 7.0 answers nil.
     lua_pop(L, 1);
@@ -159,8 +168,10 @@ Reply ErrorReply(lua_State* L, const std::string& sha) {
   }
   std::string text = lua_tostring(L, -1);
   lua_pop(L, 1);
-  lua_getfield(L, -1, "source");
-  lua_getfield(L, -2, "line");
+  lua_pushliteral(L, "source");
+  lua_rawget(L, -2);
+  lua_pushliteral(L, "line");
+  lua_rawget(L, -3);
   if (lua_type(L, -2) == LUA_TSTRING && lua_isnumber(L, -1)) {
     char line[32];
     snprintf(line, sizeof(line), "%lld", static_cast<long long>(lua_tonumber(L, -1)));

@@ -92,6 +92,22 @@ void BM_SetThenReleaseOne(benchmark::State& state) {
 }
 BENCHMARK(BM_SetThenReleaseOne);
 
+// A node made, then one connection's handshake: INFO server and a SCRIPT
+// LOAD of every script of the library (the cost a run pays per node and
+// connection).
+void BM_NewNodeAndHandshake(benchmark::State& state) {
+  std::vector<Argv> handshake = {{"INFO", "server"}};
+  for (const internal::Script* s : internal::AllScripts()) {
+    handshake.push_back({"SCRIPT", "LOAD", s->body});
+  }
+  for (auto _ : state) {
+    Node node(Node::Config{.name = "n0"});
+    Session session;
+    for (const Argv& a : handshake) benchmark::DoNotOptimize(node.Execute(session, a, 0));
+  }
+}
+BENCHMARK(BM_NewNodeAndHandshake);
+
 }  // namespace
 }  // namespace redlock::sim
 

@@ -721,7 +721,9 @@ TEST_F(NodeTest, LuaConversionsAndErrorsAsRedis7) {
   EXPECT_REPLY(eval(poison),
                Error("ERR user_script:1: Attempt to modify a readonly table" + suffix(poison, 1)));
   EXPECT_REPLY(eval("return string.sub('abc', 2)"), Str("bc"));
-  // A script that never ends is stopped.
+  // What would recurse or run for ever is stopped.
+  EXPECT_EQ(eval("local t = {} t[1] = t return t").elements.size(), 1u);
+  EXPECT_REPLY(eval("error(setmetatable({}, {__index = function() error('x') end}))"), Nil());
   EXPECT_THAT(eval("while true do end").str, ::testing::HasSubstr("instructions"));
 }
 
