@@ -291,7 +291,10 @@ LuaEngine::LuaEngine() {
     lua_pushstring(L_, lib.name);
     lua_call(L_, 1, 0);
   }
-  for (const char* name : {"dofile", "loadfile", "print"}) {
+  // No files, no output; and nothing that measures the interpreter's heap,
+  // which other nodes' scripts have used too (replies must not depend on
+  // what ran before).
+  for (const char* name : {"dofile", "loadfile", "print", "collectgarbage", "gcinfo"}) {
     lua_pushnil(L_);
     lua_setglobal(L_, name);
   }

@@ -8,7 +8,9 @@
 // `redis.pcall`, `redis.error_reply`, `redis.status_reply`,
 // `redis.sha1hex`, `redis.log` (a no-op) and the replication constants; the
 // base, string, table and math libraries without the file functions,
-// `print` and `math.random`; read-only globals and library tables. Not
+// `print`, `math.random` and the heap's measures (`collectgarbage`,
+// `gcinfo`: the interpreter is shared, a reply must not depend on what other
+// nodes ran); read-only globals and library tables. Not
 // there: cjson, bit, struct, cmsgpack (the library's scripts use none), RESP3
 // (`redis.setresp`), script flags (`#!lua flags=...`), script timeouts (a
 // script that runs more than kMaxInstructions Lua instructions is stopped

@@ -89,7 +89,7 @@ class Node {
   struct Config {
     std::string name;    // "n0": for error texts and INFO
     std::string run_id;  // INFO server's run_id (40 hex chars); derived from name if empty
-    std::string version = "7.0.15";     // redis_version
+    std::string version = "7.0.15";     // redis_version; for Valkey, valkey_version
     std::string server_name = "redis";  // "valkey" adds server_name/valkey_version to INFO
     bool scripting = true;              // false: EVAL/EVALSHA/SCRIPT answer as a Lua-less server
     // EVAL/EVALSHA/SCRIPT answer NOPERM (an ACL user without @scripting).

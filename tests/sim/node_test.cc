@@ -615,6 +615,152 @@ TEST_F(NodeTest, SemaphoreScript) {
   EXPECT_REPLY(Sha(sem, fenced, {"t5", "1000", "0", "3"}), Arr({Int(3), Str("41")}));
 }
 
+// Every script of the library, through EVALSHA on one node and EVAL on
+// another in the same state: the same reply and the same dataset, on typical
+// inputs, on keys that just expired, and on keys of the wrong type.
+TEST(NodeScriptsTest, EvalShaAndEvalAgreeOnEveryScript) {
+  struct Case {
+    const Script* script;
+    std::vector<std::string> keys;
+    std::vector<std::string> args;
+  };
+  const std::vector<std::string> rw = {"W", "W:rw:readers", "W:rw:wait", "W:fence"};
+  const std::vector<Case> cases = {
+      {&internal::AcquireSetScript(), {"a", "b"}, {"t", "1000"}},
+      {&internal::ReleaseScript(), {"a", "b"}, {"t", "ch:"}},
+      {&internal::ReleaseOneScript(), {"a"}, {"t", "ch:a"}},
+      {&internal::ExtendScript(), {"a", "b"}, {"t", "5000"}},
+      {&internal::FenceAcquireScript(), {"a", "b", "fa", "fb"}, {"t", "1000"}},
+      {&internal::FenceCommitScript(), {"a", "b", "fa", "fb"}, {"t", "9223372036854775808", "3"}},
+      {&internal::InspectScript(), {"a", "fa"}, {}},
+      {&internal::RwReadAcquireScript(), rw, {"r", "1000"}},
+      {&internal::RwWriteAcquireScript(), rw, {"w", "1000", "waiter", "500"}},
+      {&internal::RwReadCommitScript(), {"W:rw:readers", "W:fence"}, {"r", "7"}},
+      {&internal::RwReadExtendScript(), {"W:rw:readers"}, {"r", "2000"}},
+      {&internal::RwReadReleaseScript(), {"W", "W:rw:readers"}, {"r", "ch:"}},
+      {&internal::RwWithdrawScript(), {"W", "W:rw:wait"}, {"waiter", "ch:"}},
+      {&internal::RwInspectScript(), rw, {}},
+      {&internal::SemAcquireScript(), {"p0", "p1", "f0", "f1"}, {"t", "1000", "1", "2"}},
+  };
+  ASSERT_EQ(cases.size(), internal::AllScripts().size());
+  const int64_t t0 = 1'700'000'000'000;
+  // The states each case runs in: what the same token left, ready to be
+  // extended, committed or released; the same gone by expiry; and keys of
+  // the wrong type.
+  const std::vector<std::pair<std::string, std::vector<Argv>>> states = {
+      {"empty", {}},
+      {"held",
+       {{"SET", "a", "t", "PX", "1000"},
+        {"SET", "b", "t", "PX", "1000"},
+        {"SET", "fa", "41"},
+        {"ZADD", "W:rw:readers", std::to_string(t0 + 1000), "r"},
+        {"ZADD", "W:rw:wait", std::to_string(t0 + 1000), "waiter"},
+        {"SET", "p1", "x", "PX", "1000"}}},
+      {"expired",
+       {{"SET", "a", "t", "PX", "10"},
+        {"SET", "b", "t", "PX", "10"},
+        {"SET", "W", "w", "PX", "10"},
+        {"ZADD", "W:rw:readers", std::to_string(t0 + 10), "r"},
+        {"ZADD", "W:rw:wait", std::to_string(t0 + 10), "waiter"},
+        {"SET", "p0", "x", "PX", "10"}}},
+      {"wrong type",
+       {{"ZADD", "a", "1", "m"},
+        {"ZADD", "b", "1", "m"},
+        {"ZADD", "fa", "1", "m"},
+        {"ZADD", "W", "1", "m"},
+        {"SET", "W:rw:readers", "s"},
+        {"SET", "W:rw:wait", "s"},
+        {"ZADD", "p0", "1", "m"},
+        {"ZADD", "p1", "1", "m"}}},
+  };
+  auto dump = [](Node& node, int64_t now) {
+    std::string out;
+    Session s;
+    for (const std::string& k : node.Keys(now)) {
+      absl::StrAppend(&out, k, "=", J(node.Execute(s, {"TYPE", k}, now).reply), ",",
+                      J(node.Execute(s, {"PTTL", k}, now).reply), ";");
+      const Reply type = node.Execute(s, {"TYPE", k}, now).reply;
+      absl::StrAppend(
+          &out,
+          type.str == "zset"
+              ? J(node.Execute(s, {"ZRANGEBYSCORE", k, "-inf", "+inf", "WITHSCORES"}, now).reply)
+              : J(node.Execute(s, {"GET", k}, now).reply),
+          "\n");
+    }
+    return out;
+  };
+  for (const Case& c : cases) {
+    for (const auto& [state, setup] : states) {
+      SCOPED_TRACE(absl::StrCat(c.script->name, " on ", state));
+      Node a(Node::Config{.name = "a"});
+      Node b(Node::Config{.name = "b"});
+      Session sa, sb;
+      for (const Argv& cmd : setup) {
+        a.Execute(sa, cmd, t0);
+        b.Execute(sb, cmd, t0);
+      }
+      const int64_t now = t0 + 20;
+      ASSERT_EQ(a.Execute(sa, {"SCRIPT", "LOAD", c.script->body}, now).reply.str, c.script->sha);
+      Argv sha = {"EVALSHA", c.script->sha, std::to_string(c.keys.size())};
+      Argv eval = {"EVAL", c.script->body, std::to_string(c.keys.size())};
+      for (Argv* v : {&sha, &eval}) {
+        v->insert(v->end(), c.keys.begin(), c.keys.end());
+        v->insert(v->end(), c.args.begin(), c.args.end());
+      }
+      const Result ra = a.Execute(sa, sha, now);
+      const Result rb = b.Execute(sb, eval, now);
+      EXPECT_EQ(J(ra.reply), J(rb.reply));
+      EXPECT_EQ(ra.wrote, rb.wrote);
+      EXPECT_EQ(ra.published.size(), rb.published.size());
+      EXPECT_EQ(dump(a, now), dump(b, now));
+      // Typical inputs run without a Lua error; a key of the wrong type is
+      // at worst Redis's WRONGTYPE error.
+      if (ra.reply.is_error()) {
+        EXPECT_EQ(state, "wrong type") << ra.reply.str;
+        EXPECT_THAT(ra.reply.str, ::testing::StartsWith("WRONGTYPE"));
+      }
+    }
+  }
+}
+
+// Replies never depend on what ran before on the thread's interpreter (its
+// cache, its garbage, other nodes' scripts).
+TEST(NodeScriptsTest, RepliesDoNotDependOnWhatRanBefore) {
+  auto scenario = [](Node& node) {
+    Session s;
+    std::string out;
+    int64_t now = 1'000'000;
+    for (const Script* script : internal::AllScripts()) {
+      out += J(node.Execute(s, {"SCRIPT", "LOAD", script->body}, now).reply);
+    }
+    const internal::Script& fa = internal::FenceAcquireScript();
+    for (int i = 0; i < 50; ++i) {
+      now += 7;
+      const std::string r = "r" + std::to_string(i % 5);
+      out += J(
+          node.Execute(s, {"EVALSHA", fa.sha, "2", r, r + ":f", "t" + std::to_string(i), "30"}, now)
+              .reply);
+      out += J(node.Execute(s,
+                            {"EVAL", "return {#KEYS, ARGV[1], redis.call('exists', KEYS[1])}", "1",
+                             r, "x"},
+                            now)
+                   .reply);
+    }
+    return out;
+  };
+  Node first(Node::Config{.name = "n"});
+  const std::string before = scenario(first);
+  Node noise(Node::Config{.name = "noise"});
+  Session s;
+  for (int i = 0; i < 200; ++i) {
+    noise.Execute(
+        s, {"EVAL", "local t = {} for j = 1, 100 do t[j] = tostring(j) end return #t", "0"}, i);
+    noise.Execute(s, {"EVAL", "return redis.pcall('nosuch')", "0"}, i);
+  }
+  Node second(Node::Config{.name = "n"});
+  EXPECT_EQ(scenario(second), before);
+}
+
 TEST_F(NodeTest, FencedStoreScripts) {
   const std::string read(FencedReadScript());
   const std::string write(FencedWriteScript());
