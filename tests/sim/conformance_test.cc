@@ -10,7 +10,8 @@
 // INFO and the text of COMMAND DOCS.
 //
 // The commands are (a) a fixed corpus of sequences covering every command
-// and script the node implements, and (b) the traces under
+// and script the node implements (also on a user without @scripting and on
+// a real Redis Cluster during a slot migration), and (b) the traces under
 // tests/sim/traces/ (sim/trace.h), replayed with their time gaps when they
 // span ten seconds or less. Two of those traces are written by
 // WriteExampleTraces below from scripted sequences of the library's
@@ -39,12 +40,14 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "redlock/fencing.h"
+#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/sha1.h"
 #include "redlock/internal/status_macros.h"
 #include "sim/node.h"
 #include "sim/trace.h"
+#include "testkit/cluster.h"
 #include "testkit/fleet.h"
 #include "testkit/gtest_fleet.h"
 #include "testkit/redis.h"
@@ -229,6 +232,8 @@ class Pair {
     node_->Restart(false, "");
     return absl::OkStatus();
   }
+
+  Node& node() { return *node_; }
 
   absl::Status FlushScripts() {
     node_->FlushScripts();
@@ -1026,6 +1031,117 @@ TEST(ConformanceNoPermTest, ScriptingRefused) {
             C({"SET", "k", "v"}), C({"EVAL", "return 1", "0"}), C({"EXEC"}), C({"GET", "k"}),
             C({"SET", "k", "v", "NX", "PX", "10000"}), C({"WATCH", "k"}),
             C({"GETRANGE", "k", "0", "1"}), C({"MULTI"}), C({"DEL", "k"}), C({"EXEC"})});
+}
+
+// A real Redis Cluster of two masters and two simulated members with its
+// slot map and ids: CLUSTER answers, redirections, and a slot migration
+// step by step (ASK, TRYAGAIN, ASKING, then MOVED).
+TEST(ConformanceClusterTest, RedirectionsAndAMigration) {
+  REDLOCK_REQUIRE_REDIS();
+  absl::StatusOr<std::unique_ptr<testkit::Cluster>> cluster =
+      testkit::Cluster::Start({.masters = 2, .replicas_per_master = 0});
+  ASSERT_TRUE(cluster.ok()) << cluster.status();
+  testkit::Fleet& fleet = (*cluster)->fleet();
+  // The real map and ids, given to the simulated members.
+  absl::StatusOr<testkit::RedisValue> slots = fleet.Command(0, {"CLUSTER", "SLOTS"});
+  ASSERT_TRUE(slots.ok()) << slots.status();
+  std::vector<Node::ClusterPeer> members(2);
+  for (int i = 0; i < 2; ++i) {
+    members[static_cast<size_t>(i)].address = fleet.address(i);
+    absl::StatusOr<testkit::RedisValue> id = fleet.Command(i, {"CLUSTER", "MYID"});
+    ASSERT_TRUE(id.ok()) << id.status();
+    members[static_cast<size_t>(i)].id = id->str;
+  }
+  for (const testkit::RedisValue& range : slots->elements) {
+    ASSERT_GE(range.elements.size(), 3u);
+    const std::string address =
+        absl::StrCat(range.elements[2].elements[0].str, ":", range.elements[2].elements[1].integer);
+    for (Node::ClusterPeer& m : members) {
+      if (m.address == address) {
+        m.slots.emplace_back(static_cast<int>(range.elements[0].integer),
+                             static_cast<int>(range.elements[1].integer));
+      }
+    }
+  }
+  std::vector<std::unique_ptr<Pair>> pairs;
+  for (int i = 0; i < 2; ++i) {
+    const Node::ClusterPeer& m = members[static_cast<size_t>(i)];
+    pairs.push_back(std::make_unique<Pair>(&fleet, i,
+                                           Node::Config{.name = absl::StrCat("m", i),
+                                                        .slots = m.slots,
+                                                        .address = m.address,
+                                                        .cluster_id = m.id}));
+    ASSERT_TRUE(pairs.back()->Reset().ok());
+    pairs.back()->node().SetClusterPeers({members[static_cast<size_t>(1 - i)]});
+  }
+  Pair& a = *pairs[0];
+  Pair& b = *pairs[1];
+  auto run = [](const std::string& name, Pair& pair, const std::vector<Step>& steps) {
+    RunSteps(name, pair, steps);
+  };
+  // Keys of member 0's first slot range, and one of member 1's.
+  auto key_in = [&](int member, const std::string& suffix) {
+    for (int i = 0;; ++i) {
+      const std::string tag = absl::StrCat("{t", i, "}");
+      const int slot = internal::KeySlot(tag);
+      for (const auto& [first, last] : members[static_cast<size_t>(member)].slots) {
+        if (slot >= first && slot <= last) return tag + suffix;
+      }
+    }
+  };
+  const std::string k1 = key_in(0, "1");
+  const std::string k2 = key_in(0, "2");
+  const std::string far = key_in(1, "x");
+  const int slot = internal::KeySlot(k1);
+  const Script& acquire = internal::AcquireSetScript();
+  run("cluster answers", a,
+      {C({"CLUSTER", "SLOTS"}),
+       C({"CLUSTER", "MYID"}),
+       C({"CLUSTER", "KEYSLOT", k1}),
+       C({"SET", k1, "v1"}),
+       C({"SET", k2, "v2", "PX", "100000"}),
+       C({"GET", far}),
+       C({"SET", far, "v"}),
+       C({"DEL", k1, far}),
+       C({"EXISTS", k1, k2}),
+       C({"SELECT", "1"}),
+       C({"SELECT", "0"}),
+       C({"ASKING"}),
+       C({"GET", k1}),
+       C({"SCRIPT", "LOAD", acquire.body}),
+       C(Sha(acquire, {far}, {"t", "1000"})),
+       C(Sha(acquire, {k1 + "lock"}, {"t", "1000"})),
+       C(Eval("return redis.call('get', ARGV[1])", {}, {far})),
+       C(Eval("return redis.call('get', KEYS[1])", {k1}, {})),
+       C({"WATCH", far}),
+       C({"MULTI"}),
+       C({"GET", far}),
+       C({"EXEC"}),
+       C({"MULTI"}),
+       C({"GET", k1}),
+       C({"GET", k2}),
+       C({"EXEC"})});
+  // Migrating the slot of k1 and k2 to member 1: k1 moves first.
+  ASSERT_TRUE((*cluster)->BeginMigration(slot, 0, 1).ok());
+  a.node().BeginMigration(slot, members[1].address);
+  b.node().BeginImport(slot);
+  absl::StatusOr<testkit::RedisValue> moved =
+      fleet.Command(0, {"MIGRATE", fleet.host(1), std::to_string(fleet.port(1)), k1, "0", "5000"});
+  ASSERT_TRUE(moved.ok() && !moved->is_error()) << (moved.ok() ? moved->str : "");
+  ASSERT_EQ(a.node().MoveKeys(slot, b.node(), 1, 0), 1);
+  run("migrating", a,
+      {C({"GET", k2}), C({"GET", k1}), C({"EXISTS", k1, k2}), C({"SET", k1, "new"}),
+       C({"PTTL", k2}), C({"CLUSTER", "KEYSLOT", k2})});
+  run("importing", b,
+      {C({"GET", k1}), C({"ASKING"}), C({"GET", k1}), C({"GET", k1}), C({"ASKING"}),
+       C({"EXISTS", k1, k2}), C({"ASKING"}), C({"MULTI"}), C({"GET", k1}), C({"EXEC"}),
+       C({"GET", far})});
+  ASSERT_TRUE((*cluster)->FinishMigration(slot, 0, 1).ok());
+  a.node().MoveKeys(slot, b.node(), 100, 0);
+  a.node().EndMigration(slot);
+  b.node().EndImport(slot);
+  run("after", a, {C({"GET", k1}), C({"GET", k2})});
+  run("after", b, {C({"GET", k1}), C({"PTTL", k2}), C({"EXISTS", k1, k2})});
 }
 
 // ---- Traces ------------------------------------------------------------------------------------
