@@ -416,7 +416,15 @@ std::string Upper(absl::string_view s) { return absl::AsciiStrToUpper(s); }
 
 bool IEquals(absl::string_view a, absl::string_view b) { return absl::EqualsIgnoreCase(a, b); }
 
-Reply Err(absl::string_view text) { return Reply::Error(absl::StrCat("ERR ", text)); }
+Reply Err(absl::string_view text) {
+  // As Redis's formatted errors: newlines (a client's argument quoted in
+  // the text) become spaces.
+  std::string e = absl::StrCat("ERR ", text);
+  for (char& c : e) {
+    if (c == '\r' || c == '\n') c = ' ';
+  }
+  return Reply::Error(std::move(e));
+}
 Reply WrongType() {
   return Reply::Error("WRONGTYPE Operation against a key holding the wrong kind of value");
 }

@@ -928,6 +928,8 @@ std::vector<Sequence> ServerCorpus() {
                      C({"FOO", "a", "b"}),
                      C({"FOO"}),
                      C({std::string(200, 'x'), std::string(200, 'y')}),
+                     C({"FOO", "line\none", "two\r\nthree"}),
+                     C({"SCRIPT", "NO\nSUCH"}),
                      C({"DELIFEQ", "a", "b"}),
                      C({"DELEX", "a"}),
                      C({"WAITAOF", "0", "0", "0"}),
