@@ -49,6 +49,7 @@ packages=(
   libpugixml-dev                             # the SVG tests read the pictures as XML
   nlohmann-json3-dev                         # bench/chaos JSON output
   libyaml-cpp-dev                            # chaos scenario files (chaos/scenarios/*.yaml)
+  liblua5.1-0-dev                            # the simulator's nodes run the scripts as written (sim/)
   redis-server                               # the servers tests and bench start
   redis-sentinel                             # Sentinel failovers (replicated-node tests, chaos)
   iproute2 nftables                          # chaos partitions (network namespaces, nft rules)
