@@ -6,12 +6,14 @@
 // (scripts/compat.sh) runs this on every server and records the result in
 // docs/compat.md.
 
+#include <iostream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "testkit/fleet_suite.h"
@@ -55,6 +57,13 @@ TEST_F(ServerCommandsTest, HealthSaysWhatTheServerDoes) {
   ASSERT_TRUE(h.connected) << h.last_error;
   ASSERT_TRUE(h.commands_known);
   const std::string server = fleet_->server().name;
+  std::vector<std::string> have;
+  if (h.has_delifeq) have.push_back("DELIFEQ");
+  if (h.has_delex_ifeq) have.push_back("DELEX IFEQ");
+  if (h.has_set_ifeq) have.push_back("SET IFEQ");
+  // For scripts/compat.sh's matrix (docs/compat.md).
+  std::cout << "[compat] " << server
+            << " commands: " << (have.empty() ? "none" : absl::StrJoin(have, ", ")) << "\n";
 
   Run({"SET", "k", "mine"});
   RedisValue del = Run({"DELIFEQ", "k", "mine"});
