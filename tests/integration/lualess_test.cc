@@ -163,8 +163,52 @@ TEST_F(LualessTest, APlainLockWorksWhereTheFamilyIsRefused) {
   ASSERT_TRUE(client.ok()) << client.status();
   absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_EQ(lease->nodes_granted(), 3);
+  // The call returns at the quorum; every node, with Lua or without, then
+  // holds the token.
+  const std::string key = MakeOptions().key_prefix + "r";
+  for (int i = 0; i < 3; ++i) {
+    auto value = [&] {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"GET", key});
+      return v.ok() ? v->str : std::string("(no answer)");
+    };
+    EXPECT_EQ(testkit::Eventually(value, lease->token()), lease->token()) << "node " << i;
+  }
   EXPECT_TRUE((*client)->Release(*lease).ok());
+}
+
+// The Lua module unloaded while the client is connected (MODULE UNLOAD lua):
+// the node's script cache is gone with it, so a release's EVALSHA meets
+// NOSCRIPT, and its EVAL form, and the reload, "no scripting engine". The
+// node goes script-free and no key of ours is left there.
+TEST_F(LualessTest, TheModuleUnloadedWhileRunningSwitchesThePath) {
+  auto fleet = Fleet::Start(
+      {.nodes = 3, .extra_args = {"--enable-module-command", "local"}, .server = kServer});
+  ASSERT_TRUE(fleet.ok()) << fleet.status();
+  fleet_ = *std::move(fleet);
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  ASSERT_FALSE((*client)->Health()[1].scriptless);
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(30));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::StatusOr<RedisValue> unloaded = fleet_->Command(1, {"MODULE", "UNLOAD", "lua"});
+  ASSERT_TRUE(unloaded.ok()) << unloaded.status();
+  ASSERT_EQ(unloaded->str, "OK");
+  EXPECT_TRUE((*client)->Release(*lease).ok());
+  const std::string key = o.key_prefix + "r";
+  auto exists = [&] {
+    absl::StatusOr<RedisValue> v = fleet_->Command(1, {"EXISTS", key});
+    return v.ok() ? v->integer : -1;
+  };
+  EXPECT_EQ(testkit::Eventually(exists, 0LL, absl::Seconds(10)), 0)
+      << "the release never reached the node without Lua";
+  EXPECT_TRUE((*client)->Health()[1].scriptless);
+  EXPECT_EQ((*client)->Health()[1].scriptless_reason, kNoEngine);
+  // And the next lock runs there as transactions.
+  absl::StatusOr<Lease> again = (*client)->TryAcquire("r", absl::Seconds(30));
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE((*client)->Release(*again).ok());
+  EXPECT_EQ(testkit::Eventually(exists, 0LL, absl::Seconds(10)), 0);
 }
 
 }  // namespace
