@@ -41,12 +41,14 @@
 # If unstable has moved to another minor version than the name says, the
 # build stops and says so rather than give a server a false name.
 #
-# Measured on this project's 2-core machine (2026-11-28, other builds
-# sharing the cores, load average 5 to 9):
-#   valkey-8.0  apt-get install from backports              26 s
-#   valkey-9.1  apt-get source + build (make -j2)          VALKEY_TIME
-#   redis-8.0   apt-get source + build (make -j2)          REDIS_TIME
-#   a second run with every server present                 under 1 s
+# Measured on this project's 2-core machine (2026-11-28, while other
+# sessions' builds shared the cores: load average 10 to 16, so a quiet
+# machine is faster), each `scripts/servers.sh NAME` from nothing:
+#   valkey-8.0  apt-get install from backports: 26 s for valkey-server;
+#               67 s with the apt-get update and valkey-sentinel
+#   valkey-9.1  apt-get source + build (make -j2, -O2)     666 s
+#   redis-8.0   apt-get source + build (make -j2, -O2)     517 s
+#   a second run with every server present                 2 s
 set -euo pipefail
 
 servers_dir="${REDLOCK_SERVERS_DIR:-$HOME/.cache/redlock-servers}"
