@@ -4,13 +4,15 @@
 # each cell from a test's pass or failure, written to docs/compat.md.
 #
 #   scripts/compat.sh [--servers a,b,...] [--core] [--build-dir DIR]
-#                     [--no-build] [--out FILE]
+#                     [--no-build] [--no-run] [--out FILE]
 #
 #   --servers  which servers (default: redis-7.0,valkey-8.0,valkey-9.1,redis-8.0);
 #              each must be installed (scripts/servers.sh NAME)
 #   --core     only the CI subset (label compat_core); the matrix then has
 #              fewer rows
 #   --out      where the matrix goes (default docs/compat.md; "-" for stdout)
+#   --no-run   write the matrix from the last run's log (DIR/Testing/Temporary/
+#              LastTest.log) without running anything
 #
 # It configures DIR (default build) so that ctest registers the installed
 # servers, builds the suites it runs, runs them (-j2), and writes the matrix.
@@ -22,6 +24,7 @@ cd "$(dirname "$0")/.."
 servers="redis-7.0,valkey-8.0,valkey-9.1,redis-8.0"
 build_dir=build
 build=1
+run=1
 core=0
 out=docs/compat.md
 while (($#)); do
@@ -30,8 +33,9 @@ while (($#)); do
     --core) core=1; shift ;;
     --build-dir) build_dir="$2"; shift 2 ;;
     --no-build) build=0; shift ;;
+    --no-run) run=0; build=0; shift ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "compat.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -59,13 +63,20 @@ regex="^(compat_($(IFS='|'; echo "${names[*]}" | sed 's/\./\\./g'))_"
 # The Lua-less suite runs on valkey-9.1 whatever the server.
 [[ ",$servers," == *",valkey-9.1,"* ]] && regex+="|redlock_lualess_test"
 regex+=")"
-log="$build_dir/compat-ctest.log"
-start=$(date +%s)
+# ctest keeps every test's whole output there.
+log="$build_dir/Testing/Temporary/LastTest.log"
 status=0
-ctest --test-dir "$build_dir" -L "$label" -R "$regex" -j2 --timeout 900 --output-on-failure \
-  --output-log "$log" >"$build_dir/compat-ctest.out" 2>&1 || status=1
-took=$(($(date +%s) - start))
-tail -n 4 "$build_dir/compat-ctest.out" >&2
+took_file="$build_dir/compat-ctest.seconds"
+if ((run)); then
+  start=$(date +%s)
+  ctest --test-dir "$build_dir" -L "$label" -R "$regex" -j2 --timeout 900 --output-on-failure \
+    >"$build_dir/compat-ctest.out" 2>&1 || status=1
+  echo $(($(date +%s) - start)) >"$took_file"
+  tail -n 12 "$build_dir/compat-ctest.out" >&2
+else
+  grep -q "Test Failed" "$log" && status=1
+fi
+took=$(cat "$took_file" 2>/dev/null || echo "?")
 
 versions=()
 for n in "${names[@]}"; do
@@ -83,10 +94,10 @@ names = servers.split(",")
 versions = dict(v.split("=", 1) for v in sys.argv[6:])
 text = open(log_path, errors="replace").read()
 
-# ctest's log: one block per test, "N/M Test: NAME" ... "Test Passed." or
-# "Test Failed." (with the test's whole output in between).
+# ctest's LastTest.log: one block per test, "N/M Test: NAME", its whole
+# output, then "Test Passed." or "Test Failed.".
 results, outputs = {}, {}
-for m in re.finditer(r"^\d+/\d+ Test: (\S+)\n(.*?)^Test (Passed|Failed)\.?", text, re.S | re.M):
+for m in re.finditer(r"^\d+/\d+ Test: (\S+)\n(.*?)^Test (Passed|Failed)\.", text, re.S | re.M):
     name, body, verdict = m.group(1), m.group(2), m.group(3)
     outputs[name] = body
     skipped = re.search(r"^\[  SKIPPED \] (\d+) test", body, re.M)
@@ -100,7 +111,10 @@ for m in re.finditer(r"^\d+/\d+ Test: (\S+)\n(.*?)^Test (Passed|Failed)\.?", tex
         results[name] = f"pass ({n}{sk})"
     else:
         failed = re.search(r"^\[  FAILED  \] (\d+) tests?", body, re.M)
-        results[name] = f"**FAIL** ({failed.group(1)} failed)" if failed else "**FAIL**"
+        failing = re.findall(r"^\[  FAILED  \] (\S+?)(?:,| \(|$)", body, re.M)
+        failing = sorted(set(f.split("/")[-2] if f.count("/") >= 2 else f for f in failing))
+        detail = f" ({failed.group(1)} failed: {', '.join(failing)})" if failed else ""
+        results[name] = f"**FAIL**{detail}"
 for m in re.finditer(r"^\d+/\d+ Test: (\S+)\n", text, re.M):
     results.setdefault(m.group(1), "**FAIL** (no result)")
 
