@@ -121,6 +121,12 @@ struct NodeHealth {
   bool has_delifeq = false;     // DELIFEQ key value (Valkey 9.0+)
   bool has_delex_ifeq = false;  // DELEX key IFEQ value (Redis 8.4+, Valkey 9.2)
   bool has_set_ifeq = false;    // SET key value IFEQ current (Valkey 8.1+, Redis 8.4+)
+  // How the node's locks are released and extended: "scripts",
+  // "transactions (WATCH/MULTI/EXEC)" on a node that forbids scripting, or
+  // with the commands above, e.g. "release by DELIFEQ, extend by SET IFEQ,
+  // the rest by scripts" (a single key's release and extension use them;
+  // sets and the lock family keep the scripts).
+  std::string path;
   // A Sentinel-managed node (redis+sentinel://): its Sentinels, in the
   // endpoint's order. Empty for other nodes.
   std::vector<SentinelHealth> sentinels;

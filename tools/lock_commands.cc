@@ -232,6 +232,10 @@ int RunStatus(const ParsedArgs& args) {
       const bool tx = h != nullptr && h->scriptless;
       absl::StrAppend(&node, ",\"path\":", tx ? "\"transactions\"" : "\"scripts\"");
       if (tx) absl::StrAppend(&node, ",\"scripting_refused\":", JsonString(h->scriptless_reason));
+      // How a lock's release and extension go there (NodeHealth::path).
+      if (h != nullptr && !h->path.empty()) {
+        absl::StrAppend(&node, ",\"release_extend\":", JsonString(h->path));
+      }
       // The script-free compare-and-set commands the server has (null until
       // a handshake read them).
       absl::StrAppend(&node, ",\"commands\":",
@@ -327,9 +331,11 @@ int RunStatus(const ParsedArgs& args) {
             v.fence_counter, tls, path, scheme));
       }
       if (!master_at.empty()) PrintLine(master_at);
-      // A server with script-free compare-and-set commands says which.
+      // A server with script-free compare-and-set commands says which,
+      // and how the client uses them.
       if (h != nullptr && h->commands_known && !ServerCommandNames(*h).empty()) {
-        PrintLine(absl::StrCat("  commands: ", absl::StrJoin(ServerCommandNames(*h), ", ")));
+        PrintLine(absl::StrCat("  commands: ", absl::StrJoin(ServerCommandNames(*h), ", "), " (",
+                               h->path, ")"));
       }
       for (const SentinelHealth& sh : h == nullptr ? std::vector<SentinelHealth>{} : h->sentinels) {
         std::string said =

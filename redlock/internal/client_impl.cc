@@ -33,7 +33,7 @@ LeasesCallback Single(Client::LeaseCallback done) {
 ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
                        std::shared_ptr<ScriptingModes> modes, Blocking* blocking,
                        std::shared_ptr<ServerCommands> commands)
-    : ctx_(std::move(options), std::move(transport), clock, std::move(modes)),
+    : ctx_(std::move(options), std::move(transport), clock, std::move(modes), commands),
       blocking_(blocking),
       commands_(std::move(commands)) {}
 

@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -123,9 +124,10 @@ TEST_F(LualessTest, LocksAreTakenExtendedAndReleasedWithoutLua) {
     absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", key});
     ASSERT_TRUE(v.ok()) << v.status();
     EXPECT_EQ(v->integer, 0) << "node " << i;
-    // The extension and the release ran as transactions, never as scripts.
+    // The extension and the release ran as Valkey 9.1's own commands
+    // (SET ... IFEQ, DELIFEQ), never as scripts.
     EXPECT_EQ(Calls(i, "evalsha"), 0) << "node " << i;
-    EXPECT_GE(Calls(i, "exec"), 2) << "node " << i;
+    EXPECT_GE(Calls(i, "delifeq"), 1) << "node " << i;
   }
   // And the lock is free again for the other client.
   absl::StatusOr<Lease> now = (*other)->TryAcquire("r", absl::Seconds(10));
@@ -136,6 +138,49 @@ TEST_F(LualessTest, LocksAreTakenExtendedAndReleasedWithoutLua) {
 // The lock family's scripts have no script-free form: on a node without
 // Lua they are refused with an error naming it. Two of three nodes lack it,
 // so no quorum is possible.
+// With Lua loaded too: a single lock's release and extension go as the
+// server's own commands (issue 38), and its announcement still wakes a
+// waiter; a set's stay scripts.
+TEST_F(LualessTest, ASingleLocksReleaseAndExtensionUseTheServersCommands) {
+  ASSERT_NO_FATAL_FAILURE(StartFleet({false, false, false}));
+  Options o = MakeOptions();
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  auto waiter = Client::Create(o);
+  ASSERT_TRUE(waiter.ok()) << waiter.status();
+  for (const NodeHealth& h : (*client)->Health()) {
+    EXPECT_EQ(h.path, "release by DELIFEQ, extend by SET IFEQ, the rest by scripts") << h.node;
+  }
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("one", absl::Seconds(10));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(20));
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  // A waiter with no polling to speak of: only the announcement wakes it.
+  absl::StatusOr<Lease> got;
+  std::thread t([&] { got = (*waiter)->Acquire("one", absl::Seconds(10), absl::Seconds(8)); });
+  absl::SleepFor(absl::Milliseconds(300));
+  ASSERT_TRUE((*client)->Release(*longer).ok());
+  t.join();
+  ASSERT_TRUE(got.ok()) << got.status();
+  ASSERT_TRUE((*waiter)->Release(*got).ok());
+  Drain(**client);
+  Drain(**waiter);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(Calls(i, "evalsha"), 0) << "node " << i << ": no script for a single lock";
+    EXPECT_GE(Calls(i, "delifeq"), 2) << "node " << i;
+    EXPECT_GE(Calls(i, "publish"), 2) << "node " << i;
+  }
+  // A lost lease is not re-created by the extension.
+  absl::StatusOr<Lease> gone = (*client)->Extend(*longer, absl::Seconds(20));
+  EXPECT_EQ(gone.status().code(), absl::StatusCode::kFailedPrecondition) << gone.status();
+  const std::string key = o.key_prefix + "one";
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", key});
+    ASSERT_TRUE(v.ok()) << v.status();
+    EXPECT_EQ(v->integer, 0) << "node " << i;
+  }
+}
+
 TEST_F(LualessTest, TheLockFamilyIsRefusedNamingTheNode) {
   ASSERT_NO_FATAL_FAILURE(StartFleet({true, false, true}));
   auto client = Client::Create(MakeOptions());
@@ -177,9 +222,10 @@ TEST_F(LualessTest, APlainLockWorksWhereTheFamilyIsRefused) {
 }
 
 // The Lua module unloaded while the client is connected (MODULE UNLOAD lua):
-// the node's script cache is gone with it, so a release's EVALSHA meets
-// NOSCRIPT, and its EVAL form, and the reload, "no scripting engine". The
-// node goes script-free and no key of ours is left there.
+// the node's script cache is gone with it, so a set's release (a script:
+// a single lock's goes as DELIFEQ) meets NOSCRIPT, and its EVAL form, and
+// the reload, "no scripting engine". The node goes script-free and no key
+// of ours is left there.
 TEST_F(LualessTest, TheModuleUnloadedWhileRunningSwitchesThePath) {
   auto fleet = Fleet::Start(
       {.nodes = 3, .extra_args = {"--enable-module-command", "local"}, .server = kServer});
@@ -189,12 +235,15 @@ TEST_F(LualessTest, TheModuleUnloadedWhileRunningSwitchesThePath) {
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
   ASSERT_FALSE((*client)->Health()[1].scriptless);
-  absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(30));
+  Client::SetRequest set;
+  set.resources = {"r", "s"};
+  set.ttl = absl::Seconds(30);
+  absl::StatusOr<std::vector<Lease>> lease = (*client)->AcquireSet(set);
   ASSERT_TRUE(lease.ok()) << lease.status();
   absl::StatusOr<RedisValue> unloaded = fleet_->Command(1, {"MODULE", "UNLOAD", "lua"});
   ASSERT_TRUE(unloaded.ok()) << unloaded.status();
   ASSERT_EQ(unloaded->str, "OK");
-  EXPECT_TRUE((*client)->Release(*lease).ok());
+  EXPECT_TRUE((*client)->ReleaseSet(*lease, 0).ok());
   const std::string key = o.key_prefix + "r";
   auto exists = [&] {
     absl::StatusOr<RedisValue> v = fleet_->Command(1, {"EXISTS", key});
