@@ -234,11 +234,12 @@ TEST(FakeFleetTest, RestartWithoutDataForgetsTheLocks) {
   ASSERT_NE(fleet, nullptr);
   absl::StatusOr<Lease> lease = fleet->client().Acquire("restart", absl::Seconds(30));
   ASSERT_TRUE(lease.ok()) << lease.status();
+  // Decided on a quorum: the third node may take the key a moment later.
+  ASSERT_TRUE(Eventually([&] { return fleet->Get(2, "restart").ok(); }));
   ASSERT_TRUE(fleet->RestartWithoutData(0).ok());
   ASSERT_TRUE(fleet->RestartWithoutData(1).ok());
   EXPECT_TRUE(fleet->Keys(0)->empty());
   EXPECT_TRUE(fleet->Keys(1)->empty());
-  EXPECT_TRUE(fleet->Get(2, "restart").ok());
 
   // The holder's extension finds its lease lost; another client gets the
   // lock (over new connections, which load the scripts again).
@@ -305,8 +306,12 @@ TEST(FakeFleetTest, BlockingAcquisitionIsWokenByTheReleaseAnnouncement) {
 TEST(FakeFleetTest, ShutdownCompletesPendingCallsWithCancelled) {
   std::unique_ptr<FakeFleet> fleet = MakeFleet(3);
   ASSERT_NE(fleet, nullptr);
+  // Longer than the test takes to send two calls and destroy the client, so
+  // that nothing times out first; the destruction waits this long for the
+  // releases that the cancelled attempts send behind their SETs (lost too),
+  // as the real client waits for them.
   Options options;
-  options.node_timeout = absl::Seconds(30);  // no request times out in this test
+  options.node_timeout = absl::Seconds(3);
   absl::StatusOr<std::unique_ptr<Client>> client = fleet->NewClient(options);
   ASSERT_TRUE(client.ok()) << client.status();
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(fleet->Partition(i).ok());
@@ -316,7 +321,7 @@ TEST(FakeFleetTest, ShutdownCompletesPendingCallsWithCancelled) {
   auto record = [&](absl::StatusOr<Lease> r) {
     (absl::IsCancelled(r.status()) ? cancelled : other).fetch_add(1);
   };
-  // Both in flight: their requests are lost and would time out in 30 s.
+  // Both in flight: their requests are lost and would time out in 3 s.
   (*client)->TryAcquireAsync("one", absl::Seconds(10), record);
   (*client)->AcquireAsync("two", absl::Seconds(10), absl::InfiniteDuration(), record);
   client->reset();
