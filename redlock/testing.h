@@ -60,7 +60,7 @@
 
 namespace redlock::testing {
 
-// The nodes' shared state (redlock/testing/fleet_world.h).
+// The nodes' shared state (redlock/testing/internal/fleet_world.h).
 class FleetWorld;
 
 // N in-memory Redis nodes and the Clients over them.

@@ -9,8 +9,8 @@
 #include "redlock/internal/clock.h"
 #include "redlock/internal/status_macros.h"
 #include "redlock/testing.h"
-#include "redlock/testing/fleet_transport.h"
-#include "redlock/testing/fleet_world.h"
+#include "redlock/testing/internal/fleet_transport.h"
+#include "redlock/testing/internal/fleet_world.h"
 
 namespace redlock::testing {
 namespace {

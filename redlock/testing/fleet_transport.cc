@@ -1,4 +1,4 @@
-#include "redlock/testing/fleet_transport.h"
+#include "redlock/testing/internal/fleet_transport.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "redlock/testing/fleet_world.h"
+#include "redlock/testing/internal/fleet_world.h"
 
 #include <algorithm>
 #include <utility>
@@ -8,7 +8,7 @@
 #include "absl/strings/string_view.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/sha1.h"
-#include "redlock/testing/fleet_transport.h"
+#include "redlock/testing/internal/fleet_transport.h"
 
 namespace redlock::testing {
 

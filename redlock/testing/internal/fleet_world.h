@@ -6,8 +6,8 @@
 // command at a time, whichever client's I/O thread sends it. Lock order:
 // the world's mutex before a transport's.
 
-#ifndef REDLOCK_TESTING_FLEET_WORLD_H_
-#define REDLOCK_TESTING_FLEET_WORLD_H_
+#ifndef REDLOCK_TESTING_INTERNAL_FLEET_WORLD_H_
+#define REDLOCK_TESTING_INTERNAL_FLEET_WORLD_H_
 
 #include <chrono>
 #include <cstdint>
@@ -112,4 +112,4 @@ bool SplitCommands(const std::string& payload, std::vector<sim::Argv>* out);
 
 }  // namespace redlock::testing
 
-#endif  // REDLOCK_TESTING_FLEET_WORLD_H_
+#endif  // REDLOCK_TESTING_INTERNAL_FLEET_WORLD_H_

@@ -19,8 +19,8 @@
 // (sim::Session) and the real handshake's SCRIPT LOADs before its first
 // command.
 
-#ifndef REDLOCK_TESTING_FLEET_TRANSPORT_H_
-#define REDLOCK_TESTING_FLEET_TRANSPORT_H_
+#ifndef REDLOCK_TESTING_INTERNAL_FLEET_TRANSPORT_H_
+#define REDLOCK_TESTING_INTERNAL_FLEET_TRANSPORT_H_
 
 #include <atomic>
 #include <chrono>
@@ -40,7 +40,7 @@
 #include "absl/time/time.h"
 #include "redlock/internal/sync_waiter.h"
 #include "redlock/internal/transport.h"
-#include "redlock/testing/fleet_world.h"
+#include "redlock/testing/internal/fleet_world.h"
 #include "sim/node.h"
 
 namespace redlock::testing {
@@ -161,4 +161,4 @@ class FleetTransport final : public internal::Transport, public internal::Blocki
 
 }  // namespace redlock::testing
 
-#endif  // REDLOCK_TESTING_FLEET_TRANSPORT_H_
+#endif  // REDLOCK_TESTING_INTERNAL_FLEET_TRANSPORT_H_
