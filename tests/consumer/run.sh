@@ -73,7 +73,7 @@ if [ -n "$(find "$prefix" -name redlockTestingTargets.cmake | head -n 1)" ]; the
   step "find_package(redlock COMPONENTS testing): examples/fake_fleet against the package (C++17)"
   run_logged "$tmp/testing-configure.log" "$cmake" -S "$src/testing" -B "$tmp/testing" \
     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
-    -DREDLOCK_EXAMPLE_DIR="$src/../../examples/fake_fleet"
+    -DREDLOCK_EXAMPLE_DIR="$(cd "$src/../../examples/fake_fleet" && pwd)"
   run_logged "$tmp/testing-build.log" "$cmake" --build "$tmp/testing"
   run_logged "$tmp/testing-run.log" "$tmp/testing/charge_once_test"
 fi
