@@ -19,6 +19,9 @@ using redlock::testing::FakeFleet;
 std::unique_ptr<FakeFleet> Fleet() {
   redlock::Options options;
   options.fencing = true;  // the ledger checks the tokens
+  // The fleet runs in real time: a node timeout a loaded test machine does
+  // not reach by accident.
+  options.node_timeout = absl::Milliseconds(500);
   absl::StatusOr<std::unique_ptr<FakeFleet>> fleet = FakeFleet::Create(3, options);
   EXPECT_TRUE(fleet.ok()) << fleet.status();
   return fleet.ok() ? *std::move(fleet) : nullptr;
