@@ -148,7 +148,9 @@ class FakeFleet {
   // How many commands the node has executed for the clients since the fleet
   // was made (a connection's handshake not counted; a request lost to a
   // partition neither). A test can wait for a call's requests to reach the
-  // nodes before it injects the next fault.
+  // nodes before it injects the next fault (a majority of them: an attempt
+  // stops sending once its outcome is decided, so it may never reach the
+  // last node).
   [[nodiscard]] absl::StatusOr<int64_t> CommandsExecuted(int node) const;
 
  private:
