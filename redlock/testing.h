@@ -35,7 +35,9 @@
 // Not simulated: replicas (Options::durability is refused), Redis Cluster
 // and Sentinel (every node is one plain master), TLS, passwords, the
 // circuit breaker (a stopped node refuses at once; a partitioned one times
-// out every request). The names of the nodes (Options::nodes) are only
+// out every request), Options::max_in_flight_per_node, and the connection
+// events of Observer::OnNode (the other observer events are the client's
+// own and are reported). The names of the nodes (Options::nodes) are only
 // names: nothing connects to them.
 //
 // Thread-safety: every method may be called from any thread, including from
