@@ -140,6 +140,25 @@ TEST(FakeFleetTest, BadInputIsRefusedAndChangesNothing) {
   for (int i = 0; i < 3; ++i) EXPECT_TRUE(fleet->client().Health()[i].connected);
 }
 
+TEST(FakeFleetTest, NodesNamedByTheOptionsAreNamedInMessages) {
+  Options options = Generous();
+  for (const char* host : {"redis-a.example", "redis-b.example", "redis-c.example"}) {
+    Endpoint ep;
+    ep.host = host;
+    ep.port = 7000;
+    options.nodes.push_back(ep);
+  }
+  std::unique_ptr<FakeFleet> fleet = MakeFleet(3, options);
+  ASSERT_NE(fleet, nullptr);
+  EXPECT_EQ(fleet->NodeName(1), "redis-b.example:7000");
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(fleet->Stop(i).ok());
+  absl::StatusOr<std::unique_ptr<Client>> other = fleet->NewClient();  // the same names
+  ASSERT_TRUE(other.ok()) << other.status();
+  absl::Status st = (*other)->TryAcquire("named", absl::Seconds(10)).status();
+  EXPECT_TRUE(absl::IsUnavailable(st)) << st;
+  EXPECT_TRUE(absl::StrContains(st.message(), "redis-a.example:7000")) << st;
+}
+
 TEST(FakeFleetTest, StoppedMinorityStillGrants) {
   std::unique_ptr<FakeFleet> fleet = MakeFleet(5);
   ASSERT_NE(fleet, nullptr);
