@@ -38,6 +38,7 @@ struct SentinelAddress {
   std::string host;  // name or address (IPv6 without brackets)
   int port = 26379;  // 1..65535
 
+  // Same host (as written) and port.
   friend bool operator==(const SentinelAddress& a, const SentinelAddress& b) {
     return a.host == b.host && a.port == b.port;
   }
@@ -99,8 +100,10 @@ struct Endpoint {
   // AUTH for the Sentinels (Sentinel's own requirepass or ACL user), which
   // need not be the master's. Empty: no AUTH.
   std::string sentinel_username;
+  // See sentinel_username.
   std::string sentinel_password;
 
+  // True for a Sentinel-managed node (sentinel_master set).
   bool uses_sentinel() const { return !sentinel_master.empty(); }
 
   // ---- A Redis Cluster as one node (what redis+cluster:// sets) ----
@@ -124,6 +127,7 @@ struct Endpoint {
   // Default: empty (not a cluster). At most 1024 masters per cluster.
   std::vector<SentinelAddress> cluster_seeds;
 
+  // True for a Redis Cluster node (cluster_seeds set).
   bool uses_cluster() const { return !cluster_seeds.empty(); }
 
   // "host:port" (IPv6 in brackets); for a Sentinel-managed node
@@ -132,6 +136,8 @@ struct Endpoint {
   // contains a password; this is the name of the node in every error message.
   std::string ToString() const;
 
+  // Every field equal (a field-by-field comparison: two different hosts
+  // that are one server compare unequal; Client::Create finds those).
   friend bool operator==(const Endpoint& a, const Endpoint& b) {
     return a.host == b.host && a.port == b.port && a.username == b.username &&
            a.password == b.password && a.db == b.db && a.tls == b.tls &&
@@ -139,6 +145,7 @@ struct Endpoint {
            a.sentinels == b.sentinels && a.sentinel_username == b.sentinel_username &&
            a.sentinel_password == b.sentinel_password && a.cluster_seeds == b.cluster_seeds;
   }
+  // !(a == b).
   friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }
 };
 
@@ -183,12 +190,14 @@ struct TlsOptions {
   // (c_rehash). Both empty: the system's trusted CAs (what a managed Redis
   // with a public certificate needs). Default: empty.
   std::string ca_file;
+  // See ca_file.
   std::string ca_dir;
 
   // Client certificate (PEM, may include intermediates) and its private key
   // (PEM, not encrypted), for nodes that require one (tls-auth-clients yes:
   // mutual TLS). Both or neither. Default: none.
   std::string cert_file;
+  // See cert_file.
   std::string key_file;
 
   // The name the nodes' certificates are checked against, and sent as SNI
@@ -205,6 +214,9 @@ struct TlsOptions {
   bool verify_peer = true;
 };
 
+// Options: where the nodes are and how locks on them behave, every field with
+// its default (see the top of this file). Checked by ValidateOptions and
+// Client::Create.
 struct Options {
   // ---- Nodes and quorum ---------------------------------------------------
 
@@ -269,6 +281,7 @@ struct Options {
   // The randomness keeps competing clients from retrying in lock step.
   // Defaults: 200 ms and 100 ms.
   absl::Duration retry_delay = absl::Milliseconds(200);
+  // See retry_delay.
   absl::Duration retry_jitter = absl::Milliseconds(100);
 
   // ---- Blocking acquisition (Acquire with a wait, Mutex::lock) ---------------
@@ -335,6 +348,7 @@ struct Options {
   //   maximum first; switching back is not.
   // Needs fencing. Default: kPerResource.
   enum class FencingCounters { kPerResource, kShared };
+  // See FencingCounters.
   FencingCounters fencing_counters = FencingCounters::kPerResource;
 
   // ---- Durability on replicated nodes ----------------------------------------
@@ -396,6 +410,7 @@ struct Options {
     // not; a node met later without it votes "no". Default: false.
     bool fsync = false;
   };
+  // See Durability. Default: off (replicas = 0).
   Durability durability;
 
   // ---- Connections --------------------------------------------------------------
@@ -411,6 +426,7 @@ struct Options {
   // waits reconnect_backoff_min, each further failure doubles it up to
   // reconnect_backoff_max. Defaults: 10 ms and 1 s.
   absl::Duration reconnect_backoff_min = absl::Milliseconds(10);
+  // See reconnect_backoff_min.
   absl::Duration reconnect_backoff_max = absl::Seconds(1);
 
   // Circuit breaker: after a node misses a deadline or its connection fails,
@@ -477,6 +493,7 @@ inline constexpr size_t kMaxResourceLength = 4096;
 
 // The smallest values Options::max_reply_bytes and max_reply_elements take.
 inline constexpr size_t kMinReplyBytes = size_t{64} << 10;
+// See kMinReplyBytes.
 inline constexpr size_t kMinReplyElements = 1024;
 
 }  // namespace redlock

@@ -45,6 +45,7 @@ packages=(
   libhiredis-dev libabsl-dev libssl-dev      # library dependencies (OpenSSL: TLS to the nodes)
   openssl                                    # throw-away certificates for the TLS tests
   clang-format git                           # the format check (scripts/format.sh --check, a unit test)
+  doxygen                                    # the API reference (scripts/docs.sh, a unit test)
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   nlohmann-json3-dev                         # bench/chaos JSON output
   libyaml-cpp-dev                            # chaos scenario files (chaos/scenarios/*.yaml)
