@@ -66,26 +66,17 @@ if ((fuzz)); then
     clang libclang-rt-14-dev                 # -fsanitize=fuzzer (libFuzzer), fuzz/README.md
   )
 fi
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [[ $(id -u) -eq 0 ]]; then
-    echo "setup.sh: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq || echo "setup.sh: apt-get update failed; trying the install anyway" >&2
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  else
-    echo "setup.sh: missing Debian packages; install them as root with:" >&2
-    echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
-    exit 1
-  fi
-fi
+scripts/install-packages.sh "${packages[@]}"
 
 # The external clients under test (chaos/README.md, "Any client under test").
 ((lab_clients)) && scripts/lab-clients.sh
 
 ((do_build)) || exit 0
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DREDLOCK_SANITIZE="$sanitize" "${cmake_args[@]}" >/dev/null
+# Every part on, explicitly: scripts/bench.sh turns the tests, the chaos
+# harness and the examples off in the same build directory. The -D options
+# given to setup.sh come last and win (.ci/run's sanitizer builds).
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DREDLOCK_SANITIZE="$sanitize" \
+  -DREDLOCK_BUILD_TESTS=ON -DREDLOCK_BUILD_BENCH=ON -DREDLOCK_BUILD_MICROBENCHMARKS=ON \
+  -DREDLOCK_BUILD_CHAOS=ON -DREDLOCK_BUILD_TOOLS=ON -DREDLOCK_BUILD_EXAMPLES=ON \
+  "${cmake_args[@]}" >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"
