@@ -25,7 +25,7 @@ scripts/install-packages.sh \
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_SANITIZE= \
   -DREDLOCK_BUILD_BENCH=ON -DREDLOCK_BUILD_TOOLS=ON -DREDLOCK_BUILD_MICROBENCHMARKS=OFF \
   -DREDLOCK_BUILD_TESTS=OFF -DREDLOCK_BUILD_CHAOS=OFF -DREDLOCK_BUILD_EXAMPLES=OFF \
-  -DREDLOCK_BUILD_FUZZERS=OFF >/dev/null
+  -DREDLOCK_BUILD_FUZZERS=OFF -DREDLOCK_PRECOMPILED_HEADERS=ON >/dev/null
 # The redlock tool only for the family scenario's election rows (they are
 # skipped, saying why, without it): --scenario family is not in the quick run.
 targets=(redlock-bench)
