@@ -1,20 +1,23 @@
 #!/usr/bin/env bash
 # The first benchmark, in minutes: installs only what the bench needs,
 # builds only redlock-bench (the library, the test kit and the bench; the
-# `redlock` tool too when the family scenario is asked for) into build/, and
-# runs it against a fleet of local redis-server processes it starts itself.
-# The tests, the chaos harness, the examples and the other Redlock clients
-# are scripts/test.sh's (scripts/setup.sh builds them into the same build/).
+# `redlock` tool too when the family scenario is asked for) into
+# build-bench/, with precompiled headers, and runs it against a fleet of
+# local redis-server processes it starts itself. The tests, the chaos
+# harness, the examples and the other Redlock clients are scripts/test.sh's
+# (scripts/setup.sh builds everything into build/, without precompiled
+# headers, which ccache cannot cache).
 #
 #   scripts/bench.sh                 the quick run (bench/README.md: the
 #                                    measured time to the first table)
 #   scripts/bench.sh --full          every configuration, longer
 #   scripts/bench.sh --json out.json --plot plots/
-# Arguments go to build/bench/redlock-bench (see its --help); --quick is the
-# default when none are given. REDLOCK_BUILD_DIR: another build directory.
+# Arguments go to build-bench/bench/redlock-bench (see its --help); --quick
+# is the default when none are given. REDLOCK_BUILD_DIR: another build
+# directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-build_dir=${REDLOCK_BUILD_DIR:-build}
+build_dir=${REDLOCK_BUILD_DIR:-build-bench}
 
 scripts/install-packages.sh \
   build-essential cmake pkg-config \

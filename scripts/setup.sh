@@ -72,11 +72,13 @@ scripts/install-packages.sh "${packages[@]}"
 ((lab_clients)) && scripts/lab-clients.sh
 
 ((do_build)) || exit 0
-# Every part on, explicitly: scripts/bench.sh turns the tests, the chaos
-# harness and the examples off in the same build directory. The -D options
-# given to setup.sh come last and win (.ci/run's sanitizer builds).
+# Every part on, explicitly, and no precompiled headers (ccache caches no
+# compile that uses one): a build directory scripts/bench.sh configured
+# (REDLOCK_BUILD_DIR) becomes a complete one. The -D options given to
+# setup.sh come last and win (.ci/run's sanitizer builds).
 cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DREDLOCK_SANITIZE="$sanitize" \
   -DREDLOCK_BUILD_TESTS=ON -DREDLOCK_BUILD_BENCH=ON -DREDLOCK_BUILD_MICROBENCHMARKS=ON \
   -DREDLOCK_BUILD_CHAOS=ON -DREDLOCK_BUILD_TOOLS=ON -DREDLOCK_BUILD_EXAMPLES=ON \
+  -DREDLOCK_PRECOMPILED_HEADERS=OFF \
   "${cmake_args[@]}" >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"
