@@ -13,6 +13,7 @@
 // cannot be created, an output file that cannot be written), 2 on bad usage.
 
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,6 +46,7 @@
 #include "common/flags.h"
 #include "redlock/options.h"
 #include "testkit/fleet.h"
+#include "testkit/servers.h"
 
 ABSL_FLAG(bool, quick, false, "The default run: N in {1,3,5}, the main scenarios, about a minute.");
 ABSL_FLAG(bool, full, false, "Every scenario at N in {1,3,5,7} with longer measurements.");
@@ -99,7 +101,12 @@ ABSL_FLAG(bool, process_worker, false,
 ABSL_FLAG(std::string, process_worker_key, "", "Internal: the worker's resource prefix.");
 ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file ('-' for stdout).");
 ABSL_FLAG(std::string, plot, "", "Write SVG charts into this directory.");
-ABSL_FLAG(std::string, redis_server, "redis-server", "The redis-server binary the fleet starts.");
+ABSL_FLAG(std::string, server, "",
+          "The server the fleet runs, by name: redis-7.0 (Debian's, the default), valkey-8.0, "
+          "valkey-9.1, redis-8.0 (scripts/servers.sh installs them); default $REDLOCK_SERVER.");
+ABSL_FLAG(std::string, redis_server, "",
+          "The server binary the fleet starts, in place of the --server's (a path, or a name "
+          "looked up on the PATH).");
 
 namespace redlock::bench {
 namespace {
@@ -189,6 +196,16 @@ int Main(int argc, char** argv) {
     return UsageError(absl::StrCat("unexpected argument '",
                                    (args.positional.empty() ? args.tail : args.positional).front(),
                                    "'"));
+  }
+  // --server is the test kit's REDLOCK_SERVER, so every fleet of this run
+  // (and of its worker processes) starts that server.
+  if (const std::string server = absl::GetFlag(FLAGS_server); !server.empty()) {
+    setenv(testkit::kServerEnv, server.c_str(), 1);
+  }
+  if (absl::StatusOr<testkit::ServerBuild> sb =
+          testkit::LocateServer(testkit::SelectedServerName());
+      !sb.ok()) {
+    return UsageError(std::string(sb.status().message()));
   }
   if (absl::GetFlag(FLAGS_process_worker)) {
     ProcessWorkerArgs w;
@@ -348,7 +365,12 @@ int Main(int argc, char** argv) {
   info.seed = s.seed;
   info.started_at = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
   info.machine = GetMachineInfo();
-  info.versions = GetVersionInfo(absl::GetFlag(FLAGS_redis_server));
+  std::string server_binary = absl::GetFlag(FLAGS_redis_server);
+  if (server_binary.empty()) {
+    absl::StatusOr<testkit::ServerBuild> sb = testkit::LocateServer(testkit::SelectedServerName());
+    server_binary = sb.ok() ? sb->server : "redis-server";
+  }
+  info.versions = GetVersionInfo(server_binary);
   info.build_warnings = BuildWarnings(info.versions);
   info.callers_many = s.callers_many;
   info.settings = {
@@ -387,8 +409,8 @@ int Main(int argc, char** argv) {
     fo.enable_debug = false;
     absl::StatusOr<std::unique_ptr<testkit::Fleet>> fleet = testkit::Fleet::Start(fo);
     if (!fleet.ok()) {
-      fprintf(stderr, "redlock-bench: cannot start %d redis-server processes: %s\n", max_n,
-              fleet.status().ToString().c_str());
+      fprintf(stderr, "redlock-bench: cannot start %d %s processes: %s\n", max_n,
+              testkit::SelectedServerName().c_str(), fleet.status().ToString().c_str());
       return 1;
     }
     info.nodes = (*fleet)->NodeList();

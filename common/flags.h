@@ -11,7 +11,7 @@
 //   int main(int argc, char** argv) {
 //     redlock::flags::Parsed args = redlock::flags::ParseOrExit(
 //         argc, argv, "redlock-check", "usage: redlock-check [flags] HISTORY.jsonl...",
-//         {.files = {"chaos/check/check_main.cc"}});
+//         {.files = {"chaos/check_main.cc"}});
 //     for (const std::string& path : args.positional) ...
 //     if (absl::GetFlag(FLAGS_json)) ...
 //   }
@@ -49,7 +49,7 @@ struct Options {
   // with `files`; both empty: none.
   std::vector<std::string> names;
   // Every flag defined (ABSL_FLAG) in a file whose path ends with one of
-  // these ("chaos/check/check_main.cc").
+  // these ("chaos/check_main.cc").
   std::vector<std::string> files;
   // The first positional argument and everything after it go to `tail` (a
   // command to run: `redlock run --ttl 10s sleep 5`).

@@ -248,6 +248,55 @@ class Client {
       std::vector<Lease> leases, int quorum, RenewOptions options,
       absl::AnyInvocable<void(absl::Status)> on_lost);
 
+  // ---- The lock family's entry point --------------------------------------
+  //
+  // What ReadWriteLock, Semaphore and Election (rw_lock.h, semaphore.h,
+  // election.h) ask of a Client: one acquisition of a primitive, with the
+  // mutex's guarantees (quorum, per-node deadlines, validity after elapsed
+  // time and drift, cleanup, retries, waits woken by releases,
+  // cancellation, fencing, the durability vote), and a read of its state on
+  // every node. They use nothing else of the implementation, so they work
+  // over any Client that provides these two; a Client that wraps another
+  // forwards them (as the set calls above), and the default answers
+  // kUnimplemented.
+  //
+  // One acquisition (or inspection) the lock family asks for.
+  struct FamilyRequest {
+    // Which primitive, and which of its leases.
+    enum class Kind {
+      kReader,  // a shared lease of the reader-writer lock on `resource`
+      kWriter,  // its exclusive lease (with a wait: writer preference)
+      kPermit,  // one of the `permits` permits of the semaphore `resource`
+      kLeader,  // the election `resource`: fencing always (the term), its
+                // own counter, `identity` carried in the lease's token
+    };
+    Kind kind = Kind::kWriter;           // which primitive and lease
+    std::string resource;                // the primitive's resource name
+    absl::Duration ttl;                  // InspectFamily ignores it
+    std::optional<absl::Duration> wait;  // none or zero: one attempt
+    StopToken stop;                      // cancels the acquisition (kCancelled)
+    int permits = 0;                     // kPermit: K, 1 to 1024
+    std::string identity;                // kLeader: any bytes, at most 256
+  };
+  // What a family acquisition grants.
+  struct FamilyGrant {
+    Lease lease;    // the lease, released and extended like any other
+    int slot = -1;  // kPermit: which permit (0-based)
+  };
+  // Receives a family acquisition's result, on the client's I/O thread.
+  using FamilyCallback = absl::AnyInvocable<void(absl::StatusOr<FamilyGrant>)>;
+
+  // One acquisition of `request`. `done` runs on the client's I/O thread.
+  // kInvalidArgument for a bad request (nothing sent); otherwise the codes
+  // of Acquire.
+  virtual void AcquireFamilyAsync(FamilyRequest request, FamilyCallback done);
+  // The same, blocking until the result.
+  [[nodiscard]] virtual absl::StatusOr<FamilyGrant> AcquireFamily(FamilyRequest request);
+  // Every node's view of the primitive of `request` (kind and resource, and
+  // permits for a semaphore).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<FamilyNodeView>> InspectFamily(
+      FamilyRequest request);
+
   // ---- Introspection ------------------------------------------------------
 
   // Asks every node whether it holds `resource`, with which token and how

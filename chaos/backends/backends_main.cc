@@ -22,7 +22,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chaos/backends/backend_scenarios.h"
-#include "chaos/run/cleanup.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/run/report.h"
 #include "common/flags.h"
 

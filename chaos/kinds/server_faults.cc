@@ -1,0 +1,70 @@
+// The server family: things done to a node through its own commands, as an
+// operator (or a failover) would: its script cache flushed, its client
+// connections killed.
+
+#include "absl/strings/str_cat.h"
+#include "chaos/kinds/kind_base.h"
+#include "chaos/run/run.h"
+
+namespace redlock::chaos {
+namespace {
+
+absl::Status OnEachNode(Run& run, const FaultInstance& f, const std::vector<std::string>& args,
+                        absl::string_view name, absl::string_view label) {
+  std::vector<int> done;
+  for (int n : f.nodes) {
+    // A node another fault killed or stopped has nothing to flush or kill
+    // (and a stopped one would only make the command wait).
+    // (On replicated nodes the command goes to the current master.)
+    if (run.replication() == nullptr && (!run.nodes().running(n) || run.nodes().paused(n))) {
+      run.Note(absl::StrCat(name, " of n", n, " skipped: the node is down or stopped"));
+      continue;
+    }
+    absl::StatusOr<testkit::RedisValue> r = run.NodeCommand(n, args);
+    if (!r.ok() || r->is_error()) {
+      // Unreachable (a fault on its way) or refused: noted, not a harness
+      // error; the fault simply did not happen there.
+      run.Note(
+          absl::StrCat(args[0], " on n", n, " failed: ", r.ok() ? r->str : r.status().ToString()));
+      continue;
+    }
+    done.push_back(n);
+  }
+  if (!done.empty()) run.nemesis().Instant(name, {.nodes = done}, label);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+void RegisterServerFaults(FaultKindList& out) {
+  using faults::Add;
+  Add(out, {.info = {.name = "script_flush",
+                     .family = "server",
+                     .summary = "SCRIPT FLUSH on the node: its script cache is empty, as after a "
+                                "restart or a failover to a replica that never loaded the scripts "
+                                "(the next EVALSHA gets NOSCRIPT)",
+                     .takes_nodes = true,
+                     .nodes_default = "random 1..2",
+                     .explore_weight = 2,
+                     .color = "#ff9896"},
+            .inject = [](Run& run, FaultInstance& f) {
+              return OnEachNode(run, f, {"SCRIPT", "FLUSH"}, "script_flush",
+                                "SCRIPT FLUSH: the node's scripts are gone");
+            }});
+
+  Add(out,
+      {.info = {.name = "client_kill",
+                .family = "server",
+                .summary = "CLIENT KILL TYPE normal on the node: the server closes every client "
+                           "connection (requests in flight may or may not have run)",
+                .takes_nodes = true,
+                .nodes_default = "random 1..2",
+                .explore_weight = 2,
+                .color = "#e7ba52"},
+       .inject = [](Run& run, FaultInstance& f) {
+         return OnEachNode(run, f, {"CLIENT", "KILL", "TYPE", "normal"}, "client_kill",
+                           "CLIENT KILL TYPE normal: the server closed every client connection");
+       }});
+}
+
+}  // namespace redlock::chaos
