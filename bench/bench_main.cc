@@ -27,8 +27,6 @@
 #include <vector>
 
 #include "absl/flags/flag.h"
-#include "absl/flags/parse.h"
-#include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -45,8 +43,10 @@
 #include "bench/spread_profiles.h"
 #include "bench/system_info.h"
 #include "bench/workload.h"
+#include "common/flags.h"
 #include "redlock/options.h"
 #include "testkit/fleet.h"
+#include "testkit/servers.h"
 
 ABSL_FLAG(bool, quick, false, "The default run: N in {1,3,5}, the main scenarios, about a minute.");
 ABSL_FLAG(bool, full, false, "Every scenario at N in {1,3,5,7} with longer measurements.");
@@ -182,35 +182,21 @@ absl::Status ParseCounts(absl::string_view text, int max, std::vector<int>* out)
   return absl::OkStatus();
 }
 
-// Flag names are written with underscores; accept dashes too
-// (--latency-profile is --latency_profile). Values are left alone.
-std::vector<char*> NormalizeFlagNames(int argc, char** argv, std::vector<std::string>* storage) {
-  storage->reserve(static_cast<size_t>(argc));
-  std::vector<char*> out;
-  for (int i = 0; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (i > 0 && arg.size() > 2 && arg.compare(0, 2, "--") == 0) {
-      const size_t end = std::min(arg.find('='), arg.size());
-      for (size_t k = 2; k < end; ++k) {
-        if (arg[k] == '-') arg[k] = '_';
-      }
-    }
-    storage->push_back(std::move(arg));
-  }
-  for (std::string& a : *storage) out.push_back(a.data());
-  return out;
-}
-
 int Main(int argc, char** argv) {
-  std::vector<std::string> arg_storage;
-  std::vector<char*> args = NormalizeFlagNames(argc, argv, &arg_storage);
-  argc = static_cast<int>(args.size());
-  argv = args.data();
-  absl::SetProgramUsageMessage(
-      "redlock-bench [--quick|--full|--smoke] [--scenario NAME] [--nodes host:port,...] "
-      "[--json FILE|-] [--plot DIR]\nSee bench/README.md.");
-  std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
-  if (rest.size() > 1) return UsageError(absl::StrCat("unexpected argument '", rest[1], "'"));
+  // Flag names are written with underscores; dashes work too
+  // (--latency-profile is --latency_profile).
+  const flags::Parsed args = flags::ParseOrExit(
+      argc, argv, "redlock-bench",
+      "usage: redlock-bench [--quick|--full|--smoke] [--scenario NAME] [--nodes host:port,...] "
+      "[--json FILE|-] [--plot DIR]\nSee bench/README.md.",
+      {.files = {"bench/bench_main.cc"},
+       .dashes = false,
+       .value_names = {{"json", "FILE"}, {"plot", "DIR"}, {"redis_server", "PATH"}}});
+  if (!args.positional.empty() || !args.tail.empty()) {
+    return UsageError(absl::StrCat("unexpected argument '",
+                                   (args.positional.empty() ? args.tail : args.positional).front(),
+                                   "'"));
+  }
   // --server is the test kit's REDLOCK_SERVER, so every fleet of this run
   // (and of its worker processes) starts that server.
   if (const std::string server = absl::GetFlag(FLAGS_server); !server.empty()) {

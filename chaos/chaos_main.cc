@@ -33,17 +33,63 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "chaos/base/cleanup.h"
 #include "chaos/explore/explore.h"
 #include "chaos/plot/plot.h"
 #include "chaos/run/report.h"
 #include "chaos/scenarios/scenario_file.h"
+#include "common/flags.h"
 #include "testkit/servers.h"
+
+ABSL_FLAG(bool, list, false, "List the scenarios of the catalog and exit.");
+ABSL_FLAG(std::string, kinds, "",
+          "Alone: print every fault kind, its parameters and ranges, and exit. With --explore "
+          "and a value (a,b): draw only these kinds.");
+ABSL_FLAG(bool, quick, false, "Run the CI subset of the catalog.");
+ABSL_FLAG(bool, full, false, "Run the whole catalog.");
+ABSL_FLAG(bool, core, false,
+          "Run the catalog's core (clock jump, restart, pause, partition, failover), on any "
+          "--server.");
+ABSL_FLAG(std::vector<std::string>, scenario, {},
+          "Run this scenario of the catalog (repeatable, or comma-separated).");
+ABSL_FLAG(std::vector<std::string>, file, {}, "Run the scenario in this file (repeatable).");
+ABSL_FLAG(std::string, scenarios, "",
+          "Read the catalog from this directory instead of chaos/scenarios.");
+ABSL_FLAG(std::string, client, "",
+          "Put every client of the scenarios under this client: library (default), a broken "
+          "variant, or an external client (node-redlock, redis-py).");
+ABSL_FLAG(std::string, server, "",
+          "Start this server in every fleet (redis-7.0, valkey-8.0, valkey-9.1, redis-8.0; "
+          "default: $REDLOCK_SERVER or Debian's redis-server).");
+ABSL_FLAG(std::string, compare, "",
+          "Run the scenarios once per client of this list (comma-separated), side by side.");
+ABSL_FLAG(uint64_t, seed, redlock::chaos::RunOptions().seed,
+          "Seed of the fault schedules' randomness (--explore: run i gets seed+i).");
+ABSL_FLAG(bool, explore, false, "Random fault schedules instead of scenarios (chaos/explore/).");
+ABSL_FLAG(int, runs, redlock::chaos::ExploreOptions().runs, "--explore: how many runs.");
+ABSL_FLAG(absl::Duration, duration, redlock::chaos::ExploreOptions().duration,
+          "--explore: each run's schedule.");
+ABSL_FLAG(std::vector<std::string>, topology, {},
+          "--explore: a topology preset to draw from (repeatable; default: every preset this "
+          "machine can run).");
+ABSL_FLAG(std::string, out, redlock::chaos::ExploreOptions().out_dir,
+          "--explore: where shrunk findings are written.");
+ABSL_FLAG(int, shrink_runs, redlock::chaos::ExploreOptions().shrink_runs,
+          "--explore: reruns spent shrinking each finding.");
+ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file.");
+ABSL_FLAG(std::string, keep, "",
+          "Keep every scenario's histories and checker report in DIR/<scenario>/.");
+ABSL_FLAG(std::string, plot, "",
+          "Write every scenario's timeline picture to DIR/<scenario>.svg (and an index.html).");
+ABSL_FLAG(std::string, client_binary, "",
+          "The client process binary (default: redlock-chaos-client next to this one).");
+ABSL_FLAG(bool, verbose, false, "Print every fault injected and every note (also -v).");
 
 namespace {
 
@@ -60,20 +106,20 @@ const char* const kCoreScenarios[] = {
     "redlock-replicated-failover", "redlock-replicated-failover-durable",
 };
 
-void Usage(FILE* out) {
-  fprintf(out,
-          "usage: redlock-chaos (--list | --kinds | --quick | --full | --core | --scenario NAME... "
-          "|\n"
-          "                      --file PATH...)\n"
-          "                     [--seed N] [--client NAME | --compare NAME,NAME...]\n"
-          "                     [--server NAME]\n"
-          "                     [--scenarios DIR] [--json FILE]\n"
-          "                     [--keep DIR] [--plot DIR] [--client-binary PATH] [--verbose]\n"
-          "       redlock-chaos --explore [--runs K] [--seed S] [--duration T]\n"
-          "                     [--topology NAME]... [--kinds KIND,...] [--client NAME]\n"
-          "                     [--out DIR] [--shrink-runs N] [--keep DIR] [--plot DIR]\n"
-          "topologies: %s\n",
-          absl::StrJoin(chaos::TopologyPresets(), ", ").c_str());
+std::string Usage() {
+  return absl::StrCat(
+      "usage: redlock-chaos (--list | --kinds | --quick | --full | --core | --scenario NAME... "
+      "|\n"
+      "                      --file PATH...)\n"
+      "                     [--seed N] [--client NAME | --compare NAME,NAME...]\n"
+      "                     [--server NAME]\n"
+      "                     [--scenarios DIR] [--json FILE]\n"
+      "                     [--keep DIR] [--plot DIR] [--client-binary PATH] [--verbose]\n"
+      "       redlock-chaos --explore [--runs K] [--seed S] [--duration T]\n"
+      "                     [--topology NAME]... [--kinds KIND,...] [--client NAME]\n"
+      "                     [--out DIR] [--shrink-runs N] [--keep DIR] [--plot DIR]\n"
+      "topologies: ",
+      absl::StrJoin(chaos::TopologyPresets(), ", "), "\nSee chaos/README.md.");
 }
 
 // Sets every client of `s` to the client under test `name`.
@@ -172,96 +218,63 @@ int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> names, files, topologies;
-  bool list = false, quick = false, full = false, core = false, verbose = false, explore = false;
+  const std::string usage = Usage();
+  const redlock::flags::Parsed args =
+      redlock::flags::ParseOrExit(argc, argv, "redlock-chaos", usage,
+                                  {.files = {"chaos/chaos_main.cc"},
+                                   .aliases = {{"-v", "verbose"}},
+                                   .optional_value = {"kinds"},
+                                   .value_names = {{"client", "NAME"},
+                                                   {"client_binary", "PATH"},
+                                                   {"compare", "NAME,..."},
+                                                   {"file", "PATH"},
+                                                   {"json", "FILE"},
+                                                   {"keep", "DIR"},
+                                                   {"kinds", "KIND,..."},
+                                                   {"out", "DIR"},
+                                                   {"plot", "DIR"},
+                                                   {"scenario", "NAME"},
+                                                   {"scenarios", "DIR"},
+                                                   {"topology", "NAME"}}});
+  if (!args.positional.empty() || !args.tail.empty()) {
+    fprintf(stderr, "redlock-chaos: unknown argument %s\n",
+            (args.positional.empty() ? args.tail : args.positional).front().c_str());
+    fprintf(stderr, "%s\n", usage.c_str());
+    return 2;
+  }
+  if (args.Given("kinds") && absl::GetFlag(FLAGS_kinds).empty()) {
+    fputs(chaos::FormatKinds().c_str(), stdout);
+    return 0;
+  }
+  std::vector<std::string> names = absl::GetFlag(FLAGS_scenario);
+  const std::vector<std::string> files = absl::GetFlag(FLAGS_file);
+  const std::vector<std::string> topologies = absl::GetFlag(FLAGS_topology);
+  const bool list = absl::GetFlag(FLAGS_list);
+  const bool quick = absl::GetFlag(FLAGS_quick);
+  const bool full = absl::GetFlag(FLAGS_full);
+  const bool core = absl::GetFlag(FLAGS_core);
+  const bool verbose = absl::GetFlag(FLAGS_verbose);
+  const bool explore = absl::GetFlag(FLAGS_explore);
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  const std::string client = absl::GetFlag(FLAGS_client);
+  const std::string dir = absl::GetFlag(FLAGS_scenarios);
+  const std::string kinds = absl::GetFlag(FLAGS_kinds);
+  const std::string compare = absl::GetFlag(FLAGS_compare);
+  const std::string server = absl::GetFlag(FLAGS_server);
   chaos::RunOptions options;
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.keep_dir = absl::GetFlag(FLAGS_keep);
+  options.plot_dir = absl::GetFlag(FLAGS_plot);
+  options.client_binary = absl::GetFlag(FLAGS_client_binary);
   chaos::ExploreOptions eo;
-  std::string json_path, client, dir, kinds, compare, server;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    std::string value;
-    auto take = [&](const char* flag) -> bool {
-      std::string f = flag;
-      if (a == f) {
-        if (i + 1 >= argc) {
-          fprintf(stderr, "redlock-chaos: %s needs a value\n", flag);
-          exit(2);
-        }
-        value = argv[++i];
-        return true;
-      }
-      if (a.rfind(f + "=", 0) == 0) {
-        value = a.substr(f.size() + 1);
-        return true;
-      }
-      return false;
-    };
-    auto number = [&](const char* flag, auto* into) {
-      if (!absl::SimpleAtoi(value, into)) {
-        fprintf(stderr, "redlock-chaos: bad %s %s\n", flag, value.c_str());
-        exit(2);
-      }
-    };
-    if (a == "--list") {
-      list = true;
-    } else if (a == "--quick") {
-      quick = true;
-    } else if (a == "--full") {
-      full = true;
-    } else if (a == "--core") {
-      core = true;
-    } else if (a == "--explore") {
-      explore = true;
-    } else if (a == "--kinds") {
-      fputs(chaos::FormatKinds().c_str(), stdout);
-      return 0;
-    } else if (a == "--verbose" || a == "-v") {
-      verbose = true;
-    } else if (a == "--help" || a == "-h") {
-      Usage(stdout);
-      return 0;
-    } else if (take("--scenario")) {
-      names.push_back(value);
-    } else if (take("--file")) {
-      files.push_back(value);
-    } else if (take("--scenarios")) {
-      dir = value;
-    } else if (take("--client")) {
-      client = value;
-    } else if (take("--server")) {
-      server = value;
-    } else if (take("--compare")) {
-      compare = value;
-    } else if (take("--seed")) {
-      number("--seed", &options.seed);
-    } else if (take("--runs")) {
-      number("--runs", &eo.runs);
-    } else if (take("--shrink-runs")) {
-      number("--shrink-runs", &eo.shrink_runs);
-    } else if (take("--duration")) {
-      if (!absl::ParseDuration(value, &eo.duration) || eo.duration <= absl::ZeroDuration()) {
-        fprintf(stderr, "redlock-chaos: bad --duration %s (e.g. 10s)\n", value.c_str());
-        return 2;
-      }
-    } else if (take("--topology")) {
-      topologies.push_back(value);
-    } else if (take("--kinds")) {
-      kinds = value;
-    } else if (take("--out")) {
-      eo.out_dir = value;
-    } else if (take("--json")) {
-      json_path = value;
-    } else if (take("--keep")) {
-      options.keep_dir = value;
-    } else if (take("--plot")) {
-      options.plot_dir = value;
-    } else if (take("--client-binary")) {
-      options.client_binary = value;
-    } else {
-      fprintf(stderr, "redlock-chaos: unknown argument %s\n", a.c_str());
-      Usage(stderr);
-      return 2;
-    }
+  eo.runs = absl::GetFlag(FLAGS_runs);
+  eo.shrink_runs = absl::GetFlag(FLAGS_shrink_runs);
+  eo.duration = absl::GetFlag(FLAGS_duration);
+  eo.out_dir = absl::GetFlag(FLAGS_out);
+  if (eo.duration <= absl::ZeroDuration() || eo.duration == absl::InfiniteDuration()) {
+    fprintf(stderr, "redlock-chaos: bad --duration %s (e.g. 10s)\n",
+            absl::FormatDuration(eo.duration).c_str());
+    return 2;
   }
   options.verbose = verbose;
   // --server is the test kit's REDLOCK_SERVER: every fleet, replica and
@@ -354,7 +367,7 @@ int main(int argc, char** argv) {
     if (full || (quick && s.quick)) add(s);
   }
   if (todo.empty()) {
-    Usage(stderr);
+    fprintf(stderr, "%s\n", usage.c_str());
     return 2;
   }
   if (!compare.empty()) {

@@ -16,15 +16,25 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/status/status.h"
-#include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "chaos/check/checker.h"
 #include "chaos/history/history.h"
 #include "chaos/plot/plot.h"
+#include "common/flags.h"
+
+ABSL_FLAG(bool, json, false, "Print one JSON document instead of the verdict table.");
+ABSL_FLAG(bool, skip_malformed, false,
+          "Skip malformed lines (counted as warnings) instead of failing with exit status 2.");
+ABSL_FLAG(double, fault_window_s,
+          absl::ToDoubleSeconds(redlock::chaos::CheckOptions().fault_window),
+          "Seconds before a violation during which an instant fault (a clock jump, a kill, "
+          "a restart) is still listed as active at it.");
+ABSL_FLAG(int64_t, max_violations, redlock::chaos::CheckOptions().max_violations_per_property,
+          "At most this many violations reported per property.");
+ABSL_FLAG(std::string, plot, "", "Also write the timeline picture (SVG) of the history here.");
 
 namespace {
 
@@ -32,69 +42,40 @@ constexpr int kExitClean = 0;
 constexpr int kExitViolations = 1;
 constexpr int kExitBadInput = 2;
 
-void Usage(std::FILE* out) {
-  std::fputs(
-      "usage: redlock-check HISTORY.jsonl [MORE.jsonl ...] [--json]\n"
-      "                     [--skip-malformed] [--fault-window-s=SECONDS]\n"
-      "                     [--max-violations=N] [--plot FILE]\n"
-      "Checks a chaos history (JSON Lines) for S1 mutual exclusion, S2\n"
-      "validity, S3 lost updates and S4 fencing. Files are merged by t.\n"
-      "--plot FILE: also write the timeline picture (SVG) of the history.\n"
-      "Exit status: 0 clean, 1 violations, 2 bad input.\n",
-      out);
+constexpr char kUsage[] =
+    "usage: redlock-check HISTORY.jsonl [MORE.jsonl ...] [--json]\n"
+    "                     [--skip-malformed] [--fault-window-s=SECONDS]\n"
+    "                     [--max-violations=N] [--plot FILE]\n"
+    "Checks a chaos history (JSON Lines; - for stdin) for S1 mutual exclusion, S2\n"
+    "validity, S3 lost updates and S4 fencing. Files are merged by t.\n"
+    "Exit status: 0 clean, 1 violations, 2 bad input.";
+
+int BadInput(const std::string& message) {
+  std::fprintf(stderr, "redlock-check: %s\n", message.c_str());
+  return kExitBadInput;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> paths;
-  bool json = false;
-  bool skip_malformed = false;
-  std::string plot_path;
+  const redlock::flags::Parsed args = redlock::flags::ParseOrExit(
+      argc, argv, "redlock-check", kUsage,
+      {.files = {"chaos/check_main.cc"},
+       .value_names = {{"fault_window_s", "SECONDS"}, {"plot", "FILE"}}});
+  std::vector<std::string> paths = args.positional;
+  paths.insert(paths.end(), args.tail.begin(), args.tail.end());
+  const bool json = absl::GetFlag(FLAGS_json);
+  const bool skip_malformed = absl::GetFlag(FLAGS_skip_malformed);
+  const std::string plot_path = absl::GetFlag(FLAGS_plot);
   redlock::chaos::CheckOptions options;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--json") {
-      json = true;
-    } else if (arg == "--skip-malformed") {
-      skip_malformed = true;
-    } else if (arg == "--plot" || absl::StartsWith(arg, "--plot=")) {
-      if (arg == "--plot") {
-        if (i + 1 >= argc) {
-          std::fprintf(stderr, "redlock-check: --plot needs a file\n");
-          return kExitBadInput;
-        }
-        plot_path = argv[++i];
-      } else {
-        plot_path = std::string(arg.substr(7));
-      }
-    } else if (arg == "-h" || arg == "--help") {
-      Usage(stdout);
-      return kExitClean;
-    } else if (absl::StartsWith(arg, "--fault-window-s=")) {
-      double seconds = 0;
-      if (!absl::SimpleAtod(arg.substr(17), &seconds) || seconds < 0) {
-        std::fprintf(stderr, "redlock-check: bad %s\n", argv[i]);
-        return kExitBadInput;
-      }
-      options.fault_window = absl::Seconds(seconds);
-    } else if (absl::StartsWith(arg, "--max-violations=")) {
-      int64_t n = 0;
-      if (!absl::SimpleAtoi(arg.substr(17), &n) || n < 0) {
-        std::fprintf(stderr, "redlock-check: bad %s\n", argv[i]);
-        return kExitBadInput;
-      }
-      options.max_violations_per_property = n;
-    } else if (absl::StartsWith(arg, "-") && arg != "-") {
-      std::fprintf(stderr, "redlock-check: unknown option %s\n", argv[i]);
-      Usage(stderr);
-      return kExitBadInput;
-    } else {
-      paths.emplace_back(arg);
-    }
-  }
+  const double seconds = absl::GetFlag(FLAGS_fault_window_s);
+  if (seconds < 0) return BadInput(absl::StrCat("bad --fault-window-s=", seconds));
+  options.fault_window = absl::Seconds(seconds);
+  const int64_t max_violations = absl::GetFlag(FLAGS_max_violations);
+  if (max_violations < 0) return BadInput(absl::StrCat("bad --max-violations=", max_violations));
+  options.max_violations_per_property = max_violations;
   if (paths.empty()) {
-    Usage(stderr);
+    std::fprintf(stderr, "%s\n", kUsage);
     return kExitBadInput;
   }
   if (paths.size() == 1 && paths.front() == "-") paths.front() = "/dev/stdin";

@@ -8,6 +8,12 @@
 #   lib/cmake/redlock/                                      find_package(redlock): redlock::redlock, redlock::multilock
 #   lib/pkgconfig/redlock.pc                                pkg-config --cflags --libs redlock
 #   bin/redlock                                             the command-line tool (tools/README.md)
+#   share/man/man1/redlock.1.gz                             its manual page (its --help texts)
+#
+# Every rule belongs to a component, which is one Debian package
+# (cmake/RedlockPackage.cmake): `dev` (libredlock-dev: libraries, headers,
+# CMake package, pkg-config file) and `tool` (redlock: the tool and its
+# manual page). `cmake --install` without --component installs both.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -17,34 +23,46 @@ if(TARGET redlock_multilock)
   list(APPEND _redlock_targets redlock_multilock)
 endif()
 install(TARGETS ${_redlock_targets} EXPORT redlockTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 # The libraries link redlock_build_flags privately. For static libraries
 # CMake still exports it (as a link-only dependency): it carries no compile
 # flags to consumers, only the sanitizer link options of a sanitized build,
 # which a consumer of such a build needs.
 set_target_properties(redlock_build_flags PROPERTIES EXPORT_NAME build_flags_internal)
-install(TARGETS redlock_build_flags EXPORT redlockTargets)
+install(TARGETS redlock_build_flags EXPORT redlockTargets COMPONENT dev)
 
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/redlock/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/redlock
-        FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
+        COMPONENT dev FILES_MATCHING PATTERN "*.h" PATTERN "internal" EXCLUDE)
 if(TARGET redlock_multilock)
   install(FILES ${PROJECT_SOURCE_DIR}/multilock/multi_lock.h
-          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/multilock)
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/multilock COMPONENT dev)
 endif()
 if(TARGET redlock-cli)
-  install(TARGETS redlock-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(TARGETS redlock-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT tool)
+  # The manual page: the tool's --help and every command's, made by the
+  # built tool (tools/make-man.sh).
+  set(_redlock_man ${PROJECT_BINARY_DIR}/redlock.1.gz)
+  add_custom_command(OUTPUT ${_redlock_man}
+    COMMAND ${PROJECT_SOURCE_DIR}/tools/make-man.sh $<TARGET_FILE:redlock-cli> ${PROJECT_VERSION}
+            ${PROJECT_BINARY_DIR}/redlock.1
+    COMMAND gzip -9nf ${PROJECT_BINARY_DIR}/redlock.1
+    DEPENDS redlock-cli ${PROJECT_SOURCE_DIR}/tools/make-man.sh
+    COMMENT "Manual page redlock.1 from the tool's --help")
+  add_custom_target(redlock_man ALL DEPENDS ${_redlock_man})
+  install(FILES ${_redlock_man} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT tool)
 endif()
 
-install(EXPORT redlockTargets NAMESPACE redlock:: DESTINATION ${REDLOCK_INSTALL_CMAKEDIR})
+install(EXPORT redlockTargets NAMESPACE redlock:: DESTINATION ${REDLOCK_INSTALL_CMAKEDIR}
+        COMPONENT dev)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/redlockConfig.cmake.in
   ${PROJECT_BINARY_DIR}/redlockConfig.cmake INSTALL_DESTINATION ${REDLOCK_INSTALL_CMAKEDIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/redlockConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/redlockConfig.cmake ${PROJECT_BINARY_DIR}/redlockConfigVersion.cmake
-        DESTINATION ${REDLOCK_INSTALL_CMAKEDIR})
+        DESTINATION ${REDLOCK_INSTALL_CMAKEDIR} COMPONENT dev)
 
 # pkg-config. The modules required are derived from what the libraries
 # link (absl::<name> -> absl_<name>: Debian ships an absl_<name>.pc for each
@@ -143,8 +161,9 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/redlock.pc.in ${PROJECT_BINARY_DIR}/r
 install(CODE "
   set(REDLOCK_PC_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   configure_file(\"${PROJECT_BINARY_DIR}/redlock.pc.stage\" \"${PROJECT_BINARY_DIR}/redlock.pc\" @ONLY)
-")
-install(FILES ${PROJECT_BINARY_DIR}/redlock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+" COMPONENT dev)
+install(FILES ${PROJECT_BINARY_DIR}/redlock.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
+        COMPONENT dev)
 foreach(_var _redlock_type _redlock_pc_public _redlock_pc_private _redlock_sanitize_link _dir _tgt
              _iface _all _kind _libs _lib _module _public _private)
   unset(${_var})

@@ -69,6 +69,9 @@ namespace redlock {
 class MultiLease {
  public:
   MultiLease() = default;
+  // The leases of one acquisition, one per resource in canonical order, all
+  // with the same token (what MultiLock's calls build). A default-constructed
+  // MultiLease holds nothing.
   explicit MultiLease(std::vector<Lease> leases) : leases_(std::move(leases)) {}
 
   // The resources in canonical (sorted, deduplicated) order.
@@ -81,18 +84,30 @@ class MultiLease {
   // each resource has its own counter.
   uint64_t fencing_token(absl::string_view resource) const;
 
+  // Until when every resource is held: the validity of the acquisition (or of
+  // the latest extension), shared by all its leases. A default TimePoint when
+  // empty.
   Lease::TimePoint valid_until() const;
+  // valid_until() minus now, or zero once it has passed (or when empty).
   absl::Duration TimeLeft() const;
+  // How many nodes granted the acquisition (0 when empty).
   int nodes_granted() const;
+  // True when it holds leases (a default-constructed MultiLease does not).
   bool has_value() const { return !leases_.empty(); }
+  // has_value().
   explicit operator bool() const { return has_value(); }
 
  private:
   std::vector<Lease> leases_;
 };
 
+// MultiLock: several resources locked all-or-nothing through one Client, with a
+// quorum of nodes (kQuorum) or every node (kAllNodes) required; see the top of
+// this file. Stateless: share it freely.
 class MultiLock {
  public:
+  // kQuorum: the client's quorum of nodes must grant every resource, as Client
+  // does for one. kAllNodes: every node must grant (see the top of this file).
   enum class Mode { kQuorum, kAllNodes };
 
   // At most this many distinct resources per acquisition. Each node runs one
@@ -101,6 +116,8 @@ class MultiLock {
   // every node small. Lock more by partitioning into coarser resources.
   static constexpr size_t kMaxResources = 256;
 
+  // A MultiLock over `client`'s nodes. REQUIRES: `client` is not null and
+  // outlives the MultiLock.
   explicit MultiLock(Client* client, Mode mode = Mode::kQuorum) : client_(client), mode_(mode) {}
 
   // One attempt.
@@ -139,6 +156,7 @@ class MultiLock {
   // checked. kInvalidArgument for bad input.
   static absl::StatusOr<std::vector<std::string>> Canonical(std::vector<std::string> resources);
 
+  // The mode it was created with.
   Mode mode() const { return mode_; }
 
  private:

@@ -80,9 +80,16 @@
 
 namespace redlock {
 
+// Client: the lock on N independent Redis masters (see the top of this file for
+// its use, its threading contract and its error codes). Made by Create; one per
+// process and per set of nodes, shared by every thread.
 class Client {
  public:
+  // The completion of an asynchronous acquire or extend: the lease, or why not.
+  // Runs once, on the client's I/O thread; must not block.
   using LeaseCallback = absl::AnyInvocable<void(absl::StatusOr<Lease>)>;
+  // The completion of an asynchronous release. Runs once, on the client's I/O
+  // thread; must not block.
   using StatusCallback = absl::AnyInvocable<void(absl::Status)>;
 
   // Validates `options` (see ValidateOptions) and starts the client: one I/O
@@ -133,6 +140,8 @@ class Client {
   [[nodiscard]] virtual absl::StatusOr<Lease> Acquire(absl::string_view resource,
                                                       absl::Duration ttl, absl::Duration wait,
                                                       const StopToken& stop) = 0;
+  // The above with a StopToken that is never stopped: until held or `wait` has
+  // passed.
   [[nodiscard]] absl::StatusOr<Lease> Acquire(absl::string_view resource, absl::Duration ttl,
                                               absl::Duration wait) {
     return Acquire(resource, ttl, wait, StopToken());
@@ -159,14 +168,20 @@ class Client {
   // Asynchronous forms of the calls above; `done` runs exactly once.
   virtual void TryAcquireAsync(absl::string_view resource, absl::Duration ttl,
                                LeaseCallback done) = 0;
+  // Acquire (up to Options::max_attempts attempts), asynchronously.
   virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl, LeaseCallback done) = 0;
+  // Acquire with a wait and a StopToken, asynchronously: `done` gets kCancelled
+  // at once when `stop` is stopped first.
   virtual void AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
                             const StopToken& stop, LeaseCallback done) = 0;
+  // The above with a StopToken that is never stopped.
   void AcquireAsync(absl::string_view resource, absl::Duration ttl, absl::Duration wait,
                     LeaseCallback done) {
     AcquireAsync(resource, ttl, wait, StopToken(), std::move(done));
   }
+  // Extend, asynchronously.
   virtual void ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallback done) = 0;
+  // Release, asynchronously.
   virtual void ReleaseAsync(const Lease& lease, StatusCallback done) = 0;
 
   // ---- Lifecycle ----------------------------------------------------------
@@ -197,6 +212,7 @@ class Client {
   struct SetRequest {
     // Distinct resources, each as TryAcquire takes one.
     std::vector<std::string> resources;
+    // The ttl of every key, as TryAcquire takes it.
     absl::Duration ttl;
     // The nodes that must grant: 0 is the client's quorum, N every node.
     int quorum = 0;
@@ -205,22 +221,27 @@ class Client {
     // `fail_fast_unavailable` (every node must grant: such a node fails
     // every attempt until it is back).
     std::optional<int> max_attempts;
+    // See max_attempts.
     bool fail_fast_unavailable = false;
     // With one: until held, or this long (may be infinite), as Acquire with
     // a wait.
     std::optional<absl::Duration> wait;
+    // Cancels the call, as Acquire's StopToken does.
     StopToken stop;
   };
+  // The completion of AcquireSetAsync: one lease per resource, or why not.
   using LeasesCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)>;
 
   // One lease per resource, in the order given. `done` runs on the client's
   // I/O thread.
   [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> AcquireSet(SetRequest request);
+  // AcquireSet, asynchronously; `done` runs exactly once.
   virtual void AcquireSetAsync(SetRequest request, LeasesCallback done);
   // Extend and Release of every lease of a set (`quorum` as in SetRequest).
   [[nodiscard]] virtual absl::StatusOr<std::vector<Lease>> ExtendSet(std::vector<Lease> leases,
                                                                      absl::Duration ttl,
                                                                      int quorum);
+  // Release of every lease of a set (`quorum` as in SetRequest).
   [[nodiscard]] virtual absl::Status ReleaseSet(std::vector<Lease> leases, int quorum);
   // AutoRenew of every lease of a set: an extension needs every key.
   [[nodiscard]] virtual absl::StatusOr<std::unique_ptr<Renewal>> AutoRenewSet(
@@ -238,7 +259,10 @@ class Client {
   // over any Client that provides these two; a Client that wraps another
   // forwards them (as the set calls above), and the default answers
   // kUnimplemented.
+  //
+  // One acquisition (or inspection) the lock family asks for.
   struct FamilyRequest {
+    // Which primitive, and which of its leases.
     enum class Kind {
       kReader,  // a shared lease of the reader-writer lock on `resource`
       kWriter,  // its exclusive lease (with a wait: writer preference)
@@ -246,24 +270,27 @@ class Client {
       kLeader,  // the election `resource`: fencing always (the term), its
                 // own counter, `identity` carried in the lease's token
     };
-    Kind kind = Kind::kWriter;
-    std::string resource;
+    Kind kind = Kind::kWriter;           // which primitive and lease
+    std::string resource;                // the primitive's resource name
     absl::Duration ttl;                  // InspectFamily ignores it
     std::optional<absl::Duration> wait;  // none or zero: one attempt
-    StopToken stop;
-    int permits = 0;       // kPermit: K, 1 to 1024
-    std::string identity;  // kLeader: any bytes, at most 256
+    StopToken stop;                      // cancels the acquisition (kCancelled)
+    int permits = 0;                     // kPermit: K, 1 to 1024
+    std::string identity;                // kLeader: any bytes, at most 256
   };
+  // What a family acquisition grants.
   struct FamilyGrant {
-    Lease lease;
+    Lease lease;    // the lease, released and extended like any other
     int slot = -1;  // kPermit: which permit (0-based)
   };
+  // Receives a family acquisition's result, on the client's I/O thread.
   using FamilyCallback = absl::AnyInvocable<void(absl::StatusOr<FamilyGrant>)>;
 
   // One acquisition of `request`. `done` runs on the client's I/O thread.
   // kInvalidArgument for a bad request (nothing sent); otherwise the codes
   // of Acquire.
   virtual void AcquireFamilyAsync(FamilyRequest request, FamilyCallback done);
+  // The same, blocking until the result.
   [[nodiscard]] virtual absl::StatusOr<FamilyGrant> AcquireFamily(FamilyRequest request);
   // Every node's view of the primitive of `request` (kind and resource, and
   // permits for a semaphore).

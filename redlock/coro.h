@@ -82,11 +82,18 @@ using Resume = std::function<void(std::coroutine_handle<>)>;
 //     ...
 //   }
 struct Detached {
+  // The coroutine protocol's promise: starts at once, never suspends at the end
+  // (the frame frees itself), terminates on an escaping exception.
   struct promise_type {
+    // Part of the coroutine protocol (see promise_type).
     Detached get_return_object() noexcept { return {}; }
+    // Part of the coroutine protocol (see promise_type).
     std::suspend_never initial_suspend() noexcept { return {}; }
+    // Part of the coroutine protocol (see promise_type).
     std::suspend_never final_suspend() noexcept { return {}; }
+    // Part of the coroutine protocol (see promise_type).
     void return_void() noexcept {}
+    // Part of the coroutine protocol (see promise_type).
     void unhandled_exception() noexcept { std::terminate(); }
   };
 };
@@ -139,12 +146,18 @@ struct ReleaseCall {
 template <typename T, typename Call>
 class [[nodiscard]] Awaitable {
  public:
+  // Made by the functions below: `call` starts the call when awaited; `resume`
+  // as in Resume.
   Awaitable(Call call, Resume resume) : call_(std::move(call)), resume_(std::move(resume)) {}
+  // Movable until awaited (the functions below return it by value).
   Awaitable(Awaitable&&) = default;
   Awaitable& operator=(Awaitable&&) = delete;
 
+  // Part of the coroutine protocol: never ready before the call is made.
   bool await_ready() const noexcept { return false; }
 
+  // Part of the coroutine protocol: starts the call; its completion resumes
+  // `awaiting` (or hands it to the Resume).
   void await_suspend(std::coroutine_handle<> awaiting) {
     awaiting_ = awaiting;
     // The call may complete on the I/O thread, and the coroutine (whose
@@ -154,6 +167,7 @@ class [[nodiscard]] Awaitable {
     call([this](T result) { Complete(std::move(result)); });
   }
 
+  // Part of the coroutine protocol: the call's result.
   T await_resume() { return std::move(*result_); }
 
  private:

@@ -65,6 +65,8 @@
 
 namespace redlock {
 
+// How a campaign's leadership is held: its lease's ttl, its renewal, and who to
+// tell when it is lost.
 struct CampaignOptions {
   // The leader's lease: renewed while it leads, and about how long a dead
   // leader keeps its successor waiting. Default: 10 s.
@@ -92,7 +94,9 @@ class Leadership {
   Leadership(const Leadership&) = delete;
   Leadership& operator=(const Leadership&) = delete;
 
+  // The election's resource, as given to Election.
   const std::string& resource() const { return resource_; }
+  // This leader's identity, as given to Campaign (what Observe reports).
   const std::string& identity() const { return identity_; }
   // The term: strictly higher than every earlier leader's.
   uint64_t term() const { return lease_.fencing_token(); }
@@ -100,6 +104,8 @@ class Leadership {
   Lease lease() const;
   // True until lost (or resigned) while the lease has validity left.
   bool leading() const;
+  // True from the renewal's at-risk notification until an extension succeeds
+  // (as Renewal::at_risk): stop starting work that needs leadership.
   bool at_risk() const;
   // Stopped when leadership is lost (as Renewal::lost()).
   StopToken lost() const;
@@ -123,11 +129,16 @@ class Leadership {
   std::atomic<bool> resigned_{false};
 };
 
+// Election: leader election on one resource of a Client's nodes (see the top of
+// this file). A thin wrapper: share it.
 class Election {
  public:
   // Identities longer than this are refused (they travel in every token).
   static constexpr size_t kMaxIdentity = 256;
 
+  // An election on `resource` (a lock name, as Client takes it). REQUIRES:
+  // `client` is not null, outlives the Election, and was made by
+  // Client::Create.
   Election(Client* client, std::string resource);
 
   // One attempt. kAborted: someone else leads.
@@ -142,6 +153,7 @@ class Election {
   // The asynchronous form of Campaign (a zero `wait` is one attempt);
   // `done` runs once, on the client's I/O thread.
   using LeadershipCallback = absl::AnyInvocable<void(absl::StatusOr<std::unique_ptr<Leadership>>)>;
+  // Campaign, asynchronously (see LeadershipCallback above).
   void CampaignAsync(absl::string_view identity, absl::Duration wait, const StopToken& stop,
                      CampaignOptions options, LeadershipCallback done);
 
@@ -149,6 +161,7 @@ class Election {
   // nullopt when none does. kUnavailable when fewer than a quorum answered.
   [[nodiscard]] absl::StatusOr<std::optional<LeaderInfo>> Observe();
 
+  // The resource it was created with.
   const std::string& resource() const { return resource_; }
 
   // The identity carried by a leader's lease token ("" for other tokens).

@@ -63,6 +63,8 @@ class FenceGuard {
     return false;
   }
 
+  // The highest token admitted so far (0 before any): what to persist for the
+  // FenceGuard(highest) of the next start.
   uint64_t highest() const { return highest_.load(std::memory_order_acquire); }
 
  private:

@@ -30,8 +30,11 @@ namespace internal {
 class LeaseFactory;
 }  // namespace internal
 
+// A held lock (see the top of this file): a plain value, cheap to copy; every
+// copy names the same lock on the nodes.
 class Lease {
  public:
+  // Leases are measured on the steady clock, never the wall clock.
   using TimePoint = std::chrono::steady_clock::time_point;
 
   // An empty lease: resource() and token() are empty, TimeLeft() is zero.
@@ -70,6 +73,8 @@ class Lease {
 
   // valid_until() - now, or zero once it has passed.
   absl::Duration TimeLeft() const { return TimeLeft(std::chrono::steady_clock::now()); }
+  // valid_until() - `now`, or zero once `now` has passed it (for callers that
+  // read the clock once for many leases).
   absl::Duration TimeLeft(TimePoint now) const {
     if (now >= valid_until_) return absl::ZeroDuration();
     return absl::FromChrono(valid_until_ - now);
@@ -93,6 +98,7 @@ class Lease {
 
   // True for a lease returned by a successful call (not default-constructed).
   bool has_value() const { return !token_.empty(); }
+  // has_value().
   explicit operator bool() const { return has_value(); }
 
  private:

@@ -34,15 +34,23 @@
 
 namespace redlock {
 
+// MetricsCollector: an Observer that counts every event and renders the counts
+// as Prometheus text (see the top of this file). Set it as Options::observer.
 class MetricsCollector : public Observer {
  public:
   MetricsCollector();
   ~MetricsCollector() override;
 
+  // Counts the acquisition: its outcome, attempts, duration and every node's
+  // answer and latency.
   void OnAcquire(const AcquireEvent& event) override;
+  // Counts the extension, its outcome and its round's node answers and latencies.
   void OnExtend(const ExtendEvent& event) override;
+  // Counts the release, its outcome and its round's node answers and latencies.
   void OnRelease(const ReleaseEvent& event) override;
+  // Counts the lease event (at_risk, lost).
   void OnLease(const LeaseEvent& event) override;
+  // Counts the node event and updates the node's up and breaker gauges.
   void OnNode(const NodeEvent& event) override;
 
   // Every metric, in the Prometheus text exposition format (version 0.0.4).
@@ -50,8 +58,11 @@ class MetricsCollector : public Observer {
 
   // Counts, for code that reads them directly.
   int64_t acquisitions(Outcome::Kind outcome) const;
+  // Extensions counted with this outcome.
   int64_t extensions(Outcome::Kind outcome) const;
+  // Releases counted with this outcome.
   int64_t releases(Outcome::Kind outcome) const;
+  // Lease events of this kind counted.
   int64_t lease_events(LeaseEvent::Kind event) const;
 
  private:

@@ -60,6 +60,8 @@
 
 namespace redlock {
 
+// How a Mutex (and RecursiveMutex, SharedMutex) holds its lock: the lease's
+// ttl, its renewal, and what cancels a pending lock.
 struct MutexOptions {
   // ttl of the lease on the nodes. With auto_renew, it is also how long the
   // lock outlives a crashed holder. Default: 10 s.
@@ -90,8 +92,12 @@ absl::Duration ToAbslDuration(const std::chrono::duration<Rep, Period>& d) {
 }
 }  // namespace internal
 
+// Mutex: one distributed lock as a standard TimedLockable (see the top of this
+// file).
 class Mutex {
  public:
+  // A mutex on `resource` (a lock name, as Client takes it); nothing is sent
+  // until it is locked. REQUIRES: `client` is not null and outlives the Mutex.
   Mutex(Client* client, std::string resource, MutexOptions options = MutexOptions());
   // Releases the lock if it is held (errors are swallowed: the lease then
   // runs out at its ttl).
@@ -132,6 +138,7 @@ class Mutex {
   // The current lease (its validity moves with each renewal); empty when
   // not held.
   Lease lease() const;
+  // The resource it was created with.
   const std::string& resource() const { return resource_; }
 
  private:
@@ -150,17 +157,25 @@ class Mutex {
 // deep), and the lock is released when the count returns to zero.
 class RecursiveMutex {
  public:
+  // As Mutex's constructor.
   RecursiveMutex(Client* client, std::string resource, MutexOptions options = MutexOptions())
       : mutex_(client, std::move(resource), std::move(options)) {}
   RecursiveMutex(const RecursiveMutex&) = delete;
   RecursiveMutex& operator=(const RecursiveMutex&) = delete;
 
+  // Blocks until held, or enters again when the calling thread owns it (see
+  // Mutex::lock).
   void lock();
+  // One attempt, or enters again when the calling thread owns it.
   bool try_lock();
+  // As Mutex::try_lock_for, or enters again at once when the calling thread
+  // owns it.
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
     return Enter([&] { return mutex_.try_lock_for(d); });
   }
+  // As Mutex::try_lock_until, or enters again at once when the calling thread
+  // owns it.
   template <class ClockT, class DurationT>
   bool try_lock_until(const std::chrono::time_point<ClockT, DurationT>& t) {
     return Enter([&] { return mutex_.try_lock_until(t); });
@@ -169,9 +184,13 @@ class RecursiveMutex {
   // in status(), never undefined behaviour.
   void unlock() noexcept;
 
+  // As Mutex::status, for the calls made on this object.
   absl::Status status() const;
+  // As Mutex::held_ok.
   bool held_ok() const { return mutex_.held_ok(); }
+  // As Mutex::lost.
   StopToken lost() const { return mutex_.lost(); }
+  // As Mutex::lease.
   Lease lease() const { return mutex_.lease(); }
   // Nesting depth of the owning thread (0 when not held).
   int depth() const { return depth_.load(); }

@@ -1,5 +1,18 @@
-// redlock/node_status.h: what the client knows about each node (Client::Health,
-// Client::Inspect).
+// redlock/node_status.h: what the client knows about each node: NodeHealth
+// (Client::Health: the connection, breaker, TLS, Sentinels, cluster shards)
+// and NodeView (Client::Inspect: who holds a resource on each node).
+//
+//   for (const redlock::NodeHealth& n : client->Health()) {
+//     if (!n.connected) LOG(WARNING) << n.node << " down: " << n.last_error;
+//   }
+//   absl::StatusOr<std::vector<redlock::NodeView>> views = client->Inspect("orders/42");
+//   if (views.ok()) {
+//     for (const redlock::NodeView& v : *views) {
+//       if (v.held) LOG(INFO) << v.node << " holds it for " << v.ttl_left;
+//     }
+//   }
+//
+// Both are plain values, copies of the client's state when the call returned.
 
 #ifndef REDLOCK_NODE_STATUS_H_
 #define REDLOCK_NODE_STATUS_H_
@@ -35,6 +48,7 @@ struct FamilyNodeView {
   absl::Status status;  // why the node could not be read, or OK
   // The lock key's token ("" when free): the writer, or the leader.
   std::string holder;
+  // The lock key's remaining ttl, when held.
   absl::Duration holder_ttl_left = absl::ZeroDuration();
   int readers = 0;          // a reader-writer lock's live reader entries
   int waiting_writers = 0;  // and its live writer intents
@@ -57,22 +71,23 @@ struct SentinelHealth {
   // did not say, e.g. an ACL user without that command). A higher epoch is
   // a later failover: the client prefers the master named with the highest.
   std::string master;
+  // See `master`.
   int64_t config_epoch = -1;
   // Why its last connection failed or was replaced ("" while it answers).
   std::string last_error;
 };
 
-// Health of one node's connection, as seen by the client.
 // One master of a node that is a Redis Cluster (NodeHealth::shards).
 struct ShardHealth {
-  std::string address;  // "host:port" of the master
-  int slots = 0;        // hash slots it serves, as the client's slot map says
-  bool connected = false;
-  bool breaker_open = false;
-  size_t in_flight = 0;
-  std::string last_error;
+  std::string address;        // "host:port" of the master
+  int slots = 0;              // hash slots it serves, as the client's slot map says
+  bool connected = false;     // its connection is established and ready
+  bool breaker_open = false;  // requests to it fail fast until a probe succeeds
+  size_t in_flight = 0;       // commands awaiting its reply
+  std::string last_error;     // its most recent connection or request error
 };
 
+// Health of one node's connection, as seen by the client (Client::Health).
 struct NodeHealth {
   std::string node;  // Endpoint::ToString()
   // How the node is found, as its URL scheme: "redis", "rediss" (a static
@@ -105,9 +120,10 @@ struct NodeHealth {
   // scripts (EVALSHA); true when the node forbids scripting (an ACL user
   // without @scripting, EVAL/EVALSHA/SCRIPT renamed away), found at the
   // handshake, and the client uses WATCH/MULTI/EXEC transactions instead
-  // (README "Nodes that forbid scripting"). `scriptless_reason` is what the
+  // (docs/guide/nodes.md, "Nodes that forbid scripting"). `scriptless_reason` is what the
   // node answered.
   bool scriptless = false;
+  // See `scriptless`.
   std::string scriptless_reason;
   // On such a node, transactions waiting for their turn (one runs at a
   // time; at most Options::max_in_flight_per_node wait, more are refused).

@@ -51,55 +51,80 @@ namespace redlock {
 // MultiLock), successfully or not. `outcome` covers the whole call: its
 // attempts and duration (waits included), and the last round per node.
 struct AcquireEvent {
+  // The resources asked for (one, or a MultiLock's set in canonical order).
   std::vector<std::string> resources;
+  // What the call returned: OK, or its error.
   absl::Status status;
+  // How the call went (kSucceeded on success; redlock/outcome.h).
   Outcome outcome;
   uint64_t fencing_token = 0;  // on success with fencing
 };
 
-// An extension or a release finished (one round).
+// An extension finished (one round): Extend, or a renewal's extension.
 struct ExtendEvent {
+  // The lease's resources (one, or a MultiLease's set).
   std::vector<std::string> resources;
+  // What the extension returned: OK, or its error.
   absl::Status status;
+  // How the round went (redlock/outcome.h).
   Outcome outcome;
 };
+// A release finished (one round).
 struct ReleaseEvent {
+  // The lease's resources (one, or a MultiLease's set).
   std::vector<std::string> resources;
+  // What the release returned: OK, or its error.
   absl::Status status;
+  // How the round went (redlock/outcome.h).
   Outcome outcome;
 };
 
 // A renewed (or watched) lease became at risk, or was lost (renewal.h).
 struct LeaseEvent {
+  // At risk (RenewOptions::at_risk), or lost (the renewal's on_lost).
   enum class Kind { kAtRisk, kLost };
+  // Which of the two.
   Kind kind = Kind::kAtRisk;
+  // The lease's resources (one, or a MultiLease's set).
   std::vector<std::string> resources;
+  // Why: the failed extension's error, or the validity running out.
   absl::Status why;
 };
 
 // A node's connection changed state.
 struct NodeEvent {
+  // What changed.
   enum class Kind {
     kConnected,      // a connection is established and ready
     kDisconnected,   // it failed or was lost (`detail` says why)
     kBreakerOpened,  // requests now fail at once until a probe succeeds
     kBreakerClosed,  // a probe succeeded (or a new connection is ready)
   };
+  // Which change.
   Kind kind = Kind::kConnected;
   std::string node;  // "host:port"
+  // Why: the error for kDisconnected and kBreakerOpened, what happened for
+  // kBreakerClosed; "" for kConnected.
   std::string detail;
 };
 
 const char* LeaseEventName(LeaseEvent::Kind kind);  // "at_risk", "lost"
 const char* NodeEventName(NodeEvent::Kind kind);    // "connected", ...
 
+// Observer: receives the client's events (Options::observer). Override what
+// you need; see the top of this file for the threads each runs on.
 class Observer {
  public:
   virtual ~Observer() = default;
+  // An acquisition finished.
   virtual void OnAcquire(const AcquireEvent& event) {}
+  // An extension finished.
   virtual void OnExtend(const ExtendEvent& event) {}
+  // A release finished.
   virtual void OnRelease(const ReleaseEvent& event) {}
+  // A renewed or watched lease became at risk or was lost.
   virtual void OnLease(const LeaseEvent& event) {}
+  // A node's connection changed state.
   virtual void OnNode(const NodeEvent& event) {}
 };
 

@@ -39,6 +39,7 @@ struct SentinelAddress {
   std::string host;  // name or address (IPv6 without brackets)
   int port = 26379;  // 1..65535
 
+  // Same host (as written) and port.
   friend bool operator==(const SentinelAddress& a, const SentinelAddress& b) {
     return a.host == b.host && a.port == b.port;
   }
@@ -55,7 +56,7 @@ struct SentinelSpec {
   // reconnect to the new master. While the node is down it asks them all
   // again (paced by the reconnection backoff) and prefers the highest config
   // epoch, then a master it has not just failed to use, then the answer of
-  // the most Sentinels (README "Finding the master through Sentinel").
+  // the most Sentinels (docs/guide/nodes.md, "Finding the master through Sentinel").
   // Endpoint::host and port are then not used. Endpoint::username, password
   // and db still apply to the master.
   //
@@ -74,8 +75,10 @@ struct SentinelSpec {
   // AUTH for the Sentinels (Sentinel's own requirepass or ACL user), which
   // need not be the master's. Empty: no AUTH.
   std::string username;
+  // See username.
   std::string password;
 
+  // Field by field.
   friend bool operator==(const SentinelSpec& a, const SentinelSpec& b) {
     return a.master == b.master && a.sentinels == b.sentinels && a.username == b.username &&
            a.password == b.password;
@@ -99,12 +102,13 @@ struct ClusterSpec {
   // its resource's slot by the client; a MultiLock set, and the
   // reader-writer lock's and the semaphore's keys, need resources with a
   // common hash tag ("{order42}:a", "{order42}:b"); a call whose keys
-  // would span slots is refused before anything is sent (README "A Redis
-  // Cluster as a node"). SAFETY: a cluster failover can lose a key its old
+  // would span slots is refused before anything is sent (docs/guide/nodes.md,
+  // "A Redis Cluster as a node"). SAFETY: a cluster failover can lose a key its old
   // master granted, as a Sentinel failover can (Options::durability).
   // Default: empty (not a cluster). At most 1024 masters per cluster.
   std::vector<SentinelAddress> seeds;
 
+  // Field by field.
   friend bool operator==(const ClusterSpec& a, const ClusterSpec& b) { return a.seeds == b.seeds; }
 };
 
@@ -144,10 +148,12 @@ struct Endpoint {
 
   // Sentinel discovery (what redis+sentinel:// sets). Default: unset.
   SentinelSpec sentinel;
+  // True for a Sentinel-managed node (sentinel.master set).
   bool uses_sentinel() const { return !sentinel.master.empty(); }
 
   // A Redis Cluster as one node (what redis+cluster:// sets). Default: unset.
   ClusterSpec cluster;
+  // True for a Redis Cluster node (cluster.seeds set).
   bool uses_cluster() const { return !cluster.seeds.empty(); }
 
   // "host:port" (IPv6 in brackets); for a Sentinel-managed node
@@ -156,12 +162,15 @@ struct Endpoint {
   // contains a password; this is the name of the node in every error message.
   std::string ToString() const;
 
+  // Every field equal (a field-by-field comparison: two different hosts
+  // that are one server compare unequal; Client::Create finds those).
   friend bool operator==(const Endpoint& a, const Endpoint& b) {
     return a.host == b.host && a.port == b.port && a.username == b.username &&
            a.password == b.password && a.db == b.db && a.tls == b.tls &&
            a.tls_server_name == b.tls_server_name && a.sentinel == b.sentinel &&
            a.cluster == b.cluster;
   }
+  // !(a == b).
   friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }
 };
 
@@ -206,12 +215,14 @@ struct TlsOptions {
   // (c_rehash). Both empty: the system's trusted CAs (what a managed Redis
   // with a public certificate needs). Default: empty.
   std::string ca_file;
+  // See ca_file.
   std::string ca_dir;
 
   // Client certificate (PEM, may include intermediates) and its private key
   // (PEM, not encrypted), for nodes that require one (tls-auth-clients yes:
   // mutual TLS). Both or neither. Default: none.
   std::string cert_file;
+  // See cert_file.
   std::string key_file;
 
   // The name the nodes' certificates are checked against, and sent as SNI
@@ -228,6 +239,9 @@ struct TlsOptions {
   bool verify_peer = true;
 };
 
+// Options: where the nodes are and how locks on them behave, every field with
+// its default (see the top of this file). Checked by ValidateOptions and
+// Client::Create.
 struct Options {
   // ---- Nodes and quorum ---------------------------------------------------
 
@@ -292,6 +306,7 @@ struct Options {
   // The randomness keeps competing clients from retrying in lock step.
   // Defaults: 200 ms and 100 ms.
   absl::Duration retry_delay = absl::Milliseconds(200);
+  // See retry_delay.
   absl::Duration retry_jitter = absl::Milliseconds(100);
 
   // ---- Blocking acquisition (Acquire with a wait, Mutex::lock) ---------------
@@ -320,7 +335,7 @@ struct Options {
   // on the nodes without a ttl and must survive restarts: run the nodes with
   // appendfsync always, or see fencing_lost_counters (with an odd N and the
   // default quorum, one node that loses its counter can repeat a token; see
-  // README "Fencing tokens"). Costs one extra round trip per acquisition
+  // docs/guide/fencing.md). Costs one extra round trip per acquisition
   // and keeps one counter key per resource on every node (or one per
   // namespace: fencing_counters). Default: false.
   bool fencing = false;
@@ -342,7 +357,7 @@ struct Options {
   // Needs fencing; must be in 0..N-1. Default: 0.
   int fencing_lost_counters = 0;
 
-  // Where the fencing counters live (README "Fencing tokens", memory per
+  // Where the fencing counters live (docs/guide/fencing.md, memory per
   // resource):
   // - kPerResource: one counter per resource, `<key_prefix><resource>:fence`,
   //   never expiring: one key per resource ever locked, on every node.
@@ -358,6 +373,7 @@ struct Options {
   //   maximum first; switching back is not.
   // Needs fencing. Default: kPerResource.
   enum class FencingCounters { kPerResource, kShared };
+  // See FencingCounters.
   FencingCounters fencing_counters = FencingCounters::kPerResource;
 
   // ---- Durability on replicated nodes ----------------------------------------
@@ -419,6 +435,7 @@ struct Options {
     // not; a node met later without it votes "no". Default: false.
     bool fsync = false;
   };
+  // See Durability. Default: off (replicas = 0).
   Durability durability;
 
   // ---- Connections --------------------------------------------------------------
@@ -442,6 +459,7 @@ struct Options {
   // waits reconnect_backoff_min, each further failure doubles it up to
   // reconnect_backoff_max. Defaults: 10 ms and 1 s.
   absl::Duration reconnect_backoff_min = absl::Milliseconds(10);
+  // See reconnect_backoff_min.
   absl::Duration reconnect_backoff_max = absl::Seconds(1);
 
   // Circuit breaker: after a node misses a deadline or its connection fails,
@@ -516,6 +534,7 @@ inline constexpr size_t kMaxResourceLength = 4096;
 
 // The smallest values Options::max_reply_bytes and max_reply_elements take.
 inline constexpr size_t kMinReplyBytes = size_t{64} << 10;
+// See kMinReplyBytes.
 inline constexpr size_t kMinReplyElements = 1024;
 
 }  // namespace redlock

@@ -30,6 +30,7 @@ namespace redlock {
 
 // How one node answered the last round of a call.
 struct NodeResult {
+  // The kinds of answer.
   enum class Answer {
     kNone,         // not answered when the round was decided (or not asked)
     kYes,          // granted / still held / released
@@ -38,13 +39,17 @@ struct NodeResult {
     kError,        // unexpected reply or script error
   };
   std::string node;  // "host:port"
+  // What it answered.
   Answer answer = Answer::kNone;
   // From the round's start to the answer (zero for kNone).
   absl::Duration latency = absl::ZeroDuration();
   std::string detail;  // why, for kUnavailable and kError
 };
 
+// Outcome: what a call's failure was (see the top of this file); read it
+// with GetOutcome.
 struct Outcome {
+  // The kinds of failure, each with the status code it comes with.
   enum class Kind {
     kSucceeded,          // (events only: a status with an outcome is a failure)
     kHeldElsewhere,      // kAborted: a quorum answered, someone else holds it
@@ -55,21 +60,28 @@ struct Outcome {
     kLeaseLost,          // kFailedPrecondition: extend found the lease gone
     kInternal,           // kInternal: unexpected replies from a quorum
   };
+  // Which of them.
   Kind kind = Kind::kSucceeded;
   // The last round: how many nodes it needed, and how they answered.
   int quorum = 0;
+  // Nodes that answered kYes in the last round.
   int yes = 0;
+  // Nodes that answered kRefused.
   int refused = 0;
+  // Nodes that answered kUnavailable.
   int unavailable = 0;
+  // Nodes that answered kError.
   int errors = 0;
   // Attempts made (acquisitions), and the whole call's duration.
   int attempts = 0;
+  // See attempts.
   absl::Duration elapsed = absl::ZeroDuration();
   std::vector<NodeResult> nodes;  // every node, in Options::nodes order
 };
 
 // "held_elsewhere", "quorum_unreachable", ... (stable: metrics labels use them).
 const char* OutcomeKindName(Outcome::Kind kind);
+// "none", "yes", "refused", ... (stable: metrics labels use them).
 const char* AnswerName(NodeResult::Answer answer);
 
 // The Outcome attached to `status` by the library; nullopt for OK and for

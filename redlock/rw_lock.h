@@ -85,17 +85,25 @@ namespace redlock {
 
 // One node's view of a reader-writer lock (ReadWriteLock::Inspect).
 struct ReadWriteNodeView {
+  // The node, "host:port".
   std::string node;
   absl::Status status;  // why the node could not be read
   std::string writer;   // the writer's token, "" when none
+  // The writer's remaining ttl, when there is one.
   absl::Duration writer_ttl_left = absl::ZeroDuration();
   int readers = 0;          // live reader entries
   int waiting_writers = 0;  // live writer intents
+  // The fencing counter stored on this node (0 without fencing).
   uint64_t fence_counter = 0;
 };
 
+// ReadWriteLock: shared leases for readers, an exclusive lease for one
+// writer, writer preference (see the top of this file).
 class ReadWriteLock {
  public:
+  // A reader-writer lock on `resource` (a lock name, as Client takes it).
+  // REQUIRES: `client` is not null, outlives it, and was made by
+  // Client::Create.
   ReadWriteLock(Client* client, std::string resource);
 
   // ---- Readers ----
@@ -105,6 +113,8 @@ class ReadWriteLock {
   // woken when the writer releases or withdraws. `wait` may be infinite.
   [[nodiscard]] absl::StatusOr<Lease> AcquireShared(absl::Duration ttl, absl::Duration wait,
                                                     const StopToken& stop = StopToken());
+  // AcquireShared, asynchronously: `done` runs once, on the client's I/O
+  // thread.
   void AcquireSharedAsync(absl::Duration ttl, absl::Duration wait, const StopToken& stop,
                           Client::LeaseCallback done);
 
@@ -115,15 +125,19 @@ class ReadWriteLock {
   // file comment); woken when the last reader or the writer releases.
   [[nodiscard]] absl::StatusOr<Lease> AcquireExclusive(absl::Duration ttl, absl::Duration wait,
                                                        const StopToken& stop = StopToken());
+  // AcquireExclusive, asynchronously: `done` runs once, on the client's I/O
+  // thread.
   void AcquireExclusiveAsync(absl::Duration ttl, absl::Duration wait, const StopToken& stop,
                              Client::LeaseCallback done);
 
   // ---- Either kind (the Client's calls, for convenience) ----
+  // Client::Extend: a reader's or a writer's lease.
   [[nodiscard]] absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) {
     return client_->Extend(lease, ttl);
   }
   // Releasing the last reader, or a writer, announces it to waiters.
   [[nodiscard]] absl::Status Release(const Lease& lease) { return client_->Release(lease); }
+  // Client::AutoRenew: a reader's or a writer's lease.
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
     return client_->AutoRenew(lease, std::move(options), std::move(on_lost));
@@ -132,6 +146,7 @@ class ReadWriteLock {
   // Every node's view of the lock (read-only).
   [[nodiscard]] absl::StatusOr<std::vector<ReadWriteNodeView>> Inspect();
 
+  // The resource it was created with.
   const std::string& resource() const { return resource_; }
 
  private:
@@ -176,47 +191,70 @@ class ReadWriteLock {
 // REQUIRES: the Client outlives the SharedMutex.
 class SharedMutex {
  public:
+  // A shared mutex on `resource` (a lock name, as Client takes it); nothing is
+  // sent until it is locked. REQUIRES: `client` is not null and outlives it.
   SharedMutex(Client* client, std::string resource, MutexOptions options = MutexOptions());
   // Releases whatever this object still holds.
   ~SharedMutex();
   SharedMutex(const SharedMutex&) = delete;
   SharedMutex& operator=(const SharedMutex&) = delete;
 
+  // The writer's side, as Mutex's: blocks until held (aborts on an error
+  // waiting cannot fix; see redlock/mutex.h).
   void lock();
+  // The writer's side: one attempt.
   bool try_lock();
+  // The writer's side: until held or the time has passed, with writer
+  // preference.
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
     return LockFor(false, internal::ToAbslDuration(d));
   }
+  // The writer's side: any clock, converted to a wait from now on that clock.
   template <class ClockT, class DurationT>
   bool try_lock_until(const std::chrono::time_point<ClockT, DurationT>& t) {
     return LockFor(false, internal::ToAbslDuration(t - ClockT::now()));
   }
+  // Releases the writer's lease and stops its renewal; a failure is recorded
+  // in status().
   void unlock() noexcept;
 
+  // The calling thread's reader lease: blocks until held (aborts on an error
+  // waiting cannot fix; see redlock/mutex.h).
   void lock_shared();
+  // A reader lease for the calling thread: one attempt.
   bool try_lock_shared();
+  // A reader lease for the calling thread: until held or the time has passed.
   template <class Rep, class Period>
   bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
     return LockFor(true, internal::ToAbslDuration(d));
   }
+  // A reader lease for the calling thread: any clock, converted to a wait
+  // from now on that clock.
   template <class ClockT, class DurationT>
   bool try_lock_shared_until(const std::chrono::time_point<ClockT, DurationT>& t) {
     return LockFor(true, internal::ToAbslDuration(t - ClockT::now()));
   }
+  // Releases the calling thread's reader lease and stops its renewal; a
+  // failure (or no lease held by this thread) is recorded in status().
   void unlock_shared() noexcept;
 
   // Why the last call on this object failed (OK after a success).
   absl::Status status() const;
   // The writer's lock (this object's): held, not lost, validity left.
   bool held_ok() const;
+  // Stopped when the writer's lock is lost while held (as Mutex::lost).
   StopToken lost() const;
+  // The writer's lease as last renewed; empty when not held.
   Lease lease() const;
-  // The calling thread's reader lease.
+  // The calling thread's reader lease: held, not lost, validity left.
   bool shared_held_ok() const;
+  // Stopped when the calling thread's reader lease is lost while held.
   StopToken shared_lost() const;
+  // The calling thread's reader lease as last renewed; empty when none.
   Lease shared_lease() const;
 
+  // The ReadWriteLock underneath (for Inspect, or leases by hand).
   ReadWriteLock& rw_lock() { return rw_; }
 
  private:

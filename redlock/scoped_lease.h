@@ -39,13 +39,18 @@
 
 namespace redlock {
 
+// ScopedLease: a lease released when it goes out of scope (see the top of
+// this file). Movable, not copyable.
 class ScopedLease {
  public:
   // Owns nothing.
   ScopedLease() = default;
   // Owns `lease` (taken with `client`): releases it on destruction.
   ScopedLease(Client* client, Lease lease) : client_(client), lease_(std::move(lease)) {}
+  // Takes over what `other` owns; `other` then owns nothing.
   ScopedLease(ScopedLease&& other) noexcept { *this = std::move(other); }
+  // Releases what this one owned (errors dropped), then takes over what
+  // `other` owns; `other` then owns nothing.
   ScopedLease& operator=(ScopedLease&& other) noexcept;
   ScopedLease(const ScopedLease&) = delete;
   ScopedLease& operator=(const ScopedLease&) = delete;
@@ -58,9 +63,13 @@ class ScopedLease {
       Client& client, absl::string_view resource, absl::Duration ttl,
       absl::Duration wait = absl::ZeroDuration(), const StopToken& stop = StopToken());
 
+  // The lease (empty when it owns nothing).
   const Lease& lease() const { return lease_; }
+  // The lease's members: held->token(), held->fencing_token().
   const Lease* operator->() const { return &lease_; }
+  // True while it owns a lease that it will release.
   bool owns() const { return client_ != nullptr && lease_.has_value(); }
+  // owns().
   explicit operator bool() const { return owns(); }
 
   // Releases now and gives up ownership; Client::Release's status.
@@ -74,6 +83,7 @@ class ScopedLease {
   Lease lease_;
 };
 
+// How WithLock waits for the lock and renews it.
 struct LockOptions {
   // How long to wait for the lock (zero: one attempt; infinite: until held
   // or `stop`). Default: zero.

@@ -64,16 +64,23 @@ namespace redlock {
 class Permit {
  public:
   Permit() = default;
+  // The permit of slot `slot` held by `lease` (what Semaphore's calls make).
   Permit(Lease lease, int slot) : lease_(std::move(lease)), slot_(slot) {}
 
   // The permit's lease: resource "<semaphore>:permit:<slot>".
   const Lease& lease() const { return lease_; }
   // Which of the K permits (0-based).
   int slot() const { return slot_; }
+  // The permit's own fencing token (with Options::fencing; 0 otherwise):
+  // it increases across successive holders of this slot.
   uint64_t fencing_token() const { return lease_.fencing_token(); }
+  // The lease's valid_until(): the permit is held until then.
   Lease::TimePoint valid_until() const { return lease_.valid_until(); }
+  // The lease's TimeLeft().
   absl::Duration TimeLeft() const { return lease_.TimeLeft(); }
+  // True for a permit returned by a successful call.
   bool has_value() const { return lease_.has_value(); }
+  // has_value().
   explicit operator bool() const { return has_value(); }
 
  private:
@@ -81,8 +88,12 @@ class Permit {
   int slot_ = -1;
 };
 
+// Semaphore: at most K holders of one resource at once, as K permits (see
+// the top of this file). A thin wrapper: share it.
 class Semaphore {
  public:
+  // The completion of AcquireAsync: a permit, or why not. Runs once, on the
+  // client's I/O thread.
   using PermitCallback = absl::AnyInvocable<void(absl::StatusOr<Permit>)>;
 
   // At most this many permits (each attempt's script looks at all of them).
@@ -98,12 +109,16 @@ class Semaphore {
   // (kCancelled); woken by the release of any permit. `wait` may be infinite.
   [[nodiscard]] absl::StatusOr<Permit> Acquire(absl::Duration ttl, absl::Duration wait,
                                                const StopToken& stop = StopToken());
+  // Acquire, asynchronously.
   void AcquireAsync(absl::Duration ttl, absl::Duration wait, const StopToken& stop,
                     PermitCallback done);
 
   // The Client's calls on the permit's lease.
   [[nodiscard]] absl::StatusOr<Permit> Extend(const Permit& permit, absl::Duration ttl);
+  // Client::Release of the permit's lease: the permit is free again, and
+  // waiters are woken.
   [[nodiscard]] absl::Status Release(const Permit& permit);
+  // Client::AutoRenew of the permit's lease.
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Permit& permit, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost);
 
@@ -111,7 +126,9 @@ class Semaphore {
   // read on every node; read-only): the permits certainly taken.
   [[nodiscard]] absl::StatusOr<int> Held();
 
+  // The resource it was created with.
   const std::string& resource() const { return resource_; }
+  // K, the number of permits.
   int permits() const { return permits_; }
   // The resource name of permit `slot`: "<resource>:permit:<slot>".
   std::string PermitResource(int slot) const;

@@ -72,7 +72,9 @@ class StopSource {
   // RequestStop returns). Idempotent: true only for the call that made the
   // request.
   bool RequestStop();
+  // True once RequestStop was called.
   bool stop_requested() const;
+  // A token of this source, for the calls to cancel (cheap; any number).
   StopToken token() const { return StopToken(state_); }
 
  private:
@@ -86,6 +88,8 @@ class StopSource {
 // so `fn` may safely use objects that die with the callback.
 class StopCallback {
  public:
+  // Registers `fn` on `token` (runs it at once if a stop was already
+  // requested). A token without a source never runs it.
   StopCallback(const StopToken& token, absl::AnyInvocable<void()> fn);
   ~StopCallback();
   StopCallback(const StopCallback&) = delete;

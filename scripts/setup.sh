@@ -45,6 +45,7 @@ packages=(
   libhiredis-dev libabsl-dev libssl-dev      # library dependencies (OpenSSL: TLS to the nodes)
   openssl                                    # throw-away certificates for the TLS tests
   clang-format git                           # the format check (scripts/format.sh --check, a unit test)
+  doxygen                                    # the API reference (scripts/docs.sh, a unit test)
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   libpugixml-dev                             # the SVG tests read the pictures as XML
   nlohmann-json3-dev                         # bench/chaos JSON output
@@ -67,26 +68,19 @@ if ((fuzz)); then
     clang libclang-rt-14-dev                 # -fsanitize=fuzzer (libFuzzer), fuzz/README.md
   )
 fi
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [[ $(id -u) -eq 0 ]]; then
-    echo "setup.sh: installing ${missing[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq || echo "setup.sh: apt-get update failed; trying the install anyway" >&2
-    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  else
-    echo "setup.sh: missing Debian packages; install them as root with:" >&2
-    echo "  sudo apt-get install -y --no-install-recommends ${missing[*]}" >&2
-    exit 1
-  fi
-fi
+scripts/install-packages.sh "${packages[@]}"
 
 # The external clients under test (chaos/README.md, "Any client under test").
 ((lab_clients)) && scripts/lab-clients.sh
 
 ((do_build)) || exit 0
-cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DREDLOCK_SANITIZE="$sanitize" "${cmake_args[@]}" >/dev/null
+# Every part on, explicitly, and no precompiled headers (ccache caches no
+# compile that uses one): a build directory scripts/bench.sh configured
+# (REDLOCK_BUILD_DIR) becomes a complete one. The -D options given to
+# setup.sh come last and win (.ci/run's sanitizer builds).
+cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE="$build_type" -DREDLOCK_SANITIZE="$sanitize" \
+  -DREDLOCK_BUILD_TESTS=ON -DREDLOCK_BUILD_BENCH=ON -DREDLOCK_BUILD_MICROBENCHMARKS=ON \
+  -DREDLOCK_BUILD_CHAOS=ON -DREDLOCK_BUILD_TOOLS=ON -DREDLOCK_BUILD_EXAMPLES=ON \
+  -DREDLOCK_PRECOMPILED_HEADERS=OFF \
+  "${cmake_args[@]}" >/dev/null
 cmake --build "$build_dir" -j"$(nproc)"

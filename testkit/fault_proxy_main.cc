@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/flags/flag.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
@@ -25,7 +26,14 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "common/flags.h"
 #include "testkit/fault_proxy.h"
+
+ABSL_FLAG(std::vector<std::string>, map, {},
+          "Forward LISTEN to UPSTREAM (both HOST:PORT in 127.0.0.0/8; LISTEN port 0 picks a "
+          "free port). Repeatable: maps are numbered from 0 in command-line order.");
+ABSL_FLAG(std::string, control, "", "Where the control port listens (required).");
+ABSL_FLAG(uint64_t, seed, 0, "Seed of the proxies' jitter (map i gets seed+i); 0: a random one.");
 
 namespace redlock::testkit {
 namespace {
@@ -240,37 +248,29 @@ struct ControlClient {
 };
 
 int Main(int argc, char** argv) {
-  std::vector<Map> maps;
-  std::string control_text;
-  uint64_t seed = 0;
-  for (int i = 1; i < argc; ++i) {
-    const absl::string_view arg = argv[i];
-    if (arg == "--help" || arg == "-h") {
-      std::fputs(kUsage, stdout);
-      return 0;
-    }
-    const bool has_value = i + 1 < argc;
-    if (arg == "--map" && has_value) {
-      const absl::string_view value = argv[++i];
-      std::vector<absl::string_view> sides = absl::StrSplit(value, '=');
-      if (sides.size() != 2) {
-        return Fail(2, absl::StrCat("bad --map '", value, "' (want LISTEN=UPSTREAM); see --help"));
-      }
-      auto listen = ParseHostPort(sides[0]);
-      auto upstream = ParseHostPort(sides[1]);
-      if (!listen.ok()) return Fail(2, listen.status().message());
-      if (!upstream.ok()) return Fail(2, upstream.status().message());
-      maps.push_back(Map{*listen, *upstream, nullptr});
-    } else if (arg == "--control" && has_value) {
-      control_text = argv[++i];
-    } else if (arg == "--seed" && has_value) {
-      if (!absl::SimpleAtoi(argv[++i], &seed)) {
-        return Fail(2, absl::StrCat("bad --seed '", argv[i], "'"));
-      }
-    } else {
-      return Fail(2, absl::StrCat("unknown or incomplete argument '", arg, "'; see --help"));
-    }
+  const flags::Parsed args =
+      flags::ParseOrExit(argc, argv, "redlock-proxy", absl::StripTrailingAsciiWhitespace(kUsage),
+                         {.files = {"testkit/fault_proxy_main.cc"},
+                          .value_names = {{"map", "LISTEN=UPSTREAM"}, {"control", "HOST:PORT"}}});
+  if (!args.positional.empty() || !args.tail.empty()) {
+    return Fail(2, absl::StrCat("unexpected argument '",
+                                (args.positional.empty() ? args.tail : args.positional).front(),
+                                "'; see --help"));
   }
+  std::vector<Map> maps;
+  for (const std::string& value : absl::GetFlag(FLAGS_map)) {
+    std::vector<absl::string_view> sides = absl::StrSplit(value, '=');
+    if (sides.size() != 2) {
+      return Fail(2, absl::StrCat("bad --map '", value, "' (want LISTEN=UPSTREAM); see --help"));
+    }
+    auto listen = ParseHostPort(sides[0]);
+    auto upstream = ParseHostPort(sides[1]);
+    if (!listen.ok()) return Fail(2, listen.status().message());
+    if (!upstream.ok()) return Fail(2, upstream.status().message());
+    maps.push_back(Map{*listen, *upstream, nullptr});
+  }
+  const std::string control_text = absl::GetFlag(FLAGS_control);
+  const uint64_t seed = absl::GetFlag(FLAGS_seed);
   if (maps.empty()) return Fail(2, "at least one --map is required; see --help");
   if (control_text.empty()) return Fail(2, "--control is required; see --help");
   auto control = ParseHostPort(control_text);

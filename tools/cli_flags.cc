@@ -2,9 +2,14 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <utility>
 
+#include "absl/flags/commandlineflag.h"
+#include "absl/flags/flag.h"
+#include "absl/flags/marshalling.h"
+#include "absl/flags/reflection.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -12,8 +17,69 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "common/flags.h"
+
+// Every flag of the tool. The global ones' help is what `redlock --help`
+// prints; a subcommand's own flags are described by its CommandSpec
+// (tools/redlock_cli.cc), whose wording fits that subcommand.
+using redlock::cli::DurationText;
+ABSL_FLAG(std::string, nodes, "",
+          "the Redis masters, comma-separated: host:port or redis://[[user]:pass@]host:port[/db] "
+          "(default: $REDLOCK_NODES)");
+ABSL_FLAG(bool, all_nodes, false, "every node must grant (quorum = N) instead of a majority");
+ABSL_FLAG(bool, fencing, false, "fencing tokens: a lease carries a strictly increasing number");
+ABSL_FLAG(DurationText, node_timeout, DurationText{},
+          "how long one node may take to answer one command (default 50ms)");
+ABSL_FLAG(int, durability, 0,
+          "nodes with replicas: a node's grant counts only once K replicas have it (WAIT K; "
+          "default 0, off)");
+ABSL_FLAG(DurationText, durability_timeout, DurationText{},
+          "how long a node waits for its replicas with --durability (default 20ms, below "
+          "--node-timeout)");
+ABSL_FLAG(std::string, key_prefix, "",
+          "prepended to the resource name to form the Redis key (default: none, like other "
+          "Redlock clients)");
+ABSL_FLAG(std::string, tls_ca, "",
+          "for rediss:// nodes: the CA certificates (PEM file, or a c_rehash directory) the "
+          "nodes' certificates must chain to (default: $REDLOCK_TLS_CA, else the system's)");
+ABSL_FLAG(std::string, tls_cert, "",
+          "for rediss:// nodes: client certificate for mutual TLS (default: $REDLOCK_TLS_CERT)");
+ABSL_FLAG(std::string, tls_key, "", "its private key (default: $REDLOCK_TLS_KEY)");
+ABSL_FLAG(std::string, tls_server_name, "",
+          "the name the nodes' certificates are checked against, and SNI (default: "
+          "$REDLOCK_TLS_SERVER_NAME, else each node's host)");
+ABSL_FLAG(bool, tls_insecure, false,
+          "UNSAFE: do not check the nodes' certificates (anyone on the path can impersonate a "
+          "node); for experiments only (default: $REDLOCK_TLS_INSECURE)");
+ABSL_FLAG(bool, version, false, "print the version");
+// The subcommands' own flags.
+ABSL_FLAG(std::string, resource, "", "the lock name (the Redis key, after --key-prefix)");
+ABSL_FLAG(DurationText, ttl, DurationText{}, "the lease's ttl");
+ABSL_FLAG(DurationText, wait, DurationText{}, "how long to wait for the lock (or leadership)");
+ABSL_FLAG(DurationText, grace, DurationText{},
+          "run, elect: how long CMD may run on after the lease is lost");
+ABSL_FLAG(std::string, at_risk_signal, "",
+          "run, elect: the signal sent to CMD when the lease is at risk");
+ABSL_FLAG(DurationText, max_hold, DurationText{}, "run, elect: renew no longer than this in all");
+ABSL_FLAG(std::string, id, "", "elect: this candidate's identity");
+ABSL_FLAG(std::string, token, "", "release, extend: the token printed by acquire");
+ABSL_FLAG(bool, json, false, "status: print one JSON object");
+ABSL_FLAG(bool, metrics, false, "status: then a probe acquire+release, and the metrics");
 
 namespace redlock::cli {
+namespace {
+
+std::string Underscored(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
+  return name;
+}
+
+std::string Dashed(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
+
+}  // namespace
 
 int ExitCodeFor(const absl::Status& status) {
   switch (status.code()) {
@@ -33,6 +99,19 @@ int ExitCodeFor(const absl::Status& status) {
       return kExitInternal;
   }
 }
+
+bool AbslParseFlag(absl::string_view text, DurationText* out, std::string* error) {
+  absl::StatusOr<absl::Duration> d = ParseDurationFlag("", text, /*allow_zero=*/true);
+  if (!d.ok()) {
+    // "--: bad duration ..." without the flag, which the parser names.
+    *error = std::string(absl::StripPrefix(d.status().message(), "--: "));
+    return false;
+  }
+  out->text = std::string(absl::StripAsciiWhitespace(text));
+  return true;
+}
+
+std::string AbslUnparseFlag(const DurationText& d) { return d.text; }
 
 absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::string_view text,
                                                  bool allow_zero) {
@@ -63,100 +142,64 @@ bool ParsedArgs::Switch(const std::string& name) const { return Get(name, "false
 
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<FlagSpec>& specs,
                                      const std::vector<std::string>& args, bool command_tail) {
+  flags::Options options;
+  options.names.push_back("version");
+  for (const FlagSpec& spec : specs) {
+    const std::string name = Underscored(spec.name);
+    const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(name);
+    if (flag == nullptr || flag->IsOfType<bool>() == spec.takes_value) {
+      return absl::InternalError(absl::StrCat("--", spec.name, ": no such ",
+                                              spec.takes_value ? "flag" : "switch",
+                                              " is defined (tools/cli_flags.cc)"));
+    }
+    options.names.push_back(name);
+  }
+  options.stop_at_first_positional = command_tail;
+  options.double_dash = command_tail;
+  absl::StatusOr<flags::Parsed> parsed = flags::Parse(args, options);
+  if (!parsed.ok()) {
+    if (parsed.status().message() == "unexpected '--'") {
+      return absl::InvalidArgumentError("unexpected '--' (only 'run' and 'elect' take a command)");
+    }
+    return parsed.status();
+  }
   ParsedArgs out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg == "--") {
-      if (!command_tail) {
-        return absl::InvalidArgumentError(
-            "unexpected '--' (only 'run' and 'elect' take a command)");
-      }
-      out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i) + 1, args.end());
-      return out;
+  out.help = parsed->help;
+  out.positional = parsed->positional;
+  out.command = parsed->tail;
+  for (const auto& [name, value] : parsed->given) {
+    std::string text = value;
+    if (absl::FindCommandLineFlag(name)->IsOfType<bool>()) {
+      bool on = false;
+      std::string error;
+      // Parse already took it: true/false, 1/0, yes/no, t/f, y/n.
+      if (absl::ParseFlag(value, &on, &error)) text = on ? "true" : "false";
     }
-    if (arg == "-h" || arg == "--help") {
-      out.help = true;
-      continue;
-    }
-    if (arg == "--version") {
-      out.version = true;
-      continue;
-    }
-    if (arg.size() < 2 || arg[0] != '-' || (arg == "-")) {
-      if (command_tail) {
-        out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
-        return out;
-      }
-      out.positional.push_back(arg);
-      continue;
-    }
-    if (!absl::StartsWith(arg, "--")) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag '", arg, "'"));
-    }
-    std::string name = arg.substr(2);
-    std::optional<std::string> value;
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      value = name.substr(eq + 1);
-      name.resize(eq);
-    }
-    const FlagSpec* spec = nullptr;
-    for (const FlagSpec& s : specs) {
-      if (s.name == name) spec = &s;
-    }
-    if (spec == nullptr) {
-      return absl::InvalidArgumentError(absl::StrCat("unknown flag '--", name, "'"));
-    }
-    if (spec->takes_value) {
-      if (!value.has_value()) {
-        if (i + 1 >= args.size()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("--", name, " needs a value (", spec->value_name, ")"));
-        }
-        value = args[++i];
-      }
-      out.values[name] = *value;
+    if (name == "version") {
+      out.version = text == "true";
     } else {
-      if (value.has_value() && *value != "true" && *value != "false") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--", name, " is a switch: it takes no value (or =true / =false)"));
-      }
-      out.values[name] = value.value_or("true");
+      out.values[Dashed(name)] = text;
     }
   }
   return out;
 }
 
 const std::vector<FlagSpec>& GlobalFlags() {
-  static const std::vector<FlagSpec>* const flags = new std::vector<FlagSpec>{
-      {"nodes", true, "LIST",
-       "the Redis masters, comma-separated: host:port or redis://[[user]:pass@]host:port[/db] "
-       "(default: $REDLOCK_NODES)"},
-      {"all-nodes", false, "", "every node must grant (quorum = N) instead of a majority"},
-      {"fencing", false, "", "fencing tokens: a lease carries a strictly increasing number"},
-      {"node-timeout", true, "DUR",
-       "how long one node may take to answer one command (default 50ms)"},
-      {"durability", true, "K",
-       "nodes with replicas: a node's grant counts only once K replicas have it (WAIT K; "
-       "default 0, off)"},
-      {"durability-timeout", true, "DUR",
-       "how long a node waits for its replicas with --durability (default 20ms, below "
-       "--node-timeout)"},
-      {"key-prefix", true, "PREFIX",
-       "prepended to the resource name to form the Redis key (default: none, like other "
-       "Redlock clients)"},
-      {"tls-ca", true, "PATH",
-       "for rediss:// nodes: the CA certificates (PEM file, or a c_rehash directory) the nodes' "
-       "certificates must chain to (default: $REDLOCK_TLS_CA, else the system's)"},
-      {"tls-cert", true, "FILE",
-       "for rediss:// nodes: client certificate for mutual TLS (default: $REDLOCK_TLS_CERT)"},
-      {"tls-key", true, "FILE", "its private key (default: $REDLOCK_TLS_KEY)"},
-      {"tls-server-name", true, "NAME",
-       "the name the nodes' certificates are checked against, and SNI (default: "
-       "$REDLOCK_TLS_SERVER_NAME, else each node's host)"},
-      {"tls-insecure", false, "",
-       "UNSAFE: do not check the nodes' certificates (anyone on the path can impersonate a "
-       "node); for experiments only (default: $REDLOCK_TLS_INSECURE)"},
-  };
+  static const std::vector<FlagSpec>* const flags = [] {
+    // {name, value name}; the help is the flag's own (ABSL_FLAG above).
+    const std::vector<std::pair<std::string, std::string>> names = {
+        {"nodes", "LIST"},        {"all-nodes", ""},           {"fencing", ""},
+        {"node-timeout", "DUR"},  {"durability", "K"},         {"durability-timeout", "DUR"},
+        {"key-prefix", "PREFIX"}, {"tls-ca", "PATH"},          {"tls-cert", "FILE"},
+        {"tls-key", "FILE"},      {"tls-server-name", "NAME"}, {"tls-insecure", ""},
+    };
+    auto* out = new std::vector<FlagSpec>;
+    for (const auto& [name, value_name] : names) {
+      const absl::CommandLineFlag* flag = absl::FindCommandLineFlag(Underscored(name));
+      out->push_back({name, !value_name.empty(), value_name, flag != nullptr ? flag->Help() : ""});
+    }
+    return out;
+  }();
   return *flags;
 }
 

@@ -1,5 +1,9 @@
 // Command-line parsing for the `redlock` tool: flags, durations, exit codes,
 // and the one-line JSON and error output shared by every subcommand.
+//
+// Every flag of the tool is an Abseil flag (ABSL_FLAG in cli_flags.cc),
+// parsed by common/flags.h; each subcommand accepts its own flags and the
+// global ones (FlagSpec lists them, with the help text of that subcommand).
 
 #ifndef REDLOCK_TOOLS_CLI_FLAGS_H_
 #define REDLOCK_TOOLS_CLI_FLAGS_H_
@@ -42,7 +46,17 @@ int ExitCodeFor(const absl::Status& status);
 absl::StatusOr<absl::Duration> ParseDurationFlag(absl::string_view flag, absl::string_view text,
                                                  bool allow_zero = false);
 
-// One accepted flag.
+// The type of the tool's duration flags (--ttl 30s): the text as given, once
+// it is a duration ParseDurationFlag takes with zero allowed (each command
+// then applies its own rule with ParseDurationFlag).
+struct DurationText {
+  std::string text;
+};
+bool AbslParseFlag(absl::string_view text, DurationText* out, std::string* error);
+std::string AbslUnparseFlag(const DurationText& d);
+
+// One accepted flag: an Abseil flag of cli_flags.cc (its name with dashes)
+// and how a subcommand describes it.
 struct FlagSpec {
   std::string name;        // without the dashes: "ttl"
   bool takes_value;        // --name VALUE / --name=VALUE; else a switch
@@ -65,11 +79,14 @@ struct ParsedArgs {
   bool Switch(const std::string& name) const;
 };
 
-// Parses `args` against `specs`. --help/-h and --version are always
+// Parses `args` against `specs` with Abseil's flags (common/flags.h):
+// --name VALUE, --name=VALUE, --name / --noname / --name=true|false for
+// switches, dashes or underscores. --help/-h and --version are always
 // accepted. With `command_tail`, the first positional argument and
 // everything after it (or everything after "--") is the command to run.
-// kInvalidArgument, naming the flag, for an unknown flag, a missing value or a
-// switch given a value other than true/false.
+// kInvalidArgument, naming the flag, for an unknown flag, a missing value or
+// a bad one (a switch given something else than true/false, 1/0, yes/no; a
+// duration without a unit; a count that is not a number).
 absl::StatusOr<ParsedArgs> ParseArgs(const std::vector<FlagSpec>& specs,
                                      const std::vector<std::string>& args, bool command_tail);
 

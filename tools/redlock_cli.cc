@@ -5,6 +5,7 @@
 //   redlock acquire --resource orders/42 --ttl 30s --wait 5s
 //   redlock status orders/42
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -79,10 +80,13 @@ int Main(int argc, char** argv) {
     leading.push_back(args[i]);
     const std::string& a = args[i];
     ++i;
-    // A value-taking global flag written as "--flag value" owns the next word.
+    // A value-taking global flag written as "--flag value" owns the next word
+    // (--node-timeout and --node_timeout are one flag).
     if (a.find('=') == std::string::npos && i < args.size()) {
+      std::string dashed = a;
+      std::replace(dashed.begin(), dashed.end(), '_', '-');
       for (const FlagSpec& f : GlobalFlags()) {
-        if (f.takes_value && a == "--" + f.name) {
+        if (f.takes_value && dashed == "--" + f.name) {
           leading.push_back(args[i]);
           ++i;
           break;

@@ -22,5 +22,6 @@ target_link_libraries(redlock-chaos-backend-client PRIVATE redlock_chaos_backend
 
 add_executable(redlock-chaos-backends ${CMAKE_CURRENT_LIST_DIR}/backends_main.cc)
 redlock_internal_target(redlock-chaos-backends)
-target_link_libraries(redlock-chaos-backends PRIVATE redlock_chaos_backends absl::strings absl::time)
+target_link_libraries(redlock-chaos-backends
+  PRIVATE redlock_chaos_backends redlock::flags absl::flags absl::strings absl::time)
 add_dependencies(redlock-chaos-backends redlock-chaos-backend-client redlock_clock_shim)

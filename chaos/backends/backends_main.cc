@@ -17,63 +17,80 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "chaos/backends/backend_scenarios.h"
 #include "chaos/base/cleanup.h"
 #include "chaos/run/report.h"
+#include "common/flags.h"
+
+ABSL_FLAG(bool, list, false, "List the scenarios and exit.");
+ABSL_FLAG(bool, all, false, "Run every scenario.");
+ABSL_FLAG(std::vector<std::string>, scenario, {}, "Run this scenario (repeatable; see --list).");
+ABSL_FLAG(std::vector<std::string>, backend, {},
+          "Run every scenario whose name starts with B- (redis, redlock, etcd, zookeeper, "
+          "pg-advisory, pg-unique, pg-for-update, or pg for all three; repeatable).");
+ABSL_FLAG(uint64_t, seed, redlock::chaos::RunOptions().seed,
+          "Seed of the fault schedules' randomness.");
+ABSL_FLAG(std::string, plot, "", "Write every scenario's timeline picture into this directory.");
+ABSL_FLAG(std::string, keep, "", "Keep every scenario's histories in DIR/<scenario>/.");
+ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file.");
+ABSL_FLAG(std::string, client_binary, "",
+          "The client process binary (default: redlock-chaos-backend-client next to this one).");
 
 int main(int argc, char** argv) {
   namespace chaos = redlock::chaos;
-  std::vector<const chaos::BackendScenario*> todo;
+  const std::string usage =
+      "usage: redlock-chaos-backends (--list | --all | --scenario NAME... | --backend B) "
+      "[--seed N] [--plot DIR] [--keep DIR] [--json FILE]\nSee backends/README.md.";
+  const redlock::flags::Parsed args =
+      redlock::flags::ParseOrExit(argc, argv, "redlock-chaos-backends", usage,
+                                  {.files = {"chaos/backends/backends_main.cc"},
+                                   .value_names = {{"scenario", "NAME"},
+                                                   {"backend", "B"},
+                                                   {"plot", "DIR"},
+                                                   {"keep", "DIR"},
+                                                   {"json", "FILE"},
+                                                   {"client_binary", "PATH"}}});
+  if (!args.positional.empty() || !args.tail.empty()) {
+    fprintf(stderr, "redlock-chaos-backends: unexpected argument '%s'\n%s\n",
+            (args.positional.empty() ? args.tail : args.positional).front().c_str(), usage.c_str());
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_list)) {
+    for (const auto& s : chaos::BackendCatalog()) {
+      printf("%-28s expected: %-26s %s\n", s.name.c_str(), s.expect.Describe().c_str(),
+             s.why.c_str());
+    }
+    return 0;
+  }
   chaos::RunOptions options;
-  std::string json_path;
-  bool all = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        fprintf(stderr, "redlock-chaos-backends: %s needs a value\n", a.c_str());
-        exit(2);
+  options.seed = absl::GetFlag(FLAGS_seed);
+  options.plot_dir = absl::GetFlag(FLAGS_plot);
+  options.keep_dir = absl::GetFlag(FLAGS_keep);
+  options.client_binary = absl::GetFlag(FLAGS_client_binary);
+  const std::string json_path = absl::GetFlag(FLAGS_json);
+  const bool all = absl::GetFlag(FLAGS_all);
+  // --scenario and --backend in the order given.
+  std::vector<const chaos::BackendScenario*> todo;
+  for (const auto& [flag, value] : args.given) {
+    if (flag != "scenario" && flag != "backend") continue;
+    for (absl::string_view n : absl::StrSplit(value, ',', absl::SkipEmpty())) {
+      if (flag == "scenario") {
+        const chaos::BackendScenario* s = chaos::FindBackendScenario(std::string(n));
+        if (s == nullptr) {
+          fprintf(stderr, "redlock-chaos-backends: no scenario \"%s\" (see --list)\n",
+                  std::string(n).c_str());
+          return 2;
+        }
+        todo.push_back(s);
+      } else {
+        for (const auto& s : chaos::BackendCatalog()) {
+          if (s.name.rfind(absl::StrCat(n, "-"), 0) == 0) todo.push_back(&s);
+        }
       }
-      return argv[++i];
-    };
-    if (a == "--list") {
-      for (const auto& s : chaos::BackendCatalog()) {
-        printf("%-28s expected: %-26s %s\n", s.name.c_str(), s.expect.Describe().c_str(),
-               s.why.c_str());
-      }
-      return 0;
-    } else if (a == "--all") {
-      all = true;
-    } else if (a == "--scenario") {
-      const std::string n = value();
-      const chaos::BackendScenario* s = chaos::FindBackendScenario(n);
-      if (s == nullptr) {
-        fprintf(stderr, "redlock-chaos-backends: no scenario \"%s\" (see --list)\n", n.c_str());
-        return 2;
-      }
-      todo.push_back(s);
-    } else if (a == "--backend") {
-      const std::string n = value();
-      for (const auto& s : chaos::BackendCatalog()) {
-        if (s.name.rfind(n + "-", 0) == 0) todo.push_back(&s);
-      }
-    } else if (a == "--seed") {
-      if (!absl::SimpleAtoi(value(), &options.seed)) return 2;
-    } else if (a == "--plot") {
-      options.plot_dir = value();
-    } else if (a == "--keep") {
-      options.keep_dir = value();
-    } else if (a == "--json") {
-      json_path = value();
-    } else if (a == "--client-binary") {
-      options.client_binary = value();
-    } else {
-      fprintf(stderr,
-              "usage: redlock-chaos-backends (--list | --all | --scenario NAME... | --backend B) "
-              "[--seed N] [--plot DIR] [--keep DIR] [--json FILE]\n");
-      return 2;
     }
   }
   if (all) {

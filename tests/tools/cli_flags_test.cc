@@ -51,8 +51,42 @@ TEST(ParseArgs, Errors) {
   EXPECT_FALSE(ParseArgs(Specs(), {"--bogus"}, false).ok());
   EXPECT_FALSE(ParseArgs(Specs(), {"-x"}, false).ok());
   EXPECT_FALSE(ParseArgs(Specs(), {"--resource"}, false).ok());
-  EXPECT_FALSE(ParseArgs(Specs(), {"--fencing=yes"}, false).ok());
+  EXPECT_FALSE(ParseArgs(Specs(), {"--fencing=maybe"}, false).ok());
+  EXPECT_FALSE(ParseArgs(Specs(), {"--nofencing=true"}, false).ok());
   EXPECT_FALSE(ParseArgs(Specs(), {"--", "x"}, false).ok());
+  // A flag another subcommand takes is unknown here.
+  EXPECT_FALSE(ParseArgs(Specs(), {"--token", "t"}, false).ok());
+  // Durations are checked as they are parsed, naming the flag.
+  absl::StatusOr<ParsedArgs> a = ParseArgs(Specs(), {"--ttl", "30"}, false);
+  ASSERT_FALSE(a.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(a.status()));
+  EXPECT_EQ(a.status().message(),
+            "--ttl: bad duration '30' (a number and a unit, e.g. 500ms, 30s, 2m)");
+  a = ParseArgs(Specs(), {"--node-timeout=inf"}, false);
+  ASSERT_FALSE(a.ok());
+  EXPECT_NE(a.status().message().find("--node-timeout"), absl::string_view::npos) << a.status();
+  a = ParseArgs(Specs(), {"--bogus"}, false);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().message(), "unknown flag '--bogus'");
+}
+
+TEST(ParseArgs, SpellingsOfOneFlag) {
+  absl::StatusOr<ParsedArgs> a =
+      ParseArgs(Specs(), {"--node_timeout", "20ms", "--key_prefix=p:", "--nofencing"}, false);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->Get("node-timeout"), "20ms");
+  EXPECT_EQ(a->Get("key-prefix"), "p:");
+  EXPECT_TRUE(a->Has("fencing"));
+  EXPECT_FALSE(a->Switch("fencing"));
+  a = ParseArgs(Specs(), {"--fencing=yes", "--all-nodes=0", "--ttl", "1s", "--ttl", "2s"}, false);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->Switch("fencing"));
+  EXPECT_FALSE(a->Switch("all-nodes"));
+  EXPECT_EQ(a->Get("ttl"), "2s") << "the last one wins";
+  a = ParseArgs(Specs(), {"--version", "-h"}, false);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(a->version);
+  EXPECT_TRUE(a->help);
 }
 
 TEST(ParseArgs, CommandTail) {
@@ -142,7 +176,9 @@ TEST(OptionsFromFlags, Durability) {
   ASSERT_TRUE(o.ok()) << o.status();
   EXPECT_EQ(o->durability.replicas, 1);
   EXPECT_EQ(o->durability.timeout, absl::Milliseconds(15));
-  a = *ParseArgs(Specs(), {"--nodes", "127.0.0.1:1", "--durability", "one"}, false);
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      ParseArgs(Specs(), {"--nodes", "127.0.0.1:1", "--durability", "one"}, false).status()));
+  a = *ParseArgs(Specs(), {"--nodes", "127.0.0.1:1", "--durability", "-1"}, false);
   EXPECT_TRUE(absl::IsInvalidArgument(OptionsFromFlags(a, nullptr).status()));
   a = *ParseArgs(Specs(),
                  {"--nodes", "127.0.0.1:1", "--durability", "1", "--durability-timeout", "1s"},
