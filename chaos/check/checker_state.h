@@ -66,6 +66,7 @@ class Checker {
     CheckFencing();
     CheckAtMostK();
     CheckLeaderTerms();
+    CheckStaleWriteSeen();
     for (const Grant& g : grants_) result_.grants.push_back(g.info);
     result_.faults = faults_;
     std::stable_sort(result_.violations.begin(), result_.violations.end(),
@@ -680,6 +681,7 @@ class Checker {
   void CheckAtMostK();
   void CheckLeaderTerms();
   void CheckFencing();
+  void CheckStaleWriteSeen();
 
   const CheckOptions options_;
   std::vector<const Event*> events_;
