@@ -1,0 +1,182 @@
+// The simulated world (sim/world.h): the same seed gives the same history
+// byte for byte, in one process and in two; a shrunk case replays; a
+// known-bad node is caught; the configuration's text forms round-trip.
+
+#include "sim/world.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sim/case_file.h"
+
+namespace redlock::sim {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string TempDir() {
+  const char* t = std::getenv("TEST_TMPDIR");
+  std::string dir = absl::StrCat(t != nullptr ? t : "/tmp", "/sim_world_test_", getpid());
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Runs the command and returns its exit status (-1 when it did not exit).
+int RunCommand(const std::string& cmd) {
+  const int st = std::system(cmd.c_str());
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+class CollectTrace final : public TraceSink {
+ public:
+  void Line(const std::string& json) override { lines += json + "\n"; }
+  std::string lines;
+};
+
+RunInput Drawn(uint64_t seed, int64_t duration_ms = 4000) {
+  RunInput in;
+  in.seed = seed;
+  in.config = DrawConfig(seed);
+  in.config.duration_ms = duration_ms;
+  in.faults = DrawFaults(in.config, seed);
+  return in;
+}
+
+TEST(SimWorldTest, SameSeedSameHistoryInOneProcess) {
+  for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
+    RunInput in = Drawn(seed);
+    CollectTrace t1, t2;
+    RunOutput a = RunSimulation(in, &t1);
+    RunOutput b = RunSimulation(in, &t2);
+    ASSERT_TRUE(a.error.empty()) << a.error;
+    EXPECT_GT(a.invokes, 0) << "seed " << seed << ": " << DescribeConfig(in.config);
+    EXPECT_EQ(a.history, b.history) << "seed " << seed;
+    EXPECT_EQ(t1.lines, t2.lines) << "seed " << seed;
+    EXPECT_FALSE(t1.lines.empty());
+    EXPECT_EQ(a.findings, b.findings);
+  }
+}
+
+TEST(SimWorldTest, DifferentSeedsDifferentHistories) {
+  RunInput a = Drawn(11), b = Drawn(11);
+  b.seed = 12;  // the same configuration and faults, another seed
+  EXPECT_NE(RunSimulation(a).history, RunSimulation(b).history);
+}
+
+TEST(SimWorldTest, SameSeedSameHistoryInTwoProcesses) {
+  const std::string dir = TempDir();
+  SimCase c;
+  c.input = Drawn(21, 3000);
+  const std::string case_file = dir + "/case.json";
+  {
+    std::ofstream out(case_file);
+    out << WriteCase(c);
+  }
+  for (int i = 0; i < 2; ++i) {
+    RunCommand(absl::StrCat(REDLOCK_SIM_PATH, " --replay ", case_file, " --history ", dir, "/h", i,
+                            ".jsonl --trace ", dir, "/t", i, ".jsonl > /dev/null"));
+  }
+  const std::string h0 = ReadAll(dir + "/h0.jsonl"), h1 = ReadAll(dir + "/h1.jsonl");
+  ASSERT_FALSE(h0.empty());
+  EXPECT_EQ(h0, h1);
+  EXPECT_EQ(ReadAll(dir + "/t0.jsonl"), ReadAll(dir + "/t1.jsonl"));
+  // And the same as in this process.
+  EXPECT_EQ(h0, RunSimulation(c.input).history);
+}
+
+TEST(SimWorldTest, ConfigFieldsRoundTrip) {
+  for (uint64_t seed = 1; seed <= 50; ++seed) {
+    SimConfig c = DrawConfig(seed);
+    ASSERT_TRUE(CheckConfig(c).ok()) << seed;
+    SimConfig back;
+    for (const auto& [name, value] : ConfigFields(c)) {
+      ASSERT_TRUE(SetConfigField(name, value, &back).ok()) << name << "=" << value;
+    }
+    EXPECT_EQ(ConfigFields(back), ConfigFields(c));
+  }
+  SimConfig c;
+  EXPECT_THAT(std::string(ApplyOverrides("nodes=plain/cluster3", &c).message()), "");
+  EXPECT_FALSE(ApplyOverrides("no_such_field=1", &c).ok());
+  EXPECT_FALSE(ApplyOverrides("nodes=plain/martian", &c).ok());
+  EXPECT_FALSE(ApplyOverrides("fencing=maybe", &c).ok());
+}
+
+// A node that answers OK to every SET (it ignores NX): two clients hold
+// the lock at once, and the checker says so; the shrunk case replays.
+TEST(SimWorldTest, LyingNodesAreCaughtAndTheShrunkCaseReplays) {
+  SimCase c;
+  c.input.seed = 5;
+  ASSERT_TRUE(ApplyOverrides("nodes=plain/plain/plain,lying_nodes=2,primitive=mutex,fencing=false,"
+                             "clients=3,resources=1,ttl_ms=1000,use_ms=30,uses_per_lease=2,"
+                             "wait_ms=0,retries=false,extend=false,renew=false,release=true,"
+                             "fenced_store=false,duration_ms=3000",
+                             &c.input.config)
+                  .ok());
+  ASSERT_TRUE(CheckConfig(c.input.config).ok());
+  RunOutput out = RunSimulation(c.input);
+  ASSERT_TRUE(out.error.empty()) << out.error;
+  ASSERT_EQ(out.findings.count("S1"), 1u) << out.history.substr(0, 2000);
+  // The same with honest nodes: clean.
+  SimCase honest = c;
+  honest.input.config.lying_nodes = 0;
+  EXPECT_TRUE(RunSimulation(honest.input).findings.empty());
+  // Shrunk (fewer clients, a shorter run), written, read back, replayed.
+  c.property = "S1";
+  ShrinkLog log;
+  SimCase shrunk = Shrink(
+      c, [](const RunInput& in) { return RunSimulation(in).findings.count("S1") > 0; }, 20, &log);
+  EXPECT_GT(log.runs, 0);
+  EXPECT_LE(shrunk.input.config.clients, c.input.config.clients);
+  absl::StatusOr<SimCase> back = ParseCase(WriteCase(shrunk));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(WriteCase(*back), WriteCase(shrunk));
+  RunOutput again = RunSimulation(back->input);
+  EXPECT_EQ(again.findings.count("S1"), 1u);
+  EXPECT_EQ(again.history, RunSimulation(shrunk.input).history);
+  // And from the command line: it says it reproduced, and exits 1.
+  const std::string dir = TempDir();
+  {
+    std::ofstream out(dir + "/lying.json");
+    out << WriteCase(*back);
+  }
+  EXPECT_EQ(RunCommand(absl::StrCat(REDLOCK_SIM_PATH, " --replay ", dir, "/lying.json > ", dir,
+                                    "/replay.txt")),
+            1);
+  EXPECT_THAT(ReadAll(dir + "/replay.txt"), HasSubstr("case property S1: reproduced"));
+}
+
+// A case file that is not one is refused with what is wrong.
+TEST(SimWorldTest, BadCaseFilesAreRefused) {
+  EXPECT_THAT(std::string(ParseCase("[]").status().message()), HasSubstr("not a JSON object"));
+  EXPECT_THAT(std::string(ParseCase("{\"config\": {}}").status().message()), HasSubstr("seed"));
+  EXPECT_THAT(std::string(ParseCase("{\"seed\": 1, \"config\": {\"nodes\": \"plain\"}, "
+                                    "\"faults\": [{\"at_ms\": 5, \"kind\": \"martian\"}]}")
+                              .status()
+                              .message()),
+              HasSubstr("martian"));
+  EXPECT_THAT(
+      std::string(ParseCase("{\"seed\": 1, \"config\": {\"nodes\": \"plain\", \"quorum\": \"7\"}}")
+                      .status()
+                      .message()),
+      HasSubstr("quorum"));
+}
+
+}  // namespace
+}  // namespace redlock::sim
