@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -191,6 +192,7 @@ absl::Status SetConfigField(const std::string& name, const std::string& value, S
 }
 
 absl::Status ApplyOverrides(const std::string& text, SimConfig* c) {
+  std::set<std::string> given;
   for (absl::string_view item : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     std::vector<std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     if (kv.size() != 2) {
@@ -198,7 +200,39 @@ absl::Status ApplyOverrides(const std::string& text, SimConfig* c) {
     }
     absl::Status s = SetConfigField(kv[0], kv[1], c);
     if (!s.ok()) return s;
+    given.insert(kv[0]);
   }
+  // What was drawn for the fields not given follows what was given (a drawn
+  // quorum of 5 does not fit three forced nodes).
+  auto drawn = [&](const char* name) { return given.count(name) == 0; };
+  const int n = static_cast<int>(c->nodes.size());
+  if (drawn("quorum") && (c->quorum > n || (c->quorum != 0 && c->quorum <= n / 2))) c->quorum = 0;
+  if (drawn("fencing_lost_counters")) {
+    c->fencing_lost_counters = c->fencing ? std::min(c->fencing_lost_counters, n - 1) : 0;
+  }
+  if (drawn("shared_counter") && !c->fencing) c->shared_counter = false;
+  const bool cluster =
+      std::any_of(c->nodes.begin(), c->nodes.end(), [](const NodeConfig& x) { return x.members; });
+  if (cluster && drawn("shared_counter")) c->shared_counter = false;
+  if (cluster && drawn("key_prefix")) c->key_prefix = "{locks}:";
+  int min_replicas = 4;
+  bool all_aof = true;
+  for (const NodeConfig& x : c->nodes) {
+    min_replicas = std::min(min_replicas, x.replicas);
+    all_aof = all_aof && x.aof;
+  }
+  if (drawn("durability_replicas") && c->durability_replicas > min_replicas) {
+    c->durability_replicas = 0;
+  }
+  if (drawn("durability_fsync") && (c->durability_replicas == 0 || !all_aof)) {
+    c->durability_fsync = false;
+  }
+  if (drawn("readers")) c->readers = std::min(c->readers, c->clients);
+  if (drawn("set_size")) c->set_size = std::max(1, std::min(c->set_size, c->resources));
+  if (drawn("fenced_store")) {
+    c->fenced_store = c->fencing || c->primitive == Primitive::kElection;
+  }
+  if (drawn("all_nodes") && c->primitive != Primitive::kMultiLock) c->all_nodes = false;
   return absl::OkStatus();
 }
 

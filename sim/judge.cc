@@ -70,6 +70,7 @@ void World::CheckDurableGrant(int client, const Hold& h) {
   std::vector<std::string> why;
   for (size_t v = 0; v < voters_.size(); ++v) {
     bool all = true;
+    std::string reason = "no write of the token";
     for (size_t i = 0; i < keys.size() && all; ++i) {
       bool found = false;
       for (int m : voters_[v].members) {
@@ -80,7 +81,11 @@ void World::CheckDurableGrant(int client, const Hold& h) {
           if (kh.token != h.token || kh.generation != mm.generation || kh.offset == 0) continue;
           const int acked = config_.durability_fsync ? mm.node->FsyncedReplicas(kh.offset)
                                                      : mm.node->AckedReplicas(kh.offset);
-          if (acked < k) continue;
+          if (acked < k) {
+            reason = absl::StrCat("its write (offset ", kh.offset, ") on ", acked,
+                                  " replicas, the master at ", mm.node->master_offset());
+            continue;
+          }
           if (fenced && i < h.fencing.size() && h.fencing[i].has_value()) {
             const std::string ck =
                 config_.shared_counter ? config_.key_prefix + ":fence" : keys[i] + ":fence";
@@ -95,7 +100,11 @@ void World::CheckDurableGrant(int client, const Hold& h) {
                 break;
               }
             }
-            if (!committed) continue;
+            if (!committed) {
+              reason = absl::StrCat("its write replicated, but no counter >= ", *h.fencing[i],
+                                    " replicated");
+              continue;
+            }
           }
           found = true;
         }
@@ -105,7 +114,7 @@ void World::CheckDurableGrant(int client, const Hold& h) {
     if (all) {
       ++durable;
     } else {
-      why.push_back(absl::StrCat("n", v));
+      why.push_back(absl::StrCat("n", v, ": ", reason));
     }
   }
   const int needed = RequiredNodes(config_);
@@ -133,8 +142,9 @@ void World::CheckHeldRefusal(int client, const std::string& code) {
     if (std::find(keys.begin(), keys.end(), mk.second) == keys.end()) continue;
     for (const KeyHolding& kh : list) {
       if (kh.from > now_ || kh.to < w.invoked_at) continue;
-      const std::string mine = kh.token.substr(0, 40);
-      if (w.tokens.count(mine) == 0) return;  // someone else's key was there
+      // Anyone's but the refused attempt's own: another client's, or an
+      // earlier attempt's of the same call whose cleanup had not run yet.
+      if (kh.token.substr(0, 40) != w.last_token) return;
     }
   }
   Violation("H1",

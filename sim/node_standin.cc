@@ -77,6 +77,7 @@ struct Node::State {
   std::set<std::string> scripts;
   std::string run_id;
   std::map<int, std::string> migrating;  // slot -> target
+  std::map<int, std::string> moved;      // slot -> where it went (MOVED)
   std::set<int> importing;
   std::set<int> served;
   std::vector<std::pair<std::string, int64_t>> counts;
@@ -216,6 +217,8 @@ std::optional<Reply> Node::State::ClusterCheck(Session& s, const Argv& argv) {
     }
     return std::nullopt;
   }
+  auto gone = moved.find(slot);
+  if (gone != moved.end()) return Err(absl::StrCat("MOVED ", slot, " ", gone->second));
   return Err(absl::StrCat("CLUSTERDOWN Hash slot not served (slot ", slot, ")"));
 }
 
@@ -884,6 +887,8 @@ void Node::BeginMigration(int slot, const std::string& target_name) {
 }
 
 void Node::EndMigration(int slot) {
+  auto it = state_->migrating.find(slot);
+  if (it != state_->migrating.end()) state_->moved[slot] = it->second;
   state_->migrating.erase(slot);
   state_->served.erase(slot);
 }
@@ -892,6 +897,7 @@ void Node::BeginImport(int slot) { state_->importing.insert(slot); }
 
 void Node::EndImport(int slot) {
   state_->importing.erase(slot);
+  state_->moved.erase(slot);
   state_->served.insert(slot);
 }
 

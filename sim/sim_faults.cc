@@ -113,7 +113,10 @@ std::vector<FaultEvent> DrawFaults(const SimConfig& config, uint64_t seed) {
   chaos::SpanScale scale;
   scale.ttl_ms = config.ttl_ms;
   scale.drift_factor = config.drift_factor;
-  const int64_t budget_ms = config.duration_ms;
+  // The last quarter of a run (at least 3 s) is left without faults: what
+  // the faults did must be over by then (recovery, L1; nodes asked again,
+  // L2), and the run's end checks (S5, L5) see a healed world.
+  const int64_t budget_ms = config.duration_ms - std::max<int64_t>(3000, config.duration_ms / 4);
   const int n = static_cast<int>(config.nodes.size());
   std::vector<int> cluster_voters;
   for (int v = 0; v < n; ++v) {
@@ -164,10 +167,7 @@ std::vector<FaultEvent> DrawFaults(const SimConfig& config, uint64_t seed) {
         if (again) continue;
         failed_over.insert(f->nodes.begin(), f->nodes.end());
       }
-      if (info.lasting && Draw(rng, 0, 7) == 0) {
-        f->duration = absl::InfiniteDuration();
-        wave_end = std::max(wave_end, start);
-      } else if (info.lasting) {
+      if (info.lasting) {
         const int64_t max_ms = std::max<int64_t>(50, budget_ms - 300 - start);
         if (absl::ToInt64Milliseconds(f->duration) > max_ms)
           f->duration = absl::Milliseconds(max_ms);
@@ -199,6 +199,9 @@ std::vector<FaultEvent> DrawFaults(const SimConfig& config, uint64_t seed) {
 // ---- In the world ----------------------------------------------------------------------
 
 void World::ScheduleFaults() {
+  // A fault waiting for a marker waits until the quiet tail at most.
+  const int64_t tail_start = config_.duration_ms - std::max<int64_t>(3000, config_.duration_ms / 4);
+  Schedule(tail_start * 1000000, [this] { waiting_markers_.clear(); });
   for (size_t i = 0; i < input_.faults.size(); ++i) {
     const FaultEvent* e = &input_.faults[i];
     Schedule(e->at_ms * 1000000, [this, i, e] {

@@ -25,6 +25,7 @@ constexpr int64_t kKeepaliveNs = 1000000000;  // kKeepaliveIdle
 constexpr int64_t kRefreshNs = 5000000000;    // kClusterRefresh
 constexpr int64_t kRefreshGapNs = 100000000;  // cluster_locator.cc's kRefreshGap
 constexpr int64_t kNever = INT64_MAX;
+constexpr int64_t kTurnNs = 1000;  // one engine turn (World::Post's too)
 
 int64_t Ns(absl::Duration d) { return absl::ToInt64Nanoseconds(d); }
 
@@ -686,9 +687,13 @@ internal::TransportThread::TimerId SimTransport::RunAfter(absl::Duration delay,
   const TimerId id = next_timer_++;
   timers_.emplace(id, std::move(fn));
   if (stopping_) return id;  // run by Shutdown
-  // Whole nanoseconds, rounded up: a timer never fires before its delay
-  // (a sub-nanosecond remainder would otherwise fire it at once, forever).
-  const int64_t due = Now() + std::max<int64_t>(0, Ns(absl::Ceil(delay, absl::Nanoseconds(1))));
+  // Whole nanoseconds, rounded up, and at least the microsecond an engine
+  // turn takes: a timer never fires before its delay, and a chain of
+  // zero-delay timers (a retry that fails at once, a "not asked" answer)
+  // lets time pass as the engine's turns do, instead of looping at one
+  // instant.
+  const int64_t due =
+      Now() + std::max<int64_t>(kTurnNs, Ns(absl::Ceil(delay, absl::Nanoseconds(1))));
   host_->At(client_, due, [this, id] {
     auto it = timers_.find(id);
     if (it == timers_.end()) return;

@@ -88,6 +88,7 @@ void World::WorkerNext(int client) {
   }
   w.idle = false;
   w.tokens.clear();
+  w.last_token.clear();
   std::vector<std::string> resources;
   if (config_.primitive == Primitive::kMultiLock) {
     std::vector<int> all(static_cast<size_t>(config_.resources));
@@ -474,7 +475,9 @@ void World::WorkerUseNow(int client) {
         WorkerRelease(client);
         return;
       }
-      s.fence = *token;
+      // A reader's read is checked, not raised on (rw_lock.h: readers
+      // holding at once may carry different values); a writer's raises it.
+      if (!h.read_only) s.fence = *token;
     }
     reads.push_back(s.value);
   }
@@ -496,7 +499,9 @@ void World::WorkerWrite(int client, int64_t begin, std::vector<int64_t> reads) {
     Store& s = store_[h.resources[i]];
     const std::optional<uint64_t> token = h.fencing[std::min(i, h.fencing.size() - 1)];
     bool accepted = true;
-    int64_t write_at = 0;
+    // When the store was accessed: the write, or for a read-only use its
+    // read (the checker's S4 (c) orders accesses by it).
+    int64_t write_at = begin;
     if (!h.read_only) {
       write_at = now_;
       if (fenced && token.has_value()) {

@@ -10,7 +10,6 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "nlohmann/json.hpp"
 #include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/scripts.h"
@@ -55,27 +54,6 @@ void CommandKeys(const Argv& argv, std::vector<std::string>* out) {
       argv.size() > 1) {
     out->push_back(argv[1]);
   }
-}
-
-nlohmann::json ReplyJson(const Reply& r) {
-  switch (r.type) {
-    case Reply::Type::kNil:
-      return nullptr;
-    case Reply::Type::kStatus:
-      return nlohmann::json{{"status", r.str}};
-    case Reply::Type::kError:
-      return nlohmann::json{{"error", r.str}};
-    case Reply::Type::kInteger:
-      return r.integer;
-    case Reply::Type::kString:
-      return r.str;
-    case Reply::Type::kArray: {
-      nlohmann::json a = nlohmann::json::array();
-      for (const Reply& e : r.elements) a.push_back(ReplyJson(e));
-      return a;
-    }
-  }
-  return nullptr;
 }
 
 // The scripts whose run is an acquisition (for L2: was the node asked).
@@ -186,6 +164,10 @@ World::World(const RunInput& input, TraceSink* trace)
       m.clock.base_t = 0;
       m.clock.base_value = epoch + rng_.Int(-500, 500) * 1000000;
       m.clock.rate = rate();
+      // A cluster's masters keep one time between them (MIGRATE carries a
+      // key's ttl, not its deadline, so a clock offset between two masters
+      // would not move an expiry; sim::Node::MoveKeys takes one clock).
+      if (k > 0) m.clock = members_[static_cast<size_t>(voter.members[0])].clock;
       m.stalled.assign(static_cast<size_t>(nc.replicas), false);
       m.replicate_at.assign(static_cast<size_t>(nc.replicas), 0);
       voter.members.push_back(static_cast<int>(members_.size()));
@@ -240,7 +222,8 @@ void World::OnToken(const unsigned char* bytes, size_t n) {
     hex.push_back(kHex[bytes[i] >> 4]);
     hex.push_back(kHex[bytes[i] & 0xf]);
   }
-  w.tokens.insert(std::move(hex));
+  w.tokens.insert(hex);
+  w.last_token = std::move(hex);
 }
 
 std::string World::ResourceName(int i) const {
@@ -884,17 +867,6 @@ void World::ObserveKeys(int member, const std::vector<std::string>& keys, bool w
       list.push_back(std::move(h));
     }
   }
-}
-
-void World::Trace(const Conn& c, const Argv& argv, const Reply& reply) {
-  if (trace_ == nullptr) return;
-  nlohmann::json line;
-  line["conn"] = c.id;
-  line["now_ms"] = NodeMs(c.member);
-  line["node"] = members_[static_cast<size_t>(c.member)].node->config().name;
-  line["argv"] = argv;
-  line["reply"] = ReplyJson(reply);
-  trace_->Line(line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 
 void World::Record(const chaos::Event& e) { events_log_.push_back(e); }

@@ -187,8 +187,9 @@ struct Worker {
   std::optional<Call> call;
   bool in_use = false;      // between a use's read and its write
   std::string last_marker;  // what the lab's Run::ClientInUse reads
-  // Tokens drawn by the current acquisition (H1).
+  // Tokens drawn by the current acquisition, and its last attempt's (H1).
   std::set<std::string> tokens;
+  std::string last_token;
   int64_t invoked_at = 0;
   std::vector<std::string> invoked_resources;
 };
