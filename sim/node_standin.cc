@@ -910,14 +910,23 @@ int Node::MoveKeys(int slot, Node& to, int count, int64_t now_ms) {
     if (internal::KeySlot(key) == slot) keys.push_back(key);
     if (static_cast<int>(keys.size()) >= count) break;
   }
+  // MIGRATE: a RESTORE on the target and a DEL here, each replicated as a
+  // write of its node.
+  auto commit = [](State& s) {
+    if (s.pending.empty()) return;
+    ++s.offset;
+    s.log.push_back(LogEntry{s.offset, std::move(s.pending)});
+    s.pending.clear();
+    if (s.replicas.empty()) s.log.clear();
+  };
+  st.pending.clear();
+  to.state_->pending.clear();
   for (const std::string& key : keys) {
     Value v = st.data[key];
-    st.pending.clear();
     st.Erase(key);
-    st.pending.clear();
-    to.state_->pending.clear();
     if (v.expire_ms < 0 || v.expire_ms > now_ms) to.state_->Put(key, std::move(v));
-    to.state_->pending.clear();
+    commit(st);
+    commit(*to.state_);
   }
   return static_cast<int>(keys.size());
 }

@@ -457,6 +457,8 @@ void World::Inject(const FaultEvent& e, int marker_client) {
   }
   if (data_lost) {
     for (int v : f.nodes) forgot_voters_.insert(v);
+  }
+  if (name == "restart" || name == "kill" || name == "failover") {
     data_faults_.emplace_back(now_, now_);
   }
   // What the history and the judge know of it.
@@ -525,6 +527,7 @@ void World::MigrateStep(uint64_t id) {
   auto it = active_.find(id);
   if (it == active_.end() || it->second.slot < 0) return;
   const ActiveFault& af = it->second;
+  data_faults_.emplace_back(now_, now_);  // keys move between masters: D1 not judged
   members_[static_cast<size_t>(af.from)].node->MoveKeys(
       af.slot, *members_[static_cast<size_t>(af.to)].node,
       static_cast<int>(af.instance.integer("keys")), NodeMs(af.from));
@@ -547,6 +550,7 @@ void World::Heal(uint64_t id) {
     return out;
   };
   if (name == "kill") {
+    data_faults_.emplace_back(now_, now_);
     for (int m : members_of(f.nodes)) {
       if (!members_[static_cast<size_t>(m)].up) {
         StartMember(
@@ -572,6 +576,7 @@ void World::Heal(uint64_t id) {
   } else if (name == "slot_migration") {
     const int slot = af.slot, from = af.from, to = af.to, v = af.slot_voter;
     if (slot >= 0) {
+      data_faults_.emplace_back(now_, now_);
       members_[static_cast<size_t>(from)].node->MoveKeys(
           slot, *members_[static_cast<size_t>(to)].node, 1 << 30, NodeMs(from));
       members_[static_cast<size_t>(from)].node->EndMigration(slot);

@@ -333,7 +333,9 @@ class World final : public TransportHost {
   std::vector<std::pair<size_t, const FaultEvent*>> waiting_markers_;  // (index, event)
   int64_t last_heal_ = 0;
   std::set<int> forgot_voters_;  // lost data (restart or kill without aof, failover)
-  std::vector<std::pair<int64_t, int64_t>> data_faults_;  // (begin, end) of data-losing faults
+  // When a node's dataset was replaced (restart, kill and its start,
+  // failover), whatever was confirmed: D1 does not judge across them.
+  std::vector<std::pair<int64_t, int64_t>> data_faults_;
   // Truth of the nodes.
   std::map<std::pair<int, std::string>, std::vector<KeyHolding>> holdings_;
   std::map<std::pair<int, std::string>, std::vector<std::pair<int64_t, std::string>>> counters_;
