@@ -224,11 +224,28 @@ absl::Status ApplyOverrides(const std::string& text, SimConfig* c) {
   if (drawn("durability_replicas") && c->durability_replicas > min_replicas) {
     c->durability_replicas = 0;
   }
+  if (drawn("durability_timeout_ms") && c->durability_replicas > 0 &&
+      (c->durability_timeout_ms <= 0 || c->durability_timeout_ms >= c->node_timeout_ms)) {
+    c->durability_timeout_ms = std::max<int64_t>(1, c->node_timeout_ms / 4);
+  }
+  if (drawn("replication_lag_us_hi") && c->durability_replicas > 0) {
+    // As DrawConfig: replicas keep up within the durability timeout.
+    c->replication_lag_us_hi =
+        std::min(c->replication_lag_us_hi, c->durability_timeout_ms * 1000 / 3);
+    if (drawn("replication_lag_us_lo")) {
+      c->replication_lag_us_lo = std::min(c->replication_lag_us_lo, c->replication_lag_us_hi);
+    }
+  }
   if (drawn("durability_fsync") && (c->durability_replicas == 0 || !all_aof)) {
     c->durability_fsync = false;
   }
   if (drawn("readers")) c->readers = std::min(c->readers, c->clients);
-  if (drawn("set_size")) c->set_size = std::max(1, std::min(c->set_size, c->resources));
+  if (drawn("set_size")) {
+    c->set_size = std::max(1, std::min(c->set_size, c->resources));
+    // A MultiLock drawn as another primitive: sets of two where it can.
+    if (c->primitive == Primitive::kMultiLock && c->set_size < 2)
+      c->set_size = std::min(2, c->resources);
+  }
   if (drawn("fenced_store")) {
     c->fenced_store = c->fencing || c->primitive == Primitive::kElection;
   }

@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "chaos/run/scenario.h"
 #include "redlock/internal/algorithm.h"
@@ -152,7 +153,10 @@ void World::CheckHeldRefusal(int client, const std::string& code) {
                          absl::StrJoin(w.invoked_resources, ","),
                          " refused as held by another client, while no node held ",
                          keys.size() == 1 ? "its key" : "any of its keys",
-                         " for anyone else during the call"),
+                         " for anyone else during the call (",
+                         absl::StrFormat("%.3fs..%.3fs", static_cast<double>(w.invoked_at) / 1e9,
+                                         static_cast<double>(now_) / 1e9),
+                         ")"),
             {clients_[static_cast<size_t>(client)].name});
 }
 

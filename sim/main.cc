@@ -9,6 +9,7 @@
 //   redlock-sim --replay sim-findings/S8-1234.json --history h.jsonl --trace t.jsonl
 
 #include <malloc.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdio>
@@ -146,6 +147,13 @@ struct Finding {
   bool replayed = false;
 };
 
+// CPU time of this process, seconds (the machine's other load does not count).
+double CpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
 int Explore(const Flags& f) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -163,6 +171,7 @@ int Explore(const Flags& f) {
   std::unique_ptr<FileTrace> trace;
   if (!f.trace.empty()) trace = std::make_unique<FileTrace>(f.trace);
   double sim_seconds = 0;
+  double run_cpu = 0;  // CPU seconds of the runs themselves (not of shrinking)
   for (int i = 0; i < runs && Clock::now() < deadline; ++i) {
     RunInput in;
     in.seed = f.seed + static_cast<uint64_t>(i);
@@ -177,7 +186,9 @@ int Explore(const Flags& f) {
     }
     in.faults = DrawFaults(in.config, in.seed);
     in.history = !f.history.empty() && runs == 1;
+    const double cpu0 = CpuSeconds();
     RunOutput out = RunSimulation(in, trace.get());
+    run_cpu += CpuSeconds() - cpu0;
     ++done;
     sim_seconds += static_cast<double>(in.config.duration_ms) / 1000;
     invokes += out.invokes;
@@ -245,6 +256,8 @@ int Explore(const Flags& f) {
       done, static_cast<unsigned long long>(f.seed),
       static_cast<unsigned long long>(f.seed + static_cast<uint64_t>(done) - 1), errors, wall,
       done / std::max(wall, 1e-9), 60 * done / std::max(wall, 1e-9), sim_seconds);
+  printf("       %.1f s CPU in the runs (%.0f runs per CPU-minute; shrinking not counted)\n",
+         run_cpu, 60 * done / std::max(run_cpu, 1e-9));
   printf("       %lld invokes, %lld grants, %lld events\n\n", static_cast<long long>(invokes),
          static_cast<long long>(grants), static_cast<long long>(events));
   printf("configurations drawn, per dimension (runs; node kinds per node):\n");

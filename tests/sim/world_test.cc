@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "chaos/scenarios/scenario_file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/case_file.h"
@@ -160,6 +161,45 @@ TEST(SimWorldTest, LyingNodesAreCaughtAndTheShrunkCaseReplays) {
                                     "/replay.txt")),
             1);
   EXPECT_THAT(ReadAll(dir + "/replay.txt"), HasSubstr("case property S1: reproduced"));
+}
+
+// A case the lab can run becomes a scenario file that the lab reads back
+// whole (nodes, clients, every fault); one it cannot run says why.
+TEST(SimWorldTest, LabCasesBecomeScenarioFiles) {
+  SimCase c;
+  c.property = "S4";
+  c.summary = "a test";
+  ASSERT_TRUE(ApplyOverrides("nodes=plain/plain/plain,primitive=mutex,fencing=true,"
+                             "fencing_lost_counters=0,shared_counter=false,quorum=0,renew=false,"
+                             "durability_replicas=0,clients=2,resources=2,duration_ms=5000",
+                             &c.input.config)
+                  .ok());
+  ASSERT_TRUE(CheckConfig(c.input.config).ok());
+  // The faults as a case file has them.
+  std::string text = WriteCase(c);
+  const size_t at = text.rfind(']');
+  ASSERT_NE(at, std::string::npos);
+  text.insert(at,
+              "{\"at_ms\": 1000, \"kind\": \"pause\", \"nodes\": \"[n0]\", \"duration\": "
+              "\"400ms\"}, {\"at_ms\": 2000, \"kind\": \"client_pause\", \"clients\": "
+              "\"[c2]\", \"duration\": \"300ms\"}");
+  absl::StatusOr<SimCase> parsed = ParseCase(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
+  c = *parsed;
+  ASSERT_EQ(c.input.faults.size(), 2u);
+  absl::StatusOr<chaos::Scenario> s = ToScenario(c);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const std::string yaml = chaos::WriteScenario(*s);
+  absl::StatusOr<chaos::Scenario> back = chaos::ParseScenario(yaml, "sim-test.yaml");
+  ASSERT_TRUE(back.ok()) << back.status() << "\n" << yaml;
+  EXPECT_TRUE(chaos::ValidateScenario(*back).ok()) << yaml;
+  EXPECT_EQ(back->setup.nodes, 3);
+  EXPECT_EQ(back->setup.clients.size(), 2u);
+  EXPECT_EQ(back->schedule.entries.size(), 2u);
+  // A node without scripting, or a sim-only fault: not for the lab.
+  SimCase noperm = c;
+  ASSERT_TRUE(ApplyOverrides("nodes=plain/noperm/plain", &noperm.input.config).ok());
+  EXPECT_THAT(std::string(ToScenario(noperm).status().message()), HasSubstr("scripting"));
 }
 
 // A case file that is not one is refused with what is wrong.
