@@ -3,7 +3,7 @@
 // --replay` runs again, exactly; the shrinker (sim/shrink.h); and the same
 // run as a chaos lab scenario file, when the lab can have it.
 //
-//   {"seed": 17, "property": "S8", "summary": "...",
+//   {"seed": 17, "property": "S9", "summary": "...",
 //    "config": {"nodes": "plain/plain/plain", "primitive": "rwlock", ...},
 //    "faults": [{"at_ms": 1200, "marker": "use_read", "kind": "client_pause",
 //                "clients": "marker", "duration": "2ttl"}, ...]}

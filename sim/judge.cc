@@ -35,7 +35,7 @@ bool Forgets(const std::string& kind) {
 
 const std::vector<std::string>& PropertyNames() {
   static const std::vector<std::string>* names = new std::vector<std::string>{
-      "S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7", "S8", "D1", "H1", "L2", "L3", "L4", "L5"};
+      "S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7", "S9", "D1", "H1", "L2", "L3", "L4", "L5"};
   return *names;
 }
 
@@ -384,7 +384,7 @@ void World::CheckRecovery() {
 void World::JudgeAll() {
   const int64_t reach = Ms(config_.ttl_ms + 1000);
   // Counters lost on at most fencing_lost_counters nodes break no fencing
-  // promise (F of algorithm.h): those faults do not explain S4, S7 or S8.
+  // promise (F of algorithm.h): those faults do not explain S4, S7 or S9.
   const bool counters_survive =
       static_cast<int>(forgot_voters_.size()) <= config_.fencing_lost_counters &&
       config_.fencing_lost_counters > 0;
@@ -393,7 +393,7 @@ void World::JudgeAll() {
     for (const InjectedFault& f : out_.injected) {
       chaos::PropertySet may = f.may_violate;
       const bool counter_property = property == chaos::kS4 || property == chaos::kS7 ||
-                                    property == chaos::kS8 ||
+                                    property == chaos::kS9 ||
                                     (property == chaos::kS3 && config_.fenced_store);
       if (Forgets(f.kind) && counter_property && counters_survive) continue;
       if (!(may & chaos::Prop(property))) continue;

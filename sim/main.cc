@@ -6,11 +6,12 @@
 //
 //   redlock-sim --runs 1000 --seed 1
 //   redlock-sim --minutes 2 --seed 7 --config nodes=plain/plain/plain,primitive=rwlock
-//   redlock-sim --replay sim-findings/S8-1234.json --history h.jsonl --trace t.jsonl
+//   redlock-sim --replay sim-findings/S9-1234.json --history h.jsonl --trace t.jsonl
 
 #include <malloc.h>
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -165,7 +166,8 @@ int Explore(const Flags& f) {
   std::map<std::string, int> faults;
   std::map<std::string, int> runs_with, runs_finding;
   std::vector<Finding> findings;
-  std::map<std::string, int> unshrunk;  // findings beyond max_findings, by property
+  // Findings beyond max_findings, by property: their seeds.
+  std::map<std::string, std::vector<uint64_t>> unshrunk;
   int done = 0, errors = 0;
   int64_t invokes = 0, grants = 0, events = 0;
   std::unique_ptr<FileTrace> trace;
@@ -209,7 +211,7 @@ int Explore(const Flags& f) {
     }
     for (const std::string& p : out.findings) {
       if (static_cast<int>(findings.size()) >= f.max_findings) {
-        ++unshrunk[p];
+        unshrunk[p].push_back(in.seed);
         continue;
       }
       Finding x;
@@ -289,9 +291,12 @@ int Explore(const Flags& f) {
       printf("  no lab scenario: %s\n", x.scenario_note.c_str());
     }
   }
-  for (const auto& [p, n] : unshrunk) {
-    printf("\n%d more runs with finding %s (not shrunk: --max-findings %d)\n", n, p.c_str(),
-           f.max_findings);
+  for (const auto& [p, seeds] : unshrunk) {
+    // The first seeds, to replay one with --runs 1 --seed S.
+    std::vector<uint64_t> first(seeds.begin(), seeds.begin() + std::min<size_t>(seeds.size(), 20));
+    printf("\n%zu more runs with finding %s (not shrunk: --max-findings %d), seeds %s%s\n",
+           seeds.size(), p.c_str(), f.max_findings, absl::StrJoin(first, " ").c_str(),
+           seeds.size() > first.size() ? " ..." : "");
   }
   int any = 0;
   for (const auto& [p, n] : runs_finding) any += n;

@@ -475,9 +475,10 @@ void World::WorkerUseNow(int client) {
         WorkerRelease(client);
         return;
       }
-      // A reader's read is checked, not raised on (rw_lock.h: readers
-      // holding at once may carry different values); a writer's raises it.
-      if (!h.read_only) s.fence = *token;
+      // Every fenced read raises the fence to the reader's token, as
+      // FencedReadScript() does (redlock/fencing.cc), a reader's too: a
+      // deposed writer whose token is below it is then refused.
+      s.fence = *token;
     }
     reads.push_back(s.value);
   }

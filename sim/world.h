@@ -95,7 +95,7 @@ struct RunOutput {
   std::vector<SimViolation> sim_violations;
   std::vector<InjectedFault> injected;
   // Properties violated that no injected fault explains, by name ("S1",
-  // "S8", "H1", ...): the findings.
+  // "S9", "H1", ...): the findings.
   std::set<std::string> findings;
   // Every property violated (explained or not), by name, with a count.
   std::map<std::string, int64_t> violated;

@@ -143,7 +143,7 @@ absl::string_view PropertyName(Property p) {
     case Property::kLeaderTerms:
       return "S7";
     case Property::kStaleWriteSeen:
-      return "S8";
+      return "S9";
   }
   return "S?";
 }

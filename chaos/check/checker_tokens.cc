@@ -241,7 +241,7 @@ void Checker::CheckFencing() {
 
 namespace redlock::chaos::check_internal {
 
-// ---- S8: a stale fenced write, seen by a newer holder
+// ---- S9: a stale fenced write, seen by a newer holder
 // ----------------------------------------------------------
 
 void Checker::CheckStaleWriteSeen() {

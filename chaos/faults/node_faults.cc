@@ -81,7 +81,7 @@ void RegisterNodeFaults(FaultKindList& out) {
          // first lease lasts. Its fencing counters are gone all the same (a
          // leader's term is one, whatever the client's fencing says).
          if (f.duration >= absl::Milliseconds(s.scale.ttl_ms) + s.scale.drift()) {
-           return (s.fencing ? Prop(kS4) | Prop(kS8) : 0) | (s.leaders ? Prop(kS7) : 0);
+           return (s.fencing ? Prop(kS4) | Prop(kS9) : 0) | (s.leaders ? Prop(kS7) : 0);
          }
          return faults::ForgetsLock(s);
        },

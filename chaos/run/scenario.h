@@ -77,7 +77,7 @@ inline int HarnessIndex(Property p) {
     case Property::kLeaderTerms:
       return kS7;
     case Property::kStaleWriteSeen:
-      return kS8;
+      return kS9;
     default:
       return static_cast<int>(p);
   }

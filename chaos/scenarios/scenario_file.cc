@@ -118,7 +118,7 @@ class Reader {
       if (p < 0) {
         return Error(i, field,
                      absl::StrCat("unknown property \"", Text(i),
-                                  "\" (S1, S2, S3, S4, S5, L1, S6, S7, S8)"));
+                                  "\" (S1, S2, S3, S4, S5, L1, S6, S7, S9)"));
       }
       *out |= Prop(p);
     }

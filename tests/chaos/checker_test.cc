@@ -624,12 +624,12 @@ TEST(CheckerTest, ReadersShareAWriterBesideAnyHolderIsS1) {
   EXPECT_THAT(Tokens(*Of(r, Property::kMutualExclusion)[0]), UnorderedElementsAre(w, r3));
 }
 
-// S8 (issue 36 item 2): writer W (fencing token 7) is paused between its
+// S9 (issue 36 item 2): writer W (fencing token 7) is paused between its
 // read and its write past its validity; reader R, granted after W's
 // validity ended, carries W's token (the last writer's), reads through the
 // fence, and then reads the value W's late write put there: the fence
 // (token < fence refused) let it through.
-TEST(CheckerTest, StaleFencedWriteSeenByALaterReaderIsS8) {
+TEST(CheckerTest, StaleFencedWriteSeenByALaterReaderIsS9) {
   synthetic::Builder b;
   const std::string w = b.FamilyGrant("c1", 1, 0, 10, 100, "exclusive", 7);
   const std::string r = b.FamilyGrant("c2", 1, 150, 160, 1000, "shared", 7);
@@ -645,7 +645,7 @@ TEST(CheckerTest, StaleFencedWriteSeenByALaterReaderIsS8) {
   const Violation& v = *Of(res, Property::kStaleWriteSeen)[0];
   EXPECT_THAT(Tokens(v), UnorderedElementsAre(w, r));
   EXPECT_EQ(v.t, synthetic::Ms(200));
-  EXPECT_THAT(FormatReport(res), HasSubstr("S8    stale write seen"));
+  EXPECT_THAT(FormatReport(res), HasSubstr("S9    stale write seen"));
 
   // The same with a successor holding a higher token: the fence refuses
   // the late write (accepted false), so nothing stale is seen.
@@ -658,7 +658,7 @@ TEST(CheckerTest, StaleFencedWriteSeenByALaterReaderIsS8) {
   EXPECT_EQ(Check(m.events).count(Property::kStaleWriteSeen), 0);
 
   // A late write before the newer holder first touched the store is the
-  // fence's limit, not S8: the reader's first read comes after it.
+  // fence's limit, not S9: the reader's first read comes after it.
   synthetic::Builder early;
   const std::string ew = early.FamilyGrant("c1", 1, 0, 10, 100, "exclusive", 7);
   const std::string er = early.FamilyGrant("c2", 1, 150, 160, 1000, "shared", 7);
