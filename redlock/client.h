@@ -227,6 +227,49 @@ class Client {
       std::vector<Lease> leases, int quorum, RenewOptions options,
       absl::AnyInvocable<void(absl::Status)> on_lost);
 
+  // ---- The lock family's entry point --------------------------------------
+  //
+  // What ReadWriteLock, Semaphore and Election (rw_lock.h, semaphore.h,
+  // election.h) ask of a Client: one acquisition of a primitive, with the
+  // mutex's guarantees (quorum, per-node deadlines, validity after elapsed
+  // time and drift, cleanup, retries, waits woken by releases,
+  // cancellation, fencing, the durability vote), and a read of its state on
+  // every node. They use nothing else of the implementation, so they work
+  // over any Client that provides these two; a Client that wraps another
+  // forwards them (as the set calls above), and the default answers
+  // kUnimplemented.
+  struct FamilyRequest {
+    enum class Kind {
+      kReader,  // a shared lease of the reader-writer lock on `resource`
+      kWriter,  // its exclusive lease (with a wait: writer preference)
+      kPermit,  // one of the `permits` permits of the semaphore `resource`
+      kLeader,  // the election `resource`: fencing always (the term), its
+                // own counter, `identity` carried in the lease's token
+    };
+    Kind kind = Kind::kWriter;
+    std::string resource;
+    absl::Duration ttl;                  // InspectFamily ignores it
+    std::optional<absl::Duration> wait;  // none or zero: one attempt
+    StopToken stop;
+    int permits = 0;       // kPermit: K, 1 to 1024
+    std::string identity;  // kLeader: any bytes, at most 256
+  };
+  struct FamilyGrant {
+    Lease lease;
+    int slot = -1;  // kPermit: which permit (0-based)
+  };
+  using FamilyCallback = absl::AnyInvocable<void(absl::StatusOr<FamilyGrant>)>;
+
+  // One acquisition of `request`. `done` runs on the client's I/O thread.
+  // kInvalidArgument for a bad request (nothing sent); otherwise the codes
+  // of Acquire.
+  virtual void AcquireFamilyAsync(FamilyRequest request, FamilyCallback done);
+  [[nodiscard]] virtual absl::StatusOr<FamilyGrant> AcquireFamily(FamilyRequest request);
+  // Every node's view of the primitive of `request` (kind and resource, and
+  // permits for a semaphore).
+  [[nodiscard]] virtual absl::StatusOr<std::vector<FamilyNodeView>> InspectFamily(
+      FamilyRequest request);
+
   // ---- Introspection ------------------------------------------------------
 
   // Asks every node whether it holds `resource`, with which token and how

@@ -9,32 +9,11 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
-#include "redlock/internal/family_api.h"
-#include "redlock/internal/lock_shape.h"
-#include "redlock/internal/token.h"
 
 namespace redlock {
 namespace {
 
 constexpr char kIdentitySeparator = '.';
-
-// A leader's token carries its identity, so that any process reading the
-// lock key knows who leads; the random part keeps it unguessable. The
-// term is the fencing token, whatever Options::fencing says.
-class LeaderShape final : public internal::AcquireShape {
- public:
-  explicit LeaderShape(std::string identity_hex) : identity_hex_(std::move(identity_hex)) {}
-  std::string Token() const override {
-    std::string t = internal::NewToken();
-    if (!identity_hex_.empty())
-      absl::StrAppend(&t, std::string(1, kIdentitySeparator), identity_hex_);
-    return t;
-  }
-  bool force_fencing() const override { return true; }
-
- private:
-  const std::string identity_hex_;
-};
 
 }  // namespace
 
@@ -53,7 +32,7 @@ Leadership::~Leadership() { (void)Resign(); }
 Lease Leadership::lease() const { return renewal_ != nullptr ? renewal_->lease() : lease_; }
 
 bool Leadership::leading() const {
-  return !resigned_ && renewal_ != nullptr && renewal_->active() &&
+  return !resigned_.load(std::memory_order_acquire) && renewal_ != nullptr && renewal_->active() &&
          renewal_->lease().TimeLeft() > absl::ZeroDuration();
 }
 
@@ -66,8 +45,8 @@ absl::Status Leadership::status() const {
 }
 
 absl::Status Leadership::Resign() {
-  if (resigned_) return absl::OkStatus();
-  resigned_ = true;
+  // Once, whichever thread comes first.
+  if (resigned_.exchange(true, std::memory_order_acq_rel)) return absl::OkStatus();
   Lease current = lease();
   if (renewal_ != nullptr) renewal_->Stop();
   return client_->Release(current);
@@ -89,64 +68,46 @@ std::string Election::IdentityOf(absl::string_view token) {
   return absl::HexStringToBytes(hex);
 }
 
-void Election::Lead(absl::string_view identity, std::optional<absl::Duration> wait,
-                    const StopToken& stop, CampaignOptions options, LeadershipCallback done) {
-  internal::ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) {
-    done(internal::NotACreatedClient("Election"));
-    return;
-  }
-  if (identity.size() > kMaxIdentity) {
-    done(absl::InvalidArgumentError(absl::StrCat("election \"", resource_, "\": identity of ",
-                                                 identity.size(), " bytes (at most ", kMaxIdentity,
-                                                 ")")));
-    return;
-  }
-  Client::SetRequest call;
-  call.resources = {resource_};
-  call.ttl = options.ttl;
-  call.wait = wait;
-  call.max_attempts = 1;
-  call.stop = stop;
-  auto shape = std::make_shared<LeaderShape>(absl::BytesToHexString(identity));
-  Client* client = client_;
-  impl->StartSet(
-      std::move(call), std::move(shape),
-      [client, resource = resource_, identity = std::string(identity), options = std::move(options),
-       done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
-        if (!r.ok()) {
-          done(r.status());
-          return;
-        }
-        Lease lease = std::move((*r)[0]);
-        RenewOptions renew = options.renew;
-        if (renew.ttl == absl::ZeroDuration()) renew.ttl = options.ttl;
-        std::function<void(const absl::Status&)> on_lost = options.on_lost;
-        // Non-blocking: this may run on the client's own thread.
-        absl::StatusOr<std::unique_ptr<Renewal>> renewal =
-            client->AutoRenew(lease, renew, [on_lost](absl::Status why) {
-              if (on_lost) on_lost(why);
-            });
-        if (!renewal.ok()) {
-          client->ReleaseAsync(lease, [](absl::Status) {});
-          done(renewal.status());
-          return;
-        }
-        done(std::unique_ptr<Leadership>(new Leadership(client, std::move(resource),
-                                                        std::move(identity), std::move(lease),
-                                                        *std::move(renewal))));
+Client::FamilyRequest Election::Request(absl::string_view identity,
+                                        std::optional<absl::Duration> wait, const StopToken& stop,
+                                        const CampaignOptions& options) const {
+  Client::FamilyRequest r;
+  r.kind = Client::FamilyRequest::Kind::kLeader;
+  r.resource = resource_;
+  r.identity = std::string(identity);
+  r.ttl = options.ttl;
+  r.wait = wait;
+  r.stop = stop;
+  return r;
+}
+
+absl::StatusOr<std::unique_ptr<Leadership>> Election::Adopt(
+    Client* client, std::string resource, std::string identity, const CampaignOptions& options,
+    absl::StatusOr<Client::FamilyGrant> granted) {
+  if (!granted.ok()) return granted.status();
+  Lease lease = std::move(granted->lease);
+  RenewOptions renew = options.renew;
+  if (renew.ttl == absl::ZeroDuration()) renew.ttl = options.ttl;
+  std::function<void(const absl::Status&)> on_lost = options.on_lost;
+  // Non-blocking: this may run on the client's own thread.
+  absl::StatusOr<std::unique_ptr<Renewal>> renewal =
+      client->AutoRenew(lease, renew, [on_lost](absl::Status why) {
+        if (on_lost) on_lost(why);
       });
+  if (!renewal.ok()) {
+    client->ReleaseAsync(lease, [](absl::Status) {});
+    return renewal.status();
+  }
+  return std::unique_ptr<Leadership>(new Leadership(
+      client, std::move(resource), std::move(identity), std::move(lease), *std::move(renewal)));
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> Election::LeadBlocking(
     absl::string_view identity, std::optional<absl::Duration> wait, const StopToken& stop,
     CampaignOptions options) {
-  internal::ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("Election");
-  using Result = absl::StatusOr<std::unique_ptr<Leadership>>;
-  return impl->Block<Result>([&](LeadershipCallback done) {
-    Lead(identity, wait, stop, std::move(options), std::move(done));
-  });
+  absl::StatusOr<Client::FamilyGrant> granted =
+      client_->AcquireFamily(Request(identity, wait, stop, options));
+  return Adopt(client_, resource_, std::string(identity), options, std::move(granted));
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> Election::TryCampaign(absl::string_view identity,
@@ -163,26 +124,26 @@ absl::StatusOr<std::unique_ptr<Leadership>> Election::Campaign(absl::string_view
 
 void Election::CampaignAsync(absl::string_view identity, absl::Duration wait, const StopToken& stop,
                              CampaignOptions options, LeadershipCallback done) {
-  internal::ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) {
-    done(internal::NotACreatedClient("Election"));
-    return;
-  }
-  Lead(identity, wait, stop, std::move(options), impl->ToUser(std::move(done)));
+  Client::FamilyRequest request = Request(identity, wait, stop, options);
+  client_->AcquireFamilyAsync(
+      std::move(request), [client = client_, resource = resource_, identity = std::string(identity),
+                           options = std::move(options), done = std::move(done)](
+                              absl::StatusOr<Client::FamilyGrant> granted) mutable {
+        done(Adopt(client, std::move(resource), std::move(identity), options, std::move(granted)));
+      });
 }
 
 absl::StatusOr<std::optional<LeaderInfo>> Election::Observe() {
-  internal::ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("Election");
-  absl::StatusOr<std::vector<NodeView>> views = client_->Inspect(resource_);
+  absl::StatusOr<std::vector<FamilyNodeView>> views =
+      client_->InspectFamily(Request("", std::nullopt, StopToken(), CampaignOptions()));
   if (!views.ok()) return views.status();
-  const int quorum = impl->context().quorum();
+  const int quorum = EffectiveQuorum(client_->options());
   int answered = 0;
-  std::map<std::string, std::vector<const NodeView*>> by_token;
-  for (const NodeView& v : *views) {
+  std::map<std::string, std::vector<const FamilyNodeView*>> by_token;
+  for (const FamilyNodeView& v : *views) {
     if (!v.status.ok()) continue;
     ++answered;
-    if (v.held) by_token[v.token].push_back(&v);
+    if (!v.holder.empty()) by_token[v.holder].push_back(&v);
   }
   if (answered < quorum) {
     return absl::UnavailableError(absl::StrCat("observe election \"", resource_, "\": ", answered,
@@ -194,13 +155,13 @@ absl::StatusOr<std::optional<LeaderInfo>> Election::Observe() {
     LeaderInfo info;
     info.token = token;
     info.identity = IdentityOf(token);
-    // The nodes of the leader's commit all carry its term; a node that
-    // granted late may carry another value.
+    // The nodes of the leader's commit all carry its term (the election's
+    // own counter); a node that granted late may carry another value.
     std::map<uint64_t, int> terms;
     std::vector<absl::Duration> left;
-    for (const NodeView* v : holders) {
+    for (const FamilyNodeView* v : holders) {
       ++terms[v->fence_counter];
-      left.push_back(v->ttl_left);
+      left.push_back(v->holder_ttl_left);
     }
     for (const auto& [term, count] : terms) {
       if (count >= quorum) info.term = term;

@@ -40,11 +40,13 @@
 //
 // Thread-safety: an Election is a thin wrapper; share it. A Leadership may
 // be used from any thread.
-// REQUIRES: the Client outlives both and was made by Client::Create.
+// REQUIRES: the Client outlives both; it takes the lock family's calls
+// (Client::AcquireFamily: made by Client::Create, or forwarding to one).
 
 #ifndef REDLOCK_ELECTION_H_
 #define REDLOCK_ELECTION_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -118,7 +120,7 @@ class Leadership {
   const std::string identity_;
   const Lease lease_;
   std::unique_ptr<Renewal> renewal_;
-  bool resigned_ = false;
+  std::atomic<bool> resigned_{false};
 };
 
 class Election {
@@ -153,9 +155,13 @@ class Election {
   static std::string IdentityOf(absl::string_view token);
 
  private:
-  // Campaigns; `done` runs where the acquisition completes.
-  void Lead(absl::string_view identity, std::optional<absl::Duration> wait, const StopToken& stop,
-            CampaignOptions options, LeadershipCallback done);
+  // The request to the Client (Client::AcquireFamily, InspectFamily).
+  Client::FamilyRequest Request(absl::string_view identity, std::optional<absl::Duration> wait,
+                                const StopToken& stop, const CampaignOptions& options) const;
+  // A granted lease becomes a renewed Leadership (non-blocking).
+  static absl::StatusOr<std::unique_ptr<Leadership>> Adopt(
+      Client* client, std::string resource, std::string identity, const CampaignOptions& options,
+      absl::StatusOr<Client::FamilyGrant> granted);
   absl::StatusOr<std::unique_ptr<Leadership>> LeadBlocking(absl::string_view identity,
                                                            std::optional<absl::Duration> wait,
                                                            const StopToken& stop,

@@ -27,6 +27,23 @@ struct NodeView {
   uint64_t fence_counter = 0;
 };
 
+// What one node says about a primitive of the lock family
+// (Client::InspectFamily): the reader-writer lock, a semaphore's permits,
+// an election. Read-only; the fields of other kinds stay empty.
+struct FamilyNodeView {
+  std::string node;     // "host:port"
+  absl::Status status;  // why the node could not be read, or OK
+  // The lock key's token ("" when free): the writer, or the leader.
+  std::string holder;
+  absl::Duration holder_ttl_left = absl::ZeroDuration();
+  int readers = 0;          // a reader-writer lock's live reader entries
+  int waiting_writers = 0;  // and its live writer intents
+  // The primitive's fencing counter on this node (a leader's: its term).
+  uint64_t fence_counter = 0;
+  // A semaphore's permits: each permit key's token ("" when free).
+  std::vector<std::string> permits;
+};
+
 // One Sentinel of a Sentinel-managed node (NodeHealth::sentinels), as the
 // client sees it: every Sentinel is asked where the master is, and each one
 // the client can reach stays connected to announce failovers.
@@ -95,6 +112,21 @@ struct NodeHealth {
   // On such a node, transactions waiting for their turn (one runs at a
   // time; at most Options::max_in_flight_per_node wait, more are refused).
   size_t transactions_waiting = 0;
+  // The script-free compare-and-set commands the node has, as its last
+  // handshake read them from COMMAND INFO and COMMAND DOCS (never from its
+  // version; docs/compat.md has which server has which). All false until a
+  // handshake read them (`commands_known`), and on a server that refuses
+  // COMMAND. For a cluster node, its master last connected.
+  bool commands_known = false;
+  bool has_delifeq = false;     // DELIFEQ key value (Valkey 9.0+)
+  bool has_delex_ifeq = false;  // DELEX key IFEQ value (Redis 8.4+, Valkey 9.2)
+  bool has_set_ifeq = false;    // SET key value IFEQ current (Valkey 8.1+, Redis 8.4+)
+  // How the node's locks are released and extended: "scripts",
+  // "transactions (WATCH/MULTI/EXEC)" on a node that forbids scripting, or
+  // with the commands above, e.g. "release by DELIFEQ, extend by SET IFEQ,
+  // the rest by scripts" (a single key's release and extension use them;
+  // sets and the lock family keep the scripts).
+  std::string path;
   // A Sentinel-managed node (redis+sentinel://): its Sentinels, in the
   // endpoint's order. Empty for other nodes.
   std::vector<SentinelHealth> sentinels;

@@ -1,106 +1,25 @@
 #include "redlock/rw_lock.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <utility>
 
-#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
-#include "redlock/internal/algorithm.h"
-#include "redlock/internal/family_api.h"
-#include "redlock/internal/family_scripts.h"
-#include "redlock/internal/lock_shape.h"
-#include "redlock/internal/token.h"
-#include "redlock/internal/votes.h"
 
 namespace redlock {
 namespace {
 
-using internal::ClientImpl;
-using internal::Command;
-using internal::kFenceSuffix;
-using internal::kReadersSuffix;
-using internal::kWaitingSuffix;
-using internal::LeaseKind;
-using internal::Reply;
-using internal::ScriptCommand;
+using Kind = Client::FamilyRequest::Kind;
 
-std::vector<std::string> RwKeys(const std::string& w, bool fencing) {
-  std::vector<std::string> k = {w, absl::StrCat(w, kReadersSuffix),
-                                absl::StrCat(w, kWaitingSuffix)};
-  if (fencing) k.push_back(absl::StrCat(w, kFenceSuffix));
-  return k;
-}
-
-class ReadShape final : public internal::AcquireShape {
- public:
-  bool custom_scripts() const override { return true; }
-  Command Round1(const std::vector<std::string>& keys, const std::string& token, int64_t ttl_ms,
-                 bool fencing) const override {
-    return ScriptCommand(internal::RwReadAcquireScript(), RwKeys(keys[0], fencing),
-                         {token, std::to_string(ttl_ms)});
-  }
-  Command Commit(const std::vector<std::string>& keys, const std::string& token,
-                 const std::vector<uint64_t>& fences) const override {
-    return ScriptCommand(
-        internal::RwReadCommitScript(),
-        {absl::StrCat(keys[0], kReadersSuffix), absl::StrCat(keys[0], kFenceSuffix)},
-        {token, std::to_string(fences[0])});
-  }
-  Command Cleanup(const std::vector<std::string>& keys, const std::string& token) const override {
-    return internal::ReleaseCommand(LeaseKind::kShared, keys, token, "");
-  }
-  // A reader is no new holder of the counter: it takes the highest value
-  // committed before it (and writes it to its quorum, so that every later
-  // writer reads at least that and goes one higher).
-  absl::StatusOr<uint64_t> Fence(const std::vector<uint64_t>& seen) const override {
-    uint64_t m = 0;
-    for (uint64_t s : seen) m = std::max(m, s);
-    return m;
-  }
-  LeaseKind kind() const override { return LeaseKind::kShared; }
-  bool shared_wakeups() const override { return true; }
-};
-
-class WriteShape final : public internal::AcquireShape {
- public:
-  WriteShape(std::string waiter, int64_t intent_ms)
-      : waiter_(std::move(waiter)), intent_ms_(intent_ms) {}
-  bool custom_scripts() const override { return true; }
-  Command Round1(const std::vector<std::string>& keys, const std::string& token, int64_t ttl_ms,
-                 bool fencing) const override {
-    attempts_.fetch_add(1, std::memory_order_relaxed);
-    return ScriptCommand(internal::RwWriteAcquireScript(), RwKeys(keys[0], fencing),
-                         {token, std::to_string(ttl_ms), waiter_, std::to_string(intent_ms_)});
-  }
-  // Commit and cleanup: the plain lock's (the writer's key is a lock key).
-  int attempts() const { return attempts_.load(std::memory_order_relaxed); }
-  const std::string& waiter() const { return waiter_; }
-
- private:
-  const std::string waiter_;
-  const int64_t intent_ms_;
-  mutable std::atomic<int> attempts_{0};
-};
-
-internal::LeasesCallback Single(Client::LeaseCallback done) {
-  return [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable {
+Client::FamilyCallback Single(Client::LeaseCallback done) {
+  return [done = std::move(done)](absl::StatusOr<Client::FamilyGrant> r) mutable {
     if (!r.ok()) {
       done(r.status());
     } else {
-      done(std::move((*r)[0]));
+      done(std::move(r->lease));
     }
   };
-}
-
-// How long a waiting writer's intent lives after its latest attempt: a
-// waiter attempts again at least every wait_poll_max (and at every
-// announcement), so twice that plus two round trips' deadlines.
-int64_t IntentMs(const Options& o) {
-  return std::max<int64_t>(100,
-                           absl::ToInt64Milliseconds(2 * o.wait_poll_max + 2 * o.node_timeout));
 }
 
 }  // namespace
@@ -108,63 +27,29 @@ int64_t IntentMs(const Options& o) {
 ReadWriteLock::ReadWriteLock(Client* client, std::string resource)
     : client_(client), resource_(std::move(resource)) {}
 
-void ReadWriteLock::Start(bool shared, absl::Duration ttl, std::optional<absl::Duration> wait,
-                          const StopToken& stop, Client::LeaseCallback done) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) {
-    done(internal::NotACreatedClient("ReadWriteLock"));
-    return;
-  }
-  Client::SetRequest call;
-  call.resources = {resource_};
-  call.ttl = ttl;
-  call.wait = wait;
-  call.max_attempts = 1;
-  call.stop = stop;
-  if (shared) {
-    impl->StartSet(std::move(call), std::make_shared<ReadShape>(), Single(std::move(done)));
-    return;
-  }
-  const bool waits = wait.has_value() && *wait > absl::ZeroDuration();
-  auto shape =
-      std::make_shared<WriteShape>(internal::NewToken(), waits ? IntentMs(impl->options()) : 0);
-  internal::OpContext* ctx = &impl->context();
-  std::string key = ctx->Key(resource_);
-  impl->StartSet(
-      std::move(call), shape,
-      Single([ctx, shape, key, waits, done = std::move(done)](absl::StatusOr<Lease> r) mutable {
-        // The intent is on the nodes that refused an attempt: withdrawn
-        // everywhere (and announced, so that blocked readers go), unless
-        // every node granted the only attempt.
-        if (waits && (!r.ok() || shape->attempts() > 1 || r->nodes_granted() < ctx->nodes()) &&
-            !ctx->transport().stopping()) {
-          Command withdraw =
-              ScriptCommand(internal::RwWithdrawScript(), {key, absl::StrCat(key, kWaitingSuffix)},
-                            {shape->waiter(), std::string(internal::kReleaseChannelPrefix)});
-          withdraw.op = "rw-withdraw";
-          internal::SendToAll(*ctx, withdraw, nullptr);
-        }
-        done(std::move(r));
-      }));
+Client::FamilyRequest ReadWriteLock::Request(bool shared, absl::Duration ttl,
+                                             std::optional<absl::Duration> wait,
+                                             const StopToken& stop) const {
+  Client::FamilyRequest r;
+  r.kind = shared ? Kind::kReader : Kind::kWriter;
+  r.resource = resource_;
+  r.ttl = ttl;
+  r.wait = wait;
+  r.stop = stop;
+  return r;
 }
 
 absl::StatusOr<Lease> ReadWriteLock::Blocking(bool shared, absl::Duration ttl,
                                               std::optional<absl::Duration> wait,
                                               const StopToken& stop) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  return impl->Block<absl::StatusOr<Lease>>(
-      [&](Client::LeaseCallback cb) { Start(shared, ttl, wait, stop, std::move(cb)); });
+  absl::StatusOr<Client::FamilyGrant> g = client_->AcquireFamily(Request(shared, ttl, wait, stop));
+  if (!g.ok()) return g.status();
+  return std::move(g->lease);
 }
 
 void ReadWriteLock::Async(bool shared, absl::Duration ttl, absl::Duration wait,
                           const StopToken& stop, Client::LeaseCallback done) {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) {
-    done(internal::NotACreatedClient("ReadWriteLock"));
-    return;
-  }
-  Start(shared, ttl, wait, stop, impl->ToUser(std::move(done)));
+  client_->AcquireFamilyAsync(Request(shared, ttl, wait, stop), Single(std::move(done)));
 }
 
 absl::StatusOr<Lease> ReadWriteLock::TryAcquireShared(absl::Duration ttl) {
@@ -196,36 +81,19 @@ void ReadWriteLock::AcquireExclusiveAsync(absl::Duration ttl, absl::Duration wai
 }
 
 absl::StatusOr<std::vector<ReadWriteNodeView>> ReadWriteLock::Inspect() {
-  ClientImpl* impl = internal::ImplOf(client_);
-  if (impl == nullptr) return internal::NotACreatedClient("ReadWriteLock");
-  absl::Status st = internal::CheckResource(resource_, impl->options());
-  if (!st.ok()) return st;
-  const std::string key = impl->context().Key(resource_);
-  Command command = ScriptCommand(internal::RwInspectScript(), RwKeys(key, true), {});
-  command.op = "rw-inspect";
-  absl::StatusOr<std::vector<absl::StatusOr<Reply>>> replies =
-      internal::SendToAllAndWait(*impl, command);
-  if (!replies.ok()) return replies.status();
+  absl::StatusOr<std::vector<FamilyNodeView>> views =
+      client_->InspectFamily(Request(false, absl::ZeroDuration(), std::nullopt, StopToken()));
+  if (!views.ok()) return views.status();
   std::vector<ReadWriteNodeView> out;
-  for (size_t i = 0; i < replies->size(); ++i) {
+  for (FamilyNodeView& f : *views) {
     ReadWriteNodeView v;
-    v.node = impl->context().transport().NodeName(static_cast<int>(i));
-    const absl::StatusOr<Reply>& r = (*replies)[i];
-    if (!r.ok()) {
-      v.status = r.status();
-    } else if (r->is_error()) {
-      v.status = absl::InternalError(r->str);
-    } else if (r->type != Reply::Type::kArray || r->elements.size() != 5) {
-      v.status = absl::InternalError(absl::StrCat("unexpected reply ", r->Describe()));
-    } else {
-      v.writer = r->elements[0].str;
-      int64_t pttl = r->elements[1].integer;
-      v.writer_ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
-      v.readers = static_cast<int>(r->elements[2].integer);
-      v.waiting_writers = static_cast<int>(r->elements[3].integer);
-      absl::StatusOr<uint64_t> c = internal::ParseCounter(r->elements[4].str);
-      if (c.ok()) v.fence_counter = *c;
-    }
+    v.node = std::move(f.node);
+    v.status = std::move(f.status);
+    v.writer = std::move(f.holder);
+    v.writer_ttl_left = f.holder_ttl_left;
+    v.readers = f.readers;
+    v.waiting_writers = f.waiting_writers;
+    v.fence_counter = f.fence_counter;
     out.push_back(std::move(v));
   }
   return out;

@@ -32,16 +32,18 @@
 // Both extend, release and renew through this class or the Client itself
 // (Client::Extend, Release, AutoRenew know a shared lease).
 //
-// Fencing (Options::fencing): a writer's fencing_token() strictly
-// increases across successive writers, as the mutex's. A reader gets the
-// highest writer token committed before it was granted (at least every
-// earlier writer's, and lower than every later writer's: its own round 2
-// writes it to a quorum): pass it to the protected store like a writer's
-// token, and a stale reader is refused once a later writer has written.
-// Readers holding at the same time may carry different values (a failed
-// writer attempt may leave a raised counter on some nodes), so a fenced
-// store should check reads (token >= highest written) rather than raise its
-// fence on them.
+// Fencing (Options::fencing): writers and readers share one counter. A
+// writer's fencing_token() is the next odd number above what its quorum
+// read (strictly increasing across writers, above every earlier reader); a
+// reader's is the least even number not below it and never 0 (strictly
+// above every earlier writer, shared by readers holding at the same time;
+// its own round 2 writes it to a quorum). Pass either to the protected
+// store, whose fence rises on reads too (FencedReadScript, fencing.h): a
+// writer paused past its lease is refused once a later reader has read, and
+// a stale reader once a later writer has written. After a writer's failed
+// attempt left a raised counter on some nodes, an overlapping reader may
+// carry a higher token than another; the store then refuses the lower
+// one's reads.
 //
 // Keys on each node, for lock key W (Options::key_prefix + resource): W
 // (the writer's token), W:rw:readers (a sorted set of reader tokens by
@@ -51,8 +53,10 @@
 // exactly as they affect the mutex (README "Safety").
 //
 // Thread-safety: a ReadWriteLock is a thin, stateless wrapper; share it.
-// REQUIRES: the Client outlives it and was made by Client::Create (every
-// call returns kFailedPrecondition otherwise).
+// REQUIRES: the Client outlives it. Any Client that takes the lock family's
+// calls works (Client::AcquireFamily: one made by Client::Create, or one
+// that wraps such a client and forwards them); another answers
+// kUnimplemented.
 
 #ifndef REDLOCK_RW_LOCK_H_
 #define REDLOCK_RW_LOCK_H_
@@ -131,10 +135,10 @@ class ReadWriteLock {
   const std::string& resource() const { return resource_; }
 
  private:
-  // One attempt loop of the reader's (shared) or the writer's form, and
-  // its blocking and asynchronous calls.
-  void Start(bool shared, absl::Duration ttl, std::optional<absl::Duration> wait,
-             const StopToken& stop, Client::LeaseCallback done);
+  // The reader's (shared) or the writer's request to the Client
+  // (Client::AcquireFamily), and its blocking and asynchronous calls.
+  Client::FamilyRequest Request(bool shared, absl::Duration ttl, std::optional<absl::Duration> wait,
+                                const StopToken& stop) const;
   absl::StatusOr<Lease> Blocking(bool shared, absl::Duration ttl,
                                  std::optional<absl::Duration> wait, const StopToken& stop);
   void Async(bool shared, absl::Duration ttl, absl::Duration wait, const StopToken& stop,

@@ -37,7 +37,8 @@
 // others do not know of).
 //
 // Thread-safety: a Semaphore is a thin, stateless wrapper; share it.
-// REQUIRES: the Client outlives it and was made by Client::Create.
+// REQUIRES: the Client outlives it; it takes the lock family's calls
+// (Client::AcquireFamily: made by Client::Create, or forwarding to one).
 
 #ifndef REDLOCK_SEMAPHORE_H_
 #define REDLOCK_SEMAPHORE_H_
@@ -116,9 +117,11 @@ class Semaphore {
   std::string PermitResource(int slot) const;
 
  private:
-  absl::Status Check(absl::Duration wait) const;
-  void Start(absl::Duration ttl, std::optional<absl::Duration> wait, const StopToken& stop,
-             PermitCallback done);
+  // The request to the Client (Client::AcquireFamily, InspectFamily).
+  Client::FamilyRequest Request(absl::Duration ttl, std::optional<absl::Duration> wait,
+                                const StopToken& stop) const;
+  absl::StatusOr<Permit> Blocking(absl::Duration ttl, std::optional<absl::Duration> wait,
+                                  const StopToken& stop);
 
   Client* const client_;
   const std::string resource_;

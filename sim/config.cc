@@ -260,7 +260,7 @@ Options ToOptions(const SimConfig& c) {
     Endpoint ep;
     if (n.members > 0) {
       for (int m = 0; m < n.members; ++m) {
-        ep.cluster_seeds.push_back(SentinelAddress{absl::StrCat("c", i, "m", m), 7000 + m});
+        ep.cluster.seeds.push_back(SentinelAddress{absl::StrCat("c", i, "m", m), 7000 + m});
       }
     } else {
       ep.host = absl::StrCat("sim-n", i);

@@ -528,9 +528,13 @@ void World::MigrateStep(uint64_t id) {
   if (it == active_.end() || it->second.slot < 0) return;
   const ActiveFault& af = it->second;
   data_faults_.emplace_back(now_, now_);  // keys move between masters: D1 not judged
-  members_[static_cast<size_t>(af.from)].node->MoveKeys(
+  const int moved = members_[static_cast<size_t>(af.from)].node->MoveKeys(
       af.slot, *members_[static_cast<size_t>(af.to)].node,
       static_cast<int>(af.instance.integer("keys")), NodeMs(af.from));
+  if (moved > 0) {  // both sides wrote: their replicas follow
+    AfterWrite(af.from);
+    AfterWrite(af.to);
+  }
   const int64_t step = absl::ToInt64Nanoseconds(af.instance.span("step"));
   Schedule(now_ + std::max<int64_t>(step, 1000000), [this, id] { MigrateStep(id); });
 }
@@ -577,11 +581,15 @@ void World::Heal(uint64_t id) {
     const int slot = af.slot, from = af.from, to = af.to, v = af.slot_voter;
     if (slot >= 0) {
       data_faults_.emplace_back(now_, now_);
-      members_[static_cast<size_t>(from)].node->MoveKeys(
-          slot, *members_[static_cast<size_t>(to)].node, 1 << 30, NodeMs(from));
+      if (members_[static_cast<size_t>(from)].node->MoveKeys(
+              slot, *members_[static_cast<size_t>(to)].node, 1 << 30, NodeMs(from)) > 0) {
+        AfterWrite(from);
+        AfterWrite(to);
+      }
       members_[static_cast<size_t>(from)].node->EndMigration(slot);
       members_[static_cast<size_t>(to)].node->EndImport(slot);
       voters_[static_cast<size_t>(v)].slot_owner[static_cast<size_t>(slot)] = to;
+      SyncClusterPeers(v);  // the third master learns the new owner too
     }
   }
   out_.injected[af.injected_index].end = now_;

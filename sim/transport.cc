@@ -8,6 +8,7 @@
 #include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/jitter.h"
 #include "redlock/internal/resp.h"
+#include "redlock/internal/scheme.h"
 #include "redlock/internal/url.h"
 
 namespace redlock::sim {
@@ -73,7 +74,7 @@ SimTransport::SimTransport(TransportHost* host, int client, std::vector<VoterSpe
       voters_(std::move(voters)),
       options_(options),
       modes_(std::move(modes)),
-      clusters_(internal::ClusterNodes(options, static_cast<int>(voters_.size()))),
+      clusters_(internal::KeyRoutedNodes(options, static_cast<int>(voters_.size()))),
       node_timeout_(Ns(options.node_timeout)) {
   for (size_t i = 0; i < voters_.size(); ++i) {
     auto n = std::make_unique<EngineNode>();

@@ -155,10 +155,14 @@ World::World(const RunInput& input, TraceSink* trace)
       cfg.scripting_noperm = nc.scripting == Scripting::kNoPerm;
       cfg.appendonly = nc.aof;
       cfg.replicas = nc.replicas;
+      // Redis 7.2: WAITAOF (durability.fsync) exists from 7.2 on.
+      cfg.version = "7.2.4";
       if (nc.members > 0) {
         const int lo = internal::kClusterSlots * k / count;
         const int hi = internal::kClusterSlots * (k + 1) / count - 1;
         cfg.slots.emplace_back(lo, hi);
+        cfg.address = absl::StrCat(m.host, ":", m.port);
+        cfg.cluster_id = m.id;
       }
       m.node = std::make_unique<Node>(cfg);
       m.clock.base_t = 0;
@@ -182,6 +186,7 @@ World::World(const RunInput& input, TraceSink* trace)
       }
     }
     voters_.push_back(std::move(voter));
+    if (nc.members > 0) SyncClusterPeers(v);
   }
   // Lock keys (the simulator's view of which keys are locks).
   std::vector<std::string> all;
@@ -402,10 +407,14 @@ void World::Write(uint64_t conn, std::vector<Argv> commands) {
   Conn& c = it->second;
   const int voter = members_[static_cast<size_t>(c.member)].voter;
   if (IsAcquisition(commands)) asked_[{c.client, voter}].push_back(now_);
-  if (!tryagain_.empty()) {
+  if (voters_[static_cast<size_t>(voter)].config.members > 0) {
     for (const Argv& a : commands) {
       if (a.empty()) continue;
-      tryagain_.erase({c.client, voter, RetryKey(a)});
+      const auto key = std::make_tuple(c.client, voter, RetryKey(a));
+      tryagain_.erase(key);
+      // A new chain unless this is a retry of one that had a TRYAGAIN lately.
+      auto& [start, last] = tryagain_chain_[key];
+      if (last == 0 || now_ - last > config_.node_timeout_ms * 1000000) start = now_;
     }
   }
   Message m;
@@ -564,7 +573,18 @@ void World::Arrive(uint64_t id, int dir, Message m) {
       if (!m.why.empty()) {
         // A TRYAGAIN reached the client (L3): the command must come again.
         const int voter = members_[static_cast<size_t>(c.member)].voter;
-        tryagain_[{client, voter, m.why}] = {now_, now_ + (config_.node_timeout_ms + 5) * 1000000};
+        // The library tries again after node_timeout/10 while that ends
+        // before the node's deadline (node_timeout from the chain's first
+        // send; node_calls.cc): a TRYAGAIN later than that is the
+        // documented end of the window, not a miss. 2 ms for the clocks.
+        const auto key = std::make_tuple(client, voter, m.why);
+        auto& [start, last] = tryagain_chain_[key];
+        last = now_;
+        const int64_t timeout = config_.node_timeout_ms * 1000000;
+        const int64_t pause = std::max<int64_t>(1000000, timeout / 10);
+        if (start > 0 && now_ + pause + 2000000 < start + timeout) {
+          tryagain_[key] = {now_, now_ + timeout + 5000000};
+        }
       }
       RunForClient(client, [t, id, replies = std::move(m.replies)]() mutable {
         t->OnReplies(id, std::move(replies));
@@ -586,6 +606,8 @@ void World::ResetConn(Conn& c, const std::string& why, bool tell_client) {
   c.inbox.clear();
   c.blocked = false;
   ++c.block_gen;
+  // The node forgets the connection: its subscriptions, WATCH and MULTI.
+  member.node->Disconnect(c.session);
   c.session = Session();
   c.held[0].clear();
   member.conns.erase(std::remove(member.conns.begin(), member.conns.end(), c.id),
@@ -660,6 +682,31 @@ Reply World::ClusterSlots(int voter) const {
   return Reply::Array(std::move(ranges));
 }
 
+void World::SyncClusterPeers(int voter) {
+  const Voter& v = voters_[static_cast<size_t>(voter)];
+  for (int self : v.members) {
+    std::vector<Node::ClusterPeer> peers;
+    for (int other : v.members) {
+      if (other == self) continue;
+      const Member& o = members_[static_cast<size_t>(other)];
+      Node::ClusterPeer p;
+      p.address = absl::StrCat(o.host, ":", o.port);
+      p.id = o.id;
+      // Its slots as inclusive ranges, from the world's map.
+      for (int s = 0; s < internal::kClusterSlots; ++s) {
+        if (v.slot_owner[static_cast<size_t>(s)] != other) continue;
+        if (!p.slots.empty() && p.slots.back().second == s - 1) {
+          p.slots.back().second = s;
+        } else {
+          p.slots.emplace_back(s, s);
+        }
+      }
+      peers.push_back(std::move(p));
+    }
+    members_[static_cast<size_t>(self)].node->SetClusterPeers(std::move(peers));
+  }
+}
+
 void World::ExecuteOne(Conn& c, const Argv& argv, std::vector<Reply>* replies) {
   Member& member = members_[static_cast<size_t>(c.member)];
   const Voter& voter = voters_[static_cast<size_t>(member.voter)];
@@ -691,6 +738,7 @@ void World::ExecuteOne(Conn& c, const Argv& argv, std::vector<Reply>* replies) {
   if (r.block.has_value()) {
     c.blocked = true;
     c.block = *r.block;
+    c.block_argv = argv;
     const uint64_t gen = ++c.block_gen;
     c.block_deadline = c.block.timeout_ms > 0 ? now_ + c.block.timeout_ms * 1000000 : 0;
     if (c.block.timeout_ms > 0) {
@@ -723,7 +771,7 @@ void World::ResolveWait(Conn& c) {
   }
   c.blocked = false;
   ++c.block_gen;
-  Trace(c, {b.aof ? "WAITAOF" : "WAIT"}, reply);
+  Trace(c, c.block_argv, reply, /*blocked=*/true);
   Message m;
   m.kind = Message::Kind::kReplies;
   m.replies.push_back(std::move(reply));
@@ -874,6 +922,7 @@ void World::Record(const chaos::Event& e) { events_log_.push_back(e); }
 // ---- A run ---------------------------------------------------------------------------------
 
 RunOutput World::Run() {
+  TraceNodes();
   // The clients, each over its own transport, on its own clock.
   std::vector<VoterSpec> specs;
   for (size_t v = 0; v < voters_.size(); ++v) {

@@ -103,6 +103,7 @@ struct Conn {
   uint64_t inbox_seq = 0;            // arrival order of the oldest in the inbox
   bool blocked = false;              // a WAIT is pending
   Block block;
+  Argv block_argv;             // the WAIT or WAITAOF that blocked (for the trace)
   int64_t block_deadline = 0;  // true time its timeout ends (0: none)
   uint64_t block_gen = 0;
   int generation = 0;  // the member's when accepted
@@ -258,7 +259,11 @@ class World final : public TransportHost {
   void ReleaseHeld();
   Reply ClusterSlots(int voter) const;
   void ObserveKeys(int member, const std::vector<std::string>& keys, bool wrote, int client);
-  void Trace(const Conn& c, const Argv& argv, const Reply& reply);
+  // Gives each master of cluster node `voter` the others' slots as the
+  // world's map has them (Node::SetClusterPeers): MOVED names the owner.
+  void SyncClusterPeers(int voter);
+  void TraceNodes();  // each node's config line (sim/trace.h), once at the start
+  void Trace(const Conn& c, const Argv& argv, const Reply& reply, bool blocked = false);
 
   // ---- Faults (sim_faults.cc) ----
   void ScheduleFaults();
@@ -347,6 +352,10 @@ class World final : public TransportHost {
   std::map<int, std::vector<int64_t>> invokes_;  // per client
   // TRYAGAIN answers not yet retried (L3): (client, voter, key) -> (t, deadline).
   std::map<std::tuple<int, int, std::string>, std::pair<int64_t, int64_t>> tryagain_;
+  // Per (client, voter, command): when the command was first written in its
+  // current chain of TRYAGAIN retries (the library's deadline runs from it),
+  // and when its last TRYAGAIN came.
+  std::map<std::tuple<int, int, std::string>, std::pair<int64_t, int64_t>> tryagain_chain_;
   // Grants (true time), for L1.
   std::vector<int64_t> grant_times_;
   // Properties.

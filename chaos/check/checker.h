@@ -50,10 +50,10 @@
 // The lock family (grant.mode, history.h) changes what each promise is:
 //   exclusive (or no mode)  as above.
 //   shared    a reader: S1 holds between a reader and any writer, not
-//             between readers. Its fencing token is the last writer's, so
-//             in S4 (a) two readers (or a reader and a writer) may share a
-//             token, and in (b) a reader after A needs >= A's token, a
-//             writer after a reader > the reader's.
+//             between readers. Its fencing token is above the last
+//             writer's and shared with overlapping readers, so in S4 (a)
+//             only two readers may share a token, and in (b) any grant
+//             after A needs at least A's token ((a) judges equal ones).
 //   slot      a semaphore's permit: not in S1; instead
 //   S6 at most K: at no instant do more than `permits` grants of distinct
 //      tokens hold a resource (counted when a grant begins while K others

@@ -18,10 +18,9 @@ namespace redlock::chaos::check_internal {
 // ---------------------------------------------------------
 
 // `ids`: grants of one resource (and permit) that carry a token, each
-// judged against the others: (a) equal tokens of distinct grants (not
-// between readers, nor a reader and a writer: a reader carries the last
-// writer's token); (b) a grant whose attempt started after another was
-// granted, with a lower token (a writer also needs more than a reader's).
+// judged against the others: (a) equal tokens of distinct grants (but
+// between readers, which share one); (b) a grant whose attempt started
+// after another was granted, with a lower token.
 void Checker::CheckIncreasing(Property p, const std::string& resource, const std::vector<int>& ids,
                               absl::string_view what) {
   // (a) equal tokens.
@@ -41,39 +40,38 @@ void Checker::CheckIncreasing(Property p, const std::string& resource, const std
     while (end < by_ft.size() && *grants_[by_ft[end]].info.fencing_token == ft) {
       ++end;
     }
-    // Only exclusive holders must be unique.
-    std::vector<int> exclusive;
-    for (size_t k = begin; k < end; ++k) {
-      if (!grants_[by_ft[k]].info.shared()) exclusive.push_back(by_ft[k]);
-    }
-    if (exclusive.size() > 1) {
-      // Exact count: all pairs minus those sharing a (grant) token.
-      std::map<int, int64_t> per_token;
-      for (int g : exclusive) ++per_token[grants_[g].token_id];
-      const int64_t k = static_cast<int64_t>(exclusive.size());
-      int64_t pairs = k * (k - 1) / 2;
-      for (const auto& [id, m] : per_token) pairs -= m * (m - 1) / 2;
-      int64_t kept = 0;
-      for (size_t a = 0; a < exclusive.size() && Room(p); ++a) {
-        for (size_t b = a + 1; b < exclusive.size() && Room(p); ++b) {
-          const GrantInfo& ga = grants_[exclusive[a]].info;
-          const GrantInfo& gb = grants_[exclusive[b]].info;
-          if (grants_[exclusive[a]].token_id == grants_[exclusive[b]].token_id) continue;
-          ++kept;
-          Count(p);
-          Violation v;
-          v.property = p;
-          v.resource = resource;
-          v.t = gb.granted;
-          v.t_end = gb.granted;
-          v.description = absl::StrCat("grants ", Who(ga), " (", Rel(ga.granted), ") and ", Who(gb),
-                                       " (", Rel(gb.granted), ") carry the same ", what, " ", ft);
-          v.grants = {ga, gb};
-          Keep(std::move(v));
+    // Only readers may share a token, with each other: a reader is above the
+    // last writer and a writer above every reader before it (WriterFence,
+    // ReaderFence in redlock/internal/algorithm.h).
+    std::vector<int> group(by_ft.begin() + static_cast<long>(begin),
+                           by_ft.begin() + static_cast<long>(end));
+    int64_t pairs = 0;
+    for (size_t a = 0; a < group.size(); ++a) {
+      for (size_t b = a + 1; b < group.size(); ++b) {
+        const GrantInfo& ga = grants_[group[a]].info;
+        const GrantInfo& gb = grants_[group[b]].info;
+        if ((ga.shared() && gb.shared()) ||
+            grants_[group[a]].token_id == grants_[group[b]].token_id) {
+          continue;
         }
+        ++pairs;
+        if (!Room(p)) continue;
+        Count(p);
+        --pairs;
+        Violation v;
+        v.property = p;
+        v.resource = resource;
+        v.t = gb.granted;
+        v.t_end = gb.granted;
+        v.description =
+            absl::StrCat("grants ", Who(ga), ga.shared() ? " (a reader)" : "", " (",
+                         Rel(ga.granted), ") and ", Who(gb), gb.shared() ? " (a reader)" : "", " (",
+                         Rel(gb.granted), ") carry the same ", what, " ", ft);
+        v.grants = {ga, gb};
+        Keep(std::move(v));
       }
-      if (pairs > kept) Count(p, pairs - kept);
     }
+    if (pairs > 0) Count(p, pairs);
     begin = end;
   }
 
@@ -99,12 +97,8 @@ void Checker::CheckIncreasing(Property p, const std::string& resource, const std
     }
     if (best < 0) continue;
     const GrantInfo& ga = grants_[best].info;
-    // A writer after a reader needs more than the reader's token; equal
-    // tokens of two exclusive holders are (a)'s.
-    const bool stale = *gb.fencing_token < *ga.fencing_token ||
-                       (*gb.fencing_token == *ga.fencing_token && ga.shared() && !gb.shared() &&
-                        grants_[best].token_id != grants_[b].token_id);
-    if (!stale) continue;
+    // Equal tokens are (a)'s.
+    if (*gb.fencing_token >= *ga.fencing_token) continue;
     if (!Count(p)) continue;
     Violation v;
     v.property = p;

@@ -30,6 +30,25 @@ struct LockNodeState {
   ConnectionId conn = 0;           // where round 1 went (0: not sent)
 };
 
+// The fencing counter of each lock key: the namespace's shared one with
+// Options::FencingCounters::kShared, unless the shape keeps its own (a
+// leader's term); none without fencing.
+std::vector<std::string> CounterKeys(const OpContext& ctx, const std::vector<std::string>& keys,
+                                     AcquireForm form, const AcquireShape* shape) {
+  std::vector<std::string> out;
+  if (form != AcquireForm::kFencing) return out;
+  const bool own = shape != nullptr && shape->own_counters();
+  for (const auto& k : keys) out.push_back(own ? absl::StrCat(k, kFenceSuffix) : ctx.FenceKey(k));
+  return out;
+}
+
+std::vector<std::string> WithCountersOf(const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& counters) {
+  std::vector<std::string> out = keys;
+  out.insert(out.end(), counters.begin(), counters.end());
+  return out;
+}
+
 std::vector<std::string> LockKeys(const OpContext& ctx, const AcquireRequest& request) {
   std::vector<std::string> keys;
   for (const auto& r : request.resources) keys.push_back(ctx.Key(r));
@@ -63,6 +82,7 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
         // for the replicas; with fencing the commit does, and its WAIT covers
         // the round-1 SET too.
         confirm_round1_(form_ != AcquireForm::kFencing),
+        counters_(CounterKeys(*ctx, keys_, form_, shape_.get())),
         round_(ctx->nodes(), quorum_) {}
 
   void Start() {
@@ -82,7 +102,7 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
     Command command;
     switch (form_) {
       case AcquireForm::kFencing:
-        command = ScriptCommand(FenceAcquireScript(), ctx_->WithFenceKeys(keys_),
+        command = ScriptCommand(FenceAcquireScript(), WithCountersOf(keys_, counters_),
                                 {token_, std::to_string(ttl_ms_)});
         break;
       case AcquireForm::kSet:
@@ -102,8 +122,7 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
   Command Round1Locked() {
     token_ = shape_ != nullptr ? shape_->Token() : NewToken();
     round_ = Round(n(), quorum_);
-    return custom_ ? shape_->Round1(keys_, token_, ttl_ms_, form_ == AcquireForm::kFencing)
-                   : Round1Command();
+    return custom_ ? shape_->Round1(keys_, counters_, token_, ttl_ms_) : Round1Command();
   }
 
   NodeCalls::Judge Round1Judge() const {
@@ -186,11 +205,11 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
     for (int i = 0; i < n(); ++i) {
       if (nodes_[static_cast<size_t>(i)].granted) round2_nodes_.push_back(i);
     }
-    StartCommitLocked(round2_nodes_,
-                      custom_
-                          ? shape_->Commit(keys_, token_, fences_)
-                          : ScriptCommand(FenceCommitScript(), ctx_->WithFenceKeys(keys_), args),
-                      "the key");
+    StartCommitLocked(
+        round2_nodes_,
+        custom_ ? shape_->Commit(keys_, counters_, token_, fences_)
+                : ScriptCommand(FenceCommitScript(), WithCountersOf(keys_, counters_), args),
+        "the key");
   }
 
   void CommittedLocked() { SucceedLocked(fences_); }
@@ -247,6 +266,8 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
   const int quorum_;
   const absl::Duration drift_;
   const bool confirm_round1_;
+  // With fencing, the counter key of each lock key (empty without).
+  const std::vector<std::string> counters_;
 
   Round round_;  // round 1's votes, under mu_ as the loop's state
   std::vector<int> round2_nodes_;
@@ -256,20 +277,22 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
 }  // namespace
 
 void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
-  if (ctx->has_cluster()) {
-    // On a cluster node the keys of one call must share a hash slot;
-    // refused before anything is sent.
-    std::vector<std::string> keys;
-    for (const auto& r : request.resources) keys.push_back(ctx->Key(r));
-    const bool derived = ctx->options().fencing ||
-                         (request.shape != nullptr &&
-                          (request.shape->force_fencing() || request.shape->custom_scripts()));
-    const std::string problem = ctx->ClusterKeysProblem(keys, derived);
-    if (!problem.empty()) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("acquire ", DescribeResources(request.resources), ": ", problem)));
-      return;
-    }
+  // Every key one call touches must be able to go to every node in one
+  // command (a Redis Cluster's keys share a hash slot: scheme.h); refused
+  // before anything is sent.
+  std::vector<std::string> keys;
+  for (const auto& r : request.resources) keys.push_back(ctx->Key(r));
+  const AcquireShape* shape = request.shape.get();
+  const bool fencing = ctx->options().fencing || (shape != nullptr && shape->force_fencing());
+  const std::vector<std::string> counters =
+      CounterKeys(*ctx, keys, fencing ? AcquireForm::kFencing : AcquireForm::kScript, shape);
+  const std::string problem = ctx->KeysProblem(shape != nullptr && shape->custom_scripts()
+                                                   ? shape->Keys(keys, counters)
+                                                   : WithCountersOf(keys, counters));
+  if (!problem.empty()) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("acquire ", DescribeResources(request.resources), ": ", problem)));
+    return;
   }
   auto op = std::make_shared<AcquireOp>(ctx, std::move(request), std::move(done));
   op->Start();

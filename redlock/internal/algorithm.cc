@@ -19,10 +19,6 @@ std::string Plural(int n, absl::string_view word) {
 
 }  // namespace
 
-absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration floor) {
-  return ttl * factor + floor;
-}
-
 absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options) {
   if (ttl == absl::InfiniteDuration() || ttl == -absl::InfiniteDuration()) {
     return absl::InvalidArgumentError("ttl must be finite");
@@ -33,8 +29,7 @@ absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options) {
                                                    " is above the maximum of ", kMaxTtlMs, "ms"));
   }
   absl::Duration whole = absl::Milliseconds(ms);
-  absl::Duration drift =
-      DriftAllowance(whole, options.clock_drift_factor, options.clock_drift_floor);
+  absl::Duration drift = DriftAllowance(whole, options);
   if (whole <= drift) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ttl ", absl::FormatDuration(ttl), " is not larger than the clock drift allowance ",
@@ -51,7 +46,11 @@ absl::Status CheckResource(absl::string_view resource, const Options& options) {
                                                    " bytes is longer than the maximum of ",
                                                    kMaxResourceLength));
   }
-  if (options.fencing && absl::EndsWith(resource, kFenceSuffix)) {
+  // Reserved with fencing off too: an election always keeps a counter
+  // (<resource>:fence), and a plain lock of that name would write a token
+  // into it.
+  (void)options;
+  if (absl::EndsWith(resource, kFenceSuffix)) {
     return absl::InvalidArgumentError(absl::StrCat("resource \"", resource,
                                                    "\": names ending in \"", kFenceSuffix,
                                                    "\" are reserved for fencing counters"));
@@ -166,6 +165,38 @@ int CounterLossesSurvived(int nodes, int fenced_quorum) { return 2 * fenced_quor
 absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters) {
   uint64_t max = 0;
   for (uint64_t c : counters) max = std::max(max, c);
+  if (max == std::numeric_limits<uint64_t>::max()) {
+    return absl::InternalError("fencing counter is at its maximum value");
+  }
+  return max + 1;
+}
+
+namespace {
+
+uint64_t MaxOf(const std::vector<uint64_t>& counters) {
+  uint64_t max = 0;
+  for (uint64_t c : counters) max = std::max(max, c);
+  return max;
+}
+
+}  // namespace
+
+absl::StatusOr<uint64_t> WriterFence(const std::vector<uint64_t>& counters) {
+  const uint64_t max = MaxOf(counters);
+  // The least odd number above max: max + 1 when max is even, else max + 2.
+  const uint64_t step = max % 2 == 0 ? 1 : 2;
+  if (max > std::numeric_limits<uint64_t>::max() - step) {
+    return absl::InternalError("fencing counter is at its maximum value");
+  }
+  return max + step;
+}
+
+absl::StatusOr<uint64_t> ReaderFence(const std::vector<uint64_t>& counters) {
+  const uint64_t max = MaxOf(counters);
+  if (max < 2) return 2;
+  if (max % 2 == 0) return max;
+  // max is odd, so below the maximum (which is odd too only if it is max
+  // itself).
   if (max == std::numeric_limits<uint64_t>::max()) {
     return absl::InternalError("fencing counter is at its maximum value");
   }

@@ -27,9 +27,6 @@ inline constexpr absl::string_view kFenceSuffix = ":fence";
 // channel = kReleaseChannelPrefix + key.
 inline constexpr absl::string_view kReleaseChannelPrefix = "redlock:release:";
 
-// ttl * factor + floor (docs/design.md 5.3).
-absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration floor);
-
 // ttl - elapsed - drift. May be zero or negative: no validity left.
 inline absl::Duration Validity(absl::Duration ttl, absl::Duration elapsed, absl::Duration drift) {
   return ttl - elapsed - drift;
@@ -37,7 +34,7 @@ inline absl::Duration Validity(absl::Duration ttl, absl::Duration elapsed, absl:
 
 // A ttl checked for the client's options, in the forms a lock needs: whole
 // milliseconds (what the nodes are sent) and as a duration, with its drift
-// allowance, computed once.
+// allowance (redlock::DriftAllowance), computed once.
 struct LockTtl {
   absl::Duration ttl;  // == absl::Milliseconds(ms)
   int64_t ms = 0;
@@ -49,8 +46,9 @@ struct LockTtl {
 // allowance, or above kMaxTtlMs.
 absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options);
 
-// Checks a resource name: 1..kMaxResourceLength bytes, and with fencing on it
-// must not end in ":fence" (those names are the counters).
+// Checks a resource name: 1..kMaxResourceLength bytes, not ending in
+// ":fence" (those names are the counters, with fencing off too: an election
+// always keeps one).
 absl::Status CheckResource(absl::string_view resource, const Options& options);
 
 // Quoted resource(s) for messages: "a" or {"a", "b"} (long lists elided).
@@ -169,6 +167,20 @@ int CounterLossesSurvived(int nodes, int fenced_quorum);
 // maximum (the token space is exhausted, which 2^64 acquisitions never reach
 // in practice but must not wrap).
 absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters);
+
+// The reader-writer lock's tokens on its one counter (docs/design.md 5.15).
+// A writer takes the least odd number above every counter read; a reader
+// the least even number not below them, and at least 2. So a reader is
+// strictly above every writer before it (whose odd token its reads include:
+// the F-set argument of FencedQuorum), readers that overlap with no writer
+// between them share one token (the store then accepts each of their
+// reads), and a writer is strictly above every earlier reader and writer. A
+// store that has seen a reader's token refuses the writer before it: a
+// writer paused past its lease cannot write under a later reader. A reader's
+// token is never 0, the value that says "fencing off". kInternal where the
+// token space is exhausted, as NextFence.
+absl::StatusOr<uint64_t> WriterFence(const std::vector<uint64_t>& counters);
+absl::StatusOr<uint64_t> ReaderFence(const std::vector<uint64_t>& counters);
 
 }  // namespace redlock::internal
 

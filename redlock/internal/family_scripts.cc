@@ -88,9 +88,8 @@ local score = redis.call('zscore', KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return 0 end
 local cur = redis.call('get', KEYS[2]) or '0'
 local want = ARGV[2]
-if #cur < #want or (#cur == #want and cur < want) then
-  redis.call('set', KEYS[2], want)
-end
+if #cur < #want or (#cur == #want and cur < want) then cur = want end
+redis.call('set', KEYS[2], cur)
 return 1
 )lua"}));
   return s;

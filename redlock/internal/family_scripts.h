@@ -9,7 +9,8 @@
 //                longest reader ttl
 //   W:rw:wait    a sorted set: waiting writer -> expiry of its intent. While
 //                it is not empty, readers are refused (writer preference)
-//   W:fence      the fencing counter, shared by writers and readers
+//   W:fence      the fencing counter, shared by writers (odd tokens) and
+//                readers (even ones): WriterFence and ReaderFence, algorithm.h
 // Expired members are purged by every script that reads a set.
 //
 // Semaphore of K permits: K plain lock keys "<W>:permit:<i>"; one script
@@ -47,7 +48,8 @@ const Script& RwWriteAcquireScript();
 
 // Fencing round 2 of a reader. KEYS = readers, counter; ARGV = token, T.
 // Only if the token still holds a live entry, raises the counter to T (a
-// reader's T is the highest counter seen, not one more). Returns 1, else 0.
+// reader's T: ReaderFence, algorithm.h) and writes it even when it was
+// already there (what a WAIT behind it waits for). Returns 1, else 0.
 const Script& RwReadCommitScript();
 
 // KEYS = readers; ARGV = token, ttl_ms. If the token holds a live entry,

@@ -18,19 +18,38 @@ std::vector<std::string> WithCounters(const std::vector<std::string>& keys,
 
 std::string AcquireShape::Token() const { return NewToken(); }
 
-Command AcquireShape::Round1(const std::vector<std::string>& keys, const std::string& token,
-                             int64_t ttl_ms, bool fencing) const {
-  if (fencing) {
-    return ScriptCommand(FenceAcquireScript(), WithCounters(keys), {token, std::to_string(ttl_ms)});
+namespace {
+
+std::vector<std::string> Concat(const std::vector<std::string>& a,
+                                const std::vector<std::string>& b) {
+  std::vector<std::string> out = a;
+  out.insert(out.end(), b.begin(), b.end());
+  return out;
+}
+
+}  // namespace
+
+Command AcquireShape::Round1(const std::vector<std::string>& keys,
+                             const std::vector<std::string>& counters, const std::string& token,
+                             int64_t ttl_ms) const {
+  if (!counters.empty()) {
+    return ScriptCommand(FenceAcquireScript(), Concat(keys, counters),
+                         {token, std::to_string(ttl_ms)});
   }
   return ScriptCommand(AcquireSetScript(), keys, {token, std::to_string(ttl_ms)});
 }
 
-Command AcquireShape::Commit(const std::vector<std::string>& keys, const std::string& token,
+std::vector<std::string> AcquireShape::Keys(const std::vector<std::string>& keys,
+                                            const std::vector<std::string>& counters) const {
+  return Concat(keys, counters);
+}
+
+Command AcquireShape::Commit(const std::vector<std::string>& keys,
+                             const std::vector<std::string>& counters, const std::string& token,
                              const std::vector<uint64_t>& fences) const {
   std::vector<std::string> args = {token};
   for (uint64_t f : fences) args.push_back(std::to_string(f));
-  return ScriptCommand(FenceCommitScript(), WithCounters(keys), args);
+  return ScriptCommand(FenceCommitScript(), Concat(keys, counters), args);
 }
 
 Command AcquireShape::Cleanup(const std::vector<std::string>& keys,

@@ -31,15 +31,27 @@ class AcquireShape {
   virtual std::string Token() const;
   // Fencing rounds even when Options::fencing is off (a leader's term).
   virtual bool force_fencing() const { return false; }
+  // A counter per lock key ("<key>:fence") even with
+  // Options::FencingCounters::kShared (a leader's term counts elections of
+  // its own resource only).
+  virtual bool own_counters() const { return false; }
   // True when Round1/Commit/Cleanup below replace the plain lock's scripts.
   virtual bool custom_scripts() const { return false; }
-  // Round 1 on one node. `keys` are the lock keys of the request. The reply
-  // must decode as the plain script's (an integer), or with `fencing` as the
+  // Round 1 on one node. `keys` are the lock keys of the request and, with
+  // fencing, `counters` their counter keys (one per lock key: each key's
+  // own, or the namespace's shared one); empty without fencing. The reply
+  // must decode as the plain script's (an integer), or with fencing as the
   // fencing round 1's ({1, counter} or {-i}).
-  virtual Command Round1(const std::vector<std::string>& keys, const std::string& token,
-                         int64_t ttl_ms, bool fencing) const;
+  virtual Command Round1(const std::vector<std::string>& keys,
+                         const std::vector<std::string>& counters, const std::string& token,
+                         int64_t ttl_ms) const;
+  // Every key round 1 touches (for the check that one call can go to every
+  // node: scheme.h). Default: the lock keys, then the counters.
+  virtual std::vector<std::string> Keys(const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& counters) const;
   // Fencing round 2 on a granting node: `fences` one per key.
-  virtual Command Commit(const std::vector<std::string>& keys, const std::string& token,
+  virtual Command Commit(const std::vector<std::string>& keys,
+                         const std::vector<std::string>& counters, const std::string& token,
                          const std::vector<uint64_t>& fences) const;
   // Removes what an attempt set (a failed attempt's cleanup; no announcement).
   virtual Command Cleanup(const std::vector<std::string>& keys, const std::string& token) const;

@@ -90,6 +90,9 @@ void ScriptingModes::SetScriptless(int node, std::string reason) {
 
 bool RefusesScripting(absl::string_view error) {
   const std::string e = absl::AsciiStrToLower(error);
+  // Valkey 9.1 with its Lua engine module not loaded (or unloaded): "ERR
+  // Could not find scripting engine 'lua'" to EVAL, EVALSHA and SCRIPT LOAD.
+  if (absl::StartsWith(e, "err could not find scripting engine")) return true;
   const bool names_scripting = absl::StrContains(e, "'eval") || absl::StrContains(e, "'script") ||
                                absl::StrContains(e, "'fcall") || absl::StrContains(e, "'function");
   if (!names_scripting) return false;
@@ -170,13 +173,15 @@ struct ScriptlessRunner::Tx {
   // ReleaseOneScript: ARGV[2] is the whole channel, not a prefix of it.
   bool whole_channel = false;
   int runs = 0;
-  bool queued = false;  // waited for its turn: `after` no longer matters
-  size_t locks = 0;     // lock keys (the rest are counters)
-  // Decided in phase 1, for the result.
-  std::vector<std::string> counters;  // fence-acquire: as read
-  std::mutex mu;                      // held across phase 1's Send
-  ConnectionId conn = 0;              // phase 1's connection
+  bool queued = false;    // waited for its turn: `after` no longer matters
+  size_t locks = 0;       // lock keys (the rest are counters)
+  std::mutex mu;          // held across phase 1's Send
+  ConnectionId conn = 0;  // phase 1's connection
 };
+
+size_t ScriptlessRunner::Watched(const Tx& tx) {
+  return Acquires(tx.kind) ? tx.locks : tx.keys.size();
+}
 
 ScriptlessRunner::ScriptlessRunner(Transport* transport, size_t max_waiting)
     : transport_(transport),
@@ -210,6 +215,10 @@ ConnectionId ScriptlessRunner::Run(int node, const Command& command, Written wri
                        command.script != nullptr ? command.script->name : "?",
                        " script refused), and that script has no script-free form: give this "
                        "client an ACL user with +@scripting on that node");
+    // For as long as the node forbids scripting: never worth sending again.
+    transport_->RunAfter(absl::ZeroDuration(),
+                         [tx, why] { tx->done(absl::FailedPreconditionError(why)); });
+    return 0;
   }
   if (tx->kind == Kind::kInspect && why.empty()) {
     // A read: no transaction, so no place in the node's queue.
@@ -271,9 +280,14 @@ ConnectionId ScriptlessRunner::Run(int node, const Command& command, Written wri
 ConnectionId ScriptlessRunner::SendPhase1(const std::shared_ptr<Tx>& tx) {
   Command c;
   std::string& p = c.payload;
-  AppendArrayHeader(&p, 1 + tx->keys.size());
+  // An acquisition watches its lock keys only and reads the counters inside
+  // its MULTI (phase 2), at EXEC: watching a counter that other resources'
+  // holders raise (Options::FencingCounters::kShared) would make unrelated
+  // acquisitions abort each other.
+  const size_t watched = Watched(*tx);
+  AppendArrayHeader(&p, 1 + watched);
   AppendBulk(&p, "WATCH");
-  for (const std::string& k : tx->keys) AppendBulk(&p, k);
+  for (size_t i = 0; i < watched; ++i) AppendBulk(&p, tx->keys[i]);
   const std::string& token = tx->args[0];
   const std::string token_range = std::to_string(token.size());  // one byte more than a token
   for (size_t i = 0; i < tx->locks; ++i) {
@@ -285,10 +299,10 @@ ConnectionId ScriptlessRunner::SendPhase1(const std::shared_ptr<Tx>& tx) {
     }
   }
   // Counters: 21 bytes tell garbage from any 64-bit number, as the scripts do.
-  for (size_t i = tx->locks; i < tx->keys.size(); ++i) {
+  for (size_t i = tx->locks; i < watched; ++i) {
     AppendArgs(&p, "GETRANGE", {tx->keys[i], "0", "20"});
   }
-  c.replies = static_cast<uint16_t>(1 + tx->keys.size());
+  c.replies = static_cast<uint16_t>(1 + watched);
   c.expect = kPhaseExpect;
   // Behind the command it must follow (a release behind its SET), past the
   // circuit breaker as that one. One that waited for its turn goes later on
@@ -323,7 +337,7 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
   const std::string& token = tx->args[0];
   std::optional<absl::StatusOr<Reply>> result;  // decided without writing
   const bool replied = r.ok();
-  if (!r.ok() || r->type != Reply::Type::kArray || r->elements.size() != 1 + tx->keys.size()) {
+  if (!r.ok() || r->type != Reply::Type::kArray || r->elements.size() != 1 + Watched(*tx)) {
     result = std::move(r);
   } else {
     for (const Reply& e : r->elements) {
@@ -353,9 +367,11 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
           AppendArgs(&w, "SET", {tx->keys[i], token, "PX", tx->args[1]});
           writes.push_back(w);
         }
-        tx->counters.clear();
+        // The counters, read at EXEC, after the SETs (OnPhase2).
         for (size_t i = n; i < tx->keys.size(); ++i) {
-          tx->counters.push_back(e[1 + i].str.empty() ? "0" : e[1 + i].str);
+          w.clear();
+          AppendArgs(&w, "GETRANGE", {tx->keys[i], "0", "20"});
+          writes.push_back(w);
         }
         break;
       case Kind::kRelease:
@@ -398,14 +414,15 @@ void ScriptlessRunner::OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
               it->second.second = tx->args[i + 1];
             }
           }
+          // Written even when not raised, as the script does (scripts.h):
+          // the write is what the WAIT behind this EXEC waits for. The
+          // counter is watched, so the value written back is the value
+          // read, and EXEC certifies that the keys still held the token.
           for (const auto& [key, cw] : raise) {
-            if (!CounterLess(cw.first, cw.second)) continue;
             w.clear();
             AppendArgs(&w, "SET", {key, cw.second});
             writes.push_back(w);
           }
-          // No write needed: EXEC still certifies that the keys held the
-          // token (no watched key changed since the reads).
         }
         break;
       default:
@@ -452,9 +469,12 @@ void ScriptlessRunner::OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
   if (exec.is_nil()) {
     // A watched key changed between the reads and EXEC: nothing was written.
     if (Acquires(tx->kind)) {
-      // Someone else's key appeared (or a counter moved): held elsewhere.
-      Reply held = Reply::Integer(-1);
-      tx->done(tx->kind == Kind::kAcquire ? held : Reply::Array({held}));
+      // A lock key changed after the read: someone set it (and may have
+      // removed it since). Not run again (an acquisition must not run
+      // later than sent: its release may be queued behind it), and no
+      // "held": a "no" that says what happened.
+      tx->done(absl::UnavailableError(
+          "the transaction was aborted: a lock key changed between its read and EXEC"));
       return;
     }
     if (tx->runs < kMaxRuns) {
@@ -484,8 +504,11 @@ void ScriptlessRunner::OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
       tx->done(Reply::Integer(1));
       return;
     case Kind::kFenceAcquire: {
+      // The SETs' answers, then the counters as EXEC read them.
       std::vector<Reply> a{Reply::Integer(1)};
-      for (std::string& c : tx->counters) a.push_back(Reply::String(std::move(c)));
+      for (size_t i = tx->locks; i < out.size(); ++i) {
+        a.push_back(Reply::String(out[i].str.empty() ? "0" : out[i].str));
+      }
       tx->done(Reply::Array(std::move(a)));
       return;
     }

@@ -1,18 +1,25 @@
-// Nodes that forbid scripting: an ACL user without @scripting, or EVAL,
-// EVALSHA and SCRIPT renamed away. The handshake learns it (SCRIPT LOAD is
+// Nodes that forbid scripting: an ACL user without @scripting, EVAL,
+// EVALSHA and SCRIPT renamed away, or no Lua engine (Valkey 9.1 without its
+// Lua module). The handshake learns it (SCRIPT LOAD is
 // refused) and NodeCalls then runs each script's effect on that node with
 // WATCH / MULTI / EXEC instead, with the same outcome and the same reply
 // (docs/design.md 5.16):
 //
-//   phase 1   WATCH <every key the script touches>; the reads (EXISTS,
-//             GETRANGE) the script would make
+//   phase 1   WATCH <every key the script touches; an acquisition only its
+//             lock keys>; the reads (EXISTS, GETRANGE) the script would make
 //   decide    as the script would, on what was read
-//   phase 2   MULTI; the writes; EXEC  (or UNWATCH when nothing is written)
+//   phase 2   MULTI; the writes (an acquisition's counter reads); EXEC
+//             (or UNWATCH when nothing is written)
 //
 // EXEC runs only if no watched key changed since the WATCH, so the reads and
 // the writes are one atomic step, as in the script; an aborted EXEC is run
 // again from phase 1 (release, extend, fencing commit: up to 3 times) or is
-// a "no" (an acquisition: someone else took a key meanwhile).
+// a "no" (an acquisition: a lock key changed meanwhile; kUnavailable, not
+// "held", and never run again: its release may be queued behind it). An
+// acquisition's counters are read inside MULTI instead of watched: another
+// resource's commit that raises a shared counter
+// (Options::FencingCounters::kShared) does not abort it. A fencing commit
+// writes its counters even when not raising them, as its script does.
 //
 // Why one transaction at a time per node, on the shared connection: WATCH
 // state belongs to a connection, and every caller's commands are pipelined
@@ -83,7 +90,8 @@ class ScriptingModes {
 
 // True when an error reply says the node refuses the scripting command
 // itself (NOPERM for EVAL/EVALSHA/SCRIPT, or one of them unknown: renamed or
-// removed), not that a script failed.
+// removed), or has no Lua engine (Valkey 9.1 without its Lua module: "ERR
+// Could not find scripting engine 'lua'"), not that a script failed.
 bool RefusesScripting(absl::string_view error);
 
 // The handshake steps of `node`: SCRIPT LOAD of every script. A node that
@@ -135,6 +143,9 @@ class ScriptlessRunner {
     std::deque<std::shared_ptr<Tx>> waiting;
   };
 
+  // The keys phase 1 watches and reads: an acquisition's lock keys (its
+  // counters are read inside MULTI), every key of the others.
+  static size_t Watched(const Tx& tx);
   ConnectionId SendPhase1(const std::shared_ptr<Tx>& tx);
   void OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r);
   void OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r);

@@ -84,6 +84,11 @@ return out
   return s;
 }
 
+// The counter is written even when it is not raised (another resource's
+// holder raised a shared counter past T first): a WAIT behind the commit
+// waits for the connection's last write, and this write comes after round
+// 1's SET on the node, so once replicated it covers the grant too, on
+// whatever connection the commit went (docs/design.md 5.11).
 const Script& FenceCommitScript() {
   static const Script s = Make("fence-commit", kExpectInteger, R"lua(
 local n = #KEYS / 2
@@ -93,9 +98,8 @@ end
 for i = 1, n do
   local cur = redis.call('get', KEYS[n + i]) or '0'
   local want = ARGV[i + 1]
-  if #cur < #want or (#cur == #want and cur < want) then
-    redis.call('set', KEYS[n + i], want)
-  end
+  if #cur < #want or (#cur == #want and cur < want) then cur = want end
+  redis.call('set', KEYS[n + i], cur)
 end
 return 1
 )lua");

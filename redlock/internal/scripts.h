@@ -56,7 +56,8 @@ const Script& FenceAcquireScript();
 
 // Fencing round 2. KEYS = n lock keys then their n counter keys;
 // ARGV = token, T_1, ..., T_n. Only if every lock key still holds the token,
-// raises counter_i to max(counter_i, T_i) and returns 1; else returns 0.
+// sets counter_i to max(counter_i, T_i) (a write even when unchanged) and
+// returns 1; else returns 0.
 const Script& FenceCommitScript();
 
 // Read-only. KEYS = lock key, counter key. Returns {value or "", pttl,

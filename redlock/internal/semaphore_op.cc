@@ -35,6 +35,9 @@ struct PermitNodeState {
   int pick = -1;         // the permit this attempt's script set there
   uint64_t counter = 0;  // that permit's fencing counter (round 1)
   bool counted = false;  // the pick is in tally_
+  // No answer tells what the script did there (a timeout, a lost
+  // connection): it may hold any permit of this attempt.
+  bool unknown = false;
   NodeResult result;
   ConnectionId conn = 0;  // where round 1 went (0: not sent)
 };
@@ -59,7 +62,11 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
                     std::move(done)),
         request_(std::move(request)),
         k_(request_.permits),
-        q_(request_.quorum),
+        // With fencing, F picks of one permit and a commit on all F, as a
+        // fenced mutex (FencedQuorum, docs/design.md 5.10).
+        q_(ctx->options().fencing
+               ? FencedQuorum(ctx->nodes(), request_.quorum, ctx->options().fencing_lost_counters)
+               : request_.quorum),
         ttl_ms_(request_.ttl.ms),
         fencing_(ctx->options().fencing),
         drift_(request_.ttl.drift) {}
@@ -78,10 +85,8 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
   }
 
   Command Round1Command(int first) const {
-    std::vector<std::string> keys = keys_;
-    if (fencing_) {
-      for (const auto& k : keys_) keys.push_back(absl::StrCat(k, kFenceSuffix));
-    }
+    // Each permit's counter, or the namespace's one (kShared).
+    std::vector<std::string> keys = fencing_ ? ctx_->WithFenceKeys(keys_) : keys_;
     return ScriptCommand(
         SemAcquireScript(), keys,
         {token_, std::to_string(ttl_ms_), std::to_string(first), std::to_string(k_)});
@@ -135,8 +140,11 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
     RecordAnswer(v, absl::FromChrono(ctx_->clock().Now() - start_), &state.result);
     if (phase_ != Phase::kRound1) {
       // Decided already: a late pick is not part of the permit unless it is
-      // the winning one of a success (the lease's release reaches it).
-      if (state.pick >= 0 && (failed_ || state.pick != winner_ || v.vote != V::kYes)) {
+      // the winning one of a success (the lease's release reaches it). A
+      // node that did not say what it did may hold any permit: its keys of
+      // this token go too (a failed attempt's cleanup has them already).
+      const bool unknown = state.pick < 0 && Unknown(v.vote);
+      if ((state.pick >= 0 && (failed_ || state.pick != winner_ || v.vote != V::kYes)) || unknown) {
         if (!failed_) QueueReleaseLocked(node);
       }
       return;
@@ -165,6 +173,7 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
     }
     // Set but not counted (a garbage counter, replicas that did not confirm).
     if (v.vote != V::kYes && state.pick >= 0) QueueReleaseLocked(node);
+    state.unknown = state.pick < 0 && Unknown(v.vote);
     int best = 0;
     for (int s = 0; s < k_; ++s) {
       if (tally_[static_cast<size_t>(s)] >= q_) {
@@ -174,10 +183,11 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
       best = std::max(best, tally_[static_cast<size_t>(s)]);
     }
     if (winner_ >= 0) {
-      // The other picks of this attempt go now; so do later ones.
+      // The other picks of this attempt go now; so do later ones, and
+      // whatever a node that gave no answer may have taken.
       for (int i = 0; i < n(); ++i) {
         const PermitNodeState& s = nodes_[static_cast<size_t>(i)];
-        if (s.counted && s.pick != winner_) QueueReleaseLocked(i);
+        if ((s.counted && s.pick != winner_) || s.unknown) QueueReleaseLocked(i);
       }
       if (fencing_) {
         StartRound2Locked();
@@ -207,7 +217,12 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
   }
 
   absl::Status Round1Failure() const {
-    const std::string message = absl::StrCat(What(), ": ", TallyText());
+    std::string message = absl::StrCat(What(), ": ", TallyText());
+    if (q_ != request_.quorum) {
+      absl::StrAppend(&message, "; fenced acquisitions need ", q_,
+                      " nodes (Options::fencing_lost_counters ",
+                      ctx_->options().fencing_lost_counters, ")");
+    }
     if (cancelled_ > 0 && transport_stopping()) return absl::CancelledError(message);
     // As Round::Failure: held elsewhere unless the nodes that could not
     // answer were enough to prevent the quorum.
@@ -217,6 +232,11 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
   }
 
   bool transport_stopping() const { return ctx_->transport().stopping(); }
+
+  // A vote that says nothing of what the node's script did.
+  static bool Unknown(V vote) {
+    return vote == V::kUnavailable || vote == V::kCancelled || vote == V::kInternal;
+  }
 
   void StartRound2Locked() {
     round2_nodes_.clear();
@@ -237,7 +257,7 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
     fence_ = *t;
     const std::string& key = keys_[static_cast<size_t>(winner_)];
     StartCommitLocked(round2_nodes_,
-                      ScriptCommand(FenceCommitScript(), {key, absl::StrCat(key, kFenceSuffix)},
+                      ScriptCommand(FenceCommitScript(), {key, ctx_->FenceKey(key)},
                                     {token_, std::to_string(fence_)}),
                       "the permit");
   }
@@ -302,16 +322,15 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
 }  // namespace
 
 void StartSemaphoreAcquire(OpContext* ctx, SemaphoreRequest request, PermitCallback done) {
-  if (ctx->has_cluster()) {
-    // One call takes a permit among all K permit keys (and their counters):
-    // on a cluster node they must share a hash slot.
-    const std::string problem =
-        ctx->ClusterKeysProblem(PermitKeys(*ctx, request), ctx->options().fencing);
-    if (!problem.empty()) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("acquire a permit of ", request.resource, ": ", problem)));
-      return;
-    }
+  // One call takes a permit among all K permit keys (and their counters):
+  // every node must be able to run it as one command (scheme.h).
+  const std::vector<std::string> keys = PermitKeys(*ctx, request);
+  const std::string problem =
+      ctx->KeysProblem(ctx->options().fencing ? ctx->WithFenceKeys(keys) : keys);
+  if (!problem.empty()) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("acquire a permit of ", request.resource, ": ", problem)));
+    return;
   }
   auto op = std::make_shared<SemaphoreOp>(ctx, std::move(request), std::move(done));
   op->Start();

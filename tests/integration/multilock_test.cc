@@ -17,6 +17,7 @@
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
 #include "testkit/fleet_suite.h"
+#include "tests/integration/forwarding_client.h"
 
 namespace redlock {
 namespace {
@@ -318,82 +319,8 @@ TEST_F(MultiLockTest, AutoRenewKeepsEveryResourceAndAWaitCanBeCancelled) {
   EXPECT_EQ(KeysSettled(), 0);
 }
 
-// A Client that wraps another (a decorator counting calls, say): it forwards
-// every call, the set operations included, and MultiLock works over it.
-class CountingClient : public Client {
- public:
-  explicit CountingClient(std::unique_ptr<Client> inner) : inner_(std::move(inner)) {}
-  using Client::Acquire;
-  using Client::AcquireAsync;
-  absl::StatusOr<Lease> TryAcquire(absl::string_view r, absl::Duration ttl) override {
-    return inner_->TryAcquire(r, ttl);
-  }
-  absl::StatusOr<Lease> Acquire(absl::string_view r, absl::Duration ttl) override {
-    return inner_->Acquire(r, ttl);
-  }
-  absl::StatusOr<Lease> Acquire(absl::string_view r, absl::Duration ttl, absl::Duration wait,
-                                const StopToken& stop) override {
-    return inner_->Acquire(r, ttl, wait, stop);
-  }
-  absl::StatusOr<Lease> Extend(const Lease& l, absl::Duration ttl) override {
-    return inner_->Extend(l, ttl);
-  }
-  absl::Status Release(const Lease& l) override { return inner_->Release(l); }
-  void TryAcquireAsync(absl::string_view r, absl::Duration ttl, LeaseCallback done) override {
-    inner_->TryAcquireAsync(r, ttl, std::move(done));
-  }
-  void AcquireAsync(absl::string_view r, absl::Duration ttl, LeaseCallback done) override {
-    inner_->AcquireAsync(r, ttl, std::move(done));
-  }
-  void AcquireAsync(absl::string_view r, absl::Duration ttl, absl::Duration wait,
-                    const StopToken& stop, LeaseCallback done) override {
-    inner_->AcquireAsync(r, ttl, wait, stop, std::move(done));
-  }
-  void ExtendAsync(const Lease& l, absl::Duration ttl, LeaseCallback done) override {
-    inner_->ExtendAsync(l, ttl, std::move(done));
-  }
-  void ReleaseAsync(const Lease& l, StatusCallback done) override {
-    inner_->ReleaseAsync(l, std::move(done));
-  }
-  absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
-      const Lease& l, RenewOptions o, absl::AnyInvocable<void(absl::Status)> on_lost) override {
-    return inner_->AutoRenew(l, std::move(o), std::move(on_lost));
-  }
-  absl::StatusOr<std::vector<NodeView>> Inspect(absl::string_view r) override {
-    return inner_->Inspect(r);
-  }
-  std::vector<NodeHealth> Health() const override { return inner_->Health(); }
-  const Options& options() const override { return inner_->options(); }
-
-  // The set operations: forwarded when `forward_sets`.
-  absl::StatusOr<std::vector<Lease>> AcquireSet(SetRequest request) override {
-    ++sets;
-    return forward_sets ? inner_->AcquireSet(std::move(request))
-                        : Client::AcquireSet(std::move(request));
-  }
-  void AcquireSetAsync(SetRequest request, LeasesCallback done) override {
-    ++sets;
-    inner_->AcquireSetAsync(std::move(request), std::move(done));
-  }
-  absl::StatusOr<std::vector<Lease>> ExtendSet(std::vector<Lease> leases, absl::Duration ttl,
-                                               int quorum) override {
-    ++sets;
-    return inner_->ExtendSet(std::move(leases), ttl, quorum);
-  }
-  absl::Status ReleaseSet(std::vector<Lease> leases, int quorum) override {
-    ++sets;
-    return inner_->ReleaseSet(std::move(leases), quorum);
-  }
-
-  bool forward_sets = true;
-  int sets = 0;
-
- private:
-  std::unique_ptr<Client> inner_;
-};
-
 TEST_F(MultiLockTest, WorksOverAClientThatWrapsAnother) {
-  auto wrapped = std::make_unique<CountingClient>(MakeClient());
+  auto wrapped = std::make_unique<testkit::ForwardingClient>(MakeClient());
   MultiLock multi(wrapped.get());
   absl::StatusOr<MultiLease> l = multi.TryAcquire({"a", "b"}, absl::Seconds(10));
   ASSERT_TRUE(l.ok()) << l.status();
@@ -402,10 +329,10 @@ TEST_F(MultiLockTest, WorksOverAClientThatWrapsAnother) {
   absl::StatusOr<MultiLease> e = multi.Extend(*l, absl::Seconds(20));
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_TRUE(multi.Release(*e).ok());
-  EXPECT_EQ(wrapped->sets, 3) << "acquire, extend, release: through the wrapper";
+  EXPECT_EQ(wrapped->sets(), 3) << "acquire, extend, release: through the wrapper";
   EXPECT_EQ(KeysSettled(), 0);
   // A wrapper that does not take sets says so.
-  wrapped->forward_sets = false;
+  wrapped->forward_sets(false);
   absl::StatusOr<MultiLease> refused = multi.TryAcquire({"a", "b"}, absl::Seconds(10));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
   EXPECT_THAT(std::string(refused.status().message()), HasSubstr("sets of resources"));

@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <limits>
 #include <set>
 
 #include "gtest/gtest.h"
@@ -19,10 +20,13 @@ using Vote = Round::Vote;
 using Outcome = Round::Outcome;
 
 TEST(Drift, IsTtlTimesFactorPlusFloor) {
-  EXPECT_EQ(DriftAllowance(absl::Seconds(10), 0.01, absl::Milliseconds(2)),
-            absl::Milliseconds(102));
-  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), 0.0, absl::Milliseconds(2)),
-            absl::Milliseconds(2));
+  Options o;  // factor 0.01, floor 2ms
+  EXPECT_EQ(DriftAllowance(absl::Seconds(10), o), absl::Milliseconds(102));
+  o.clock_drift_factor = 0.0;
+  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), o), absl::Milliseconds(2));
+  o.clock_drift_factor = 0.5;
+  o.clock_drift_floor = absl::Microseconds(250);
+  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), o), absl::Microseconds(50250));
   EXPECT_EQ(Validity(absl::Seconds(10), absl::Milliseconds(30), absl::Milliseconds(102)),
             absl::Milliseconds(9868));
   EXPECT_LT(Validity(absl::Milliseconds(100), absl::Milliseconds(99), absl::Milliseconds(3)),
@@ -32,8 +36,7 @@ TEST(Drift, IsTtlTimesFactorPlusFloor) {
 TEST(CheckTtl, MustExceedDriftAndBeFiniteAndBounded) {
   Options o;  // factor 0.01, floor 2ms
   EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->ms, 10000);
-  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->drift,
-            DriftAllowance(absl::Seconds(10), o.clock_drift_factor, o.clock_drift_floor));
+  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->drift, DriftAllowance(absl::Seconds(10), o));
   EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ms, 10)
       << "sub-millisecond parts are truncated";
   EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ttl, absl::Milliseconds(10));
@@ -225,6 +228,35 @@ TEST(DescribeResources, QuotesAndElides) {
   EXPECT_EQ(DescribeResources({"a", "b"}), "{\"a\", \"b\"}");
   EXPECT_EQ(DescribeResources({"a", "b", "c", "d", "e", "f"}),
             "{\"a\", \"b\", \"c\", \"d\", ... (6 in all)}");
+}
+
+// The reader-writer lock's tokens (issue 36 item 2): writers odd, readers
+// even, each strictly above the other kind before it.
+TEST(ReaderWriterFences, WritersTakeTheNextOddReadersTheLeastEvenNotBelow) {
+  EXPECT_EQ(*WriterFence({}), 1u);
+  EXPECT_EQ(*WriterFence({0, 0}), 1u);
+  EXPECT_EQ(*WriterFence({1}), 3u) << "after a writer";
+  EXPECT_EQ(*WriterFence({2, 1}), 3u) << "after a reader";
+  EXPECT_EQ(*ReaderFence({}), 2u) << "never 0 (fencing off)";
+  EXPECT_EQ(*ReaderFence({1}), 2u) << "above the writer";
+  EXPECT_EQ(*ReaderFence({2, 1}), 2u) << "shared with the reader before it";
+  EXPECT_EQ(*ReaderFence({7, 41, 12}), 42u);
+  for (uint64_t max = 0; max < 64; ++max) {
+    const uint64_t w = *WriterFence({max});
+    const uint64_t r = *ReaderFence({max});
+    EXPECT_GT(w, max);
+    EXPECT_EQ(w % 2, 1u);
+    EXPECT_GE(r, max);
+    EXPECT_EQ(r % 2, 0u);
+    EXPECT_GT(*ReaderFence({w}), w) << "a reader after a writer is above it";
+    EXPECT_GT(*WriterFence({r}), r);
+  }
+  const uint64_t top = std::numeric_limits<uint64_t>::max();
+  EXPECT_EQ(WriterFence({top}).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(*WriterFence({top - 1}), top) << "the maximum is odd";
+  EXPECT_EQ(*WriterFence({top - 2}), top);
+  EXPECT_EQ(ReaderFence({top}).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(*ReaderFence({top - 1}), top - 1);
 }
 
 }  // namespace

@@ -23,6 +23,25 @@ std::vector<std::string> ParseResp(const std::string& p) {
   return out;
 }
 
+std::vector<std::vector<std::string>> ParseRespAll(const std::string& p) {
+  std::vector<std::vector<std::string>> out;
+  size_t i = 0;
+  while (i < p.size() && p[i] == '*') {
+    size_t eol = p.find("\r\n", i);
+    size_t count = std::strtoul(p.c_str() + i + 1, nullptr, 10);
+    i = eol + 2;
+    std::vector<std::string> argv;
+    for (size_t k = 0; k < count && i < p.size() && p[i] == '$'; ++k) {
+      size_t e = p.find("\r\n", i);
+      size_t len = std::strtoul(p.c_str() + i + 1, nullptr, 10);
+      argv.push_back(p.substr(e + 2, len));
+      i = e + 2 + len + 2;
+    }
+    out.push_back(std::move(argv));
+  }
+  return out;
+}
+
 const FakeNode::Value* FakeNode::Get(const std::string& key, Clock::TimePoint now) {
   auto it = keys.find(key);
   if (it == keys.end()) return nullptr;
@@ -37,7 +56,9 @@ FakeNode::FakeNode() {
   for (const internal::Script* s : internal::AllScripts()) scripts.insert(s->sha);
 }
 
-Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint now) {
+Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint now,
+                        internal::ConnectionId conn) {
+  conn_ = conn;
   if (!forced_error.empty()) return Reply::Error(forced_error);
   const std::string& cmd = argv[0];
   if (!refuse_next.empty() && cmd != "WAIT" && cmd != "WAITAOF") {
@@ -46,21 +67,40 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
     log.push_back(error.substr(0, error.find(' ')));
     return Reply::Error(std::move(error));
   }
+  if (in_multi && cmd != "EXEC" && cmd != "DISCARD" && cmd != "MULTI" && cmd != "WATCH") {
+    queued.push_back(argv);
+    return Reply::Status("QUEUED");
+  }
+  if (std::optional<Reply> plain = ExecutePlain(argv, now)) return *std::move(plain);
   if (cmd == "SET") {
     log.push_back("SET");
-    // SET key value NX PX ms
-    if (Get(argv[1], now) != nullptr) return Reply::Nil();
+    // SET key value [NX] [PX ms]
+    bool nx = false;
+    std::optional<int64_t> px;
+    std::optional<std::string> ifeq;  // SET ... IFEQ current (Valkey 8.1, Redis 8.4)
+    for (size_t i = 3; i < argv.size(); ++i) {
+      if (argv[i] == "NX") nx = true;
+      if (argv[i] == "PX" && i + 1 < argv.size()) px = std::atoll(argv[++i].c_str());
+      if (argv[i] == "IFEQ" && i + 1 < argv.size()) ifeq = argv[++i];
+    }
+    if (nx && Get(argv[1], now) != nullptr) return Reply::Nil();
+    if (ifeq.has_value()) {
+      const Value* cur = Get(argv[1], now);
+      if (cur == nullptr || cur->data != *ifeq) return Reply::Nil();  // never creates it
+    }
     Value v;
     v.data = argv[2];
-    v.expires = now + std::chrono::milliseconds(std::atoll(argv[5].c_str()));
+    if (px.has_value()) v.expires = now + std::chrono::milliseconds(*px);
     keys[argv[1]] = v;
-    unacknowledged = replica_stalled;
+    Wrote();
     return Reply::Status("OK");
   }
   if (cmd == "PING") return Reply::Status("PONG");
   if (cmd == "WAIT") {
     log.push_back("WAIT");
-    return Reply::Integer(unacknowledged ? 0 : replicas);
+    const bool unacked =
+        conn_ == 0 ? unacknowledged : unacked_connections.count(conn_) > 0 && replica_stalled;
+    return Reply::Integer(unacked ? 0 : replicas);
   }
   if (cmd == "WAITAOF" && knows_waitaof) {
     log.push_back("WAITAOF");
@@ -93,7 +133,18 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
   log.push_back(script->name);
   // What a script changes reaches a stalled replica never (a read-only one
   // changes nothing; the others are counted as writes).
-  if (std::string(script->name) != "inspect") unacknowledged = replica_stalled;
+  // A script counts as a write only if it changed the dataset (Redis
+  // replicates a script's effects; one that wrote nothing moves no offset).
+  const std::map<std::string, Value> keys_before = keys;
+  const auto zsets_before = zsets;
+  Reply reply = ExecuteScript(*script, argv, now);
+  if (keys != keys_before || zsets != zsets_before) Wrote();
+  return reply;
+}
+
+Reply FakeNode::ExecuteScript(const internal::Script& script_ref,
+                              const std::vector<std::string>& argv, Clock::TimePoint now) {
+  const internal::Script* script = &script_ref;
   size_t numkeys = std::strtoul(argv[2].c_str(), nullptr, 10);
   std::vector<std::string> k(argv.begin() + 3, argv.begin() + 3 + static_cast<long>(numkeys));
   std::vector<std::string> a(argv.begin() + 3 + static_cast<long>(numkeys), argv.end());
@@ -165,6 +216,7 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
       (void)absl::SimpleAtoi(a[i + 1], &want);
       if (cur < want) keys[k[n + i]] = Value{a[i + 1], std::nullopt, false};
     }
+    Wrote();  // the script sets every counter, raised or not
     return Reply::Integer(1);
   }
   if (name == "inspect") {
@@ -180,6 +232,111 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
                          Reply::String(c == nullptr ? "0" : c->data)});
   }
   return Reply::Error("ERR script not modelled");
+}
+
+std::optional<Reply> FakeNode::ExecutePlain(const std::vector<std::string>& argv,
+                                            Clock::TimePoint now) {
+  const std::string& cmd = argv[0];
+  auto snapshot = [&](const std::string& key) -> std::optional<Value> {
+    const Value* v = Get(key, now);
+    if (v == nullptr) return std::nullopt;
+    return *v;
+  };
+  auto same = [](const std::optional<Value>& a, const std::optional<Value>& b) {
+    if (a.has_value() != b.has_value()) return false;
+    return !a.has_value() ||
+           (a->data == b->data && a->expires == b->expires && a->is_list == b->is_list);
+  };
+  if (cmd == "WATCH") {
+    log.push_back("WATCH");
+    ++watches;
+    for (size_t i = 1; i < argv.size(); ++i) watched.emplace(argv[i], snapshot(argv[i]));
+    return Reply::Status("OK");
+  }
+  if (cmd == "UNWATCH") {
+    log.push_back("UNWATCH");
+    watched.clear();
+    return Reply::Status("OK");
+  }
+  if (cmd == "MULTI") {
+    log.push_back("MULTI");
+    if (in_multi) return Reply::Error("ERR MULTI calls can not be nested");
+    in_multi = true;
+    queued.clear();
+    return Reply::Status("OK");
+  }
+  if (cmd == "EXEC") {
+    log.push_back("EXEC");
+    if (!in_multi) return Reply::Error("ERR EXEC without MULTI");
+    in_multi = false;
+    bool dirty = false;
+    for (const auto& [key, value] : watched) dirty = dirty || !same(value, snapshot(key));
+    watched.clear();
+    std::vector<std::vector<std::string>> run;
+    run.swap(queued);
+    if (dirty) {
+      ++exec_aborts;
+      return Reply::Nil();
+    }
+    ++execs;
+    std::vector<Reply> out;
+    for (const auto& a : run) out.push_back(Execute(a, now, conn_));
+    return Reply::Array(std::move(out));
+  }
+  if (cmd == "EXISTS") {
+    int64_t n = 0;
+    for (size_t i = 1; i < argv.size(); ++i) n += Get(argv[i], now) != nullptr ? 1 : 0;
+    return Reply::Integer(n);
+  }
+  if (cmd == "GET") {
+    const Value* v = Get(argv[1], now);
+    return v == nullptr ? Reply::Nil() : Reply::String(v->data);
+  }
+  if (cmd == "GETRANGE") {
+    const Value* v = Get(argv[1], now);
+    if (v == nullptr) return Reply::String("");
+    const size_t end = static_cast<size_t>(std::atoll(argv[3].c_str()));
+    return Reply::String(v->data.substr(0, end + 1));
+  }
+  if (cmd == "PTTL") {
+    const Value* v = Get(argv[1], now);
+    if (v == nullptr) return Reply::Integer(-2);
+    if (!v->expires) return Reply::Integer(-1);
+    return Reply::Integer(
+        std::chrono::duration_cast<std::chrono::milliseconds>(*v->expires - now).count());
+  }
+  if (cmd == "DEL") {
+    log.push_back("DEL");
+    int64_t n = 0;
+    for (size_t i = 1; i < argv.size(); ++i) {
+      if (Get(argv[i], now) != nullptr) {
+        keys.erase(argv[i]);
+        ++n;
+      }
+    }
+    if (n > 0) Wrote();
+    return Reply::Integer(n);
+  }
+  if (cmd == "PEXPIRE") {
+    log.push_back("PEXPIRE");
+    if (Get(argv[1], now) == nullptr) return Reply::Integer(0);
+    keys[argv[1]].expires = now + std::chrono::milliseconds(std::atoll(argv[2].c_str()));
+    Wrote();
+    return Reply::Integer(1);
+  }
+  if (cmd == "PUBLISH") {
+    published.push_back(argv[1]);
+    return Reply::Integer(0);
+  }
+  if (cmd == "DELIFEQ") {
+    log.push_back("DELIFEQ");
+    const Value* v = Get(argv[1], now);
+    if (v == nullptr || v->data != argv[2]) return Reply::Integer(0);
+    keys.erase(argv[1]);
+    Wrote();
+    return Reply::Integer(1);
+  }
+  return std::nullopt;
 }
 
 std::map<std::string, int64_t>& FakeNode::Live(const std::string& key, Clock::TimePoint now) {
@@ -234,6 +391,7 @@ std::optional<Reply> FakeNode::ExecuteFamily(const std::string& name,
     auto& z = Live(k[0], now);
     if (z.count(a[0]) == 0) return Reply::Integer(0);
     raise(k[1], a[1]);
+    Wrote();  // the script sets the counter, raised or not
     return Reply::Integer(1);
   }
   if (name == "rw-read-extend") {
@@ -296,14 +454,16 @@ internal::ConnectionId FakeTransport::Send(int node, const internal::Command& co
   const bool follows = command.after != 0 && command.after == connection_[i];
   if (stopping_ && !follows) {
     // Never inline: queue as a cancelled completion for the next Answer.
-    pending_[i].push_back(Pending{{}, "cancelled", std::move(done)});
+    pending_[i].push_back(Pending{{}, {}, 0, "cancelled", std::move(done)});
     return 0;
   }
-  if (down_[i] && !follows) {
-    pending_[i].push_back(Pending{{}, "refused", std::move(done)});
+  if ((down_[i] && !follows) || (command.pinned && !follows)) {
+    pending_[i].push_back(Pending{{}, {}, 0, "refused", std::move(done)});
     return 0;
   }
-  pending_[i].push_back(Pending{ParseResp(command.payload), command.op, std::move(done)});
+  Pending p{ParseResp(command.payload), {}, connection_[i], command.op, std::move(done)};
+  if (command.replies > 1) p.batch = ParseRespAll(command.payload);
+  pending_[i].push_back(std::move(p));
   return connection_[i];
 }
 
@@ -355,9 +515,16 @@ bool FakeTransport::AnswerOne(int node) {
     Complete(p.done, absl::UnavailableError("not connected (node marked down)"));
     return true;
   }
-  Reply r = nodes_[static_cast<size_t>(node)].Execute(p.argv, clock_->Now());
-  Complete(p.done, std::move(r));
+  Complete(p.done, Run(node, p));
   return true;
+}
+
+Reply FakeTransport::Run(int node, const Pending& p) {
+  FakeNode& n = nodes_[static_cast<size_t>(node)];
+  if (p.batch.empty()) return n.Execute(p.argv, clock_->Now(), p.conn);
+  std::vector<Reply> out;
+  for (const auto& argv : p.batch) out.push_back(n.Execute(argv, clock_->Now(), p.conn));
+  return Reply::Array(std::move(out));
 }
 
 void FakeTransport::AnswerAll(int node) {
@@ -370,9 +537,7 @@ void FakeTransport::ExecuteSilently(int node) {
   std::deque<Pending> batch;
   batch.swap(q);
   for (auto& p : batch) {
-    if (p.op != "cancelled" && p.op != "refused") {
-      nodes_[static_cast<size_t>(node)].Execute(p.argv, clock_->Now());
-    }
+    if (p.op != "cancelled" && p.op != "refused") (void)Run(node, p);
     Complete(p.done, absl::UnavailableError("no reply within 50ms"));
   }
 }

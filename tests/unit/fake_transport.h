@@ -48,6 +48,8 @@ class FakeClock final : public internal::Clock {
 
 // Splits a RESP array of bulk strings into its arguments.
 std::vector<std::string> ParseResp(const std::string& payload);
+// Every command of a payload of RESP arrays written back to back.
+std::vector<std::vector<std::string>> ParseRespAll(const std::string& payload);
 
 class FakeNode {
  public:
@@ -56,10 +58,16 @@ class FakeNode {
     std::string data;
     std::optional<internal::Clock::TimePoint> expires;
     bool is_list = false;  // a key of the wrong type
+    bool operator==(const Value& o) const {
+      return data == o.data && expires == o.expires && is_list == o.is_list;
+    }
+    bool operator!=(const Value& o) const { return !(*this == o); }
   };
 
-  // Executes one command (argv) at time `now`, as Redis would.
-  internal::Reply Execute(const std::vector<std::string>& argv, internal::Clock::TimePoint now);
+  // Executes one command (argv) at time `now`, as Redis would, for the
+  // connection `conn` (WAIT's answer depends on the connection's writes).
+  internal::Reply Execute(const std::vector<std::string>& argv, internal::Clock::TimePoint now,
+                          internal::ConnectionId conn = 0);
 
   std::map<std::string, Value> keys;
   // Sorted sets of the reader-writer lock (member -> score, the node's ms
@@ -82,6 +90,19 @@ class FakeNode {
   // which waits for the writes before it).
   bool replica_stalled = false;
   bool unacknowledged = false;
+  // The connections that wrote while the replica was stalled: their WAIT
+  // answers 0 (a connection that wrote nothing since answers `replicas`, as
+  // Redis's WAIT counts the replicas that have the connection's last write).
+  std::set<internal::ConnectionId> unacked_connections;
+  // WATCH / MULTI / EXEC (one connection per node here): the watched keys'
+  // values when watched (a change, including expiry, aborts EXEC; setting a
+  // key to the value it had is not seen as a change), and the queued
+  // commands of an open MULTI.
+  std::map<std::string, std::optional<Value>> watched;
+  bool in_multi = false;
+  std::vector<std::vector<std::string>> queued;
+  // WATCH ran here / EXEC ran (committed) or was aborted: counts for tests.
+  int watches = 0, execs = 0, exec_aborts = 0;
   // WAITAOF's first number: whether the node fsyncs its own append-only file.
   bool appendonly = true;
   // False: WAITAOF is an unknown command, as before Redis 7.2.
@@ -109,12 +130,28 @@ class FakeNode {
                                                const std::vector<std::string>& a,
                                                internal::Clock::TimePoint now);
   const Value* Get(const std::string& key, internal::Clock::TimePoint now);
+  // A write on the current connection (`conn_`): what WAIT there covers.
+  void Wrote() {
+    unacknowledged = replica_stalled;
+    if (replica_stalled) unacked_connections.insert(conn_);
+  }
+  internal::Reply ExecuteScript(const internal::Script& script,
+                                const std::vector<std::string>& argv,
+                                internal::Clock::TimePoint now);
+  // The commands of the script-free path (scriptless.h) and plain reads.
+  std::optional<internal::Reply> ExecutePlain(const std::vector<std::string>& argv,
+                                              internal::Clock::TimePoint now);
+  internal::ConnectionId conn_ = 0;
 };
 
 class FakeTransport final : public internal::Transport {
  public:
   struct Pending {
-    std::vector<std::string> argv;
+    std::vector<std::string> argv;  // the first command
+    // Command::replies > 1: every command of the payload (argv is the
+    // first); the answer is the array of their replies.
+    std::vector<std::vector<std::string>> batch;
+    internal::ConnectionId conn = 0;
     std::string op;
     internal::NodeCallback done;
   };
@@ -187,6 +224,8 @@ class FakeTransport final : public internal::Transport {
 
  private:
   void Complete(internal::NodeCallback& done, absl::StatusOr<internal::Reply> r);
+  // Node `node` executes `p` (every command of a batch) and gives its reply.
+  internal::Reply Run(int node, const Pending& p);
 
   FakeClock* clock_;
   std::vector<FakeNode> nodes_;

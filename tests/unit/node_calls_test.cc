@@ -13,6 +13,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/internal/client_impl.h"
+#include "redlock/internal/scriptless.h"
+#include "redlock/internal/server_commands.h"
+#include "redlock/rw_lock.h"
 #include "tests/unit/fake_transport.h"
 
 namespace redlock {
@@ -42,14 +45,32 @@ class NodeCallsTest : public ::testing::Test {
     MakeWith(nodes, o);
   }
   void Make(int nodes, Options&& o = Options()) { Make(nodes, o); }
-  // With the endpoints `o` has.
-  void MakeWith(int nodes, const Options& o) {
+  // With the endpoints `o` has; `modes`: which nodes forbid scripting;
+  // `commands`: which script-free commands they have.
+  void MakeWith(int nodes, const Options& o,
+                std::shared_ptr<internal::ScriptingModes> modes = nullptr,
+                std::shared_ptr<internal::ServerCommands> commands = nullptr) {
     ASSERT_TRUE(ValidateOptions(o).ok()) << ValidateOptions(o);
     client_.reset();
     transport_ = new FakeTransport(nodes, &clock_);
     for (int i = 0; i < nodes; ++i) transport_->node(i).replicas = 1;
-    client_ =
-        std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_), &clock_);
+    modes_ = modes;
+    client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
+                                           &clock_, std::move(modes), nullptr, std::move(commands));
+  }
+  // Every node forbids scripting (the script-free path, scriptless.h).
+  void MakeScriptless(int nodes, Options o) {
+    o.nodes.clear();
+    for (int i = 0; i < nodes; ++i) {
+      Endpoint ep;
+      ep.host = "fake" + std::to_string(i);
+      o.nodes.push_back(ep);
+    }
+    auto modes = std::make_shared<internal::ScriptingModes>(nodes);
+    for (int i = 0; i < nodes; ++i) {
+      modes->SetScriptless(i, "NOPERM this user has no permissions to run the 'eval' command");
+    }
+    MakeWith(nodes, o, std::move(modes));
   }
   static Options Durable() {
     Options o;
@@ -115,6 +136,7 @@ class NodeCallsTest : public ::testing::Test {
   FakeClock clock_;
   FakeTransport* transport_ = nullptr;
   std::unique_ptr<ClientImpl> client_;
+  std::shared_ptr<internal::ScriptingModes> modes_;
 };
 
 // ---- NOSCRIPT ------------------------------------------------------------------------
@@ -179,7 +201,7 @@ TEST_F(NodeCallsTest, AWriteRedirectedByAClusterCountsOnlyTheWaitBehindItsNewCop
   Make(3, o);
   for (int i = 0; i < 3; ++i) {
     o.nodes[static_cast<size_t>(i)].host.clear();
-    o.nodes[static_cast<size_t>(i)].cluster_seeds = {{"fake" + std::to_string(i), 1}};
+    o.nodes[static_cast<size_t>(i)].cluster.seeds = {{"fake" + std::to_string(i), 1}};
   }
   MakeWith(3, o);
   Lease lease = Acquired("r");
@@ -210,7 +232,7 @@ TEST_F(NodeCallsTest, ARedirectionIsFollowedAFewTimesThenIsANo) {
   Options o;
   Make(1, o);
   o.nodes[0].host.clear();
-  o.nodes[0].cluster_seeds = {{"fake0", 1}};
+  o.nodes[0].cluster.seeds = {{"fake0", 1}};
   MakeWith(1, o);
   for (int k = 0; k < 10; ++k) transport_->node(0).refuse_next.push_back("MOVED 7 fake0:2");
   Result out = TryAcquire("r");
@@ -394,6 +416,208 @@ TEST_F(NodeCallsTest, AReleaseWithoutItsCommandSendsTheScriptRelease) {
   EXPECT_THAT(transport_->node(0).log,
               ElementsAre(internal::ReleaseOneScript().name, internal::ReleaseOneScript().name));
   calls.Shutdown();
+}
+
+// ---- Where two features meet (issue 36) -----------------------------------------
+
+// Item 3. The script-free path with the durability vote: a transaction whose
+// EXEC aborted runs again, and only the WAIT behind the run that wrote may
+// confirm it. Here the first run's WAIT answers "replicated" (it followed no
+// write), then the replica stalls and the second run's write is not
+// replicated: the extension must not count.
+TEST_F(NodeCallsTest, AScriptFreeWriteRunAgainIsConfirmedOnlyByTheWaitBehindItsOwnRun) {
+  MakeScriptless(1, Durable());
+  Lease lease = Acquired("r");
+  ASSERT_TRUE(HasKey(0, "r"));
+  std::optional<absl::StatusOr<Lease>> ext;
+  client_->ExtendAsync(lease, absl::Seconds(20),
+                       [&](absl::StatusOr<Lease> l) { ext.emplace(std::move(l)); });
+  ASSERT_TRUE(transport_->AnswerOne(0));  // phase 1: WATCH, the token read
+  EXPECT_THAT(Queued(0), ElementsAre("MULTI", "WAIT"));
+  // Another client touches the key: the first EXEC aborts.
+  transport_->node(0).keys["r"].expires = clock_.Now() + std::chrono::seconds(30);
+  ASSERT_TRUE(transport_->AnswerOne(0));  // EXEC aborted: a second run queued
+  EXPECT_EQ(transport_->node(0).exec_aborts, 1);
+  ASSERT_TRUE(transport_->AnswerOne(0));  // the first WAIT: nothing to wait for
+  transport_->node(0).replica_stalled = true;
+  transport_->AnswerEverything();  // the second run writes; its WAIT sees 0 replicas
+  EXPECT_EQ(transport_->node(0).execs, 1) << "the extension's second run";
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_FALSE(ext->ok()) << "confirmed by the WAIT of a run that wrote nothing";
+  EXPECT_THAT(std::string(ext->status().message()), HasSubstr("0 replicas of 1 confirmed"));
+}
+
+// Item 4. A shared counter with the durability vote: another resource's
+// commit raises the counter past our token first, so our commit writes
+// nothing; sent on a new connection, its WAIT would cover nothing of round
+// 1 (whose SET the stalled replica never got). It follows round 1 on round
+// 1's connection, or is refused.
+TEST_F(NodeCallsTest, AFencingCommitFollowsRoundOneOnItsConnection) {
+  Options o = Durable();
+  o.fencing = true;
+  o.fencing_counters = Options::FencingCounters::kShared;
+  Make(3, o);
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys[":fence"] = {"5", std::nullopt, false};
+  transport_->node(0).replica_stalled = true;  // node 0's round 1 never reaches its replica
+  Result out = TryAcquire("r");
+  ASSERT_TRUE(transport_->AnswerOne(0));        // node 0 grants on its connection...
+  transport_->Reconnect(0, /*executed=*/true);  // ...which is replaced
+  ASSERT_TRUE(transport_->AnswerOne(1));        // quorum: T = 6, committed to nodes 0 and 1
+  EXPECT_EQ(transport_->sent_count("fence-commit"), 2);
+  // Another resource's holder commits 100 first: ours raises nothing.
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys[":fence"] = {"100", std::nullopt, false};
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  EXPECT_FALSE((*out)->ok()) << "granted with a round 1 no replica has; token "
+                             << ((*out)->ok() ? (**out)->fencing_token() : 0);
+}
+
+// Item 5. The script-free path with the durability vote: the confirmation
+// breaker's probe is a write that ends without its phase 2 (an acquisition
+// that finds the key held); the breaker must still probe again later.
+TEST_F(NodeCallsTest, AScriptFreeProbeThatWroteNothingDoesNotStopTheProbes) {
+  MakeScriptless(1, Durable());
+  transport_->node(0).replicas = 0;
+  // Sets of two resources: the acquire script, a transaction on this node.
+  for (int k = 0; k < internal::kConfirmationsMissed; ++k) {
+    SetResult r = TryAcquireSet({"a" + std::to_string(k), "b" + std::to_string(k)});
+    transport_->AnswerEverything();
+    ASSERT_TRUE(r->has_value());
+  }
+  ASSERT_TRUE(client_->Health()[0].replicas_lagging);
+  transport_->node(0).keys["held"] = {"someone", std::nullopt, false};
+  transport_->Advance(absl::Milliseconds(100));
+  SetResult probe = TryAcquireSet({"held", "x"});  // the probe: refused in phase 1
+  transport_->AnswerEverything();
+  ASSERT_TRUE(probe->has_value());
+  EXPECT_TRUE(absl::IsAborted((*probe)->status())) << (*probe)->status();
+  // The replica is back: after the probe interval a write is asked again.
+  transport_->node(0).replicas = 1;
+  transport_->Advance(absl::Milliseconds(100));
+  SetResult next = TryAcquireSet({"free", "y"});
+  transport_->Advance(absl::ZeroDuration());
+  transport_->AnswerEverything();
+  ASSERT_TRUE(next->has_value());
+  EXPECT_TRUE((*next)->ok()) << (*next)->status();
+  EXPECT_FALSE(client_->Health()[0].replicas_lagging);
+}
+
+// Item 6. A shared counter on script-free nodes: an acquisition reads the
+// counter inside its transaction instead of watching it, so another
+// resource's commit (which raises the counter) does not abort it, and an
+// aborted acquisition is no "held by another client".
+TEST_F(NodeCallsTest, AScriptFreeFencedAcquisitionDoesNotWatchTheSharedCounter) {
+  Options o;
+  o.fencing = true;
+  o.fencing_counters = Options::FencingCounters::kShared;
+  MakeScriptless(3, o);
+  Result out = TryAcquire("a");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(transport_->AnswerOne(i));  // phase 1
+    // Another resource's holder commits its token meanwhile.
+    transport_->node(i).keys[":fence"] = {"7", std::nullopt, false};
+  }
+  transport_->AnswerEverything();
+  ASSERT_TRUE(out->has_value());
+  ASSERT_TRUE((*out)->ok()) << (*out)->status();
+  EXPECT_EQ((**out)->fencing_token(), 8u) << "the counter as the transaction read it";
+  // A key that appears under the watch is a refusal; a transaction that
+  // aborted for any other reason is not "held by another client".
+}
+
+// Item 7. A cluster slot in migration: a multi-key call answered TRYAGAIN
+// (its keys are split between the two masters for a moment) is tried again
+// within the node's deadline.
+TEST_F(NodeCallsTest, ATryAgainIsRetriedWithinTheNodesDeadline) {
+  Options o;
+  o.fencing = true;  // the lock key and its counter: a multi-key call
+  o.key_prefix = "{locks}:";
+  Make(1, o);
+  o.nodes[0].host.clear();
+  o.nodes[0].cluster.seeds = {{"fake0", 1}};
+  MakeWith(1, o);
+  for (int k = 0; k < 2; ++k) {
+    transport_->node(0).refuse_next.push_back(
+        "TRYAGAIN Multiple keys request during rehashing of slot");
+  }
+  Result out = TryAcquire("r");
+  for (int step = 0; step < 20 && !out->has_value(); ++step) {
+    transport_->AnswerEverything();
+    transport_->Advance(absl::Milliseconds(2));
+  }
+  ASSERT_TRUE(out->has_value());
+  EXPECT_TRUE((*out)->ok()) << (*out)->status();
+  EXPECT_TRUE(HasKey(0, "{locks}:r"));
+  EXPECT_THAT(transport_->node(0).log, Contains("TRYAGAIN"));
+}
+
+// Item 11. A release that can never be sent (the node forbids scripting
+// since the lease was taken, and a reader's release has no script-free
+// form) is not kept and retried forever.
+TEST_F(NodeCallsTest, AReleaseThatCanNeverBeSentIsNotKept) {
+  Options o;
+  Make(3, o);
+  MakeWith(3, o, std::make_shared<internal::ScriptingModes>(3));
+  ReadWriteLock rw(client_.get(), "r");
+  std::optional<absl::StatusOr<Lease>> reader;
+  rw.AcquireSharedAsync(absl::Seconds(10), absl::ZeroDuration(), StopToken(),
+                        [&](absl::StatusOr<Lease> l) { reader.emplace(std::move(l)); });
+  transport_->AnswerEverything();
+  ASSERT_TRUE(reader.has_value() && reader->ok()) << reader->status();
+  modes_->SetScriptless(0, "NOPERM this user has no permissions to run the 'eval' command");
+  std::optional<absl::Status> released = Release(**reader);
+  ASSERT_TRUE(released.has_value());
+  EXPECT_TRUE(released->ok()) << *released;
+  EXPECT_EQ(Pending(0), 0u) << "kept to be sent again, which can never succeed";
+  for (int i = 0; i < 5; ++i) RetryRound();
+  EXPECT_EQ(Pending(0), 0u);
+}
+
+// ---- Release and extend by the server's own commands (issue 38) ----------------
+
+// DELIFEQ and SET ... IFEQ where the node has them: the replies read as the
+// scripts', the durability vote follows the extension, the announcement
+// follows the release, a lost lease is not re-created, and a node that
+// answers "unknown command" goes back to the scripts.
+TEST_F(NodeCallsTest, ASingleLocksReleaseAndExtensionUseTheNodesCommands) {
+  Options o = Durable();
+  Make(3, o);
+  auto commands = std::make_shared<internal::ServerCommands>(3);
+  internal::NodeCommands has;
+  has.known = has.delifeq = has.set_ifeq = true;
+  for (int i = 0; i < 3; ++i) commands->Set(i, has);
+  MakeWith(3, o, nullptr, commands);
+  Lease lease = Acquired("r");
+  std::optional<absl::StatusOr<Lease>> ext = Extend(lease);
+  ASSERT_TRUE(ext.has_value() && ext->ok()) << (ext.has_value() ? ext->status() : absl::OkStatus());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(transport_->node(i).log, ElementsAre("SET", "WAIT", "SET", "WAIT"))
+        << "acquired, extended by SET IFEQ, each confirmed; node " << i;
+  }
+  std::optional<absl::Status> released = Release(**ext);
+  ASSERT_TRUE(released.has_value() && released->ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(HasKey(i, "r")) << i;
+    EXPECT_THAT(transport_->node(i).log, Contains("DELIFEQ"));
+    EXPECT_THAT(transport_->node(i).log, Not(Contains("release-one"))) << "no script";
+    EXPECT_THAT(transport_->node(i).published, ElementsAre("redlock:release:r"));
+  }
+  // The lease is gone: the extension finds nothing and creates nothing.
+  ext = Extend(**ext);
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->status().code(), absl::StatusCode::kFailedPrecondition) << ext->status();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
+  // A node that no longer knows the command goes back to the scripts.
+  Lease again = Acquired("r");
+  transport_->node(0).refuse_next.push_back(
+      "ERR unknown command 'DELIFEQ', with args beginning with:");
+  released = Release(again);
+  ASSERT_TRUE(released.has_value() && released->ok());
+  EXPECT_FALSE(commands->Get(0).delifeq);
+  EXPECT_TRUE(commands->Get(1).delifeq);
+  for (int k = 0; k < 3 && HasKey(0, "r"); ++k) RetryRound();
+  EXPECT_FALSE(HasKey(0, "r")) << "released again, by the script";
+  EXPECT_THAT(transport_->node(0).log, Contains("release-one"));
 }
 
 }  // namespace
