@@ -198,7 +198,7 @@ void World::Finish() {
                            " answered TRYAGAIN (a slot in migration) at ", when.first / 1000000,
                            "ms and the command was not sent again within "
                            "its node timeout (",
-                           config_.node_timeout_ms, "ms)"),
+                           config_.node_timeout_ms, "ms): ", std::get<2>(key).substr(0, 120)),
               {clients_[static_cast<size_t>(client)].name});
   }
   // The store's final counters (S3).

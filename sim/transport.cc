@@ -174,6 +174,7 @@ ConnectionId SimTransport::Send(int node, const Command& command, NodeCallback d
   r->parts_left = std::max<uint16_t>(command.replies, 1);
   r->drain = command.drain;
   r->deadline = Now() + node_timeout_;
+  r->handed_at = Now();
   const ConnectionId conn = n.conn_id;
   if (n.state != State::kReady) {
     n.waiting.emplace_back(std::move(r), std::move(commands));
@@ -186,8 +187,9 @@ ConnectionId SimTransport::Send(int node, const Command& command, NodeCallback d
 
 void SimTransport::Enqueue(EngineNode& n, std::unique_ptr<Request> r, std::vector<Argv> commands) {
   r->deadline = Now() + node_timeout_;
+  const int64_t handed_at = r->handed_at;
   n.fifo.push_back(std::move(r));
-  host_->Write(n.net, std::move(commands));
+  host_->Write(n.net, std::move(commands), handed_at);
 }
 
 bool SimTransport::Accepts(int node) const {
@@ -366,7 +368,7 @@ void SimTransport::OnConnected(uint64_t conn) {
     OnReady(*n);
     return;
   }
-  host_->Write(n->net, std::move(hello));
+  host_->Write(n->net, std::move(hello), -1);
   Rearm();
 }
 
@@ -763,7 +765,7 @@ void SimTransport::SubStart(EngineNode& n) {
 void SimTransport::SubWrite(EngineNode& n, std::vector<Argv> commands) {
   if (n.sub_state == State::kDisconnected || n.sub_net == 0) return;
   if (n.sub_state != State::kReady && commands.front().front() != "PING") return;
-  host_->Write(n.sub_net, std::move(commands));
+  host_->Write(n.sub_net, std::move(commands), -1);
 }
 
 void SimTransport::SubClose(EngineNode& n, const std::string& why) {

@@ -57,8 +57,10 @@ class TransportHost {
   // the world): the host later calls OnConnected or OnClosed.
   virtual uint64_t Connect(int client, int member) = 0;
   // Writes commands on an open connection (one payload: never split by
-  // another's), in order.
-  virtual void Write(uint64_t conn, std::vector<Argv> commands) = 0;
+  // another's), in order. `handed_at`: the client's clock when the library
+  // handed them to the transport (Transport::Send), -1 for the transport's
+  // own (handshake, probes); they may wait for a connection before this.
+  virtual void Write(uint64_t conn, std::vector<Argv> commands, int64_t handed_at) = 0;
   // Closes a connection (the transport forgets it at once).
   virtual void Close(uint64_t conn) = 0;
   // The member at "host:port" as CLUSTER SLOTS names it, or -1.
@@ -127,6 +129,7 @@ class SimTransport final : public internal::Transport {
     bool probe = false;
     std::string echo;
     int64_t deadline = 0;
+    int64_t handed_at = -1;  // the client's clock at Send (TransportHost::Write)
   };
   enum class State { kDisconnected, kConnecting, kHandshake, kReady };
   // One connection of the engine: a node's own, or one per master of a

@@ -401,7 +401,7 @@ uint64_t World::Connect(int client, int member) {
   return id;
 }
 
-void World::Write(uint64_t conn, std::vector<Argv> commands) {
+void World::Write(uint64_t conn, std::vector<Argv> commands, int64_t handed_at) {
   auto it = conns_.find(conn);
   if (it == conns_.end() || !it->second.client_open) return;
   Conn& c = it->second;
@@ -414,7 +414,8 @@ void World::Write(uint64_t conn, std::vector<Argv> commands) {
       tryagain_.erase(key);
       // A new chain unless this is a retry of one that had a TRYAGAIN lately.
       auto& [start, last] = tryagain_chain_[key];
-      if (last == 0 || now_ - last > config_.node_timeout_ms * 1000000) start = now_;
+      const int64_t at = handed_at >= 0 ? handed_at : ClientNow(c.client);
+      if (last == 0 || at - last > config_.node_timeout_ms * 1000000) start = at;
     }
   }
   Message m;
@@ -574,15 +575,21 @@ void World::Arrive(uint64_t id, int dir, Message m) {
         // A TRYAGAIN reached the client (L3): the command must come again.
         const int voter = members_[static_cast<size_t>(c.member)].voter;
         // The library tries again after node_timeout/10 while that ends
-        // before the node's deadline (node_timeout from the chain's first
-        // send; node_calls.cc): a TRYAGAIN later than that is the
-        // documented end of the window, not a miss. 2 ms for the clocks.
+        // before the node's deadline (node_timeout from when the chain's
+        // first command was handed to the transport, on the client's
+        // clock; node_calls.cc): a TRYAGAIN later than that is the
+        // documented end of the window, not a miss. A margin of another
+        // pause (at least 2 ms): when the library reads its clock for the
+        // deadline and when the world sees the reply differ by its
+        // turns, which the world does not see exactly.
         const auto key = std::make_tuple(client, voter, m.why);
         auto& [start, last] = tryagain_chain_[key];
-        last = now_;
+        const int64_t client_now = ClientNow(client);
+        last = client_now;
         const int64_t timeout = config_.node_timeout_ms * 1000000;
         const int64_t pause = std::max<int64_t>(1000000, timeout / 10);
-        if (start > 0 && now_ + pause + 2000000 < start + timeout) {
+        const int64_t margin = std::max<int64_t>(2000000, pause);
+        if (start > 0 && client_now + pause + margin < start + timeout) {
           tryagain_[key] = {now_, now_ + timeout + 5000000};
         }
       }

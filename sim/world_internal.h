@@ -216,7 +216,7 @@ class World final : public TransportHost {
   void At(int client, int64_t at, absl::AnyInvocable<void()> fn) override;
   void Post(int client, absl::AnyInvocable<void()> fn) override;
   uint64_t Connect(int client, int member) override;
-  void Write(uint64_t conn, std::vector<Argv> commands) override;
+  void Write(uint64_t conn, std::vector<Argv> commands, int64_t handed_at) override;
   void Close(uint64_t conn) override;
   int MemberAt(const std::string& host, int port) override;
 
@@ -352,9 +352,10 @@ class World final : public TransportHost {
   std::map<int, std::vector<int64_t>> invokes_;  // per client
   // TRYAGAIN answers not yet retried (L3): (client, voter, key) -> (t, deadline).
   std::map<std::tuple<int, int, std::string>, std::pair<int64_t, int64_t>> tryagain_;
-  // Per (client, voter, command): when the command was first written in its
-  // current chain of TRYAGAIN retries (the library's deadline runs from it),
-  // and when its last TRYAGAIN came.
+  // Per (client, voter, command), on the client's clock: when the library
+  // handed the command to the transport first in its current chain of
+  // TRYAGAIN retries (the library's deadline runs from it), and when its
+  // last TRYAGAIN came.
   std::map<std::tuple<int, int, std::string>, std::pair<int64_t, int64_t>> tryagain_chain_;
   // Grants (true time), for L1.
   std::vector<int64_t> grant_times_;
