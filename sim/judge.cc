@@ -88,8 +88,10 @@ void World::CheckDurableGrant(int client, const Hold& h) {
             continue;
           }
           if (fenced && i < h.fencing.size() && h.fencing[i].has_value()) {
-            const std::string ck =
-                config_.shared_counter ? config_.key_prefix + ":fence" : keys[i] + ":fence";
+            // An election's term is its own counter, even with a shared
+            // one (LeaderShape::own_counters, family_ops.cc).
+            const bool shared = config_.shared_counter && config_.primitive != Primitive::kElection;
+            const std::string ck = shared ? config_.key_prefix + ":fence" : keys[i] + ":fence";
             auto c = counters_.find({m, ck});
             bool committed = false;
             if (c != counters_.end()) {
