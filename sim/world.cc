@@ -589,7 +589,11 @@ void World::Arrive(uint64_t id, int dir, Message m) {
         const int64_t timeout = config_.node_timeout_ms * 1000000;
         const int64_t pause = std::max<int64_t>(1000000, timeout / 10);
         const int64_t margin = std::max<int64_t>(2000000, pause);
-        if (start > 0 && client_now + pause + margin < start + timeout) {
+        // A call that already ended (decided by the other nodes, which
+        // also abandons this one) need not try again.
+        const Worker& w = workers_[static_cast<size_t>(client)];
+        const bool in_call = w.call.has_value() && !w.call->done;
+        if (in_call && start > 0 && client_now + pause + margin < start + timeout) {
           tryagain_[key] = {now_, now_ + timeout + 5000000};
         }
       }
