@@ -111,8 +111,9 @@ class SteadyAllocTest : public ::testing::TestWithParam<int> {
     Options options;
     std::vector<Endpoint> all = fleet_->endpoints();
     options.nodes.assign(all.begin(), all.begin() + GetParam());
-    options.key_prefix = absl::StrCat("alloc-", GetParam(), "-",
-                                      ::testing::UnitTest::GetInstance()->current_test_info()->name(), ":");
+    options.key_prefix =
+        absl::StrCat("alloc-", GetParam(), "-",
+                     ::testing::UnitTest::GetInstance()->current_test_info()->name(), ":");
     auto client = Client::Create(options);
     ASSERT_TRUE(client.ok()) << client.status();
     client_ = *std::move(client);
