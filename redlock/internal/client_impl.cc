@@ -31,9 +31,11 @@ LeasesCallback Single(Client::LeaseCallback done) {
 }  // namespace
 
 ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-                       std::shared_ptr<ScriptingModes> modes, Blocking* blocking)
-    : ctx_(std::move(options), std::move(transport), clock, std::move(modes)),
-      blocking_(blocking) {}
+                       std::shared_ptr<ScriptingModes> modes, Blocking* blocking,
+                       std::shared_ptr<ServerCommands> commands)
+    : ctx_(std::move(options), std::move(transport), clock, std::move(modes), commands),
+      blocking_(blocking),
+      commands_(std::move(commands)) {}
 
 ClientImpl::~ClientImpl() { ctx_.Shutdown(); }
 
@@ -304,6 +306,15 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
 std::vector<NodeHealth> ClientImpl::Health() const {
   std::vector<NodeHealth> out = ctx_.transport().Health();
   ctx_.calls().AddHealth(&out);
+  if (commands_ != nullptr) {
+    for (size_t i = 0; i < out.size() && static_cast<int>(i) < commands_->size(); ++i) {
+      const NodeCommands c = commands_->Get(static_cast<int>(i));
+      out[i].commands_known = c.known;
+      out[i].has_delifeq = c.delifeq;
+      out[i].has_delex_ifeq = c.delex;
+      out[i].has_set_ifeq = c.set_ifeq;
+    }
+  }
   return out;
 }
 

@@ -69,10 +69,9 @@ void Confirmations::Send(int node, std::shared_ptr<Group> group) {
     // Right behind the writes, on their connection (Command::after).
     Command confirm = command_;
     confirm.after = group->conn;
-    const ConnectionId conn =
-        transport_->Send(node, confirm, [this, node, group](absl::StatusOr<Reply> r) {
-          OnAnswer(node, group, std::move(r));
-        });
+    const ConnectionId conn = transport_->Send(
+        node, confirm,
+        [this, node, group](absl::StatusOr<Reply> r) { OnAnswer(node, group, std::move(r)); });
     // A write on another connection (one that has been lost since) cannot
     // be confirmed by this WAIT.
     std::vector<Waiter> here;
@@ -82,7 +81,8 @@ void Confirmations::Send(int node, std::shared_ptr<Group> group) {
     group->writes = std::move(here);
   }
   for (Waiter& w : elsewhere) {
-    w.confirmed(Vote{V::kUnavailable, "granted, but its connection was lost before a WAIT followed"});
+    w.confirmed(
+        Vote{V::kUnavailable, "granted, but its connection was lost before a WAIT followed"});
   }
 }
 

@@ -15,12 +15,14 @@
 namespace redlock::internal {
 
 OpContext::OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-                     std::shared_ptr<ScriptingModes> modes)
+                     std::shared_ptr<ScriptingModes> modes,
+                     std::shared_ptr<ServerCommands> commands)
     : options_(std::move(options)),
       quorum_(EffectiveQuorum(options_)),
       transport_(std::move(transport)),
       clock_(clock),
-      calls_(std::make_unique<NodeCalls>(transport_.get(), clock_, options_, std::move(modes))),
+      calls_(std::make_unique<NodeCalls>(transport_.get(), clock_, options_, std::move(modes),
+                                         std::move(commands))),
       watches_(std::make_unique<ReleaseWatches>(transport_.get())),
       renewals_(std::make_unique<Renewals>()) {}
 

@@ -23,13 +23,17 @@ class NodeCalls;       // node_calls.h
 class ReleaseWatches;  // release_watch.h
 class Renewals;        // renewal.h
 class ScriptingModes;  // scriptless.h
+class ServerCommands;  // server_commands.h
 
 class OpContext {
  public:
   // `clock` must outlive the context.
   // `modes`: which nodes forbid scripting (null: none known).
+  // `commands`: which script-free compare-and-set commands each node has,
+  // as the handshakes find (server_commands.h; null: none).
   OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-            std::shared_ptr<ScriptingModes> modes = nullptr);
+            std::shared_ptr<ScriptingModes> modes = nullptr,
+            std::shared_ptr<ServerCommands> commands = nullptr);
   ~OpContext();
   OpContext(const OpContext&) = delete;
   OpContext& operator=(const OpContext&) = delete;

@@ -50,12 +50,13 @@ struct NodeCalls::Call {
 };
 
 NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& options,
-                     std::shared_ptr<ScriptingModes> modes)
+                     std::shared_ptr<ScriptingModes> modes,
+                     std::shared_ptr<ServerCommands> commands)
     : transport_(transport),
       clock_(clock),
       node_timeout_(options.node_timeout),
       clusters_(KeyRoutedNodes(options, transport->size())),
-      delivery_(transport, std::move(modes), options.max_in_flight_per_node),
+      delivery_(transport, std::move(modes), std::move(commands), options.max_in_flight_per_node),
       confirmations_(transport, clock, options),
       retries_(transport, clock, std::max(options.breaker_probe_interval, options.node_timeout),
                options.max_in_flight_per_node,

@@ -85,8 +85,11 @@ class NodeCalls {
 
   // `transport` and `clock` must outlive this. `modes`: which nodes forbid
   // scripting, as their handshakes found (null: none known yet).
+  // `commands`: which script-free compare-and-set commands each node has
+  // (server_commands.h; null: none, every release and extend is a script).
   NodeCalls(Transport* transport, const Clock* clock, const Options& options,
-            std::shared_ptr<ScriptingModes> modes = nullptr);
+            std::shared_ptr<ScriptingModes> modes = nullptr,
+            std::shared_ptr<ServerCommands> commands = nullptr);
   ~NodeCalls();
   NodeCalls(const NodeCalls&) = delete;
   NodeCalls& operator=(const NodeCalls&) = delete;

@@ -65,8 +65,7 @@ class ReleaseRetries {
   };
   // Sends `p` to `node` again (its EVAL form); `done` runs once it was
   // answered or failed. Returns the connection it went on (0: refused now).
-  using Resend =
-      std::function<ConnectionId(int node, Pending p, absl::AnyInvocable<void()> done)>;
+  using Resend = std::function<ConnectionId(int node, Pending p, absl::AnyInvocable<void()> done)>;
 
   // Releases sent again per node and round, at most.
   static constexpr size_t kBatch = 64;
