@@ -59,12 +59,14 @@ void EngineTasks::RunTimers(TimePoint now) {
 
 void EngineTasks::RunPosted() {
   // Bounded: tasks posted by these tasks run on the next turn.
-  std::deque<Task> batch;
+  std::vector<Task> batch = std::move(posted_spare_);
   {
     std::lock_guard<std::mutex> lock(mu_);
     batch.swap(posted_);
   }
   for (auto& fn : batch) fn();
+  batch.clear();
+  posted_spare_ = std::move(batch);
 }
 
 void EngineTasks::PushUser(Task fn) {
@@ -85,13 +87,16 @@ void EngineTasks::RunUserCallback(Task& fn) {
 
 void EngineTasks::RunUser() {
   for (int round = 0; round < 100; ++round) {
-    std::deque<Task> batch;
+    std::vector<Task> batch = std::move(user_spare_);
     {
       std::lock_guard<std::mutex> lock(mu_);
       batch.swap(user_);
     }
-    if (batch.empty()) return;
+    const bool empty = batch.empty();
     for (auto& fn : batch) RunUserCallback(fn);
+    batch.clear();
+    user_spare_ = std::move(batch);
+    if (empty) return;
   }
 }
 
@@ -103,7 +108,7 @@ bool EngineTasks::HasQueued() const {
 void EngineTasks::RunAllRemaining(int max_rounds) {
   for (int round = 0;; ++round) {
     std::vector<Task> due;
-    std::deque<Task> posted, user;
+    std::vector<Task> posted, user;
     {
       std::lock_guard<std::mutex> lock(mu_);
       for (auto& [key, fn] : timers_) due.push_back(std::move(fn));

@@ -10,11 +10,11 @@
 
 #include <chrono>
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "absl/functional/any_invocable.h"
 
@@ -61,8 +61,13 @@ class EngineTasks {
 
  private:
   mutable std::mutex mu_;
-  std::deque<Task> posted_;
-  std::deque<Task> user_;
+  // Vectors, not deques: an empty std::deque allocates, and a batch is
+  // taken every turn. Each batch is run from a spare vector that trades
+  // places with the queue, so that neither is allocated again once warm.
+  std::vector<Task> posted_;
+  std::vector<Task> user_;
+  std::vector<Task> posted_spare_;  // the poller's
+  std::vector<Task> user_spare_;    // the I/O thread's
   std::map<std::pair<TimePoint, TimerId>, Task> timers_;
   std::unordered_map<TimerId, TimePoint> timer_index_;
   TimerId next_timer_id_ = 1;

@@ -61,8 +61,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         // An extension counts only where the replicas have it (durable); one
         // that got NOSCRIPT may run later than sent (it never creates a
         // key): sent again with its own confirmation.
-        calls.Send(i, command, ExtendVote, /*durable=*/true, OnNoScript::kResend,
-                   [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); });
+        calls.Send(
+            i, command, ExtendVote, /*durable=*/true, OnNoScript::kResend,
+            [self](NodeCalls::Answer a) { self->OnReply(static_cast<int>(a.tag), std::move(a)); },
+            static_cast<uint64_t>(i));
       }
       return;
     }
@@ -84,8 +86,12 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         never_set.push_back(i);
         continue;
       }
-      calls.Release(i, set_on.value_or(0), release,
-                    [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); });
+      // The callback holds only the op (inline in AnyInvocable): the node
+      // comes back as the answer's tag.
+      calls.Release(
+          i, set_on.value_or(0), release,
+          [self](NodeCalls::Answer a) { self->OnReply(static_cast<int>(a.tag), std::move(a)); },
+          static_cast<uint64_t>(i));
     }
     // A node that never took the SET holds no key: released, without
     // asking it (a node behind a breaker or whose replicas lag would only

@@ -207,7 +207,7 @@ void NodeQueue::FlushLocked(std::unique_lock<std::mutex>& lock) {
 
 void NodeQueue::StampWrittenLocked() {
   const TimePoint deadline = Clock::now() + absl::ToChronoNanoseconds(limits_.node_timeout);
-  std::deque<Request*>& fifo = requests_.fifo;
+  Fifo& fifo = requests_.fifo;
   for (size_t i = fifo.size() - std::min(requests_.unwritten, fifo.size()); i < fifo.size(); ++i) {
     fifo[i]->deadline = deadline;
   }
