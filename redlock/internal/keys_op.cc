@@ -151,7 +151,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     }
     LeasesCallback done = std::move(done_);
     done_ = nullptr;
-    Outcome reported = OutcomeLocked(&*result);
+    // The outcome goes with a failure and to the observer; a success with
+    // no observer needs none (its per-node list was an allocation per call).
+    Outcome reported;
+    if (!result->ok() || ctx_->observer() != nullptr) reported = OutcomeLocked(&*result);
     lock.unlock();
     // The observer runs outside mu_, like the callback.
     Observe(result->status(), std::move(reported));
