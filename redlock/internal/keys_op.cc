@@ -235,7 +235,8 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
     if (l.token() != leases[0].token()) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
     }
-    if (!seen.insert(l.resource()).second) {
+    // One lease cannot repeat a name: no set of names for it.
+    if (leases.size() > 1 && !seen.insert(l.resource()).second) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": resource \"", l.resource(), "\" twice"));
     }
