@@ -47,6 +47,10 @@ set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 # Abseil's CMake package and .pc files, hiredis through pkg-config (the
 # CMake package looks it up that way), OpenSSL.
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "libabsl-dev, libhiredis-dev, libssl-dev, pkg-config")
+# The fake fleet for users' tests (redlock::testing, find_package(redlock
+# COMPONENTS testing)) runs the simulator's nodes, which need Lua 5.1 and
+# nlohmann's JSON: without them that component is simply not found.
+set(CPACK_DEBIAN_DEV_PACKAGE_RECOMMENDS "liblua5.1-0-dev, nlohmann-json3-dev")
 # The Description's first line is CPACK_PACKAGE_DESCRIPTION_SUMMARY for both
 # (CMake 3.25); these are the lines under it.
 set(CPACK_COMPONENT_DEV_DESCRIPTION

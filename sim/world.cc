@@ -10,6 +10,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/scripts.h"
@@ -89,6 +90,28 @@ bool IsAcquisition(const std::vector<Argv>& commands) {
 
 // What identifies a command for "sent again" (L3): its keys and arguments,
 // whatever form (EVALSHA, EVAL, with ASKING in front) it took.
+// RetryKey's fields back as an argv-like list (its first element is the
+// command's kind, the rest its arguments).
+Argv SplitRetryKey(const std::string& key) {
+  Argv out;
+  for (absl::string_view part : absl::StrSplit(key, '\x1f')) out.emplace_back(part);
+  return out;
+}
+
+// The lock tokens a command carries: arguments of 40 hexadecimal digits.
+std::vector<std::string> TokensOf(const Argv& argv) {
+  std::vector<std::string> out;
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (a.size() == 40 && std::all_of(a.begin(), a.end(), [](char ch) {
+          return absl::ascii_isdigit(static_cast<unsigned char>(ch)) || (ch >= 'a' && ch <= 'f');
+        })) {
+      out.push_back(a);
+    }
+  }
+  return out;
+}
+
 std::string RetryKey(const Argv& argv) {
   const std::string cmd = absl::AsciiStrToUpper(argv[0]);
   std::string key;
@@ -407,6 +430,12 @@ void World::Write(uint64_t conn, std::vector<Argv> commands, int64_t handed_at) 
   Conn& c = it->second;
   const int voter = members_[static_cast<size_t>(c.member)].voter;
   if (IsAcquisition(commands)) asked_[{c.client, voter}].push_back(now_);
+  for (const Argv& a : commands) {
+    if (a.empty()) continue;
+    for (const std::string& token : TokensOf(a)) {
+      token_commands_[{c.client, token}].insert(RetryKey(a));
+    }
+  }
   if (voters_[static_cast<size_t>(voter)].config.members > 0) {
     for (const Argv& a : commands) {
       if (a.empty()) continue;
@@ -593,7 +622,17 @@ void World::Arrive(uint64_t id, int dir, Message m) {
         // also abandons this one) need not try again.
         const Worker& w = workers_[static_cast<size_t>(client)];
         const bool in_call = w.call.has_value() && !w.call->done;
-        if (in_call && start > 0 && client_now + pause + margin < start + timeout) {
+        // An attempt already decided by the other nodes before this answer
+        // came (the client wrote its release or its commit, another command
+        // with the same token) abandons this node too.
+        bool decided = false;
+        for (const std::string& token : TokensOf(SplitRetryKey(m.why))) {
+          auto tc = token_commands_.find({client, token});
+          decided = decided || (tc != token_commands_.end() &&
+                                std::any_of(tc->second.begin(), tc->second.end(),
+                                            [&](const std::string& k) { return k != m.why; }));
+        }
+        if (in_call && !decided && start > 0 && client_now + pause + margin < start + timeout) {
           tryagain_[key] = {now_, now_ + timeout + 5000000};
         }
       }

@@ -357,6 +357,11 @@ class World final : public TransportHost {
   // TRYAGAIN retries (the library's deadline runs from it), and when its
   // last TRYAGAIN came.
   std::map<std::tuple<int, int, std::string>, std::pair<int64_t, int64_t>> tryagain_chain_;
+  // Per (client, lock token): the commands (RetryKey) the client wrote that
+  // carry the token. A second kind means the attempt moved on (its release,
+  // its fencing commit): decided by the other nodes, so a TRYAGAIN that
+  // comes after that need not be retried (L3).
+  std::map<std::pair<int, std::string>, std::set<std::string>> token_commands_;
   // Grants (true time), for L1.
   std::vector<int64_t> grant_times_;
   // Properties.
