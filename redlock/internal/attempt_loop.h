@@ -40,6 +40,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/attempt_loop_config.h"
 #include "redlock/internal/attempts.h"
 #include "redlock/internal/context.h"
 #include "redlock/internal/node_calls.h"
@@ -50,18 +51,6 @@
 #include "redlock/stop_token.h"
 
 namespace redlock::internal {
-
-// What the loop needs of a request.
-// The op names its call in messages with `std::string What() const`
-// ("acquire \"r\""), built only when a message needs it.
-struct AttemptLoopConfig {
-  std::vector<std::string> keys;  // every key an attempt may set (with the prefix)
-  absl::Duration ttl;
-  std::optional<absl::Duration> wait;
-  int max_attempts = 1;
-  bool fail_fast_unavailable = false;
-  StopToken stop;
-};
 
 template <typename Op, typename NodeState, typename Value>
 class AttemptLoop : public std::enable_shared_from_this<Op> {
@@ -124,14 +113,6 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         done_(std::move(done)) {}
 
   Op* op() { return static_cast<Op*>(this); }
-  // A node's answer names its attempt and node in its tag
-  // (NodeCalls::Answer::tag), so that the callback holds only the op and
-  // fits AnyInvocable's inline storage.
-  static uint64_t Tag(int attempt, int node) {
-    return (uint64_t{static_cast<uint32_t>(attempt)} << 32) | static_cast<uint32_t>(node);
-  }
-  static int AttemptOf(uint64_t tag) { return static_cast<int>(tag >> 32); }
-  static int NodeOf(uint64_t tag) { return static_cast<int>(tag & 0xffffffffu); }
   int n() const { return ctx_->nodes(); }
   Transport& transport() { return ctx_->transport(); }
 
@@ -287,9 +268,9 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
           o.node, *commit, CommitVote, /*durable=*/true, OnNoScript::kResend,
           [self](NodeCalls::Answer a) {
             const uint64_t tag = a.tag;
-            self->OnRound2(AttemptOf(tag), NodeOf(tag), std::move(a));
+            self->OnRound2(AttemptOfTag(tag), NodeOfTag(tag), std::move(a));
           },
-          Tag(attempt, o.node));
+          AnswerTag(attempt, o.node));
     }
     // Before the wait, which counts them.
     if (watch != nullptr) {
@@ -400,9 +381,9 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
             i, command, judge, durable, OnNoScript::kFail,
             [self](NodeCalls::Answer a) {
               const uint64_t tag = a.tag;
-              self->OnRound1(AttemptOf(tag), NodeOf(tag), std::move(a));
+              self->OnRound1(AttemptOfTag(tag), NodeOfTag(tag), std::move(a));
             },
-            Tag(attempt, i));
+            AnswerTag(attempt, i));
         std::lock_guard<std::mutex> lock(mu_);
         nodes_[static_cast<size_t>(i)].conn = conn;
         sent_ = i + 1;
