@@ -20,6 +20,9 @@
 //   void FillRelease(KeysRelease*) const;        a cleanup's custom command, if any
 //   static void SetConnections(Value*, std::shared_ptr<std::vector<ConnectionId>>);
 //   void FillEvent(const absl::StatusOr<Value>&, AcquireEvent*) const;
+// and may shadow (the loop's own are the defaults):
+//   absl::Duration RetryDelayLocked(absl::Duration policy) const;  the pause
+//                                    before the next attempt (the policy's)
 // NodeState has `NodeResult result` and `ConnectionId conn` (where round 1
 // went; 0: not sent).
 
@@ -61,6 +64,9 @@ struct AttemptLoopConfig {
   int max_attempts = 1;
   bool fail_fast_unavailable = false;
   StopToken stop;
+  // The channels a wait listens on; empty: the release announcements of
+  // `keys` (a fair waiter listens on its own channel instead).
+  std::vector<std::string> watch_channels;
 };
 
 template <typename Op, typename NodeState, typename Value>
@@ -74,7 +80,8 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   // (nothing is sent), or starts the first attempt.
   void Start(ReleaseWatches::Wakeup wakeup) {
     if (wait_.has_value() && ctx_->options().release_notifications) {
-      watch_ = ctx_->watches().Open(keys_, wakeup);
+      watch_ = watch_channels_.empty() ? ctx_->watches().Open(keys_, wakeup)
+                                       : ctx_->watches().OpenChannels(watch_channels_, wakeup);
     }
     if (stop_.stop_requested()) {
       {
@@ -120,10 +127,14 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         ttl_(config.ttl),
         wait_(config.wait),
         stop_(std::move(config.stop)),
+        watch_channels_(std::move(config.watch_channels)),
         attempts_(*ctx, config.wait, config.max_attempts, config.fail_fast_unavailable),
         done_(std::move(done)) {}
 
   Op* op() { return static_cast<Op*>(this); }
+
+  // The default of the hook above: the policy's pause.
+  absl::Duration RetryDelayLocked(absl::Duration policy) const { return policy; }
   int n() const { return ctx_->nodes(); }
   Transport& transport() { return ctx_->transport(); }
 
@@ -190,7 +201,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
       return;
     }
     Retry retry;
-    retry.delay = next.delay;
+    retry.delay = op()->RetryDelayLocked(next.delay);
     if (wait_.has_value()) retry.mark = mark_;
     retry_.emplace(std::move(retry));
   }
@@ -317,6 +328,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   const absl::Duration ttl_;
   const std::optional<absl::Duration> wait_;
   const StopToken stop_;
+  const std::vector<std::string> watch_channels_;
   std::shared_ptr<ReleaseWatches::Watch> watch_;
   std::unique_ptr<StopCallback> stop_callback_;
 

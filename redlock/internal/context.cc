@@ -75,7 +75,8 @@ std::string OpContext::ClusterKeysProblem(const std::vector<std::string>& keys,
       if (!HasHashTag(k)) {
         return absl::StrCat("the key \"", k,
                             "\" and the keys kept beside it (its fencing counter, the "
-                            "reader-writer lock's) would land in different hash slots: ",
+                            "reader-writer lock's, the fair lock's queue) would land in "
+                            "different hash slots: ",
                             why);
       }
     }

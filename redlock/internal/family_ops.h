@@ -29,8 +29,7 @@ class OpContext;
 // thread for a request refused before anything is sent.
 void StartFamily(ClientImpl& impl, Client::FamilyRequest request, Client::FamilyCallback done);
 
-using FamilyViewsCallback =
-    absl::AnyInvocable<void(absl::StatusOr<std::vector<FamilyNodeView>>)>;
+using FamilyViewsCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<FamilyNodeView>>)>;
 
 // Reads every node's view of `request`'s primitive; `done` runs once every
 // node answered or failed (or at once for a bad request).
