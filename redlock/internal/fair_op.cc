@@ -326,9 +326,8 @@ class FairOp : public AttemptLoop<FairOp, FairNodeState, Lease> {
   // Without announcements, or while nodes keep it from its place, it polls
   // as the mutex does.
   absl::Duration RetryDelayLocked(absl::Duration policy) const {
-    if (watch_ == nullptr) return policy;
     if (stage_ == Stage::kProbe && probe_reads_ >= place_quorum_) return absl::ZeroDuration();
-    if (stage_ != Stage::kQueued) return policy;
+    if (watch_ == nullptr || stage_ != Stage::kQueued) return policy;
     return std::min(attempts_.Left(), 10 * place_ttl_);
   }
 
