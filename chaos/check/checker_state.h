@@ -66,6 +66,7 @@ class Checker {
     CheckFencing();
     CheckAtMostK();
     CheckLeaderTerms();
+    CheckFirstCome();
     for (const Grant& g : grants_) result_.grants.push_back(g.info);
     result_.faults = faults_;
     std::stable_sort(result_.violations.begin(), result_.violations.end(),
@@ -137,6 +138,7 @@ class Checker {
     switch (e.type) {
       case EventType::kInvoke:
       case EventType::kFail:
+      case EventType::kQueued:
         return absl::StrCat(EventTypeName(e.type), kSep, e.process, kSep, e.op, kSep, e.resource,
                             kSep, e.t);
       case EventType::kGrant:
@@ -195,6 +197,12 @@ class Checker {
           ++result_.counts.invokes;
           resources[e->resource] = true;
           if (invoked.insert(OpKey(*e)).second) invoke_order.push_back(OpKey(*e));
+          if (e->mode == "fair" && fair_invokes_.try_emplace(OpKey(*e), e).second) {
+            ++result_.counts.fair_calls;
+          }
+          break;
+        case EventType::kQueued:
+          if (queued_.try_emplace(OpKey(*e), e).second) ++result_.counts.fair_queued;
           break;
         case EventType::kGrant: {
           ++result_.counts.grants;
@@ -226,6 +234,7 @@ class Checker {
                               " of an earlier grant"));
           }
           by_token_[e->token].push_back(static_cast<int>(grants_.size()));
+          grant_of_op_.try_emplace(OpKey(*e), static_cast<int>(grants_.size()));
           grants_.push_back(std::move(g));
           break;
         }
@@ -233,6 +242,7 @@ class Checker {
           ++result_.counts.fails;
           resources[e->resource] = true;
           resolved.insert(OpKey(*e));
+          fails_.try_emplace(OpKey(*e), e);
           break;
         case EventType::kUse:
           ++result_.counts.uses;
@@ -680,6 +690,8 @@ class Checker {
   void CheckAtMostK();
   void CheckLeaderTerms();
   void CheckFencing();
+  // S8 (checker_fair.cc).
+  void CheckFirstCome();
 
   const CheckOptions options_;
   std::vector<const Event*> events_;
@@ -697,6 +709,11 @@ class Checker {
   std::vector<const Event*> nemesis_;
   std::map<std::string, const Event*> finals_;
   std::vector<FaultInfo> faults_;
+  // By OpKey: fair invokes, queued events, fails, the op's grant (first of each).
+  std::map<std::string, const Event*> fair_invokes_;
+  absl::flat_hash_map<std::string, const Event*> queued_;
+  absl::flat_hash_map<std::string, const Event*> fails_;
+  absl::flat_hash_map<std::string, int> grant_of_op_;
 };
 
 }  // namespace redlock::chaos::check_internal

@@ -63,9 +63,10 @@ class Run;
 // family's, from the checker too: S6 at most K holders (semaphore), S7
 // leader terms (election). Indexes are fixed (histories and reports carry
 // them in this order); new properties go after the existing ones.
-inline constexpr int kS1 = 0, kS2 = 1, kS3 = 2, kS4 = 3, kS5 = 4, kL1 = 5, kS6 = 6, kS7 = 7;
-inline constexpr int kNumHarnessProperties = 8;
-std::string HarnessPropertyName(int p);  // "S1".."S5", "L1", "S6", "S7"
+inline constexpr int kS1 = 0, kS2 = 1, kS3 = 2, kS4 = 3, kS5 = 4, kL1 = 5, kS6 = 6, kS7 = 7,
+                     kS8 = 8;
+inline constexpr int kNumHarnessProperties = 9;
+std::string HarnessPropertyName(int p);  // "S1".."S5", "L1", "S6", "S7", "S8"
 // "S1" -> kS1 ...; -1 when unknown.
 int ParseHarnessProperty(absl::string_view name);
 

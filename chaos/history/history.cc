@@ -155,6 +155,7 @@ EventType TypeFromName(absl::string_view name) {
   if (name == "nemesis") return EventType::kNemesis;
   if (name == "final") return EventType::kFinal;
   if (name == "run") return EventType::kRun;
+  if (name == "queued") return EventType::kQueued;
   return EventType::kUnknown;
 }
 
@@ -170,7 +171,15 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
     case EventType::kInvoke:
       REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
       REDLOCK_CHAOS_TRY(f.Int("ttl_ms", false, &e->ttl_ms));
+      REDLOCK_CHAOS_TRY(f.String("mode", false, &e->mode));
+      if (!e->mode.empty() && e->mode != "fair") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "an invoke's field \"mode\" must be \"fair\" or absent, not \"", e->mode, "\""));
+      }
+      REDLOCK_CHAOS_TRY(f.Int("wait_ms", false, &e->wait_ms));
       return absl::OkStatus();
+    case EventType::kQueued:
+      return ParseClientCommon(f, e);
     case EventType::kGrant:
       REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
       REDLOCK_CHAOS_TRY(f.String("token", true, &e->token));
@@ -183,10 +192,11 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(f.Uint("fencing_token", &e->fencing_token));
       REDLOCK_CHAOS_TRY(f.String("mode", false, &e->mode));
       if (!e->mode.empty() && e->mode != "exclusive" && e->mode != "shared" && e->mode != "slot" &&
-          e->mode != "leader") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "field \"mode\" must be \"exclusive\", \"shared\", \"slot\" or \"leader\", not \"",
-            e->mode, "\""));
+          e->mode != "leader" && e->mode != "fair") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("field \"mode\" must be \"exclusive\", \"shared\", \"slot\", "
+                         "\"leader\" or \"fair\", not \"",
+                         e->mode, "\""));
       }
       REDLOCK_CHAOS_TRY(f.Int("permits", false, &e->permits));
       REDLOCK_CHAOS_TRY(f.Int("slot", false, &e->slot));
@@ -195,6 +205,7 @@ absl::Status ParseFields(const FieldReader& f, Event* e) {
       REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
       REDLOCK_CHAOS_TRY(f.String("code", false, &e->code));
       REDLOCK_CHAOS_TRY(f.String("error", false, &e->error));
+      REDLOCK_CHAOS_TRY(f.String("outcome", false, &e->outcome));
       return absl::OkStatus();
     case EventType::kUse: {
       REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
@@ -355,6 +366,8 @@ absl::string_view EventTypeName(EventType type) {
       return "final";
     case EventType::kRun:
       return "run";
+    case EventType::kQueued:
+      return "queued";
     case EventType::kUnknown:
       return "unknown";
   }
@@ -382,6 +395,19 @@ Event ToEvent(const InvokeRecord& r) {
   e.op = r.op;
   e.resource = r.resource;
   e.ttl_ms = r.ttl_ms;
+  e.mode = r.mode;
+  e.wait_ms = r.wait_ms;
+  return e;
+}
+
+Event ToEvent(const QueuedRecord& r) {
+  Event e;
+  e.type = EventType::kQueued;
+  e.type_name = "queued";
+  e.t = r.t;
+  e.process = r.process;
+  e.op = r.op;
+  e.resource = r.resource;
   return e;
 }
 
@@ -416,6 +442,7 @@ Event ToEvent(const FailRecord& r) {
   e.resource = r.resource;
   e.code = r.code;
   e.error = r.error;
+  e.outcome = r.outcome;
   return e;
 }
 
@@ -523,6 +550,11 @@ std::string FormatEventLine(const Event& e) {
     case EventType::kInvoke:
       PutClientCommon(e, &j);
       j["ttl_ms"] = e.ttl_ms;
+      if (!e.mode.empty()) j["mode"] = e.mode;
+      if (e.wait_ms != 0) j["wait_ms"] = e.wait_ms;
+      break;
+    case EventType::kQueued:
+      PutClientCommon(e, &j);
       break;
     case EventType::kGrant:
       PutClientCommon(e, &j);
@@ -543,6 +575,7 @@ std::string FormatEventLine(const Event& e) {
       PutClientCommon(e, &j);
       j["code"] = e.code;
       j["error"] = e.error;
+      if (!e.outcome.empty()) j["outcome"] = e.outcome;
       break;
     case EventType::kUse:
       PutClientCommon(e, &j);
@@ -720,6 +753,7 @@ absl::Status HistoryWriter::Write(const Event& event) {
 }
 
 absl::Status HistoryWriter::WriteInvoke(const InvokeRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteQueued(const QueuedRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteGrant(const GrantRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteFail(const FailRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteUse(const UseRecord& r) { return Write(ToEvent(r)); }

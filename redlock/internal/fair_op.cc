@@ -273,6 +273,8 @@ class FairOp : public AttemptLoop<FairOp, FairNodeState, Lease> {
     // Valid from the registration's start, as a lease from its attempt's.
     place_valid_until_ = start_ + absl::ToChronoNanoseconds(place_ttl_ - place_drift_);
     ArmHeartbeatLocked(period_);
+    // Late answers of a call that is over already: it is told nothing more.
+    if (result_.has_value() || finished_) return nullptr;
     return request_.on_queued;
   }
 
