@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "backends/http.h"
 #include "backends/lock_service.h"
+#include "redlock/options.h"
 
 namespace redlock::backends {
 namespace {
@@ -153,7 +154,9 @@ class EtcdSession final : public LockSession {
 
  private:
   SteadyClock::duration DriftChrono() const {
-    return absl::ToChronoNanoseconds(Drift(absl::Seconds(ttl_s_)));
+    // The library's drift rule at its default factor and floor.
+    return absl::ToChronoNanoseconds(
+        redlock::DriftAllowance(absl::Seconds(ttl_s_), redlock::Options()));
   }
 
   std::string KeyOf(const std::string& name) const {

@@ -1,8 +1,7 @@
-// backends/http.h: the smallest blocking HTTP/1.1 client that etcd's JSON
-// gateway needs: POST with a JSON body over a kept-alive connection, a
-// deadline per request, Content-Length or chunked replies. No TLS, no
-// redirects. Loopback only by construction (the endpoints come from the
-// harness).
+// backends/http.h: the blocking HTTP client that etcd's JSON gateway needs,
+// on libcurl: POST with a JSON body over a kept-alive connection, a
+// deadline per request, no proxy, no redirects, plain HTTP only. Loopback
+// only by construction (the endpoints come from the harness).
 //
 //   HttpClient http({"127.0.0.1:2379", "127.0.0.1:2479"});
 //   absl::StatusOr<HttpReply> r = http.Post("/v3/kv/range", R"({"key":"YQ=="})", absl::Seconds(2));
@@ -46,13 +45,13 @@ class HttpClient {
   void Close();
 
  private:
-  absl::Status Connect(absl::Time deadline);
   void Fail();
 
   std::vector<std::string> endpoints_;
   size_t index_ = 0;
-  int fd_ = -1;
-  std::string buffer_;  // bytes read past the last reply
+  // libcurl's easy handle (CURL*); its connection cache is the kept-alive
+  // connection.
+  void* curl_ = nullptr;
 };
 
 }  // namespace redlock::backends

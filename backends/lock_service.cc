@@ -136,7 +136,7 @@ std::string InstallLine(ServerKind server) {
     case ServerKind::kRedis:
       break;
     case ServerKind::kEtcd:
-      packages = "etcd-server";
+      packages = "etcd-server libcurl4-openssl-dev (then rebuild)";
       break;
     case ServerKind::kZooKeeper:
       packages = "zookeeper libzookeeper-mt-dev (then rebuild)";
@@ -150,27 +150,31 @@ std::string InstallLine(ServerKind server) {
 }
 
 absl::Status ClientAvailable(Kind kind) {
+  // The client library each server needs, when this build lacks it.
+  const char* missing = nullptr;
   switch (ServerOf(kind)) {
     case ServerKind::kZooKeeper:
 #ifndef REDLOCK_HAVE_ZOOKEEPER
-      return absl::FailedPreconditionError(
-          absl::StrCat("this build has no ZooKeeper C client: ", InstallLine(ServerOf(kind))));
-#else
-      return absl::OkStatus();
+      missing = "ZooKeeper C client";
 #endif
+      break;
+    case ServerKind::kEtcd:
+#ifndef REDLOCK_HAVE_LIBCURL
+      missing = "libcurl";
+#endif
+      break;
     case ServerKind::kPostgres:
 #ifndef REDLOCK_HAVE_LIBPQ
-      return absl::FailedPreconditionError(
-          absl::StrCat("this build has no libpq: ", InstallLine(ServerOf(kind))));
-#else
-      return absl::OkStatus();
+      missing = "libpq";
 #endif
-    default:
-      return absl::OkStatus();
+      break;
+    case ServerKind::kRedis:
+      break;
   }
+  if (missing == nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat("this build has no ", missing, ": ", InstallLine(ServerOf(kind))));
 }
-
-absl::Duration Drift(absl::Duration ttl) { return ttl * 0.01 + absl::Milliseconds(2); }
 
 absl::Duration LockSession::TimeLeft(const Grant& grant) {
   if (grant.valid_until == std::chrono::steady_clock::time_point::max()) return absl::Hours(1);

@@ -164,10 +164,6 @@ absl::StatusOr<std::unique_ptr<LockService>> NewEtcdService(ServiceOptions optio
 absl::StatusOr<std::unique_ptr<LockService>> NewZooKeeperService(ServiceOptions options);
 absl::StatusOr<std::unique_ptr<LockService>> NewPostgresService(ServiceOptions options);
 
-// The drift allowance of docs/design.md 5.3 (ttl * 0.01 + 2 ms), used by every
-// ttl-based recipe for its validity.
-absl::Duration Drift(absl::Duration ttl);
-
 }  // namespace redlock::backends
 
 #endif  // REDLOCK_BACKENDS_LOCK_SERVICE_H_

@@ -24,6 +24,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "backends/lock_service.h"
+#include "redlock/options.h"
 
 namespace redlock::backends {
 namespace {
@@ -281,7 +282,9 @@ class PgSession final : public LockSession {
         // The row expires on the database's clock at insert time + ttl,
         // which is later than start + ttl: the client's validity is safe
         // while that clock runs at the client's pace.
-        g.valid_until = start + absl::ToChronoNanoseconds(ttl - Drift(ttl));
+        // (The library's drift rule at its default factor and floor.)
+        g.valid_until = start + absl::ToChronoNanoseconds(
+                                    ttl - redlock::DriftAllowance(ttl, redlock::Options()));
         break;
       }
       default: {  // kPgForUpdate

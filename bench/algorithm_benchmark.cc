@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/options.h"
 
 namespace {
 
@@ -16,9 +17,10 @@ using redlock::internal::Round;
 
 void BM_DriftAllowance(benchmark::State& state) {
   absl::Duration ttl = absl::Seconds(10);
+  const redlock::Options options;  // factor 0.01, floor 2 ms
   for (auto _ : state) {
     benchmark::DoNotOptimize(ttl);
-    absl::Duration d = redlock::internal::DriftAllowance(ttl, 0.01, absl::Milliseconds(2));
+    absl::Duration d = redlock::DriftAllowance(ttl, options);
     benchmark::DoNotOptimize(d);
   }
 }

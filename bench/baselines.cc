@@ -29,8 +29,13 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The library's drift rule (the one piece of library code a baseline uses:
+// the rule it must judge validity by), at the baseline's factor and floor.
 absl::Duration DriftOf(const BaselineOptions& o, absl::Duration ttl) {
-  return ttl * o.clock_drift_factor + o.clock_drift_floor;
+  Options drift;
+  drift.clock_drift_factor = o.clock_drift_factor;
+  drift.clock_drift_floor = o.clock_drift_floor;
+  return DriftAllowance(ttl, drift);
 }
 
 }  // namespace

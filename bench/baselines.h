@@ -14,8 +14,9 @@
 //                  until every node has answered or reached its timeout, then
 //                  decide; the release likewise.
 //
-// All three compute validity like the library (ttl - elapsed - drift, drift =
-// ttl * factor + floor) and use the usual compare-and-delete script (no
+// All three compute validity like the library (ttl - elapsed - drift, with
+// the library's redlock::DriftAllowance at the options' factor and floor,
+// the one piece of library code they use) and use the usual compare-and-delete script (no
 // release notification). A connection that times out is closed and
 // re-established on next use, as hiredis contexts cannot be reused after a
 // timeout; reconnects count against the node's timeout.
@@ -81,10 +82,10 @@ struct Tally {
 };
 
 // The Redlock decision of an attempt that started at `start`: a quorum and
-// validity left after the elapsed time and the drift allowance (ttl *
-// clock_drift_factor + clock_drift_floor). Codes as the library's: OK,
-// kDeadlineExceeded (no validity left), kAborted (held elsewhere),
-// kUnavailable. `what` starts the message ("sequential").
+// validity left after the elapsed time and the drift allowance
+// (redlock::DriftAllowance with clock_drift_factor and clock_drift_floor). Codes as the library's:
+// OK, kDeadlineExceeded (no validity left), kAborted (held elsewhere), kUnavailable. `what` starts
+// the message ("sequential").
 absl::Status AcquireDecision(const char* what, const Tally& t, int n, int quorum,
                              std::chrono::steady_clock::time_point start, absl::Duration ttl,
                              const BaselineOptions& options);

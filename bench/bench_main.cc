@@ -13,6 +13,7 @@
 // cannot be created, an output file that cannot be written), 2 on bad usage.
 
 #include <signal.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -110,7 +111,12 @@ ABSL_FLAG(bool, fair_worker_fair, true,
           "Internal: the fair worker takes the fair lock (else the mutex).");
 ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file ('-' for stdout).");
 ABSL_FLAG(std::string, plot, "", "Write SVG charts into this directory.");
-ABSL_FLAG(std::string, redis_server, "redis-server", "The redis-server binary the fleet starts.");
+ABSL_FLAG(std::string, server, "",
+          "The server the fleet runs, by name: redis-7.0 (Debian's, the default), valkey-8.0, "
+          "valkey-9.1, redis-8.0 (scripts/servers.sh installs them); default $REDLOCK_SERVER.");
+ABSL_FLAG(std::string, redis_server, "",
+          "The server binary the fleet starts, in place of the --server's (a path, or a name "
+          "looked up on the PATH).");
 
 namespace redlock::bench {
 namespace {
@@ -215,6 +221,16 @@ int Main(int argc, char** argv) {
       "[--json FILE|-] [--plot DIR]\nSee bench/README.md.");
   std::vector<char*> rest = absl::ParseCommandLine(argc, argv);
   if (rest.size() > 1) return UsageError(absl::StrCat("unexpected argument '", rest[1], "'"));
+  // --server is the test kit's REDLOCK_SERVER, so every fleet of this run
+  // (and of its worker processes) starts that server.
+  if (const std::string server = absl::GetFlag(FLAGS_server); !server.empty()) {
+    setenv(testkit::kServerEnv, server.c_str(), 1);
+  }
+  if (absl::StatusOr<testkit::ServerBuild> sb =
+          testkit::LocateServer(testkit::SelectedServerName());
+      !sb.ok()) {
+    return UsageError(std::string(sb.status().message()));
+  }
   if (absl::GetFlag(FLAGS_process_worker)) {
     ProcessWorkerArgs w;
     w.nodes = absl::GetFlag(FLAGS_nodes);
@@ -400,7 +416,12 @@ int Main(int argc, char** argv) {
   info.seed = s.seed;
   info.started_at = absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::Now(), absl::UTCTimeZone());
   info.machine = GetMachineInfo();
-  info.versions = GetVersionInfo(absl::GetFlag(FLAGS_redis_server));
+  std::string server_binary = absl::GetFlag(FLAGS_redis_server);
+  if (server_binary.empty()) {
+    absl::StatusOr<testkit::ServerBuild> sb = testkit::LocateServer(testkit::SelectedServerName());
+    server_binary = sb.ok() ? sb->server : "redis-server";
+  }
+  info.versions = GetVersionInfo(server_binary);
   info.build_warnings = BuildWarnings(info.versions);
   info.callers_many = s.callers_many;
   info.settings = {
@@ -439,8 +460,8 @@ int Main(int argc, char** argv) {
     fo.enable_debug = false;
     absl::StatusOr<std::unique_ptr<testkit::Fleet>> fleet = testkit::Fleet::Start(fo);
     if (!fleet.ok()) {
-      fprintf(stderr, "redlock-bench: cannot start %d redis-server processes: %s\n", max_n,
-              fleet.status().ToString().c_str());
+      fprintf(stderr, "redlock-bench: cannot start %d %s processes: %s\n", max_n,
+              testkit::SelectedServerName().c_str(), fleet.status().ToString().c_str());
       return 1;
     }
     info.nodes = (*fleet)->NodeList();

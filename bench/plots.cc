@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/backends_scenario.h"
 #include "common/svg.h"
@@ -59,11 +60,13 @@ std::vector<const GroupResult*> Groups(const BenchResults& r, const std::string&
 double Us(int64_t ns) { return static_cast<double>(ns) / 1e3; }
 
 std::string Subtitle(const BenchResults& r) {
-  // "Redis server v=7.0.15 sha=..." -> "redis-server 7.0.15"
+  // "Redis server v=7.0.15 sha=..." -> "redis-server 7.0.15", and
+  // "Valkey server v=9.1.2 ..." -> "valkey-server 9.1.2"
   std::string redis = r.info.versions.redis_server;
   const size_t v = redis.find("v=");
   if (v != std::string::npos) {
-    redis = absl::StrCat("redis-server ", redis.substr(v + 2, redis.find(' ', v) - v - 2));
+    const std::string kind = absl::StartsWith(redis, "Valkey") ? "valkey-server " : "redis-server ";
+    redis = absl::StrCat(kind, redis.substr(v + 2, redis.find(' ', v) - v - 2));
   }
   return absl::StrCat(r.info.machine.cpu_model, ", ", r.info.machine.cores_online, " cores; ",
                       redis, "; hiredis ", r.info.versions.hiredis, "; ", r.info.mode,

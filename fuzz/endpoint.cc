@@ -25,8 +25,8 @@ int EndpointText(const uint8_t* data, size_t size) {
       REDLOCK_FUZZ_CHECK(again->host == one->host && again->port == one->port,
                          "ToString() parses back to the same host and port");
     } else {
-      REDLOCK_FUZZ_CHECK(!one->sentinels.empty(), "a Sentinel-managed node has Sentinels");
-      for (const SentinelAddress& s : one->sentinels) {
+      REDLOCK_FUZZ_CHECK(!one->sentinel.sentinels.empty(), "a Sentinel-managed node has Sentinels");
+      for (const SentinelAddress& s : one->sentinel.sentinels) {
         REDLOCK_FUZZ_CHECK(s.port >= 1 && s.port <= 65535, "Sentinel port in range");
       }
     }

@@ -13,7 +13,9 @@
 #include "redlock/internal/engine.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/node_identity.h"
+#include "redlock/internal/scheme.h"
 #include "redlock/internal/scriptless.h"
+#include "redlock/internal/server_commands.h"
 #include "redlock/internal/status_macros.h"
 #include "redlock/internal/tls_stream.h"
 #include "redlock/observer.h"
@@ -37,11 +39,21 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   // Every connection loads the scripts before its first request, and so
   // learns whether its node forbids scripting (scriptless.h).
   auto modes = std::make_shared<internal::ScriptingModes>(static_cast<int>(options.nodes.size()));
+  // And which script-free compare-and-set commands it has
+  // (server_commands.h), from what the server says of them.
+  auto commands =
+      std::make_shared<internal::ServerCommands>(static_cast<int>(options.nodes.size()));
   // A cluster node must run them: the script-free transactions cannot
   // follow a key that moves between masters.
-  config.setup = [modes, clusters = internal::ClusterNodes(
-                             options, static_cast<int>(options.nodes.size()))](int node) {
-    return internal::ScriptLoadSteps(modes, node, clusters[static_cast<size_t>(node)]);
+  config.setup = [modes, commands,
+                  clusters = internal::KeyRoutedNodes(
+                      options, static_cast<int>(options.nodes.size()))](int node) {
+    std::vector<internal::HandshakeStep> steps =
+        internal::ScriptLoadSteps(modes, node, clusters[static_cast<size_t>(node)]);
+    std::vector<internal::HandshakeStep> more = internal::ServerCommandSteps(commands, node);
+    steps.insert(steps.end(), std::make_move_iterator(more.begin()),
+                 std::make_move_iterator(more.end()));
+    return steps;
   };
   if (options.observer != nullptr) {
     std::shared_ptr<Observer> observer = options.observer;
@@ -71,9 +83,9 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
   }
   REDLOCK_RETURN_IF_ERROR(internal::CheckDurabilitySupport(*engine, *engine, options.durability));
   internal::Blocking* blocking = engine.get();
-  return std::unique_ptr<Client>(new internal::ClientImpl(std::move(options), std::move(engine),
-                                                          internal::SteadyClock::Get(),
-                                                          std::move(modes), blocking));
+  return std::unique_ptr<Client>(
+      new internal::ClientImpl(std::move(options), std::move(engine), internal::SteadyClock::Get(),
+                               std::move(modes), blocking, std::move(commands)));
 }
 
 // ---- Sets of resources: a Client that does not take them -----------------------

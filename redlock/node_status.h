@@ -121,6 +121,21 @@ struct NodeHealth {
   // On such a node, transactions waiting for their turn (one runs at a
   // time; at most Options::max_in_flight_per_node wait, more are refused).
   size_t transactions_waiting = 0;
+  // The script-free compare-and-set commands the node has, as its last
+  // handshake read them from COMMAND INFO and COMMAND DOCS (never from its
+  // version; docs/compat.md has which server has which). All false until a
+  // handshake read them (`commands_known`), and on a server that refuses
+  // COMMAND. For a cluster node, its master last connected.
+  bool commands_known = false;
+  bool has_delifeq = false;     // DELIFEQ key value (Valkey 9.0+)
+  bool has_delex_ifeq = false;  // DELEX key IFEQ value (Redis 8.4+, Valkey 9.2)
+  bool has_set_ifeq = false;    // SET key value IFEQ current (Valkey 8.1+, Redis 8.4+)
+  // How the node's locks are released and extended: "scripts",
+  // "transactions (WATCH/MULTI/EXEC)" on a node that forbids scripting, or
+  // with the commands above, e.g. "release by DELIFEQ, extend by SET IFEQ,
+  // the rest by scripts" (a single key's release and extension use them;
+  // sets and the lock family keep the scripts).
+  std::string path;
   // A Sentinel-managed node (redis+sentinel://): its Sentinels, in the
   // endpoint's order. Empty for other nodes.
   std::vector<SentinelHealth> sentinels;

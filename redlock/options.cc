@@ -54,6 +54,10 @@ absl::StatusOr<std::vector<Endpoint>> ParseEndpointList(absl::string_view text) 
   return out;
 }
 
+absl::Duration DriftAllowance(absl::Duration ttl, const Options& options) {
+  return ttl * options.clock_drift_factor + options.clock_drift_floor;
+}
+
 int EffectiveQuorum(const Options& options) {
   if (options.quorum > 0) return options.quorum;
   return static_cast<int>(options.nodes.size()) / 2 + 1;

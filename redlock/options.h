@@ -33,7 +33,8 @@ namespace redlock {
 
 class Observer;  // redlock/observer.h
 
-// One Sentinel of a Sentinel-managed node (Endpoint::sentinels).
+// One Sentinel of a Sentinel-managed node (SentinelSpec::sentinels), or one
+// seed of a cluster (ClusterSpec::seeds).
 struct SentinelAddress {
   std::string host;  // name or address (IPv6 without brackets)
   int port = 26379;  // 1..65535
@@ -41,6 +42,70 @@ struct SentinelAddress {
   friend bool operator==(const SentinelAddress& a, const SentinelAddress& b) {
     return a.host == b.host && a.port == b.port;
   }
+};
+
+// Sentinel discovery of a node's master (Endpoint::sentinel, what
+// redis+sentinel:// sets).
+struct SentinelSpec {
+  // When set, the node is the master that `sentinels` know by this name:
+  // the engine asks every one of them where it is (SENTINEL
+  // get-master-addr-by-name, and SENTINEL MASTER for the config epoch),
+  // checks that the server found there is a master (ROLE), follows
+  // +switch-master announcements from each, and treats a failover as a
+  // reconnect to the new master. While the node is down it asks them all
+  // again (paced by the reconnection backoff) and prefers the highest config
+  // epoch, then a master it has not just failed to use, then the answer of
+  // the most Sentinels (README "Finding the master through Sentinel").
+  // Endpoint::host and port are then not used. Endpoint::username, password
+  // and db still apply to the master.
+  //
+  // SAFETY: a failover can lose a lock this node granted (the replica that
+  // is promoted may not have the key yet). Redlock tolerates that on fewer
+  // nodes than the quorum margin; to make each node's vote survive its own
+  // failover, set Options::durability. With Endpoint::tls
+  // (rediss+sentinel://) the Sentinels' certificates are checked against
+  // their hosts (or Options::tls.server_name) and the master's as
+  // Endpoint::tls_server_name says.
+  // Default: empty (a plain node).
+  std::string master;
+  // The Sentinels to ask (all of them; the order breaks ties between equal
+  // answers). Required with `master`, unused otherwise. At most 4096.
+  std::vector<SentinelAddress> sentinels;
+  // AUTH for the Sentinels (Sentinel's own requirepass or ACL user), which
+  // need not be the master's. Empty: no AUTH.
+  std::string username;
+  std::string password;
+
+  friend bool operator==(const SentinelSpec& a, const SentinelSpec& b) {
+    return a.master == b.master && a.sentinels == b.sentinels && a.username == b.username &&
+           a.password == b.password;
+  }
+};
+
+// A Redis Cluster as one node (Endpoint::cluster, what redis+cluster://
+// sets).
+struct ClusterSpec {
+  // When set, the node is a whole Redis Cluster: it votes once, and its
+  // vote for a key is the answer of the master serving that key's hash
+  // slot. The client learns the slot map from any of these seeds (CLUSTER
+  // SLOTS), keeps a connection to each master, refreshes the map when a
+  // master answers MOVED, when a master's connection fails and every few
+  // seconds, and follows ASK during a slot migration. Endpoint::host and
+  // port are then not used; Endpoint::username, password and tls apply to
+  // every member (Endpoint::db must be 0: a cluster has one database).
+  //
+  // Keys that one call touches together must share a hash slot on a
+  // cluster node: a plain lock has one key; a fencing counter is kept in
+  // its resource's slot by the client; a MultiLock set, and the
+  // reader-writer lock's and the semaphore's keys, need resources with a
+  // common hash tag ("{order42}:a", "{order42}:b"); a call whose keys
+  // would span slots is refused before anything is sent (README "A Redis
+  // Cluster as a node"). SAFETY: a cluster failover can lose a key its old
+  // master granted, as a Sentinel failover can (Options::durability).
+  // Default: empty (not a cluster). At most 1024 masters per cluster.
+  std::vector<SentinelAddress> seeds;
+
+  friend bool operator==(const ClusterSpec& a, const ClusterSpec& b) { return a.seeds == b.seeds; }
 };
 
 // One independent Redis master.
@@ -72,59 +137,18 @@ struct Endpoint {
   // certificates. URL form: ?tls_server_name=NAME. Default: empty.
   std::string tls_server_name;
 
-  // ---- Sentinel discovery (what redis+sentinel:// sets) ----
-  // When set, this node is the master that `sentinels` know by this name:
-  // the engine asks every one of them where it is (SENTINEL
-  // get-master-addr-by-name, and SENTINEL MASTER for the config epoch),
-  // checks that the server found there is a master (ROLE), follows
-  // +switch-master announcements from each, and treats a failover as a
-  // reconnect to the new master. While the node is down it asks them all
-  // again (paced by the reconnection backoff) and prefers the highest config
-  // epoch, then a master it has not just failed to use, then the answer of
-  // the most Sentinels (README "Finding the master through Sentinel").
-  // `host` and `port` are then not used. `username`, `password` and `db`
-  // still apply to the master.
-  //
-  // SAFETY: a failover can lose a lock this node granted (the replica that
-  // is promoted may not have the key yet). Redlock tolerates that on fewer
-  // nodes than the quorum margin; to make each node's vote survive its own
-  // failover, set Options::durability. With `tls` (rediss+sentinel://) the
-  // Sentinels' certificates are checked against their hosts (or
-  // Options::tls.server_name) and the master's as `tls_server_name` says.
-  // Default: empty (a plain node).
-  std::string sentinel_master;
-  // The Sentinels to ask (all of them; the order breaks ties between equal
-  // answers). Required with sentinel_master, unused otherwise. At most 4096.
-  std::vector<SentinelAddress> sentinels;
-  // AUTH for the Sentinels (Sentinel's own requirepass or ACL user), which
-  // need not be the master's. Empty: no AUTH.
-  std::string sentinel_username;
-  std::string sentinel_password;
+  // ---- How the master is found, one group per scheme -------------------------
+  // At most one group is set; a plain node sets none. Each is its scheme's
+  // own (redlock/internal/scheme_*.cc): a new scheme adds its group here
+  // and touches no other.
 
-  bool uses_sentinel() const { return !sentinel_master.empty(); }
+  // Sentinel discovery (what redis+sentinel:// sets). Default: unset.
+  SentinelSpec sentinel;
+  bool uses_sentinel() const { return !sentinel.master.empty(); }
 
-  // ---- A Redis Cluster as one node (what redis+cluster:// sets) ----
-  // When set, this node is a whole Redis Cluster: it votes once, and its
-  // vote for a key is the answer of the master serving that key's hash
-  // slot. The client learns the slot map from any of these seeds (CLUSTER
-  // SLOTS), keeps a connection to each master, refreshes the map when a
-  // master answers MOVED, when a master's connection fails and every few
-  // seconds, and follows ASK during a slot migration. `host` and `port` are
-  // then not used; `username`, `password` and `tls` apply to every member
-  // (`db` must be 0: a cluster has one database).
-  //
-  // Keys that one call touches together must share a hash slot on a
-  // cluster node: a plain lock has one key; a fencing counter is kept in
-  // its resource's slot by the client; a MultiLock set, and the
-  // reader-writer lock's and the semaphore's keys, need resources with a
-  // common hash tag ("{order42}:a", "{order42}:b"); a call whose keys
-  // would span slots is refused before anything is sent (README "A Redis
-  // Cluster as a node"). SAFETY: a cluster failover can lose a key its old
-  // master granted, as a Sentinel failover can (Options::durability).
-  // Default: empty (not a cluster). At most 1024 masters per cluster.
-  std::vector<SentinelAddress> cluster_seeds;
-
-  bool uses_cluster() const { return !cluster_seeds.empty(); }
+  // A Redis Cluster as one node (what redis+cluster:// sets). Default: unset.
+  ClusterSpec cluster;
+  bool uses_cluster() const { return !cluster.seeds.empty(); }
 
   // "host:port" (IPv6 in brackets); for a Sentinel-managed node
   // "sentinel:<master>@host:port+host:port..." (its Sentinels); for a
@@ -135,9 +159,8 @@ struct Endpoint {
   friend bool operator==(const Endpoint& a, const Endpoint& b) {
     return a.host == b.host && a.port == b.port && a.username == b.username &&
            a.password == b.password && a.db == b.db && a.tls == b.tls &&
-           a.tls_server_name == b.tls_server_name && a.sentinel_master == b.sentinel_master &&
-           a.sentinels == b.sentinels && a.sentinel_username == b.sentinel_username &&
-           a.sentinel_password == b.sentinel_password && a.cluster_seeds == b.cluster_seeds;
+           a.tls_server_name == b.tls_server_name && a.sentinel == b.sentinel &&
+           a.cluster == b.cluster;
   }
   friend bool operator!=(const Endpoint& a, const Endpoint& b) { return !(a == b); }
 };
@@ -150,11 +173,11 @@ struct Endpoint {
 //   redis+sentinel://[[user]:password@]host[:port][+host[:port]...]/master[/db]
 //       (Sentinel discovery: the hosts are the Sentinels, default port
 //       26379; `master` is the name they know the master by; the password
-//       is the master's. Sentinel credentials are set in the struct.)
+//       is the master's. Sentinel credentials are set in Endpoint::sentinel.)
 //   rediss+sentinel://...    (the same, Sentinels and master over TLS)
 //   redis+cluster://[[user]:password@]host:port[+host:port...]
 //       (a Redis Cluster as one node: the hosts are seeds to learn the slot
-//       map from, any members of the cluster; see Endpoint::cluster_seeds)
+//       map from, any members of the cluster; see ClusterSpec)
 //   rediss+cluster://...     (the same, every member over TLS)
 // A TLS form may end in ?tls_server_name=NAME (Endpoint::tls_server_name).
 // The password may be percent-encoded (needed for '@', ':' and '/'). A URL
@@ -471,6 +494,14 @@ struct Options {
 
 // The quorum that `options` resolves to (N/2+1 when options.quorum is 0).
 int EffectiveQuorum(const Options& options);
+
+// The clock drift allowance of a lock of `ttl` (docs/design.md 5.3):
+//   ttl * options.clock_drift_factor + options.clock_drift_floor.
+// A lease's validity is ttl - elapsed - DriftAllowance(ttl, options), and a
+// ttl not larger than its allowance is refused. The one place this rule is
+// written: the client computes it here, and so do the harnesses and
+// baselines that must judge a lease as the client does.
+absl::Duration DriftAllowance(absl::Duration ttl, const Options& options);
 
 // Limits on what a resource name may be (see Client::TryAcquire).
 inline constexpr size_t kMaxResourceLength = 4096;

@@ -46,8 +46,10 @@ packages=(
   openssl                                    # throw-away certificates for the TLS tests
   clang-format git                           # the format check (scripts/format.sh --check, a unit test)
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
+  libpugixml-dev                             # the SVG tests read the pictures as XML
   nlohmann-json3-dev                         # bench/chaos JSON output
   libyaml-cpp-dev                            # chaos scenario files (chaos/scenarios/*.yaml)
+  liblua5.1-0-dev                            # the simulator's nodes run the scripts as written (sim/)
   redis-server                               # the servers tests and bench start
   redis-sentinel                             # Sentinel failovers (replicated-node tests, chaos)
   iproute2 nftables                          # chaos partitions (network namespaces, nft rules)
@@ -55,7 +57,7 @@ packages=(
 )
 if ((backends)); then
   packages+=(
-    etcd-server                              # a 3-member etcd cluster (backends/servers.h)
+    etcd-server libcurl4-openssl-dev         # a 3-member etcd cluster (backends/servers.h), its HTTP client
     zookeeper libzookeeper-mt-dev            # a 3-member ensemble (Java) and its C client
     postgresql libpq-dev                     # the database and libpq
   )

@@ -15,4 +15,4 @@ done
 # -LE browser: the Chromium rendering test needs an extra install (README).
 # -LE backends: etcd, ZooKeeper and PostgreSQL are extra installs and slow to
 # start (scripts/backends.sh runs them).
-ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j2 -LE 'browser|backends'
+ctest --test-dir "$build_dir" --output-on-failure --timeout 900 -j2 -LE 'browser|backends|compat'

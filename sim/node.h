@@ -47,10 +47,16 @@ struct Session {
   bool in_multi = false;
   bool multi_error = false;  // a queued command was refused: EXEC aborts
   std::vector<Argv> queued;  // commands queued since MULTI
-  std::vector<std::pair<std::string, uint64_t>> watched;  // key, its version at WATCH
+  // key, its version at WATCH: the node's change counter then (bits 5 and
+  // up), the database (bits 1-4), and bit 0 set when the key was already
+  // expired but not yet deleted (Redis does not count the deletion of such a
+  // key as a change).
+  std::vector<std::pair<std::string, uint64_t>> watched;
   bool watch_dirty = false;             // a watched key changed (or was flushed/expired)
   int64_t last_write_offset = 0;        // replication offset of this connection's last write
   std::vector<std::string> subscribed;  // channels (subscriber connections)
+  std::string user = "default";         // AUTH's user (NOPERM texts name it)
+  std::string name;                     // CLIENT SETNAME
 };
 
 // A message PUBLISHed by a command (the script's or a PUBLISH).
@@ -74,7 +80,8 @@ struct Result {
   Reply reply;
   std::optional<Block> block;          // set: reply is not yet decided
   std::vector<Publication> published;  // in order
-  bool wrote = false;                  // the command changed the dataset
+  bool wrote = false;                  // the command changed the dataset: it has a
+                                       // replication offset (Session::last_write_offset)
 };
 
 class Node {
@@ -82,11 +89,11 @@ class Node {
   struct Config {
     std::string name;    // "n0": for error texts and INFO
     std::string run_id;  // INFO server's run_id (40 hex chars); derived from name if empty
-    std::string version = "7.0.15";     // redis_version
+    std::string version = "7.0.15";     // redis_version; for Valkey, valkey_version
     std::string server_name = "redis";  // "valkey" adds server_name/valkey_version to INFO
     bool scripting = true;              // false: EVAL/EVALSHA/SCRIPT answer as a Lua-less server
-    bool scripting_noperm =
-        false;                // EVAL/EVALSHA/SCRIPT answer NOPERM (an ACL user without @scripting)
+    // EVAL/EVALSHA/SCRIPT answer NOPERM (an ACL user without @scripting).
+    bool scripting_noperm = false;
     bool delifeq = false;     // DELIFEQ key value (Valkey 9)
     bool set_ifeq = false;    // SET ... IFEQ value (Valkey 8.1, Redis 8.4)
     bool delex = false;       // DELEX key IFEQ value (Redis 8.4)
@@ -94,6 +101,18 @@ class Node {
     int replicas = 0;         // simulated replicas (see Replicate/Failover)
     // Cluster mode: the slots this member serves (inclusive ranges); empty: not a cluster member.
     std::vector<std::pair<int, int>> slots;
+    // Cluster mode: this member's "host:port" as CLUSTER SLOTS and MOVED name
+    // it ("127.0.0.1:7000" when empty) and its node id (40 hex chars; derived
+    // from the name when empty).
+    std::string address;
+    std::string cluster_id;
+  };
+
+  // Cluster mode: another master as this member knows it.
+  struct ClusterPeer {
+    std::string address;                     // "host:port"
+    std::string id;                          // 40 hex chars; derived from the address when empty
+    std::vector<std::pair<int, int>> slots;  // inclusive ranges
   };
 
   explicit Node(Config config);
@@ -136,6 +155,25 @@ class Node {
   void EndImport(int slot);  // the slot is served here
   // Moves up to `count` keys of `slot` to `to`; returns how many moved.
   int MoveKeys(int slot, Node& to, int count, int64_t now_ms);
+
+  // Cluster mode: the other masters and their slots, as this member believes
+  // them (the world may leave a member's view stale): CLUSTER SLOTS lists
+  // them beside this member's own slots, and a command on one of their slots
+  // answers MOVED there. A slot nobody serves answers CLUSTERDOWN. This
+  // member's own slots (Config::slots, as migrations changed them) win over
+  // a peer that claims them.
+  void SetClusterPeers(std::vector<ClusterPeer> peers);
+
+  // The connection of `session` closed: its subscriptions end (PUBLISH counts
+  // subscribers), its WATCH and MULTI are dropped. The world calls it when it
+  // replaces a connection; Restart and Failover drop every subscription.
+  void Disconnect(Session& session);
+
+  // Redis's active expiry: deletes every key whose expiry time has passed at
+  // `now_ms` (keys otherwise expire lazily, when a command reads them).
+  // Returns how many went. Not replicated: a replica expires by the same
+  // clock.
+  int ActiveExpire(int64_t now_ms);
 
   // Inspection for checks and tests (never used by the client under test).
   std::optional<std::string> Get(const std::string& key, int64_t now_ms);

@@ -130,7 +130,7 @@ Endpoint Cluster::endpoint() const {
   Endpoint e;
   e.host.clear();
   for (int m = 0; m < options_.masters; ++m) {
-    e.cluster_seeds.push_back(SentinelAddress{fleet_->host(m), fleet_->port(m)});
+    e.cluster.seeds.push_back(SentinelAddress{fleet_->host(m), fleet_->port(m)});
   }
   return e;
 }

@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -37,13 +38,7 @@ bool UnderCi() {
   return ci != nullptr && std::string(ci) == "true";
 }
 
-absl::Status CheckRedisServerAvailable() {
-  if (!FindExecutable("redis-server").empty()) return absl::OkStatus();
-  if (UnderCi()) {
-    return absl::NotFoundError("redis-server is not installed, and CI=true makes that a failure");
-  }
-  return absl::FailedPreconditionError("redis-server is not installed (run scripts/setup.sh)");
-}
+absl::Status CheckRedisServerAvailable() { return SelectedServer().status(); }
 
 absl::StatusOr<int> PickFreePort(const std::string& host) {
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -64,10 +59,20 @@ absl::StatusOr<int> PickFreePort(const std::string& host) {
 }
 
 absl::StatusOr<std::unique_ptr<Fleet>> Fleet::Start(FleetOptions options) {
-  absl::Status available = CheckRedisServerAvailable();
-  if (!available.ok()) return available;
+  absl::StatusOr<ServerBuild> server =
+      RequireServer(options.server.empty() ? SelectedServerName() : options.server);
+  if (!server.ok()) return server.status();
   if (options.nodes < 1) return absl::InvalidArgumentError("a fleet needs at least one node");
+  const bool without_lua = std::find(options.without_lua.begin(), options.without_lua.end(),
+                                     true) != options.without_lua.end();
+  if (without_lua && server->lua_module.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(server->name,
+                     " has Lua built in and cannot start without it; valkey-9.1 (Lua as a "
+                     "module, scripts/servers.sh) can"));
+  }
   std::unique_ptr<Fleet> fleet(new Fleet(std::move(options)));
+  fleet->server_ = *std::move(server);
   if (fleet->root_.path().empty()) {
     return absl::InternalError("cannot create a temp dir under /tmp (mkdtemp)");
   }
@@ -169,7 +174,8 @@ void Fleet::SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> e
 
 absl::Status Fleet::Launch(int i) {
   Node& n = nodes_[static_cast<size_t>(i)];
-  const std::string server = FindExecutable(options_.redis_server);
+  const std::string server =
+      options_.redis_server.empty() ? server_.server : FindExecutable(options_.redis_server);
   if (server.empty()) {
     return absl::NotFoundError(absl::StrCat(options_.redis_server, " not found on PATH"));
   }
@@ -197,6 +203,10 @@ absl::Status Fleet::Launch(int i) {
   if (options_.aof) p.argv.insert(p.argv.end(), {"--appendfsync", "always"});
   if (options_.enable_debug) p.argv.insert(p.argv.end(), {"--enable-debug-command", "local"});
   if (!options_.password.empty()) p.argv.insert(p.argv.end(), {"--requirepass", options_.password});
+  // A server whose Lua engine is a module has none unless it is loaded.
+  if (!server_.lua_module.empty() && options_.redis_server.empty() && !WithoutLua(i)) {
+    p.argv.insert(p.argv.end(), {"--loadmodule", server_.lua_module});
+  }
   if (DeniesScripting(i)) {
     p.argv.insert(p.argv.end(),
                   {"--user", kScriptlessUser, "on", absl::StrCat(">", kScriptlessPassword), "~*",
@@ -245,7 +255,7 @@ absl::Status Fleet::WaitReady(int i) {
     if (std::optional<int> status = n.process->Wait(absl::ZeroDuration()); status.has_value()) {
       n.process.reset();
       return absl::InternalError(
-          absl::StrCat("redis-server for node ", i, " on ", n.host, ":", n.port,
+          absl::StrCat(server_.name, " for node ", i, " on ", n.host, ":", n.port,
                        " exited at start (", DescribeWaitStatus(*status), "):\n  ",
                        LogTail(n.dir + "/redis.log"), "\n  ", LogTail(n.dir + "/stdout.log")));
     }

@@ -1,5 +1,8 @@
-// A fleet of throw-away redis-server processes on loopback, for tests, the
-// bench and the chaos harness (the one fixture that starts real servers).
+// A fleet of throw-away server processes on loopback, for tests, the bench
+// and the chaos harness (the one fixture that starts real servers). The
+// server is Debian's redis-server unless FleetOptions::server or
+// $REDLOCK_SERVER names another (testkit/servers.h: valkey-8.0, valkey-9.1,
+// redis-8.0).
 //
 //   absl::StatusOr<std::unique_ptr<Fleet>> fleet = Fleet::Start({.nodes = 5});
 //   redlock::Options options;
@@ -38,6 +41,7 @@
 #include "testkit/files.h"
 #include "testkit/process.h"
 #include "testkit/redis.h"
+#include "testkit/servers.h"
 #include "testkit/tls.h"
 
 namespace redlock::testkit {
@@ -66,8 +70,17 @@ struct FleetOptions {
   std::vector<std::string> hosts;
   // Prepended to the command line, e.g. {"ip", "netns", "exec", "ns1"}.
   std::vector<std::string> command_prefix;
-  // The server binary.
-  std::string redis_server = "redis-server";
+  // Which server (testkit/servers.h): "" for $REDLOCK_SERVER, else the
+  // default (Debian's redis-7.0).
+  std::string server;
+  // The server binary, when not the named server's (a path, or a name
+  // looked up on the PATH); "" for the named server's.
+  std::string redis_server;
+  // Per node (may be shorter than nodes): the node starts without its Lua
+  // engine, so EVAL and SCRIPT LOAD answer "ERR Could not find scripting
+  // engine 'lua'". Only a server whose Lua is a module can (valkey-9.1);
+  // Start fails with kInvalidArgument for any other.
+  std::vector<bool> without_lua;
   // How long a node may take to answer PING after start.
   absl::Duration start_timeout = absl::Seconds(10);
   // Enable DEBUG (for DEBUG SLEEP and friends) on every node.
@@ -143,6 +156,14 @@ class Fleet {
   // Replaces node i's per-node extra environment (used at its next start).
   void SetNodeEnv(int i, std::vector<std::pair<std::string, std::string>> env);
 
+  // FleetOptions::without_lua for node i.
+  bool WithoutLua(int i) const {
+    return static_cast<size_t>(i) < options_.without_lua.size() &&
+           options_.without_lua[static_cast<size_t>(i)];
+  }
+  // The server the nodes run (its name, binary, Sentinel, Lua module).
+  const ServerBuild& server() const { return server_; }
+
   // FleetOptions::deny_scripting for node i.
   bool DeniesScripting(int i) const {
     return static_cast<size_t>(i) < options_.deny_scripting.size() &&
@@ -174,6 +195,7 @@ class Fleet {
   void KillLocked(int i);
 
   FleetOptions options_;
+  ServerBuild server_;
   TempDir root_{"redlock-fleet"};
   TestCertificates certificates_;
   std::vector<Node> nodes_;
@@ -184,9 +206,12 @@ class Fleet {
 // tool must then fail, never skip.
 bool UnderCi();
 
-// Whether tests that need redis-server can run. Returns OK when it is on the
-// PATH. Otherwise kFailedPrecondition, and the caller should skip; but under
-// CI=true the absence is a failure (kNotFound), never a skip.
+// Whether tests that need a server can run: OK when the selected server
+// ($REDLOCK_SERVER, default redis-7.0; testkit/servers.h) is installed.
+// Otherwise kFailedPrecondition, and the caller should skip; but under
+// CI=true the absence is a failure (kNotFound), never a skip; and an unknown
+// name is always a failure (kInvalidArgument). The message names the
+// command that installs it.
 absl::Status CheckRedisServerAvailable();
 
 // Picks a free TCP port on `host` (bind to port 0, read it back, close).

@@ -1,5 +1,6 @@
-// GoogleTest glue for the fleet: skip when redis-server is missing, except
-// under CI=true where that is a failure.
+// GoogleTest glue for the fleet: skip when the selected server
+// ($REDLOCK_SERVER, default Debian's redis-server) is missing, except under
+// CI=true where that is a failure.
 
 #ifndef REDLOCK_TESTKIT_GTEST_FLEET_H_
 #define REDLOCK_TESTKIT_GTEST_FLEET_H_
@@ -16,7 +17,17 @@
     ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                               \
   } while (0)
 
-// The same for Debian's redis-sentinel (Replicas and Sentinel fixtures).
+// A test that needs one server by name (testkit/servers.h), whatever
+// REDLOCK_SERVER says: skips when it is not installed, fails under CI=true.
+#define REDLOCK_REQUIRE_SERVER(name)                                                  \
+  do {                                                                                \
+    ::absl::Status redlock_avail_ = ::redlock::testkit::RequireServer(name).status(); \
+    if (::absl::IsFailedPrecondition(redlock_avail_)) GTEST_SKIP() << redlock_avail_; \
+    ASSERT_TRUE(redlock_avail_.ok()) << redlock_avail_;                               \
+  } while (0)
+
+// The same for the selected server's Sentinel (Replicas and Sentinel
+// fixtures): Debian's redis-sentinel by default.
 #define REDLOCK_REQUIRE_SENTINEL()                                                     \
   do {                                                                                 \
     REDLOCK_REQUIRE_REDIS();                                                           \

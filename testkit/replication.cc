@@ -165,18 +165,24 @@ absl::Status Replicas::Promote(int group, int j) {
 // ---- Sentinel -----------------------------------------------------------------
 
 absl::Status CheckRedisSentinelAvailable() {
-  if (!FindExecutable("redis-sentinel").empty()) return absl::OkStatus();
-  if (UnderCi()) {
-    return absl::NotFoundError("redis-sentinel is not installed, and CI=true makes that a failure");
-  }
-  return absl::FailedPreconditionError("redis-sentinel is not installed (run scripts/setup.sh)");
+  absl::StatusOr<ServerBuild> server = SelectedServer();
+  if (!server.ok()) return server.status();
+  return RequireSentinel(*server).status();
 }
 
 absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions options) {
-  absl::Status available = CheckRedisSentinelAvailable();
-  if (!available.ok()) return available;
-  const std::string binary = FindExecutable(options.binary);
-  if (binary.empty()) return absl::NotFoundError(absl::StrCat(options.binary, " not found"));
+  std::string binary;
+  if (options.binary.empty()) {
+    absl::StatusOr<ServerBuild> server =
+        RequireServer(options.server.empty() ? SelectedServerName() : options.server);
+    if (!server.ok()) return server.status();
+    absl::StatusOr<std::string> sentinel = RequireSentinel(*server);
+    if (!sentinel.ok()) return sentinel.status();
+    binary = *sentinel;
+  } else {
+    binary = FindExecutable(options.binary);
+    if (binary.empty()) return absl::NotFoundError(absl::StrCat(options.binary, " not found"));
+  }
   std::unique_ptr<Sentinel> s(new Sentinel());
   std::string dir = options.dir;
   if (dir.empty()) {
@@ -240,8 +246,8 @@ absl::StatusOr<std::unique_ptr<Sentinel>> Sentinel::Start(SentinelOptions option
     st = absl::DeadlineExceededError("no answer");
     for (int i = 0; i < 100000 && SteadyClock::now() < deadline; ++i) {
       if (!s->process_->Running()) {
-        st = absl::InternalError(absl::StrCat("redis-sentinel exited at start: ",
-                                              absl::StrJoin(LastLines(s->log_, 6), " | ")));
+        st = absl::InternalError(absl::StrCat(
+            binary, " exited at start: ", absl::StrJoin(LastLines(s->log_, 6), " | ")));
         break;
       }
       absl::StatusOr<RedisValue> pong =

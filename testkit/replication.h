@@ -1,5 +1,6 @@
 // Replicated nodes for tests, the bench and the chaos harness: asynchronous
-// replicas of a fleet's masters, and Debian's redis-sentinel watching them.
+// replicas of a fleet's masters, and a Sentinel watching them (Debian's
+// redis-sentinel, or the selected server's: testkit/servers.h).
 // This is the deployment Redlock's independence assumption is about: each
 // "node" a master with replicas, failed over by Sentinel.
 //
@@ -91,7 +92,8 @@ class Replicas {
   std::unique_ptr<Fleet> fleet_;
 };
 
-// Whether Sentinel tests can run: OK when redis-sentinel is installed;
+// Whether Sentinel tests can run: OK when the selected server
+// ($REDLOCK_SERVER, testkit/servers.h) has its Sentinel installed;
 // kFailedPrecondition (skip) otherwise, kNotFound under CI=true (fail).
 absl::Status CheckRedisSentinelAvailable();
 
@@ -114,7 +116,11 @@ struct SentinelOptions {
   // same master (2 x this), neither of which a test wants.
   absl::Duration failover_timeout = absl::Seconds(60);
   std::string host = "127.0.0.1";  // loopback only
-  std::string binary = "redis-sentinel";
+  // Which server's Sentinel (testkit/servers.h): "" for $REDLOCK_SERVER,
+  // else the default (Debian's redis-sentinel).
+  std::string server;
+  // The Sentinel binary, when not the named server's ("" for its).
+  std::string binary;
   // Where the config file and the log go; "" for a temp dir removed with
   // the Sentinel (a chaos run keeps its own).
   std::string dir;

@@ -76,6 +76,16 @@ std::string LeaseJson(const Lease& lease, bool with_fencing_token) {
 
 namespace {
 
+// The script-free compare-and-set commands a node's server has
+// (NodeHealth::has_*), as `status` prints them.
+std::vector<const char*> ServerCommandNames(const NodeHealth& h) {
+  std::vector<const char*> out;
+  if (h.has_delifeq) out.push_back("DELIFEQ");
+  if (h.has_delex_ifeq) out.push_back("DELEX IFEQ");
+  if (h.has_set_ifeq) out.push_back("SET IFEQ");
+  return out;
+}
+
 // Positional arguments are an error for every command but `status`.
 absl::Status NoPositional(const ParsedArgs& args) {
   if (args.positional.empty()) return absl::OkStatus();
@@ -222,6 +232,21 @@ int RunStatus(const ParsedArgs& args) {
       const bool tx = h != nullptr && h->scriptless;
       absl::StrAppend(&node, ",\"path\":", tx ? "\"transactions\"" : "\"scripts\"");
       if (tx) absl::StrAppend(&node, ",\"scripting_refused\":", JsonString(h->scriptless_reason));
+      // How a lock's release and extension go there (NodeHealth::path).
+      if (h != nullptr && !h->path.empty()) {
+        absl::StrAppend(&node, ",\"release_extend\":", JsonString(h->path));
+      }
+      // The script-free compare-and-set commands the server has (null until
+      // a handshake read them).
+      absl::StrAppend(&node, ",\"commands\":",
+                      h == nullptr || !h->commands_known
+                          ? std::string("null")
+                          : absl::StrCat("[",
+                                         absl::StrJoin(ServerCommandNames(*h), ",",
+                                                       [](std::string* out, const char* c) {
+                                                         out->append(JsonString(c));
+                                                       }),
+                                         "]"));
       if (h != nullptr && !h->sentinels.empty()) {
         // A Sentinel-managed node: what each of its Sentinels says.
         std::vector<std::string> sentinels;
@@ -306,6 +331,12 @@ int RunStatus(const ParsedArgs& args) {
             v.fence_counter, tls, path, scheme));
       }
       if (!master_at.empty()) PrintLine(master_at);
+      // A server with script-free compare-and-set commands says which,
+      // and how the client uses them.
+      if (h != nullptr && h->commands_known && !ServerCommandNames(*h).empty()) {
+        PrintLine(absl::StrCat("  commands: ", absl::StrJoin(ServerCommandNames(*h), ", "), " (",
+                               h->path, ")"));
+      }
       for (const SentinelHealth& sh : h == nullptr ? std::vector<SentinelHealth>{} : h->sentinels) {
         std::string said =
             sh.master.empty() ? "names no master yet" : absl::StrCat("names ", sh.master);

@@ -29,8 +29,8 @@ class ServiceBackend final : public LockBackend {
     h.valid_until_raw = g->valid_until == std::chrono::steady_clock::time_point::max()
                             ? RawMonotonicNanos() + int64_t{3600} * 1000000000
                             : RawFromSteady(g->valid_until);
-    h.drift_ms = static_cast<int64_t>(
-        std::ceil(absl::ToDoubleMilliseconds(DriftAllowance(ttl_ms, config_.drift_factor))));
+    h.drift_ms =
+        static_cast<int64_t>(std::ceil(absl::ToDoubleMilliseconds(DriftOf(config_, ttl_ms))));
     if (config_.fencing) h.fencing_token = g->fencing_token;
     grants_[h.token] = *std::move(g);
     return h;

@@ -20,7 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "chaos/backends/backend_scenarios.h"
-#include "chaos/run/cleanup.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/run/report.h"
 
 int main(int argc, char** argv) {

@@ -5,7 +5,7 @@
 //       --data=h:p --history=/run/c1.jsonl [--marker-fd=3] [--resources=r0,r1]
 //       [--ttl-ms=1000] [--use-ms=20] [--uses-per-lease=1] [--guard-ms=100]
 //       [--think-ms=5] [--retry-ms=20] [--node-timeout-ms=50]
-//       [--drift-factor=0.01] [--fencing] [--durability-replicas=K]
+//       [--drift-factor=0.01] [--drift-floor-ms=2] [--fencing] [--durability-replicas=K]
 //       [--durability-timeout-ms=20] [--release=false] [--inspect-nodes]
 //       [--seed=N] [--duration-ms=60000] [--max-ops=N]
 //

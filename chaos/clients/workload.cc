@@ -23,9 +23,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/clients/external_client.h"
 #include "chaos/history/history.h"
-#include "chaos/run/cleanup.h"
 #include "redlock/client.h"
 #include "redlock/election.h"
 #include "redlock/fencing.h"
@@ -234,8 +234,8 @@ class LibraryBackend : public LockBackend {
     h.token = lease.token();
     h.start_raw = RawFromSteady(lease.acquired_at());
     h.valid_until_raw = RawFromSteady(lease.valid_until());
-    h.drift_ms = static_cast<int64_t>(
-        std::ceil(absl::ToDoubleMilliseconds(DriftAllowance(ttl_ms, config_.drift_factor))));
+    h.drift_ms =
+        static_cast<int64_t>(std::ceil(absl::ToDoubleMilliseconds(DriftOf(config_, ttl_ms))));
     if (config_.fencing) h.fencing_token = lease.fencing_token();
     if (config_.inspect_nodes && !inspect_as.empty()) {
       absl::StatusOr<std::vector<NodeView>> views = client_->Inspect(inspect_as);
@@ -322,8 +322,11 @@ absl::StatusOr<Primitive> ParsePrimitive(absl::string_view name) {
   return ParseIn(kPrimitives, name, "primitive");
 }
 
-absl::Duration DriftAllowance(int64_t ttl_ms, double factor) {
-  return absl::Milliseconds(static_cast<double>(ttl_ms) * factor) + absl::Milliseconds(2);
+absl::Duration DriftOf(const ClientConfig& config, int64_t ttl_ms) {
+  redlock::Options drift;
+  drift.clock_drift_factor = config.drift_factor;
+  drift.clock_drift_floor = absl::Milliseconds(config.drift_floor_ms);
+  return redlock::DriftAllowance(absl::Milliseconds(ttl_ms), drift);
 }
 
 std::string DataKey(absl::string_view resource) { return absl::StrCat("data:", resource); }
@@ -423,6 +426,7 @@ const ClientFlag kClientFlags[] = {
     Flag<&C::retry_ms>("retry-ms"),
     Flag<&C::node_timeout_ms>("node-timeout-ms"),
     Flag<&C::drift_factor>("drift-factor"),
+    Flag<&C::drift_floor_ms, 0>("drift-floor-ms"),
     Flag<&C::fencing>("fencing"),
     Flag<&C::fencing_shared_counter>("fencing-shared-counter"),
     Flag<&C::durability_replicas>("durability-replicas"),
@@ -517,6 +521,7 @@ absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConf
   options.tls.server_name = config.tls_server_name;
   options.node_timeout = absl::Milliseconds(config.node_timeout_ms);
   options.clock_drift_factor = config.drift_factor;
+  options.clock_drift_floor = absl::Milliseconds(config.drift_floor_ms);
   options.fencing = config.fencing;
   if (config.fencing_shared_counter) {
     options.fencing_counters = Options::FencingCounters::kShared;

@@ -56,6 +56,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/lease.h"
+#include "redlock/options.h"
 #include "testkit/process.h"
 
 namespace redlock::chaos {
@@ -124,7 +125,10 @@ struct ClientConfig {
   int64_t pre_release_ms = 0;  // pause between the last use and the release
   int64_t retry_ms = 20;       // pause after a failed attempt, +-50 %
   int64_t node_timeout_ms = 50;
+  // The drift allowance: ttl * drift_factor + drift_floor_ms
+  // (Options::clock_drift_factor and clock_drift_floor; DriftOf).
   double drift_factor = 0.01;
+  int64_t drift_floor_ms = absl::ToInt64Milliseconds(redlock::Options().clock_drift_floor);
   bool fencing = false;
   // Options::fencing_counters = kShared: one counter for every resource.
   bool fencing_shared_counter = false;
@@ -161,8 +165,9 @@ struct ClientConfig {
 std::vector<std::string> ClientArgs(const ClientConfig& config);
 [[nodiscard]] absl::StatusOr<ClientConfig> ParseClientArgs(const std::vector<std::string>& args);
 
-// Drift allowance of a ttl as the library computes it (ttl * factor + 2 ms).
-absl::Duration DriftAllowance(int64_t ttl_ms, double factor);
+// The drift allowance of a lock of `ttl_ms` at the config's factor and floor,
+// by the library's rule (redlock::DriftAllowance).
+absl::Duration DriftOf(const ClientConfig& config, int64_t ttl_ms);
 
 // ---- The lock, as the client loop sees it -------------------------------------
 
@@ -283,7 +288,7 @@ class ClientProcess {
  public:
   // Creates the history file (owned by `uid` if set), the marker pipe and the
   // reader thread, and spawns the client (a testkit::Process whose pid is
-  // registered with chaos/run/cleanup.h while it runs).
+  // registered with chaos/base/cleanup.h while it runs).
   [[nodiscard]] static absl::StatusOr<std::unique_ptr<ClientProcess>> Spawn(ClientLaunch launch,
                                                                             MarkerHub* hub);
   // SIGKILL (by pid) if still running, reap, join the reader.

@@ -71,7 +71,10 @@ std::string DescribeProperties(PropertySet set) {
 // ---- Spans -----------------------------------------------------------------------
 
 absl::Duration SpanScale::drift() const {
-  return absl::Milliseconds(static_cast<double>(ttl_ms) * drift_factor) + absl::Milliseconds(2);
+  redlock::Options drift;
+  drift.clock_drift_factor = drift_factor;
+  drift.clock_drift_floor = absl::Milliseconds(drift_floor_ms);
+  return redlock::DriftAllowance(absl::Milliseconds(ttl_ms), drift);
 }
 
 absl::StatusOr<Span> Span::Parse(absl::string_view text) {

@@ -11,13 +11,14 @@
 // the documentation allows, so that a violation of any other property is a
 // finding), how to inject it, how to heal it, and its colour on the timeline.
 //
-// The kinds live in one file per family (faults/node_faults.cc,
+// The kinds live in one file per family (chaos/kinds/node_faults.cc,
 // clock_faults.cc, network_faults.cc, replication_faults.cc,
-// client_faults.cc, server_faults.cc) and register themselves in their
-// family's Register*Faults function (faults/registry.cc calls each family
-// once). Adding a kind touches its family file and its test, nothing else:
-// the scenario files, the explorer, the checker's fault lists and the
-// timeline all work from the registry.
+// client_faults.cc, server_faults.cc), above the run they act through
+// (chaos/run/run.h), and register themselves in their family's
+// Register*Faults function (AllFaultKinds, fault_kind.cc, calls each family
+// once: declared here, so this file and the run need not see them). Adding a kind touches its
+// family file and its test, nothing else: the scenario files, the explorer, the checker's fault
+// lists and the timeline all work from the registry.
 //
 //   const FaultKind* k = FindFaultKind("clock_jump");
 //   FaultTemplate t;                        // as written in a scenario file
@@ -29,7 +30,7 @@
 //
 // Durations in scenario files may be absolute ("250ms", "1.5s") or relative
 // to the run's lease: "1.2ttl" (of the first client's ttl) or "4drift" (of
-// the drift allowance ttl * drift_factor + 2 ms), so a scenario keeps its
+// the drift allowance ttl * drift_factor + drift_floor), so a scenario keeps its
 // meaning when its ttl changes.
 //
 // Thread-safety: the registry and the kinds are immutable after start-up;
@@ -51,6 +52,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "redlock/options.h"
 
 namespace redlock::chaos {
 
@@ -83,7 +85,10 @@ std::string DescribeProperties(PropertySet set);
 struct SpanScale {
   int64_t ttl_ms = 1000;
   double drift_factor = 0.01;
-  absl::Duration drift() const;  // ttl * drift_factor + 2 ms
+  int64_t drift_floor_ms = absl::ToInt64Milliseconds(redlock::Options().clock_drift_floor);
+  // ttl * drift_factor + drift_floor, by the library's rule
+  // (redlock::DriftAllowance).
+  absl::Duration drift() const;
 };
 
 struct Span {
@@ -324,7 +329,7 @@ const FaultKind* FindFaultKind(absl::string_view name);
 // The timeline colour of a nemesis fault name ("" when no kind has it).
 std::string FaultKindColor(absl::string_view name);
 
-// The family registration functions (faults/*_faults.cc).
+// The family registration functions (chaos/kinds/*_faults.cc).
 using FaultKindList = std::vector<std::unique_ptr<const FaultKind>>;
 void RegisterNodeFaults(FaultKindList& out);
 void RegisterClockFaults(FaultKindList& out);

@@ -12,7 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "chaos/run/cleanup.h"
+#include "chaos/base/cleanup.h"
 #include "testkit/fleet.h"
 
 namespace redlock::chaos {

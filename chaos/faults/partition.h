@@ -25,7 +25,7 @@
 // Cleanup. The rules live in one nft table of the namespace; Heal() flushes
 // the cut chain, the Partitioner's destructor deletes the table, and
 // NetNamespace's destructor leaves the namespace and deletes it (which would
-// remove any leftover rule with it). Both are registered with chaos/run/cleanup.h
+// remove any leftover rule with it). Both are registered with chaos/base/cleanup.h
 // so a signal also removes them.
 //
 // The rule builder is pure (text in, text out) and unit-tested without

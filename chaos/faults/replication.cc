@@ -9,7 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "chaos/run/cleanup.h"
+#include "chaos/base/cleanup.h"
 #include "testkit/files.h"
 
 namespace redlock::chaos {

@@ -14,7 +14,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "chaos/run/cleanup.h"
+#include "chaos/base/cleanup.h"
 
 namespace redlock::chaos {
 namespace {

@@ -10,6 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -147,6 +150,7 @@ class FieldReader {
 
 EventType TypeFromName(absl::string_view name) {
   if (name == "invoke") return EventType::kInvoke;
+  if (name == "queued") return EventType::kQueued;
   if (name == "grant") return EventType::kGrant;
   if (name == "fail") return EventType::kFail;
   if (name == "use") return EventType::kUse;
@@ -155,152 +159,341 @@ EventType TypeFromName(absl::string_view name) {
   if (name == "nemesis") return EventType::kNemesis;
   if (name == "final") return EventType::kFinal;
   if (name == "run") return EventType::kRun;
-  if (name == "queued") return EventType::kQueued;
   return EventType::kUnknown;
 }
 
-absl::Status ParseClientCommon(const FieldReader& f, Event* e) {
-  REDLOCK_CHAOS_TRY(f.String("process", true, &e->process));
-  REDLOCK_CHAOS_TRY(f.Int("op", true, &e->op));
-  REDLOCK_CHAOS_TRY(f.String("resource", true, &e->resource));
-  return absl::OkStatus();
+// ---- The mapping, written once ----------------------------------------------
+//
+// One table per record type lists its fields in the order a line has them:
+// the JSON name, the member in the record and in the Event, whether a line
+// must have it, when it is written, and what it is when a line lacks it.
+// ToEvent, FormatEventLine and ParseEventLine all walk these tables; "t" and
+// "type", which every event has, are outside them.
+
+enum class Need { kOptional, kRequired };
+// kUnlessDefault: left out of a line when it holds what it would be read
+// back as when absent (an Event's default, or the derived default).
+enum class Write { kAlways, kUnlessDefault };
+// The value of an absent field: an Event's default, or another field's.
+enum class Derived { kNone, kT, kEnd, kReadPlusOne };
+
+template <typename R, typename T>
+struct Field {
+  const char* name;
+  T R::*record;
+  T Event::*event;
+  Need need;
+  Write write;
+  Derived derived;
+  absl::Status (*check)(const T&);  // may be null
+};
+
+template <typename R, typename T>
+constexpr Field<R, T> F(const char* name, T R::*record, T Event::*event,
+                        Need need = Need::kOptional, Write write = Write::kAlways,
+                        Derived derived = Derived::kNone,
+                        absl::Status (*check)(const T&) = nullptr) {
+  return {name, record, event, need, write, derived, check};
 }
 
-absl::Status ParseFields(const FieldReader& f, Event* e) {
-  switch (e->type) {
-    case EventType::kInvoke:
-      REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
-      REDLOCK_CHAOS_TRY(f.Int("ttl_ms", false, &e->ttl_ms));
-      REDLOCK_CHAOS_TRY(f.String("mode", false, &e->mode));
-      if (!e->mode.empty() && e->mode != "fair") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "an invoke's field \"mode\" must be \"fair\" or absent, not \"", e->mode, "\""));
-      }
-      REDLOCK_CHAOS_TRY(f.Int("wait_ms", false, &e->wait_ms));
-      return absl::OkStatus();
-    case EventType::kQueued:
-      return ParseClientCommon(f, e);
-    case EventType::kGrant:
-      REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
-      REDLOCK_CHAOS_TRY(f.String("token", true, &e->token));
-      e->start = e->t;
-      REDLOCK_CHAOS_TRY(f.Int("start", false, &e->start));
-      REDLOCK_CHAOS_TRY(f.Int("valid_until", true, &e->valid_until));
-      REDLOCK_CHAOS_TRY(f.Int("ttl_ms", false, &e->ttl_ms));
-      REDLOCK_CHAOS_TRY(f.Int("drift_ms", false, &e->drift_ms));
-      REDLOCK_CHAOS_TRY(f.IntArray("nodes", &e->nodes));
-      REDLOCK_CHAOS_TRY(f.Uint("fencing_token", &e->fencing_token));
-      REDLOCK_CHAOS_TRY(f.String("mode", false, &e->mode));
-      if (!e->mode.empty() && e->mode != "exclusive" && e->mode != "shared" && e->mode != "slot" &&
-          e->mode != "leader" && e->mode != "fair") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("field \"mode\" must be \"exclusive\", \"shared\", \"slot\", "
-                         "\"leader\" or \"fair\", not \"",
-                         e->mode, "\""));
-      }
-      REDLOCK_CHAOS_TRY(f.Int("permits", false, &e->permits));
-      REDLOCK_CHAOS_TRY(f.Int("slot", false, &e->slot));
-      return absl::OkStatus();
-    case EventType::kFail:
-      REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
-      REDLOCK_CHAOS_TRY(f.String("code", false, &e->code));
-      REDLOCK_CHAOS_TRY(f.String("error", false, &e->error));
-      REDLOCK_CHAOS_TRY(f.String("outcome", false, &e->outcome));
-      return absl::OkStatus();
-    case EventType::kUse: {
-      REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
-      REDLOCK_CHAOS_TRY(f.String("token", true, &e->token));
-      REDLOCK_CHAOS_TRY(f.Int("begin", true, &e->begin));
-      REDLOCK_CHAOS_TRY(f.Int("end", true, &e->end));
-      REDLOCK_CHAOS_TRY(f.Int("read", true, &e->read));
-      e->wrote = e->read == std::numeric_limits<int64_t>::max() ? e->read : e->read + 1;
-      REDLOCK_CHAOS_TRY(f.Int("wrote", false, &e->wrote));
-      REDLOCK_CHAOS_TRY(f.Bool("accepted", &e->accepted));
-      REDLOCK_CHAOS_TRY(f.Uint("fencing_token", &e->fencing_token));
-      REDLOCK_CHAOS_TRY(f.Bool("write", &e->write));
-      e->write_at = e->end;
-      REDLOCK_CHAOS_TRY(f.Int("write_at", false, &e->write_at));
-      return absl::OkStatus();
-    }
-    case EventType::kRelease:
-      REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
-      REDLOCK_CHAOS_TRY(f.String("token", true, &e->token));
-      e->end = e->t;
-      REDLOCK_CHAOS_TRY(f.Int("end", false, &e->end));
-      REDLOCK_CHAOS_TRY(f.Bool("ok", &e->ok));
-      return absl::OkStatus();
-    case EventType::kExtend:
-      REDLOCK_CHAOS_TRY(ParseClientCommon(f, e));
-      REDLOCK_CHAOS_TRY(f.String("token", true, &e->token));
-      REDLOCK_CHAOS_TRY(f.Int("valid_until", true, &e->valid_until));
-      REDLOCK_CHAOS_TRY(f.Bool("ok", &e->ok));
-      return absl::OkStatus();
-    case EventType::kNemesis: {
-      REDLOCK_CHAOS_TRY(f.String("fault", true, &e->fault));
-      REDLOCK_CHAOS_TRY(f.String("target", false, &e->target));
-      REDLOCK_CHAOS_TRY(f.String("detail", false, &e->detail));
-      REDLOCK_CHAOS_TRY(f.IntArray("nodes", &e->nodes));
-      REDLOCK_CHAOS_TRY(f.StringArray("clients", &e->clients));
-      REDLOCK_CHAOS_TRY(f.String("color", false, &e->color));
-      std::string phase = "instant";
-      REDLOCK_CHAOS_TRY(f.String("phase", false, &phase));
-      if (phase == "start") {
-        e->phase = FaultPhase::kStart;
-      } else if (phase == "stop") {
-        e->phase = FaultPhase::kStop;
-      } else if (phase == "instant") {
-        e->phase = FaultPhase::kInstant;
-      } else {
-        return absl::InvalidArgumentError(
-            absl::StrCat("field \"phase\" must be \"start\", \"stop\" or "
-                         "\"instant\", not \"",
-                         phase, "\""));
-      }
-      return absl::OkStatus();
-    }
-    case EventType::kFinal:
-      REDLOCK_CHAOS_TRY(f.String("resource", true, &e->resource));
-      REDLOCK_CHAOS_TRY(f.Int("counter", true, &e->counter));
-      REDLOCK_CHAOS_TRY(f.Int("initial", false, &e->initial));
-      return absl::OkStatus();
-    case EventType::kRun: {
-      REDLOCK_CHAOS_TRY(f.String("scenario", false, &e->scenario));
-      std::optional<uint64_t> seed;
-      REDLOCK_CHAOS_TRY(f.Uint("seed", &seed));
-      e->seed = seed.value_or(0);
-      REDLOCK_CHAOS_TRY(f.String("config", false, &e->config));
-      REDLOCK_CHAOS_TRY(f.String("expected", false, &e->expected));
-      REDLOCK_CHAOS_TRY(f.String("verdict", false, &e->verdict));
-      REDLOCK_CHAOS_TRY(f.String("why", false, &e->why));
-      e->start = e->t;
-      REDLOCK_CHAOS_TRY(f.Int("start", false, &e->start));
-      REDLOCK_CHAOS_TRY(f.IntArray("nodes", &e->nodes));
-      REDLOCK_CHAOS_TRY(f.StringArray("clients", &e->clients));
-      REDLOCK_CHAOS_TRY(f.IntArray("violations", &e->violations));
-      return absl::OkStatus();
-    }
-    case EventType::kUnknown:
-      // Forward compatible: keep what every event has, ignore the rest.
-      return absl::OkStatus();
+absl::Status CheckMode(const std::string& mode) {
+  if (mode.empty() || mode == "exclusive" || mode == "shared" || mode == "slot" ||
+      mode == "leader" || mode == "fair") {
+    return absl::OkStatus();
   }
+  return absl::InvalidArgumentError(
+      absl::StrCat("field \"mode\" must be \"exclusive\", \"shared\", \"slot\", \"leader\" or "
+                   "\"fair\", not \"",
+                   mode, "\""));
+}
+
+// An invoke's mode: "fair" (a fair lock's call), or absent.
+absl::Status CheckInvokeMode(const std::string& mode) {
+  if (mode.empty() || mode == "fair") return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("an invoke's field \"mode\" must be \"fair\" or absent, not \"", mode, "\""));
+}
+
+constexpr Need kRequired = Need::kRequired;
+constexpr Need kOptional = Need::kOptional;
+constexpr Write kAlways = Write::kAlways;
+constexpr Write kUnlessDefault = Write::kUnlessDefault;
+
+// process, op, resource: every client event's.
+template <typename R>
+auto ClientFields() {
+  return std::make_tuple(F("process", &R::process, &Event::process, kRequired),
+                         F("op", &R::op, &Event::op, kRequired),
+                         F("resource", &R::resource, &Event::resource, kRequired));
+}
+
+// One table per record type, found by overload: FieldsOf(static_cast<const R*>(nullptr)).
+
+auto FieldsOf(const InvokeRecord*) {
+  using R = InvokeRecord;
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(F("ttl_ms", &R::ttl_ms, &Event::ttl_ms),
+                      // A fair call's (absent otherwise).
+                      F("mode", &R::mode, &Event::mode, kOptional, kUnlessDefault, Derived::kNone,
+                        &CheckInvokeMode),
+                      F("wait_ms", &R::wait_ms, &Event::wait_ms, kOptional, kUnlessDefault)));
+}
+
+auto FieldsOf(const QueuedRecord*) { return ClientFields<QueuedRecord>(); }
+
+auto FieldsOf(const GrantRecord*) {
+  using R = GrantRecord;
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(
+          F("token", &R::token, &Event::token, kRequired),
+          F("start", &R::start, &Event::start, kOptional, kAlways, Derived::kT),
+          F("valid_until", &R::valid_until, &Event::valid_until, kRequired),
+          F("ttl_ms", &R::ttl_ms, &Event::ttl_ms), F("drift_ms", &R::drift_ms, &Event::drift_ms),
+          F("nodes", &R::nodes, &Event::nodes),
+          F("fencing_token", &R::fencing_token, &Event::fencing_token, kOptional, kUnlessDefault),
+          // The lock family's (absent for a plain lock: old readers and old
+          // histories keep their meaning).
+          F("mode", &R::mode, &Event::mode, kOptional, kUnlessDefault, Derived::kNone, &CheckMode),
+          F("permits", &R::permits, &Event::permits, kOptional, kUnlessDefault),
+          F("slot", &R::slot, &Event::slot, kOptional, kUnlessDefault)));
+}
+
+auto FieldsOf(const FailRecord*) {
+  using R = FailRecord;
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(F("code", &R::code, &Event::code), F("error", &R::error, &Event::error),
+                      F("outcome", &R::outcome, &Event::outcome, kOptional, kUnlessDefault)));
+}
+
+auto FieldsOf(const UseRecord*) {
+  using R = UseRecord;
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(
+          F("token", &R::token, &Event::token, kRequired),
+          F("begin", &R::begin, &Event::begin, kRequired),
+          F("end", &R::end, &Event::end, kRequired), F("read", &R::read, &Event::read, kRequired),
+          F("wrote", &R::wrote, &Event::wrote, kOptional, kAlways, Derived::kReadPlusOne),
+          F("accepted", &R::accepted, &Event::accepted),
+          F("write_at", &R::write_at, &Event::write_at, kOptional, kUnlessDefault, Derived::kEnd),
+          F("fencing_token", &R::fencing_token, &Event::fencing_token, kOptional, kUnlessDefault),
+          F("write", &R::write, &Event::write, kOptional, kUnlessDefault)));
+}
+
+auto FieldsOf(const ReleaseRecord*) {
+  using R = ReleaseRecord;
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(F("token", &R::token, &Event::token, kRequired),
+                      F("end", &R::end, &Event::end, kOptional, kAlways, Derived::kT),
+                      F("ok", &R::ok, &Event::ok)));
+}
+
+auto FieldsOf(const ExtendRecord*) {
+  using R = ExtendRecord;
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(F("token", &R::token, &Event::token, kRequired),
+                      F("valid_until", &R::valid_until, &Event::valid_until, kRequired),
+                      F("ok", &R::ok, &Event::ok)));
+}
+
+auto FieldsOf(const NemesisRecord*) {
+  using R = NemesisRecord;
+  return std::make_tuple(
+      F("fault", &R::fault, &Event::fault, kRequired), F("target", &R::target, &Event::target),
+      F("detail", &R::detail, &Event::detail), F("phase", &R::phase, &Event::phase),
+      F("nodes", &R::nodes, &Event::nodes, kOptional, kUnlessDefault),
+      F("clients", &R::clients, &Event::clients, kOptional, kUnlessDefault),
+      F("color", &R::color, &Event::color, kOptional, kUnlessDefault));
+}
+
+auto FieldsOf(const FinalRecord*) {
+  using R = FinalRecord;
+  return std::make_tuple(F("resource", &R::resource, &Event::resource, kRequired),
+                         F("counter", &R::counter, &Event::counter, kRequired),
+                         F("initial", &R::initial, &Event::initial));
+}
+
+auto FieldsOf(const RunRecord*) {
+  using R = RunRecord;
+  return std::make_tuple(
+      F("scenario", &R::scenario, &Event::scenario), F("seed", &R::seed, &Event::seed),
+      F("config", &R::config, &Event::config), F("expected", &R::expected, &Event::expected),
+      F("verdict", &R::verdict, &Event::verdict), F("why", &R::why, &Event::why),
+      F("start", &R::start, &Event::start, kOptional, kAlways, Derived::kT),
+      F("nodes", &R::nodes, &Event::nodes), F("clients", &R::clients, &Event::clients),
+      F("violations", &R::violations, &Event::violations));
+}
+
+// Calls fn(fields) with the table of the record type of `type`; false for
+// kUnknown.
+template <typename Fn>
+bool WithFields(EventType type, Fn&& fn) {
+  switch (type) {
+    case EventType::kInvoke:
+      return fn(FieldsOf(static_cast<const InvokeRecord*>(nullptr))), true;
+    case EventType::kQueued:
+      return fn(FieldsOf(static_cast<const QueuedRecord*>(nullptr))), true;
+    case EventType::kGrant:
+      return fn(FieldsOf(static_cast<const GrantRecord*>(nullptr))), true;
+    case EventType::kFail:
+      return fn(FieldsOf(static_cast<const FailRecord*>(nullptr))), true;
+    case EventType::kUse:
+      return fn(FieldsOf(static_cast<const UseRecord*>(nullptr))), true;
+    case EventType::kRelease:
+      return fn(FieldsOf(static_cast<const ReleaseRecord*>(nullptr))), true;
+    case EventType::kExtend:
+      return fn(FieldsOf(static_cast<const ExtendRecord*>(nullptr))), true;
+    case EventType::kNemesis:
+      return fn(FieldsOf(static_cast<const NemesisRecord*>(nullptr))), true;
+    case EventType::kFinal:
+      return fn(FieldsOf(static_cast<const FinalRecord*>(nullptr))), true;
+    case EventType::kRun:
+      return fn(FieldsOf(static_cast<const RunRecord*>(nullptr))), true;
+    case EventType::kUnknown:
+      return false;
+  }
+  return false;
+}
+
+template <typename Tuple, typename Fn>
+void ForEachField(const Tuple& fields, Fn&& fn) {
+  std::apply([&](const auto&... f) { (fn(f), ...); }, fields);
+}
+
+// The value an absent field is read as.
+template <typename T>
+std::optional<T> DerivedValue(Derived derived, const Event& e) {
+  if constexpr (std::is_same_v<T, int64_t>) {
+    switch (derived) {
+      case Derived::kT:
+        return e.t;
+      case Derived::kEnd:
+        return e.end;
+      case Derived::kReadPlusOne:
+        return e.read == std::numeric_limits<int64_t>::max() ? e.read : e.read + 1;
+      case Derived::kNone:
+        break;
+    }
+  }
+  return std::nullopt;
+}
+
+// True when `f` need not be written: it holds what an absent field reads as.
+template <typename R, typename T>
+bool LeftOut(const Field<R, T>& f, const Event& e) {
+  if (f.write != Write::kUnlessDefault) return false;
+  static const Event kDefaults;
+  const T& v = e.*f.event;
+  if (v == kDefaults.*f.event) return true;
+  const std::optional<T> derived = DerivedValue<T>(f.derived, e);
+  return derived.has_value() && v == *derived;
+}
+
+// Reading one field of a known type (FieldReader checks the JSON types).
+absl::Status ReadValue(const FieldReader& r, const char* key, int64_t* out) {
+  return r.Int(key, false, out);
+}
+absl::Status ReadValue(const FieldReader& r, const char* key, std::string* out) {
+  return r.String(key, false, out);
+}
+absl::Status ReadValue(const FieldReader& r, const char* key, bool* out) {
+  return r.Bool(key, out);
+}
+absl::Status ReadValue(const FieldReader& r, const char* key, std::optional<uint64_t>* out) {
+  return r.Uint(key, out);
+}
+absl::Status ReadValue(const FieldReader& r, const char* key, uint64_t* out) {
+  std::optional<uint64_t> v;
+  REDLOCK_CHAOS_TRY(r.Uint(key, &v));
+  *out = v.value_or(0);
   return absl::OkStatus();
 }
-
-void PutClientCommon(const Event& e, OrderedJson* j) {
-  (*j)["process"] = e.process;
-  (*j)["op"] = e.op;
-  (*j)["resource"] = e.resource;
+absl::Status ReadValue(const FieldReader& r, const char* key, std::vector<int>* out) {
+  return r.IntArray(key, out);
+}
+absl::Status ReadValue(const FieldReader& r, const char* key, std::vector<int64_t>* out) {
+  return r.IntArray(key, out);
+}
+absl::Status ReadValue(const FieldReader& r, const char* key, std::vector<std::string>* out) {
+  return r.StringArray(key, out);
+}
+absl::Status ReadValue(const FieldReader& r, const char* key, FaultPhase* out) {
+  std::string phase = std::string(FaultPhaseName(*out));
+  REDLOCK_CHAOS_TRY(r.String(key, false, &phase));
+  for (FaultPhase p : {FaultPhase::kStart, FaultPhase::kStop, FaultPhase::kInstant}) {
+    if (phase == FaultPhaseName(p)) {
+      *out = p;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "field \"", key, "\" must be \"start\", \"stop\" or \"instant\", not \"", phase, "\""));
 }
 
-void PutFencing(const Event& e, OrderedJson* j) {
-  if (e.fencing_token.has_value()) (*j)["fencing_token"] = *e.fencing_token;
+template <typename T>
+void WriteValue(const char* key, const T& v, OrderedJson* j) {
+  (*j)[key] = v;
+}
+void WriteValue(const char* key, const std::optional<uint64_t>& v, OrderedJson* j) {
+  if (v.has_value()) (*j)[key] = *v;
+}
+void WriteValue(const char* key, FaultPhase v, OrderedJson* j) {
+  (*j)[key] = std::string(FaultPhaseName(v));
+}
+
+template <typename R>
+Event FromRecord(const R& r) {
+  Event e;
+  e.type = R::kType;
+  e.type_name = std::string(EventTypeName(e.type));
+  e.t = r.t;
+  const auto fields = FieldsOf(&r);
+  ForEachField(fields, [&](const auto& f) { e.*f.event = r.*f.record; });
+  // A record leaves an optional derived field at its default when it has no
+  // value of its own (UseRecord::write_at 0: not recorded).
+  ForEachField(fields, [&](const auto& f) {
+    using T = std::decay_t<decltype(e.*f.event)>;
+    if (f.write != Write::kUnlessDefault) return;
+    static const Event kDefaults;
+    const std::optional<T> derived = DerivedValue<T>(f.derived, e);
+    if (derived.has_value() && e.*f.event == kDefaults.*f.event) e.*f.event = *derived;
+  });
+  return e;
+}
+
+absl::Status ParseFields(const FieldReader& r, Event* e) {
+  absl::Status status;
+  WithFields(e->type, [&](const auto& fields) {
+    ForEachField(fields, [&](const auto& f) {
+      if (!status.ok()) return;
+      using T = std::decay_t<decltype(e->*f.event)>;
+      if (r.Find(f.name) == nullptr) {
+        if (f.need == Need::kRequired) {
+          status = absl::InvalidArgumentError(absl::StrCat("missing field \"", f.name, "\""));
+        } else if (std::optional<T> d = DerivedValue<T>(f.derived, *e); d.has_value()) {
+          e->*f.event = *d;
+        }
+        return;
+      }
+      status = ReadValue(r, f.name, &(e->*f.event));
+      if (status.ok() && f.check != nullptr) status = f.check(e->*f.event);
+    });
+  });
+  // kUnknown: forward compatible, keep what every event has, ignore the rest.
+  return status;
 }
 
 absl::Status ErrnoStatus(int err, absl::string_view what, absl::string_view path) {
   return absl::ErrnoToStatus(err, absl::StrCat(what, " ", path));
 }
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+// The bytes of `path` from `offset` to its end as it is now.
+absl::StatusOr<std::string> ReadFrom(const std::string& path, int64_t offset) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus(errno, "cannot open history", path);
   struct stat st;
@@ -310,13 +503,14 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
     return ErrnoStatus(err, "cannot stat history", path);
   }
   std::string data;
-  data.reserve(static_cast<size_t>(std::max<off_t>(st.st_size, 0)));
+  data.reserve(static_cast<size_t>(std::max<off_t>(st.st_size - offset, 0)));
   constexpr size_t kChunk = 1 << 20;
   // Bounded: the size at open plus some growth by writers still appending.
   const int64_t max_reads = static_cast<int64_t>(st.st_size) / static_cast<int64_t>(kChunk) + 4096;
   std::string chunk(kChunk, '\0');
+  off_t at = static_cast<off_t>(offset);
   for (int64_t i = 0; i < max_reads; ++i) {
-    const ssize_t n = ::read(fd, chunk.data(), chunk.size());
+    const ssize_t n = ::pread(fd, chunk.data(), chunk.size(), at);
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -325,6 +519,7 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
       return ErrnoStatus(err, "cannot read history", path);
     }
     data.append(chunk.data(), static_cast<size_t>(n));
+    at += n;
   }
   ::close(fd);
   return data;
@@ -350,6 +545,8 @@ absl::string_view EventTypeName(EventType type) {
   switch (type) {
     case EventType::kInvoke:
       return "invoke";
+    case EventType::kQueued:
+      return "queued";
     case EventType::kGrant:
       return "grant";
     case EventType::kFail:
@@ -366,8 +563,6 @@ absl::string_view EventTypeName(EventType type) {
       return "final";
     case EventType::kRun:
       return "run";
-    case EventType::kQueued:
-      return "queued";
     case EventType::kUnknown:
       return "unknown";
   }
@@ -386,157 +581,16 @@ absl::string_view FaultPhaseName(FaultPhase phase) {
   return "instant";
 }
 
-Event ToEvent(const InvokeRecord& r) {
-  Event e;
-  e.type = EventType::kInvoke;
-  e.type_name = "invoke";
-  e.t = r.t;
-  e.process = r.process;
-  e.op = r.op;
-  e.resource = r.resource;
-  e.ttl_ms = r.ttl_ms;
-  e.mode = r.mode;
-  e.wait_ms = r.wait_ms;
-  return e;
-}
-
-Event ToEvent(const QueuedRecord& r) {
-  Event e;
-  e.type = EventType::kQueued;
-  e.type_name = "queued";
-  e.t = r.t;
-  e.process = r.process;
-  e.op = r.op;
-  e.resource = r.resource;
-  return e;
-}
-
-Event ToEvent(const GrantRecord& r) {
-  Event e;
-  e.type = EventType::kGrant;
-  e.type_name = "grant";
-  e.t = r.t;
-  e.process = r.process;
-  e.op = r.op;
-  e.resource = r.resource;
-  e.token = r.token;
-  e.start = r.start;
-  e.valid_until = r.valid_until;
-  e.ttl_ms = r.ttl_ms;
-  e.drift_ms = r.drift_ms;
-  e.nodes = r.nodes;
-  e.fencing_token = r.fencing_token;
-  e.mode = r.mode;
-  e.permits = r.permits;
-  e.slot = r.slot;
-  return e;
-}
-
-Event ToEvent(const FailRecord& r) {
-  Event e;
-  e.type = EventType::kFail;
-  e.type_name = "fail";
-  e.t = r.t;
-  e.process = r.process;
-  e.op = r.op;
-  e.resource = r.resource;
-  e.code = r.code;
-  e.error = r.error;
-  e.outcome = r.outcome;
-  return e;
-}
-
-Event ToEvent(const UseRecord& r) {
-  Event e;
-  e.type = EventType::kUse;
-  e.type_name = "use";
-  e.t = r.t;
-  e.process = r.process;
-  e.op = r.op;
-  e.resource = r.resource;
-  e.token = r.token;
-  e.begin = r.begin;
-  e.end = r.end;
-  e.read = r.read;
-  e.wrote = r.wrote;
-  e.accepted = r.accepted;
-  e.fencing_token = r.fencing_token;
-  e.write = r.write;
-  e.write_at = r.write_at != 0 ? r.write_at : r.end;
-  return e;
-}
-
-Event ToEvent(const ReleaseRecord& r) {
-  Event e;
-  e.type = EventType::kRelease;
-  e.type_name = "release";
-  e.t = r.t;
-  e.process = r.process;
-  e.op = r.op;
-  e.resource = r.resource;
-  e.token = r.token;
-  e.end = r.end;
-  e.ok = r.ok;
-  return e;
-}
-
-Event ToEvent(const ExtendRecord& r) {
-  Event e;
-  e.type = EventType::kExtend;
-  e.type_name = "extend";
-  e.t = r.t;
-  e.process = r.process;
-  e.op = r.op;
-  e.resource = r.resource;
-  e.token = r.token;
-  e.valid_until = r.valid_until;
-  e.ok = r.ok;
-  return e;
-}
-
-Event ToEvent(const NemesisRecord& r) {
-  Event e;
-  e.type = EventType::kNemesis;
-  e.type_name = "nemesis";
-  e.t = r.t;
-  e.fault = r.fault;
-  e.target = r.target;
-  e.detail = r.detail;
-  e.phase = r.phase;
-  e.nodes = r.nodes;
-  e.clients = r.clients;
-  e.color = r.color;
-  return e;
-}
-
-Event ToEvent(const FinalRecord& r) {
-  Event e;
-  e.type = EventType::kFinal;
-  e.type_name = "final";
-  e.t = r.t;
-  e.resource = r.resource;
-  e.counter = r.counter;
-  e.initial = r.initial;
-  return e;
-}
-
-Event ToEvent(const RunRecord& r) {
-  Event e;
-  e.type = EventType::kRun;
-  e.type_name = "run";
-  e.t = r.t;
-  e.scenario = r.scenario;
-  e.seed = r.seed;
-  e.config = r.config;
-  e.expected = r.expected;
-  e.verdict = r.verdict;
-  e.why = r.why;
-  e.start = r.start;
-  e.nodes = r.nodes;
-  e.clients = r.clients;
-  e.violations = r.violations;
-  return e;
-}
+Event ToEvent(const InvokeRecord& r) { return FromRecord(r); }
+Event ToEvent(const QueuedRecord& r) { return FromRecord(r); }
+Event ToEvent(const GrantRecord& r) { return FromRecord(r); }
+Event ToEvent(const FailRecord& r) { return FromRecord(r); }
+Event ToEvent(const UseRecord& r) { return FromRecord(r); }
+Event ToEvent(const ReleaseRecord& r) { return FromRecord(r); }
+Event ToEvent(const ExtendRecord& r) { return FromRecord(r); }
+Event ToEvent(const NemesisRecord& r) { return FromRecord(r); }
+Event ToEvent(const FinalRecord& r) { return FromRecord(r); }
+Event ToEvent(const RunRecord& r) { return FromRecord(r); }
 
 std::string FormatEventLine(const Event& e) {
   OrderedJson j = OrderedJson::object();
@@ -546,90 +600,11 @@ std::string FormatEventLine(const Event& e) {
   } else {
     j["type"] = std::string(EventTypeName(e.type));
   }
-  switch (e.type) {
-    case EventType::kInvoke:
-      PutClientCommon(e, &j);
-      j["ttl_ms"] = e.ttl_ms;
-      if (!e.mode.empty()) j["mode"] = e.mode;
-      if (e.wait_ms != 0) j["wait_ms"] = e.wait_ms;
-      break;
-    case EventType::kQueued:
-      PutClientCommon(e, &j);
-      break;
-    case EventType::kGrant:
-      PutClientCommon(e, &j);
-      j["token"] = e.token;
-      j["start"] = e.start;
-      j["valid_until"] = e.valid_until;
-      j["ttl_ms"] = e.ttl_ms;
-      j["drift_ms"] = e.drift_ms;
-      j["nodes"] = e.nodes;
-      PutFencing(e, &j);
-      // The lock family's (absent for a plain lock: old readers and old
-      // histories keep their meaning).
-      if (!e.mode.empty()) j["mode"] = e.mode;
-      if (e.permits != 0) j["permits"] = e.permits;
-      if (e.slot >= 0) j["slot"] = e.slot;
-      break;
-    case EventType::kFail:
-      PutClientCommon(e, &j);
-      j["code"] = e.code;
-      j["error"] = e.error;
-      if (!e.outcome.empty()) j["outcome"] = e.outcome;
-      break;
-    case EventType::kUse:
-      PutClientCommon(e, &j);
-      j["token"] = e.token;
-      j["begin"] = e.begin;
-      j["end"] = e.end;
-      j["read"] = e.read;
-      j["wrote"] = e.wrote;
-      j["accepted"] = e.accepted;
-      if (e.write_at != 0 && e.write_at != e.end) j["write_at"] = e.write_at;
-      PutFencing(e, &j);
-      if (!e.write) j["write"] = false;
-      break;
-    case EventType::kRelease:
-      PutClientCommon(e, &j);
-      j["token"] = e.token;
-      j["end"] = e.end;
-      j["ok"] = e.ok;
-      break;
-    case EventType::kExtend:
-      PutClientCommon(e, &j);
-      j["token"] = e.token;
-      j["valid_until"] = e.valid_until;
-      j["ok"] = e.ok;
-      break;
-    case EventType::kNemesis:
-      j["fault"] = e.fault;
-      j["target"] = e.target;
-      j["detail"] = e.detail;
-      j["phase"] = std::string(FaultPhaseName(e.phase));
-      if (!e.nodes.empty()) j["nodes"] = e.nodes;
-      if (!e.clients.empty()) j["clients"] = e.clients;
-      if (!e.color.empty()) j["color"] = e.color;
-      break;
-    case EventType::kFinal:
-      j["resource"] = e.resource;
-      j["counter"] = e.counter;
-      j["initial"] = e.initial;
-      break;
-    case EventType::kRun:
-      j["scenario"] = e.scenario;
-      j["seed"] = e.seed;
-      j["config"] = e.config;
-      j["expected"] = e.expected;
-      j["verdict"] = e.verdict;
-      j["why"] = e.why;
-      j["start"] = e.start;
-      j["nodes"] = e.nodes;
-      j["clients"] = e.clients;
-      j["violations"] = e.violations;
-      break;
-    case EventType::kUnknown:
-      break;
-  }
+  WithFields(e.type, [&](const auto& fields) {
+    ForEachField(fields, [&](const auto& f) {
+      if (!LeftOut(f, e)) WriteValue(f.name, e.*f.event, &j);
+    });
+  });
   std::string line = j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   line.push_back('\n');
   return line;
@@ -659,9 +634,10 @@ absl::StatusOr<Event> ParseEventLine(absl::string_view line, absl::string_view s
 }
 
 absl::StatusOr<std::vector<Event>> ParseHistory(absl::string_view text, absl::string_view name,
-                                                std::vector<std::string>* malformed) {
+                                                std::vector<std::string>* malformed,
+                                                int64_t first_line) {
   std::vector<Event> events;
-  int64_t line_no = 0;
+  int64_t line_no = first_line - 1;
   // Bounded by the text: every iteration consumes at least one byte.
   while (!text.empty()) {
     ++line_no;
@@ -689,19 +665,58 @@ absl::StatusOr<std::vector<Event>> ReadHistory(absl::string_view path,
 
 absl::StatusOr<std::vector<Event>> ReadHistory(const std::vector<std::string>& paths,
                                                std::vector<std::string>* malformed) {
-  std::vector<Event> all;
-  for (const std::string& path : paths) {
-    absl::StatusOr<std::string> text = ReadWholeFile(path);
-    if (!text.ok()) return text.status();
-    absl::StatusOr<std::vector<Event>> events = ParseHistory(*text, path, malformed);
-    if (!events.ok()) return events.status();
-    if (all.empty()) {
-      all = *std::move(events);
-    } else {
-      all.insert(all.end(), std::make_move_iterator(events->begin()),
-                 std::make_move_iterator(events->end()));
-    }
+  HistoryTail tail(paths);
+  absl::Status s = tail.Update(/*to_end=*/true);
+  if (!s.ok()) return s;
+  if (malformed == nullptr && !tail.malformed().empty()) {
+    return absl::InvalidArgumentError(tail.malformed().front());
   }
+  if (malformed != nullptr) {
+    malformed->insert(malformed->end(), tail.malformed().begin(), tail.malformed().end());
+  }
+  return tail.Events();
+}
+
+// ---- HistoryTail ---------------------------------------------------------------
+
+HistoryTail::HistoryTail(std::vector<std::string> paths) {
+  files_.reserve(paths.size());
+  for (std::string& path : paths) {
+    File f;
+    f.path = std::move(path);
+    files_.push_back(std::move(f));
+  }
+}
+
+absl::Status HistoryTail::Update(bool to_end) {
+  for (File& f : files_) {
+    absl::StatusOr<std::string> text = ReadFrom(f.path, f.offset);
+    if (!text.ok()) return text.status();
+    // Whole lines only, unless the writers are done.
+    size_t take = text->size();
+    if (!to_end) {
+      const size_t last_nl = text->rfind('\n');
+      take = last_nl == std::string::npos ? 0 : last_nl + 1;
+    }
+    const absl::string_view consumed = absl::string_view(*text).substr(0, take);
+    absl::StatusOr<std::vector<Event>> events =
+        ParseHistory(consumed, f.path, &malformed_, f.lines + 1);
+    if (!events.ok()) return events.status();  // cannot happen: lenient
+    f.events.insert(f.events.end(), std::make_move_iterator(events->begin()),
+                    std::make_move_iterator(events->end()));
+    f.offset += static_cast<int64_t>(take);
+    f.lines += static_cast<int64_t>(std::count(consumed.begin(), consumed.end(), '\n'));
+    if (!consumed.empty() && consumed.back() != '\n') ++f.lines;  // a torn last line
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Event> HistoryTail::Events() const {
+  std::vector<Event> all;
+  size_t n = 0;
+  for (const File& f : files_) n += f.events.size();
+  all.reserve(n);
+  for (const File& f : files_) all.insert(all.end(), f.events.begin(), f.events.end());
   std::stable_sort(all.begin(), all.end(),
                    [](const Event& a, const Event& b) { return a.t < b.t; });
   return all;
@@ -753,7 +768,6 @@ absl::Status HistoryWriter::Write(const Event& event) {
 }
 
 absl::Status HistoryWriter::WriteInvoke(const InvokeRecord& r) { return Write(ToEvent(r)); }
-absl::Status HistoryWriter::WriteQueued(const QueuedRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteGrant(const GrantRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteFail(const FailRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteUse(const UseRecord& r) { return Write(ToEvent(r)); }
@@ -761,6 +775,7 @@ absl::Status HistoryWriter::WriteRelease(const ReleaseRecord& r) { return Write(
 absl::Status HistoryWriter::WriteExtend(const ExtendRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteNemesis(const NemesisRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteFinal(const FinalRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteQueued(const QueuedRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteRun(const RunRecord& r) { return Write(ToEvent(r)); }
 
 absl::Status HistoryWriter::Sync() {

@@ -223,6 +223,7 @@ struct Event {
 // stamped with RawMonotonicNanos() when written. Every member has a default,
 // so designated initializers may omit any of them.
 struct InvokeRecord {
+  static constexpr EventType kType = EventType::kInvoke;
   int64_t t = 0;
   std::string process{};
   int64_t op = 0;
@@ -233,6 +234,7 @@ struct InvokeRecord {
 };
 
 struct QueuedRecord {
+  static constexpr EventType kType = EventType::kQueued;
   int64_t t = 0;
   std::string process{};
   int64_t op = 0;
@@ -240,6 +242,7 @@ struct QueuedRecord {
 };
 
 struct GrantRecord {
+  static constexpr EventType kType = EventType::kGrant;
   int64_t t = 0;
   std::string process{};
   int64_t op = 0;
@@ -257,6 +260,7 @@ struct GrantRecord {
 };
 
 struct FailRecord {
+  static constexpr EventType kType = EventType::kFail;
   int64_t t = 0;
   std::string process{};
   int64_t op = 0;
@@ -267,6 +271,7 @@ struct FailRecord {
 };
 
 struct UseRecord {
+  static constexpr EventType kType = EventType::kUse;
   int64_t t = 0;
   std::string process{};
   int64_t op = 0;
@@ -283,6 +288,7 @@ struct UseRecord {
 };
 
 struct ReleaseRecord {
+  static constexpr EventType kType = EventType::kRelease;
   int64_t t = 0;
   std::string process{};
   int64_t op = 0;
@@ -293,6 +299,7 @@ struct ReleaseRecord {
 };
 
 struct ExtendRecord {
+  static constexpr EventType kType = EventType::kExtend;
   int64_t t = 0;
   std::string process{};
   int64_t op = 0;
@@ -303,6 +310,7 @@ struct ExtendRecord {
 };
 
 struct NemesisRecord {
+  static constexpr EventType kType = EventType::kNemesis;
   int64_t t = 0;
   std::string fault{};
   std::string target{};
@@ -314,6 +322,7 @@ struct NemesisRecord {
 };
 
 struct FinalRecord {
+  static constexpr EventType kType = EventType::kFinal;
   int64_t t = 0;
   std::string resource{};
   int64_t counter = 0;
@@ -321,6 +330,7 @@ struct FinalRecord {
 };
 
 struct RunRecord {
+  static constexpr EventType kType = EventType::kRun;
   int64_t t = 0;
   std::string scenario{};
   uint64_t seed = 0;
@@ -357,13 +367,15 @@ std::string FormatEventLine(const Event& event);
 [[nodiscard]] absl::StatusOr<Event> ParseEventLine(absl::string_view line,
                                                    absl::string_view source = "");
 
-// Parses a whole history text named `name` (used in "name:line" messages).
-// Blank lines are skipped. If `malformed` is null, the first malformed line
-// is returned as kInvalidArgument "name:line: reason"; otherwise every
-// malformed line is appended to *malformed as "name:line: reason" and
-// skipped. Events keep the order of the text.
+// Parses a whole history text named `name` (used in "name:line" messages;
+// the text's first line is line `first_line`). Blank lines are skipped. If
+// `malformed` is null, the first malformed line is returned as
+// kInvalidArgument "name:line: reason"; otherwise every malformed line is
+// appended to *malformed as "name:line: reason" and skipped. Events keep the
+// order of the text.
 [[nodiscard]] absl::StatusOr<std::vector<Event>> ParseHistory(
-    absl::string_view text, absl::string_view name, std::vector<std::string>* malformed = nullptr);
+    absl::string_view text, absl::string_view name, std::vector<std::string>* malformed = nullptr,
+    int64_t first_line = 1);
 
 // Reads one or several history files and merges them by t (stable: events
 // with equal t keep file order, then line order). Malformed lines are handled
@@ -373,6 +385,44 @@ std::string FormatEventLine(const Event& event);
     absl::string_view path, std::vector<std::string>* malformed = nullptr);
 [[nodiscard]] absl::StatusOr<std::vector<Event>> ReadHistory(
     const std::vector<std::string>& paths, std::vector<std::string>* malformed = nullptr);
+
+// Reads history files that writers may still be appending to, each line
+// parsed once however often they are read: Update() parses what was
+// appended since the last call and keeps the events, so a run that checks
+// its history while it grows, and again at its end, parses every line once.
+//
+//   HistoryTail tail({"c1.jsonl", "nemesis.jsonl"});
+//   if (tail.Update().ok()) Check(tail.Events());     // while the run goes on
+//   ...
+//   absl::Status s = tail.Update(/*to_end=*/true);     // the writers are done
+//
+// Not thread-safe.
+class HistoryTail {
+ public:
+  explicit HistoryTail(std::vector<std::string> paths);
+
+  // Parses the lines completed since the last call (and with `to_end`, a
+  // last line without its newline too: the writers are done, a torn line is
+  // malformed). Malformed lines are skipped and kept in malformed(). A file
+  // that cannot be read is an error with the errno's code (kNotFound for a
+  // missing file); the files read before it keep their progress.
+  [[nodiscard]] absl::Status Update(bool to_end = false);
+
+  // Every event read so far, merged by t as ReadHistory merges them.
+  std::vector<Event> Events() const;
+  // "file:line: reason" of every malformed line read so far, in file order.
+  const std::vector<std::string>& malformed() const { return malformed_; }
+
+ private:
+  struct File {
+    std::string path;
+    int64_t offset = 0;  // bytes consumed: whole lines
+    int64_t lines = 0;   // lines consumed
+    std::vector<Event> events;
+  };
+  std::vector<File> files_;
+  std::vector<std::string> malformed_;
+};
 
 // Appends events to a history file.
 //

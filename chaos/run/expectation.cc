@@ -117,7 +117,8 @@ RunShape ShapeOf(const ScenarioSetup& setup) {
   }
   if (!setup.clients.empty()) {
     const ClientConfig& c = setup.clients[0];
-    s.scale = {.ttl_ms = c.ttl_ms, .drift_factor = c.drift_factor};
+    s.scale = {
+        .ttl_ms = c.ttl_ms, .drift_factor = c.drift_factor, .drift_floor_ms = c.drift_floor_ms};
     s.node_timeout = absl::Milliseconds(c.node_timeout_ms);
     s.guard = absl::Milliseconds(c.guard_ms);
   }

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/history/history.h"
-#include "chaos/run/cleanup.h"
 
 namespace redlock::chaos {
 namespace {
@@ -165,9 +165,15 @@ bool Run::ClientInUse(int k) const {
   return m.has_value() && (m->kind == "grant" || m->kind == "use_read");
 }
 
+absl::StatusOr<std::vector<Event>> Run::HistorySoFar(bool to_end) {
+  if (history_ == nullptr) history_ = std::make_unique<HistoryTail>(history_files_);
+  absl::Status s = history_->Update(to_end);
+  if (!s.ok()) return s;
+  return history_->Events();
+}
+
 CheckResult Run::CheckSoFar() {
-  std::vector<std::string> malformed;
-  absl::StatusOr<std::vector<Event>> h = ReadHistory(history_files_, &malformed);
+  absl::StatusOr<std::vector<Event>> h = HistorySoFar();
   if (!h.ok()) return CheckResult();
   return Check(*h);
 }

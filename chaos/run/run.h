@@ -114,6 +114,10 @@ class Run {
   bool ClientInUse(int k) const;
 
   // ---- The history so far -----------------------------------------------------
+  // Each line of the run's history files is parsed once, however often
+  // these are called (HistoryTail): what was appended since the last call
+  // is read; `to_end` once the writers are done.
+  absl::StatusOr<std::vector<Event>> HistorySoFar(bool to_end = false);
   CheckResult CheckSoFar();
   bool FoundAll(PropertySet properties);
   bool FoundAny(PropertySet properties);
@@ -161,6 +165,7 @@ class Run {
   MarkerHub hub_;
   std::vector<std::unique_ptr<ClientProcess>> clients_;
   std::vector<std::string> history_files_;
+  std::unique_ptr<HistoryTail> history_;  // over history_files_, made on first use
   std::vector<std::string> notes_;
   std::map<std::string, std::string> active_proxy_faults_;  // "n2:to-client" -> fault name
   // Every fault injected, healed or not, in order.

@@ -16,10 +16,10 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/clients/external_client.h"
 #include "chaos/history/history.h"
 #include "chaos/plot/plot.h"
-#include "chaos/run/cleanup.h"
 #include "chaos/run/leftovers.h"
 #include "chaos/run/run.h"
 #include "testkit/files.h"
@@ -459,8 +459,7 @@ void Runner::Finish(Run& run, ScenarioResult* res) {
     const std::vector<ScanTarget> targets = LeftoverScanTargets(sc);
     std::vector<KeyState> keys = ScanLeftovers(run, targets);
     std::vector<std::string> tokens;
-    std::vector<std::string> malformed;
-    absl::StatusOr<std::vector<Event>> h = ReadHistory(run.history_files_, &malformed);
+    absl::StatusOr<std::vector<Event>> h = run.HistorySoFar();
     if (h.ok()) {
       for (const Event& e : *h) {
         if (e.type == EventType::kGrant) tokens.push_back(e.token);
@@ -503,8 +502,8 @@ void Runner::Finish(Run& run, ScenarioResult* res) {
 
 void Runner::Check(Run& run, const RunOptions& opt, ScenarioResult* res) {
   const Scenario& sc = run.scenario();
-  std::vector<std::string> malformed;
-  absl::StatusOr<std::vector<Event>> history = ReadHistory(run.history_files_, &malformed);
+  absl::StatusOr<std::vector<Event>> history = run.HistorySoFar(/*to_end=*/true);
+  const size_t malformed = run.history_ == nullptr ? 0 : run.history_->malformed().size();
   std::optional<CheckResult> check;
   if (!history.ok()) {
     if (res->error.empty()) res->error = absl::StrCat("history: ", history.status().ToString());
@@ -543,7 +542,7 @@ void Runner::Check(Run& run, const RunOptions& opt, ScenarioResult* res) {
     for (size_t i = 0; i < res->leftovers.size() && i < 3; ++i) {
       res->examples.push_back(absl::StrCat("S5 ", res->leftovers[i].why));
     }
-    if (!malformed.empty()) run.Note(absl::StrCat(malformed.size(), " malformed history lines"));
+    if (malformed > 0) run.Note(absl::StrCat(malformed, " malformed history lines"));
     if (cr.warning_count > 0) {
       run.Note(absl::StrCat(cr.warning_count, " checker warnings (e.g. ",
                             cr.warnings.empty() ? "" : cr.warnings[0], ")"));

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "chaos/run/cleanup.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/run/run.h"
 
 namespace redlock::chaos {

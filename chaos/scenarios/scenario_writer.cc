@@ -132,6 +132,9 @@ std::string WriteScenario(const Scenario& s) {
     if (c.drift_factor != def.drift_factor) {
       fields.push_back(absl::StrCat("drift_factor: ", c.drift_factor));
     }
+    if (c.drift_floor_ms != def.drift_floor_ms) {
+      fields.push_back(absl::StrCat("drift_floor: ", Ms(c.drift_floor_ms)));
+    }
     if (c.fencing) fields.push_back("fencing: true");
     if (c.fencing_shared_counter) fields.push_back("fencing_shared_counter: true");
     if (c.durability_replicas) {

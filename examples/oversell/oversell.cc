@@ -69,7 +69,9 @@ ABSL_FLAG(bool, quick, false, "Smaller stock and fewer workers (what ctest runs)
 ABSL_FLAG(bool, check, false,
           "Exit 1 unless: no-lock sells at least the stock and oversells, lock sells exactly "
           "the stock, fenced never oversells.");
-ABSL_FLAG(std::string, redis_server, "redis-server", "The redis-server binary.");
+ABSL_FLAG(std::string, redis_server, "",
+          "The server binary (default: the server $REDLOCK_SERVER names, else Debian's "
+          "redis-server).");
 
 // Internal: how the example re-runs itself as a worker process.
 ABSL_FLAG(bool, worker, false, "internal: run as a worker process");

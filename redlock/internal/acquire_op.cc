@@ -277,20 +277,22 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
 }  // namespace
 
 void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
-  if (ctx->has_cluster()) {
-    // On a cluster node the keys of one call must share a hash slot;
-    // refused before anything is sent.
-    std::vector<std::string> keys;
-    for (const auto& r : request.resources) keys.push_back(ctx->Key(r));
-    const bool derived = ctx->options().fencing ||
-                         (request.shape != nullptr &&
-                          (request.shape->force_fencing() || request.shape->custom_scripts()));
-    const std::string problem = ctx->ClusterKeysProblem(keys, derived);
-    if (!problem.empty()) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("acquire ", DescribeResources(request.resources), ": ", problem)));
-      return;
-    }
+  // Every key one call touches must be able to go to every node in one
+  // command (a Redis Cluster's keys share a hash slot: scheme.h); refused
+  // before anything is sent.
+  std::vector<std::string> keys;
+  for (const auto& r : request.resources) keys.push_back(ctx->Key(r));
+  const AcquireShape* shape = request.shape.get();
+  const bool fencing = ctx->options().fencing || (shape != nullptr && shape->force_fencing());
+  const std::vector<std::string> counters =
+      CounterKeys(*ctx, keys, fencing ? AcquireForm::kFencing : AcquireForm::kScript, shape);
+  const std::string problem = ctx->KeysProblem(shape != nullptr && shape->custom_scripts()
+                                                   ? shape->Keys(keys, counters)
+                                                   : WithCountersOf(keys, counters));
+  if (!problem.empty()) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("acquire ", DescribeResources(request.resources), ": ", problem)));
+    return;
   }
   auto op = std::make_shared<AcquireOp>(ctx, std::move(request), std::move(done));
   op->Start();

@@ -19,10 +19,6 @@ std::string Plural(int n, absl::string_view word) {
 
 }  // namespace
 
-absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration floor) {
-  return ttl * factor + floor;
-}
-
 absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options) {
   if (ttl == absl::InfiniteDuration() || ttl == -absl::InfiniteDuration()) {
     return absl::InvalidArgumentError("ttl must be finite");
@@ -33,8 +29,7 @@ absl::StatusOr<LockTtl> CheckTtl(absl::Duration ttl, const Options& options) {
                                                    " is above the maximum of ", kMaxTtlMs, "ms"));
   }
   absl::Duration whole = absl::Milliseconds(ms);
-  absl::Duration drift =
-      DriftAllowance(whole, options.clock_drift_factor, options.clock_drift_floor);
+  absl::Duration drift = DriftAllowance(whole, options);
   if (whole <= drift) {
     return absl::InvalidArgumentError(absl::StrCat(
         "ttl ", absl::FormatDuration(ttl), " is not larger than the clock drift allowance ",

@@ -27,9 +27,6 @@ inline constexpr absl::string_view kFenceSuffix = ":fence";
 // channel = kReleaseChannelPrefix + key.
 inline constexpr absl::string_view kReleaseChannelPrefix = "redlock:release:";
 
-// ttl * factor + floor (docs/design.md 5.3).
-absl::Duration DriftAllowance(absl::Duration ttl, double factor, absl::Duration floor);
-
 // ttl - elapsed - drift. May be zero or negative: no validity left.
 inline absl::Duration Validity(absl::Duration ttl, absl::Duration elapsed, absl::Duration drift) {
   return ttl - elapsed - drift;
@@ -37,7 +34,7 @@ inline absl::Duration Validity(absl::Duration ttl, absl::Duration elapsed, absl:
 
 // A ttl checked for the client's options, in the forms a lock needs: whole
 // milliseconds (what the nodes are sent) and as a duration, with its drift
-// allowance, computed once.
+// allowance (redlock::DriftAllowance), computed once.
 struct LockTtl {
   absl::Duration ttl;  // == absl::Milliseconds(ms)
   int64_t ms = 0;

@@ -31,9 +31,11 @@ LeasesCallback Single(Client::LeaseCallback done) {
 }  // namespace
 
 ClientImpl::ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-                       std::shared_ptr<ScriptingModes> modes, Blocking* blocking)
-    : ctx_(std::move(options), std::move(transport), clock, std::move(modes)),
-      blocking_(blocking) {}
+                       std::shared_ptr<ScriptingModes> modes, Blocking* blocking,
+                       std::shared_ptr<ServerCommands> commands)
+    : ctx_(std::move(options), std::move(transport), clock, std::move(modes), commands),
+      blocking_(blocking),
+      commands_(std::move(commands)) {}
 
 ClientImpl::~ClientImpl() { ctx_.Shutdown(); }
 
@@ -254,13 +256,12 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
   std::string key = ctx_.Key(resource);
   Command command = ScriptCommand(InspectScript(), {key, ctx_.FenceKey(key)}, {});
   command.op = "inspect";
-  // On a cluster node a key without a hash tag has no counter (fencing needs
-  // one there): the second key only shares its slot, and holds nothing.
-  Command on_cluster = command;
-  if (!HasHashTag(key)) {
-    on_cluster = ScriptCommand(InspectScript(), {key, absl::StrCat("{", key, "}")}, {});
-    on_cluster.op = "inspect";
-  }
+  // Where the key and its counter cannot go in one command (a cluster node
+  // and a key without a hash tag: fencing is refused there), the second key
+  // only shares the key's slot, and holds nothing.
+  Command apart = ScriptCommand(InspectScript(), {key, absl::StrCat("{", key, "}")}, {});
+  apart.op = "inspect";
+  const std::vector<std::string> both = {key, ctx_.FenceKey(key)};
   return Block<absl::StatusOr<std::vector<NodeView>>>(
       [&](absl::AnyInvocable<void(absl::StatusOr<std::vector<NodeView>>)> done) {
         auto shared_done = std::make_shared<decltype(done)>(std::move(done));
@@ -269,7 +270,7 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
           // A read: after NOSCRIPT it is sent again, in the EVAL form.
           auto judge = [](const absl::StatusOr<Reply>&) { return Vote{}; };
           ctx_.calls().Send(
-              i, ctx_.cluster(i) ? on_cluster : command, judge, /*durable=*/false,
+              i, ctx_.KeysProblemOn(i, both).empty() ? command : apart, judge, /*durable=*/false,
               OnNoScript::kResend, [state, shared_done, i](NodeCalls::Answer a) {
                 const absl::StatusOr<Reply>& r = a.reply;
                 NodeView& v = state->views[static_cast<size_t>(i)];
@@ -305,6 +306,15 @@ absl::StatusOr<std::vector<NodeView>> ClientImpl::Inspect(absl::string_view reso
 std::vector<NodeHealth> ClientImpl::Health() const {
   std::vector<NodeHealth> out = ctx_.transport().Health();
   ctx_.calls().AddHealth(&out);
+  if (commands_ != nullptr) {
+    for (size_t i = 0; i < out.size() && static_cast<int>(i) < commands_->size(); ++i) {
+      const NodeCommands c = commands_->Get(static_cast<int>(i));
+      out[i].commands_known = c.known;
+      out[i].has_delifeq = c.delifeq;
+      out[i].has_delex_ifeq = c.delex;
+      out[i].has_set_ifeq = c.set_ifeq;
+    }
+  }
   return out;
 }
 

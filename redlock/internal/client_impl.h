@@ -15,6 +15,7 @@
 #include "redlock/internal/clock.h"
 #include "redlock/internal/context.h"
 #include "redlock/internal/keys_op.h"
+#include "redlock/internal/server_commands.h"
 #include "redlock/internal/sync_waiter.h"
 #include "redlock/internal/transport.h"
 
@@ -44,8 +45,11 @@ class ClientImpl final : public Client {
   // `transport`); null for a transport no caller can wait on (unit tests'
   // fake nodes): a blocking call that is not decided at once then fails
   // with kFailedPrecondition.
+  // `commands`: which script-free commands each node has, as the
+  // handshakes find (server_commands.h; null: not read).
   ClientImpl(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-             std::shared_ptr<ScriptingModes> modes = nullptr, Blocking* blocking = nullptr);
+             std::shared_ptr<ScriptingModes> modes = nullptr, Blocking* blocking = nullptr,
+             std::shared_ptr<ServerCommands> commands = nullptr);
   ~ClientImpl() override;
 
   using Client::Acquire;
@@ -117,6 +121,7 @@ class ClientImpl final : public Client {
 
   OpContext ctx_;
   Blocking* const blocking_;
+  const std::shared_ptr<ServerCommands> commands_;
 };
 
 template <typename T, typename StartFn>

@@ -69,7 +69,7 @@ class ClusterLocator final : public Locator {
         scheme_(e.tls ? "rediss+cluster" : "redis+cluster"),
         slots_(new std::atomic<int>[kClusterSlots]) {
     for (int s = 0; s < kClusterSlots; ++s) slots_[s].store(-1, std::memory_order_relaxed);
-    current_ = Target(e.cluster_seeds[0].host, e.cluster_seeds[0].port);
+    current_ = Target(e.cluster.seeds[0].host, e.cluster.seeds[0].port);
   }
 
   std::string Scheme() const override { return scheme_; }
@@ -80,7 +80,7 @@ class ClusterLocator final : public Locator {
   // seed, then the masters known, in turn.
   void MasterLost() override {
     std::vector<std::pair<std::string, int>> candidates;
-    for (const SentinelAddress& s : endpoint_.cluster_seeds)
+    for (const SentinelAddress& s : endpoint_.cluster.seeds)
       candidates.emplace_back(s.host, s.port);
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -7,6 +7,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "redlock/internal/resp.h"
 #include "redlock/internal/url.h"
 
 namespace redlock::internal {
@@ -112,6 +113,37 @@ absl::StatusOr<std::vector<SlotRange>> ParseClusterSlots(const Reply& reply,
 
 std::string Redirect::address() const { return JoinHostPort(host, port); }
 
+Command RedirectedCopy(const Command& command, const Redirect& redirect) {
+  Command again = command;
+  again.after = 0;
+  again.pinned = false;
+  again.asking_at.clear();
+  if (redirect.ask) {
+    // Once, to the master importing the slot.
+    std::string payload;
+    AppendCommand(&payload, {"ASKING"});
+    again.payload.insert(0, payload);
+    again.replies = static_cast<uint16_t>(again.replies + 1);
+    if (again.expect != 0) again.expect |= kExpectStatus;
+    again.asking_at = redirect.address();
+  }
+  return again;
+}
+
+absl::StatusOr<Reply> AnswerAfterAsking(absl::StatusOr<Reply> r) {
+  if (!r.ok() || r->type != Reply::Type::kArray || r->elements.size() != 2) return r;
+  if (r->elements[0].is_error()) return std::move(r->elements[0]);
+  return std::move(r->elements[1]);
+}
+
+bool IsTryAgain(const absl::StatusOr<Reply>& r) {
+  return r.ok() && r->is_error() && absl::StartsWith(r->str, "TRYAGAIN");
+}
+
+absl::Duration TryAgainPause(absl::Duration node_timeout) {
+  return std::max(absl::Milliseconds(1), node_timeout / 10);
+}
+
 std::optional<Redirect> ParseRedirect(absl::string_view error) {
   Redirect r;
   if (absl::StartsWith(error, "MOVED ")) {
@@ -141,14 +173,6 @@ std::optional<Redirect> ParseRedirect(absl::string_view error) {
   }
   r.host = std::string(host);
   return r;
-}
-
-std::vector<bool> ClusterNodes(const Options& options, int nodes) {
-  std::vector<bool> out(static_cast<size_t>(std::max(nodes, 0)), false);
-  for (size_t i = 0; i < out.size() && i < options.nodes.size(); ++i) {
-    out[i] = options.nodes[i].uses_cluster();
-  }
-  return out;
 }
 
 }  // namespace redlock::internal

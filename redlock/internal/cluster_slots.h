@@ -1,8 +1,10 @@
 // Redis Cluster's key space, without I/O: which of the 16384 hash slots a key
 // lives in (CRC16 of the key, or of its hash tag), the slot map a node
 // reports (CLUSTER SLOTS), and the redirections a node answers with (MOVED,
-// ASK). The cluster locator (cluster_locator.h) and the checks of a call's
-// keys (a call's keys must share a slot on a cluster node) use them.
+// ASK, TRYAGAIN) and how a call follows them. The cluster locator
+// (cluster_locator.h), the calls to the nodes (node_calls.h) and the checks
+// of a call's keys (a call's keys must share a slot on a cluster node) use
+// them.
 
 #ifndef REDLOCK_INTERNAL_CLUSTER_SLOTS_H_
 #define REDLOCK_INTERNAL_CLUSTER_SLOTS_H_
@@ -14,6 +16,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "redlock/internal/command.h"
 #include "redlock/internal/reply.h"
 #include "redlock/options.h"
 
@@ -62,8 +66,25 @@ struct Redirect {
 // The redirection an error reply says, if it is one.
 std::optional<Redirect> ParseRedirect(absl::string_view error);
 
-// Per node of `options` (the first `nodes`): whether it is a Redis Cluster.
-std::vector<bool> ClusterNodes(const Options& options, int nodes);
+// The calls to a cluster node follow its redirections (node_calls.h): a
+// command answered MOVED or ASK did not run there and goes where the node
+// said, at most kMaxRedirects times; one answered TRYAGAIN (a multi-key call
+// whose keys a migration has split for a moment) goes again after
+// TryAgainPause, within the node's deadline.
+inline constexpr int kMaxRedirects = 5;
+
+// The copy of `command` to send after `redirect`: on no earlier connection
+// (a redirected command follows nothing) and, for ASK, once to the importing
+// master with ASKING in front (one more reply).
+Command RedirectedCopy(const Command& command, const Redirect& redirect);
+
+// The answer of a command sent as ASKING then itself: the second reply (or
+// ASKING's own error).
+absl::StatusOr<Reply> AnswerAfterAsking(absl::StatusOr<Reply> r);
+
+// TRYAGAIN, and the pause before the command goes again.
+bool IsTryAgain(const absl::StatusOr<Reply>& r);
+absl::Duration TryAgainPause(absl::Duration node_timeout);
 
 }  // namespace redlock::internal
 

@@ -5,24 +5,24 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
-#include "redlock/internal/cluster_slots.h"
 #include "redlock/internal/jitter.h"
 #include "redlock/internal/lock_shape.h"
 #include "redlock/internal/node_calls.h"
 #include "redlock/internal/release_watch.h"
 #include "redlock/internal/renewal.h"
+#include "redlock/internal/scheme.h"
 
 namespace redlock::internal {
 
 OpContext::OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-                     std::shared_ptr<ScriptingModes> modes)
+                     std::shared_ptr<ScriptingModes> modes,
+                     std::shared_ptr<ServerCommands> commands)
     : options_(std::move(options)),
       quorum_(EffectiveQuorum(options_)),
-      clusters_(ClusterNodes(options_, transport->size())),
-      has_cluster_(std::find(clusters_.begin(), clusters_.end(), true) != clusters_.end()),
       transport_(std::move(transport)),
       clock_(clock),
-      calls_(std::make_unique<NodeCalls>(transport_.get(), clock_, options_, std::move(modes))),
+      calls_(std::make_unique<NodeCalls>(transport_.get(), clock_, options_, std::move(modes),
+                                         std::move(commands))),
       watches_(std::make_unique<ReleaseWatches>(transport_.get())),
       renewals_(std::make_unique<Renewals>()) {}
 
@@ -55,40 +55,14 @@ std::string OpContext::FenceKey(absl::string_view key) const {
   return shared.empty() ? absl::StrCat(key, kFenceSuffix) : shared;
 }
 
-std::string OpContext::ClusterKeysProblem(const std::vector<std::string>& keys,
-                                          bool derived) const {
-  if (!has_cluster_ || keys.empty()) return "";
-  std::string node;
-  for (size_t i = 0; i < clusters_.size(); ++i) {
-    if (clusters_[i]) {
-      node = transport_->NodeName(static_cast<int>(i));
-      break;
-    }
-  }
-  const std::string why = absl::StrCat(
-      "node ", node,
-      " is a Redis Cluster, where the keys of one call must share a hash slot; give the "
-      "resources a common hash tag (\"{order42}:a\", \"{order42}:b\"; README \"A Redis "
-      "Cluster as a node\")");
-  if (derived) {
-    for (const std::string& k : keys) {
-      if (!HasHashTag(k)) {
-        return absl::StrCat("the key \"", k,
-                            "\" and the keys kept beside it (its fencing counter, the "
-                            "reader-writer lock's, the fair lock's queue) would land in "
-                            "different hash slots: ",
-                            why);
-      }
-    }
-  }
-  const int slot = KeySlot(keys[0]);
-  for (size_t i = 1; i < keys.size(); ++i) {
-    if (KeySlot(keys[i]) != slot) {
-      return absl::StrCat("the keys \"", keys[0], "\" and \"", keys[i],
-                          "\" are in different hash slots: ", why);
-    }
-  }
-  return "";
+std::string OpContext::KeysProblem(const std::vector<std::string>& keys) const {
+  return internal::KeysProblem(options_, keys);
+}
+
+std::string OpContext::KeysProblemOn(int node, const std::vector<std::string>& keys) const {
+  if (node < 0 || static_cast<size_t>(node) >= options_.nodes.size()) return "";
+  const Endpoint& e = options_.nodes[static_cast<size_t>(node)];
+  return SchemeOf(e).KeysProblem(e, keys);
 }
 
 absl::Duration OpContext::RetryDelay() const {

@@ -23,13 +23,17 @@ class NodeCalls;       // node_calls.h
 class ReleaseWatches;  // release_watch.h
 class Renewals;        // renewal.h
 class ScriptingModes;  // scriptless.h
+class ServerCommands;  // server_commands.h
 
 class OpContext {
  public:
   // `clock` must outlive the context.
   // `modes`: which nodes forbid scripting (null: none known).
+  // `commands`: which script-free compare-and-set commands each node has,
+  // as the handshakes find (server_commands.h; null: none).
   OpContext(Options options, std::unique_ptr<Transport> transport, const Clock* clock,
-            std::shared_ptr<ScriptingModes> modes = nullptr);
+            std::shared_ptr<ScriptingModes> modes = nullptr,
+            std::shared_ptr<ServerCommands> commands = nullptr);
   ~OpContext();
   OpContext(const OpContext&) = delete;
   OpContext& operator=(const OpContext&) = delete;
@@ -59,16 +63,12 @@ class OpContext {
   std::string SharedFenceKey() const;
   // `keys` then their counters, as the fencing scripts take them.
   std::vector<std::string> WithFenceKeys(const std::vector<std::string>& keys) const;
-  // Whether node `node` is a Redis Cluster (its keys must share a hash slot
-  // per call), and whether any is.
-  bool cluster(int node) const { return clusters_[static_cast<size_t>(node)]; }
-  bool has_cluster() const { return has_cluster_; }
-  // Why one call on the lock keys `keys` cannot go to the cluster nodes ("":
-  // it can, or no node is a cluster): the keys of one call must share a
-  // hash slot there. `derived`: the call also touches keys made from each
-  // lock key (its fencing counter, the reader-writer lock's), which share
-  // its slot only when the key has a hash tag.
-  std::string ClusterKeysProblem(const std::vector<std::string>& keys, bool derived) const;
+  // Why one call that touches `keys` (all of them: lock keys, counters,
+  // the reader-writer lock's sets) cannot go to every node, or to node
+  // `node` ("" when it can): each node's scheme says (a Redis Cluster's
+  // keys of one call must share a hash slot; scheme.h).
+  std::string KeysProblem(const std::vector<std::string>& keys) const;
+  std::string KeysProblemOn(int node, const std::vector<std::string>& keys) const;
   // The pause before a retry: retry_delay +/- retry_jitter, at least zero.
   absl::Duration RetryDelay() const;
 
@@ -78,8 +78,6 @@ class OpContext {
  private:
   const Options options_;
   const int quorum_;
-  const std::vector<bool> clusters_;
-  const bool has_cluster_;
   std::unique_ptr<Transport> transport_;
   const Clock* const clock_;
   std::unique_ptr<NodeCalls> calls_;

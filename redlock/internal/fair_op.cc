@@ -119,8 +119,7 @@ class FairOp : public AttemptLoop<FairOp, FairNodeState, Lease> {
         ttl_ms_(request_.ttl.ms),
         drift_(request_.ttl.drift),
         place_ttl_(request_.place_ttl),
-        place_drift_(DriftAllowance(place_ttl_, ctx->options().clock_drift_factor,
-                                    ctx->options().clock_drift_floor)),
+        place_drift_(DriftAllowance(place_ttl_, ctx->options())),
         period_(std::max(place_ttl_ / 3, absl::Milliseconds(1))),
         round_(ctx->nodes(), quorum_),
         placed_(static_cast<size_t>(ctx->nodes()), false),
@@ -288,7 +287,10 @@ class FairOp : public AttemptLoop<FairOp, FairNodeState, Lease> {
         seen.push_back(s.counter);
       }
     }
-    absl::StatusOr<uint64_t> t = NextFence(seen);
+    // A writer's token (odd, WriterFence): the counter W:fence is the one a
+    // reader-writer lock of the same name shares, and a fair holder
+    // excludes its readers as a writer does.
+    absl::StatusOr<uint64_t> t = WriterFence(seen);
     if (!t.ok()) {
       FailAttemptLocked(
           absl::Status(t.status().code(), absl::StrCat(What(), ": ", t.status().message())));
@@ -547,15 +549,17 @@ class FairOp : public AttemptLoop<FairOp, FairNodeState, Lease> {
 }  // namespace
 
 void StartFairAcquire(OpContext* ctx, FairRequest request, FairCallback done) {
-  if (ctx->has_cluster()) {
-    // The lock key, its queue, the expiries (and the counter) go in one
-    // script: on a cluster node they must share a hash slot.
-    const std::string problem = ctx->ClusterKeysProblem({ctx->Key(request.resource)}, true);
-    if (!problem.empty()) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("fair acquire \"", request.resource, "\": ", problem)));
-      return;
-    }
+  // The lock key, its queue, the expiries (and the counter) go in one
+  // script: every node must take them in one command (a Redis Cluster's
+  // keys share a hash slot: scheme.h); refused before anything is sent.
+  const std::string key = ctx->Key(request.resource);
+  std::vector<std::string> keys = FairKeys(key);  // the lock key first
+  if (ctx->options().fencing) keys.push_back(ctx->FenceKey(key));
+  const std::string problem = ctx->KeysProblem(keys);
+  if (!problem.empty()) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("fair acquire \"", request.resource, "\": ", problem)));
+    return;
   }
   auto op = std::make_shared<FairOp>(ctx, std::move(request), NewToken(), std::move(done));
   op->Start();

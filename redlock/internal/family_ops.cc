@@ -54,6 +54,10 @@ class ReadShape final : public AcquireShape {
     return ScriptCommand(RwReadAcquireScript(), RwKeys(keys[0], counters),
                          {token, std::to_string(ttl_ms)});
   }
+  std::vector<std::string> Keys(const std::vector<std::string>& keys,
+                                const std::vector<std::string>& counters) const override {
+    return RwKeys(keys[0], counters);
+  }
   Command Commit(const std::vector<std::string>& keys, const std::vector<std::string>& counters,
                  const std::string& token, const std::vector<uint64_t>& fences) const override {
     return ScriptCommand(RwReadCommitScript(), {absl::StrCat(keys[0], kReadersSuffix), counters[0]},
@@ -82,6 +86,10 @@ class WriteShape final : public AcquireShape {
     attempts_.fetch_add(1, std::memory_order_relaxed);
     return ScriptCommand(RwWriteAcquireScript(), RwKeys(keys[0], counters),
                          {token, std::to_string(ttl_ms), waiter_, std::to_string(intent_ms_)});
+  }
+  std::vector<std::string> Keys(const std::vector<std::string>& keys,
+                                const std::vector<std::string>& counters) const override {
+    return RwKeys(keys[0], counters);
   }
   // Odd: above every reader and writer before it (WriterFence, algorithm.h).
   absl::StatusOr<uint64_t> Fence(const std::vector<uint64_t>& seen) const override {

@@ -44,6 +44,11 @@ Command AcquireShape::Round1(const std::vector<std::string>& keys,
   return ScriptCommand(AcquireSetScript(), keys, {token, std::to_string(ttl_ms)});
 }
 
+std::vector<std::string> AcquireShape::Keys(const std::vector<std::string>& keys,
+                                            const std::vector<std::string>& counters) const {
+  return Concat(keys, counters);
+}
+
 Command AcquireShape::Commit(const std::vector<std::string>& keys,
                              const std::vector<std::string>& counters, const std::string& token,
                              const std::vector<uint64_t>& fences) const {

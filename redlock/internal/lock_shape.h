@@ -45,6 +45,10 @@ class AcquireShape {
   virtual Command Round1(const std::vector<std::string>& keys,
                          const std::vector<std::string>& counters, const std::string& token,
                          int64_t ttl_ms) const;
+  // Every key round 1 touches (for the check that one call can go to every
+  // node: scheme.h). Default: the lock keys, then the counters.
+  virtual std::vector<std::string> Keys(const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& counters) const;
   // Fencing round 2 on a granting node: `fences` one per key.
   virtual Command Commit(const std::vector<std::string>& keys,
                          const std::vector<std::string>& counters, const std::string& token,

@@ -1,5 +1,6 @@
 #include "redlock/internal/scheme.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,22 @@ std::string KnownUrlSchemes() {
     }
   }
   return out;
+}
+
+std::vector<bool> KeyRoutedNodes(const Options& options, int nodes) {
+  std::vector<bool> out(static_cast<size_t>(std::max(nodes, 0)), false);
+  for (size_t i = 0; i < out.size() && i < options.nodes.size(); ++i) {
+    out[i] = SchemeOf(options.nodes[i]).RoutesByKey();
+  }
+  return out;
+}
+
+std::string KeysProblem(const Options& options, const std::vector<std::string>& keys) {
+  for (const Endpoint& e : options.nodes) {
+    std::string problem = SchemeOf(e).KeysProblem(e, keys);
+    if (!problem.empty()) return problem;
+  }
+  return "";
 }
 
 StreamFactory TlsFor(const LocatorEnv& env, const std::string& name, const std::string& host) {

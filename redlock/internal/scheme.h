@@ -66,7 +66,26 @@ class EndpointScheme {
     return false;
   }
   virtual std::unique_ptr<Locator> MakeLocator(const Endpoint& e, LocatorEnv env) const = 0;
+  // Whether the node's commands go to the master of their keys' hash slot
+  // (a Redis Cluster): its redirections are then followed (node_calls.h),
+  // and it must run the client's scripts.
+  virtual bool RoutesByKey() const { return false; }
+  // Why one call that touches `keys` (all of them: lock keys, counters, the
+  // reader-writer lock's sets) cannot go to the node `e` of this scheme;
+  // "" when it can.
+  virtual std::string KeysProblem(const Endpoint& e, const std::vector<std::string>& keys) const {
+    (void)e, (void)keys;
+    return "";
+  }
 };
+
+// Per node of `options` (the first `nodes`): whether it routes by key
+// (EndpointScheme::RoutesByKey).
+std::vector<bool> KeyRoutedNodes(const Options& options, int nodes);
+// Why one call that touches `keys` cannot go to some node of `options`
+// (EndpointScheme::KeysProblem of the first node that says so); "" when it
+// can go to every node.
+std::string KeysProblem(const Options& options, const std::vector<std::string>& keys);
 
 // The scheme of an endpoint.
 const EndpointScheme& SchemeOf(const Endpoint& e);

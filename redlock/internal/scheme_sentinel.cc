@@ -36,8 +36,8 @@ class Sentinel final : public EndpointScheme {
     }
     absl::StatusOr<std::string> name = PercentDecode(master);
     if (!name.ok()) return BadEndpoint(url.text, name.status().message());
-    e->sentinel_master = *std::move(name);
-    absl::Status st = ParseAddresses(url.text, url.hosts, kSentinelPort, &e->sentinels);
+    e->sentinel.master = *std::move(name);
+    absl::Status st = ParseAddresses(url.text, url.hosts, kSentinelPort, &e->sentinel.sentinels);
     if (!st.ok()) return st;
     e->host.clear();
     return ParseDb(
@@ -47,23 +47,23 @@ class Sentinel final : public EndpointScheme {
   }
 
   std::string Check(const Endpoint& e) const override {
-    if (e.sentinels.empty()) return "no Sentinels to ask";
+    if (e.sentinel.sentinels.empty()) return "no Sentinels to ask";
     if (e.uses_cluster())
       return "a Sentinel-managed node is not a cluster: give either Sentinels or cluster seeds";
-    if (e.sentinels.size() > kMaxSentinels) {
-      return absl::StrCat(e.sentinels.size(), " Sentinels: at most ", kMaxSentinels,
+    if (e.sentinel.sentinels.size() > kMaxSentinels) {
+      return absl::StrCat(e.sentinel.sentinels.size(), " Sentinels: at most ", kMaxSentinels,
                           " per node are supported");
     }
-    const std::string wrong = CheckAddresses(e.sentinels, "a Sentinel");
+    const std::string wrong = CheckAddresses(e.sentinel.sentinels, "a Sentinel");
     if (!wrong.empty()) return wrong;
-    if (!e.sentinel_username.empty() && e.sentinel_password.empty()) {
+    if (!e.sentinel.username.empty() && e.sentinel.password.empty()) {
       return "a Sentinel username needs a password";
     }
     return "";
   }
 
   std::string Name(const Endpoint& e) const override {
-    return absl::StrCat("sentinel:", e.sentinel_master, "@", JoinAddresses(e.sentinels));
+    return absl::StrCat("sentinel:", e.sentinel.master, "@", JoinAddresses(e.sentinel.sentinels));
   }
 
   std::unique_ptr<Locator> MakeLocator(const Endpoint& e, LocatorEnv env) const override {

@@ -43,8 +43,9 @@ class Static final : public EndpointScheme {
   }
 
   std::string Check(const Endpoint& e) const override {
-    if (!e.sentinels.empty() || !e.sentinel_password.empty() || !e.sentinel_username.empty()) {
-      return "Sentinels are given without sentinel_master";
+    if (!e.sentinel.sentinels.empty() || !e.sentinel.password.empty() ||
+        !e.sentinel.username.empty()) {
+      return "Sentinels are given without sentinel.master";
     }
     if (e.host.empty()) return "empty host";
     if (e.port < 1 || e.port > 65535) return "port out of range 1..65535";

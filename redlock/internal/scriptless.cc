@@ -90,6 +90,9 @@ void ScriptingModes::SetScriptless(int node, std::string reason) {
 
 bool RefusesScripting(absl::string_view error) {
   const std::string e = absl::AsciiStrToLower(error);
+  // Valkey 9.1 with its Lua engine module not loaded (or unloaded): "ERR
+  // Could not find scripting engine 'lua'" to EVAL, EVALSHA and SCRIPT LOAD.
+  if (absl::StartsWith(e, "err could not find scripting engine")) return true;
   const bool names_scripting = absl::StrContains(e, "'eval") || absl::StrContains(e, "'script") ||
                                absl::StrContains(e, "'fcall") || absl::StrContains(e, "'function");
   if (!names_scripting) return false;

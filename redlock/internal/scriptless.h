@@ -1,5 +1,6 @@
-// Nodes that forbid scripting: an ACL user without @scripting, or EVAL,
-// EVALSHA and SCRIPT renamed away. The handshake learns it (SCRIPT LOAD is
+// Nodes that forbid scripting: an ACL user without @scripting, EVAL,
+// EVALSHA and SCRIPT renamed away, or no Lua engine (Valkey 9.1 without its
+// Lua module). The handshake learns it (SCRIPT LOAD is
 // refused) and NodeCalls then runs each script's effect on that node with
 // WATCH / MULTI / EXEC instead, with the same outcome and the same reply
 // (docs/design.md 5.16):
@@ -89,7 +90,8 @@ class ScriptingModes {
 
 // True when an error reply says the node refuses the scripting command
 // itself (NOPERM for EVAL/EVALSHA/SCRIPT, or one of them unknown: renamed or
-// removed), not that a script failed.
+// removed), or has no Lua engine (Valkey 9.1 without its Lua module: "ERR
+// Could not find scripting engine 'lua'"), not that a script failed.
 bool RefusesScripting(absl::string_view error);
 
 // The handshake steps of `node`: SCRIPT LOAD of every script. A node that

@@ -322,16 +322,15 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
 }  // namespace
 
 void StartSemaphoreAcquire(OpContext* ctx, SemaphoreRequest request, PermitCallback done) {
-  if (ctx->has_cluster()) {
-    // One call takes a permit among all K permit keys (and their counters):
-    // on a cluster node they must share a hash slot.
-    const std::string problem =
-        ctx->ClusterKeysProblem(PermitKeys(*ctx, request), ctx->options().fencing);
-    if (!problem.empty()) {
-      done(absl::InvalidArgumentError(
-          absl::StrCat("acquire a permit of ", request.resource, ": ", problem)));
-      return;
-    }
+  // One call takes a permit among all K permit keys (and their counters):
+  // every node must be able to run it as one command (scheme.h).
+  const std::vector<std::string> keys = PermitKeys(*ctx, request);
+  const std::string problem =
+      ctx->KeysProblem(ctx->options().fencing ? ctx->WithFenceKeys(keys) : keys);
+  if (!problem.empty()) {
+    done(absl::InvalidArgumentError(
+        absl::StrCat("acquire a permit of ", request.resource, ": ", problem)));
+    return;
   }
   auto op = std::make_shared<SemaphoreOp>(ctx, std::move(request), std::move(done));
   op->Start();

@@ -1,8 +1,7 @@
 // Sentinel discovery for a node written as redis+sentinel:// or
 // rediss+sentinel:// (then every connection, to the Sentinels and to the
-// master, is TLS). One connection per Sentinel asks, in its handshake, where
-// the master is (SENTINEL get-master-addr-by-name) and with which config
-// epoch (SENTINEL MASTER), then stays subscribed to +switch-master; a PING
+// master, is TLS): the locator. One link per Sentinel (sentinel_link.h)
+// asks where the master is and stays subscribed to +switch-master; a PING
 // after a second of silence keeps it honest (a half-open connection would
 // never announce a failover).
 //
@@ -11,18 +10,8 @@
 // again, at most once per backoff (reconnect_backoff_min doubling up to
 // reconnect_backoff_max, reset once the master is connected). A round is
 // decided once a majority of the Sentinels answered, all answered or
-// failed, or connect_timeout passed. Its choice among the answers:
-//   1. the highest config epoch (a later failover; a Sentinel cut off from
-//      the others keeps the epoch of the view it was left with);
-//   2. then masters not refused lately before those that were (a failed
-//      connection or ROLE check), least recently refused first: a stale
-//      Sentinel's answer is tried once, then the others', in turn;
-//   3. then the answer of the most Sentinels;
-//   4. then the order of the endpoint.
-// Outside a round (a Sentinel reconnected after a silence), a Sentinel's
-// answer moves the node only if it beats the current master by epoch, or by
-// a majority of all the Sentinels at equal epoch: a stale Sentinel (an
-// older epoch, a minority) never pulls a working node away.
+// failed, or connect_timeout passed; its choice, and when an answer outside
+// a round moves a working node, are sentinel_choice.h's.
 //
 // Not a safety mechanism: a promoted replica may not have a key its master
 // granted (Options::durability is what makes a node's vote survive that).
@@ -41,110 +30,24 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "redlock/internal/resp.h"
+#include "redlock/internal/sentinel_choice.h"
+#include "redlock/internal/sentinel_link.h"
 
 namespace redlock::internal {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 using TimePoint = Clock::time_point;
-
-constexpr absl::string_view kSwitchMaster = "+switch-master";
-
-// A refusal older than this no longer counts against an answer.
-constexpr absl::Duration kRefusalMemory = absl::Seconds(60);
-
-// The config-epoch field of a SENTINEL MASTER reply (-1 when absent).
-int64_t ConfigEpoch(const Reply& r) {
-  if (r.type != Reply::Type::kArray) return -1;
-  for (size_t i = 0; i + 1 < r.elements.size(); i += 2) {
-    int64_t epoch = -1;
-    if (r.elements[i].str == "config-epoch" && absl::SimpleAtoi(r.elements[i + 1].str, &epoch)) {
-      return epoch;
-    }
-  }
-  return -1;
-}
-
-// One master named by some Sentinels.
-struct Candidate {
-  std::string host;
-  int port = 0;
-  std::string address;
-  int64_t epoch = -1;                    // the highest epoch it was named with
-  int votes = 0;                         // Sentinels naming it
-  size_t first = 0;                      // the first of them in the endpoint's order
-  TimePoint refused = TimePoint::min();  // min: not lately
-};
-
-// One Sentinel's answer: the master it names and its config epoch.
-struct Answer {
-  size_t sentinel = 0;  // in the endpoint's order
-  std::string host;
-  int port = 0;
-  int64_t epoch = -1;
-};
-
-// The answers grouped by master.
-std::vector<Candidate> Candidates(const std::vector<Answer>& answers) {
-  std::vector<Candidate> out;
-  for (const Answer& a : answers) {
-    const std::string address = JoinHostPort(a.host, a.port);
-    auto it = std::find_if(out.begin(), out.end(),
-                           [&](const Candidate& c) { return c.address == address; });
-    if (it == out.end()) {
-      out.push_back(
-          Candidate{.host = a.host, .port = a.port, .address = address, .first = a.sentinel});
-      it = out.end() - 1;
-    }
-    it->epoch = std::max(it->epoch, a.epoch);
-    ++it->votes;
-  }
-  return out;
-}
-
-// The order of a round's choice (file comment).
-bool Better(const Candidate& a, const Candidate& b) {
-  if (a.epoch != b.epoch) return a.epoch > b.epoch;
-  if (a.refused != b.refused) return a.refused < b.refused;
-  if (a.votes != b.votes) return a.votes > b.votes;
-  return a.first < b.first;
-}
-
-// One Sentinel: a connection that asks it where the master is in its
-// handshake (and its config epoch), then stays subscribed to
-// +switch-master, kept alive by PINGs.
-struct Link {
-  Link(const Connection::Settings& settings, const SentinelAddress& at)
-      : conn(settings), address(JoinHostPort(at.host, at.port)) {}
-
-  Connection conn;
-  const std::string address;  // "host:port"
-  // What the handshake under way was told (taken once it completes).
-  std::string asked_host;
-  int asked_port = 0;
-  int64_t asked_epoch = -1;
-  // Its last answer ("" before any), with its config epoch (-1: unknown).
-  std::string host;
-  int port = 0;
-  int64_t epoch = -1;
-  // The discovery round its last answer belongs to, and the last round in
-  // which it failed.
-  uint64_t answered_round = 0;
-  uint64_t failed_round = 0;
-  std::string error;  // why its last attempt failed ("" since it answered)
-  TimePoint last_heard{};
-  bool ping_out = false;
-  TimePoint ping_sent{};
-};
+using Link = SentinelLink;
 
 class SentinelLocator final : public Locator {
  public:
   SentinelLocator(const Endpoint& e, LocatorEnv env) : endpoint_(e), env_(std::move(env)) {
-    for (const SentinelAddress& at : e.sentinels) {
+    for (const SentinelAddress& at : e.sentinel.sentinels) {
       Connection::Settings s = env_.settings;
       Endpoint login;  // the Sentinels' own credentials
-      login.username = e.sentinel_username;
-      login.password = e.sentinel_password;
+      login.username = e.sentinel.username;
+      login.password = e.sentinel.password;
       login.host = at.host;
       login.port = at.port;
       s.endpoint = login;
@@ -175,7 +78,7 @@ class SentinelLocator final : public Locator {
     // back as a replica): only a master is used.
     HandshakeStep role;
     AppendCommand(&role.payload, {"ROLE"});
-    role.check = [master = endpoint_.sentinel_master](const Reply& r) -> std::string {
+    role.check = [master = endpoint_.sentinel.master](const Reply& r) -> std::string {
       if (r.is_error()) return HandshakeError("ROLE", r);
       if (r.type == Reply::Type::kArray && !r.elements.empty() && r.elements[0].str == "master") {
         return "";
@@ -249,56 +152,8 @@ void SentinelLocator::LinkStart(size_t s) {
   if (host().stopping()) return;
   Link& l = *links_[s];
   LinkClose(s);
-  Endpoint login;
-  login.username = endpoint_.sentinel_username;
-  login.password = endpoint_.sentinel_password;
-  std::vector<HandshakeStep> steps = LoginSteps(login);
-  HandshakeStep ask;
-  AppendCommand(&ask.payload, {"SENTINEL", "get-master-addr-by-name", endpoint_.sentinel_master});
-  Link* link = &l;
-  ask.check = [this, link](const Reply& r) -> std::string {
-    if (r.is_error()) return HandshakeError("SENTINEL get-master-addr-by-name", r);
-    if (r.is_nil()) {
-      return absl::StrCat("the Sentinel knows no master named \"", endpoint_.sentinel_master, "\"");
-    }
-    int port = 0;
-    if (r.type != Reply::Type::kArray || r.elements.size() != 2 ||
-        r.elements[0].type != Reply::Type::kString || r.elements[0].str.empty() ||
-        !absl::SimpleAtoi(r.elements[1].str, &port) || port < 1 || port > 65535) {
-      return absl::StrCat("SENTINEL get-master-addr-by-name returned ", r.Describe());
-    }
-    link->asked_host = r.elements[0].str;
-    link->asked_port = port;
-    return "";
-  };
-  steps.push_back(std::move(ask));
-  // The epoch cross-checks the Sentinels' answers. A Sentinel user that may
-  // not run SENTINEL MASTER is not refused: its epoch is unknown.
-  HandshakeStep master;
-  AppendCommand(&master.payload, {"SENTINEL", "MASTER", endpoint_.sentinel_master});
-  master.check = [link](const Reply& r) -> std::string {
-    link->asked_epoch = r.is_error() ? -1 : ConfigEpoch(r);
-    return "";
-  };
-  steps.push_back(std::move(master));
-  HandshakeStep subscribe;
-  AppendCommand(&subscribe.payload, {"SUBSCRIBE", std::string(kSwitchMaster)});
-  subscribe.check = [](const Reply& r) -> std::string {
-    // A Sentinel user denied SUBSCRIBE still names the master: it is then
-    // asked again at every outage, and announces no failover.
-    if (r.is_error() || (r.type == Reply::Type::kArray && !r.elements.empty() &&
-                         r.elements[0].str == "subscribe")) {
-      return "";
-    }
-    return absl::StrCat("SUBSCRIBE ", kSwitchMaster, " returned ", r.Describe());
-  };
-  steps.push_back(std::move(subscribe));
-  l.asked_host.clear();
-  l.asked_port = 0;
-  l.asked_epoch = -1;
-  l.ping_out = false;
   std::string why;
-  if (!l.conn.Start(std::move(steps), &why)) {
+  if (!l.conn.Start(l.Steps(endpoint_.sentinel), &why)) {
     LinkFail(s, why);
     return;
   }
@@ -322,10 +177,7 @@ void SentinelLocator::OnIo(uint32_t sub, uint32_t generation, uint32_t events) {
     l.ping_out = false;
   }
   if (p.ready) {
-    l.host = l.asked_host;
-    l.port = l.asked_port;
-    l.epoch = l.asked_epoch;
-    l.error.clear();
+    l.TakeAnswer();
     const bool in_round = round_open_;
     if (in_round) l.answered_round = round_;
     PublishHealth();
@@ -336,27 +188,19 @@ void SentinelLocator::OnIo(uint32_t sub, uint32_t generation, uint32_t events) {
     }
   }
   for (const Reply& m : messages) {
-    // ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"]
-    if (m.type != Reply::Type::kArray || m.elements.size() != 3 || m.elements[0].str != "message" ||
-        m.elements[1].str != kSwitchMaster) {
-      continue;  // a keep-alive's answer
-    }
-    std::vector<std::string> f = absl::StrSplit(m.elements[2].str, ' ');
-    int port = 0;
-    if (f.size() != 5 || f[0] != endpoint_.sentinel_master || !absl::SimpleAtoi(f[4], &port) ||
-        port < 1 || port > 65535) {
-      continue;  // another master of this Sentinel
-    }
+    std::optional<SwitchMaster> sw = ParseSwitchMaster(m, endpoint_.sentinel.master);
+    if (!sw.has_value()) continue;
     // The new master's config epoch is newer than every other answer held.
     int64_t newest = -1;
     for (const auto& other : links_) newest = std::max(newest, other->epoch);
-    l.host = f[3];
-    l.port = port;
+    l.host = sw->host;
+    l.port = sw->port;
     l.epoch = -1;
     master_epoch_ = newest + 1;
-    MasterAt(f[3], port,
-             absl::StrCat("failover: the Sentinels moved master \"", f[0], "\" from ", f[1], ":",
-                          f[2], " to ", f[3], ":", f[4], "; reconnecting"));
+    MasterAt(sw->host, sw->port,
+             absl::StrCat("failover: the Sentinels moved master \"", endpoint_.sentinel.master,
+                          "\" from ", sw->old_host, ":", sw->old_port, " to ", sw->host, ":",
+                          sw->port, "; reconnecting"));
     // Its new config epoch is learnt by asking again: until then this
     // answer would not outweigh the others' older epochs.
     LinkStart(s);
@@ -409,14 +253,15 @@ void SentinelLocator::CheckRound(TimePoint now) {
 }
 
 void SentinelLocator::Decide(TimePoint now) {
-  std::vector<Answer> answers;
+  std::vector<SentinelAnswer> answers;
   for (size_t s = 0; s < links_.size(); ++s) {
     const Link& l = *links_[s];
-    if (l.answered_round == round_ && !l.host.empty())
+    if (l.answered_round == round_ && !l.host.empty()) {
       answers.push_back({s, l.host, l.port, l.epoch});
+    }
   }
-  std::vector<Candidate> candidates = Candidates(answers);
-  if (candidates.empty()) {
+  std::optional<MasterCandidate> best = ChooseInRound(answers, &refused_, now);
+  if (!best.has_value()) {
     // Each Sentinel, and why it did not say.
     std::vector<std::string> why;
     for (const auto& l : links_) {
@@ -424,24 +269,14 @@ void SentinelLocator::Decide(TimePoint now) {
                                       : absl::StrCat("Sentinel ", l->address, ": no answer within ",
                                                      absl::FormatDuration(connect_timeout())));
     }
-    host().Unlocated(absl::StrCat("cannot learn where master \"", endpoint_.sentinel_master,
+    host().Unlocated(absl::StrCat("cannot learn where master \"", endpoint_.sentinel.master,
                                   "\" is: ", absl::StrJoin(why, "; ")));
     // Create waits for every node's first attempt: here, one at every Sentinel.
     host().FirstAttemptDone();
     return;
   }
-  for (Candidate& c : candidates) {
-    auto it = refused_.find(c.address);
-    if (it == refused_.end()) continue;
-    if (now - it->second < absl::ToChronoNanoseconds(kRefusalMemory)) {
-      c.refused = it->second;
-    } else {
-      refused_.erase(it);
-    }
-  }
-  const Candidate& best = *std::min_element(candidates.begin(), candidates.end(), Better);
-  master_epoch_ = best.epoch;
-  MasterAt(best.host, best.port, "");
+  master_epoch_ = best->epoch;
+  MasterAt(best->host, best->port, "");
 }
 
 void SentinelLocator::Answered(size_t s, TimePoint now) {
@@ -457,34 +292,25 @@ void SentinelLocator::Answered(size_t s, TimePoint now) {
     master_epoch_ = std::max(master_epoch_, l.epoch);
     return;
   }
-  // Every connected Sentinel's latest answer; the current master keeps at
-  // least the epoch it was chosen with (its Sentinels may be away).
-  std::vector<Answer> answers;
+  // Every connected Sentinel's latest answer.
+  std::vector<SentinelAnswer> answers;
   for (size_t i = 0; i < links_.size(); ++i) {
     const Link& link = *links_[i];
     if (link.conn.ready() && !link.ping_out && !link.host.empty()) {
       answers.push_back({i, link.host, link.port, link.epoch});
     }
   }
-  std::vector<Candidate> candidates = Candidates(answers);
-  Candidate cur{.address = current};
-  for (const Candidate& c : candidates) {
-    if (c.address == current) cur = c;
-  }
-  cur.epoch = std::max(cur.epoch, master_epoch_);
-  const Candidate& best = *std::min_element(candidates.begin(), candidates.end(), Better);
-  const int majority = static_cast<int>(links_.size() / 2 + 1);
-  if (best.address == current) return;
-  if (best.epoch > cur.epoch ||
-      (best.epoch == cur.epoch && best.votes > cur.votes && best.votes >= majority)) {
-    master_epoch_ = best.epoch;
-    MasterAt(best.host, best.port,
-             absl::StrCat("the Sentinels now name ", best.address, " as master \"",
-                          endpoint_.sentinel_master, "\" (config epoch ", best.epoch, ", ",
-                          best.votes, " of ", links_.size(), " Sentinels; ", current,
-                          " was named with epoch ", cur.epoch, " by ", cur.votes,
-                          "): a failover this client missed; reconnecting"));
-  }
+  MasterCandidate cur;
+  std::optional<MasterCandidate> best =
+      MoveOutsideRound(answers, current, master_epoch_, links_.size(), &cur);
+  if (!best.has_value()) return;
+  master_epoch_ = best->epoch;
+  MasterAt(
+      best->host, best->port,
+      absl::StrCat("the Sentinels now name ", best->address, " as master \"",
+                   endpoint_.sentinel.master, "\" (config epoch ", best->epoch, ", ", best->votes,
+                   " of ", links_.size(), " Sentinels; ", current, " was named with epoch ",
+                   cur.epoch, " by ", cur.votes, "): a failover this client missed; reconnecting"));
 }
 
 void SentinelLocator::MasterAt(const std::string& h, int port, const std::string& why) {

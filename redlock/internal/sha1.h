@@ -1,4 +1,5 @@
-// SHA-1, only to name Lua scripts for EVALSHA (not for security).
+// SHA-1, only to name Lua scripts for EVALSHA (not for security): OpenSSL's
+// digest (libcrypto, linked for TLS), written as Redis writes it.
 
 #ifndef REDLOCK_INTERNAL_SHA1_H_
 #define REDLOCK_INTERNAL_SHA1_H_

@@ -119,6 +119,11 @@ class TlsStream final : public Stream {
   std::string error_;         // guarded by mu_
 };
 
+// The reason text of an OpenSSL error code ("certificate verify failed").
+std::string TlsReasonText(unsigned long err);
+// The SSL ex_data slot that points at a connection's TlsSessionCache.
+int TlsSessionCacheIndex();
+
 // The stream factory of one TLS node: its connections verify `server_name`
 // and resume the node's last session when they can.
 StreamFactory TlsStreamFactory(std::shared_ptr<TlsContext> context, std::string server_name);

@@ -261,7 +261,7 @@ class BrokenRedlock : public LockBackend {
   // The clock drift allowance of a lock of `ttl_ms`.
   Steady::duration Drift(int64_t ttl_ms) const {
     return std::chrono::duration_cast<Steady::duration>(
-        absl::ToChronoNanoseconds(DriftAllowance(ttl_ms, config_.drift_factor)));
+        absl::ToChronoNanoseconds(DriftOf(config_, ttl_ms)));
   }
 
   // A lock on `resource` with `token`, granted by `nodes` in a round that

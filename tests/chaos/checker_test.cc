@@ -298,6 +298,56 @@ TEST(HistoryTest, MalformedLineReportsFileAndLine) {
   std::remove(path.c_str());
 }
 
+// A history read while its writers append: each Update parses only what was
+// completed since the last, a line in the middle of being written waits for
+// its newline, and the result equals one ReadHistory of the whole.
+TEST(HistoryTest, TailParsesEachLineOnceAsTheFilesGrow) {
+  const std::string a = TempPath("tail_a.jsonl");
+  const std::string b = TempPath("tail_b.jsonl");
+  const std::string a1 = R"({"t":10,"type":"nemesis","fault":"kill","target":"a1"})"
+                         "\n";
+  const std::string a2 = R"({"t":40,"type":"nemesis","fault":"kill","target":"a2"})"
+                         "\n";
+  const std::string b1 = R"({"t":20,"type":"nemesis","fault":"kill","target":"b1"})"
+                         "\n\n";
+  const std::string bad = "{\"t\":30,\"type\":\"nemesis\"}\n";
+  const std::string torn = R"({"t":50,"type":"nem)";
+  WriteFile(a, a1 + a2.substr(0, 20));
+  WriteFile(b, "");
+  HistoryTail tail({a, b});
+  ASSERT_TRUE(tail.Update().ok());
+  std::vector<Event> events = tail.Events();
+  ASSERT_THAT(events, SizeIs(1)) << "the half-written line waits";
+  EXPECT_EQ(events[0].source, a + ":1");
+
+  WriteFile(a, a1 + a2);
+  WriteFile(b, b1 + bad + torn);
+  ASSERT_TRUE(tail.Update().ok());
+  events = tail.Events();
+  std::vector<std::string> sources;
+  for (const Event& e : events) sources.push_back(e.source);
+  EXPECT_THAT(sources, ElementsAre(a + ":1", b + ":1", a + ":2"));
+  EXPECT_THAT(tail.malformed(), ElementsAre(HasSubstr(b + ":3: nemesis: missing field")));
+
+  // The writers are done: the torn last line is read, and is malformed.
+  ASSERT_TRUE(tail.Update(/*to_end=*/true).ok());
+  ASSERT_THAT(tail.malformed(), SizeIs(2));
+  EXPECT_THAT(tail.malformed()[1], HasSubstr(b + ":4: not valid JSON"));
+  std::vector<std::string> whole_malformed;
+  absl::StatusOr<std::vector<Event>> whole = ReadHistory({a, b}, &whole_malformed);
+  ASSERT_TRUE(whole.ok()) << whole.status();
+  ASSERT_EQ(tail.Events().size(), whole->size());
+  for (size_t i = 0; i < whole->size(); ++i) {
+    EXPECT_EQ(FormatEventLine(tail.Events()[i]), FormatEventLine((*whole)[i]));
+    EXPECT_EQ(tail.Events()[i].source, (*whole)[i].source);
+  }
+  EXPECT_EQ(tail.malformed(), whole_malformed);
+
+  std::remove(b.c_str());
+  EXPECT_EQ(tail.Update().code(), absl::StatusCode::kNotFound);
+  std::remove(a.c_str());
+}
+
 TEST(HistoryTest, MissingFileIsNotFound) {
   absl::StatusOr<std::vector<Event>> read = ReadHistory(TempPath("no_such_file"));
   ASSERT_FALSE(read.ok());

@@ -8,19 +8,26 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
+#include <memory>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "chaos/check/checker.h"
 #include "chaos/history/history.h"
 #include "chaos/history/nemesis.h"
 #include "common/svg.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pugixml.hpp"
 #include "tests/chaos/history_builder.h"
-#include "tests/chaos/xml_lite.h"
 
 namespace redlock::chaos {
 namespace {
@@ -30,29 +37,126 @@ using synthetic::Ms;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
+// ---- The SVG as XML (pugixml) ----------------------------------------------------
+//
+// pugixml checks that tags balance and nest, that attributes are quoted and
+// that no bare '<' is in text; it leaves three things to the caller, which
+// ParseSvg checks itself: every '&' starts a reference the writer may use, no
+// element has an attribute twice, and the document has one root element.
+
+bool IsReference(absl::string_view raw) {
+  for (absl::string_view named : {"&lt;", "&gt;", "&amp;", "&quot;", "&apos;"}) {
+    if (absl::StartsWith(raw, named)) return true;
+  }
+  size_t i = 2;
+  const bool hex = absl::StartsWith(raw, "&#x");
+  if (!hex && !absl::StartsWith(raw, "&#")) return false;
+  if (hex) i = 3;
+  const size_t digits_from = i;
+  while (i < raw.size() && (hex ? absl::ascii_isxdigit(raw[i]) : absl::ascii_isdigit(raw[i]))) ++i;
+  return i > digits_from && i < raw.size() && raw[i] == ';';
+}
+
+// What pugixml read with its escapes left as written (parse_escapes off).
+std::string BadEscapes(const pugi::xml_node& raw) {
+  std::vector<absl::string_view> values;
+  if (raw.type() == pugi::node_pcdata) values.push_back(raw.value());
+  for (const pugi::xml_attribute& a : raw.attributes()) values.push_back(a.value());
+  std::set<std::string> names;
+  for (const pugi::xml_attribute& a : raw.attributes()) {
+    if (!names.insert(a.name()).second) {
+      return absl::StrCat("<", raw.name(), "> has attribute ", a.name(), " twice");
+    }
+  }
+  for (absl::string_view v : values) {
+    for (size_t at = v.find('&'); at != absl::string_view::npos; at = v.find('&', at + 1)) {
+      if (!IsReference(v.substr(at))) return absl::StrCat("a bare '&' in \"", v, "\"");
+    }
+  }
+  for (const pugi::xml_node& child : raw.children()) {
+    std::string wrong = BadEscapes(child);
+    if (!wrong.empty()) return wrong;
+  }
+  return "";
+}
+
+absl::Status ParseSvg(const std::string& text, pugi::xml_document* doc) {
+  // `raw` keeps escapes as written and, as a fragment, text outside the root.
+  pugi::xml_document raw;
+  for (auto [into, options] :
+       {std::pair{doc, pugi::parse_default},
+        std::pair{&raw, (pugi::parse_default & ~pugi::parse_escapes) | pugi::parse_fragment}}) {
+    const pugi::xml_parse_result r = into->load_buffer(text.data(), text.size(), options);
+    if (!r) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("not well-formed at byte ", r.offset, ": ", r.description()));
+    }
+  }
+  int roots = 0;
+  for (const pugi::xml_node& top : raw.children()) {
+    if (top.type() == pugi::node_element) ++roots;
+    if (top.type() == pugi::node_pcdata || top.type() == pugi::node_cdata) {
+      return absl::InvalidArgumentError("text outside the root element");
+    }
+  }
+  if (roots != 1) return absl::InvalidArgumentError(absl::StrCat(roots, " root elements"));
+  const std::string wrong = BadEscapes(raw);
+  if (!wrong.empty()) return absl::InvalidArgumentError(wrong);
+  return absl::OkStatus();
+}
+
+// True when the element's class attribute lists `cls` (space-separated).
+bool HasClass(const pugi::xml_node& e, absl::string_view cls) {
+  for (absl::string_view c : absl::StrSplit(e.attribute("class").value(), ' ', absl::SkipEmpty())) {
+    if (c == cls) return true;
+  }
+  return false;
+}
+
+// The elements of the tree under `root` (itself included) for which `match`
+// is true, in document order.
+std::vector<pugi::xml_node> FindAll(const pugi::xml_node& root,
+                                    const std::function<bool(const pugi::xml_node&)>& match) {
+  std::vector<pugi::xml_node> out;
+  if (root.type() == pugi::node_element && match(root)) out.push_back(root);
+  for (const pugi::xml_node& child : root.children()) {
+    std::vector<pugi::xml_node> below = FindAll(child, match);
+    out.insert(out.end(), below.begin(), below.end());
+  }
+  return out;
+}
+
+int Count(const pugi::xml_node& root, const std::function<bool(const pugi::xml_node&)>& match) {
+  return static_cast<int>(FindAll(root, match).size());
+}
+
+bool IsNamed(const pugi::xml_node& e, absl::string_view name) {
+  return absl::string_view(e.name()) == name;
+}
+
 struct Picture {
   CheckResult check;
   std::string text;
-  xml_lite::Element root;
+  std::unique_ptr<pugi::xml_document> doc = std::make_unique<pugi::xml_document>();
+  pugi::xml_node root;
 };
 
 Picture Draw(const std::vector<Event>& history) {
   Picture p;
   p.check = Check(history);
   p.text = RenderTimeline(history, p.check);
-  absl::StatusOr<xml_lite::Element> root = xml_lite::Parse(p.text);
-  EXPECT_TRUE(root.ok()) << root.status();
-  if (root.ok()) p.root = *std::move(root);
+  absl::Status parsed = ParseSvg(p.text, p.doc.get());
+  EXPECT_TRUE(parsed.ok()) << parsed;
+  p.root = p.doc->document_element();
   return p;
 }
 
 // <g> elements whose class lists every one of `classes`.
-std::vector<const xml_lite::Element*> Groups(const Picture& p,
-                                             const std::vector<std::string>& classes) {
-  return xml_lite::FindAll(p.root, [&](const xml_lite::Element& e) {
-    if (e.name != "g") return false;
+std::vector<pugi::xml_node> Groups(const Picture& p, const std::vector<std::string>& classes) {
+  return FindAll(p.root, [&](const pugi::xml_node& e) {
+    if (!IsNamed(e, "g")) return false;
     for (const std::string& c : classes) {
-      if (!xml_lite::HasClass(e, c)) return false;
+      if (!HasClass(e, c)) return false;
     }
     return true;
   });
@@ -64,7 +168,8 @@ int64_t CountOf(const Picture& p, const std::vector<std::string>& classes) {
 
 std::vector<std::string> LaneIds(const Picture& p, const std::string& kind) {
   std::vector<std::string> ids;
-  for (const xml_lite::Element* e : Groups(p, {"lane", kind})) ids.push_back(e->Attribute("id"));
+  for (const pugi::xml_node& e : Groups(p, {"lane", kind}))
+    ids.push_back(e.attribute("id").value());
   return ids;
 }
 
@@ -99,16 +204,28 @@ TEST(SvgTest, EscapesAndFitsText) {
   EXPECT_THAT(svg::NiceTicks(-3, 3, 3), ElementsAre(-2, 0, 2));
 }
 
+// What ParseSvg adds to pugixml's checks fails the documents it must.
+TEST(SvgTest, StrictParsingRefusesWhatAnEscapingBugWouldWrite) {
+  pugi::xml_document xml;
+  EXPECT_TRUE(ParseSvg(R"(<svg a="&lt;&#38;&#x26;"><t>x &amp; y</t></svg>)", &xml).ok());
+  for (const char* bad :
+       {R"(<svg><t>x & y</t></svg>)", R"(<svg a="&nope;"/>)", R"(<svg a="1" a="2"/>)",
+        R"(<svg/><svg/>)", R"(<svg/>text)", R"(<svg><t>x < y</t></svg>)", R"(<svg><t></svg>)"}) {
+    EXPECT_FALSE(ParseSvg(bad, &xml).ok()) << bad;
+  }
+}
+
 TEST(SvgTest, DocumentAndLineChartAreWellFormed) {
   svg::Document doc;
   doc.Open({.cls = "a b", .id = "x", .tooltip = "tip <1>"});
   doc.Rect(1, 2, 3, 4, {.fill = "red"}, "rect & tip");
   doc.Text(5, 6, "text <&>", {.anchor = "middle"});
   // Left open on purpose: Render closes it.
-  absl::StatusOr<xml_lite::Element> root = xml_lite::Parse(doc.Render(100, 50, "t"));
-  ASSERT_TRUE(root.ok()) << root.status();
-  EXPECT_EQ(root->name, "svg");
-  EXPECT_EQ(xml_lite::Count(*root, [](const auto& e) { return xml_lite::HasClass(e, "b"); }), 1);
+  pugi::xml_document xml;
+  absl::Status parsed = ParseSvg(doc.Render(100, 50, "t"), &xml);
+  ASSERT_TRUE(parsed.ok()) << parsed;
+  EXPECT_STREQ(xml.document_element().name(), "svg");
+  EXPECT_EQ(Count(xml, [](const auto& e) { return HasClass(e, "b"); }), 1);
 
   svg::LineChart chart;
   chart.title = "latency & more";
@@ -116,11 +233,10 @@ TEST(SvgTest, DocumentAndLineChartAreWellFormed) {
   chart.y = {.label = "latency", .log = true, .format = svg::FormatMicros};
   chart.series.push_back({.name = "p50", .points = {{1, 40}, {3, 52}, {5, 60}}});
   chart.series.push_back({.name = "p99", .dashed = true, .points = {{1, 0}, {3, 90}}});
-  root = xml_lite::Parse(svg::RenderLineChart(chart));
-  ASSERT_TRUE(root.ok()) << root.status();
-  EXPECT_EQ(xml_lite::Count(*root, [](const auto& e) { return e.name == "polyline"; }), 2);
-  EXPECT_EQ(xml_lite::Count(*root, [](const auto& e) { return xml_lite::HasClass(e, "series"); }),
-            2);
+  parsed = ParseSvg(svg::RenderLineChart(chart), &xml);
+  ASSERT_TRUE(parsed.ok()) << parsed;
+  EXPECT_EQ(Count(xml, [](const auto& e) { return IsNamed(e, "polyline"); }), 2);
+  EXPECT_EQ(Count(xml, [](const auto& e) { return HasClass(e, "series"); }), 2);
 }
 
 // ---- History format and the nemesis log ----------------------------------------------
@@ -239,10 +355,9 @@ TEST(TimelineTest, OneMarkerPerOverlapAcrossTheLanesInvolved) {
   EXPECT_THAT(p.text, HasSubstr("clock_jump: +6s"));
   EXPECT_THAT(p.text, HasSubstr("storm: a fault with no site"));
   // The clock jump is on n2's lane, the pause on c1's.
-  for (const xml_lite::Element* lane : Groups(p, {"lane"})) {
-    const int faults = static_cast<int>(
-        xml_lite::Count(*lane, [](const auto& e) { return xml_lite::HasClass(e, "fault"); }));
-    const std::string id = lane->Attribute("id");
+  for (const pugi::xml_node& lane : Groups(p, {"lane"})) {
+    const int faults = Count(lane, [](const auto& e) { return HasClass(e, "fault"); });
+    const std::string id = lane.attribute("id").value();
     EXPECT_EQ(faults, id == "lane-n2" || id == "lane-c1" || id == "lane-nemesis" ? 1 : 0) << id;
   }
 }
@@ -317,9 +432,10 @@ TEST(TimelineTest, DenseHistoryIsAggregatedButEveryViolationIsDrawn) {
   EXPECT_EQ(CountOf(p, {"violation", "S1"}), p.check.count(Property::kMutualExclusion));
   EXPECT_EQ(LaneIds(p, "client").size(), 10u);
   // Failed attempts: at most one tick per 2 pixels, outcome and lane.
-  const int ticks = xml_lite::Count(p.root, [](const xml_lite::Element& e) {
-    return e.name == "rect" && !e.children.empty() &&
-           absl::StrContains(e.children.front().text, "attempt");
+  const int ticks = Count(p.root, [](const pugi::xml_node& e) {
+    const pugi::xml_node first =
+        e.find_child([](const pugi::xml_node& c) { return c.type() == pugi::node_element; });
+    return IsNamed(e, "rect") && first && absl::StrContains(first.child_value(), "attempt");
   });
   EXPECT_GT(ticks, 0);
   EXPECT_LE(ticks, 10 * 3 * 1200 / 2);
@@ -329,7 +445,7 @@ TEST(TimelineTest, DenseHistoryIsAggregatedButEveryViolationIsDrawn) {
 
 TEST(TimelineTest, EmptyHistoryStillDraws) {
   Picture p = Draw({});
-  EXPECT_EQ(p.root.name, "svg");
+  EXPECT_TRUE(IsNamed(p.root, "svg"));
   EXPECT_EQ(CountOf(p, {"lane"}), 0);
 }
 

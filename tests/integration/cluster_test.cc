@@ -275,6 +275,49 @@ TEST_F(ClusterTest, ASlotMigratedWhileALockIsHeldKeepsItsHolder) {
   REDLOCK_EXPECT_OK(other->TryAcquire("{mig}held", absl::Seconds(10)).status());
 }
 
+// Issue 36 item 7. During a slot migration, a multi-key call whose keys are
+// split (the counter of a fenced lock still at the source, its lock key not
+// there) is answered TRYAGAIN; it is tried again within the node's deadline
+// and succeeds once the migration moved the keys. Before the fix it was a
+// plain "unavailable" vote for the whole migration.
+TEST_F(ClusterTest, AMultiKeyCallAnsweredTryAgainDuringAMigrationIsTriedAgain) {
+  Options o = MakeOptions();
+  o.fencing = true;
+  o.node_timeout = absl::Seconds(3);
+  auto c = MakeClient(o);
+  ASSERT_NE(c, nullptr);
+  // The counter exists (an earlier holder), the lock key does not.
+  absl::StatusOr<Lease> first = c->TryAcquire("{try}r", absl::Seconds(10));
+  REDLOCK_ASSERT_OK(first.status());
+  REDLOCK_ASSERT_OK(c->Release(*first));
+  const std::string key = o.key_prefix + "{try}r";
+  const int slot = KeySlot(key);
+  absl::StatusOr<int> from = cluster_->MasterOf(slot);
+  REDLOCK_ASSERT_OK(from.status());
+  const int to = (*from + 1) % cluster_->masters();
+  REDLOCK_ASSERT_OK(cluster_->BeginMigration(slot, *from, to));
+  // Split: the source has the counter and not the lock key.
+  absl::StatusOr<RedisValue> counter = cluster_->fleet().Command(*from, {"EXISTS", key + ":fence"});
+  REDLOCK_ASSERT_OK(counter.status());
+  ASSERT_EQ(counter->integer, 1);
+  std::atomic<bool> done{false};
+  absl::StatusOr<Lease> got = absl::UnknownError("not yet");
+  std::thread t([&] {
+    got = c->TryAcquire("{try}r", absl::Seconds(10));
+    done = true;
+  });
+  // The attempt meets TRYAGAIN while the keys are split; the migration
+  // ends within the node's deadline (3 s).
+  absl::SleepFor(absl::Milliseconds(300));
+  EXPECT_FALSE(done.load()) << "decided while the keys were split: " << got.status();
+  REDLOCK_ASSERT_OK(cluster_->FinishMigration(slot, *from, to));
+  t.join();
+  REDLOCK_ASSERT_OK(got.status());
+  EXPECT_EQ(got->fencing_token(), first->fencing_token() + 1);
+  EXPECT_EQ(OnItsMaster(key), got->token());
+  REDLOCK_ASSERT_OK(c->Release(*got));
+}
+
 TEST_F(ClusterTest, AMasterKilledIsReplacedByItsReplica) {
   Options o = MakeOptions();
   o.node_timeout = absl::Milliseconds(200);

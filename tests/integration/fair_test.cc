@@ -406,6 +406,7 @@ TEST_P(FairLockTest, LeasesFenceExtendRenewAndRelease) {
     absl::StatusOr<Lease> l = (i % 2 == 0 ? la : lb).Acquire(absl::Seconds(10), absl::Seconds(5));
     REDLOCK_ASSERT_OK(l);
     EXPECT_GT(l->fencing_token(), last);
+    EXPECT_EQ(l->fencing_token() % 2, 1u) << "a writer's token (odd)";
     last = l->fencing_token();
     REDLOCK_ASSERT_OK(la.Release(*l));
   }

@@ -20,10 +20,13 @@ using Vote = Round::Vote;
 using Outcome = Round::Outcome;
 
 TEST(Drift, IsTtlTimesFactorPlusFloor) {
-  EXPECT_EQ(DriftAllowance(absl::Seconds(10), 0.01, absl::Milliseconds(2)),
-            absl::Milliseconds(102));
-  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), 0.0, absl::Milliseconds(2)),
-            absl::Milliseconds(2));
+  Options o;  // factor 0.01, floor 2ms
+  EXPECT_EQ(DriftAllowance(absl::Seconds(10), o), absl::Milliseconds(102));
+  o.clock_drift_factor = 0.0;
+  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), o), absl::Milliseconds(2));
+  o.clock_drift_factor = 0.5;
+  o.clock_drift_floor = absl::Microseconds(250);
+  EXPECT_EQ(DriftAllowance(absl::Milliseconds(100), o), absl::Microseconds(50250));
   EXPECT_EQ(Validity(absl::Seconds(10), absl::Milliseconds(30), absl::Milliseconds(102)),
             absl::Milliseconds(9868));
   EXPECT_LT(Validity(absl::Milliseconds(100), absl::Milliseconds(99), absl::Milliseconds(3)),
@@ -33,8 +36,7 @@ TEST(Drift, IsTtlTimesFactorPlusFloor) {
 TEST(CheckTtl, MustExceedDriftAndBeFiniteAndBounded) {
   Options o;  // factor 0.01, floor 2ms
   EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->ms, 10000);
-  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->drift,
-            DriftAllowance(absl::Seconds(10), o.clock_drift_factor, o.clock_drift_floor));
+  EXPECT_EQ(CheckTtl(absl::Seconds(10), o)->drift, DriftAllowance(absl::Seconds(10), o));
   EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ms, 10)
       << "sub-millisecond parts are truncated";
   EXPECT_EQ(CheckTtl(absl::Microseconds(10999), o)->ttl, absl::Milliseconds(10));

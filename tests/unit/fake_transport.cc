@@ -63,27 +63,33 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
   conn_ = conn;
   if (!forced_error.empty()) return Reply::Error(forced_error);
   const std::string& cmd = argv[0];
-  if (in_multi && cmd != "EXEC" && cmd != "DISCARD" && cmd != "MULTI" && cmd != "WATCH") {
-    queued.push_back(argv);
-    return Reply::Status("QUEUED");
-  }
-  if (std::optional<Reply> plain = ExecutePlain(argv, now)) return *std::move(plain);
   if (!refuse_next.empty() && cmd != "WAIT" && cmd != "WAITAOF") {
     std::string error = std::move(refuse_next.front());
     refuse_next.pop_front();
     log.push_back(error.substr(0, error.find(' ')));
     return Reply::Error(std::move(error));
   }
+  if (in_multi && cmd != "EXEC" && cmd != "DISCARD" && cmd != "MULTI" && cmd != "WATCH") {
+    queued.push_back(argv);
+    return Reply::Status("QUEUED");
+  }
+  if (std::optional<Reply> plain = ExecutePlain(argv, now)) return *std::move(plain);
   if (cmd == "SET") {
     log.push_back("SET");
     // SET key value [NX] [PX ms]
     bool nx = false;
     std::optional<int64_t> px;
+    std::optional<std::string> ifeq;  // SET ... IFEQ current (Valkey 8.1, Redis 8.4)
     for (size_t i = 3; i < argv.size(); ++i) {
       if (argv[i] == "NX") nx = true;
       if (argv[i] == "PX" && i + 1 < argv.size()) px = std::atoll(argv[++i].c_str());
+      if (argv[i] == "IFEQ" && i + 1 < argv.size()) ifeq = argv[++i];
     }
     if (nx && Get(argv[1], now) != nullptr) return Reply::Nil();
+    if (ifeq.has_value()) {
+      const Value* cur = Get(argv[1], now);
+      if (cur == nullptr || cur->data != *ifeq) return Reply::Nil();  // never creates it
+    }
     Value v;
     v.data = argv[2];
     if (px.has_value()) v.expires = now + std::chrono::milliseconds(*px);
@@ -327,6 +333,14 @@ std::optional<Reply> FakeNode::ExecutePlain(const std::vector<std::string>& argv
   if (cmd == "PUBLISH") {
     published.push_back(argv[1]);
     return Reply::Integer(0);
+  }
+  if (cmd == "DELIFEQ") {
+    log.push_back("DELIFEQ");
+    const Value* v = Get(argv[1], now);
+    if (v == nullptr || v->data != argv[2]) return Reply::Integer(0);
+    keys.erase(argv[1]);
+    Wrote();
+    return Reply::Integer(1);
   }
   return std::nullopt;
 }

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "redlock/internal/client_impl.h"
 #include "redlock/internal/scriptless.h"
+#include "redlock/internal/server_commands.h"
 #include "redlock/rw_lock.h"
 #include "tests/unit/fake_transport.h"
 
@@ -44,16 +45,18 @@ class NodeCallsTest : public ::testing::Test {
     MakeWith(nodes, o);
   }
   void Make(int nodes, Options&& o = Options()) { Make(nodes, o); }
-  // With the endpoints `o` has; `modes`: which nodes forbid scripting.
+  // With the endpoints `o` has; `modes`: which nodes forbid scripting;
+  // `commands`: which script-free commands they have.
   void MakeWith(int nodes, const Options& o,
-                std::shared_ptr<internal::ScriptingModes> modes = nullptr) {
+                std::shared_ptr<internal::ScriptingModes> modes = nullptr,
+                std::shared_ptr<internal::ServerCommands> commands = nullptr) {
     ASSERT_TRUE(ValidateOptions(o).ok()) << ValidateOptions(o);
     client_.reset();
     transport_ = new FakeTransport(nodes, &clock_);
     for (int i = 0; i < nodes; ++i) transport_->node(i).replicas = 1;
     modes_ = modes;
     client_ = std::make_unique<ClientImpl>(o, std::unique_ptr<internal::Transport>(transport_),
-                                           &clock_, std::move(modes));
+                                           &clock_, std::move(modes), nullptr, std::move(commands));
   }
   // Every node forbids scripting (the script-free path, scriptless.h).
   void MakeScriptless(int nodes, Options o) {
@@ -198,7 +201,7 @@ TEST_F(NodeCallsTest, AWriteRedirectedByAClusterCountsOnlyTheWaitBehindItsNewCop
   Make(3, o);
   for (int i = 0; i < 3; ++i) {
     o.nodes[static_cast<size_t>(i)].host.clear();
-    o.nodes[static_cast<size_t>(i)].cluster_seeds = {{"fake" + std::to_string(i), 1}};
+    o.nodes[static_cast<size_t>(i)].cluster.seeds = {{"fake" + std::to_string(i), 1}};
   }
   MakeWith(3, o);
   Lease lease = Acquired("r");
@@ -229,7 +232,7 @@ TEST_F(NodeCallsTest, ARedirectionIsFollowedAFewTimesThenIsANo) {
   Options o;
   Make(1, o);
   o.nodes[0].host.clear();
-  o.nodes[0].cluster_seeds = {{"fake0", 1}};
+  o.nodes[0].cluster.seeds = {{"fake0", 1}};
   MakeWith(1, o);
   for (int k = 0; k < 10; ++k) transport_->node(0).refuse_next.push_back("MOVED 7 fake0:2");
   Result out = TryAcquire("r");
@@ -531,7 +534,7 @@ TEST_F(NodeCallsTest, ATryAgainIsRetriedWithinTheNodesDeadline) {
   o.key_prefix = "{locks}:";
   Make(1, o);
   o.nodes[0].host.clear();
-  o.nodes[0].cluster_seeds = {{"fake0", 1}};
+  o.nodes[0].cluster.seeds = {{"fake0", 1}};
   MakeWith(1, o);
   for (int k = 0; k < 2; ++k) {
     transport_->node(0).refuse_next.push_back(
@@ -568,6 +571,53 @@ TEST_F(NodeCallsTest, AReleaseThatCanNeverBeSentIsNotKept) {
   EXPECT_EQ(Pending(0), 0u) << "kept to be sent again, which can never succeed";
   for (int i = 0; i < 5; ++i) RetryRound();
   EXPECT_EQ(Pending(0), 0u);
+}
+
+// ---- Release and extend by the server's own commands (issue 38) ----------------
+
+// DELIFEQ and SET ... IFEQ where the node has them: the replies read as the
+// scripts', the durability vote follows the extension, the announcement
+// follows the release, a lost lease is not re-created, and a node that
+// answers "unknown command" goes back to the scripts.
+TEST_F(NodeCallsTest, ASingleLocksReleaseAndExtensionUseTheNodesCommands) {
+  Options o = Durable();
+  Make(3, o);
+  auto commands = std::make_shared<internal::ServerCommands>(3);
+  internal::NodeCommands has;
+  has.known = has.delifeq = has.set_ifeq = true;
+  for (int i = 0; i < 3; ++i) commands->Set(i, has);
+  MakeWith(3, o, nullptr, commands);
+  Lease lease = Acquired("r");
+  std::optional<absl::StatusOr<Lease>> ext = Extend(lease);
+  ASSERT_TRUE(ext.has_value() && ext->ok()) << (ext.has_value() ? ext->status() : absl::OkStatus());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_THAT(transport_->node(i).log, ElementsAre("SET", "WAIT", "SET", "WAIT"))
+        << "acquired, extended by SET IFEQ, each confirmed; node " << i;
+  }
+  std::optional<absl::Status> released = Release(**ext);
+  ASSERT_TRUE(released.has_value() && released->ok());
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_FALSE(HasKey(i, "r")) << i;
+    EXPECT_THAT(transport_->node(i).log, Contains("DELIFEQ"));
+    EXPECT_THAT(transport_->node(i).log, Not(Contains("release-one"))) << "no script";
+    EXPECT_THAT(transport_->node(i).published, ElementsAre("redlock:release:r"));
+  }
+  // The lease is gone: the extension finds nothing and creates nothing.
+  ext = Extend(**ext);
+  ASSERT_TRUE(ext.has_value());
+  EXPECT_EQ(ext->status().code(), absl::StatusCode::kFailedPrecondition) << ext->status();
+  for (int i = 0; i < 3; ++i) EXPECT_FALSE(HasKey(i, "r")) << i;
+  // A node that no longer knows the command goes back to the scripts.
+  Lease again = Acquired("r");
+  transport_->node(0).refuse_next.push_back(
+      "ERR unknown command 'DELIFEQ', with args beginning with:");
+  released = Release(again);
+  ASSERT_TRUE(released.has_value() && released->ok());
+  EXPECT_FALSE(commands->Get(0).delifeq);
+  EXPECT_TRUE(commands->Get(1).delifeq);
+  for (int k = 0; k < 3 && HasKey(0, "r"); ++k) RetryRound();
+  EXPECT_FALSE(HasKey(0, "r")) << "released again, by the script";
+  EXPECT_THAT(transport_->node(0).log, Contains("release-one"));
 }
 
 }  // namespace

@@ -76,18 +76,18 @@ TEST(ParseEndpoint, SentinelUrl) {
       ParseEndpoint("redis+sentinel://:pw@10.0.0.1:26380+sentinel-2+[::1]/my%20master/4");
   ASSERT_TRUE(ep.ok()) << ep.status();
   EXPECT_TRUE(ep->uses_sentinel());
-  EXPECT_EQ(ep->sentinel_master, "my master");
-  ASSERT_EQ(ep->sentinels.size(), 3u);
-  EXPECT_EQ(ep->sentinels[0].host, "10.0.0.1");
-  EXPECT_EQ(ep->sentinels[0].port, 26380);
-  EXPECT_EQ(ep->sentinels[1].host, "sentinel-2");
-  EXPECT_EQ(ep->sentinels[1].port, 26379) << "Sentinel's default port, not Redis's";
-  EXPECT_EQ(ep->sentinels[2].host, "::1");
-  EXPECT_EQ(ep->sentinels[2].port, 26379);
+  EXPECT_EQ(ep->sentinel.master, "my master");
+  ASSERT_EQ(ep->sentinel.sentinels.size(), 3u);
+  EXPECT_EQ(ep->sentinel.sentinels[0].host, "10.0.0.1");
+  EXPECT_EQ(ep->sentinel.sentinels[0].port, 26380);
+  EXPECT_EQ(ep->sentinel.sentinels[1].host, "sentinel-2");
+  EXPECT_EQ(ep->sentinel.sentinels[1].port, 26379) << "Sentinel's default port, not Redis's";
+  EXPECT_EQ(ep->sentinel.sentinels[2].host, "::1");
+  EXPECT_EQ(ep->sentinel.sentinels[2].port, 26379);
   // The credentials and the database are the master's; the Sentinels' own
   // credentials are Endpoint fields only.
   EXPECT_EQ(ep->password, "pw");
-  EXPECT_TRUE(ep->sentinel_password.empty());
+  EXPECT_TRUE(ep->sentinel.password.empty());
   EXPECT_EQ(ep->db, 4);
   EXPECT_TRUE(ep->host.empty()) << "the master's address is learnt, not given";
   EXPECT_FALSE(ep->tls);
@@ -110,9 +110,9 @@ TEST(ParseEndpoint, SentinelOverTlsUrl) {
   EXPECT_TRUE(ep->uses_sentinel());
   EXPECT_TRUE(ep->tls) << "Sentinels and master over TLS";
   EXPECT_EQ(ep->tls_server_name, "redis.example");
-  EXPECT_EQ(ep->sentinel_master, "mymaster");
-  ASSERT_EQ(ep->sentinels.size(), 2u);
-  EXPECT_EQ(ep->sentinels[1].port, 26379);
+  EXPECT_EQ(ep->sentinel.master, "mymaster");
+  ASSERT_EQ(ep->sentinel.sentinels.size(), 2u);
+  EXPECT_EQ(ep->sentinel.sentinels[1].port, 26379);
   EXPECT_EQ(ep->db, 2);
   EXPECT_EQ(ep->password, "pw");
   EXPECT_EQ(ep->ToString(), "sentinel:mymaster@10.0.0.1:26380+sentinel-2:26379");
@@ -333,28 +333,29 @@ TEST(ValidateOptions, RejectsBadFields) {
   // Sentinel discovery: Sentinels need a master's name and the other way
   // round; a TLS name needs TLS; each master named once.
   const Endpoint via_sentinel = *ParseEndpoint("redis+sentinel://127.0.0.1:26379/m1");
-  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels.clear(); },
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinel.sentinels.clear(); },
         "no Sentinels");
-  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels[0].port = 0; },
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinel.sentinels[0].port = 0; },
         "Sentinel's port");
-  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinels[0].host.clear(); },
-        "empty host");
+  check(
+      [&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinel.sentinels[0].host.clear(); },
+      "empty host");
   check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].tls_server_name = "x"; },
         "not TLS");
   check(
       [&](Options& o) {
-        o.nodes[0] = via_sentinel, o.nodes[0].sentinels.resize(4097, {"h", 1});
+        o.nodes[0] = via_sentinel, o.nodes[0].sentinel.sentinels.resize(4097, {"h", 1});
       },
       "at most 4096");
-  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinel_username = "u"; },
+  check([&](Options& o) { o.nodes[0] = via_sentinel, o.nodes[0].sentinel.username = "u"; },
         "Sentinel username needs a password");
   check([&](Options& o) { o.nodes[0] = o.nodes[1] = via_sentinel; }, "listed twice");
   check(
       [](Options& o) {
-        o.nodes[0].sentinels.push_back({"127.0.0.1", 26379});
+        o.nodes[0].sentinel.sentinels.push_back({"127.0.0.1", 26379});
       },
-      "without sentinel_master");
-  check([](Options& o) { o.nodes[0].sentinel_password = "pw"; }, "without sentinel_master");
+      "without sentinel.master");
+  check([](Options& o) { o.nodes[0].sentinel.password = "pw"; }, "without sentinel.master");
   check([](Options& o) { o.tls.verify_peer = false; }, "no node uses TLS");
 }
 

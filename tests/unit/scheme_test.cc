@@ -88,7 +88,7 @@ TEST(Schemes, EachUrlFormHasItsScheme) {
   EXPECT_EQ(&SchemeOf(*ParseEndpoint("redis+cluster://h:1+h:2")), cluster);
   // An Endpoint filled in by hand belongs to the scheme its fields say.
   Endpoint by_hand;
-  by_hand.sentinel_master = "m";
+  by_hand.sentinel.master = "m";
   EXPECT_EQ(&SchemeOf(by_hand), sentinel);
 }
 
@@ -226,14 +226,14 @@ TEST(Schemes, ClusterEndpointsAreCheckedAndNamed) {
   absl::StatusOr<Endpoint> e = ParseEndpoint("redis+cluster://u:p@h1:7001+[::1]:7002");
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_TRUE(e->uses_cluster());
-  ASSERT_EQ(e->cluster_seeds.size(), 2u);
-  EXPECT_EQ(e->cluster_seeds[1].host, "::1");
+  ASSERT_EQ(e->cluster.seeds.size(), 2u);
+  EXPECT_EQ(e->cluster.seeds[1].host, "::1");
   EXPECT_EQ(e->username, "u");
   EXPECT_EQ(e->ToString(), "cluster:h1:7001+[::1]:7002");
   EXPECT_FALSE(e->tls);
   EXPECT_TRUE(ParseEndpoint("rediss+cluster://h:1")->tls);
-  EXPECT_EQ(ParseEndpoint("redis+cluster://h:1")->cluster_seeds[0].port, 1);
-  EXPECT_EQ(ParseEndpoint("redis+cluster://h")->cluster_seeds[0].port, 6379);
+  EXPECT_EQ(ParseEndpoint("redis+cluster://h:1")->cluster.seeds[0].port, 1);
+  EXPECT_EQ(ParseEndpoint("redis+cluster://h")->cluster.seeds[0].port, 6379);
   for (const char* bad : {"redis+cluster://", "redis+cluster://h:1/2", "redis+cluster://h:99999",
                           "redis+cluster://h:1+", "redis+cluster://:pw@/x"}) {
     EXPECT_EQ(ParseEndpoint(bad).status().code(), absl::StatusCode::kInvalidArgument) << bad;

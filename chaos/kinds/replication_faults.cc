@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "chaos/faults/kind_base.h"
+#include "chaos/kinds/kind_base.h"
 #include "chaos/run/run.h"
 
 namespace redlock::chaos {

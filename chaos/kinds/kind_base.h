@@ -1,8 +1,8 @@
-// chaos/faults/kind_base.h: the small helpers the fault families share when
-// they define their kinds (not for use outside chaos/faults/).
+// chaos/kinds/kind_base.h: the small helpers the fault families share when
+// they define their kinds (not for use outside chaos/kinds/).
 
-#ifndef REDLOCK_CHAOS_FAULTS_KIND_BASE_H_
-#define REDLOCK_CHAOS_FAULTS_KIND_BASE_H_
+#ifndef REDLOCK_CHAOS_KINDS_KIND_BASE_H_
+#define REDLOCK_CHAOS_KINDS_KIND_BASE_H_
 
 #include <functional>
 #include <memory>
@@ -82,4 +82,4 @@ inline std::string NeedsReplicas(const RunShape& s) {
 
 }  // namespace redlock::chaos::faults
 
-#endif  // REDLOCK_CHAOS_FAULTS_KIND_BASE_H_
+#endif  // REDLOCK_CHAOS_KINDS_KIND_BASE_H_

@@ -3,7 +3,7 @@
 // the work and records each fault.
 
 #include "absl/strings/str_cat.h"
-#include "chaos/faults/kind_base.h"
+#include "chaos/kinds/kind_base.h"
 #include "chaos/run/run.h"
 
 namespace redlock::chaos {

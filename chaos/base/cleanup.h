@@ -1,4 +1,4 @@
-// chaos/run/cleanup.h: helper commands and the last-resort cleanup of the chaos
+// chaos/base/cleanup.h: helper commands and the last-resort cleanup of the chaos
 // harness (child processes themselves are testkit::Process).
 //
 // Everything the harness creates outside its own memory (client processes,
@@ -13,8 +13,8 @@
 //
 // Thread-safety: every function is thread-safe.
 
-#ifndef REDLOCK_CHAOS_RUN_CLEANUP_H_
-#define REDLOCK_CHAOS_RUN_CLEANUP_H_
+#ifndef REDLOCK_CHAOS_BASE_CLEANUP_H_
+#define REDLOCK_CHAOS_BASE_CLEANUP_H_
 
 #include <sys/types.h>
 
@@ -59,4 +59,4 @@ bool InterruptibleSleep(absl::Duration d);
 
 }  // namespace redlock::chaos
 
-#endif  // REDLOCK_CHAOS_RUN_CLEANUP_H_
+#endif  // REDLOCK_CHAOS_BASE_CLEANUP_H_

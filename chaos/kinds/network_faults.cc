@@ -13,7 +13,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
-#include "chaos/faults/kind_base.h"
+#include "chaos/kinds/kind_base.h"
 #include "chaos/run/run.h"
 
 namespace redlock::chaos {

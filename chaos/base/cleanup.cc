@@ -1,4 +1,4 @@
-#include "chaos/run/cleanup.h"
+#include "chaos/base/cleanup.h"
 
 #include <signal.h>
 #include <unistd.h>

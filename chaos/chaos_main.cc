@@ -6,6 +6,8 @@
 //   redlock-chaos --kinds                 every fault kind, its parameters and ranges
 //   redlock-chaos --quick                 the CI subset of the catalog
 //   redlock-chaos --full                  the whole catalog
+//   redlock-chaos --core                  the core scenarios (kCoreScenarios), e.g.
+//                                         with --server valkey-9.1
 //   redlock-chaos --scenario NAME [--scenario NAME ...]
 //   redlock-chaos --file PATH [--file PATH ...]
 //   redlock-chaos --explore [--runs K] [--duration T] [--topology NAME ...]
@@ -14,11 +16,16 @@
 //                                         the same scenarios per client, side by side
 //   options: --seed N  --client NAME  --scenarios DIR  --json FILE  --keep DIR
 //            --plot DIR  --client-binary PATH  --verbose
+//            --server NAME   the servers the scenarios start: redis-7.0 (Debian's,
+//                            the default), valkey-8.0, valkey-9.1, redis-8.0
+//                            (testkit/servers.h; default $REDLOCK_SERVER)
 //
 // Exit status: 0 when every verdict is as expected (skipped scenarios
 // included) and, with --explore, when no run violated a property its
 // configuration is documented to keep; 1 otherwise; 2 on a usage error or a
 // bad scenario file (nothing runs); 130 when interrupted.
+
+#include <stdlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -31,21 +38,35 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "chaos/base/cleanup.h"
 #include "chaos/explore/explore.h"
 #include "chaos/plot/plot.h"
-#include "chaos/run/cleanup.h"
 #include "chaos/run/report.h"
 #include "chaos/scenarios/scenario_file.h"
+#include "testkit/servers.h"
 
 namespace {
 
 namespace chaos = redlock::chaos;
+namespace testkit = redlock::testkit;
+
+// The catalog's core: the clock jump of Kleppmann's critique, a restart
+// without persistence, a client paused in its critical section, a
+// majority/minority partition, and a replicated node's failover without and
+// with the durability vote. --core runs them (on any --server).
+const char* const kCoreScenarios[] = {
+    "kleppmann-clock-jump",        "restart-no-persistence",
+    "client-pause-in-cs",          "partition-majority-minority",
+    "redlock-replicated-failover", "redlock-replicated-failover-durable",
+};
 
 void Usage(FILE* out) {
   fprintf(out,
-          "usage: redlock-chaos (--list | --kinds | --quick | --full | --scenario NAME... |\n"
+          "usage: redlock-chaos (--list | --kinds | --quick | --full | --core | --scenario NAME... "
+          "|\n"
           "                      --file PATH...)\n"
           "                     [--seed N] [--client NAME | --compare NAME,NAME...]\n"
+          "                     [--server NAME]\n"
           "                     [--scenarios DIR] [--json FILE]\n"
           "                     [--keep DIR] [--plot DIR] [--client-binary PATH] [--verbose]\n"
           "       redlock-chaos --explore [--runs K] [--seed S] [--duration T]\n"
@@ -77,8 +98,8 @@ absl::Status SetClient(chaos::Scenario& s, const std::string& name) {
 int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions& options,
                const std::string& json_path, bool index_page) {
   chaos::InstallSignalCleanup();
-  fprintf(stderr, "redlock-chaos: %zu scenario(s), seed %llu, client %s\n", todo.size(),
-          static_cast<unsigned long long>(options.seed),
+  fprintf(stderr, "redlock-chaos: %zu scenario(s), seed %llu, server %s, client %s\n", todo.size(),
+          static_cast<unsigned long long>(options.seed), testkit::SelectedServerName().c_str(),
           (options.client_binary.empty() ? chaos::DefaultClientBinary() : options.client_binary)
               .c_str());
   absl::Time start = absl::Now();
@@ -122,9 +143,10 @@ int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions
     all_ok = all_ok && r.ok;
     skipped += r.skipped;
   }
-  printf("%zu scenarios, %d skipped, %s in %.1fs (seed %llu)\n", results.size(), skipped,
+  printf("%zu scenarios, %d skipped, %s in %.1fs (seed %llu, server %s)\n", results.size(), skipped,
          all_ok ? "every verdict as expected" : "SOME VERDICTS NOT AS EXPECTED",
-         absl::ToDoubleSeconds(total), static_cast<unsigned long long>(options.seed));
+         absl::ToDoubleSeconds(total), static_cast<unsigned long long>(options.seed),
+         testkit::SelectedServerName().c_str());
   if (!json_path.empty()) {
     std::ofstream out(json_path);
     out << chaos::FormatJson(results, options.seed, total);
@@ -151,10 +173,10 @@ int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions
 
 int main(int argc, char** argv) {
   std::vector<std::string> names, files, topologies;
-  bool list = false, quick = false, full = false, verbose = false, explore = false;
+  bool list = false, quick = false, full = false, core = false, verbose = false, explore = false;
   chaos::RunOptions options;
   chaos::ExploreOptions eo;
-  std::string json_path, client, dir, kinds, compare;
+  std::string json_path, client, dir, kinds, compare, server;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     std::string value;
@@ -186,6 +208,8 @@ int main(int argc, char** argv) {
       quick = true;
     } else if (a == "--full") {
       full = true;
+    } else if (a == "--core") {
+      core = true;
     } else if (a == "--explore") {
       explore = true;
     } else if (a == "--kinds") {
@@ -204,6 +228,8 @@ int main(int argc, char** argv) {
       dir = value;
     } else if (take("--client")) {
       client = value;
+    } else if (take("--server")) {
+      server = value;
     } else if (take("--compare")) {
       compare = value;
     } else if (take("--seed")) {
@@ -238,6 +264,20 @@ int main(int argc, char** argv) {
     }
   }
   options.verbose = verbose;
+  // --server is the test kit's REDLOCK_SERVER: every fleet, replica and
+  // Sentinel of the run starts that server. A name given here must be
+  // installed: a run that skipped for a missing server would prove nothing.
+  if (!server.empty()) setenv(testkit::kServerEnv, server.c_str(), 1);
+  if (absl::StatusOr<testkit::ServerBuild> sb =
+          testkit::LocateServer(testkit::SelectedServerName());
+      !sb.ok()) {
+    fprintf(stderr, "redlock-chaos: %s\n", std::string(sb.status().message()).c_str());
+    return 2;
+  } else if (!server.empty() && !sb->installed) {
+    fprintf(stderr, "redlock-chaos: %s is not installed (run %s)\n", server.c_str(),
+            sb->install.c_str());
+    return 1;
+  }
   if (!options.plot_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.plot_dir, ec);
@@ -272,6 +312,7 @@ int main(int argc, char** argv) {
   // The catalog, read only when it is needed (--list, --quick, --full,
   // --scenario): a bad catalog file is an error naming it.
   std::vector<chaos::Scenario> catalog;
+  if (core) names.insert(names.end(), std::begin(kCoreScenarios), std::end(kCoreScenarios));
   if (list || quick || full || !names.empty()) {
     const std::string from = dir.empty() ? chaos::DefaultScenarioDir() : dir;
     absl::StatusOr<std::vector<chaos::Scenario>> c = chaos::ReadScenarioDir(from);
