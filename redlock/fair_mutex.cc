@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "redlock/internal/lease_factory.h"
+
 namespace redlock {
 
 FairLock::FairLock(Client* client, std::string resource, FairOptions options)
@@ -17,6 +19,12 @@ Client::FamilyRequest FairLock::Request(absl::Duration ttl, std::optional<absl::
   r.stop = stop;
   r.place_ttl = options_.place_ttl;
   return r;
+}
+
+Lease FairLock::ForToken(std::string token) const {
+  return internal::LeaseFactory::Make(resource_, std::move(token), absl::ZeroDuration(),
+                                      Lease::TimePoint{}, nullptr, Lease::TimePoint{}, 0, 0,
+                                      internal::LeaseKind::kFair);
 }
 
 absl::StatusOr<Lease> FairLock::TryAcquire(absl::Duration ttl) {

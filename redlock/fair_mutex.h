@@ -133,6 +133,15 @@ class FairLock {
     return client_->AutoRenew(lease, std::move(options), std::move(on_lost));
   }
 
+  // A fair lease of this resource from its token alone, as Lease::ForToken
+  // makes a plain one (for a holder in another process: `redlock acquire
+  // --fair` prints the token). Good for Release, which then also takes the
+  // holder's place out and wakes the next waiter, and for Extend; it
+  // carries no validity and no fencing token. A plain Lease::ForToken of a
+  // fair holder's token frees the lock key but leaves the place until it
+  // lapses (place_ttl), and the next waiter learns of the release only at
+  // its next heartbeat.
+  [[nodiscard]] Lease ForToken(std::string token) const;
   // Every node's view: the holder and the queue (read-only).
   [[nodiscard]] absl::StatusOr<std::vector<FairNodeView>> Inspect();
 
