@@ -35,6 +35,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "bench/backends_scenario.h"
+#include "bench/fair_scenario.h"
 #include "bench/plots.h"
 #include "bench/processes_scenario.h"
 #include "bench/report.h"
@@ -99,6 +100,15 @@ ABSL_FLAG(std::string, processes, "",
 ABSL_FLAG(bool, process_worker, false,
           "Internal (the processes scenario): run as one of its client processes.");
 ABSL_FLAG(std::string, process_worker_key, "", "Internal: the worker's resource prefix.");
+ABSL_FLAG(int, fair_processes, 0,
+          "fair: the hot rows' worker processes (0: 8; smoke 2), each with --fair_threads "
+          "waiting threads.");
+ABSL_FLAG(int, fair_threads, 0, "fair: waiting threads per worker process (0: 8; smoke 2).");
+ABSL_FLAG(absl::Duration, fair_wait, absl::Seconds(30),
+          "fair: the wait of every hot call's Acquire (a waiter may queue behind all the others).");
+ABSL_FLAG(bool, fair_worker, false, "Internal (the fair scenario): run as one of its processes.");
+ABSL_FLAG(bool, fair_worker_fair, true,
+          "Internal: the fair worker takes the fair lock (else the mutex).");
 ABSL_FLAG(std::string, json, "", "Write the results as JSON to this file ('-' for stdout).");
 ABSL_FLAG(std::string, plot, "", "Write SVG charts into this directory.");
 ABSL_FLAG(std::string, server, "",
@@ -220,6 +230,21 @@ int Main(int argc, char** argv) {
     signal(SIGPIPE, SIG_IGN);
     return RunProcessWorker(w);
   }
+  if (absl::GetFlag(FLAGS_fair_worker)) {
+    FairWorkerArgs w;
+    w.nodes = absl::GetFlag(FLAGS_nodes);
+    w.resource = absl::GetFlag(FLAGS_process_worker_key);
+    w.fair = absl::GetFlag(FLAGS_fair_worker_fair);
+    if (absl::GetFlag(FLAGS_callers) > 0) w.threads = absl::GetFlag(FLAGS_callers);
+    w.warmup = absl::GetFlag(FLAGS_warmup);
+    w.duration = absl::GetFlag(FLAGS_duration);
+    w.ttl = absl::GetFlag(FLAGS_ttl);
+    w.node_timeout = absl::GetFlag(FLAGS_node_timeout);
+    w.hold = absl::GetFlag(FLAGS_hot_hold);
+    w.wait = absl::GetFlag(FLAGS_hot_wait);
+    signal(SIGPIPE, SIG_IGN);
+    return RunFairWorker(w);
+  }
   if (absl::GetFlag(FLAGS_list)) {
     ListScenarios();
     return 0;
@@ -247,6 +272,9 @@ int Main(int argc, char** argv) {
       s.processes = {1, 2};
       s.processes_duration = absl::Milliseconds(300);
       s.hot_waiters = 4;
+      s.fair_processes = 2;
+      s.fair_threads = 2;
+      s.fair_duration = absl::Milliseconds(300);
       break;
     case Mode::kQuick:
       s.warmup = absl::Milliseconds(150);
@@ -265,6 +293,7 @@ int Main(int argc, char** argv) {
       s.sweep_duration = absl::Seconds(2);
       s.spread_duration = absl::Seconds(3);
       s.processes_duration = absl::Seconds(3);
+      s.fair_duration = absl::Seconds(10);
       break;
   }
   if (absl::GetFlag(FLAGS_duration) > absl::ZeroDuration()) {
@@ -274,6 +303,14 @@ int Main(int argc, char** argv) {
     s.sweep_duration = s.duration;
     s.spread_duration = s.duration;
     s.processes_duration = s.duration;
+    s.fair_duration = s.duration;
+  }
+  if (absl::GetFlag(FLAGS_fair_processes) > 0)
+    s.fair_processes = absl::GetFlag(FLAGS_fair_processes);
+  if (absl::GetFlag(FLAGS_fair_threads) > 0) s.fair_threads = absl::GetFlag(FLAGS_fair_threads);
+  s.fair_wait = absl::GetFlag(FLAGS_fair_wait);
+  if (s.fair_processes > 64 || s.fair_threads > 256) {
+    return UsageError("--fair_processes is at most 64, --fair_threads at most 256");
   }
   if (absl::GetFlag(FLAGS_warmup) > absl::ZeroDuration()) s.warmup = absl::GetFlag(FLAGS_warmup);
   if (absl::GetFlag(FLAGS_iterations) > 0) s.iterations = absl::GetFlag(FLAGS_iterations);

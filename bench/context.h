@@ -46,6 +46,12 @@ struct BenchSettings {
   // processes: the process counts (--processes), and the binary to start.
   std::vector<int> processes = {1, 2, 4, 8};
   absl::Duration processes_duration = absl::Seconds(1);
+  // fair: the hot rows' worker processes and waiting threads per process,
+  // their measurement, and their Acquire's wait.
+  int fair_processes = 8;
+  int fair_threads = 8;
+  absl::Duration fair_duration = absl::Seconds(3);
+  absl::Duration fair_wait = absl::Seconds(30);
   std::string self_exe;
   uint64_t seed = 0;
   std::string run_id;   // part of every key, so runs never collide

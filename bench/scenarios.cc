@@ -117,6 +117,17 @@ const std::vector<Scenario>& AllScenarios() {
        .quick_ns = {5},
        .full_ns = {5},
        .explicit_only = true},
+      {.name = "fair",
+       .description =
+           "the fair lock beside the mutex: one caller's acquire+release; one hot resource "
+           "with --fair_processes processes x --fair_threads waiting threads (8x8): "
+           "throughput, hand-off, attempts per grant, the servers' CPU per grant, the spread "
+           "of waiting times (only when named)",
+       .run = RunFair,
+       .smoke_ns = {3},
+       .quick_ns = {5},
+       .full_ns = {5},
+       .explicit_only = true},
       {.name = "semaphore-availability",
        .description =
            "semaphore designs: the nodes down each survives (permits with a majority each vs "

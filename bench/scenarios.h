@@ -13,6 +13,7 @@
 //   hot_scenario.cc       hot
 //   feature_scenarios.cc  fencing, multilock, observer, durability
 //   family_scenario.cc    family, semaphore-availability (only when named)
+//   fair_scenario.cc      fair (only when named)
 //   tls_scenario.cc       tls
 //   spread_scenario.cc    spread
 //   processes_scenario.cc processes
@@ -91,6 +92,7 @@ void RunProcesses(Context& ctx, int n, GroupResult* g);
 void RunBackends(Context& ctx, int n, GroupResult* g);
 void RunFamily(Context& ctx, int n, GroupResult* g);
 void RunSemaphoreAvailability(Context& ctx, int n, GroupResult* g);
+void RunFair(Context& ctx, int n, GroupResult* g);
 
 // spread's N (the profile's length) and variants (its profiles' names).
 std::vector<int> SpreadNs(const BenchSettings& settings);

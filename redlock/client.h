@@ -62,6 +62,7 @@
 #define REDLOCK_CLIENT_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -250,15 +251,13 @@ class Client {
 
   // ---- The lock family's entry point --------------------------------------
   //
-  // What ReadWriteLock, Semaphore and Election (rw_lock.h, semaphore.h,
-  // election.h) ask of a Client: one acquisition of a primitive, with the
-  // mutex's guarantees (quorum, per-node deadlines, validity after elapsed
-  // time and drift, cleanup, retries, waits woken by releases,
-  // cancellation, fencing, the durability vote), and a read of its state on
-  // every node. They use nothing else of the implementation, so they work
-  // over any Client that provides these two; a Client that wraps another
-  // forwards them (as the set calls above), and the default answers
-  // kUnimplemented.
+  // What ReadWriteLock, Semaphore, Election and FairLock (rw_lock.h,
+  // semaphore.h, election.h, fair_mutex.h) ask of a Client: one acquisition of a primitive, with
+  // the mutex's guarantees (quorum, per-node deadlines, validity after elapsed time and drift,
+  // cleanup, retries, waits woken by releases, cancellation, fencing, the durability vote), and a
+  // read of its state on every node. They use nothing else of the implementation, so they work over
+  // any Client that provides these two; a Client that wraps another forwards them (as the set calls
+  // above), and the default answers kUnimplemented.
   //
   // One acquisition (or inspection) the lock family asks for.
   struct FamilyRequest {
@@ -269,6 +268,9 @@ class Client {
       kPermit,  // one of the `permits` permits of the semaphore `resource`
       kLeader,  // the election `resource`: fencing always (the term), its
                 // own counter, `identity` carried in the lease's token
+      kFair,    // the fair lock `resource`: with a wait, a place in its queue
+                // first, and the lock when the place is the first; without,
+                // the lock only while nobody waits (docs/design.md 5.17)
     };
     Kind kind = Kind::kWriter;           // which primitive and lease
     std::string resource;                // the primitive's resource name
@@ -277,6 +279,16 @@ class Client {
     StopToken stop;                      // cancels the acquisition (kCancelled)
     int permits = 0;                     // kPermit: K, 1 to 1024
     std::string identity;                // kLeader: any bytes, at most 256
+    // kFair: how long a waiter's place outlives its last confirmed
+    // heartbeat (a dead or paused waiter holds up the queue that long at
+    // most); zero: 2 s. At least 30 ms and 3 x Options::node_timeout, at
+    // most 2^40 ms.
+    absl::Duration place_ttl = absl::ZeroDuration();
+    // kFair: called once the waiter's place is on a quorum of nodes (a
+    // waiter that began taking its place after this moment is served after
+    // this one), on the client's transport thread; must not block. Not
+    // called when the lock is granted without a place (nobody waited).
+    std::function<void()> on_queued;
   };
   // What a family acquisition grants.
   struct FamilyGrant {

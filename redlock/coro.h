@@ -63,6 +63,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/client.h"
+#include "redlock/fair_mutex.h"
 #include "redlock/lease.h"
 #include "redlock/stop_token.h"
 
@@ -137,6 +138,15 @@ struct ReleaseCall {
   Client* client;
   Lease lease;
   void operator()(Client::StatusCallback done) { client->ReleaseAsync(lease, std::move(done)); }
+};
+struct FairAcquireCall {
+  FairLock* lock;
+  absl::Duration ttl;
+  absl::Duration wait;  // zero: FairLock::TryAcquire
+  StopToken stop;
+  void operator()(Client::LeaseCallback done) {
+    lock->AcquireAsync(ttl, wait, stop, std::move(done));
+  }
 };
 
 }  // namespace internal_coro
@@ -218,6 +228,23 @@ inline Awaitable<absl::StatusOr<Lease>, internal_coro::ExtendCall> Extend(Client
                                                                           absl::Duration ttl,
                                                                           Resume resume = {}) {
   return {{&client, std::move(lease), ttl}, std::move(resume)};
+}
+
+// FairLock::AcquireAsync (redlock/fair_mutex.h): a place in the queue, then
+// the lock when it is first; until held, `wait` passed, `stop` stopped or
+// the place lost. The lock must outlive the await. Its lease is released
+// with coro::Release below (or FairLock::Release).
+inline Awaitable<absl::StatusOr<Lease>, internal_coro::FairAcquireCall> Acquire(
+    FairLock& lock, absl::Duration ttl, absl::Duration wait, StopToken stop = StopToken(),
+    Resume resume = {}) {
+  return {{&lock, ttl, wait, std::move(stop)}, std::move(resume)};
+}
+
+// FairLock::TryAcquire's asynchronous form: the lock only when it is free
+// and nobody waits.
+inline Awaitable<absl::StatusOr<Lease>, internal_coro::FairAcquireCall> TryAcquire(
+    FairLock& lock, absl::Duration ttl, Resume resume = {}) {
+  return {{&lock, ttl, absl::ZeroDuration(), StopToken()}, std::move(resume)};
 }
 
 // Client::ReleaseAsync. The awaitable keeps a copy of the lease (moved in

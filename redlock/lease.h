@@ -118,7 +118,7 @@ class Lease {
   int nodes_granted_ = 0;
   uint64_t fencing_token_ = 0;
   // How the lease's keys look on the nodes (internal::LeaseKind): 0 a plain
-  // lock key, 1 a reader of a ReadWriteLock.
+  // lock key, 1 a reader of a ReadWriteLock, 2 a fair lock's holder.
   uint8_t kind_ = 0;
 };
 

@@ -65,7 +65,7 @@ std::string Number(double v) { return absl::StrFormat("%.9g", v); }
 
 }  // namespace
 
-constexpr size_t kKinds = 8;    // Outcome::Kind
+constexpr size_t kKinds = 9;    // Outcome::Kind
 constexpr size_t kAnswers = 5;  // NodeResult::Answer
 constexpr size_t kLeaseEvents = 2;
 constexpr size_t kNodeEvents = 4;
@@ -74,7 +74,8 @@ constexpr Outcome::Kind kAllKinds[kKinds] = {
     Outcome::Kind::kSucceeded,         Outcome::Kind::kHeldElsewhere,
     Outcome::Kind::kQuorumUnreachable, Outcome::Kind::kNoValidityLeft,
     Outcome::Kind::kWaitExpired,       Outcome::Kind::kCancelled,
-    Outcome::Kind::kLeaseLost,         Outcome::Kind::kInternal};
+    Outcome::Kind::kLeaseLost,         Outcome::Kind::kInternal,
+    Outcome::Kind::kPlaceLost};
 
 // Fixed arrays indexed by enum values: recording an event allocates nothing.
 struct NodeStats {

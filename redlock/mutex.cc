@@ -26,9 +26,13 @@ struct Mutex::State {
 };
 
 Mutex::Mutex(Client* client, std::string resource, MutexOptions options)
+    : Mutex(client, std::move(resource), std::move(options), nullptr) {}
+
+Mutex::Mutex(Client* client, std::string resource, MutexOptions options, AcquireFn acquire)
     : client_(client),
       resource_(std::move(resource)),
       options_(std::move(options)),
+      acquire_(std::move(acquire)),
       state_(std::make_shared<State>()) {}
 
 Mutex::~Mutex() {
@@ -77,10 +81,14 @@ bool Mutex::Adopt(absl::StatusOr<Lease> acquired) {
   return true;
 }
 
-bool Mutex::try_lock() { return Adopt(client_->TryAcquire(resource_, options_.ttl)); }
+bool Mutex::try_lock() {
+  if (acquire_) return Adopt(acquire_(std::nullopt, options_.stop));
+  return Adopt(client_->TryAcquire(resource_, options_.ttl));
+}
 
 bool Mutex::TryLockFor(absl::Duration wait) {
   if (wait <= absl::ZeroDuration()) return try_lock();
+  if (acquire_) return Adopt(acquire_(wait, options_.stop));
   return Adopt(client_->Acquire(resource_, options_.ttl, wait, options_.stop));
 }
 
@@ -98,9 +106,12 @@ void Mutex::lock() {
       state_->cancelled = true;
       return;
     }
-    // Contention and unavailable nodes are retried forever; these cannot
-    // succeed by waiting, and lock() has no way to report them.
-    if (absl::IsInvalidArgument(st) || absl::IsCancelled(st) || absl::IsFailedPrecondition(st)) {
+    // Contention, unavailable nodes and a fair waiter's lost place are
+    // retried forever; these cannot succeed by waiting (kUnimplemented: a
+    // Client that does not take the fair lock's calls), and lock() has no
+    // way to report them.
+    if (absl::IsInvalidArgument(st) || absl::IsCancelled(st) || absl::IsFailedPrecondition(st) ||
+        absl::IsUnimplemented(st)) {
       std::fprintf(stderr, "redlock::Mutex::lock(\"%s\"): cannot ever succeed: %s\n",
                    resource_.c_str(), st.ToString().c_str());
       std::abort();

@@ -45,9 +45,11 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -142,6 +144,14 @@ class Mutex {
   const std::string& resource() const { return resource_; }
 
  private:
+  friend class FairMutex;
+  // Where the lease comes from: one attempt (no wait) or a wait, with
+  // options.stop; empty: the Client's TryAcquire and Acquire. FairMutex
+  // gives a FairLock's.
+  using AcquireFn =
+      std::function<absl::StatusOr<Lease>(std::optional<absl::Duration> wait, const StopToken&)>;
+  Mutex(Client* client, std::string resource, MutexOptions options, AcquireFn acquire);
+
   struct State;
   bool TryLockFor(absl::Duration wait);
   bool Adopt(absl::StatusOr<Lease> acquired);
@@ -149,6 +159,7 @@ class Mutex {
   Client* const client_;
   const std::string resource_;
   const MutexOptions options_;
+  const AcquireFn acquire_;
   std::shared_ptr<State> state_;
 };
 

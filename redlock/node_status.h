@@ -56,6 +56,15 @@ struct FamilyNodeView {
   uint64_t fence_counter = 0;
   // A semaphore's permits: each permit key's token ("" when free).
   std::vector<std::string> permits;
+  // A fair lock's queue: the live places in order (the first 64), and how
+  // many are live in all.
+  struct Place {
+    std::string waiter;  // the waiter's id
+    uint64_t ticket = 0;
+    absl::Duration ttl_left = absl::ZeroDuration();
+  };
+  std::vector<Place> queue;
+  int waiting = 0;
 };
 
 // One Sentinel of a Sentinel-managed node (NodeHealth::sentinels), as the

@@ -42,6 +42,8 @@ const char* OutcomeKindName(Outcome::Kind kind) {
       return "lease_lost";
     case Outcome::Kind::kInternal:
       return "internal";
+    case Outcome::Kind::kPlaceLost:
+      return "place_lost";
   }
   return "unknown";
 }

@@ -59,6 +59,8 @@ struct Outcome {
     kCancelled,          // kCancelled: stopped, or the client went away
     kLeaseLost,          // kFailedPrecondition: extend found the lease gone
     kInternal,           // kInternal: unexpected replies from a quorum
+    kPlaceLost,          // kAborted: a fair lock's waiter lost its place in the
+                         // queue (it expired, or was removed on a quorum)
   };
   // Which of them.
   Kind kind = Kind::kSucceeded;

@@ -34,8 +34,9 @@ bool Forgets(const std::string& kind) {
 }  // namespace
 
 const std::vector<std::string>& PropertyNames() {
-  static const std::vector<std::string>* names = new std::vector<std::string>{
-      "S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7", "S9", "D1", "H1", "L2", "L3", "L4", "L5"};
+  static const std::vector<std::string>* names =
+      new std::vector<std::string>{"S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7",
+                                   "S8", "S9", "D1", "H1", "L2", "L3", "L4", "L5"};
   return *names;
 }
 

@@ -893,6 +893,7 @@ std::vector<Spec> BuildTable() {
       {"zscore", 3, 1, 1, 1, kReadonly | kFast, ZScoreCmd, "@read @sortedset @fast"},
       {"zcard", 2, 1, 1, 1, kReadonly | kFast, ZCardCmd, "@read @sortedset @fast"},
       {"zcount", 4, 1, 1, 1, kReadonly | kFast, ZCountCmd, "@read @sortedset @fast"},
+      {"zrange", -4, 1, 1, 1, kReadonly, ZRangeCmd, "@read @sortedset @slow"},
       {"zrangebyscore", -4, 1, 1, 1, kReadonly, ZRangeByScoreCmd, "@read @sortedset @slow"},
       {"zremrangebyscore", 4, 1, 1, 1, kWrite, ZRemRangeByScoreCmd, "@write @sortedset @slow"},
       {"multi", 1, 0, 0, 0, kTx, MultiCmd, "@fast @transaction"},

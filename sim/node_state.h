@@ -233,6 +233,7 @@ Reply ZRemCmd(State& s, Ctx& ctx, const Argv& a);
 Reply ZScoreCmd(State& s, Ctx& ctx, const Argv& a);
 Reply ZCardCmd(State& s, Ctx& ctx, const Argv& a);
 Reply ZCountCmd(State& s, Ctx& ctx, const Argv& a);
+Reply ZRangeCmd(State& s, Ctx& ctx, const Argv& a);
 Reply ZRangeByScoreCmd(State& s, Ctx& ctx, const Argv& a);
 Reply ZRemRangeByScoreCmd(State& s, Ctx& ctx, const Argv& a);
 Reply ZRangeCmd(State& s, Ctx& ctx, const Argv& a);

@@ -1,6 +1,7 @@
 // sim/node_zset.cc: the sorted-set commands the lock family's scripts use
-// (ZADD, ZINCRBY, ZREM, ZSCORE, ZCARD, ZCOUNT, ZRANGEBYSCORE,
-// ZREMRANGEBYSCORE), with Redis 7.0's options, checks and error texts.
+// (ZADD, ZINCRBY, ZREM, ZSCORE, ZCARD, ZCOUNT, ZRANGE by rank,
+// ZRANGEBYSCORE, ZREMRANGEBYSCORE), with Redis 7.0's options, checks and
+// error texts.
 
 #include <cerrno>
 #include <cmath>
@@ -202,6 +203,39 @@ Reply ZCountCmd(State& s, Ctx& ctx, const Argv& a) {
   int64_t n = 0;
   for (const auto& [score, member] : z->order) n += r.Contains(score) ? 1 : 0;
   return Reply::Integer(n);
+}
+
+// ZRANGE key start stop [WITHSCORES]: by rank, negative ranks from the end
+// (the fair lock's head and highest ticket). Its BYSCORE, BYLEX, REV and
+// LIMIT forms are not simulated: a syntax error.
+Reply ZRangeCmd(State& s, Ctx& ctx, const Argv& a) {
+  bool withscores = false;
+  for (size_t j = 4; j < a.size(); ++j) {
+    if (!IEquals(a[j], "withscores")) return Syntax();
+    withscores = true;
+  }
+  int64_t start = 0;
+  int64_t stop = 0;
+  if (!ParseInt(a[2], &start) || !ParseInt(a[3], &stop)) return NotInteger();
+  bool wrong = false;
+  ZSet* z = FindZSet(s, ctx, a[1], &wrong);
+  if (wrong) return WrongType();
+  std::vector<Reply> out;
+  if (z == nullptr) return Reply::Array(std::move(out));
+  const int64_t n = static_cast<int64_t>(z->size());
+  if (start < 0) start += n;
+  if (stop < 0) stop += n;
+  if (start < 0) start = 0;
+  if (start > stop || start >= n) return Reply::Array(std::move(out));
+  if (stop >= n) stop = n - 1;
+  int64_t rank = 0;
+  for (const auto& [score, member] : z->order) {
+    if (rank > stop) break;
+    if (rank++ < start) continue;
+    out.push_back(Reply::String(member));
+    if (withscores) out.push_back(Reply::String(FormatDouble(score)));
+  }
+  return Reply::Array(std::move(out));
 }
 
 Reply ZRangeByScoreCmd(State& s, Ctx& ctx, const Argv& a) {

@@ -27,6 +27,7 @@ ABSL_FLAG(std::string, nodes, "",
           "the Redis masters, comma-separated: host:port or redis://[[user]:pass@]host:port[/db] "
           "(default: $REDLOCK_NODES)");
 ABSL_FLAG(bool, all_nodes, false, "every node must grant (quorum = N) instead of a majority");
+ABSL_FLAG(bool, fair, false, "acquire, run, release: the fair lock (first come, first served)");
 ABSL_FLAG(bool, fencing, false, "fencing tokens: a lease carries a strictly increasing number");
 ABSL_FLAG(DurationText, node_timeout, DurationText{},
           "how long one node may take to answer one command (default 50ms)");

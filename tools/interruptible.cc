@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/fair_mutex.h"
 #include "redlock/stop_token.h"
 
 namespace redlock::cli {
@@ -65,17 +66,23 @@ int InterruptSignals::Take() {
 
 absl::StatusOr<Lease> AcquireInterruptibly(Client& client, const std::string& resource,
                                            absl::Duration ttl, absl::Duration wait,
-                                           InterruptSignals& signals, int* signo) {
+                                           InterruptSignals& signals, int* signo, bool fair) {
   *signo = 0;
+  FairLock fair_lock(&client, resource);
   int event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (event_fd < 0 || signals.fd() < 0) {
     if (event_fd >= 0) close(event_fd);
-    return client.Acquire(resource, ttl, wait);  // uninterruptible, but works
+    // Uninterruptible, but works.
+    return fair ? fair_lock.Acquire(ttl, wait) : client.Acquire(resource, ttl, wait);
   }
   auto completion = std::make_shared<Completion>(event_fd);
   StopSource stop;
-  client.AcquireAsync(resource, ttl, wait, stop.token(),
-                      [completion](absl::StatusOr<Lease> r) { completion->Set(std::move(r)); });
+  auto done = [completion](absl::StatusOr<Lease> r) { completion->Set(std::move(r)); };
+  if (fair) {
+    fair_lock.AcquireAsync(ttl, wait, stop.token(), std::move(done));
+  } else {
+    client.AcquireAsync(resource, ttl, wait, stop.token(), std::move(done));
+  }
   // Bounded: the call completes by its wait (or at once once stopped); each
   // turn waits at most 100 ms, so a missed wake-up costs no more than that.
   for (;;) {

@@ -49,10 +49,14 @@ class InterruptSignals {
 // watching `signals`: the first SIGINT or SIGTERM cancels the acquisition
 // (promptly; an attempt in flight is released behind it) and is returned in
 // *signo (0 when none came). A lease granted just before the signal is
-// released again, and the result is then kCancelled too.
+// released again, and the result is then kCancelled too. With `fair`, the
+// fair lock's call (redlock/fair_mutex.h: a place in the resource's queue
+// while it waits; a zero wait is its TryAcquire, which never jumps the
+// queue); a cancelled call leaves the queue.
 absl::StatusOr<Lease> AcquireInterruptibly(Client& client, const std::string& resource,
                                            absl::Duration ttl, absl::Duration wait,
-                                           InterruptSignals& signals, int* signo);
+                                           InterruptSignals& signals, int* signo,
+                                           bool fair = false);
 
 }  // namespace redlock::cli
 

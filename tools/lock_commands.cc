@@ -15,6 +15,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "redlock/client.h"
+#include "redlock/fair_mutex.h"
 #include "redlock/lease.h"
 #include "redlock/metrics.h"
 #include "redlock/options.h"
@@ -121,10 +122,11 @@ int RunAcquire(const ParsedArgs& args) {
   absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
   if (!client.ok()) return Fail(kName, client.status());
 
-  // A zero wait makes exactly one attempt.
+  // A zero wait makes exactly one attempt (with --fair: only when the lock
+  // is free and nobody waits).
   int signo = 0;
   absl::StatusOr<Lease> lease =
-      AcquireInterruptibly(**client, *resource, *ttl, *wait, signals, &signo);
+      AcquireInterruptibly(**client, *resource, *ttl, *wait, signals, &signo, args.Switch("fair"));
   if (signo != 0) {
     PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
                                    "; gave up waiting, nothing is held"));
@@ -145,7 +147,11 @@ int RunRelease(const ParsedArgs& args) {
   absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
   if (!client.ok()) return Fail(kName, client.status());
 
-  absl::Status st = (*client)->Release(Lease::ForToken(*resource, token));
+  // A fair lease's release also takes the holder's place out of the queue
+  // and wakes the next waiter.
+  const Lease lease = args.Switch("fair") ? FairLock(client->get(), *resource).ForToken(token)
+                                          : Lease::ForToken(*resource, token);
+  absl::Status st = (*client)->Release(lease);
   if (!st.ok()) return Fail(kName, st);
   return kExitOk;
 }

@@ -154,7 +154,7 @@ const std::vector<CommandSpec>& Commands() {
   static const std::vector<CommandSpec>* const commands = new std::vector<CommandSpec>{
       {"run",
        "hold a lock while a command runs (auto-renewed); exit with its status",
-       "redlock run --resource R --ttl DUR [--wait DUR] [--grace DUR] [--] CMD [ARGS...]",
+       "redlock run --resource R --ttl DUR [--wait DUR] [--fair] [--grace DUR] [--] CMD [ARGS...]",
        R"(Takes the lock, runs CMD with it held and renews it every ttl/3 while CMD
 runs (Client::AutoRenew); releases it when CMD exits, and exits with CMD's
 status (128+N if CMD died of signal N). The command is the first argument
@@ -163,6 +163,14 @@ that is not a flag, or everything after "--".
 CMD gets REDLOCK_RESOURCE, REDLOCK_TOKEN and, with --fencing,
 REDLOCK_FENCING_TOKEN in its environment: pass the fencing token to the
 resource you protect.
+
+With --fair, the fair lock (redlock/fair_mutex.h): while it waits, redlock
+holds a place in R's queue, and the lock goes to the waiters in the order
+they took their places, one woken per release, across processes; a zero
+--wait takes the lock only when it is free and nobody waits. A waiter whose
+place was lost (it was paused or cut off longer than the place's 2 s ttl)
+exits 65. Mix fair and plain callers of one R only knowingly: they exclude
+each other, but a plain caller ignores the queue.
 
 When the lease is at risk (renewals keep failing and less than ttl/3 of
 validity is left, or --max-hold is reached), redlock sends CMD the
@@ -182,6 +190,7 @@ cancel the wait (exit 130 or 143; CMD is not run, nothing is held).
        {{"resource", true, "R", "the lock name (the Redis key, after --key-prefix)"},
         {"ttl", true, "DUR", "lease ttl; renewed every ttl/3 while CMD runs (required)"},
         {"wait", true, "DUR", "wait up to DUR for the lock if it is held (default 0: one attempt)"},
+        {"fair", false, "", "the fair lock: waiters are served first come, first served"},
         {"grace", true, "DUR",
          "after losing the lease, SIGKILL CMD if it still runs DUR later (default 10s)"},
         {"at-risk-signal", true, "SIG",
@@ -226,7 +235,7 @@ cancel the campaign (exit 130 or 143; CMD is not run).
        &RunElect},
       {"acquire",
        "take a lock and print the lease as one JSON line; it expires at its ttl",
-       "redlock acquire --resource R --ttl DUR [--wait DUR]",
+       "redlock acquire --resource R --ttl DUR [--wait DUR] [--fair]",
        R"(Takes the lock and prints the lease on stdout as one JSON line:
   {"resource":"R","token":"...","validity_ms":29690,"ttl_ms":30000,
    "nodes_granted":5,"fencing_token":0}
@@ -234,24 +243,35 @@ validity_ms is how long the lock is guaranteed (ttl minus the time the
 acquisition took and the clock-drift allowance); fencing_token is 0 without
 --fencing. The lock is not released when redlock exits: it expires after
 its ttl unless you release or extend it with the token.
+
+With --fair, the fair lock (redlock/fair_mutex.h): while it waits, redlock
+holds a place in R's queue, kept alive every 2/3 s, and the lock goes to
+the waiters in the order they took their places, across processes; a zero
+--wait takes the lock only when it is free and nobody waits (exit 65
+otherwise). Release its lease with `redlock release --fair`, which also
+takes the holder's place out and wakes the next waiter (a plain release
+frees the lock, but the next waiter learns of it only at its next
+heartbeat, within 2/3 s). A waiter whose place was lost exits 65.
 )",
        {{"resource", true, "R", "the lock name (required)"},
         {"ttl", true, "DUR", "lease ttl (required)"},
-        {"wait", true, "DUR",
-         "wait up to DUR for the lock if it is held (default 0: one attempt)"}},
+        {"wait", true, "DUR", "wait up to DUR for the lock if it is held (default 0: one attempt)"},
+        {"fair", false, "", "the fair lock: waiters are served first come, first served"}},
        false,
        &RunAcquire},
       {"release",
        "release a lock taken by acquire (needs its token)",
-       "redlock release --resource R --token T",
+       "redlock release --resource R --token T [--fair]",
        R"(Deletes the lock on every node where it still holds token T (a Lua
 compare-and-delete) and announces the release to waiters. Idempotent:
 releasing an expired, already released or foreign lock succeeds (exit 0)
 and touches nothing. Exit 66 when fewer than a quorum confirmed: the lock
-then stays until its ttl.
+then stays until its ttl. With --fair (a lease of `acquire --fair`), also
+takes the holder's place out of R's queue and wakes the next waiter.
 )",
        {{"resource", true, "R", "the lock name (required)"},
-        {"token", true, "T", "the token printed by acquire (required)"}},
+        {"token", true, "T", "the token printed by acquire (required)"},
+        {"fair", false, "", "the lease is a fair lock's (acquire --fair)"}},
        false,
        &RunRelease},
       {"extend",

@@ -85,8 +85,10 @@ int RunRun(const ParsedArgs& args) {
   const bool fencing = client->options().fencing;
 
   int signo = 0;
-  absl::StatusOr<Lease> lease =
-      AcquireInterruptibly(*client, resource, flags->ttl, flags->wait, interrupts, &signo);
+  // With --fair, a place in the resource's queue while it waits; the lease's
+  // release then also takes the place out and wakes the next waiter.
+  absl::StatusOr<Lease> lease = AcquireInterruptibly(*client, resource, flags->ttl, flags->wait,
+                                                     interrupts, &signo, args.Switch("fair"));
   if (signo != 0) {
     PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
                                    " while waiting for the lock; the command was not run"));

@@ -102,6 +102,7 @@ std::string Verdict(const CheckResult& r, Property p) {
   if (p == Property::kAtMostK && r.counts.slot_grants == 0) return "n/a";
   if (p == Property::kLeaderTerms && r.counts.leader_grants == 0) return "n/a";
   if (p == Property::kStaleWriteSeen && r.counts.fenced_grants == 0) return "n/a";
+  if (p == Property::kFirstCome && r.counts.fair_calls == 0) return "n/a";
   return "ok";
 }
 
@@ -122,6 +123,8 @@ std::string Checked(const CheckResult& r, Property p) {
       return absl::StrCat(c.leader_grants, " leader grants");
     case Property::kStaleWriteSeen:
       return absl::StrCat(c.accepted_writes, " writes");
+    case Property::kFirstCome:
+      return absl::StrCat(c.fair_queued, " of ", c.fair_calls, " fair calls queued");
   }
   return "";
 }
@@ -144,6 +147,8 @@ absl::string_view PropertyName(Property p) {
       return "S7";
     case Property::kStaleWriteSeen:
       return "S9";
+    case Property::kFirstCome:
+      return "S8";
   }
   return "S?";
 }
@@ -164,6 +169,8 @@ absl::string_view PropertyTitle(Property p) {
       return "leader terms";
     case Property::kStaleWriteSeen:
       return "stale write seen";
+    case Property::kFirstCome:
+      return "first come, first served";
   }
   return "?";
 }
@@ -195,6 +202,12 @@ std::string FormatReport(const CheckResult& r) {
                           "lock family: %d shared grants, %d permit grants, %d leader grants, "
                           "%d read-only uses\n\n",
                           c.shared_grants, c.slot_grants, c.leader_grants, c.read_uses);
+  }
+  if (c.fair_calls > 0) {
+    absl::StrAppendFormat(&out,
+                          "fair lock: %d calls, %d took a place, at most %d overtakes of one "
+                          "waiter, %d waiters overtaken beyond the bound\n\n",
+                          c.fair_calls, c.fair_queued, c.max_overtakes, c.overtaken_beyond_bound);
   }
   absl::StrAppendFormat(&out, "%-4s  %-20s  %-24s  %10s  %s\n", "prop", "property", "checked",
                         "violations", "verdict");
@@ -260,6 +273,10 @@ std::string FormatReportJson(const CheckResult& r) {
   counts["shared_grants"] = c.shared_grants;
   counts["slot_grants"] = c.slot_grants;
   counts["leader_grants"] = c.leader_grants;
+  counts["fair_calls"] = c.fair_calls;
+  counts["fair_queued"] = c.fair_queued;
+  counts["max_overtakes"] = c.max_overtakes;
+  counts["overtaken_beyond_bound"] = c.overtaken_beyond_bound;
   counts["read_uses"] = c.read_uses;
   j["counts"] = std::move(counts);
   OJ by_property = OJ::object();

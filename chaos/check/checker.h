@@ -73,6 +73,29 @@
 //      is the fence's documented limit, not a violation.
 //   S3 counts write uses only (readers and permit holders only read:
 //   use.write false).
+//   fair      a fair lock's holder: exclusive for S1-S4, and its calls
+//             (invoke mode "fair") are judged by
+//   S8 first come, first served. A fair call's enqueue runs from its invoke
+//      to its "queued" event (a call granted without a place has none: it
+//      never waited); it waits from "queued" to its grant (or its end).
+//      (a) a fair call B that began after call A had its place (B.invoke.t
+//          > A.queued.t) is granted (B's grant.t) while A still waits: not
+//          granted, and not excused. A is excused when its call ended with
+//          outcome "place_lost" (its place expired or was removed: the
+//          history does not say when, so every overtake during its wait is
+//          excused) or "cancelled" (likewise); when it failed otherwise, at
+//          and after the earliest moment it can have left the queue (invoke.t
+//          + wait_ms, or without wait_ms its fail.t); when it has neither
+//          grant nor fail, from the first fault on its process (a nemesis
+//          event naming it as target or client) on. Each pair is reported
+//          once.
+//      The bound it gives: a waiter A is overtaken (a later-invoked fair
+//      call granted while A waits, A not excused) only by calls that began
+//      while A was taking its place (invoke in (A.invoke.t, A.queued.t]):
+//      at most one per other client thread. The counts report the most
+//      overtakes of one waiter (max_overtakes) and how many waiters were
+//      overtaken by more calls than began while they took their places
+//      (overtaken_beyond_bound: those with an (a) violation).
 //
 // Faults: each violation lists the nemesis faults active during its interval
 // [t, t_end]: "start" events at or before t_end whose matching "stop" (the
@@ -109,14 +132,16 @@ enum class Property {
   kFencing = 3,          // S4
   kAtMostK = 4,          // S6 (S5 is the harness's leftover-key scan)
   kLeaderTerms = 5,      // S7
-  kStaleWriteSeen = 6,   // S9 (S8 is the fair lock's first come, first served)
+  kFirstCome = 6,        // S8
+  kStaleWriteSeen = 7,   // S9
 };
-inline constexpr int kNumProperties = 7;
+inline constexpr int kNumProperties = 8;
 
-// "S1".."S4", "S6", "S7", "S9".
+// "S1".."S4", "S6", "S7", "S8", "S9".
 absl::string_view PropertyName(Property p);
 // One line: "mutual exclusion", "validity", "harm (lost updates)", "fencing",
-// "at most K holders", "leader terms", "stale write seen".
+// "at most K holders", "leader terms", "first come, first served", "stale
+// write seen".
 absl::string_view PropertyTitle(Property p);
 
 struct CheckOptions {
@@ -150,7 +175,7 @@ struct GrantInfo {
   std::optional<uint64_t> fencing_token;
   int64_t uses = 0;
   std::string source;  // "file:line" of the grant event, if read from a file
-  std::string mode;    // "" (exclusive), "exclusive", "shared", "slot", "leader"
+  std::string mode;    // "" (exclusive), "exclusive", "shared", "slot", "leader", "fair"
   int64_t permits = 0;
   int64_t slot = -1;
   bool shared() const { return mode == "shared"; }
@@ -207,6 +232,13 @@ struct CheckCounts {
   int64_t slot_grants = 0;
   int64_t leader_grants = 0;
   int64_t read_uses = 0;  // uses that only read (use.write false)
+  // S8: fair calls (invoke mode "fair"), those that took a place (a queued
+  // event), the most overtakes of one waiter, and the waiters overtaken
+  // beyond the bound (see S8).
+  int64_t fair_calls = 0;
+  int64_t fair_queued = 0;
+  int64_t max_overtakes = 0;
+  int64_t overtaken_beyond_bound = 0;
 };
 
 struct CheckResult {

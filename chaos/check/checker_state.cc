@@ -30,6 +30,7 @@ std::string DedupKey(const Event& e) {
   switch (e.type) {
     case EventType::kInvoke:
     case EventType::kFail:
+    case EventType::kQueued:
       return absl::StrCat(EventTypeName(e.type), kSep, e.process, kSep, e.op, kSep, e.resource,
                           kSep, e.t);
     case EventType::kGrant:
@@ -83,6 +84,7 @@ CheckResult Checker::Run() {
   CheckAtMostK();
   CheckLeaderTerms();
   CheckStaleWriteSeen();
+  CheckFirstCome();
   for (const Grant& g : grants_) result_.grants.push_back(g.info);
   result_.faults = faults_;
   std::stable_sort(result_.violations.begin(), result_.violations.end(),
@@ -167,6 +169,12 @@ void Checker::Classify() {
         ++result_.counts.invokes;
         resources[e->resource] = true;
         if (invoked.insert(OpKey(*e)).second) invoke_order.push_back(OpKey(*e));
+        if (e->mode == "fair" && fair_invokes_.try_emplace(OpKey(*e), e).second) {
+          ++result_.counts.fair_calls;
+        }
+        break;
+      case EventType::kQueued:
+        if (queued_.try_emplace(OpKey(*e), e).second) ++result_.counts.fair_queued;
         break;
       case EventType::kGrant: {
         ++result_.counts.grants;
@@ -198,6 +206,7 @@ void Checker::Classify() {
                             " of an earlier grant"));
         }
         by_token_[e->token].push_back(static_cast<int>(grants_.size()));
+        grant_of_op_.try_emplace(OpKey(*e), static_cast<int>(grants_.size()));
         grants_.push_back(std::move(g));
         break;
       }
@@ -205,6 +214,7 @@ void Checker::Classify() {
         ++result_.counts.fails;
         resources[e->resource] = true;
         resolved.insert(OpKey(*e));
+        fails_.try_emplace(OpKey(*e), e);
         break;
       case EventType::kUse:
         ++result_.counts.uses;

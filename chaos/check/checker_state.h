@@ -1,6 +1,7 @@
 // The checker's state (chaos/check/checker.cc): the history classified,
 // the grants and their holds (checker_state.cc), the checks of S1-S3 over
-// them (checker_intervals.cc) and of S4, S6, S7 (checker_tokens.cc).
+// them (checker_intervals.cc), of S4, S6, S7 (checker_tokens.cc) and of S8
+// (checker_fair.cc).
 // Internal to the checker.
 
 #ifndef REDLOCK_CHAOS_CHECK_CHECKER_STATE_H_
@@ -116,6 +117,10 @@ class Checker {
   void CheckStaleWriteSeen();
   void CheckFencing();
 
+  // ---- S8 (checker_fair.cc) ----------------------------------------------------
+
+  void CheckFirstCome();
+
   const CheckOptions options_;
   std::vector<const Event*> events_;
   CheckResult result_;
@@ -132,6 +137,11 @@ class Checker {
   std::vector<const Event*> nemesis_;
   std::map<std::string, const Event*> finals_;
   std::vector<FaultInfo> faults_;
+  // By OpKey: fair invokes, queued events, fails, the op's grant (first of each).
+  std::map<std::string, const Event*> fair_invokes_;
+  absl::flat_hash_map<std::string, const Event*> queued_;
+  absl::flat_hash_map<std::string, const Event*> fails_;
+  absl::flat_hash_map<std::string, int> grant_of_op_;
 };
 
 }  // namespace redlock::chaos::check_internal

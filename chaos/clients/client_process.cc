@@ -222,6 +222,14 @@ absl::Status ClientProcess::Pause() {
   return absl::OkStatus();
 }
 
+absl::Status ClientProcess::Crash() {
+  if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
+  KillAndReap();
+  paused_ = false;
+  crashed_ = true;
+  return absl::OkStatus();
+}
+
 absl::Status ClientProcess::Resume() {
   if (exited()) return absl::FailedPreconditionError(absl::StrCat(name(), " has exited"));
   REDLOCK_RETURN_IF_ERROR(SignalGroup(SIGCONT));

@@ -31,6 +31,7 @@
 #include "redlock/fencing.h"
 #include "redlock/internal/status_macros.h"
 #include "redlock/options.h"
+#include "redlock/outcome.h"
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
 #include "testkit/redis.h"
@@ -76,10 +77,9 @@ constexpr Named<ClientVariant> kVariants[] = {
 };
 
 constexpr Named<Primitive> kPrimitives[] = {
-    {Primitive::kMutex, "mutex"},
-    {Primitive::kRwLock, "rwlock"},
-    {Primitive::kSemaphore, "semaphore"},
-    {Primitive::kElection, "election"},
+    {Primitive::kMutex, "mutex"},         {Primitive::kRwLock, "rwlock"},
+    {Primitive::kSemaphore, "semaphore"}, {Primitive::kElection, "election"},
+    {Primitive::kFair, "fair"},
 };
 
 void SleepRaw(int64_t ns, const std::atomic<bool>* stop) {
@@ -186,6 +186,22 @@ class LibraryBackend : public LockBackend {
         *inspect_as = permit->lease().resource();
         break;
       }
+      case Primitive::kFair: {
+        // Through the Client's entry point, which says when the place is
+        // taken (the history's "queued").
+        Client::FamilyRequest r;
+        r.kind = Client::FamilyRequest::Kind::kFair;
+        r.resource = resource;
+        r.ttl = ttl;
+        if (waits) r.wait = wait;
+        r.place_ttl = absl::Milliseconds(config_.place_ttl_ms);
+        r.on_queued = queued_;
+        absl::StatusOr<Client::FamilyGrant> g = client_->AcquireFamily(std::move(r));
+        if (!g.ok()) return g.status();
+        h.lease = g->lease;
+        h.mode = "fair";
+        break;
+      }
       case Primitive::kElection: {
         redlock::Election election(client_.get(), resource);
         redlock::CampaignOptions campaign;
@@ -236,6 +252,8 @@ class LibraryBackend : public LockBackend {
 
   absl::Duration TimeLeft(const HeldLock& lock) override { return lock.lease.TimeLeft(); }
 
+  void SetQueuedHook(std::function<void()> hook) override { queued_ = std::move(hook); }
+
   absl::StatusOr<HeldLock> Extend(const HeldLock& lock, int64_t ttl_ms) override {
     absl::StatusOr<redlock::Lease> lease = client_->Extend(lock.lease, absl::Milliseconds(ttl_ms));
     if (!lease.ok()) return lease.status();
@@ -261,6 +279,7 @@ class LibraryBackend : public LockBackend {
   std::unique_ptr<redlock::Client> client_;
   // Leaderships held, by token (released with the lease).
   std::map<std::string, std::unique_ptr<redlock::Leadership>> leaders_;
+  std::function<void()> queued_;  // the next fair call's (SetQueuedHook)
 };
 
 class MarkerWriter {
@@ -419,6 +438,7 @@ const ClientFlag kClientFlags[] = {
     Flag<&C::shared>("shared"),
     Flag<&C::permits, 1, 1024>("permits"),
     Flag<&C::wait_ms, 0>("wait-ms"),
+    Flag<&C::place_ttl_ms, 0>("place-ttl-ms"),
     Flag<&C::tls_ca>("tls-ca", /*omit_empty=*/true),
     Flag<&C::tls_server_name>("tls-server-name", /*omit_empty=*/true),
     Flag<&C::seed>("seed"),
@@ -509,7 +529,8 @@ absl::StatusOr<std::unique_ptr<LockBackend>> MakeLibraryBackend(const ClientConf
   options.durability.replicas = config.durability_replicas;
   options.durability.timeout = absl::Milliseconds(config.durability_timeout_ms);
   options.max_attempts = 1;
-  options.release_notifications = false;
+  // A fair waiter is woken on its own channel: that is the path to test.
+  options.release_notifications = config.primitive == Primitive::kFair;
   absl::StatusOr<std::unique_ptr<redlock::Client>> client = redlock::Client::Create(options);
   if (!client.ok()) return client.status();
   return std::unique_ptr<LockBackend>(new LibraryBackend(config, *std::move(client)));
@@ -557,18 +578,34 @@ int RunClientLoop(const ClientConfig& config, LockBackend& backend, const std::a
     const std::string& resource =
         config.resources[static_cast<size_t>(rng() % config.resources.size())];
     ++op;
-    check(h.WriteInvoke(
-        {.process = config.name, .op = op, .resource = resource, .ttl_ms = config.ttl_ms}));
+    const bool fair = config.primitive == Primitive::kFair;
+    check(h.WriteInvoke({.process = config.name,
+                         .op = op,
+                         .resource = resource,
+                         .ttl_ms = config.ttl_ms,
+                         .mode = fair ? "fair" : "",
+                         .wait_ms = fair ? config.wait_ms : 0}));
     markers.Write("invoke", op, resource);
+    if (fair) {
+      // On the library's thread, once the place is on a quorum: the end of
+      // the enqueue (HistoryWriter is thread-safe).
+      backend.SetQueuedHook([&h, &check, &config, &markers, op, resource] {
+        check(h.WriteQueued({.process = config.name, .op = op, .resource = resource}));
+        markers.Write("queued", op, resource);
+      });
+    }
     absl::StatusOr<HeldLock> held = backend.Acquire(resource, config.ttl_ms);
+    if (fair) backend.SetQueuedHook(nullptr);
     if (failed()) break;
     if (!held.ok()) {
       ++fails;
+      std::optional<Outcome> outcome = GetOutcome(held.status());
       check(h.WriteFail({.process = config.name,
                          .op = op,
                          .resource = resource,
                          .code = absl::StatusCodeToString(held.status().code()),
-                         .error = std::string(held.status().message())}));
+                         .error = std::string(held.status().message()),
+                         .outcome = outcome.has_value() ? OutcomeKindName(outcome->kind) : ""}));
       markers.Write("fail", op, resource, absl::StatusCodeToString(held.status().code()));
       int64_t pause = config.retry_ms / 2 +
                       static_cast<int64_t>(rng() % static_cast<uint64_t>(config.retry_ms + 1));

@@ -81,9 +81,13 @@ enum class Primitive {
   kRwLock,     // redlock::ReadWriteLock: a reader with `shared`, else a writer
   kSemaphore,  // redlock::Semaphore of `permits` (grant mode "slot")
   kElection,   // redlock::Election (grant mode "leader", the term as fencing token)
+  // redlock::FairLock (grant mode "fair"; invoke mode "fair" with wait_ms,
+  // and a "queued" event once the call's place is on a quorum)
+  kFair,
 };
 
-absl::string_view PrimitiveName(Primitive p);  // "mutex", "rwlock", "semaphore", "election"
+// "mutex", "rwlock", "semaphore", "election", "fair"
+absl::string_view PrimitiveName(Primitive p);
 [[nodiscard]] absl::StatusOr<Primitive> ParsePrimitive(absl::string_view name);
 
 absl::string_view VariantName(ClientVariant v);  // "library", "no-elapsed", ...
@@ -150,6 +154,8 @@ struct ClientConfig {
   // library's Acquire with a wait: retries, and for a waiting writer the
   // reader-writer lock's writer preference) instead of one attempt.
   int64_t wait_ms = 0;
+  // The fair lock: FairOptions::place_ttl (0: the library's default).
+  int64_t place_ttl_ms = 0;
   uint64_t seed = 1;
   int64_t duration_ms = 60000;  // the client exits after this long anyway
   int64_t max_ops = 1000000;
@@ -204,6 +210,9 @@ class LockBackend {
   // exited, answered garbage or timed out): the loop then stops and the
   // client process exits non-zero with this message.
   virtual absl::Status Failure() const { return absl::OkStatus(); }
+  // Called (from any thread) when the next Acquire's place in a fair
+  // lock's queue is on a quorum; cleared by passing null. Default: never.
+  virtual void SetQueuedHook(std::function<void()> hook) {}
 };
 
 // redlock::Client with the config's options, or, when config.client names
@@ -239,6 +248,8 @@ struct Marker {
   int64_t op = 0;
   std::string resource;
   std::string detail;  // fail: the status code (e.g. DEADLINE_EXCEEDED)
+  // (kinds: also "queued", a fair call's place taken; written from the
+  // library's thread)
 };
 
 class MarkerHub {
@@ -296,6 +307,11 @@ class ClientProcess {
   // own process group with its adapter: the whole group is signalled.
   [[nodiscard]] absl::Status Pause();
   [[nodiscard]] absl::Status Resume();
+  // SIGKILL now (a crash: nothing the client does is finished or logged),
+  // and reap. kFailedPrecondition when it has exited already.
+  [[nodiscard]] absl::Status Crash();
+  // Crash() ended it (its SIGKILL is no failure of the run).
+  bool crashed() const { return crashed_; }
   // SIGCONT, SIGTERM, wait up to `timeout` for a clean exit, then SIGKILL.
   // Returns the wait status description ("exit 0", "signal 9 (killed after
   // timeout)").
@@ -315,6 +331,7 @@ class ClientProcess {
   std::atomic<bool> reaped_{false};
   int wait_status_ = 0;
   bool paused_ = false;
+  bool crashed_ = false;
   int read_fd_ = -1;
   std::thread reader_;
 };

@@ -50,6 +50,7 @@ std::string HarnessPropertyName(int p) {
   if (p == kS6) return "S6";
   if (p == kS7) return "S7";
   if (p == kS9) return "S9";
+  if (p == kS8) return "S8";
   return absl::StrCat("S", p + 1);
 }
 

@@ -150,6 +150,7 @@ class FieldReader {
 
 EventType TypeFromName(absl::string_view name) {
   if (name == "invoke") return EventType::kInvoke;
+  if (name == "queued") return EventType::kQueued;
   if (name == "grant") return EventType::kGrant;
   if (name == "fail") return EventType::kFail;
   if (name == "use") return EventType::kUse;
@@ -197,12 +198,20 @@ constexpr Field<R, T> F(const char* name, T R::*record, T Event::*event,
 
 absl::Status CheckMode(const std::string& mode) {
   if (mode.empty() || mode == "exclusive" || mode == "shared" || mode == "slot" ||
-      mode == "leader") {
+      mode == "leader" || mode == "fair") {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "field \"mode\" must be \"exclusive\", \"shared\", \"slot\" or \"leader\", not \"", mode,
-      "\""));
+  return absl::InvalidArgumentError(
+      absl::StrCat("field \"mode\" must be \"exclusive\", \"shared\", \"slot\", \"leader\" or "
+                   "\"fair\", not \"",
+                   mode, "\""));
+}
+
+// An invoke's mode: "fair" (a fair lock's call), or absent.
+absl::Status CheckInvokeMode(const std::string& mode) {
+  if (mode.empty() || mode == "fair") return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("an invoke's field \"mode\" must be \"fair\" or absent, not \"", mode, "\""));
 }
 
 constexpr Need kRequired = Need::kRequired;
@@ -222,9 +231,16 @@ auto ClientFields() {
 
 auto FieldsOf(const InvokeRecord*) {
   using R = InvokeRecord;
-  return std::tuple_cat(ClientFields<R>(),
-                        std::make_tuple(F("ttl_ms", &R::ttl_ms, &Event::ttl_ms)));
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(F("ttl_ms", &R::ttl_ms, &Event::ttl_ms),
+                      // A fair call's (absent otherwise).
+                      F("mode", &R::mode, &Event::mode, kOptional, kUnlessDefault, Derived::kNone,
+                        &CheckInvokeMode),
+                      F("wait_ms", &R::wait_ms, &Event::wait_ms, kOptional, kUnlessDefault)));
 }
+
+auto FieldsOf(const QueuedRecord*) { return ClientFields<QueuedRecord>(); }
 
 auto FieldsOf(const GrantRecord*) {
   using R = GrantRecord;
@@ -246,8 +262,10 @@ auto FieldsOf(const GrantRecord*) {
 
 auto FieldsOf(const FailRecord*) {
   using R = FailRecord;
-  return std::tuple_cat(ClientFields<R>(), std::make_tuple(F("code", &R::code, &Event::code),
-                                                           F("error", &R::error, &Event::error)));
+  return std::tuple_cat(
+      ClientFields<R>(),
+      std::make_tuple(F("code", &R::code, &Event::code), F("error", &R::error, &Event::error),
+                      F("outcome", &R::outcome, &Event::outcome, kOptional, kUnlessDefault)));
 }
 
 auto FieldsOf(const UseRecord*) {
@@ -318,6 +336,8 @@ bool WithFields(EventType type, Fn&& fn) {
   switch (type) {
     case EventType::kInvoke:
       return fn(FieldsOf(static_cast<const InvokeRecord*>(nullptr))), true;
+    case EventType::kQueued:
+      return fn(FieldsOf(static_cast<const QueuedRecord*>(nullptr))), true;
     case EventType::kGrant:
       return fn(FieldsOf(static_cast<const GrantRecord*>(nullptr))), true;
     case EventType::kFail:
@@ -525,6 +545,8 @@ absl::string_view EventTypeName(EventType type) {
   switch (type) {
     case EventType::kInvoke:
       return "invoke";
+    case EventType::kQueued:
+      return "queued";
     case EventType::kGrant:
       return "grant";
     case EventType::kFail:
@@ -560,6 +582,7 @@ absl::string_view FaultPhaseName(FaultPhase phase) {
 }
 
 Event ToEvent(const InvokeRecord& r) { return FromRecord(r); }
+Event ToEvent(const QueuedRecord& r) { return FromRecord(r); }
 Event ToEvent(const GrantRecord& r) { return FromRecord(r); }
 Event ToEvent(const FailRecord& r) { return FromRecord(r); }
 Event ToEvent(const UseRecord& r) { return FromRecord(r); }
@@ -752,6 +775,7 @@ absl::Status HistoryWriter::WriteRelease(const ReleaseRecord& r) { return Write(
 absl::Status HistoryWriter::WriteExtend(const ExtendRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteNemesis(const NemesisRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteFinal(const FinalRecord& r) { return Write(ToEvent(r)); }
+absl::Status HistoryWriter::WriteQueued(const QueuedRecord& r) { return Write(ToEvent(r)); }
 absl::Status HistoryWriter::WriteRun(const RunRecord& r) { return Write(ToEvent(r)); }
 
 absl::Status HistoryWriter::Sync() {

@@ -21,15 +21,23 @@
 //   client events process (string), op (int64, one per acquire call and
 //                 unique in its process; a use or release carries the op of
 //                 its grant), resource (string)
-//     invoke      ttl_ms                          an acquire starts
+//     invoke      ttl_ms                          an acquire starts; for a
+//                 fair lock (optional) mode "fair" and wait_ms (how long the
+//                 call may wait: its place is left no earlier than t +
+//                 wait_ms unless it fails otherwise). A fair call's t is when
+//                 it begins taking its place (the enqueue's start).
+//     queued      (a fair call) its place is on a quorum: the enqueue's end
 //     grant       token, start, valid_until, ttl_ms, drift_ms, nodes (array of
 //                 node indexes that granted), fencing_token (uint64, optional),
 //                 and for the lock family (optional): mode ("exclusive", the
 //                 default; "shared" a reader of a reader-writer lock; "slot"
 //                 a semaphore's permit; "leader" an elected leader, whose
-//                 fencing_token is its term), permits (K, with "slot"), slot
+//                 fencing_token is its term; "fair" a fair lock's holder, an
+//                 exclusive lease), permits (K, with "slot"), slot
 //                 (the permit's index, when known)
-//     fail        code (e.g. "ABORTED"), error
+//     fail        code (e.g. "ABORTED"), error, outcome (optional: the
+//                 library's Outcome::Kind name, e.g. "place_lost",
+//                 "wait_expired", "cancelled")
 //     use         token, begin, end, read, wrote, accepted (bool),
 //                 fencing_token (optional: the write was fenced), write (bool,
 //                 default true; false: the use only read, as readers and
@@ -54,6 +62,10 @@
 //                 node index), clients (every client name), violations (the
 //                 counts of S1..S5). Optional, all its fields too; the checker
 //                 ignores it.
+//
+//   {"t":900,"type":"invoke","process":"c1","op":7,"resource":"r","ttl_ms":1000,
+//    "mode":"fair","wait_ms":5000}
+//   {"t":950,"type":"queued","process":"c1","op":7,"resource":"r"}
 //
 //   {"t":1200,"type":"grant","process":"c1","op":7,"resource":"r",
 //    "token":"9f..","start":1000,"valid_until":900000,"ttl_ms":1000,
@@ -106,6 +118,7 @@ enum class EventType {
   kNemesis,
   kFinal,
   kRun,
+  kQueued,   // a fair call's place is taken (on a quorum)
   kUnknown,  // a type this reader does not know; see Event::type_name
 };
 
@@ -135,6 +148,8 @@ struct Event {
 
   // invoke, grant.
   int64_t ttl_ms = 0;
+  // invoke: how long a fair call may wait (0: unknown or none).
+  int64_t wait_ms = 0;
   // grant, use, release.
   std::string token;
   // grant: raw time the successful attempt began (default: t) and the raw
@@ -149,7 +164,8 @@ struct Event {
   // grant, use: absent when fencing is off (or the write was not fenced).
   std::optional<uint64_t> fencing_token;
   // grant: the lock family's mode ("" or "exclusive", "shared", "slot",
-  // "leader"), the semaphore's K, the permit's index (-1: none or unknown).
+  // "leader", "fair"), the semaphore's K, the permit's index (-1: none or
+  // unknown); invoke: "fair" for a fair lock's call, else "".
   std::string mode;
   int64_t permits = 0;
   int64_t slot = -1;
@@ -157,6 +173,7 @@ struct Event {
   // fail.
   std::string code;
   std::string error;
+  std::string outcome;
 
   // use: [begin, end] of the critical section; release: end of the call
   // (default: t).
@@ -212,6 +229,16 @@ struct InvokeRecord {
   int64_t op = 0;
   std::string resource{};
   int64_t ttl_ms = 0;
+  std::string mode{};  // "fair", or ""
+  int64_t wait_ms = 0;
+};
+
+struct QueuedRecord {
+  static constexpr EventType kType = EventType::kQueued;
+  int64_t t = 0;
+  std::string process{};
+  int64_t op = 0;
+  std::string resource{};
 };
 
 struct GrantRecord {
@@ -240,6 +267,7 @@ struct FailRecord {
   std::string resource{};
   std::string code{};
   std::string error{};
+  std::string outcome{};
 };
 
 struct UseRecord {
@@ -318,6 +346,7 @@ struct RunRecord {
 
 // Conversions to the generic event (t is copied as is, 0 included).
 Event ToEvent(const InvokeRecord& r);
+Event ToEvent(const QueuedRecord& r);
 Event ToEvent(const GrantRecord& r);
 Event ToEvent(const FailRecord& r);
 Event ToEvent(const UseRecord& r);
@@ -416,6 +445,7 @@ class HistoryWriter {
   [[nodiscard]] absl::Status Write(const Event& event);
 
   [[nodiscard]] absl::Status WriteInvoke(const InvokeRecord& r);
+  [[nodiscard]] absl::Status WriteQueued(const QueuedRecord& r);
   [[nodiscard]] absl::Status WriteGrant(const GrantRecord& r);
   [[nodiscard]] absl::Status WriteFail(const FailRecord& r);
   [[nodiscard]] absl::Status WriteUse(const UseRecord& r);

@@ -47,6 +47,28 @@ void RegisterClientFaults(FaultKindList& out) {
              return absl::OkStatus();
            }});
 
+  Add(out, {.info = {.name = "client_crash",
+                     .family = "client",
+                     .summary = "SIGKILL of the client process, never started again: a crashed "
+                                "process (a fair lock's waiter leaves its place to expire)",
+                     .takes_clients = true,
+                     .clients_default = "any",
+                     .explore_weight = 0,
+                     .color = "#3f3f3f"},
+            .may_violate = [](const RunShape& s, const FaultInstance& f) -> PropertySet {
+              // A dead holder's lease runs out and a dead waiter's place expires:
+              // nothing is promised to either.
+              return 0;
+            },
+            .inject =
+                [](Run& run, FaultInstance& f) {
+                  for (int k : f.clients) {
+                    if (!run.CrashClient(k).ok())
+                      run.Note(absl::StrCat("c", k + 1, " not crashed"));
+                  }
+                  return absl::OkStatus();
+                }});
+
   Add(out,
       {.info = {.name = "client_clock_jump",
                 .family = "client",

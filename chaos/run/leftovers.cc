@@ -22,6 +22,10 @@ std::vector<ScanTarget> LeftoverScanTargets(const Scenario& sc) {
       } else if (c.primitive == Primitive::kRwLock) {
         keys.insert({r, false});
         keys.insert({r + ":rw:readers", true});
+      } else if (c.primitive == Primitive::kFair) {
+        // The places, by their expiry on the node's clock.
+        keys.insert({r, false});
+        keys.insert({r + ":fair:exp", true});
       } else {
         keys.insert({r, false});
       }

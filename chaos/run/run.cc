@@ -132,6 +132,12 @@ absl::Status Run::PauseClient(int k) {
   return s;
 }
 
+absl::Status Run::CrashClient(int k) {
+  absl::Status s = client(k).Crash();
+  if (s.ok()) nemesis_log_.Instant("client_crash", {.clients = {ClientName(k)}}, "SIGKILL");
+  return s;
+}
+
 absl::Status Run::ResumeClient(int k) {
   if (!client(k).paused()) return absl::OkStatus();
   absl::Status s = client(k).Resume();

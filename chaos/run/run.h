@@ -89,6 +89,9 @@ class Run {
 
   [[nodiscard]] absl::Status PauseClient(int k);
   [[nodiscard]] absl::Status ResumeClient(int k);
+  // SIGKILL of client k, which is not started again (a "client_crash"
+  // instant in the history, naming it).
+  [[nodiscard]] absl::Status CrashClient(int k);
 
   // One command on node i (its current master when replicated).
   absl::StatusOr<testkit::RedisValue> NodeCommand(int i, const std::vector<std::string>& args,

@@ -444,7 +444,8 @@ void Runner::Finish(Run& run, ScenarioResult* res) {
   }
   for (auto& c : run.clients_) {
     std::string how = c->Stop(absl::Milliseconds(2 * max_ttl + 5000));
-    if (how != "exit 0" && res->error.empty()) {
+    // A client the schedule crashed (client_crash) ended as it was meant to.
+    if (how != "exit 0" && !c->crashed() && res->error.empty()) {
       // A client that crashed (a sanitizer report, an abort) or hung is a
       // failure of the run, whatever the history says.
       res->error = absl::StrCat(c->name(), " ended with ", how, "; the end of its log:\n",

@@ -69,7 +69,7 @@ Expectation ExpectClean();
 using Violations = std::array<int64_t, kNumHarnessProperties>;
 
 // The harness's index (kS1 ...) of a checker property: S1-S4 keep theirs,
-// S6 and S7 come after S5 and L1.
+// S6, S7 and S8 come after S5 and L1.
 inline int HarnessIndex(Property p) {
   switch (p) {
     case Property::kAtMostK:
@@ -78,6 +78,8 @@ inline int HarnessIndex(Property p) {
       return kS7;
     case Property::kStaleWriteSeen:
       return kS9;
+    case Property::kFirstCome:
+      return kS8;
     default:
       return static_cast<int>(p);
   }

@@ -240,11 +240,12 @@ absl::Status ValidateSchedule(const Schedule& schedule, const RunShape& shape) {
       return bad("\"after\" names an earlier entry (1 for the first)");
     }
     if (t.type == Trigger::Type::kOnMarker) {
-      static const char* kMarkers[] = {"invoke",  "grant",  "fail",   "use_read",
-                                       "use_end", "extend", "release"};
+      static const char* kMarkers[] = {"invoke",  "grant",  "fail",    "use_read",
+                                       "use_end", "extend", "release", "queued"};
       if (std::find(std::begin(kMarkers), std::end(kMarkers), t.marker) == std::end(kMarkers)) {
-        return bad(absl::StrCat("unknown marker \"", t.marker,
-                                "\" (invoke, grant, fail, use_read, use_end, extend or release)"));
+        return bad(
+            absl::StrCat("unknown marker \"", t.marker,
+                         "\" (invoke, grant, fail, use_read, use_end, extend, release or queued)"));
       }
       if (t.client >= shape.clients) {
         return bad(absl::StrCat("client c", t.client + 1, " does not exist (", shape.clients,

@@ -48,7 +48,8 @@ struct Trigger {
   int times = 0;
 
   // kOnMarker: which marker ("grant", "use_read", "use_end", "invoke",
-  // "extend", "release", "fail") of which client (-1: any).
+  // "extend", "release", "fail", "queued": a fair call's place is taken)
+  // of which client (-1: any).
   std::string marker;
   int client = -1;
   // Only when the lock looks free: the last grant seen was released and no

@@ -231,13 +231,31 @@ absl::Status ReadSetup(Reader& r, const YAML::Node& n, ScenarioSetup* setup) {
   return absl::OkStatus();
 }
 
-const std::vector<std::string> kClientFields = {
-    "count",       "client",         "resources",    "ttl",
-    "use",         "uses_per_lease", "guard",        "think",
-    "pre_release", "retry",          "node_timeout", "drift_factor",
-    "drift_floor", "fencing",        "durability",   "durability_timeout",
-    "release",     "inspect_nodes",  "extend",       "primitive",
-    "shared",      "permits",        "wait",         "fencing_shared_counter"};
+const std::vector<std::string> kClientFields = {"count",
+                                                "client",
+                                                "resources",
+                                                "ttl",
+                                                "use",
+                                                "uses_per_lease",
+                                                "guard",
+                                                "think",
+                                                "pre_release",
+                                                "retry",
+                                                "node_timeout",
+                                                "drift_factor",
+                                                "drift_floor",
+                                                "fencing",
+                                                "durability",
+                                                "durability_timeout",
+                                                "release",
+                                                "inspect_nodes",
+                                                "extend",
+                                                "primitive",
+                                                "shared",
+                                                "permits",
+                                                "wait",
+                                                "place_ttl",
+                                                "fencing_shared_counter"};
 
 absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfig>* out) {
   if (!n.IsSequence()) return r.Error(n, "clients", "expected a list of clients");
@@ -287,7 +305,7 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
           MsField{"think", &cfg.think_ms}, MsField{"pre_release", &cfg.pre_release_ms},
           MsField{"retry", &cfg.retry_ms}, MsField{"node_timeout", &cfg.node_timeout_ms},
           MsField{"durability_timeout", &cfg.durability_timeout_ms}, MsField{"wait", &cfg.wait_ms},
-          MsField{"drift_floor", &cfg.drift_floor_ms}}) {
+          MsField{"place_ttl", &cfg.place_ttl_ms}, MsField{"drift_floor", &cfg.drift_floor_ms}}) {
       if (s.ok() && c[m.key]) s = r.Millis(c[m.key], f(m.key), m.into);
     }
     if (s.ok() && cfg.ttl_ms < 10) return r.Error(c["ttl"], f("ttl"), "must be at least 10ms");
@@ -324,6 +342,9 @@ absl::Status ReadClients(Reader& r, const YAML::Node& n, std::vector<ClientConfi
     if (!s.ok()) return s;
     if (cfg.shared && cfg.primitive != Primitive::kRwLock) {
       return r.Error(c["shared"], f("shared"), "a reader is of primitive: rwlock");
+    }
+    if (c["place_ttl"] && cfg.primitive != Primitive::kFair) {
+      return r.Error(c["place_ttl"], f("place_ttl"), "a place's ttl is of primitive: fair");
     }
     if (c["permits"] && cfg.primitive != Primitive::kSemaphore) {
       return r.Error(c["permits"], f("permits"), "permits are of primitive: semaphore");

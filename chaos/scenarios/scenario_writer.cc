@@ -151,6 +151,7 @@ std::string WriteScenario(const Scenario& s) {
     if (c.primitive == Primitive::kSemaphore)
       fields.push_back(absl::StrCat("permits: ", c.permits));
     if (c.wait_ms > 0) fields.push_back(absl::StrCat("wait: ", Ms(c.wait_ms)));
+    if (c.place_ttl_ms > 0) fields.push_back(absl::StrCat("place_ttl: ", Ms(c.place_ttl_ms)));
     for (size_t k = 0; k < fields.size(); ++k) {
       absl::StrAppend(&out, k == 0 ? "  - " : "    ", fields[k], "\n");
     }

@@ -6,22 +6,7 @@
 // after a pause or a release announcement (AttemptPolicy), the stop, and
 // the single delivery of the result once the fan-out is over.
 //
-// What an attempt sends and how its answers are counted is the operation's.
-// `Op` derives from AttemptLoop<Op, NodeState, Value> and provides, for the
-// loop (declaring it a friend):
-//   Command Round1Locked();          a new attempt: sets token_, resets its own
-//                                    state, and says what round 1 sends
-//   NodeCalls::Judge Round1Judge() const;  how a node's reply votes
-//   bool Round1Durable() const;      Options::durability waits on round 1
-//   void OnRound1(int attempt, int node, NodeCalls::Answer);
-//   void CommittedLocked();          every node of StartCommitLocked confirmed
-//   int quorum() const;              an attempt's grants (and a wait's)
-//   bool FreedByCleanupLocked(int node) const;  the cleanup frees the node for the wait
-//   void FillRelease(KeysRelease*) const;        a cleanup's custom command, if any
-//   static void SetConnections(Value*, std::shared_ptr<std::vector<ConnectionId>>);
-//   void FillEvent(const absl::StatusOr<Value>&, AcquireEvent*) const;
-// NodeState has `NodeResult result` and `ConnectionId conn` (where round 1
-// went; 0: not sent).
+// What an operation provides, and what it is given: attempt_loop_config.h.
 
 #ifndef REDLOCK_INTERNAL_ATTEMPT_LOOP_H_
 #define REDLOCK_INTERNAL_ATTEMPT_LOOP_H_
@@ -63,7 +48,8 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   // (nothing is sent), or starts the first attempt.
   void Start(ReleaseWatches::Wakeup wakeup) {
     if (wait_.has_value() && ctx_->options().release_notifications) {
-      watch_ = ctx_->watches().Open(keys_, wakeup);
+      watch_ = watch_channels_.empty() ? ctx_->watches().Open(keys_, wakeup)
+                                       : ctx_->watches().OpenChannels(watch_channels_, wakeup);
     }
     if (stop_.stop_requested()) {
       {
@@ -109,10 +95,14 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         ttl_(config.ttl),
         wait_(config.wait),
         stop_(std::move(config.stop)),
+        watch_channels_(std::move(config.watch_channels)),
         attempts_(*ctx, config.wait, config.max_attempts, config.fail_fast_unavailable),
         done_(std::move(done)) {}
 
   Op* op() { return static_cast<Op*>(this); }
+
+  // The default of the hook above: the policy's pause.
+  absl::Duration RetryDelayLocked(absl::Duration policy) const { return policy; }
   int n() const { return ctx_->nodes(); }
   Transport& transport() { return ctx_->transport(); }
 
@@ -179,7 +169,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
       return;
     }
     Retry retry;
-    retry.delay = next.delay;
+    retry.delay = op()->RetryDelayLocked(next.delay);
     if (wait_.has_value()) retry.mark = mark_;
     retry_.emplace(std::move(retry));
   }
@@ -309,6 +299,7 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   const absl::Duration ttl_;
   const std::optional<absl::Duration> wait_;
   const StopToken stop_;
+  const std::vector<std::string> watch_channels_;
   std::shared_ptr<ReleaseWatches::Watch> watch_;
   std::unique_ptr<StopCallback> stop_callback_;
 

@@ -64,6 +64,11 @@ AttemptPolicy::Decision AttemptPolicy::AfterFailure(absl::string_view what, int 
   return d;
 }
 
+absl::Duration AttemptPolicy::Left() const {
+  if (!deadline_.has_value()) return absl::InfiniteDuration();
+  return std::max(absl::FromChrono(*deadline_ - ctx_.clock().Now()), absl::ZeroDuration());
+}
+
 absl::Status AttemptPolicy::Cancelled(absl::string_view what, int attempt) {
   return absl::CancelledError(absl::StrCat(what, ": cancelled", attempt > 0 ? " after " : "",
                                            attempt > 0 ? AttemptCount(attempt) : ""));

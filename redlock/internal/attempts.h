@@ -40,6 +40,10 @@ class AttemptPolicy {
   // CANCELLED, naming the last attempt.
   Decision AfterFailure(absl::string_view what, int attempt, absl::Status status);
 
+  // What is left of a finite wait (zero once it passed); infinite without
+  // a deadline.
+  absl::Duration Left() const;
+
   // The status of a call cancelled after `attempt` attempts.
   static absl::Status Cancelled(absl::string_view what, int attempt);
 

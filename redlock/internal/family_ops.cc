@@ -8,11 +8,14 @@
 #include <utility>
 
 #include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/election.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/client_impl.h"
 #include "redlock/internal/context.h"
+#include "redlock/internal/fair_op.h"
+#include "redlock/internal/fair_scripts.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/lock_shape.h"
 #include "redlock/internal/node_calls.h"
@@ -183,6 +186,8 @@ const char* KindName(Kind kind) {
       return "semaphore";
     case Kind::kLeader:
       return "election";
+    case Kind::kFair:
+      return "fair lock";
   }
   return "lock";
 }
@@ -210,6 +215,14 @@ absl::Status Check(const Client::FamilyRequest& r, const Options& o) {
                                                        " bytes (at most ", kMaxIdentity, ")"));
       }
       return CheckResource(r.resource, o);
+    case Kind::kFair: {
+      absl::StatusOr<absl::Duration> place = CheckPlaceTtl(r.place_ttl, o);
+      if (!place.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("fair lock \"", r.resource, "\": ", place.status().message()));
+      }
+      return CheckResource(r.resource, o);
+    }
     default:
       return CheckResource(r.resource, o);
   }
@@ -223,6 +236,31 @@ Client::FamilyGrant Grant(Lease lease, int slot = -1) {
 }
 
 // ---- Acquisitions -------------------------------------------------------------------
+
+void StartFair(ClientImpl& impl, Client::FamilyRequest r, Client::FamilyCallback done) {
+  absl::StatusOr<LockTtl> ttl = CheckTtl(r.ttl, impl.options());
+  if (!ttl.ok()) {
+    done(ttl.status());
+    return;
+  }
+  FairRequest request;
+  request.resource = std::move(r.resource);
+  request.ttl = *ttl;
+  request.quorum = impl.context().quorum();
+  request.stop = std::move(r.stop);
+  // Checked by Check.
+  request.place_ttl = *CheckPlaceTtl(r.place_ttl, impl.options());
+  request.on_queued = std::move(r.on_queued);
+  if (r.wait.has_value() && *r.wait > absl::ZeroDuration()) request.wait = r.wait;
+  StartFairAcquire(&impl.context(), std::move(request),
+                   [done = std::move(done)](absl::StatusOr<Lease> l) mutable {
+                     if (!l.ok()) {
+                       done(l.status());
+                     } else {
+                       done(Grant(*std::move(l)));
+                     }
+                   });
+}
 
 void StartPermit(ClientImpl& impl, Client::FamilyRequest r, Client::FamilyCallback done) {
   absl::StatusOr<LockTtl> ttl = CheckTtl(r.ttl, impl.options());
@@ -257,6 +295,10 @@ void StartFamily(ClientImpl& impl, Client::FamilyRequest request, Client::Family
   }
   if (request.kind == Kind::kPermit) {
     StartPermit(impl, std::move(request), std::move(done));
+    return;
+  }
+  if (request.kind == Kind::kFair) {
+    StartFair(impl, std::move(request), std::move(done));
     return;
   }
   Client::SetRequest call;
@@ -344,6 +386,32 @@ void ReadRwView(const Reply& r, FamilyNodeView* v) {
   if (c.ok()) v->fence_counter = *c;
 }
 
+// Reads a {holder, pttl, live, {id, ticket, ms left, ...}} reply
+// (FairInspectScript).
+void ReadFairView(const Reply& r, FamilyNodeView* v) {
+  if (r.type != Reply::Type::kArray || r.elements.size() != 4 ||
+      r.elements[3].type != Reply::Type::kArray || r.elements[3].elements.size() % 3 != 0) {
+    v->status = absl::InternalError(absl::StrCat("unexpected reply ", r.Describe()));
+    return;
+  }
+  v->holder = r.elements[0].str;
+  const int64_t pttl = r.elements[1].integer;
+  v->holder_ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
+  v->waiting = static_cast<int>(r.elements[2].integer);
+  const std::vector<Reply>& e = r.elements[3].elements;
+  for (size_t i = 0; i + 2 < e.size(); i += 3) {
+    FamilyNodeView::Place p;
+    p.waiter = e[i].str;
+    int64_t ms = 0;
+    if (!absl::SimpleAtoi(e[i + 1].str, &p.ticket) || !absl::SimpleAtoi(e[i + 2].str, &ms)) {
+      v->status = absl::InternalError(absl::StrCat("unexpected reply ", r.Describe()));
+      return;
+    }
+    p.ttl_left = absl::Milliseconds(ms);
+    v->queue.push_back(std::move(p));
+  }
+}
+
 // Reads an MGET of the permit keys.
 void ReadPermitView(const Reply& r, int permits, FamilyNodeView* v) {
   if (r.type != Reply::Type::kArray || r.elements.size() != static_cast<size_t>(permits)) {
@@ -377,6 +445,11 @@ void StartInspectFamily(OpContext& ctx, const Client::FamilyRequest& request,
       command = ScriptCommand(InspectScript(), {key, absl::StrCat(key, kFenceSuffix)}, {});
       command.op = "inspect";
       break;
+    case Kind::kFair:
+      command =
+          ScriptCommand(FairInspectScript(), FairKeys(key), {std::to_string(kFairViewPlaces)});
+      command.op = "fair-inspect";
+      break;
     case Kind::kPermit: {
       AppendArrayHeader(&command.payload, 1 + static_cast<size_t>(request.permits));
       AppendBulk(&command.payload, "MGET");
@@ -405,6 +478,8 @@ void StartInspectFamily(OpContext& ctx, const Client::FamilyRequest& request,
         ReadLeaderView(*r, &v);
       } else if (kind == Kind::kPermit) {
         ReadPermitView(*r, permits, &v);
+      } else if (kind == Kind::kFair) {
+        ReadFairView(*r, &v);
       } else {
         ReadRwView(*r, &v);
       }

@@ -1,5 +1,6 @@
 #include "redlock/internal/family_scripts.h"
 
+#include "redlock/internal/fair_scripts.h"
 #include "redlock/internal/reply.h"
 #include "redlock/internal/sha1.h"
 
@@ -167,9 +168,15 @@ return {0}
 }
 
 const std::vector<const Script*>& FamilyScripts() {
-  static const std::vector<const Script*> all = {
-      &RwReadAcquireScript(), &RwWriteAcquireScript(), &RwReadCommitScript(), &RwReadExtendScript(),
-      &RwReadReleaseScript(), &RwWithdrawScript(),     &RwInspectScript(),    &SemAcquireScript()};
+  static const std::vector<const Script*> all = [] {
+    std::vector<const Script*> v = {&RwReadAcquireScript(), &RwWriteAcquireScript(),
+                                    &RwReadCommitScript(),  &RwReadExtendScript(),
+                                    &RwReadReleaseScript(), &RwWithdrawScript(),
+                                    &RwInspectScript(),     &SemAcquireScript()};
+    // The fair lock's (fair_scripts.h).
+    for (const Script* s : FairScripts()) v.push_back(s);
+    return v;
+  }();
   return all;
 }
 

@@ -77,7 +77,7 @@ const Script& RwInspectScript();
 // when all K are held.
 const Script& SemAcquireScript();
 
-// The scripts above, for AllScripts().
+// The scripts above and the fair lock's (fair_scripts.h), for AllScripts().
 const std::vector<const Script*>& FamilyScripts();
 
 }  // namespace redlock::internal

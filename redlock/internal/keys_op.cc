@@ -232,6 +232,9 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
     if (l.shared() && leases.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": a shared lease is held alone"));
     }
+    if (LeaseFactory::Kind(l) == LeaseKind::kFair && leases.size() > 1) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": a fair lease is held alone"));
+    }
     if (l.token() != leases[0].token()) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
     }

@@ -19,6 +19,9 @@ namespace redlock::internal {
 enum class LeaseKind : uint8_t {
   kPlain = 0,   // the lock key holds the token (Client, MultiLock, writers, permits, leaders)
   kShared = 1,  // a reader of a ReadWriteLock: the token in the resource's readers set
+  kFair = 2,    // a fair lock's holder: the lock key holds the token, and the
+                // release also removes the holder's place and wakes the next
+                // waiter (fair_scripts.h)
 };
 
 class LeaseFactory {

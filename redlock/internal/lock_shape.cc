@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/fair_scripts.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/token.h"
@@ -14,6 +15,10 @@ std::vector<std::string> WithCounters(const std::vector<std::string>& keys,
     out.push_back(shared.empty() ? absl::StrCat(k, kFenceSuffix) : std::string(shared));
   }
   return out;
+}
+
+std::vector<std::string> FairKeys(const std::string& key) {
+  return {key, absl::StrCat(key, kFairQueueSuffix), absl::StrCat(key, kFairExpirySuffix)};
 }
 
 std::string AcquireShape::Token() const { return NewToken(); }
@@ -66,6 +71,13 @@ Command ReleaseCommand(LeaseKind kind, const std::vector<std::string>& keys,
   if (kind == LeaseKind::kShared) {
     return ScriptCommand(RwReadReleaseScript(), {keys[0], absl::StrCat(keys[0], kReadersSuffix)},
                          {token, std::string(channel_prefix)});
+  }
+  if (kind == LeaseKind::kFair) {
+    // The next waiter is woken on its own channel, whatever the caller's
+    // prefix says ("" still announces nothing).
+    return ScriptCommand(
+        FairReleaseScript(), FairKeys(keys[0]),
+        {token, channel_prefix.empty() ? "" : std::string(kFairChannelPrefix), "release"});
   }
   return ScriptCommand(ReleaseScript(), keys, {token, std::string(channel_prefix)});
 }

@@ -71,8 +71,13 @@ class AcquireShape {
 std::vector<std::string> WithCounters(const std::vector<std::string>& keys,
                                       absl::string_view shared = "");
 
+// A fair lock's keys on a node for lock key `key`: the key, its queue and
+// the queue's expiries (fair_scripts.h).
+std::vector<std::string> FairKeys(const std::string& key);
+
 // The release and extension of a lease of `kind` whose lock keys are `keys`
-// (a shared lease has one), as the plain scripts take them.
+// (a shared lease and a fair lease have one), as the plain scripts take
+// them (a fair lease extends as a plain one: its lock key holds the token).
 Command ReleaseCommand(LeaseKind kind, const std::vector<std::string>& keys,
                        const std::string& token, absl::string_view channel_prefix);
 Command ExtendCommand(LeaseKind kind, const std::vector<std::string>& keys,

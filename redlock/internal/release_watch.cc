@@ -18,6 +18,11 @@ std::shared_ptr<ReleaseWatches::Watch> ReleaseWatches::Open(const std::vector<st
   std::vector<std::string> channels;
   channels.reserve(keys.size());
   for (const auto& k : keys) channels.push_back(absl::StrCat(kReleaseChannelPrefix, k));
+  return OpenChannels(std::move(channels), wakeup);
+}
+
+std::shared_ptr<ReleaseWatches::Watch> ReleaseWatches::OpenChannels(
+    std::vector<std::string> channels, Wakeup wakeup) {
   auto watch = std::make_shared<Watch>(this, channels, transport_->size(), wakeup);
   {
     std::lock_guard<std::mutex> lock(mu_);

@@ -56,6 +56,10 @@ class ReleaseWatches {
   // as `wakeup` says (see the file comment).
   std::shared_ptr<Watch> Open(const std::vector<std::string>& keys,
                               Wakeup wakeup = Wakeup::kOldest);
+  // The same on channels named in full (a fair lock's waiter listens on a
+  // channel of its own, fair_scripts.h).
+  std::shared_ptr<Watch> OpenChannels(std::vector<std::string> channels,
+                                      Wakeup wakeup = Wakeup::kOldest);
 
   // One announcement from `node` on `channel` (the transport's thread).
   void OnAnnouncement(int node, const std::string& channel);

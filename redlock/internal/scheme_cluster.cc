@@ -76,11 +76,11 @@ class Cluster final : public EndpointScheme {
           "resources a common hash tag (\"{order42}:a\", \"{order42}:b\"; README \"A Redis "
           "Cluster as a node\")");
       // A key kept beside a lock key (its fencing counter, the
-      // reader-writer lock's sets) shares its slot only through a hash tag.
+      // reader-writer lock's sets, the fair lock's queue) shares its slot only through a hash tag.
       if (absl::StartsWith(keys[i], keys[0])) {
         return absl::StrCat("the key \"", keys[0], "\" and the keys kept beside it (\"", keys[i],
-                            "\": its fencing counter, the reader-writer lock's sets) would land "
-                            "in different hash slots: ",
+                            "\": its fencing counter, the reader-writer lock's sets, the fair "
+                            "lock's queue) would land in different hash slots: ",
                             why);
       }
       return absl::StrCat("the keys \"", keys[0], "\" and \"", keys[i],

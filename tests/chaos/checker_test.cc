@@ -990,5 +990,143 @@ TEST(CheckerTest, HundredThousandGrants) {
   EXPECT_EQ(r.counts.fenced_grants, kGrants);
 }
 
+// ---- S8: first come, first served ------------------------------------------------
+
+// Calls served in the order they took their places, and calls that overlapped
+// while taking them (either may go first): clean.
+TEST(CheckerTest, FairCallsServedInTheOrderTheyQueuedAreClean) {
+  synthetic::Builder b;
+  const std::string a = b.FairCall("c1", 1, 0, 5, 100);
+  b.Release("c1", 1, a, 150);
+  // c3 began while c2 took its place: it may be served first.
+  const std::string c2 = b.FairCall("c2", 1, 10, 30, 400);
+  const std::string c3 = b.FairCall("c3", 1, 20, 40, 200);
+  b.Release("c3", 1, c3, 300);
+  b.Release("c2", 1, c2, 500);
+  // Granted at once (nobody waited): no place.
+  const std::string d = b.FairCall("c1", 2, 600, std::nullopt, 610);
+  b.Release("c1", 2, d, 650);
+  CheckResult r = Check(b.events);
+  EXPECT_TRUE(r.ok()) << FormatReport(r);
+  EXPECT_EQ(r.counts.fair_calls, 4);
+  EXPECT_EQ(r.counts.fair_queued, 3);
+  EXPECT_EQ(r.counts.max_overtakes, 1) << "c3 overtook c2, allowed";
+  EXPECT_EQ(r.counts.overtaken_beyond_bound, 0);
+  EXPECT_THAT(FormatReport(r), HasSubstr("S8"));
+}
+
+// A recorded overtaking: c3 began after c2 had its place and was granted
+// while c2 still waited.
+TEST(CheckerTest, ALaterCallGrantedWhileAnEarlierWaiterWaitsIsS8) {
+  synthetic::Builder b;
+  const std::string held = b.FairCall("c1", 1, 0, std::nullopt, 5);
+  b.FairCall("c2", 1, 10, 20, std::nullopt, 10000);
+  const std::string c3 = b.FairCall("c3", 1, 30, 40, 200);
+  b.Release("c1", 1, held, 150);
+  b.Release("c3", 1, c3, 300);
+  b.FairEnd("c2", 1, 10030, "wait_expired", "DEADLINE_EXCEEDED");
+  CheckResult r = Check(b.events);
+  ASSERT_EQ(r.count(Property::kFirstCome), 1) << FormatReport(r);
+  const Violation& v = *Of(r, Property::kFirstCome)[0];
+  EXPECT_THAT(v.description, HasSubstr("c3 op 1"));
+  EXPECT_THAT(v.description, HasSubstr("c2 op 1 still waited"));
+  EXPECT_THAT(Tokens(v), ElementsAre(c3));
+  EXPECT_EQ(r.count(Property::kMutualExclusion), 0);
+
+  // The same overtaking of a waiter granted later.
+  synthetic::Builder g;
+  const std::string g1 = g.FairCall("c1", 1, 0, 10, 500);
+  const std::string g2 = g.FairCall("c2", 1, 20, 30, 100);
+  g.Release("c2", 1, g2, 200);
+  g.Release("c1", 1, g1, 600);
+  CheckResult late = Check(g.events);
+  EXPECT_EQ(late.count(Property::kFirstCome), 1) << FormatReport(late);
+}
+
+// Excused: a waiter that lost its place, or was cancelled, or whose wait had
+// run out; a waiter whose process was killed, from the kill on.
+TEST(CheckerTest, AWaiterThatLeftLostItsPlaceOrDiedExcusesLaterGrants) {
+  for (const std::string outcome : {"place_lost", "cancelled"}) {
+    synthetic::Builder b;
+    b.FairCall("c2", 1, 10, 20, std::nullopt, 10000);
+    const std::string c3 = b.FairCall("c3", 1, 30, 40, 200);
+    b.Release("c3", 1, c3, 300);
+    b.FairEnd("c2", 1, 400, outcome);
+    CheckResult r = Check(b.events);
+    EXPECT_TRUE(r.ok()) << outcome << "\n" << FormatReport(r);
+  }
+  {
+    // Its wait of 100 ms ran out at 110, before c3's grant at 200.
+    synthetic::Builder b;
+    b.FairCall("c2", 1, 10, 20, std::nullopt, 100);
+    const std::string c3 = b.FairCall("c3", 1, 30, 40, 200);
+    b.Release("c3", 1, c3, 300);
+    b.FairEnd("c2", 1, 250, "wait_expired", "DEADLINE_EXCEEDED");
+    CheckResult r = Check(b.events);
+    EXPECT_TRUE(r.ok()) << FormatReport(r);
+    // ... but a grant before its deadline is an overtaking.
+    synthetic::Builder early;
+    early.FairCall("c2", 1, 10, 20, std::nullopt, 1000);
+    const std::string e3 = early.FairCall("c3", 1, 30, 40, 200);
+    early.Release("c3", 1, e3, 300);
+    early.FairEnd("c2", 1, 1100, "wait_expired", "DEADLINE_EXCEEDED");
+    EXPECT_EQ(Check(early.events).count(Property::kFirstCome), 1);
+  }
+  {
+    // Killed at 100: no end recorded; a grant after the kill is excused, one
+    // before it is not.
+    synthetic::Builder b;
+    b.FairCall("c2", 1, 10, 20, std::nullopt, 10000);
+    const std::string c3 = b.FairCall("c3", 1, 30, 40, 60);
+    b.Release("c3", 1, c3, 70);
+    b.Nemesis(100, "client_crash", "c2", FaultPhase::kInstant, "SIGKILL", {}, {"c2"});
+    const std::string c4 = b.FairCall("c4", 1, 110, 120, 200);
+    b.Release("c4", 1, c4, 300);
+    CheckResult r = Check(b.events);
+    ASSERT_EQ(r.count(Property::kFirstCome), 1) << FormatReport(r);
+    EXPECT_THAT(Tokens(*Of(r, Property::kFirstCome)[0]), ElementsAre(c3));
+  }
+}
+
+// The bound: a waiter overtaken by more calls than began while it took its
+// place (here two calls of one process that overtook it, one after the
+// other: the second began after the waiter had its place) is counted, and
+// its second overtaker is an S8 violation.
+TEST(CheckerTest, AWaiterOvertakenMoreOftenThanCallsOverlappedItsPlaceIsCounted) {
+  synthetic::Builder b;
+  const std::string a = b.FairCall("c1", 1, 0, 50, 400);
+  const std::string x1 = b.FairCall("c2", 1, 10, 20, 100);  // overlapped c1's enqueue
+  b.Release("c2", 1, x1, 150);
+  const std::string x2 = b.FairCall("c2", 2, 160, 170, 200);  // after it: (a)
+  b.Release("c2", 2, x2, 250);
+  b.Release("c1", 1, a, 500);
+  CheckResult r = Check(b.events);
+  EXPECT_EQ(r.counts.max_overtakes, 2);
+  EXPECT_EQ(r.counts.overtaken_beyond_bound, 1);
+  ASSERT_EQ(r.count(Property::kFirstCome), 1) << FormatReport(r);
+  EXPECT_THAT(Tokens(*Of(r, Property::kFirstCome)[0]), ElementsAre(x2, a)) << "overtaker, waiter";
+  EXPECT_THAT(FormatReport(r), HasSubstr("1 waiters overtaken beyond the bound"));
+}
+
+TEST(HistoryTest, FairFieldsRoundTrip) {
+  synthetic::Builder b;
+  b.FairCall("c1", 1, 0, 5, std::nullopt, 2500);
+  b.FairEnd("c1", 1, 3000, "place_lost");
+  std::string text;
+  for (const Event& e : b.events) text += FormatEventLine(e);
+  EXPECT_THAT(text, HasSubstr("\"mode\":\"fair\",\"wait_ms\":2500"));
+  EXPECT_THAT(text, HasSubstr("\"type\":\"queued\""));
+  EXPECT_THAT(text, HasSubstr("\"outcome\":\"place_lost\""));
+  absl::StatusOr<std::vector<Event>> back = ParseHistory(text, "t");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ((*back)[0].mode, "fair");
+  EXPECT_EQ((*back)[0].wait_ms, 2500);
+  EXPECT_EQ((*back)[1].type, EventType::kQueued);
+  EXPECT_EQ((*back)[2].outcome, "place_lost");
+  EXPECT_FALSE(ParseEventLine(R"({"t":1,"type":"invoke","process":"p","op":1,"resource":"r",)"
+                              R"("mode":"shared"})")
+                   .ok());
+}
+
 }  // namespace
 }  // namespace redlock::chaos

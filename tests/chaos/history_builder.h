@@ -63,6 +63,51 @@ class Builder {
     return token;
   }
 
+  // A fair lock's call by `process` (op `op`): invoked at `start` with a
+  // wait of `wait_ms` (0: not recorded), its place on a quorum at `queued`
+  // (none: it never took one), and granted at `granted` (none: not granted;
+  // add FairEnd). Returns the token ("" when not granted).
+  std::string FairCall(const std::string& process, int64_t op, int64_t start,
+                       std::optional<int64_t> queued, std::optional<int64_t> granted,
+                       int64_t wait_ms = 0) {
+    events.push_back(ToEvent(InvokeRecord{.t = Ms(start),
+                                          .process = process,
+                                          .op = op,
+                                          .resource = "r",
+                                          .ttl_ms = 1000,
+                                          .mode = "fair",
+                                          .wait_ms = wait_ms}));
+    if (queued.has_value()) {
+      events.push_back(
+          ToEvent(QueuedRecord{.t = Ms(*queued), .process = process, .op = op, .resource = "r"}));
+    }
+    if (!granted.has_value()) return "";
+    const std::string token = absl::StrCat("tok-", process, "-", op);
+    events.push_back(ToEvent(GrantRecord{.t = Ms(*granted),
+                                         .process = process,
+                                         .op = op,
+                                         .resource = "r",
+                                         .token = token,
+                                         .start = Ms(*granted) - 1'000'000,
+                                         .valid_until = Ms(*granted + 900),
+                                         .ttl_ms = 1000,
+                                         .drift_ms = 12,
+                                         .mode = "fair"}));
+    return token;
+  }
+  // The end of a fair call that was not granted: `outcome` as the library
+  // names it ("wait_expired", "place_lost", "cancelled").
+  void FairEnd(const std::string& process, int64_t op, int64_t t, const std::string& outcome,
+               const std::string& code = "ABORTED") {
+    events.push_back(ToEvent(FailRecord{.t = Ms(t),
+                                        .process = process,
+                                        .op = op,
+                                        .resource = "r",
+                                        .code = code,
+                                        .error = outcome,
+                                        .outcome = outcome}));
+  }
+
   // A use that only read (a reader's, a permit holder's).
   void ReadUse(const std::string& process, int64_t op, const std::string& token, int64_t begin,
                int64_t end, int64_t read, const std::string& resource = "r") {

@@ -177,6 +177,23 @@ coro::Detached Cycles(Client& client, std::string resource, int cycles, std::ato
   done.Add();
 }
 
+// A fair lock's waiter: co_await its place and the lock, hold, release.
+coro::Detached FairTurn(FairLock& lock, Client& client, std::atomic<int>& inside,
+                        std::atomic<int>& overlaps, std::atomic<int>& ok, Done& done) {
+  absl::StatusOr<Lease> lease = co_await coro::Acquire(lock, absl::Seconds(10), absl::Seconds(30));
+  if (lease.ok()) {
+    if (++inside > 1) ++overlaps;
+    --inside;
+    if ((co_await coro::Release(client, *lease)).ok()) ++ok;
+  }
+  done.Add();
+}
+
+coro::Detached FairTry(FairLock& lock, absl::Status& result, Done& done) {
+  result = (co_await coro::TryAcquire(lock, absl::Seconds(10))).status();
+  done.Add();
+}
+
 class CoroTest : public testkit::FleetSuite {
  protected:
   // The id of the client's I/O thread, as a plain async callback sees it.
@@ -292,6 +309,28 @@ TEST_F(CoroTest, ManyCoroutinesChainOnOneClient) {
   ASSERT_TRUE(done.WaitFor(kCoroutines, absl::Seconds(60)));
   EXPECT_EQ(ok.load(), kCoroutines * kCycles);
   EXPECT_EQ(failed.load(), 0);
+}
+
+TEST_F(CoroTest, FairLockWaitersAreAwaitedAndServedOneAtATime) {
+  auto client = MakeClient();
+  auto holder_client = MakeClient();
+  ASSERT_NE(client, nullptr);
+  FairLock lock(client.get(), "fair");
+  FairLock holder(holder_client.get(), "fair");
+  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  Done done;
+  absl::Status tried;
+  FairTry(lock, tried, done);
+  ASSERT_TRUE(done.WaitFor(1));
+  EXPECT_TRUE(absl::IsAborted(tried)) << tried;
+  std::atomic<int> inside{0}, overlaps{0}, ok{0};
+  for (int i = 0; i < 3; ++i) FairTurn(lock, *client, inside, overlaps, ok, done);
+  EXPECT_FALSE(done.WaitFor(2, absl::Milliseconds(100)));  // all wait: the lock is held
+  REDLOCK_ASSERT_OK(holder.Release(*held));
+  ASSERT_TRUE(done.WaitFor(4));
+  EXPECT_EQ(ok.load(), 3);
+  EXPECT_EQ(overlaps.load(), 0);
 }
 
 }  // namespace

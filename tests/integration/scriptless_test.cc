@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
+#include "redlock/fair_mutex.h"
 #include "redlock/rw_lock.h"
 #include "testkit/fleet_suite.h"
 
@@ -227,6 +228,20 @@ TEST_F(ScriptlessTest, TheLockFamilyIsRefusedNamingTheNode) {
   EXPECT_THAT(std::string(shared.status().message()),
               HasSubstr(absl::StrCat(fleet_->address(0), " forbids scripting")));
   EXPECT_THAT(std::string(shared.status().message()), HasSubstr("no script-free form"));
+}
+
+// So is the fair lock's: a try and a waiter both get that node's "no".
+TEST_F(ScriptlessTest, TheFairLockIsRefusedNamingTheNode) {
+  auto client = Client::Create(MakeOptions());
+  ASSERT_TRUE(client.ok()) << client.status();
+  FairLock fair(client->get(), "queue");
+  for (absl::Duration wait : {absl::ZeroDuration(), absl::Milliseconds(300)}) {
+    absl::StatusOr<Lease> l = fair.Acquire(absl::Seconds(10), wait);
+    ASSERT_FALSE(l.ok()) << "wait " << wait;
+    EXPECT_THAT(std::string(l.status().message()),
+                HasSubstr(absl::StrCat(fleet_->address(0), " forbids scripting")))
+        << l.status();
+  }
 }
 
 TEST_F(ScriptlessTest, ScriptingRevokedWhileRunningSwitchesThePath) {

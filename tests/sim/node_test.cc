@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "redlock/fencing.h"
 #include "redlock/internal/cluster_slots.h"
+#include "redlock/internal/fair_scripts.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/sha1.h"
@@ -222,6 +223,15 @@ TEST_F(NodeTest, SortedSets) {
   EXPECT_REPLY(Run({"ZRANGEBYSCORE", "z", "-inf", "+inf", "WITHSCORES", "LIMIT", "1", "2"}),
                Arr({Str("a"), Str("1"), Str("b"), Str("2")}));
   EXPECT_REPLY(Run({"ZCOUNT", "z", "1", "2"}), Int(3));
+  // By rank: equal scores in member order; negative ranks from the end.
+  EXPECT_REPLY(Run({"ZRANGE", "z", "0", "0"}), Arr({Str("x")}));
+  EXPECT_REPLY(Run({"ZRANGE", "z", "-1", "-1", "WITHSCORES"}), Arr({Str("c"), Str("2")}));
+  EXPECT_REPLY(Run({"ZRANGE", "z", "1", "100"}), Arr({Str("a"), Str("b"), Str("c")}));
+  EXPECT_REPLY(Run({"ZRANGE", "z", "3", "1"}), Arr({}));
+  EXPECT_REPLY(Run({"ZRANGE", "none", "0", "-1"}), Arr({}));
+  EXPECT_REPLY(Run({"ZRANGE", "z", "a", "1"}),
+               Error("ERR value is not an integer or out of range"));
+  EXPECT_REPLY(Run({"ZRANGE", "z", "0", "1", "BYLEX"}), Error("ERR syntax error"));
   EXPECT_REPLY(Run({"ZADD", "z", "XX", "CH", "5", "a", "1", "new"}), Int(1));
   EXPECT_REPLY(Run({"ZADD", "z", "GT", "CH", "1", "a"}), Int(0));
   EXPECT_REPLY(Run({"ZADD", "z", "INCR", "2", "a"}), Str("7"));
@@ -615,6 +625,66 @@ TEST_F(NodeTest, SemaphoreScript) {
   EXPECT_REPLY(Sha(sem, fenced, {"t5", "1000", "0", "3"}), Arr({Int(3), Str("41")}));
 }
 
+// The fair lock's scripts as written (fair_scripts.h): a try only on an
+// empty queue, places by ticket, the lock for the head only, one wake-up
+// (on the head's channel) per release or departure, expiry by the node's
+// clock.
+TEST_F(NodeTest, FairLockScripts) {
+  LoadAll();
+  const Script& probe = internal::FairProbeScript();
+  const Script& reg = internal::FairRegisterScript();
+  const Script& acquire = internal::FairAcquireScript();
+  const Script& refresh = internal::FairRefreshScript();
+  const Script& release = internal::FairReleaseScript();
+  const Script& leave = internal::FairLeaveScript();
+  const std::vector<std::string> k = {"W", "W:fair:q", "W:fair:exp"};
+  auto exec = [&](const Script& script, const std::vector<std::string>& args) {
+    Argv argv = {"EVALSHA", script.sha, "3", "W", "W:fair:q", "W:fair:exp"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return node_.Execute(session_, argv, now_);
+  };
+  // A try on an empty queue takes the lock, without a place.
+  EXPECT_REPLY(Sha(probe, k, {"t1.a1", "1000", "ch:"}), Arr({Int(1), Str("0")}));
+  EXPECT_REPLY(Run({"GET", "W"}), Str("t1.a1"));
+  EXPECT_REPLY(Run({"EXISTS", "W:fair:q"}), Int(0));
+  // Two waiters take tickets 1 and 2 while W is held.
+  EXPECT_REPLY(Sha(reg, k, {"t2.b2", "1000", "ch:", "b2", "1", "600"}), Arr({Int(-1), Str("1")}));
+  EXPECT_REPLY(Sha(reg, k, {"t3.c3", "1000", "ch:", "c3", "2", "600"}), Arr({Int(-1), Str("2")}));
+  EXPECT_REPLY(Run({"ZSCORE", "W:fair:exp", "b2"}), Str(std::to_string(now_ + 600)));
+  EXPECT_REPLY(Run({"PTTL", "W:fair:q"}), Int(600));
+  // A try never jumps the queue, even with W free.
+  Result r = exec(release, {"t1.a1", "ch:", "release"});
+  EXPECT_REPLY(r.reply, Int(1));
+  ASSERT_EQ(r.published.size(), 1u) << "one wake-up, for the head only";
+  EXPECT_EQ(r.published[0].channel, "ch:W:b2");
+  EXPECT_REPLY(Sha(probe, k, {"t9.f9", "1000", "ch:"}), Arr({Int(-2), Str("2")}));
+  // Only the head gets the lock; a waiter without a place is told (-3).
+  EXPECT_REPLY(Sha(acquire, k, {"t3.c3", "1000", "ch:", "c3"}), Arr({Int(-2), Str("2")}));
+  EXPECT_REPLY(Sha(acquire, k, {"t8.e8", "1000", "ch:", "e8"}), Arr({Int(-3), Str("2")}));
+  EXPECT_REPLY(Sha(acquire, k, {"t2.b2", "1000", "ch:", "b2"}), Arr({Int(1), Str("2")}));
+  // A heartbeat keeps a place, or puts a missing one back with its ticket.
+  now_ += 300;
+  EXPECT_REPLY(Sha(refresh, k, {"ch:", "c3", "2", "600", "0"}), Arr({Int(1), Int(0)}));
+  EXPECT_REPLY(Run({"ZSCORE", "W:fair:exp", "c3"}), Str(std::to_string(now_ + 600)));
+  EXPECT_REPLY(Sha(refresh, k, {"ch:", "d4", "3", "600", "0"}), Arr({Int(0), Int(0)}));
+  EXPECT_REPLY(Sha(refresh, k, {"ch:", "d4", "3", "600", "1"}), Arr({Int(2), Int(0)}));
+  // A waiter that leaves wakes nobody unless it was the head with W free.
+  r = exec(leave, {"d4", "ch:"});
+  EXPECT_REPLY(r.reply, Int(1));
+  EXPECT_TRUE(r.published.empty());
+  // The holder's release takes its place out and wakes the next head only.
+  r = exec(release, {"t2.b2", "ch:", "release"});
+  EXPECT_REPLY(r.reply, Int(1));
+  ASSERT_EQ(r.published.size(), 1u);
+  EXPECT_EQ(r.published[0].channel, "ch:W:c3");
+  EXPECT_REPLY(Run({"ZSCORE", "W:fair:q", "b2"}), Nil());
+  // c3's place lapses by the node's clock: the next call purges it, and the
+  // queue is empty again.
+  now_ += 601;
+  EXPECT_REPLY(Sha(acquire, k, {"t3.c3", "1000", "ch:", "c3"}), Arr({Int(-3), Str("0")}));
+  EXPECT_REPLY(Sha(probe, k, {"t7.a7", "1000", "ch:"}), Arr({Int(1), Str("0")}));
+}
+
 // Every script of the library, through EVALSHA on one node and EVAL on
 // another in the same state: the same reply and the same dataset, on typical
 // inputs, on keys that just expired, and on keys of the wrong type.
@@ -625,6 +695,7 @@ TEST(NodeScriptsTest, EvalShaAndEvalAgreeOnEveryScript) {
     std::vector<std::string> args;
   };
   const std::vector<std::string> rw = {"W", "W:rw:readers", "W:rw:wait", "W:fence"};
+  const std::vector<std::string> fair = {"W", "W:fair:q", "W:fair:exp", "W:fence"};
   const std::vector<Case> cases = {
       {&internal::AcquireSetScript(), {"a", "b"}, {"t", "1000"}},
       {&internal::ReleaseScript(), {"a", "b"}, {"t", "ch:"}},
@@ -641,6 +712,15 @@ TEST(NodeScriptsTest, EvalShaAndEvalAgreeOnEveryScript) {
       {&internal::RwWithdrawScript(), {"W", "W:rw:wait"}, {"waiter", "ch:"}},
       {&internal::RwInspectScript(), rw, {}},
       {&internal::SemAcquireScript(), {"p0", "p1", "f0", "f1"}, {"t", "1000", "1", "2"}},
+      {&internal::FairProbeScript(), fair, {"t.a1", "1000", "ch:"}},
+      {&internal::FairRegisterScript(), fair, {"t.a1", "1000", "ch:", "a1", "2", "500"}},
+      {&internal::FairAcquireScript(), fair, {"t.a1", "1000", "ch:", "a1"}},
+      {&internal::FairRefreshScript(),
+       {"W", "W:fair:q", "W:fair:exp"},
+       {"ch:", "a1", "1", "500", "1"}},
+      {&internal::FairReleaseScript(), {"W", "W:fair:q", "W:fair:exp"}, {"w.a1", "ch:", "release"}},
+      {&internal::FairLeaveScript(), {"W", "W:fair:q", "W:fair:exp"}, {"a1", "ch:"}},
+      {&internal::FairInspectScript(), {"W", "W:fair:q", "W:fair:exp"}, {"64"}},
   };
   ASSERT_EQ(cases.size(), internal::AllScripts().size());
   const int64_t t0 = 1'700'000'000'000;
@@ -655,14 +735,18 @@ TEST(NodeScriptsTest, EvalShaAndEvalAgreeOnEveryScript) {
         {"SET", "fa", "41"},
         {"ZADD", "W:rw:readers", std::to_string(t0 + 1000), "r"},
         {"ZADD", "W:rw:wait", std::to_string(t0 + 1000), "waiter"},
-        {"SET", "p1", "x", "PX", "1000"}}},
+        {"SET", "p1", "x", "PX", "1000"},
+        {"ZADD", "W:fair:q", "1", "a1", "3", "b2"},
+        {"ZADD", "W:fair:exp", std::to_string(t0 + 1000), "a1", std::to_string(t0 + 1000), "b2"}}},
       {"expired",
        {{"SET", "a", "t", "PX", "10"},
         {"SET", "b", "t", "PX", "10"},
         {"SET", "W", "w", "PX", "10"},
         {"ZADD", "W:rw:readers", std::to_string(t0 + 10), "r"},
         {"ZADD", "W:rw:wait", std::to_string(t0 + 10), "waiter"},
-        {"SET", "p0", "x", "PX", "10"}}},
+        {"SET", "p0", "x", "PX", "10"},
+        {"ZADD", "W:fair:q", "1", "a1"},
+        {"ZADD", "W:fair:exp", std::to_string(t0 + 10), "a1"}}},
       {"wrong type",
        {{"ZADD", "a", "1", "m"},
         {"ZADD", "b", "1", "m"},
@@ -671,7 +755,9 @@ TEST(NodeScriptsTest, EvalShaAndEvalAgreeOnEveryScript) {
         {"SET", "W:rw:readers", "s"},
         {"SET", "W:rw:wait", "s"},
         {"ZADD", "p0", "1", "m"},
-        {"ZADD", "p1", "1", "m"}}},
+        {"ZADD", "p1", "1", "m"},
+        {"SET", "W:fair:q", "s"},
+        {"SET", "W:fair:exp", "s"}}},
   };
   auto dump = [](Node& node, int64_t now) {
     std::string out;

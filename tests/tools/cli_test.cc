@@ -210,6 +210,38 @@ class CliTest : public ::testing::Test {
       ASSERT_TRUE(v.ok()) << v.status();
     }
   }
+  // The fewest places in the fair lock `resource`'s queue on any node
+  // (ZCARD of its queue: expired places count until a script purges them).
+  int64_t FewestPlaces(const std::string& resource) {
+    int64_t fewest = -1;
+    for (int i = 0; i < fleet_->size(); ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"ZCARD", resource + ":fair:q"});
+      const int64_t n =
+          v.ok() && v->type == RedisValue::Type::kInteger ? static_cast<int64_t>(v->integer) : -1;
+      fewest = fewest < 0 ? n : std::min(fewest, n);
+    }
+    return fewest;
+  }
+  // The nodes whose queue of `resource` is empty (or gone).
+  int NodesWithoutPlaces(const std::string& resource) {
+    int n = 0;
+    for (int i = 0; i < fleet_->size(); ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"ZCARD", resource + ":fair:q"});
+      n += v.ok() && v->type == RedisValue::Type::kInteger && v->integer == 0;
+    }
+    return n;
+  }
+  // The most places on any node.
+  int64_t MostPlaces(const std::string& resource) {
+    int64_t most = 0;
+    for (int i = 0; i < fleet_->size(); ++i) {
+      absl::StatusOr<RedisValue> v = fleet_->Command(i, {"ZCARD", resource + ":fair:q"});
+      if (v.ok() && v->type == RedisValue::Type::kInteger) {
+        most = std::max(most, static_cast<int64_t>(v->integer));
+      }
+    }
+    return most;
+  }
 
   // Starts redlock with `args` (a run or elect, ending in "--") and a command
   // that touches dir_/started, then runs for about 20 s unless SIGTERM comes,
@@ -640,6 +672,93 @@ TEST_F(CliTest, PasswordsInRedisUrls) {
       {"acquire", "--nodes", (*secured)->NodeList(), "--resource", Res("p2"), "--ttl", "10s"});
   EXPECT_EQ(no_auth.exit_code, kUnavailable) << Describe(no_auth);
   EXPECT_FALSE(absl::StrContains(no_auth.err, "s3cr")) << "password leaked: " << no_auth.err;
+}
+
+// acquire --fair: the fair lock's lease; waiters in other processes are
+// served in the order they took their places; release --fair frees the
+// lock and the holder's place at once.
+TEST_F(CliTest, FairAcquireServesWaitersInOrderAndReleaseTakesThePlaceOut) {
+  const std::string r = Res("fair");
+  Result a = Cli({"acquire", "--fair", "--resource", r, "--ttl", "30s"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  ASSERT_TRUE(OneLine(a.out)) << Describe(a);
+  const std::string token_a = JsonField(a.out, "token");
+  EXPECT_TRUE(absl::StrContains(token_a, ".")) << "a fair lease's token names its place: " << a.out;
+  EXPECT_GE(NodesHolding(r, token_a), 3);
+  // Held: neither a fair try nor a plain one gets it.
+  Result try_fair = Cli({"acquire", "--fair", "--resource", r, "--ttl", "30s"});
+  EXPECT_EQ(try_fair.exit_code, kHeld) << Describe(try_fair);
+  Result try_plain = Cli({"acquire", "--resource", r, "--ttl", "30s"});
+  EXPECT_EQ(try_plain.exit_code, kHeld) << Describe(try_plain);
+
+  // C takes its place (on every node) before D begins taking its own (A,
+  // granted at once, took none).
+  auto c = CliProcess::Start(
+      {"acquire", "--nodes", Nodes(), "--fair", "--resource", r, "--ttl", "30s", "--wait", "25s"});
+  ASSERT_NE(c, nullptr);
+  ASSERT_EQ(testkit::Eventually([&] { return FewestPlaces(r) >= 1; }, true, absl::Seconds(20)),
+            true)
+      << "C's place is not on every node";
+  auto d = CliProcess::Start(
+      {"acquire", "--nodes", Nodes(), "--fair", "--resource", r, "--ttl", "30s", "--wait", "25s"});
+  ASSERT_NE(d, nullptr);
+  ASSERT_EQ(testkit::Eventually([&] { return FewestPlaces(r) >= 2; }, true, absl::Seconds(20)),
+            true)
+      << "D's place is not on every node";
+
+  Result rel_a = Cli({"release", "--fair", "--resource", r, "--token", token_a});
+  ASSERT_EQ(rel_a.exit_code, 0) << Describe(rel_a);
+  // C first: had D been granted, C would wait past its 25 s for D's 30 s
+  // lease and exit 68.
+  Result got_c = c->Wait(absl::Seconds(40));
+  ASSERT_EQ(got_c.exit_code, 0) << Describe(got_c);
+  const std::string token_c = JsonField(got_c.out, "token");
+  EXPECT_GE(NodesHolding(r, token_c), 3);
+  Result rel_c = Cli({"release", "--fair", "--resource", r, "--token", token_c});
+  ASSERT_EQ(rel_c.exit_code, 0) << Describe(rel_c);
+  Result got_d = d->Wait(absl::Seconds(40));
+  ASSERT_EQ(got_d.exit_code, 0) << Describe(got_d);
+  const std::string token_d = JsonField(got_d.out, "token");
+  EXPECT_GE(NodesHolding(r, token_d), 3);
+
+  // D waited, so it holds with a place; its release --fair takes the place
+  // out on the quorum that confirmed it. (A plain release would leave it
+  // until the queue's own key expired, place_ttl after D's last heartbeat.)
+  Result rel_d = Cli({"release", "--fair", "--resource", r, "--token", token_d});
+  ASSERT_EQ(rel_d.exit_code, 0) << Describe(rel_d);
+  EXPECT_GE(NodesWithoutPlaces(r), 3) << "the holder's place is left in the queue";
+  EXPECT_EQ(testkit::Eventually([&] { return MostPlaces(r); }, int64_t{0}), 0)
+      << "a place is left in the queue";
+  for (const std::string& v : Values(r)) EXPECT_EQ(v, "") << "not released";
+}
+
+// run --fair: waits in the queue behind a fair holder, runs the command
+// with the lock, and its release takes the place out.
+TEST_F(CliTest, RunFairWaitsItsTurnAndReleasesThePlace) {
+  const std::string r = Res("runfair");
+  Result a = Cli({"acquire", "--fair", "--resource", r, "--ttl", "30s"});
+  ASSERT_EQ(a.exit_code, 0) << Describe(a);
+  const std::string marker = dir_ + "/token";
+  auto p = CliProcess::Start(
+      {"run", "--nodes", Nodes(), "--fair", "--resource", r, "--ttl", "10s", "--wait", "25s", "--",
+       "sh", "-c",
+       absl::StrCat("echo \"$REDLOCK_TOKEN\" > ", marker, ".tmp && mv ", marker, ".tmp ", marker)});
+  ASSERT_NE(p, nullptr);
+  ASSERT_EQ(testkit::Eventually([&] { return FewestPlaces(r) >= 1; }, true, absl::Seconds(20)),
+            true)
+      << "run's place is not on every node";
+  EXPECT_NE(access(marker.c_str(), F_OK), 0) << "the command ran while the lock was held";
+  Result rel = Cli({"release", "--fair", "--resource", r, "--token", JsonField(a.out, "token")});
+  ASSERT_EQ(rel.exit_code, 0) << Describe(rel);
+  Result done = p->Wait(absl::Seconds(40));
+  EXPECT_EQ(done.exit_code, 0) << Describe(done);
+  EXPECT_EQ(done.err, "");
+  // run's release (after the command) took its place out on a quorum.
+  EXPECT_GE(NodesWithoutPlaces(r), 3) << "run's release left its place";
+  EXPECT_TRUE(absl::StrContains(ReadFile(marker), ".")) << "not a fair lease's token";
+  for (const std::string& v : Values(r)) EXPECT_EQ(v, "") << "not released";
+  EXPECT_EQ(testkit::Eventually([&] { return MostPlaces(r); }, int64_t{0}), 0)
+      << "run's release left its place";
 }
 
 TEST_F(CliTest, RunExitsWithTheCommandsStatus) {

@@ -1,5 +1,7 @@
 #include "tests/unit/fake_transport.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 
 #include "absl/strings/numbers.h"
@@ -137,8 +139,9 @@ Reply FakeNode::Execute(const std::vector<std::string>& argv, Clock::TimePoint n
   // replicates a script's effects; one that wrote nothing moves no offset).
   const std::map<std::string, Value> keys_before = keys;
   const auto zsets_before = zsets;
+  const auto fair_before = fair;
   Reply reply = ExecuteScript(*script, argv, now);
-  if (keys != keys_before || zsets != zsets_before) Wrote();
+  if (keys != keys_before || zsets != zsets_before || fair != fair_before) Wrote();
   return reply;
 }
 
@@ -158,6 +161,9 @@ Reply FakeNode::ExecuteScript(const internal::Script& script_ref,
   };
   std::string name = script->name;
   if (std::optional<Reply> family = ExecuteFamily(name, k, a, now)) return *std::move(family);
+  if (std::optional<Reply> fair_reply = ExecuteFair(name, k, a, now)) {
+    return *std::move(fair_reply);
+  }
   if (name == "acquire" || name == "fence-acquire") {
     size_t n = name == "acquire" ? k.size() : k.size() / 2;
     for (size_t i = 0; i < n; ++i) {
@@ -434,6 +440,169 @@ std::optional<Reply> FakeNode::ExecuteFamily(const std::string& name,
     return Reply::Array({Reply::Integer(0)});
   }
   return std::nullopt;
+}
+
+std::vector<std::string> FakeNode::FairOrder(const std::string& queue_key, Clock::TimePoint now) {
+  std::vector<std::pair<uint64_t, std::string>> live;
+  const int64_t ms = NowMs(now);
+  for (const auto& [id, place] : fair[queue_key]) {
+    if (place.expires_ms > ms) live.emplace_back(place.ticket, id);
+  }
+  std::sort(live.begin(), live.end());
+  std::vector<std::string> out;
+  for (auto& e : live) out.push_back(std::move(e.second));
+  return out;
+}
+
+// The scripts as fair_scripts.cc writes them, on `fair` (the queue and its
+// expiries as one map, keyed by the queue key k[1]).
+std::optional<Reply> FakeNode::ExecuteFair(const std::string& name,
+                                           const std::vector<std::string>& k,
+                                           const std::vector<std::string>& a,
+                                           Clock::TimePoint now) {
+  if (name.rfind("fair-", 0) != 0) return std::nullopt;
+  const int64_t ms = NowMs(now);
+  auto& places = fair[k[1]];
+  auto head = [&]() -> std::string {
+    std::vector<std::string> order = FairOrder(k[1], now);
+    return order.empty() ? "" : order[0];
+  };
+  // Expired places go; true when that changed the head.
+  auto purge = [&] {
+    std::string before;
+    std::pair<uint64_t, std::string> least{UINT64_MAX, ""};
+    for (const auto& [id, p] : places) least = std::min(least, std::make_pair(p.ticket, id));
+    before = least.second;
+    bool any = false;
+    for (auto it = places.begin(); it != places.end();) {
+      if (it->second.expires_ms <= ms) {
+        it = places.erase(it);
+        any = true;
+      } else {
+        ++it;
+      }
+    }
+    return any && head() != before;
+  };
+  auto wake = [&](const std::string& prefix, const std::string& me) {
+    if (prefix.empty() || Get(k[0], now) != nullptr) return;
+    const std::string h = head();
+    if (!h.empty() && h != me) published.push_back(prefix + k[0] + ":" + h);
+  };
+  auto max_ticket = [&] {
+    uint64_t m = 0;
+    for (const auto& [id, p] : places) m = std::max(m, p.ticket);
+    return Reply::String(std::to_string(m));
+  };
+  auto grant = [&] {
+    Value v;
+    v.data = a[0];
+    v.expires = now + std::chrono::milliseconds(std::atoll(a[1].c_str()));
+    keys[k[0]] = v;
+    if (k.size() == 4) {
+      const Value* c = Get(k[3], now);
+      return Reply::Array(
+          {Reply::Integer(1), max_ticket(), Reply::String(c == nullptr ? "0" : c->data)});
+    }
+    return Reply::Array({Reply::Integer(1), max_ticket()});
+  };
+  auto refuse = [&](int64_t code) { return Reply::Array({Reply::Integer(code), max_ticket()}); };
+  if (name == "fair-probe") {
+    if (purge()) wake(a[2], "");
+    if (Get(k[0], now) != nullptr) return refuse(-1);
+    if (!places.empty()) return refuse(-2);
+    return grant();
+  }
+  if (name == "fair-register") {
+    const bool changed = purge();
+    uint64_t ticket = 0;
+    (void)absl::SimpleAtoi(a[4], &ticket);
+    places[a[3]] = FairPlace{ticket, ms + std::atoll(a[5].c_str())};
+    if (Get(k[0], now) != nullptr) return refuse(-1);
+    if (head() != a[3]) {
+      if (changed) wake(a[2], a[3]);
+      return refuse(-2);
+    }
+    return grant();
+  }
+  if (name == "fair-acquire") {
+    const bool changed = purge();
+    if (Get(k[0], now) != nullptr) return refuse(-1);
+    if (head() != a[3]) {
+      if (changed) wake(a[2], a[3]);
+      return refuse(places.count(a[3]) > 0 ? -2 : -3);
+    }
+    return grant();
+  }
+  if (name == "fair-refresh") {
+    const bool changed = purge();
+    const std::string& id = a[1];
+    const int64_t place_ms = std::atoll(a[3].c_str());
+    int64_t code = 0;
+    if (places.count(id) > 0) {
+      places[id].expires_ms = ms + place_ms;
+      code = 1;
+    } else if (a[4] == "1") {
+      uint64_t ticket = 0;
+      (void)absl::SimpleAtoi(a[2], &ticket);
+      places[id] = FairPlace{ticket, ms + place_ms};
+      code = 2;
+    }
+    if (changed) wake(a[0], id);
+    const bool free = Get(k[0], now) == nullptr && head() == id;
+    return Reply::Array({Reply::Integer(code), Reply::Integer(free ? 1 : 0)});
+  }
+  if (name == "fair-release") {
+    const std::string& token = a[0];
+    const size_t dot = token.rfind('.');
+    const std::string id = dot == std::string::npos ? "" : token.substr(dot + 1);
+    int64_t deleted = 0;
+    const Value* v = Get(k[0], now);
+    if (v != nullptr && v->data == token) {
+      keys.erase(k[0]);
+      deleted = 1;
+    }
+    if (a[2] == "release") {
+      if (!id.empty()) places.erase(id);
+      purge();
+      wake(a[1], "");
+    } else if (deleted == 1) {
+      purge();
+      wake(a[1], id);
+    }
+    return Reply::Integer(deleted);
+  }
+  if (name == "fair-leave") {
+    const std::string& id = a[0];
+    const bool was = head() == id;
+    const int64_t n = static_cast<int64_t>(places.erase(id));
+    if (n > 0) {
+      const bool changed = purge();
+      if (was || changed) wake(a[1], id);
+    }
+    return Reply::Integer(n);
+  }
+  if (name == "fair-inspect") {
+    const Value* v = Get(k[0], now);
+    int64_t pttl = -2;
+    if (v != nullptr) {
+      pttl = v->expires
+                 ? std::chrono::duration_cast<std::chrono::milliseconds>(*v->expires - now).count()
+                 : -1;
+    }
+    std::vector<Reply> entries;
+    const std::vector<std::string> order = FairOrder(k[1], now);
+    for (const std::string& id : order) {
+      const FairPlace& p = places[id];
+      entries.push_back(Reply::String(id));
+      entries.push_back(Reply::String(std::to_string(p.ticket)));
+      entries.push_back(Reply::String(std::to_string(p.expires_ms - ms)));
+    }
+    return Reply::Array({Reply::String(v == nullptr ? "" : v->data), Reply::Integer(pttl),
+                         Reply::Integer(static_cast<int64_t>(order.size())),
+                         Reply::Array(std::move(entries))});
+  }
+  return Reply::Error("ERR fair script not modelled");
 }
 
 FakeTransport::FakeTransport(int nodes, FakeClock* clock)

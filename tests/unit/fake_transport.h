@@ -73,6 +73,20 @@ class FakeNode {
   // Sorted sets of the reader-writer lock (member -> score, the node's ms
   // clock: FakeNode::NowMs), kept apart from `keys`.
   std::map<std::string, std::map<std::string, int64_t>> zsets;
+  // A fair lock's places (fair_scripts.h), by its queue key: waiter id ->
+  // ticket and expiry (the node's ms clock), kept apart from `keys`. The
+  // head is the least (ticket, id) among the live ones.
+  struct FairPlace {
+    uint64_t ticket = 0;
+    int64_t expires_ms = 0;
+    bool operator==(const FairPlace& o) const {
+      return ticket == o.ticket && expires_ms == o.expires_ms;
+    }
+    bool operator!=(const FairPlace& o) const { return !(*this == o); }
+  };
+  std::map<std::string, std::map<std::string, FairPlace>> fair;
+  // The live places of a fair queue, in the order they are served.
+  std::vector<std::string> FairOrder(const std::string& queue_key, internal::Clock::TimePoint now);
   // Messages the scripts published (channel), in order.
   std::vector<std::string> published;
   // When set, every command returns this error reply (READONLY, LOADING...).
@@ -129,6 +143,11 @@ class FakeNode {
                                                const std::vector<std::string>& k,
                                                const std::vector<std::string>& a,
                                                internal::Clock::TimePoint now);
+  // The fair lock's scripts (fair_scripts.h); nullopt for another name.
+  std::optional<internal::Reply> ExecuteFair(const std::string& name,
+                                             const std::vector<std::string>& k,
+                                             const std::vector<std::string>& a,
+                                             internal::Clock::TimePoint now);
   const Value* Get(const std::string& key, internal::Clock::TimePoint now);
   // A write on the current connection (`conn_`): what WAIT there covers.
   void Wrote() {

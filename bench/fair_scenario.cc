@@ -1,0 +1,429 @@
+#include "bench/fair_scenario.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "bench/locker.h"
+#include "bench/report.h"
+#include "bench/rows.h"
+#include "bench/scenarios.h"
+#include "bench/workload.h"
+#include "redlock/client.h"
+#include "redlock/fair_mutex.h"
+#include "redlock/internal/status_macros.h"
+#include "redlock/observer.h"
+#include "testkit/process.h"
+
+namespace redlock::bench {
+namespace {
+
+using Json = nlohmann::json;
+
+// FairLock::TryAcquire + Release of one resource: the lock only when it is
+// free and nobody waits (one attempt, as the mutex's TryAcquire).
+class FairLocker final : public Locker {
+ public:
+  FairLocker(Client* client, std::string resource) : lock_(client, std::move(resource)) {}
+  absl::Status Acquire(absl::Duration ttl) override {
+    REDLOCK_ASSIGN_OR_RETURN(lease_, lock_.TryAcquire(ttl));
+    return absl::OkStatus();
+  }
+  absl::Status Release() override { return lock_.Release(lease_); }
+
+ private:
+  FairLock lock_;
+  Lease lease_;
+};
+
+// One caller, one key: the mutex's cycle and the fair lock's.
+RowResult OneCallerRow(Context& ctx, const std::vector<Endpoint>& eps, bool fair,
+                       std::unique_ptr<Client>* keep) {
+  RowResult identity = LibraryRowIdentity(fair ? "fair lock" : "library", fair ? "fair" : "", 1);
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(ClientOptions(ctx, eps));
+  if (!client.ok())
+    return HarnessErrorRow(ctx, std::move(identity), "Client::Create", client.status());
+  Client* c = client->get();
+  *keep = *std::move(client);
+  const std::string key = ctx.RowKey();
+  const absl::Duration ttl = ctx.settings.ttl;
+  return MeasureRow(ctx, std::move(identity),
+                    [c, key, ttl, fair]() -> absl::StatusOr<std::vector<CycleFn>> {
+                      std::vector<CycleFn> out;
+                      if (fair) {
+                        out.push_back(LockCycle(std::make_unique<FairLocker>(c, key), ttl));
+                      } else {
+                        out.push_back(LockCycle(NewClientLocker(c, key), ttl));
+                      }
+                      return out;
+                    });
+}
+
+Json HistogramJson(const LatencyHistogram& h) {
+  const LatencyHistogram::Parts p = h.ToParts();
+  Json buckets = Json::array();
+  for (const auto& [i, n] : p.buckets) buckets.push_back(Json::array({i, n}));
+  return Json{{"b", buckets}, {"min", p.min}, {"max", p.max}, {"sum", p.sum}};
+}
+
+LatencyHistogram HistogramFromJson(const Json& j) {
+  LatencyHistogram::Parts p;
+  for (const Json& b : j.at("b"))
+    p.buckets.emplace_back(b.at(0).get<int>(), b.at(1).get<uint64_t>());
+  p.min = j.at("min").get<int64_t>();
+  p.max = j.at("max").get<int64_t>();
+  p.sum = j.at("sum").get<double>();
+  return LatencyHistogram::FromParts(p);
+}
+
+// Every acquisition's attempts (the Outcome the library builds when an
+// observer is set).
+class AttemptCount final : public Observer {
+ public:
+  void OnAcquire(const AcquireEvent& event) override {
+    attempts_.fetch_add(event.outcome.attempts, std::memory_order_relaxed);
+  }
+  int64_t attempts() const { return attempts_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<int64_t> attempts_{0};
+};
+
+// The hot rows: `processes` worker processes of `threads` threads each, all
+// on one resource, the fair lock or the mutex.
+RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool fair) {
+  const BenchSettings& s = ctx.settings;
+  const int processes = s.fair_processes;
+  const int threads = s.fair_threads;
+  RowResult row = LibraryRowIdentity(
+      absl::StrCat(fair ? "fair lock" : "mutex", " hot, ", processes, "x", threads),
+      fair ? "fair hot" : "contended", processes * threads);
+  row.processes = processes;
+  ctx.progress.Row(row.impl);
+  int go[2];
+  if (pipe2(go, O_CLOEXEC) != 0) {
+    return HarnessErrorRow(ctx, std::move(row), "pipe2", absl::InternalError(strerror(errno)));
+  }
+  std::vector<std::string> names;
+  for (const Endpoint& ep : eps) names.push_back(ep.ToString());
+  const std::string resource = ctx.RowKey() + ":hot";
+  std::vector<std::unique_ptr<testkit::Process>> workers;
+  absl::Status failed;
+  for (int i = 0; i < processes && failed.ok(); ++i) {
+    testkit::ProcessOptions o;
+    o.executable = s.self_exe;
+    o.argv = {"redlock-bench",
+              "--fair_worker",
+              absl::StrCat("--fair_worker_fair=", fair ? "true" : "false"),
+              absl::StrCat("--nodes=", absl::StrJoin(names, ",")),
+              absl::StrCat("--process_worker_key=", resource),
+              absl::StrCat("--callers=", threads),
+              absl::StrCat("--warmup=", absl::FormatDuration(s.warmup)),
+              absl::StrCat("--duration=", absl::FormatDuration(s.fair_duration)),
+              absl::StrCat("--ttl=", absl::FormatDuration(s.ttl)),
+              absl::StrCat("--node_timeout=", absl::FormatDuration(s.node_timeout)),
+              absl::StrCat("--hot_hold=", absl::FormatDuration(s.hot_hold)),
+              absl::StrCat("--hot_wait=", absl::FormatDuration(s.fair_wait))};
+    o.stdout_to = testkit::Stream::kPipe;
+    o.stderr_to = testkit::Stream::kInherit;
+    o.pass_fd = go[0];
+    absl::StatusOr<std::unique_ptr<testkit::Process>> p = testkit::Process::Start(std::move(o));
+    if (!p.ok()) {
+      failed = p.status();
+      break;
+    }
+    workers.push_back(*std::move(p));
+  }
+  close(go[0]);
+  for (size_t i = 0; i < workers.size() && failed.ok(); ++i) {
+    std::optional<std::string> line = workers[i]->ReadLine(absl::Seconds(20));
+    if (!line.has_value() || *line != "ready") {
+      failed = absl::UnavailableError(
+          absl::StrCat("worker ", i, " did not get ready: ", line.value_or("(nothing)")));
+    }
+  }
+  if (!failed.ok()) {
+    close(go[1]);
+    return HarnessErrorRow(ctx, std::move(row), "starting the workers", failed);
+  }
+  close(go[1]);  // go: every worker's read returns at once
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.warmup));
+  const int64_t cpu_start = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
+  const int64_t start_ns = NowNs();
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.fair_duration));
+  const int64_t cpu_stop = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
+  const double window_s = static_cast<double>(NowNs() - start_ns) / 1e9;
+
+  LatencyHistogram waits;
+  std::vector<std::pair<int64_t, int64_t>> holds;  // (granted, released), every process
+  int64_t attempts = 0, queued = 0, failures = 0;
+  double measured = 0;
+  std::vector<int64_t> per_process;
+  std::vector<int64_t> per_thread;
+  for (size_t i = 0; i < workers.size(); ++i) {
+    const absl::Duration wait = s.fair_duration + s.fair_wait + absl::Seconds(20);
+    std::optional<std::string> line = workers[i]->ReadLine(wait);
+    Json j = line.has_value() ? Json::parse(*line, nullptr, false) : Json();
+    if (!j.is_object() || j.contains("error")) {
+      return HarnessErrorRow(
+          ctx, std::move(row), absl::StrCat("worker ", i),
+          absl::InternalError(j.is_object() ? j.value("error", "") : line.value_or("no result")));
+    }
+    waits.Merge(HistogramFromJson(j.at("waits")));
+    for (const Json& h : j.at("holds"))
+      holds.emplace_back(h.at(0).get<int64_t>(), h.at(1).get<int64_t>());
+    attempts += j.at("attempts").get<int64_t>();
+    queued += j.at("queued").get<int64_t>();
+    failures += j.at("failures").get<int64_t>();
+    measured += j.at("measured_s").get<double>();
+    per_process.push_back(j.at("grants").get<int64_t>());
+    for (const Json& t : j.at("per_thread")) per_thread.push_back(t.get<int64_t>());
+    row.usage.user_us += j.at("user_us").get<int64_t>();
+    row.usage.sys_us += j.at("sys_us").get<int64_t>();
+    row.usage.voluntary_csw += j.at("vcsw").get<int64_t>();
+    row.usage.involuntary_csw += j.at("icsw").get<int64_t>();
+    if (const std::string errors = j.value("errors", ""); !errors.empty()) {
+      row.notes.push_back(absl::StrCat("worker ", i, ": ", errors));
+    }
+    workers[i]->Wait(absl::Seconds(5));
+  }
+  // The hand-off: from one holder's Release returning to the next grant
+  // (one clock: CLOCK_MONOTONIC, shared by the processes of one host).
+  std::sort(holds.begin(), holds.end());
+  LatencyHistogram handoff;
+  int64_t overlaps = 0;
+  for (size_t i = 1; i < holds.size(); ++i) {
+    // A grant that came before the previous Release returned (its release
+    // had reached the nodes) is a hand-off of 0.
+    const int64_t gap = holds[i].first - holds[i - 1].second;
+    if (gap < 0) ++overlaps;
+    handoff.Record(std::max<int64_t>(0, gap));
+  }
+  const int64_t grants = static_cast<int64_t>(holds.size());
+  row.acquire = Distribution(waits);
+  row.handoff = Distribution(handoff);
+  row.handoff_call = Distribution(handoff);
+  row.successes = grants;
+  row.attempts = grants + failures;
+  row.usage_cycles = grants;
+  row.measured_s = measured / static_cast<double>(std::max<size_t>(1, workers.size()));
+  if (cpu_start >= 0 && cpu_stop >= cpu_start && window_s > 0) {
+    row.server_cpu_us =
+        std::llround(static_cast<double>(cpu_stop - cpu_start) / window_s * row.measured_s);
+  }
+  const double per_grant = grants > 0 ? static_cast<double>(attempts) / grants : 0;
+  row.notes.push_back(absl::StrFormat("%.2f attempts per grant (%d attempts, %d grants)", per_grant,
+                                      attempts, grants));
+  if (fair && grants > 0) {
+    // Every call's first attempt is its probe, a queued call's second its
+    // place (once, without faults): the rest were made when woken.
+    const int64_t woken = attempts - (grants + failures) - queued;
+    row.notes.push_back(absl::StrFormat(
+        "%d of %d calls took a place; woken attempts (after the probe and the place): %.2f per "
+        "grant",
+        queued, grants, static_cast<double>(woken) / static_cast<double>(grants)));
+  }
+  if (waits.count() > 0) {
+    const Distribution w(waits);
+    const int64_t p10 = w.Quantile(0.1);
+    row.notes.push_back(absl::StrFormat(
+        "waiting time: p10 %s, p50 %s, p90 %s, p99 %s, max %s; p90/p10 %.2f", FormatLatency(p10),
+        FormatLatency(w.Quantile(0.5)), FormatLatency(w.Quantile(0.9)),
+        FormatLatency(w.Quantile(0.99)), FormatLatency(w.max()),
+        p10 > 0 ? static_cast<double>(w.Quantile(0.9)) / static_cast<double>(p10) : 0.0));
+  }
+  if (!per_process.empty()) {
+    const auto [lo, hi] = std::minmax_element(per_process.begin(), per_process.end());
+    row.notes.push_back(absl::StrCat("grants per process: ", absl::StrJoin(per_process, ", "),
+                                     " (min ", *lo, ", max ", *hi, ")"));
+  }
+  if (!per_thread.empty()) {
+    std::sort(per_thread.begin(), per_thread.end());
+    row.notes.push_back(absl::StrCat(
+        "grants per thread (", per_thread.size(), " threads): min ", per_thread.front(),
+        ", median ", per_thread[per_thread.size() / 2], ", max ", per_thread.back()));
+  }
+  if (overlaps > 0) {
+    row.notes.push_back(absl::StrCat(overlaps,
+                                     " grants came before the previous holder's Release returned "
+                                     "(its release had reached the nodes): hand-offs of 0"));
+  }
+  if (failures > 0) row.notes.push_back(absl::StrCat(failures, " calls failed (see errors)"));
+  return row;
+}
+
+}  // namespace
+
+void RunFair(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  const BenchSettings& s = ctx.settings;
+  g->title = absl::StrCat("the fair lock beside the mutex: one caller; one hot resource, ",
+                          s.fair_processes, " processes x ", s.fair_threads, " waiting threads");
+  CommonSettings(ctx, g);
+  AddSetting(g, "hold", Dur(s.hot_hold));
+  AddSetting(g, "wait", Dur(s.fair_wait));
+  AddSetting(g, "hot duration", Dur(s.fair_duration));
+  AddSetting(g, "server_cpu", ctx.nodes.fleet() != nullptr ? "/proc/<pid>/stat" : "INFO cpu");
+  g->rows.push_back(FloorRow(ctx, eps));
+  std::unique_ptr<Client> mutex_client, fair_client;
+  g->rows.push_back(OneCallerRow(ctx, eps, false, &mutex_client));
+  g->rows.push_back(OneCallerRow(ctx, eps, true, &fair_client));
+  mutex_client.reset();
+  fair_client.reset();
+  g->rows.push_back(HotProcessesRow(ctx, eps, false));
+  g->rows.push_back(HotProcessesRow(ctx, eps, true));
+  const RowResult* lib = g->Find(kLibrary, "", 1);
+  const RowResult* fair1 = g->Find(kLibrary, "fair", 1);
+  if (lib != nullptr && fair1 != nullptr && lib->ran() && fair1->ran() &&
+      lib->cycle.Quantile(0.5) > 0) {
+    g->notes.push_back(absl::StrFormat(
+        "one caller: the fair lock's acquire+release p50 is %.2fx the mutex's, its CPU per "
+        "cycle %.2fx (its try is one script per node, the mutex's a SET)",
+        static_cast<double>(fair1->cycle.Quantile(0.5)) /
+            static_cast<double>(lib->cycle.Quantile(0.5)),
+        fair1->cpu_us_per_cycle() / lib->cpu_us_per_cycle()));
+  }
+  g->notes.push_back(
+      "hot rows: every thread loops Acquire(wait) + hold + Release on one resource; acquire = "
+      "the waiting time of a call (from its call to its grant); handoff = from one holder's "
+      "Release returning to the next grant, across processes; attempts per grant from each "
+      "call's Outcome (an observer in every worker); the servers' CPU per grant");
+}
+
+int RunFairWorker(const FairWorkerArgs& args) {
+  auto fail = [](const std::string& why) {
+    fprintf(stderr, "redlock-bench fair worker: %s\n", why.c_str());
+    printf("%s\n", Json{{"error", why}}.dump().c_str());
+    fflush(stdout);
+    return 1;
+  };
+  absl::StatusOr<std::vector<Endpoint>> nodes = ParseEndpointList(args.nodes);
+  if (!nodes.ok()) return fail(nodes.status().ToString());
+  auto counter = std::make_shared<AttemptCount>();
+  Options options;
+  options.nodes = *std::move(nodes);
+  options.node_timeout = args.node_timeout;
+  options.observer = counter;
+  absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
+  if (!client.ok()) return fail(client.status().ToString());
+  if (args.fair) {
+    // A first waiting call opens the client's subscriber connections, which
+    // stay open: without it the first waiters' announcements could come
+    // before their SUBSCRIBE reached the nodes (the connection still
+    // connecting), and they would wait for a heartbeat (place_ttl / 3).
+    FairLock warm((*client).get(), absl::StrCat(args.resource, ":warm:", getpid()));
+    absl::StatusOr<Lease> lease = warm.Acquire(args.ttl, args.wait);
+    if (!lease.ok()) return fail(absl::StrCat("warm-up: ", lease.status().ToString()));
+    if (absl::Status s = warm.Release(*lease); !s.ok()) return fail(s.ToString());
+  }
+  printf("ready\n");
+  fflush(stdout);
+  char c;
+  while (read(3, &c, 1) < 0 && errno == EINTR) {
+  }
+  std::mutex mu;
+  LatencyHistogram waits;
+  std::vector<std::pair<int64_t, int64_t>> holds;
+  std::vector<std::string> errors;
+  std::atomic<int64_t> queued{0}, failures{0};
+  const int64_t measure_from = NowNs() + absl::ToInt64Nanoseconds(args.warmup);
+  const int64_t end = measure_from + absl::ToInt64Nanoseconds(args.duration);
+  // The attempts (every call's, from its Outcome) and this process's usage
+  // over the measurement: taken by the first thread that passes each end.
+  std::once_flag started, stopped;
+  int64_t attempts_start = 0, attempts_end = 0;
+  ProcessUsage usage_start, usage_end;
+  auto latch = [&](std::once_flag& once, int64_t* attempts, ProcessUsage* usage) {
+    std::call_once(once, [&] {
+      *attempts = counter->attempts();
+      *usage = CurrentProcessUsage();
+    });
+  };
+  std::vector<int64_t> per_thread(static_cast<size_t>(args.threads), 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < args.threads; ++t) {
+    threads.emplace_back([&, t] {
+      for (;;) {
+        const int64_t call = NowNs();
+        if (call >= end) break;
+        if (call >= measure_from) latch(started, &attempts_start, &usage_start);
+        std::atomic<bool> placed{false};
+        absl::StatusOr<Lease> lease;
+        if (args.fair) {
+          Client::FamilyRequest r;
+          r.kind = Client::FamilyRequest::Kind::kFair;
+          r.resource = args.resource;
+          r.ttl = args.ttl;
+          r.wait = args.wait;
+          r.on_queued = [&placed] { placed = true; };
+          absl::StatusOr<Client::FamilyGrant> g = (*client)->AcquireFamily(std::move(r));
+          lease = g.ok() ? absl::StatusOr<Lease>(g->lease) : absl::StatusOr<Lease>(g.status());
+        } else {
+          lease = (*client)->Acquire(args.resource, args.ttl, args.wait);
+        }
+        const int64_t granted = NowNs();
+        const bool measured = call >= measure_from && granted <= end;
+        if (!lease.ok()) {
+          if (measured) {
+            ++failures;
+            std::lock_guard<std::mutex> lock(mu);
+            if (errors.size() < 3) errors.push_back(lease.status().ToString());
+          }
+          continue;
+        }
+        if (args.hold > absl::ZeroDuration()) absl::SleepFor(args.hold);
+        absl::Status released = (*client)->Release(*lease);
+        const int64_t done = NowNs();
+        if (done >= end) latch(stopped, &attempts_end, &usage_end);
+        if (!measured) continue;
+        if (placed) ++queued;
+        std::lock_guard<std::mutex> lock(mu);
+        ++per_thread[static_cast<size_t>(t)];
+        waits.Record(granted - call);
+        holds.emplace_back(granted, done);
+        if (!released.ok() && errors.size() < 3) errors.push_back(released.ToString());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  latch(started, &attempts_start, &usage_start);
+  latch(stopped, &attempts_end, &usage_end);
+  const ProcessUsage usage = UsageDelta(usage_end, usage_start);
+  Json holds_json = Json::array();
+  for (const auto& [a, b] : holds) holds_json.push_back(Json::array({a, b}));
+  Json j{{"grants", static_cast<int64_t>(holds.size())},
+         {"attempts", attempts_end - attempts_start},
+         {"queued", queued.load()},
+         {"failures", failures.load()},
+         {"measured_s", absl::ToDoubleSeconds(args.duration)},
+         {"user_us", usage.user_us},
+         {"sys_us", usage.sys_us},
+         {"vcsw", usage.voluntary_csw},
+         {"icsw", usage.involuntary_csw},
+         {"waits", HistogramJson(waits)},
+         {"holds", holds_json},
+         {"per_thread", per_thread},
+         {"errors", absl::StrJoin(errors, "; ")}};
+  printf("%s\n", j.dump().c_str());
+  fflush(stdout);
+  return 0;
+}
+
+}  // namespace redlock::bench

@@ -1,0 +1,539 @@
+// The fair lock (redlock/fair_mutex.h) against five real redis-server
+// processes, over plain TCP and over TLS (Plain/... and Tls/...): the
+// order under contention from several clients, one attempt per grant, a
+// dead waiter, a paused waiter, a waiter whose place was removed,
+// cancellation and waits that run out, the lease's guarantees, the
+// TimedLockable form, and a Client that wraps another.
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "redlock/client.h"
+#include "redlock/fair_mutex.h"
+#include "redlock/observer.h"
+#include "redlock/outcome.h"
+#include "testkit/fleet_suite.h"
+#include "tests/integration/forwarding_client.h"
+
+namespace redlock {
+namespace {
+
+using ::testing::HasSubstr;
+using testkit::RedisValue;
+using SteadyClock = std::chrono::steady_clock;
+
+// Every acquisition's attempts, from the clients' observers.
+class AttemptCounter : public Observer {
+ public:
+  void OnAcquire(const AcquireEvent& event) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    attempts_.push_back(event.outcome.attempts);
+  }
+  std::vector<int> attempts() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return attempts_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<int> attempts_;
+};
+
+class FairTest : public testkit::FleetSuite {
+ protected:
+  Options MakeOptions() override { return QuickRetries(FleetSuite::MakeOptions()); }
+  Options Fenced() {
+    Options o = MakeOptions();
+    o.fencing = true;
+    return o;
+  }
+  Options Observed(std::shared_ptr<Observer> observer) {
+    Options o = MakeOptions();
+    o.observer = std::move(observer);
+    return o;
+  }
+  // The places node `node` holds for this test's `resource`, in order.
+  std::vector<std::string> Queue(int node, const std::string& resource) {
+    absl::StatusOr<RedisValue> v =
+        fleet_->Command(node, {"ZRANGE", absl::StrCat(prefix_, resource, ":fair:q"), "0", "-1"});
+    std::vector<std::string> out;
+    if (!v.ok()) return out;
+    for (const RedisValue& e : v->elements) out.push_back(e.str);
+    return out;
+  }
+  // True once every node holds `count` places for `resource`.
+  bool QueuedEverywhere(const std::string& resource, size_t count) {
+    for (int i = 0; i < fleet_->size(); ++i) {
+      if (Queue(i, resource).size() != count) return false;
+    }
+    return true;
+  }
+  // A waiting fair acquisition through the Client's entry point, which says
+  // when its place was taken.
+  static Client::FamilyRequest Waiting(const std::string& resource, absl::Duration wait,
+                                       std::function<void()> on_queued = nullptr,
+                                       absl::Duration place_ttl = absl::ZeroDuration()) {
+    Client::FamilyRequest r;
+    r.kind = Client::FamilyRequest::Kind::kFair;
+    r.resource = resource;
+    r.ttl = absl::Seconds(10);
+    r.wait = wait;
+    r.on_queued = std::move(on_queued);
+    r.place_ttl = place_ttl;
+    return r;
+  }
+};
+
+class FairLockTest : public testkit::OverTransports<FairTest> {};
+REDLOCK_INSTANTIATE_OVER_TRANSPORTS(FairLockTest);
+
+// Waiters from four clients (processes, as the nodes see them), each
+// entering the queue only after the one before had its place: they are
+// served in that order, one at a time, and each with one attempt after its
+// place (the release wakes only the first waiter).
+TEST_P(FairLockTest, WaitersFromSeveralClientsAreServedInTheOrderTheyQueued) {
+  constexpr int kClients = 4;
+  constexpr int kWaiters = 8;
+  auto counter = std::make_shared<AttemptCounter>();
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < kClients; ++i) clients.push_back(MakeClient(Observed(counter)));
+  auto holder_client = MakeClient();
+  FairLock holder(holder_client.get(), "line");
+  absl::StatusOr<Lease> first = holder.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(first);
+
+  std::mutex mu;
+  std::vector<int> served;
+  std::atomic<int> inside{0};
+  std::atomic<int> overlaps{0};
+  std::vector<absl::Status> results(kWaiters);
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWaiters; ++w) {
+    auto queued = std::make_shared<std::promise<void>>();
+    Client* c = clients[static_cast<size_t>(w % kClients)].get();
+    threads.emplace_back([&, w, c, queued] {
+      absl::StatusOr<Client::FamilyGrant> g =
+          c->AcquireFamily(Waiting("line", absl::Seconds(60), [queued] { queued->set_value(); }));
+      results[static_cast<size_t>(w)] = g.status();
+      if (!g.ok()) return;
+      if (++inside > 1) ++overlaps;
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        served.push_back(w);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      --inside;
+      REDLOCK_EXPECT_OK(c->Release(g->lease));
+    });
+    // The next waiter begins only once this one has its place.
+    ASSERT_EQ(queued->get_future().wait_for(std::chrono::seconds(10)), std::future_status::ready)
+        << "waiter " << w << " never got its place";
+  }
+  ASSERT_TRUE(QueuedEverywhere("line", kWaiters));
+  REDLOCK_ASSERT_OK(holder.Release(*first));
+  for (auto& t : threads) t.join();
+  for (int w = 0; w < kWaiters; ++w) REDLOCK_EXPECT_OK(results[static_cast<size_t>(w)]) << w;
+  std::vector<int> in_order;
+  for (int w = 0; w < kWaiters; ++w) in_order.push_back(w);
+  EXPECT_EQ(served, in_order);
+  EXPECT_EQ(overlaps.load(), 0);
+  // A probe, a registration (both refused: the lock was held), then one
+  // attempt when woken: no waiter tried while another was first.
+  const std::vector<int> attempts = counter->attempts();
+  ASSERT_EQ(attempts.size(), static_cast<size_t>(kWaiters));
+  for (int a : attempts) EXPECT_EQ(a, 3) << "attempts of one waiter";
+  EXPECT_EQ(testkit::Eventually([&] { return QueuedEverywhere("line", 0); }, true), true)
+      << "every holder's place left with its release";
+}
+
+// TryAcquire never jumps the queue: with a waiter queued it is refused even
+// while the lock is free for a moment.
+TEST_P(FairLockTest, TryAcquireSucceedsOnlyWhenTheLockIsFreeAndNobodyWaits) {
+  auto a = MakeClient();
+  auto b = MakeClient();
+  FairLock la(a.get(), "door");
+  FairLock lb(b.get(), "door");
+  absl::StatusOr<Lease> held = la.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  EXPECT_EQ(Get(0, "door"), held->token()) << "the plain lock key holds the token";
+  EXPECT_TRUE(absl::IsAborted(lb.TryAcquire(absl::Seconds(30)).status()));
+
+  absl::StatusOr<Lease> waited;
+  absl::Notification queued;
+  std::thread waiter([&] {
+    absl::StatusOr<Client::FamilyGrant> g =
+        b->AcquireFamily(Waiting("door", absl::Seconds(20), [&] { queued.Notify(); }));
+    waited = g.ok() ? absl::StatusOr<Lease>(g->lease) : absl::StatusOr<Lease>(g.status());
+  });
+  ASSERT_TRUE(queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::StatusOr<std::vector<FairNodeView>> views = la.Inspect();
+  REDLOCK_ASSERT_OK(views);
+  for (const FairNodeView& v : *views) {
+    REDLOCK_EXPECT_OK(v.status);
+    EXPECT_EQ(v.holder, held->token());
+    EXPECT_EQ(v.waiting, 1) << v.node;
+  }
+  REDLOCK_ASSERT_OK(la.Release(*held));
+  waiter.join();
+  REDLOCK_ASSERT_OK(waited);
+  // Free again, nobody waits: a try succeeds.
+  REDLOCK_ASSERT_OK(lb.Release(*waited));
+  absl::StatusOr<Lease> again = la.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(again);
+  REDLOCK_EXPECT_OK(la.Release(*again));
+}
+
+// A waiter whose process died holds up the queue until its place expires
+// (no heartbeat keeps it), then the next waiter goes.
+TEST_P(FairLockTest, ADeadWaitersPlaceExpiresAndTheNextWaiterProceeds) {
+  auto holder_client = MakeClient();
+  FairLock holder(holder_client.get(), "dead");
+  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  const absl::Duration place_ttl = absl::Milliseconds(600);
+  auto dying = MakeClient();
+  absl::Notification dying_queued;
+  dying->AcquireFamilyAsync(
+      Waiting(
+          "dead", absl::Seconds(60), [&] { dying_queued.Notify(); }, place_ttl),
+      [](absl::StatusOr<Client::FamilyGrant>) {});
+  ASSERT_TRUE(dying_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  auto next_client = MakeClient();
+  absl::Notification next_queued;
+  std::promise<absl::StatusOr<Client::FamilyGrant>> next;
+  next_client->AcquireFamilyAsync(
+      Waiting("dead", absl::Seconds(60), [&] { next_queued.Notify(); }),
+      [&](absl::StatusOr<Client::FamilyGrant> g) { next.set_value(std::move(g)); });
+  ASSERT_TRUE(next_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(QueuedEverywhere("dead", 2));
+  // The first waiter's process dies: no leave, no heartbeat.
+  dying.reset();
+  const auto died = SteadyClock::now();
+  EXPECT_EQ(Queue(0, "dead").size(), 2u) << "a dead waiter's place stays until it expires";
+  REDLOCK_ASSERT_OK(holder.Release(*held));
+  auto granted = next.get_future();
+  ASSERT_EQ(granted.wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  absl::StatusOr<Client::FamilyGrant> g = granted.get();
+  REDLOCK_ASSERT_OK(g);
+  // Not before the dead place lapsed: it was first on every node.
+  EXPECT_GE(absl::FromChrono(SteadyClock::now() - died), place_ttl / 2);
+  REDLOCK_EXPECT_OK(next_client->Release(g->lease));
+}
+
+// A waiter whose process stops (here: its client's only polling thread is
+// blocked, so none of its timers runs) past its place's ttl loses the
+// place; the next waiter is served meanwhile; once it runs again it is told
+// (kAborted, Outcome::Kind::kPlaceLost) and does not wait on.
+TEST_P(FairLockTest, APausedWaiterLosesItsPlaceIsToldAndTheNextWaiterProceeds) {
+  auto holder_client = MakeClient();
+  FairLock holder(holder_client.get(), "pause");
+  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  auto paused = MakeClient();
+  absl::Notification paused_queued;
+  std::promise<absl::Status> paused_result;
+  paused->AcquireFamilyAsync(
+      Waiting(
+          "pause", absl::Seconds(60), [&] { paused_queued.Notify(); }, absl::Milliseconds(300)),
+      [&](absl::StatusOr<Client::FamilyGrant> g) { paused_result.set_value(g.status()); });
+  ASSERT_TRUE(paused_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  auto next_client = MakeClient();
+  absl::Notification next_queued;
+  std::promise<absl::StatusOr<Client::FamilyGrant>> next;
+  next_client->AcquireFamilyAsync(
+      Waiting(
+          "pause", absl::Seconds(60), [&] { next_queued.Notify(); }, absl::Milliseconds(300)),
+      [&](absl::StatusOr<Client::FamilyGrant> g) { next.set_value(std::move(g)); });
+  ASSERT_TRUE(next_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+
+  // Pause the first waiter: a callback of its client that blocks holds the
+  // client's I/O thread, the only one that runs its timers.
+  absl::Notification blocked, resume;
+  std::atomic<bool> resumed{false};
+  paused->ReleaseAsync(Lease::ForToken("elsewhere", "nobody"), [&](absl::Status) {
+    blocked.Notify();
+    resume.WaitForNotificationWithTimeout(absl::Seconds(30));
+    resumed = true;
+  });
+  ASSERT_TRUE(blocked.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  REDLOCK_ASSERT_OK(holder.Release(*held));
+  auto granted = next.get_future();
+  ASSERT_EQ(granted.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the next waiter was not served while the first was paused";
+  EXPECT_FALSE(resumed.load());
+  absl::StatusOr<Client::FamilyGrant> g = granted.get();
+  REDLOCK_ASSERT_OK(g);
+  resume.Notify();
+  auto told = paused_result.get_future();
+  ASSERT_EQ(told.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the paused waiter hangs";
+  const absl::Status st = told.get();
+  EXPECT_TRUE(absl::IsAborted(st)) << st;
+  ASSERT_TRUE(GetOutcome(st).has_value()) << st;
+  EXPECT_EQ(GetOutcome(st)->kind, Outcome::Kind::kPlaceLost) << st;
+  EXPECT_THAT(std::string(st.message()), HasSubstr("expired"));
+  REDLOCK_EXPECT_OK(next_client->Release(g->lease));
+}
+
+// A waiter's place removed on a quorum of nodes (by hand here) is told at
+// its next heartbeat; one removed on a minority is put back, and keeps its
+// turn.
+TEST_P(FairLockTest, AWaiterWhosePlaceWasRemovedIsToldAMinorityLossIsRepaired) {
+  auto holder_client = MakeClient();
+  FairLock holder(holder_client.get(), "gone");
+  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  auto waiter = MakeClient();
+  absl::Notification queued;
+  std::promise<absl::StatusOr<Client::FamilyGrant>> result;
+  waiter->AcquireFamilyAsync(
+      Waiting(
+          "gone", absl::Seconds(60), [&] { queued.Notify(); }, absl::Milliseconds(300)),
+      [&](absl::StatusOr<Client::FamilyGrant> g) { result.set_value(std::move(g)); });
+  ASSERT_TRUE(queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(QueuedEverywhere("gone", 1));
+  const std::string id = Queue(0, "gone")[0];
+  // Two of five nodes lose it: a quorum keeps it, and the heartbeat puts it
+  // back.
+  for (int i : {1, 3}) {
+    REDLOCK_ASSERT_OK(
+        fleet_->Command(i, {"DEL", prefix_ + "gone:fair:q", prefix_ + "gone:fair:exp"}));
+  }
+  EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("gone", 1); }, true))
+      << "the place was not put back on the nodes that lost it";
+  auto pending = result.get_future();
+  EXPECT_EQ(pending.wait_for(std::chrono::milliseconds(0)), std::future_status::timeout)
+      << "a minority's loss tells the waiter nothing";
+  // Now three of five: the place is gone, and the waiter is told. Its
+  // heartbeats are held meanwhile (a blocking callback holds its client's
+  // I/O thread), or one that saw only part of the removal would put the
+  // place back.
+  absl::Notification blocked, removed;
+  waiter->ReleaseAsync(Lease::ForToken("elsewhere", "nobody"), [&](absl::Status) {
+    blocked.Notify();
+    removed.WaitForNotificationWithTimeout(absl::Seconds(30));
+  });
+  ASSERT_TRUE(blocked.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  // A heartbeat sent just before has run on the nodes by now.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  for (int i : {0, 2, 4}) {
+    REDLOCK_ASSERT_OK(fleet_->Command(i, {"ZREM", prefix_ + "gone:fair:q", id}));
+  }
+  removed.Notify();
+  ASSERT_EQ(pending.wait_for(std::chrono::seconds(10)), std::future_status::ready)
+      << "the waiter whose place was removed hangs";
+  absl::StatusOr<Client::FamilyGrant> g = pending.get();
+  EXPECT_TRUE(absl::IsAborted(g.status())) << g.status();
+  ASSERT_TRUE(GetOutcome(g.status()).has_value());
+  EXPECT_EQ(GetOutcome(g.status())->kind, Outcome::Kind::kPlaceLost);
+  EXPECT_THAT(std::string(g.status().message()), HasSubstr("removed"));
+  EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("gone", 0); }, true))
+      << "the told waiter left the queue";
+  REDLOCK_EXPECT_OK(holder.Release(*held));
+}
+
+// A stop ends a waiting call at once; its place leaves the queue, and the
+// waiter behind it is the next served.
+TEST_P(FairLockTest, ACancelledWaiterLeavesTheQueueAndTheNextIsServed) {
+  auto a = MakeClient();
+  auto b = MakeClient();
+  auto c = MakeClient();
+  FairLock holder(a.get(), "stop");
+  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  StopSource stop;
+  Client::FamilyRequest cancelled = Waiting("stop", absl::InfiniteDuration());
+  absl::Notification b_queued;
+  cancelled.on_queued = [&] { b_queued.Notify(); };
+  cancelled.stop = stop.token();
+  std::promise<absl::Status> b_result;
+  b->AcquireFamilyAsync(std::move(cancelled), [&](absl::StatusOr<Client::FamilyGrant> g) {
+    b_result.set_value(g.status());
+  });
+  ASSERT_TRUE(b_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  absl::Notification c_queued;
+  std::promise<absl::StatusOr<Client::FamilyGrant>> c_result;
+  c->AcquireFamilyAsync(
+      Waiting("stop", absl::Seconds(30), [&] { c_queued.Notify(); }),
+      [&](absl::StatusOr<Client::FamilyGrant> g) { c_result.set_value(std::move(g)); });
+  ASSERT_TRUE(c_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  stop.RequestStop();
+  auto b_done = b_result.get_future();
+  ASSERT_EQ(b_done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_TRUE(absl::IsCancelled(b_done.get()));
+  EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("stop", 1); }, true))
+      << "the cancelled waiter's place left every node";
+  REDLOCK_ASSERT_OK(holder.Release(*held));
+  auto c_done = c_result.get_future();
+  ASSERT_EQ(c_done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+  absl::StatusOr<Client::FamilyGrant> g = c_done.get();
+  REDLOCK_ASSERT_OK(g);
+  REDLOCK_EXPECT_OK(c->Release(g->lease));
+}
+
+TEST_P(FairLockTest, AWaitThatRunsOutLeavesNoPlace) {
+  auto a = MakeClient();
+  auto b = MakeClient();
+  FairLock la(a.get(), "late");
+  FairLock lb(b.get(), "late");
+  absl::StatusOr<Lease> held = la.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  absl::StatusOr<Lease> late = lb.Acquire(absl::Seconds(10), absl::Milliseconds(300));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
+  EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("late", 0); }, true));
+  REDLOCK_EXPECT_OK(la.Release(*held));
+}
+
+// The mutex's lease: fencing tokens increase across holders, extension,
+// renewal, release of the key and the place.
+TEST_P(FairLockTest, LeasesFenceExtendRenewAndRelease) {
+  auto a = MakeClient(Fenced());
+  auto b = MakeClient(Fenced());
+  FairLock la(a.get(), "fenced");
+  FairLock lb(b.get(), "fenced");
+  uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    absl::StatusOr<Lease> l = (i % 2 == 0 ? la : lb).Acquire(absl::Seconds(10), absl::Seconds(5));
+    REDLOCK_ASSERT_OK(l);
+    EXPECT_GT(l->fencing_token(), last);
+    EXPECT_EQ(l->fencing_token() % 2, 1u) << "a writer's token (odd)";
+    last = l->fencing_token();
+    REDLOCK_ASSERT_OK(la.Release(*l));
+  }
+  absl::StatusOr<Lease> l = la.Acquire(absl::Seconds(1), absl::Seconds(5));
+  REDLOCK_ASSERT_OK(l);
+  EXPECT_GT(l->fencing_token(), last);
+  absl::StatusOr<Lease> extended = la.Extend(*l, absl::Seconds(30));
+  REDLOCK_ASSERT_OK(extended);
+  EXPECT_GT(extended->TimeLeft(), absl::Seconds(20));
+  RenewOptions renew;
+  renew.interval_fraction = 0.3;
+  absl::StatusOr<std::unique_ptr<Renewal>> r =
+      la.AutoRenew(*la.Extend(*l, absl::Seconds(1)), renew, [](absl::Status) {});
+  REDLOCK_ASSERT_OK(r);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  EXPECT_TRUE((*r)->active());
+  EXPECT_GE((*r)->renewals(), 2);
+  EXPECT_TRUE(absl::IsAborted(lb.TryAcquire(absl::Seconds(10)).status())) << "still held";
+  REDLOCK_ASSERT_OK(la.Release(*l));
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(Get(i, "fenced"), "") << i;
+  absl::StatusOr<Lease> after = lb.TryAcquire(absl::Seconds(10));
+  REDLOCK_ASSERT_OK(after);
+  REDLOCK_EXPECT_OK(lb.Release(*after));
+}
+
+TEST_P(FairLockTest, FairMutexIsATimedLockableThatExcludesAndServesInTurn) {
+  std::vector<std::unique_ptr<Client>> clients;
+  for (int i = 0; i < 3; ++i) clients.push_back(MakeClient());
+  std::atomic<int> inside{0};
+  std::atomic<int> bad{0};
+  std::atomic<int> done{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 6; ++t) {
+    threads.emplace_back([&, t] {
+      FairMutex m(clients[static_cast<size_t>(t % 3)].get(), "tl");
+      for (int i = 0; i < 4; ++i) {
+        std::unique_lock<FairMutex> hold(m, std::chrono::seconds(30));
+        if (!hold.owns_lock() || !m.held_ok()) {
+          ++bad;
+          continue;
+        }
+        if (++inside > 1) ++bad;
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        --inside;
+        ++done;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(bad.load(), 0);
+  EXPECT_EQ(done.load(), 24);
+  FairMutex m(clients[0].get(), "tl");
+  ASSERT_TRUE(m.try_lock());
+  FairMutex other(clients[1].get(), "tl");
+  EXPECT_FALSE(other.try_lock());
+  EXPECT_TRUE(absl::IsAborted(other.status())) << other.status();
+  m.unlock();
+  REDLOCK_EXPECT_OK(m.status());
+}
+
+TEST_P(FairLockTest, AMinorityOfNodesDownChangesNothing) {
+  REDLOCK_ASSERT_OK(fleet_->Stop(1));
+  REDLOCK_ASSERT_OK(fleet_->Kill(3));
+  auto a = MakeClient();
+  auto b = MakeClient();
+  FairLock la(a.get(), "min");
+  FairLock lb(b.get(), "min");
+  absl::StatusOr<Lease> held = la.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  absl::StatusOr<Lease> waited;
+  std::thread t([&] { waited = lb.Acquire(absl::Seconds(10), absl::Seconds(20)); });
+  EXPECT_TRUE(testkit::Eventually(
+      [&] { return Queue(0, "min").size() == 1 && Queue(2, "min").size() == 1; }, true));
+  REDLOCK_ASSERT_OK(la.Release(*held));
+  t.join();
+  REDLOCK_ASSERT_OK(waited);
+  REDLOCK_EXPECT_OK(lb.Release(*waited));
+}
+
+// ---- Over a Client that wraps another ------------------------------------------------
+
+TEST_F(FairTest, TheFairLockWorksOverAClientThatWrapsAnother) {
+  auto wrapped = std::make_unique<testkit::ForwardingClient>(MakeClient(Fenced()));
+  auto other = MakeClient();
+  FairLock lock(wrapped.get(), "fwd");
+  FairLock elsewhere(other.get(), "fwd");
+  absl::StatusOr<Lease> held = elsewhere.TryAcquire(absl::Seconds(30));
+  REDLOCK_ASSERT_OK(held);
+  std::promise<absl::StatusOr<Lease>> async;
+  lock.AcquireAsync(absl::Seconds(10), absl::Seconds(20), StopToken(),
+                    [&](absl::StatusOr<Lease> l) { async.set_value(std::move(l)); });
+  EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("fwd", 1); }, true));
+  absl::StatusOr<std::vector<FairNodeView>> views = lock.Inspect();
+  REDLOCK_ASSERT_OK(views);
+  for (const FairNodeView& v : *views) {
+    ASSERT_EQ(v.queue.size(), 1u) << v.node;
+    EXPECT_GT(v.queue[0].ticket, 0u);
+    EXPECT_GT(v.queue[0].ttl_left, absl::ZeroDuration());
+  }
+  REDLOCK_ASSERT_OK(elsewhere.Release(*held));
+  absl::StatusOr<Lease> l = async.get_future().get();
+  REDLOCK_ASSERT_OK(l);
+  EXPECT_GT(l->fencing_token(), 0u);
+  REDLOCK_ASSERT_OK(lock.Release(*l));
+  FairMutex m(wrapped.get(), "fwd");
+  EXPECT_TRUE(m.try_lock_for(std::chrono::seconds(5))) << m.status();
+  m.unlock();
+  // AcquireAsync, Inspect, try_lock_for: every call went through the wrapper.
+  EXPECT_EQ(wrapped->family(), 3);
+
+  wrapped->forward_family(false);
+  absl::StatusOr<Lease> refused = lock.TryAcquire(absl::Seconds(10));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnimplemented);
+  EXPECT_FALSE(m.try_lock_for(std::chrono::milliseconds(100)));
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kUnimplemented);
+}
+
+TEST_F(FairTest, BadRequestsAreRefusedBeforeAnythingIsSent) {
+  auto c = MakeClient();
+  FairLock empty(c.get(), "");
+  EXPECT_TRUE(absl::IsInvalidArgument(empty.TryAcquire(absl::Seconds(1)).status()));
+  FairLock tiny(c.get(), "tiny", FairOptions{.place_ttl = absl::Milliseconds(1)});
+  absl::StatusOr<Lease> l = tiny.Acquire(absl::Seconds(1), absl::Seconds(1));
+  EXPECT_TRUE(absl::IsInvalidArgument(l.status())) << l.status();
+  EXPECT_THAT(std::string(l.status().message()), HasSubstr("place_ttl"));
+  EXPECT_EQ(KeysEverywhere(), 0);
+}
+
+}  // namespace
+}  // namespace redlock
