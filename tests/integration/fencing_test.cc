@@ -392,8 +392,11 @@ TEST_F(FencingTest, WithoutFencingNoCounterKeysAndNoTokens) {
   EXPECT_EQ(l->fencing_token(), 0u);
   EXPECT_EQ(CounterKeys(), 0);
   REDLOCK_ASSERT_OK(c->Release(*l));
-  // Reserved names are only refused when fencing is on.
-  REDLOCK_EXPECT_OK(c->TryAcquire("x:fence", absl::Seconds(1)).status());
+  // Reserved names are refused with fencing off too (an election keeps its
+  // counter there whatever the options), and nothing is written.
+  EXPECT_EQ(c->TryAcquire("x:fence", absl::Seconds(1)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CounterKeys(), 0);
   auto fenced = MakeClient(MakeOptions());
   EXPECT_EQ(fenced->TryAcquire("x:fence", absl::Seconds(1)).status().code(),
             absl::StatusCode::kInvalidArgument);

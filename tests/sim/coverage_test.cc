@@ -58,6 +58,8 @@ const std::vector<Word>& Words() {
       {"PX", "option", {"SET", "k", "v", "PX", "100"}, "SET PX"},
       {"LOAD", "subcommand", {"SCRIPT", "LOAD", "return 1"}, "SCRIPT LOAD"},
       {"SLOTS", "subcommand", {"CLUSTER", "SLOTS"}, "CLUSTER SLOTS", true},
+      {"DOCS", "subcommand", {"COMMAND", "DOCS", "SET"}, "COMMAND DOCS"},
+      {"IFEQ", "option", {"SET", "k", "v", "IFEQ", "v"}, "SET IFEQ and DELEX IFEQ"},
       {"OK", "reply", {}, "the status of SET and the handshake"},
       {"PONG", "reply", {}, "PING's status"},
       {"NOAUTH", "reply", {}, "an error code the handshake reads"},
@@ -76,7 +78,7 @@ const std::vector<Word>& Words() {
       {"SENTINEL",
        "elsewhere",
        {},
-       "sent to Sentinels (sentinel_locator.cc), not to a Redis server: the simulator models a "
+       "sent to Sentinels (sentinel_link.cc), not to a Redis server: the simulator models a "
        "Sentinel-managed node by its effect (sim/README.md)"},
       {"MASTER", "elsewhere", {}, "SENTINEL MASTER, as above"},
   };

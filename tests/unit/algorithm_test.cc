@@ -62,9 +62,13 @@ TEST(CheckResource, EmptyHugeAndReservedNames) {
   EXPECT_EQ(CheckResource("", o).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CheckResource(std::string(kMaxResourceLength + 1, 'x'), o).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_TRUE(CheckResource("x:fence", o).ok()) << "only reserved when fencing is on";
+  // Reserved with fencing off too: an election keeps its counter there
+  // whatever the client's options, and a plain lock of that name would
+  // overwrite it.
+  EXPECT_EQ(CheckResource("x:fence", o).code(), absl::StatusCode::kInvalidArgument);
   o.fencing = true;
   EXPECT_EQ(CheckResource("x:fence", o).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckResource("x:fenced", o).ok());
 }
 
 TEST(Round, QuorumSizesAndEarlyDecisions) {
