@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "bench/faults.h"
@@ -106,6 +107,66 @@ void RunFencing(Context& ctx, int n, GroupResult* g) {
                           FormatLatency(a->acquire.Quantile(0.5)),
                           static_cast<double>(b->acquire.Quantile(0.5)) /
                               static_cast<double>(a->acquire.Quantile(0.5))));
+    }
+  }
+}
+
+// Release and extend by the server's own commands (DELIFEQ or DELEX IFEQ,
+// SET IFEQ PX: Options::server_commands) vs by the scripts, on the same
+// servers: cycles of acquire, extend and release, so both rows share the
+// acquisition and differ by the release and the extension. Client and
+// server CPU per cycle in the notes. On a server without the commands
+// (Redis 7.0) both rows take the scripts, and the group says so: run it with
+// --server valkey-9.1 or redis-8.0.
+void RunCommands(Context& ctx, int n, GroupResult* g) {
+  const std::vector<Endpoint> eps = ctx.nodes.First(n);
+  g->title = "release and extend by the server's commands vs by scripts (acquire+extend+release)";
+  CommonSettings(ctx, g);
+  // What the nodes' handshakes found, from a client of the group's own.
+  std::string path = "unknown";
+  {
+    absl::StatusOr<std::unique_ptr<Client>> probe = Client::Create(ClientOptions(ctx, eps));
+    if (!probe.ok()) {
+      ctx.harness_errors.push_back(
+          absl::StrCat("commands: Client::Create: ", probe.status().ToString()));
+      return;
+    }
+    const std::vector<NodeHealth> health = (*probe)->Health();
+    if (!health.empty()) path = health[0].path;
+  }
+  g->notes.push_back(absl::StrCat("node 0's path with Options::server_commands on: ", path));
+  const bool has_commands =
+      absl::StrContains(path, "release by") || absl::StrContains(path, "extend by");
+  if (!has_commands) {
+    g->notes.push_back(
+        "these servers have none of DELIFEQ, DELEX IFEQ, SET IFEQ: both rows use the scripts "
+        "(run with --server valkey-9.1 or --server redis-8.0)");
+  }
+  for (int callers : {1, ctx.settings.callers_many}) {
+    LibrarySpec scripts;
+    scripts.callers = callers;
+    scripts.kind = LibraryKind::kSingleExtend;
+    scripts.impl = "library scripts";
+    scripts.variant = "scripts";
+    scripts.tweak = [](Options* o) { o->server_commands = false; };
+    g->rows.push_back(LibraryRow(ctx, eps, scripts));
+    LibrarySpec commands;
+    commands.callers = callers;
+    commands.kind = LibraryKind::kSingleExtend;
+    commands.impl = "library commands";
+    commands.variant = "commands";
+    g->rows.push_back(LibraryRow(ctx, eps, commands));
+    OnOffNote(g, "scripts", "commands", callers, "releasing and extending by commands");
+    const RowResult* a = g->Find(kLibrary, "scripts", callers);
+    const RowResult* b = g->Find(kLibrary, "commands", callers);
+    if (a != nullptr && b != nullptr && a->ran() && b->ran()) {
+      const double sa = a->server_cpu_us_per_cycle();
+      const double sb = b->server_cpu_us_per_cycle();
+      if (sa > 0 && sb > 0) {
+        g->notes.push_back(absl::StrFormat(
+            "%s: server CPU per cycle %.1f us by commands, %.1f us by scripts: %.2fx",
+            CallersLabel(callers), sb, sa, sb / sa));
+      }
     }
   }
 }

@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "multilock/multi_lock.h"
 #include "redlock/internal/status_macros.h"
 
@@ -72,11 +73,21 @@ class AsyncClientLocker final : public AsyncLocker {
 
 class ClientLocker final : public Locker {
  public:
-  ClientLocker(Client* client, std::string resource)
-      : client_(client), resource_(std::move(resource)) {}
+  ClientLocker(Client* client, std::string resource, bool extend)
+      : client_(client), resource_(std::move(resource)), extend_(extend) {}
 
   absl::Status Acquire(absl::Duration ttl) override {
     REDLOCK_ASSIGN_OR_RETURN(lease_, client_->TryAcquire(resource_, ttl));
+    if (extend_) {
+      absl::StatusOr<Lease> longer = client_->Extend(lease_, ttl);
+      if (!longer.ok()) {
+        // The cycle releases only after a successful acquire: let go here.
+        (void)client_->Release(lease_);
+        return absl::Status(longer.status().code(),
+                            absl::StrCat("Extend: ", longer.status().message()));
+      }
+      lease_ = *std::move(longer);
+    }
     return absl::OkStatus();
   }
   absl::Status Release() override { return client_->Release(lease_); }
@@ -84,6 +95,7 @@ class ClientLocker final : public Locker {
  private:
   Client* const client_;
   const std::string resource_;
+  const bool extend_;
   Lease lease_;
 };
 
@@ -107,8 +119,8 @@ class MultiLocker final : public Locker {
 
 }  // namespace
 
-std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource) {
-  return std::make_unique<ClientLocker>(client, std::move(resource));
+std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource, bool extend) {
+  return std::make_unique<ClientLocker>(client, std::move(resource), extend);
 }
 
 std::unique_ptr<AsyncLocker> NewAsyncClientLocker(Client* client, std::string resource) {

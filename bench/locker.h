@@ -55,9 +55,10 @@ std::unique_ptr<AsyncLocker> NewAsyncClientLocker(Client* client, std::string re
 // chain's cycles.
 ChainFn CoroLockChain(Client* client, std::string resource, absl::Duration ttl);
 
-// Client::TryAcquire + Client::Release of one resource. The client is shared
-// by every caller and must outlive the locker.
-std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource);
+// Client::TryAcquire + Client::Release of one resource; with `extend`, an
+// Extend to the same ttl right after each acquisition (timed with it). The
+// client is shared by every caller and must outlive the locker.
+std::unique_ptr<Locker> NewClientLocker(Client* client, std::string resource, bool extend = false);
 
 // MultiLock::TryAcquire + Release of a set of resources.
 std::unique_ptr<Locker> NewMultiLocker(Client* client, bool all_nodes,

@@ -253,6 +253,8 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
           own_clients.push_back(*std::move(own));
         } else if (ls.kind == LibraryKind::kSingle) {
           locker = NewClientLocker(c, resource);
+        } else if (ls.kind == LibraryKind::kSingleExtend) {
+          locker = NewClientLocker(c, resource, /*extend=*/true);
         } else {
           locker = NewMultiLocker(c, ls.kind == LibraryKind::kMultiAllNodes,
                                   {resource + ":a", resource + ":b", resource + ":c"});

@@ -98,7 +98,9 @@ RowResult FloorRow(Context& ctx, const std::vector<Endpoint>& eps);
 // The client's options on `eps` with the run's node_timeout.
 Options ClientOptions(const Context& ctx, const std::vector<Endpoint>& eps);
 
-enum class LibraryKind { kSingle, kMultiQuorum, kMultiAllNodes };
+// kSingleExtend: a single lock's cycle with one Extend between the acquire
+// and the release (the acquire's time includes it).
+enum class LibraryKind { kSingle, kSingleExtend, kMultiQuorum, kMultiAllNodes };
 
 struct LibrarySpec {
   std::string impl = kLibrary;

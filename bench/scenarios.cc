@@ -128,6 +128,15 @@ const std::vector<Scenario>& AllScenarios() {
        .min_n = 3,
        .needs_fleet = true,
        .explicit_only = true},
+      {.name = "commands",
+       .description = "release and extend by the server's DELIFEQ / DELEX IFEQ / SET IFEQ vs by "
+                      "scripts (Options::server_commands), on the same servers (--server "
+                      "valkey-9.1 or redis-8.0 has them; only when named)",
+       .run = RunCommands,
+       .smoke_ns = {1},
+       .quick_ns = {1, 5},
+       .full_ns = {1, 5},
+       .explicit_only = true},
       {.name = "durability",
        .description = "every node a master with one replica (started for the group): "
                       "Options::durability off vs on, and on with one replica stopped",

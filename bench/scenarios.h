@@ -81,6 +81,7 @@ void RunHot(Context& ctx, int n, GroupResult* g);
 void RunFencing(Context& ctx, int n, GroupResult* g);
 void RunMultiLock(Context& ctx, int n, GroupResult* g);
 void RunScriptless(Context& ctx, int n, GroupResult* g);
+void RunCommands(Context& ctx, int n, GroupResult* g);
 void RunCluster(Context& ctx, int n, GroupResult* g);
 void RunObserver(Context& ctx, int n, GroupResult* g);
 void RunDurability(Context& ctx, int n, GroupResult* g);

@@ -45,11 +45,12 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
       std::make_shared<internal::ServerCommands>(static_cast<int>(options.nodes.size()));
   // A cluster node must run them: the script-free transactions cannot
   // follow a key that moves between masters.
-  config.setup = [modes, commands,
+  config.setup = [modes, commands, ask = options.server_commands,
                   clusters = internal::KeyRoutedNodes(
                       options, static_cast<int>(options.nodes.size()))](int node) {
     std::vector<internal::HandshakeStep> steps =
         internal::ScriptLoadSteps(modes, node, clusters[static_cast<size_t>(node)]);
+    if (!ask) return steps;  // never learned: the scripts for every node
     std::vector<internal::HandshakeStep> more = internal::ServerCommandSteps(commands, node);
     steps.insert(steps.end(), std::make_move_iterator(more.begin()),
                  std::make_move_iterator(more.end()));

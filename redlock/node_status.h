@@ -132,7 +132,8 @@ struct NodeHealth {
   // handshake read them from COMMAND INFO and COMMAND DOCS (never from its
   // version; docs/compat.md has which server has which). All false until a
   // handshake read them (`commands_known`), and on a server that refuses
-  // COMMAND. For a cluster node, its master last connected.
+  // COMMAND or with Options::server_commands off. For a cluster node, its
+  // master last connected.
   bool commands_known = false;
   bool has_delifeq = false;     // DELIFEQ key value (Valkey 9.0+)
   bool has_delex_ifeq = false;  // DELEX key IFEQ value (Redis 8.4+, Valkey 9.2)

@@ -447,6 +447,14 @@ struct Options {
   // TLS for the nodes whose endpoint says so (rediss://). See TlsOptions.
   TlsOptions tls;
 
+  // Release and extend a single lock by the server's own compare-and-set
+  // commands where it has them (DELIFEQ or DELEX ... IFEQ, and SET ... IFEQ
+  // ... PX: Valkey 9, Redis 8.4), as learned at each connection's handshake
+  // from COMMAND INFO and COMMAND DOCS. False keeps every node on the
+  // scripts (or on the script-free transactions where scripting is
+  // forbidden); the bench compares the two. Default: true.
+  bool server_commands = true;
+
   // Reconnection backoff: the first retry after a failed or lost connection
   // waits reconnect_backoff_min, each further failure doubles it up to
   // reconnect_backoff_max. Defaults: 10 ms and 1 s.

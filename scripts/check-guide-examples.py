@@ -27,7 +27,7 @@ def squash(text):
 
 def check_tree(root):
     sources = ""
-    for path in sorted(glob.glob(os.path.join(root, "examples", "guide", "*.cc"))):
+    for path in sorted(glob.glob(os.path.join(root, "examples", "**", "*.cc"), recursive=True)):
         with open(path, encoding="utf-8") as f:
             sources += squash(f.read()) + "\n"
     pages = [os.path.join(root, "README.md")] + sorted(

@@ -101,6 +101,7 @@ std::string Verdict(const CheckResult& r, Property p) {
   if (p == Property::kFencing && r.counts.fenced_grants == 0) return "n/a";
   if (p == Property::kAtMostK && r.counts.slot_grants == 0) return "n/a";
   if (p == Property::kLeaderTerms && r.counts.leader_grants == 0) return "n/a";
+  if (p == Property::kStaleWriteSeen && r.counts.fenced_grants == 0) return "n/a";
   return "ok";
 }
 
@@ -119,6 +120,8 @@ std::string Checked(const CheckResult& r, Property p) {
       return absl::StrCat(c.slot_grants, " permit grants");
     case Property::kLeaderTerms:
       return absl::StrCat(c.leader_grants, " leader grants");
+    case Property::kStaleWriteSeen:
+      return absl::StrCat(c.accepted_writes, " writes");
   }
   return "";
 }
@@ -139,6 +142,8 @@ absl::string_view PropertyName(Property p) {
       return "S6";
     case Property::kLeaderTerms:
       return "S7";
+    case Property::kStaleWriteSeen:
+      return "S9";
   }
   return "S?";
 }
@@ -157,6 +162,8 @@ absl::string_view PropertyTitle(Property p) {
       return "at most K holders";
     case Property::kLeaderTerms:
       return "leader terms";
+    case Property::kStaleWriteSeen:
+      return "stale write seen";
   }
   return "?";
 }

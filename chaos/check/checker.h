@@ -63,6 +63,14 @@
 //      distinct tokens and the same term, (b) a leader whose campaign
 //      started after another was granted with a lower term. Leader grants
 //      are judged by S7 instead of S4 (a) and (b); S4 (c) holds for all.
+//   S9 stale write seen: an accepted fenced write sent after its writer's
+//      validity (at the use's start) had ended, after a later grant (granted
+//      after that validity ended) had already read the store through the
+//      fence, and whose value that later holder then read: the fence let a
+//      deposed writer change what a newer holder had seen (issue 36 item 2:
+//      a reader carrying the last writer's token). Judged over fenced uses
+//      only; a stale write before the newer holder first touched the store
+//      is the fence's documented limit, not a violation.
 //   S3 counts write uses only (readers and permit holders only read:
 //   use.write false).
 //
@@ -101,13 +109,14 @@ enum class Property {
   kFencing = 3,          // S4
   kAtMostK = 4,          // S6 (S5 is the harness's leftover-key scan)
   kLeaderTerms = 5,      // S7
+  kStaleWriteSeen = 6,   // S9 (S8 is the fair lock's first come, first served)
 };
-inline constexpr int kNumProperties = 6;
+inline constexpr int kNumProperties = 7;
 
-// "S1".."S4", "S6", "S7".
+// "S1".."S4", "S6", "S7", "S9".
 absl::string_view PropertyName(Property p);
 // One line: "mutual exclusion", "validity", "harm (lost updates)", "fencing",
-// "at most K holders", "leader terms".
+// "at most K holders", "leader terms", "stale write seen".
 absl::string_view PropertyTitle(Property p);
 
 struct CheckOptions {

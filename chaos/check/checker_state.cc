@@ -82,6 +82,7 @@ CheckResult Checker::Run() {
   CheckFencing();
   CheckAtMostK();
   CheckLeaderTerms();
+  CheckStaleWriteSeen();
   for (const Grant& g : grants_) result_.grants.push_back(g.info);
   result_.faults = faults_;
   std::stable_sort(result_.violations.begin(), result_.violations.end(),

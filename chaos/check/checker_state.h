@@ -113,6 +113,7 @@ class Checker {
                        absl::string_view what);
   void CheckAtMostK();
   void CheckLeaderTerms();
+  void CheckStaleWriteSeen();
   void CheckFencing();
 
   const CheckOptions options_;

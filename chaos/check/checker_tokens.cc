@@ -232,3 +232,69 @@ void Checker::CheckFencing() {
 }
 
 }  // namespace redlock::chaos::check_internal
+
+namespace redlock::chaos::check_internal {
+
+// ---- S9: a stale fenced write, seen by a newer holder
+// ----------------------------------------------------------
+
+void Checker::CheckStaleWriteSeen() {
+  const Property p = Property::kStaleWriteSeen;
+  // Fenced uses by resource (their indexes), in history order.
+  std::map<std::string, std::vector<size_t>> fenced;
+  for (size_t i = 0; i < uses_.size(); ++i) {
+    if (uses_[i]->fencing_token.has_value() && use_grant_[i] >= 0) {
+      fenced[uses_[i]->resource].push_back(i);
+    }
+  }
+  for (const auto& [resource, ids] : fenced) {
+    for (size_t w : ids) {
+      const Event& write = *uses_[w];
+      if (!write.write || !write.accepted) continue;
+      const Grant& writer = grants_[use_grant_[w]];
+      // The validity the writer had when its use began (as S2 reads it).
+      int64_t until = writer.granted_until;
+      for (const auto& [t, x] : writer.extensions) {
+        if (t <= write.begin) until = std::max(until, x);
+      }
+      const int64_t sent = write.write_at != 0 ? write.write_at : write.end;
+      if (sent <= until) continue;
+      // A later holder that read through the fence before the write was
+      // sent, and read its value afterwards.
+      for (size_t r : ids) {
+        const Event& before = *uses_[r];
+        const int g = use_grant_[r];
+        if (g == use_grant_[w] || grants_[g].token_id == writer.token_id) continue;
+        const GrantInfo& later = grants_[g].info;
+        if (later.slot_mode() || later.granted <= until || before.end > sent) continue;
+        const Event* seen = nullptr;
+        for (size_t s : ids) {
+          const Event& after = *uses_[s];
+          if (use_grant_[s] == g && after.begin >= write.end && after.read == write.wrote &&
+              after.read >= 0) {
+            seen = &after;
+            break;
+          }
+        }
+        if (seen == nullptr) continue;
+        if (!Count(p)) break;
+        Violation v;
+        v.property = p;
+        v.resource = resource;
+        v.t = sent;
+        v.t_end = std::max(sent, seen->end);
+        v.description = absl::StrCat(
+            "write by ", Who(write), " with fencing token ", *write.fencing_token, " sent ",
+            Rel(sent), ", ", Ms(until, sent), " after its validity ended (", Rel(until),
+            "), accepted although ", Who(before), " (granted ", Rel(later.granted),
+            ", fencing token ", *before.fencing_token, ") had read the store through the fence ",
+            Rel(before.end), "; ", Who(*seen), " then read its value ", write.wrote, From(write));
+        v.grants = {writer.info, later};
+        Keep(std::move(v));
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace redlock::chaos::check_internal

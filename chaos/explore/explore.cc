@@ -464,7 +464,7 @@ absl::StatusOr<ExploreReport> Explore(const ExploreOptions& options) {
                           run.result.skipped         ? "SKIP " + run.result.skip_reason
                           : run.result.error.empty() ? ""
                                                      : "ERROR ",
-                          run.result.error, " S1-S5,L1,S6,S7 ", counts,
+                          run.result.error, " S1-S5,L1,S6,S7,S9 ", counts,
                           run.violated
                               ? absl::StrCat("  FINDING: ", DescribeProperties(run.violated),
                                              " not explained by the faults")

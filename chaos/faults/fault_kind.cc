@@ -49,6 +49,7 @@ std::string HarnessPropertyName(int p) {
   if (p == kL1) return "L1";
   if (p == kS6) return "S6";
   if (p == kS7) return "S7";
+  if (p == kS9) return "S9";
   return absl::StrCat("S", p + 1);
 }
 

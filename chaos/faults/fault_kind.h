@@ -63,11 +63,14 @@ class Run;
 // The harness's properties: S1..S4 of the checker (chaos/check/checker.h), S5
 // leftover keys and L1 recovery (chaos/run/expectation.h), then the lock
 // family's, from the checker too: S6 at most K holders (semaphore), S7
-// leader terms (election). Indexes are fixed (histories and reports carry
-// them in this order); new properties go after the existing ones.
-inline constexpr int kS1 = 0, kS2 = 1, kS3 = 2, kS4 = 3, kS5 = 4, kL1 = 5, kS6 = 6, kS7 = 7;
-inline constexpr int kNumHarnessProperties = 8;
-std::string HarnessPropertyName(int p);  // "S1".."S5", "L1", "S6", "S7"
+// leader terms (election), and S9 (a stale fenced write seen by a newer
+// holder; S8 is the fair lock's first come, first served, on its own branch:
+// once both are in, S8 takes index 8 and S9 index 9). Indexes are fixed (histories and reports
+// carry them in this order); new properties go after the existing ones.
+inline constexpr int kS1 = 0, kS2 = 1, kS3 = 2, kS4 = 3, kS5 = 4, kL1 = 5, kS6 = 6, kS7 = 7,
+                     kS9 = 8;
+inline constexpr int kNumHarnessProperties = 9;
+std::string HarnessPropertyName(int p);  // "S1".."S5", "L1", "S6", "S7", "S9"
 // "S1" -> kS1 ...; -1 when unknown.
 int ParseHarnessProperty(absl::string_view name);
 

@@ -54,10 +54,12 @@ inline void Add(FaultKindList& out, KindSpec spec) {
 // twice): mutual exclusion (for a semaphore: at most K holders), the harm it
 // causes unless the store is fenced, and with fencing the counters (a
 // forgetting node forgets its counter too; a leader's term is such a
-// counter, whatever the client's fencing says).
+// counter, whatever the client's fencing says), and so what the fence
+// protects: a repeated token lets a second writer's write through (S3, a
+// lost update the fence cannot refuse; S9, a deposed writer's write).
 inline PropertySet ForgetsLock(const RunShape& s) {
-  return Prop(kS1) | (s.permits ? Prop(kS6) : 0) | (s.leaders ? Prop(kS7) : 0) |
-         (s.fencing ? Prop(kS4) : Prop(kS3));
+  return Prop(kS1) | (s.permits ? Prop(kS6) : 0) | (s.leaders ? Prop(kS7) : 0) | Prop(kS3) |
+         (s.fencing ? Prop(kS4) | Prop(kS9) : 0);
 }
 
 // A holder that keeps using the lock past its validity (a leader that

@@ -78,9 +78,10 @@ void RegisterNodeFaults(FaultKindList& out) {
          if (s.aof) return 0;
          // antirez's delayed restart: down longer than a lease (plus the
          // drift allowance), the node cannot help a second holder while the
-         // first lease lasts. Its fencing counters are gone all the same.
+         // first lease lasts. Its fencing counters are gone all the same (a
+         // leader's term is one, whatever the client's fencing says).
          if (f.duration >= absl::Milliseconds(s.scale.ttl_ms) + s.scale.drift()) {
-           return s.fencing ? Prop(kS4) : 0;
+           return (s.fencing ? Prop(kS4) | Prop(kS9) : 0) | (s.leaders ? Prop(kS7) : 0);
          }
          return faults::ForgetsLock(s);
        },

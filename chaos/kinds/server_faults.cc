@@ -65,6 +65,48 @@ void RegisterServerFaults(FaultKindList& out) {
          return OnEachNode(run, f, {"CLIENT", "KILL", "TYPE", "normal"}, "client_kill",
                            "CLIENT KILL TYPE normal: the server closed every client connection");
        }});
+
+  // SIM ONLY: the lab runs no Redis Cluster, so only the deterministic
+  // simulator (sim/) injects it; described here so that both share one list.
+  Add(out,
+      {.info = {.name = "slot_migration",
+                .family = "server",
+                .summary = "(sim only) the slot of the lock keys migrates between two masters of "
+                           "a Redis Cluster node (CLUSTER SETSLOT MIGRATING/IMPORTING, MIGRATE "
+                           "`keys` keys every `step`, then SETSLOT NODE when healed): ASK, "
+                           "TRYAGAIN for multi-key commands split across the two, then MOVED",
+                .lasting = true,
+                .takes_nodes = true,
+                .nodes_default = "any",
+                .params = {{.name = "keys",
+                            .type = ParamType::kInt,
+                            .default_value = "1",
+                            .explore = "1..3",
+                            .min = "1",
+                            .help = "keys migrated per step"},
+                           {.name = "step",
+                            .type = ParamType::kSpan,
+                            .default_value = "20ms",
+                            .explore = "10ms..60ms",
+                            .min = "1ms",
+                            .help = "pause between two MIGRATE"}},
+                .explore_weight = 2,
+                .explore_duration = "300ms..2s",
+                .color = "#9edae5"},
+       .unsupported = [](const RunShape&) -> std::string {
+         return "sim only: the lab runs no Redis Cluster (redlock-sim injects it)";
+       },
+       // During the migration a multi-key call of the slot may be refused
+       // (TRYAGAIN) on that node: a minority of such nodes must be ridden
+       // out, as any node that votes no.
+       .tolerated =
+           [](const RunShape& s, const FaultInstance& f) {
+             return !s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
+           },
+       .inject =
+           [](Run&, FaultInstance&) {
+             return absl::FailedPreconditionError("slot_migration is injected by redlock-sim only");
+           }});
 }
 
 }  // namespace redlock::chaos

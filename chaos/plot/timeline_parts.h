@@ -40,7 +40,7 @@ constexpr size_t kMaxGuides = 40;
 // ---- Colours ----------------------------------------------------------------------------
 
 constexpr std::array<const char*, kNumProperties> kViolationColor = {
-    "#d62728", "#c51b8a", "#ff7f0e", "#6a3d9a", "#e6550d", "#17becf"};
+    "#d62728", "#c51b8a", "#ff7f0e", "#6a3d9a", "#e6550d", "#17becf", "#8c564b"};
 constexpr std::array<const char*, 6> kResourceColor = {"#4c78a8", "#54a24b", "#b279a2",
                                                        "#9d755d", "#72b7b2", "#bab0ac"};
 constexpr std::array<const char*, 8> kSpareColor = {"#8c6d31", "#637939", "#7b4173", "#3182bd",

@@ -25,7 +25,7 @@ std::string Shorten(std::string s, size_t n) {
 }
 
 constexpr PropertySet kSafety =
-    Prop(kS1) | Prop(kS2) | Prop(kS3) | Prop(kS4) | Prop(kS5) | Prop(kS6) | Prop(kS7);
+    Prop(kS1) | Prop(kS2) | Prop(kS3) | Prop(kS4) | Prop(kS5) | Prop(kS6) | Prop(kS7) | Prop(kS9);
 
 }  // namespace
 
@@ -154,7 +154,7 @@ std::string ProgressLine(const ScenarioResult& r) {
   for (int p = 0; p < kNumHarnessProperties; ++p) {
     absl::StrAppend(&counts, p > 0 ? "/" : "", r.violations[static_cast<size_t>(p)]);
   }
-  return absl::StrFormat("%s (%.1fs, %d ops, S1-S5,L1,S6,S7 %s)%s%s",
+  return absl::StrFormat("%s (%.1fs, %d ops, S1-S5,L1,S6,S7,S9 %s)%s%s",
                          r.skipped ? "SKIP"
                          : r.ok    ? "OK"
                                    : "FAIL",

@@ -76,6 +76,8 @@ inline int HarnessIndex(Property p) {
       return kS6;
     case Property::kLeaderTerms:
       return kS7;
+    case Property::kStaleWriteSeen:
+      return kS9;
     default:
       return static_cast<int>(p);
   }

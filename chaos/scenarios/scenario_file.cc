@@ -116,9 +116,9 @@ class Reader {
     for (const YAML::Node& i : items) {
       int p = i.IsScalar() ? ParseHarnessProperty(i.Scalar()) : -1;
       if (p < 0) {
-        return Error(
-            i, field,
-            absl::StrCat("unknown property \"", Text(i), "\" (S1, S2, S3, S4, S5, L1, S6, S7)"));
+        return Error(i, field,
+                     absl::StrCat("unknown property \"", Text(i),
+                                  "\" (S1, S2, S3, S4, S5, L1, S6, S7, S9)"));
       }
       *out |= Prop(p);
     }

@@ -57,9 +57,11 @@ std::vector<std::string> LockKeys(const OpContext& ctx, const AcquireRequest& re
 
 class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease>> {
  public:
-  AcquireOp(OpContext* ctx, AcquireRequest request, LeasesCallback done)
+  // `keys`: the lock keys of `request` (LockKeys), made once by the caller.
+  AcquireOp(OpContext* ctx, AcquireRequest request, std::vector<std::string> keys,
+            LeasesCallback done)
       : AttemptLoop(ctx,
-                    {.keys = LockKeys(*ctx, request),
+                    {.keys = std::move(keys),
                      .ttl = request.ttl.ttl,
                      .wait = request.wait,
                      .max_attempts = request.max_attempts,
@@ -280,21 +282,25 @@ void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
   // Every key one call touches must be able to go to every node in one
   // command (a Redis Cluster's keys share a hash slot: scheme.h); refused
   // before anything is sent.
-  std::vector<std::string> keys;
-  for (const auto& r : request.resources) keys.push_back(ctx->Key(r));
+  std::vector<std::string> keys = LockKeys(*ctx, request);
   const AcquireShape* shape = request.shape.get();
   const bool fencing = ctx->options().fencing || (shape != nullptr && shape->force_fencing());
   const std::vector<std::string> counters =
       CounterKeys(*ctx, keys, fencing ? AcquireForm::kFencing : AcquireForm::kScript, shape);
-  const std::string problem = ctx->KeysProblem(shape != nullptr && shape->custom_scripts()
-                                                   ? shape->Keys(keys, counters)
-                                                   : WithCountersOf(keys, counters));
+  std::string problem;
+  if (shape != nullptr && shape->custom_scripts()) {
+    problem = ctx->KeysProblem(shape->Keys(keys, counters));
+  } else if (counters.empty()) {
+    problem = ctx->KeysProblem(keys);  // no copy of the keys on the plain path
+  } else {
+    problem = ctx->KeysProblem(WithCountersOf(keys, counters));
+  }
   if (!problem.empty()) {
     done(absl::InvalidArgumentError(
         absl::StrCat("acquire ", DescribeResources(request.resources), ": ", problem)));
     return;
   }
-  auto op = std::make_shared<AcquireOp>(ctx, std::move(request), std::move(done));
+  auto op = std::make_shared<AcquireOp>(ctx, std::move(request), std::move(keys), std::move(done));
   op->Start();
 }
 

@@ -124,6 +124,14 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         done_(std::move(done)) {}
 
   Op* op() { return static_cast<Op*>(this); }
+  // A node's answer names its attempt and node in its tag
+  // (NodeCalls::Answer::tag), so that the callback holds only the op and
+  // fits AnyInvocable's inline storage.
+  static uint64_t Tag(int attempt, int node) {
+    return (uint64_t{static_cast<uint32_t>(attempt)} << 32) | static_cast<uint32_t>(node);
+  }
+  static int AttemptOf(uint64_t tag) { return static_cast<int>(tag >> 32); }
+  static int NodeOf(uint64_t tag) { return static_cast<int>(tag & 0xffffffffu); }
   int n() const { return ctx_->nodes(); }
   Transport& transport() { return ctx_->transport(); }
 
@@ -249,8 +257,8 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         done_ = nullptr;
         if (result_->ok()) {
           // Where each node's command went, for the lease's release.
-          auto conns = std::make_shared<std::vector<ConnectionId>>();
-          for (const NodeState& s : nodes_) conns->push_back(s.conn);
+          auto conns = std::make_shared<std::vector<ConnectionId>>(nodes_.size());
+          for (size_t i = 0; i < nodes_.size(); ++i) (*conns)[i] = nodes_[i].conn;
           Op::SetConnections(&**result_, std::move(conns));
         }
         result = std::move(result_);
@@ -275,10 +283,13 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
       // A commit that got NOSCRIPT may run later than sent (it raises the
       // counter only while the key holds the token): sent again, with its
       // own confirmation.
-      ctx_->calls().Send(o.node, *commit, CommitVote, /*durable=*/true, OnNoScript::kResend,
-                         [self, attempt, i = o.node](NodeCalls::Answer a) {
-                           self->OnRound2(attempt, i, std::move(a));
-                         });
+      ctx_->calls().Send(
+          o.node, *commit, CommitVote, /*durable=*/true, OnNoScript::kResend,
+          [self](NodeCalls::Answer a) {
+            const uint64_t tag = a.tag;
+            self->OnRound2(AttemptOf(tag), NodeOf(tag), std::move(a));
+          },
+          Tag(attempt, o.node));
     }
     // Before the wait, which counts them.
     if (watch != nullptr) {
@@ -387,7 +398,11 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
       for (int i = 0; i < n(); ++i) {
         ConnectionId conn = ctx_->calls().Send(
             i, command, judge, durable, OnNoScript::kFail,
-            [self, attempt, i](NodeCalls::Answer a) { self->OnRound1(attempt, i, std::move(a)); });
+            [self](NodeCalls::Answer a) {
+              const uint64_t tag = a.tag;
+              self->OnRound1(AttemptOf(tag), NodeOf(tag), std::move(a));
+            },
+            Tag(attempt, i));
         std::lock_guard<std::mutex> lock(mu_);
         nodes_[static_cast<size_t>(i)].conn = conn;
         sent_ = i + 1;

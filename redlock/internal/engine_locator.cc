@@ -19,21 +19,15 @@
 namespace redlock::internal {
 
 void Engine::MasterAt(Node& n, MasterTarget target, const std::string& why) {
-  const std::string address = JoinHostPort(target.host, target.port);
-  bool moved;
-  {
-    std::lock_guard<std::mutex> lock(n.mu);
-    moved = n.address != address;
-    n.address = address;
-  }
+  const bool moved = n.queue.SetAddress(JoinHostPort(target.host, target.port));
   // The same master: the next attempt comes after the usual backoff.
   if (!moved) return;
   n.cmd.Retarget(target.host, target.port, target.make_stream);
-  n.sub.Retarget(target.host, target.port, std::move(target.make_stream));
+  n.sub.conn.Retarget(target.host, target.port, std::move(target.make_stream));
   if (n.cmd.state() != Connection::State::kDisconnected) {
     Disconnect(n, why, /*ask_locator=*/false);
   }
-  if (n.sub.state() != Connection::State::kDisconnected) SubClose(n, why);
+  if (n.sub.conn.state() != Connection::State::kDisconnected) subscriber_.Close(n.sub, why);
   // At once: the backoff of attempts at the old address does not apply.
   StartConnect(n);
 }
@@ -42,25 +36,20 @@ void Engine::NodeLocatorHost::MasterAt(MasterTarget target, const std::string& w
   engine_.MasterAt(node(), std::move(target), why);
 }
 
-void Engine::NodeLocatorHost::Unlocated(const std::string& why) {
-  Node& n = node();
-  std::lock_guard<std::mutex> lock(n.mu);
-  engine_.OpenBreakerLocked(n, why);
-}
+void Engine::NodeLocatorHost::Unlocated(const std::string& why) { node().queue.OpenBreaker(why); }
 
 void Engine::NodeLocatorHost::FirstAttemptDone() { engine_.FirstConnectDone(node()); }
 
 void Engine::NodeLocatorHost::Watch(const Connection& c, uint32_t sub, bool add, bool writable) {
-  engine_.Register(c, index_, kLocatorEvents, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD, writable, sub);
+  engine_.poller_.Register(c, index_, Poller::kLocator, add ? EPOLL_CTL_ADD : EPOLL_CTL_MOD,
+                           writable, sub);
 }
 
-void Engine::NodeLocatorHost::Unwatch(const Connection& c) {
-  if (c.fd() >= 0) epoll_ctl(engine_.epoll_fd_, EPOLL_CTL_DEL, c.fd(), nullptr);
-}
+void Engine::NodeLocatorHost::Unwatch(const Connection& c) { engine_.poller_.Unregister(c.fd()); }
 
 Connection::Progress Engine::NodeLocatorHost::Io(Connection& c, uint32_t sub, uint32_t events,
                                                  std::vector<Reply>* messages) {
-  return engine_.SideConnectionIo(c, index_, kLocatorEvents, events, messages, sub);
+  return engine_.poller_.SideIo(c, index_, Poller::kLocator, events, messages, sub);
 }
 
 bool Engine::NodeLocatorHost::MasterConnected() const { return node().cmd.ready(); }
@@ -82,12 +71,9 @@ void Engine::NodeLocatorHost::Query(const Command& command, NodeCallback done) {
 
 void Engine::NodeLocatorHost::NextAttemptAt(MasterTarget target) {
   Node& n = node();
-  {
-    std::lock_guard<std::mutex> lock(n.mu);
-    n.address = JoinHostPort(target.host, target.port);
-  }
+  n.queue.SetAddress(JoinHostPort(target.host, target.port));
   n.cmd.Retarget(target.host, target.port, target.make_stream);
-  n.sub.Retarget(target.host, target.port, std::move(target.make_stream));
+  n.sub.conn.Retarget(target.host, target.port, std::move(target.make_stream));
 }
 
 void Engine::NodeLocatorHost::ShardState(int shard, ShardHealth* out) const {
@@ -103,10 +89,8 @@ Engine::Node& Engine::Route(int node, const Command& command) {
     // Behind the command it follows, on that command's connection while it
     // is still that master's (else as any command: by its slot).
     const int i = static_cast<int>(command.after & kConnectionNodeMask);
-    if (i < node_count() && NodeAt(i).owner == node) {
-      Node& m = NodeAt(i);
-      std::lock_guard<std::mutex> lock(m.mu);
-      if (m.conn_id == command.after && m.state != Node::State::kDisconnected) return m;
+    if (i < node_count() && NodeAt(i).owner == node && NodeAt(i).queue.Holds(command.after)) {
+      return NodeAt(i);
     }
   }
   const int i = home.locator->Route(command.slot, command.asking_at);

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <random>
 
+#include "redlock/internal/random_source.h"
 #include "redlock/internal/token.h"
 
 namespace redlock::internal {
@@ -25,10 +26,22 @@ std::mt19937_64& ThreadRng() {
 }  // namespace
 
 double UniformReal(double lo, double hi) {
+  if (RandomSource* test = TestRandomSource()) {
+    // 53 random bits: [0, 1) exactly as a double holds it.
+    const double unit = static_cast<double>(test->Next() >> 11) * 0x1.0p-53;
+    return lo + (hi - lo) * unit;
+  }
   return std::uniform_real_distribution<double>(lo, hi)(ThreadRng());
 }
 
 int64_t UniformInt(int64_t lo, int64_t hi) {
+  if (RandomSource* test = TestRandomSource()) {
+    if (hi <= lo) return lo;
+    const uint64_t span = static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo);
+    const uint64_t r = test->Next();
+    return static_cast<int64_t>(static_cast<uint64_t>(lo) +
+                                (span == ~uint64_t{0} ? r : r % (span + 1)));
+  }
   return std::uniform_int_distribution<int64_t>(lo, hi)(ThreadRng());
 }
 

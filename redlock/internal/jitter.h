@@ -1,6 +1,7 @@
 // Non-cryptographic randomness for jitter (retry pauses, reconnection
-// backoff): a per-thread generator seeded from the operating system. Lock
-// tokens come from token.h.
+// backoff): a per-thread generator seeded from the operating system (or,
+// in a test that installed one, the process's seeded source:
+// random_source.h). Lock tokens come from token.h.
 // (Not absl::BitGen: Debian's Abseil is not built for ThreadSanitizer, which
 // then reports its seed pool.)
 

@@ -61,8 +61,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         // An extension counts only where the replicas have it (durable); one
         // that got NOSCRIPT may run later than sent (it never creates a
         // key): sent again with its own confirmation.
-        calls.Send(i, command, ExtendVote, /*durable=*/true, OnNoScript::kResend,
-                   [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); });
+        calls.Send(
+            i, command, ExtendVote, /*durable=*/true, OnNoScript::kResend,
+            [self](NodeCalls::Answer a) { self->OnReply(static_cast<int>(a.tag), std::move(a)); },
+            static_cast<uint64_t>(i));
       }
       return;
     }
@@ -84,8 +86,12 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
         never_set.push_back(i);
         continue;
       }
-      calls.Release(i, set_on.value_or(0), release,
-                    [self, i](NodeCalls::Answer a) { self->OnReply(i, std::move(a)); });
+      // The callback holds only the op (inline in AnyInvocable): the node
+      // comes back as the answer's tag.
+      calls.Release(
+          i, set_on.value_or(0), release,
+          [self](NodeCalls::Answer a) { self->OnReply(static_cast<int>(a.tag), std::move(a)); },
+          static_cast<uint64_t>(i));
     }
     // A node that never took the SET holds no key: released, without
     // asking it (a node behind a breaker or whose replicas lag would only
@@ -145,7 +151,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     }
     LeasesCallback done = std::move(done_);
     done_ = nullptr;
-    Outcome reported = OutcomeLocked(&*result);
+    // The outcome goes with a failure and to the observer; a success with
+    // no observer needs none (its per-node list was an allocation per call).
+    Outcome reported;
+    if (!result->ok() || ctx_->observer() != nullptr) reported = OutcomeLocked(&*result);
     lock.unlock();
     // The observer runs outside mu_, like the callback.
     Observe(result->status(), std::move(reported));
@@ -226,7 +235,8 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
     if (l.token() != leases[0].token()) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": leases of different acquisitions"));
     }
-    if (!seen.insert(l.resource()).second) {
+    // One lease cannot repeat a name: no set of names for it.
+    if (leases.size() > 1 && !seen.insert(l.resource()).second) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": resource \"", l.resource(), "\" twice"));
     }

@@ -1,6 +1,8 @@
 #include "redlock/internal/node_calls.h"
 
 #include <algorithm>
+#include <atomic>
+#include <new>
 #include <optional>
 #include <utility>
 
@@ -19,7 +21,10 @@ using V = Round::Vote;
 // One command in flight: its judge, its sends (rounds), its confirmation and
 // the answer it delivers once.
 struct NodeCalls::Call {
+  std::atomic<int> refs{0};  // CallRef
+  NodeCalls* owner = nullptr;
   int node = 0;
+  uint64_t tag = 0;  // Send's, for the Answer
   Judge judge;
   bool durable = false;
   OnNoScript noscript = OnNoScript::kFail;
@@ -49,6 +54,67 @@ struct NodeCalls::Call {
   std::optional<Vote> confirmation;  // if it came before the write's answer
 };
 
+namespace {
+
+// Recycled call records: one per command in flight, so a warm client makes
+// none (a record costs an allocation otherwise, per node per command).
+// Shared by every client of the process; kept for the process's life
+// (records may be released after their client is gone).
+class CallPool {
+ public:
+  static CallPool& Get() {
+    static CallPool* pool = new CallPool;
+    return *pool;
+  }
+  void* Take(size_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!free_.empty()) {
+        void* p = free_.back();
+        free_.pop_back();
+        return p;
+      }
+    }
+    return ::operator new(size);
+  }
+  void Give(void* p) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (free_.size() < kMaxFree) {
+        if (free_.capacity() == 0) free_.reserve(kMaxFree);
+        free_.push_back(p);
+        return;
+      }
+    }
+    ::operator delete(p);
+  }
+
+ private:
+  static constexpr size_t kMaxFree = 4096;
+  std::mutex mu_;
+  std::vector<void*> free_;
+};
+
+}  // namespace
+
+NodeCalls::Call* NodeCalls::NewCallRecord() {
+  return new (CallPool::Get().Take(sizeof(Call))) Call;
+}
+
+NodeCalls::CallRef::CallRef(Call* call) : call_(call) {
+  call_->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+NodeCalls::CallRef::CallRef(const CallRef& other) noexcept : call_(other.call_) {
+  if (call_ != nullptr) call_->refs.fetch_add(1, std::memory_order_relaxed);
+}
+
+NodeCalls::CallRef::~CallRef() {
+  if (call_ == nullptr || call_->refs.fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  call_->~Call();
+  CallPool::Get().Give(call_);
+}
+
 NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& options,
                      std::shared_ptr<ScriptingModes> modes,
                      std::shared_ptr<ServerCommands> commands)
@@ -68,18 +134,18 @@ NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& op
 NodeCalls::~NodeCalls() = default;
 
 ConnectionId NodeCalls::Send(int node, const Command& command, const Judge& judge, bool durable,
-                             OnNoScript noscript, Done done) {
-  std::shared_ptr<Call> call = NewCall(node, command, judge, durable, noscript, std::move(done));
-  if (call == nullptr) return 0;
-  if (KeepsCommand(*call)) call->resend = command;
+                             OnNoScript noscript, Done done, uint64_t tag) {
+  CallRef call = NewCall(node, command, judge, durable, noscript, std::move(done), tag);
+  if (!call) return 0;
+  if (KeepsCommand(*call.get())) call->resend = command;
   return SendOnce(call, 0, command);
 }
 
 ConnectionId NodeCalls::Send(int node, Command&& command, const Judge& judge, bool durable,
-                             OnNoScript noscript, Done done) {
-  std::shared_ptr<Call> call = NewCall(node, command, judge, durable, noscript, std::move(done));
-  if (call == nullptr) return 0;
-  if (!KeepsCommand(*call)) return SendOnce(call, 0, command);
+                             OnNoScript noscript, Done done, uint64_t tag) {
+  CallRef call = NewCall(node, command, judge, durable, noscript, std::move(done), tag);
+  if (!call) return 0;
+  if (!KeepsCommand(*call.get())) return SendOnce(call, 0, command);
   // Only Send writes resend, before the command goes out.
   call->resend = std::move(command);
   return SendOnce(call, 0, call->resend);
@@ -89,11 +155,12 @@ bool NodeCalls::KeepsCommand(const Call& call) const {
   return (call.noscript == OnNoScript::kResend && call.script != nullptr) || cluster(call.node);
 }
 
-std::shared_ptr<NodeCalls::Call> NodeCalls::NewCall(int node, const Command& command,
-                                                    const Judge& judge, bool durable,
-                                                    OnNoScript noscript, Done done) {
-  auto call = std::make_shared<Call>();
+NodeCalls::CallRef NodeCalls::NewCall(int node, const Command& command, const Judge& judge,
+                                      bool durable, OnNoScript noscript, Done done, uint64_t tag) {
+  CallRef call(NewCallRecord());
+  call->owner = this;
   call->node = node;
+  call->tag = tag;
   call->judge = judge;
   call->durable = durable && confirmations_.on();
   call->noscript = noscript;
@@ -105,27 +172,28 @@ std::shared_ptr<NodeCalls::Call> NodeCalls::NewCall(int node, const Command& com
     if (!why.empty()) {
       // Never inline (Transport::Send's promise, which the callers rely on).
       transport_->RunAfter(absl::ZeroDuration(), [call, why] {
-        call->done(Answer{absl::UnavailableError(why), Vote{V::kUnavailable, why}});
+        Answer a{absl::UnavailableError(why), Vote{V::kUnavailable, why}};
+        a.tag = call->tag;
+        call->done(std::move(a));
       });
-      return nullptr;
+      return CallRef();
     }
   }
   return call;
 }
 
-ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
-                                 const Command& command) {
+ConnectionId NodeCalls::SendOnce(const CallRef& call, int round, const Command& command) {
   // A transaction (a script-free node) writes when its EXEC is queued: a
   // durable write's confirmation follows that, once known.
   const bool transacted = delivery_.Transacted(call->node, command);
   ScriptlessRunner::Written written;
   if (transacted && call->durable) {
-    written = [this, call, round](ConnectionId c) {
+    written = [call, round](ConnectionId c) {
       {
         std::lock_guard<std::mutex> lock(call->mu);
         call->conn = c;
       }
-      Wrote(call, round, c);
+      call->owner->Wrote(call, round, c);
     };
   }
   ConnectionId conn;
@@ -133,16 +201,17 @@ ConnectionId NodeCalls::SendOnce(const std::shared_ptr<Call>& call, int round,
     // Held across the send, so that the answer (on another thread, maybe
     // before it returns) knows the connection.
     std::lock_guard<std::mutex> lock(call->mu);
-    conn = delivery_.Deliver(
-        call->node, command, std::move(written),
-        [this, call, round](absl::StatusOr<Reply> r) { OnWrite(call, round, std::move(r)); });
+    conn = delivery_.Deliver(call->node, command, std::move(written),
+                             [call, round](absl::StatusOr<Reply> r) {
+                               call->owner->OnWrite(call, round, std::move(r));
+                             });
     call->conn = conn;
   }
   if (call->durable && !transacted) Wrote(call, round, conn);
   return conn;
 }
 
-void NodeCalls::Wrote(const std::shared_ptr<Call>& call, int round, ConnectionId conn) {
+void NodeCalls::Wrote(const CallRef& call, int round, ConnectionId conn) {
   int write;
   {
     std::lock_guard<std::mutex> lock(call->mu);
@@ -152,12 +221,12 @@ void NodeCalls::Wrote(const std::shared_ptr<Call>& call, int round, ConnectionId
     call->confirmation.reset();
     if (conn != 0) call->confirm_sent = true;
   }
-  confirmations_.Follow(call->node, conn, call->probe, [this, call, round, write](Vote v) {
-    OnConfirm(call, round, write, std::move(v));
+  confirmations_.Follow(call->node, conn, call->probe, [call, round, write](Vote v) {
+    call->owner->OnConfirm(call, round, write, std::move(v));
   });
 }
 
-bool NodeCalls::Redirected(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply>* r) {
+bool NodeCalls::Redirected(const CallRef& call, int round, absl::StatusOr<Reply>* r) {
   if (!cluster(call->node) || !r->ok() || !(*r)->is_error()) return false;
   if (IsTryAgain(*r)) {
     // The keys of a multi-key call split by a migration for a moment: again
@@ -204,7 +273,7 @@ bool NodeCalls::Redirected(const std::shared_ptr<Call>& call, int round, absl::S
   return true;
 }
 
-void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r) {
+void NodeCalls::OnWrite(const CallRef& call, int round, absl::StatusOr<Reply> r) {
   ConnectionId on;
   {
     std::lock_guard<std::mutex> lock(call->mu);
@@ -270,10 +339,11 @@ void NodeCalls::OnWrite(const std::shared_ptr<Call>& call, int round, absl::Stat
     }
   }
   if (probe_unasked) confirmations_.ProbeUnasked(call->node);
+  answer.tag = call->tag;
   if (done) done(std::move(answer));
 }
 
-void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, int write, Vote cv) {
+void NodeCalls::OnConfirm(const CallRef& call, int round, int write, Vote cv) {
   Done done;
   Answer answer;
   {
@@ -291,6 +361,7 @@ void NodeCalls::OnConfirm(const std::shared_ptr<Call>& call, int round, int writ
     answer = Answer{std::move(call->write_reply), confirmed ? std::move(call->write_vote) : cv,
                     !confirmed, call->conn};
   }
+  answer.tag = call->tag;
   done(std::move(answer));
 }
 
@@ -314,33 +385,36 @@ bool Answered(const absl::StatusOr<Reply>& r) { return r.ok() && !r->is_error();
 }  // namespace
 
 void NodeCalls::Release(int node, ConnectionId after, std::shared_ptr<const KeysRelease> release,
-                        Done done) {
+                        Done done, uint64_t tag) {
   ReleaseRetries::Pending p{std::move(release), after};
   p.until = p.release->expires;
-  SendRelease(node, std::move(p), /*eval=*/false, std::move(done));
+  SendRelease(node, std::move(p), /*eval=*/false, std::move(done), tag);
 }
 
-ConnectionId NodeCalls::SendRelease(int node, ReleaseRetries::Pending p, bool eval, Done done) {
+ConnectionId NodeCalls::SendRelease(int node, ReleaseRetries::Pending p, bool eval, Done done,
+                                    uint64_t tag) {
   // Behind the SET on its connection; but a release that went there already
   // and got no answer is still queued there: one sent again goes as any
   // command (on a new connection, or refused while the node is down).
   const ConnectionId after = p.queued_on == 0 ? p.after : 0;
   Command command = ReleaseCommand(*p.release, after, eval);
-  return Send(node, std::move(command), ReleaseVote, /*durable=*/false, OnNoScript::kResend,
-              [this, node, p = std::move(p), done = std::move(done)](Answer a) mutable {
-                // A release that can never be sent (the node forbids
-                // scripting, and the release has no script-free form) is
-                // not kept: the keys go at their ttl.
-                if (!Answered(a.reply) && a.vote.vote != V::kCancelled &&
-                    !absl::IsFailedPrecondition(a.reply.status())) {
-                  // Refused (not sent): the copy sent before still waits
-                  // where it was queued; forgetting that would let the next
-                  // round queue another behind the SET, past the breaker.
-                  if (a.connection != 0) p.queued_on = a.connection;
-                  retries_.Keep(node, std::move(p), a.reply.ok());
-                }
-                if (done) done(std::move(a));
-              });
+  return Send(
+      node, std::move(command), ReleaseVote, /*durable=*/false, OnNoScript::kResend,
+      [this, node, p = std::move(p), done = std::move(done)](Answer a) mutable {
+        // A release that can never be sent (the node forbids
+        // scripting, and the release has no script-free form) is
+        // not kept: the keys go at their ttl.
+        if (!Answered(a.reply) && a.vote.vote != V::kCancelled &&
+            !absl::IsFailedPrecondition(a.reply.status())) {
+          // Refused (not sent): the copy sent before still waits
+          // where it was queued; forgetting that would let the next
+          // round queue another behind the SET, past the breaker.
+          if (a.connection != 0) p.queued_on = a.connection;
+          retries_.Keep(node, std::move(p), a.reply.ok());
+        }
+        if (done) done(std::move(a));
+      },
+      tag);
 }
 
 void NodeCalls::AddHealth(std::vector<NodeHealth>* health) const {

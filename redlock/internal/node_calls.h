@@ -37,6 +37,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
@@ -80,6 +81,10 @@ class NodeCalls {
     // The connection the command went on (0: it was not sent); for the
     // release that undoes an unconfirmed write (Command::after).
     ConnectionId connection = 0;
+    // Send's `tag`, given back: what the caller needs to place the answer
+    // (its attempt and node), so that `done` holds no more than a pointer
+    // or two and fits AnyInvocable's inline storage.
+    uint64_t tag = 0;
   };
   using Done = absl::AnyInvocable<void(Answer)>;
 
@@ -101,11 +106,11 @@ class NodeCalls {
   // without anything being sent, but for a probe now and then. Returns the
   // connection the command was queued on (0: not sent).
   ConnectionId Send(int node, const Command& command, const Judge& judge, bool durable,
-                    OnNoScript noscript, Done done);
+                    OnNoScript noscript, Done done, uint64_t tag = 0);
   // The same, keeping `command` itself where it may be sent again (a
   // script, or a cluster node) instead of a copy.
   ConnectionId Send(int node, Command&& command, const Judge& judge, bool durable,
-                    OnNoScript noscript, Done done);
+                    OnNoScript noscript, Done done, uint64_t tag = 0);
 
   // Removes `release` from `node`, behind the command that set its keys on
   // connection `after` (0: unknown), and makes sure it is not lost: when it
@@ -116,7 +121,7 @@ class NodeCalls {
   // unanswered (a SET waiting in a stopped node's socket runs when the node
   // resumes). `done`, if set, gets the first answer.
   void Release(int node, ConnectionId after, std::shared_ptr<const KeysRelease> release,
-               Done done = nullptr);
+               Done done = nullptr, uint64_t tag = 0);
 
   // Fills in what this layer knows of each node (lagging replicas, pending
   // releases).
@@ -127,24 +132,50 @@ class NodeCalls {
 
  private:
   struct Call;
+  // A counted reference to a Call. One pointer: a callback that holds one
+  // and a round or two fits AnyInvocable's inline storage (no allocation
+  // per callback); the records themselves are recycled (node_calls.cc).
+  class CallRef {
+   public:
+    CallRef() = default;
+    explicit CallRef(Call* call);  // takes a reference
+    // noexcept: a lambda that captures a `const CallRef&` holds a const
+    // copy, which moves by copying; AnyInvocable keeps a callback inline
+    // only when its move cannot throw.
+    CallRef(const CallRef& other) noexcept;
+    CallRef(CallRef&& other) noexcept : call_(other.call_) { other.call_ = nullptr; }
+    CallRef& operator=(CallRef other) noexcept {
+      std::swap(call_, other.call_);
+      return *this;
+    }
+    ~CallRef();
+    Call* operator->() const { return call_; }
+    Call* get() const { return call_; }
+    explicit operator bool() const { return call_ != nullptr; }
+
+   private:
+    Call* call_ = nullptr;
+  };
+  static Call* NewCallRecord();
 
   // Send's call for `command`, or null when it is answered without being
   // sent (a durable write while the node's replicas lag).
-  std::shared_ptr<Call> NewCall(int node, const Command& command, const Judge& judge, bool durable,
-                                OnNoScript noscript, Done done);
+  CallRef NewCall(int node, const Command& command, const Judge& judge, bool durable,
+                  OnNoScript noscript, Done done, uint64_t tag);
   // Whether the call keeps its command to send it again.
   bool KeepsCommand(const Call& call) const;
-  ConnectionId SendOnce(const std::shared_ptr<Call>& call, int round, const Command& command);
+  ConnectionId SendOnce(const CallRef& call, int round, const Command& command);
   // A durable write went on `conn`: its confirmation follows it.
-  void Wrote(const std::shared_ptr<Call>& call, int round, ConnectionId conn);
-  void OnWrite(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply> r);
-  void OnConfirm(const std::shared_ptr<Call>& call, int round, int write, Vote confirmation);
+  void Wrote(const CallRef& call, int round, ConnectionId conn);
+  void OnWrite(const CallRef& call, int round, absl::StatusOr<Reply> r);
+  void OnConfirm(const CallRef& call, int round, int write, Vote confirmation);
   // A cluster node's redirection or TRYAGAIN in `r`: true when the call
   // goes again (elsewhere, or later); *r becomes the failure when the
   // redirections ran out.
-  bool Redirected(const std::shared_ptr<Call>& call, int round, absl::StatusOr<Reply>* r);
+  bool Redirected(const CallRef& call, int round, absl::StatusOr<Reply>* r);
   bool cluster(int node) const { return clusters_[static_cast<size_t>(node)]; }
-  ConnectionId SendRelease(int node, ReleaseRetries::Pending p, bool eval, Done done);
+  ConnectionId SendRelease(int node, ReleaseRetries::Pending p, bool eval, Done done,
+                           uint64_t tag = 0);
 
   Transport* const transport_;
   const Clock* const clock_;

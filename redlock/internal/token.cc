@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "redlock/internal/random_source.h"
+
 namespace redlock::internal {
 namespace {
 
@@ -80,7 +82,16 @@ const unsigned char* NextTokenBytes() {
 }  // namespace
 
 std::string NewToken() {
-  const unsigned char* raw = NextTokenBytes();
+  unsigned char drawn[kTokenBytes];
+  const unsigned char* raw;
+  if (RandomSource* test = TestRandomSource()) {
+    // A test's seeded source (random_source.h): one draw per token, so that
+    // the same seed gives the same tokens in the same order.
+    test->Fill(drawn, sizeof(drawn));
+    raw = drawn;
+  } else {
+    raw = NextTokenBytes();
+  }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out(2 * kTokenBytes, '0');
   for (int i = 0; i < kTokenBytes; ++i) {

@@ -16,7 +16,8 @@ inline constexpr int kTokenBytes = 20;
 // system's CSPRNG. getrandom on Linux >= 3.17 does not fail for requests this
 // small once the pool is initialised; if it ever did, we fall back to
 // /dev/urandom, and abort only if both are unusable (a lock with a guessable
-// token would be worse than no lock).
+// token would be worse than no lock). A test's seeded source
+// (random_source.h), when one is installed, replaces the operating system.
 std::string NewToken();
 
 // Fills `buf` from the operating system's CSPRNG (getrandom(2), else

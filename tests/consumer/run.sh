@@ -2,7 +2,9 @@
 # Installs a redlock build tree into a temporary prefix and builds two
 # consumers against it, offline (ctest redlock_consumer_test):
 #   1. tests/consumer/CMakeLists.txt with find_package(redlock) (C++17);
-#   2. pkgconfig_main.cc with `pkg-config --cflags --libs redlock` (C++17).
+#   2. pkgconfig_main.cc with `pkg-config --cflags --libs redlock` (C++17);
+# and, when the build has the fake fleet (redlock::testing), builds and runs
+# examples/fake_fleet's test against the package (tests/consumer/testing/).
 # Both run against a loopback port nobody listens on (no server needed).
 #
 #   run.sh BUILD_DIR CONSUMER_SRC_DIR [CMAKE] [CXX] [CONFIG]
@@ -64,6 +66,17 @@ run_logged "$tmp/configure.log" "$cmake" -S "$src" -B "$tmp/build" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx"
 run_logged "$tmp/build.log" "$cmake" --build "$tmp/build"
 "$tmp/build/consumer" "$port" || fail "the find_package consumer failed"
+
+# The fake fleet (redlock/testing.h), where the build had it: the
+# examples/fake_fleet test built against the package and run (no server).
+if [ -n "$(find "$prefix" -name redlockTestingTargets.cmake | head -n 1)" ]; then
+  step "find_package(redlock COMPONENTS testing): examples/fake_fleet against the package (C++17)"
+  run_logged "$tmp/testing-configure.log" "$cmake" -S "$src/testing" -B "$tmp/testing" \
+    -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DREDLOCK_EXAMPLE_DIR="$(cd "$src/../../examples/fake_fleet" && pwd)"
+  run_logged "$tmp/testing-build.log" "$cmake" --build "$tmp/testing"
+  run_logged "$tmp/testing-run.log" "$tmp/testing/charge_once_test"
+fi
 
 step "pkg-config consumer (C++17)"
 if ! command -v pkg-config >/dev/null 2>&1; then

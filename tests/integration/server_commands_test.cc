@@ -112,6 +112,32 @@ TEST_F(ServerCommandsTest, WhatEachServerHas) {
   EXPECT_EQ(h.has_set_ifeq, want.set_ifeq) << server;
 }
 
+// Options::server_commands off: nothing is asked at the handshake, every
+// node releases and extends by the scripts, and locks work as before.
+TEST_F(ServerCommandsTest, OffKeepsEveryNodeOnTheScripts) {
+  const NodeHealth on = HealthOf(MakeOptions());
+  ASSERT_TRUE(on.commands_known);
+  Options o = MakeOptions();
+  o.server_commands = false;
+  auto client = Client::Create(o);
+  ASSERT_TRUE(client.ok()) << client.status();
+  const NodeHealth off = (*client)->Health()[0];
+  EXPECT_TRUE(off.connected) << off.last_error;
+  EXPECT_FALSE(off.commands_known);
+  EXPECT_FALSE(off.has_delifeq || off.has_delex_ifeq || off.has_set_ifeq);
+  EXPECT_EQ(off.path, "scripts") << fleet_->server().name;
+  if (on.has_delifeq || on.has_delex_ifeq || on.has_set_ifeq) {
+    EXPECT_NE(on.path, off.path) << fleet_->server().name;
+  }
+  absl::StatusOr<Lease> lease = (*client)->TryAcquire("off-lock", absl::Seconds(5));
+  ASSERT_TRUE(lease.ok()) << lease.status();
+  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(10));
+  ASSERT_TRUE(longer.ok()) << longer.status();
+  EXPECT_GT(Run({"PTTL", "off-lock"}).integer, 5000);
+  EXPECT_TRUE((*client)->Release(*longer).ok());
+  EXPECT_EQ(Run({"EXISTS", "off-lock"}).integer, 0);
+}
+
 // A user that may not run COMMAND: none of the commands, and the node
 // still takes locks.
 TEST_F(ServerCommandsTest, AUserWithoutCommandGetsNoneAndAWorkingNode) {

@@ -1,0 +1,447 @@
+// The end of a run and its properties: the lab's checker on the history,
+// the scans of the nodes (S5), recovery (L1), what only the simulator can
+// see (D1 durable grants, H1 held means held, L2 nodes asked again, L3
+// TRYAGAIN retried, L4 calls end, L5 memory bounded), and the judging of
+// each violation against the faults injected (documented safe), as the
+// explorer judges (chaos/explore/explore.h: Unexplained).
+
+#include <algorithm>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "chaos/run/scenario.h"
+#include "redlock/internal/algorithm.h"
+#include "sim/world_internal.h"
+
+namespace redlock::sim {
+namespace {
+
+int64_t Ms(int64_t ms) { return ms * 1000000; }
+
+bool CounterAtLeast(const std::string& value, uint64_t want) {
+  uint64_t v = 0;
+  return absl::SimpleAtoi(value, &v) && v >= want;
+}
+
+// The kinds that lose a node's data (its keys and fencing counters).
+bool Forgets(const std::string& kind) {
+  return kind == "restart" || kind == "kill" || kind == "failover";
+}
+
+}  // namespace
+
+const std::vector<std::string>& PropertyNames() {
+  static const std::vector<std::string>* names = new std::vector<std::string>{
+      "S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7", "S9", "D1", "H1", "L2", "L3", "L4", "L5"};
+  return *names;
+}
+
+void World::Violation(const std::string& property, const std::string& description,
+                      std::vector<std::string> processes) {
+  SimViolation v;
+  v.property = property;
+  v.description = description;
+  v.t = now_;
+  v.processes = std::move(processes);
+  out_.sim_violations.push_back(std::move(v));
+}
+
+// ---- Checked as the run goes ----------------------------------------------------------------
+
+void World::CheckDurableGrant(int client, const Hold& h) {
+  const int k = config_.durability_replicas;
+  if (k == 0 || h.mode == "shared") return;
+  const Worker& w = workers_[static_cast<size_t>(client)];
+  // A failover or restart during the attempt may legitimately take away
+  // what was confirmed before it: not judged.
+  for (const auto& [begin, end] : data_faults_) {
+    if (end >= w.invoked_at) return;
+  }
+  const bool fenced = config_.fencing || config_.primitive == Primitive::kElection;
+  std::vector<std::string> keys;
+  for (const std::string& r : h.resources) {
+    std::string key = config_.key_prefix + r;
+    if (config_.primitive == Primitive::kSemaphore) absl::StrAppend(&key, ":permit:", h.slot);
+    keys.push_back(key);
+  }
+  int durable = 0;
+  std::vector<std::string> why;
+  for (size_t v = 0; v < voters_.size(); ++v) {
+    bool all = true;
+    std::string reason = "no write of the token";
+    for (size_t i = 0; i < keys.size() && all; ++i) {
+      bool found = false;
+      for (int m : voters_[v].members) {
+        const Member& mm = members_[static_cast<size_t>(m)];
+        auto it = holdings_.find({m, keys[i]});
+        if (it == holdings_.end()) continue;
+        for (const KeyHolding& kh : it->second) {
+          if (kh.token != h.token || kh.generation != mm.generation || kh.offset == 0) continue;
+          const int acked = config_.durability_fsync ? mm.node->FsyncedReplicas(kh.offset)
+                                                     : mm.node->AckedReplicas(kh.offset);
+          if (acked < k) {
+            reason = absl::StrCat("its write (offset ", kh.offset, ") on ", acked,
+                                  " replicas, the master at ", mm.node->master_offset());
+            continue;
+          }
+          if (fenced && i < h.fencing.size() && h.fencing[i].has_value()) {
+            // An election's term is its own counter, even with a shared
+            // one (LeaderShape::own_counters, family_ops.cc).
+            const bool shared = config_.shared_counter && config_.primitive != Primitive::kElection;
+            const std::string ck = shared ? config_.key_prefix + ":fence" : keys[i] + ":fence";
+            auto c = counters_.find({m, ck});
+            bool committed = false;
+            if (c != counters_.end()) {
+              for (const auto& [offset, value] : c->second) {
+                if (!CounterAtLeast(value, *h.fencing[i])) continue;
+                const int ca = config_.durability_fsync ? mm.node->FsyncedReplicas(offset)
+                                                        : mm.node->AckedReplicas(offset);
+                committed = ca >= k;
+                break;
+              }
+            }
+            if (!committed) {
+              reason = absl::StrCat("its write replicated, but no counter >= ", *h.fencing[i],
+                                    " replicated");
+              continue;
+            }
+          }
+          found = true;
+        }
+      }
+      all = found;
+    }
+    if (all) {
+      ++durable;
+    } else {
+      why.push_back(absl::StrCat("n", v, ": ", reason));
+    }
+  }
+  const int needed = RequiredNodes(config_);
+  if (durable < needed) {
+    Violation("D1",
+              absl::StrCat(clients_[static_cast<size_t>(client)].name, " granted ",
+                           absl::StrJoin(h.resources, ","), " (token ", h.token.substr(0, 8),
+                           "...) while only ", durable, " nodes' replicas had its write",
+                           fenced ? " and its fencing commit" : "", " (", needed,
+                           " needed with durability.replicas ", k, "; not on ",
+                           absl::StrJoin(why, ","), ")"),
+              {clients_[static_cast<size_t>(client)].name});
+  }
+}
+
+void World::CheckHeldRefusal(int client, const std::string& code) {
+  (void)code;
+  if (config_.primitive != Primitive::kMutex && config_.primitive != Primitive::kMultiLock &&
+      config_.primitive != Primitive::kElection) {
+    return;
+  }
+  const Worker& w = workers_[static_cast<size_t>(client)];
+  const std::vector<std::string> keys = LockKeys(w.invoked_resources);
+  for (const auto& [mk, list] : holdings_) {
+    if (std::find(keys.begin(), keys.end(), mk.second) == keys.end()) continue;
+    for (const KeyHolding& kh : list) {
+      if (kh.from > now_ || kh.to < w.invoked_at) continue;
+      // Anyone's but the refused attempt's own: another client's, or an
+      // earlier attempt's of the same call whose cleanup had not run yet.
+      if (kh.token.substr(0, 40) != w.last_token) return;
+    }
+  }
+  Violation("H1",
+            absl::StrCat(clients_[static_cast<size_t>(client)].name, ": acquire of ",
+                         absl::StrJoin(w.invoked_resources, ","),
+                         " refused as held by another client, while no node held ",
+                         keys.size() == 1 ? "its key" : "any of its keys",
+                         " for anyone else during the call (",
+                         absl::StrFormat("%.3fs..%.3fs", static_cast<double>(w.invoked_at) / 1e9,
+                                         static_cast<double>(now_) / 1e9),
+                         ")"),
+            {clients_[static_cast<size_t>(client)].name});
+}
+
+// ---- The end of a run ------------------------------------------------------------------------
+
+void World::Finish() {
+  for (Worker& w : workers_) w.stopped = true;
+  waiting_markers_.clear();
+  // Every fault still acting is healed (in the order injected).
+  std::vector<uint64_t> ids;
+  for (const auto& [id, f] : active_) ids.push_back(id);
+  for (uint64_t id : ids) Heal(id);
+  // The workers finish what they were doing (release what they hold).
+  const int64_t bound =
+      now_ + Ms(config_.wait_ms + config_.wait_poll_max_ms +
+                config_.max_attempts * (config_.retry_delay_ms + config_.retry_jitter_ms) +
+                2 * config_.ttl_ms + 10000);
+  while (now_ < bound) {
+    bool busy = false;
+    for (const Worker& w : workers_) busy = busy || !w.idle || w.hold.has_value();
+    if (!busy) break;
+    RunUntil(now_ + Ms(100));
+  }
+  finishing_ = true;
+  const int64_t end = now_;
+  // A quiet tail: every key set before now has expired, or been removed, a
+  // ttl later (with the clocks' rates and a margin).
+  RunUntil(end + Ms(config_.ttl_ms) * (1000000 + 2 * config_.clock_ppm) / 1000000 + Ms(1000));
+  ScanKeys();
+  CheckLiveness();
+  CheckAskedAgain();
+  CheckRecovery();
+  // L3: TRYAGAIN answers never followed by the command again.
+  for (const auto& [key, when] : tryagain_) {
+    const int client = std::get<0>(key);
+    if (when.second >= workload_end_) continue;
+    Violation("L3",
+              absl::StrCat(clients_[static_cast<size_t>(client)].name, ": n", std::get<1>(key),
+                           " answered TRYAGAIN (a slot in migration) at ", when.first / 1000000,
+                           "ms and the command was not sent again within "
+                           "its node timeout (",
+                           config_.node_timeout_ms, "ms): ", std::get<2>(key).substr(0, 120)),
+              {clients_[static_cast<size_t>(client)].name});
+  }
+  // The store's final counters (S3).
+  for (int i = 0; i < config_.resources; ++i) {
+    chaos::Event e;
+    e.type = chaos::EventType::kFinal;
+    e.type_name = "final";
+    e.t = now_;
+    e.resource = ResourceName(i);
+    e.counter = store_[e.resource].value;
+    e.initial = 0;
+    Record(e);
+  }
+  // The clients go (their destructors complete what is left, cancelled).
+  for (ClientCtx& c : clients_) {
+    c.timed.clear();
+    c.deferred.clear();
+    c.alive = false;
+    const int previous = current_client_;
+    current_client_ = -1;
+    c.client.reset();
+    current_client_ = previous;
+    c.transport = nullptr;
+  }
+  out_.check = chaos::Check(events_log_);
+  JudgeAll();
+  if (input_.history) {
+    for (const chaos::Event& e : events_log_) out_.history += chaos::FormatEventLine(e);
+  }
+  out_.events = events_;
+}
+
+void World::ScanKeys() {
+  for (size_t m = 0; m < members_.size(); ++m) {
+    Member& mm = members_[m];
+    if (!mm.up) continue;
+    const int64_t ms = NodeMs(static_cast<int>(m));
+    for (const std::string& key : mm.node->Keys(ms)) {
+      if (lock_keys_.count(key) == 0) continue;
+      std::optional<std::string> v = mm.node->Get(key, ms);
+      if (!v.has_value()) continue;
+      const bool granted = all_grant_tokens_.count(*v) > 0;
+      Violation("S5", absl::StrCat(mm.node->config().name, ": lock key ", key, " still holds ",
+                                   granted ? "a granted token"
+                                           : "a token no grant had (a failed "
+                                             "attempt's key never removed)",
+                                   " (", v->substr(0, 8), "...) a ttl after the run's end"));
+    }
+  }
+}
+
+void World::CheckLiveness() {
+  for (const Worker& w : workers_) {
+    const ClientCtx& c = clients_[static_cast<size_t>(w.client)];
+    if (w.call.has_value()) {
+      Violation("L4",
+                absl::StrCat(c.name, ": ", w.call->what, " started at ", w.call->start / 1000000,
+                             "ms never completed"),
+                {c.name});
+    }
+    if (!c.alive || c.transport == nullptr) continue;
+    // A connection that lost a message in the middle (blackhole, ack_loss:
+    // the lab's proxy faults) may pair replies with the wrong requests for
+    // as long as it lives: its node answers garbage, which the model
+    // tolerates on a minority; what the client keeps retrying then is not
+    // judged here.
+    bool desynced = false;
+    for (const auto& [id, cn] : conns_)
+      desynced = desynced || (cn.client == w.client && cn.dropped);
+    if (desynced) continue;
+    const size_t requests = c.transport->pending_requests();
+    const size_t timers = c.transport->pending_timers();
+    const size_t subscriptions = c.transport->subscriptions();
+    size_t cleanups = 0, transactions = 0;
+    for (const NodeHealth& h : c.client->Health()) {
+      cleanups += h.cleanups_pending;
+      transactions += h.transactions_waiting;
+    }
+    if (requests > 0 || subscriptions > 0 || timers > 8 || cleanups > 0 || transactions > 0) {
+      std::string conns;
+      for (const auto& [id, cn] : conns_) {
+        if (cn.client != w.client || !cn.client_open) continue;
+        absl::StrAppend(&conns, " conn ", id, " to ", members_[static_cast<size_t>(cn.member)].host,
+                        cn.node_open ? "" : " (closed by the node)", " held ", cn.held[0].size(),
+                        "/", cn.held[1].size(), " inbox ", cn.inbox.size(),
+                        cn.blocked ? " blocked" : "", ";");
+      }
+      Violation(
+          "L5",
+          absl::StrCat(c.name, ": a ttl after the run's end, still ", requests,
+                       " requests in flight, ", timers, " timers, ", subscriptions,
+                       " subscriptions, ", cleanups, " releases waiting to be sent again, ",
+                       transactions, " transactions waiting (nothing is left to do)",
+                       requests > 0 ? absl::StrCat(": ", c.transport->Describe(), ";", conns) : ""),
+          {c.name});
+    }
+  }
+}
+
+void World::CheckAskedAgain() {
+  int64_t healed = 0;
+  for (const InjectedFault& f : out_.injected) healed = std::max(healed, f.end);
+  const int64_t window = std::max<int64_t>(
+      Ms(3000),
+      2 * Ms(config_.backoff_max_ms) +
+          4 * std::max(Ms(config_.breaker_probe_ms), 4 * Ms(config_.durability_timeout_ms)));
+  const int64_t from = healed + window;
+  if (workload_end_ - from < Ms(2000)) return;
+  const bool family = config_.primitive == Primitive::kRwLock ||
+                      config_.primitive == Primitive::kSemaphore ||
+                      config_.primitive == Primitive::kElection;
+  auto in_window = [&](const std::vector<int64_t>& times) {
+    return std::count_if(times.begin(), times.end(),
+                         [&](int64_t t) { return t >= from && t < workload_end_; });
+  };
+  for (int c = 0; c < config_.clients; ++c) {
+    if (in_window(invokes_[c]) < 3) continue;
+    std::vector<int> never;
+    int asked = 0;
+    for (size_t v = 0; v < voters_.size(); ++v) {
+      if (family && voters_[v].config.scripting != Scripting::kScripts) continue;
+      if (in_window(asked_[{c, static_cast<int>(v)}]) > 0) {
+        ++asked;
+      } else {
+        never.push_back(static_cast<int>(v));
+      }
+    }
+    if (asked == 0 || never.empty()) continue;
+    std::vector<std::string> names;
+    for (int v : never) names.push_back(absl::StrCat("n", v));
+    Violation("L2",
+              absl::StrCat(clients_[static_cast<size_t>(c)].name, " never asked ",
+                           absl::StrJoin(names, ","), " for a lock in the ",
+                           (workload_end_ - from) / 1000000,
+                           "ms after the faults healed (and a window for reconnecting and "
+                           "probing), while it asked the other nodes"),
+              {clients_[static_cast<size_t>(c)].name});
+  }
+}
+
+void World::CheckRecovery() {
+  // Nodes the primitive can never use (the lock family's scripts have no
+  // script-free form) and the nodes a grant needs: the slack for faults
+  // the configuration must ride out.
+  const bool family = config_.primitive == Primitive::kRwLock ||
+                      config_.primitive == Primitive::kSemaphore ||
+                      config_.primitive == Primitive::kElection;
+  int unusable = 0;
+  for (const Voter& v : voters_) {
+    unusable += family && v.config.scripting != Scripting::kScripts ? 1 : 0;
+  }
+  const int n = static_cast<int>(voters_.size());
+  const int slack = n - RequiredNodes(config_) - unusable;
+  if (slack < 0) return;  // this configuration offers no availability at all
+  const int64_t window = 2 * Ms(config_.ttl_ms) + Ms(2000);
+  struct Span {
+    int64_t begin, end;
+  };
+  std::vector<Span> hard;  // faults the configuration need not ride out
+  for (const InjectedFault& f : out_.injected) {
+    const bool tolerated = f.tolerated && static_cast<int>(f.nodes.size()) <= slack;
+    if (!tolerated) hard.push_back({f.begin, f.end});
+  }
+  std::vector<int64_t> ends;
+  for (const Span& s : hard) ends.push_back(s.end);
+  ends.push_back(Ms(100));  // the start of the run
+  for (int64_t e : ends) {
+    const int64_t until = e + window;
+    if (until > workload_end_) continue;
+    bool other = false;
+    for (const Span& s : hard) other = other || (s.end > e && s.begin < until);
+    if (other) continue;
+    const bool granted = std::any_of(grant_times_.begin(), grant_times_.end(),
+                                     [&](int64_t t) { return t >= e && t <= until; });
+    if (!granted) {
+      Violation("L1", absl::StrCat("no client was granted anything between ", e / 1000000,
+                                   "ms and ", until / 1000000,
+                                   "ms (2 ttl + 2 s after the faults it need not ride out)"));
+    }
+  }
+}
+
+void World::JudgeAll() {
+  const int64_t reach = Ms(config_.ttl_ms + 1000);
+  // Counters lost on at most fencing_lost_counters nodes break no fencing
+  // promise (F of algorithm.h): those faults do not explain S4, S7 or S9.
+  const bool counters_survive =
+      static_cast<int>(forgot_voters_.size()) <= config_.fencing_lost_counters &&
+      config_.fencing_lost_counters > 0;
+  auto explained = [&](int property, const std::vector<std::string>& processes, int64_t t,
+                       int64_t t_end) {
+    for (const InjectedFault& f : out_.injected) {
+      chaos::PropertySet may = f.may_violate;
+      const bool counter_property = property == chaos::kS4 || property == chaos::kS7 ||
+                                    property == chaos::kS9 ||
+                                    (property == chaos::kS3 && config_.fenced_store);
+      if (Forgets(f.kind) && counter_property && counters_survive) continue;
+      if (!(may & chaos::Prop(property))) continue;
+      // A lost counter stays lost: a repeated token may come any time after.
+      const int64_t f_reach = Forgets(f.kind) && counter_property ? INT64_MAX / 2 : reach;
+      if (t != 0 && (f.begin > t_end || f.end + f_reach < t)) continue;
+      if (f.scope.empty() || processes.empty()) return true;
+      for (const std::string& c : f.scope) {
+        if (std::find(processes.begin(), processes.end(), c) != processes.end()) return true;
+      }
+    }
+    return false;
+  };
+  const std::vector<std::string>& names = PropertyNames();
+  for (const chaos::Violation& v : out_.check.violations) {
+    const int p = chaos::HarnessIndex(v.property);
+    std::vector<std::string> processes;
+    // A lost update is the store's: a deposed holder's late write makes
+    // every later pair of reads look lost, whoever made them. Any fault
+    // that may cause harm explains it, as the final count's.
+    int64_t t = v.t;
+    if (p != chaos::kS3) {
+      for (const chaos::GrantInfo& g : v.grants) processes.push_back(g.process);
+    } else {
+      // Two reads of one value: the write that set the counter back lies
+      // between the first read and the second.
+      for (const chaos::GrantInfo& g : v.grants) t = std::min(t, g.granted);
+    }
+    const std::string& name = names[static_cast<size_t>(p)];
+    ++out_.violated[name];
+    if (!explained(p, processes, t, v.t_end)) out_.findings.insert(name);
+  }
+  // S3's final count has no grant: any fault that may break S3 explains it.
+  for (const SimViolation& v : out_.sim_violations) {
+    ++out_.violated[v.property];
+    int p = -1;
+    for (size_t i = 0; i < chaos::kNumHarnessProperties; ++i) {
+      if (names[i] == v.property) p = static_cast<int>(i);
+    }
+    if (p >= 0) {
+      if (!explained(p, v.processes, 0, 0)) out_.findings.insert(v.property);
+    } else {
+      out_.findings.insert(v.property);  // the simulator's own: nothing explains them
+    }
+  }
+  if (!out_.error.empty()) out_.findings.insert("ERROR");
+}
+
+}  // namespace redlock::sim

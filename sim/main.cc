@@ -1,0 +1,362 @@
+// redlock-sim: runs the real client in the deterministic simulated world
+// over configurations and fault schedules drawn from seeds, checks every
+// run, shrinks every finding to a small case file that --replay runs
+// again exactly (and, where the lab can have it, a scenario file for
+// redlock-chaos --file). sim/README.md.
+//
+//   redlock-sim --runs 1000 --seed 1
+//   redlock-sim --minutes 2 --seed 7 --config nodes=plain/plain/plain,primitive=rwlock
+//   redlock-sim --replay sim-findings/S9-1234.json --history h.jsonl --trace t.jsonl
+
+#include <malloc.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "chaos/scenarios/scenario_file.h"
+#include "sim/case_file.h"
+#include "sim/world.h"
+
+namespace redlock::sim {
+namespace {
+
+struct Flags {
+  int runs = 0;
+  uint64_t seed = 1;
+  double minutes = 0;
+  std::string config;
+  std::string replay;
+  std::string out = "sim-findings";
+  std::string trace;
+  std::string history;
+  int shrink_runs = 40;
+  int max_findings = 8;  // shrunk per command run
+  bool verbose = false;
+};
+
+int Usage(const char* why) {
+  if (why != nullptr) fprintf(stderr, "redlock-sim: %s\n", why);
+  fprintf(stderr,
+          "usage: redlock-sim --runs K [--seed S] [--minutes M] [--config k=v,...] [--out DIR]\n"
+          "       redlock-sim --replay CASE.json [--history FILE] [--trace FILE]\n"
+          "  --runs K          runs to make (seeds S, S+1, ...); with --minutes: at most K\n"
+          "  --minutes M       stop starting runs after M minutes of wall time\n"
+          "  --config k=v,...  force configuration fields (sim/README.md lists them)\n"
+          "  --out DIR         where shrunk cases and scenario files go (sim-findings)\n"
+          "  --shrink-runs N   reruns spent shrinking each finding (40)\n"
+          "  --max-findings N  findings shrunk per command (8; the rest are listed)\n"
+          "  --history FILE    the run's history (with --replay or one run)\n"
+          "  --trace FILE      the nodes' commands and replies as JSON Lines (same)\n"
+          "  --verbose         a line per run\n");
+  return 2;
+}
+
+class FileTrace final : public TraceSink {
+ public:
+  explicit FileTrace(const std::string& path) : out_(path) {}
+  bool ok() const { return static_cast<bool>(out_); }
+  void Line(const std::string& json) override { out_ << json << '\n'; }
+
+ private:
+  std::ofstream out_;
+};
+
+bool WriteFile(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  out << text;
+  return static_cast<bool>(out);
+}
+
+// The first violation of `property` in a run, described.
+std::string FirstViolation(const RunOutput& out, const std::string& property) {
+  for (const chaos::Violation& v : out.check.violations) {
+    if (chaos::HarnessPropertyName(chaos::HarnessIndex(v.property)) == property) {
+      return absl::StrCat("[", property, "] resource ", v.resource, ": ", v.description);
+    }
+  }
+  for (const SimViolation& v : out.sim_violations) {
+    if (v.property == property) return absl::StrCat("[", property, "] ", v.description);
+  }
+  return absl::StrCat("[", property, "]");
+}
+
+void PrintRun(const RunInput& in, const RunOutput& out) {
+  printf("seed %llu: %s\n", static_cast<unsigned long long>(in.seed),
+         DescribeConfig(in.config).c_str());
+  printf("  %lld invokes, %lld grants, %lld events, %zu faults injected\n",
+         static_cast<long long>(out.invokes), static_cast<long long>(out.grants),
+         static_cast<long long>(out.events), out.injected.size());
+  for (const InjectedFault& f : out.injected) {
+    printf("    %8.3fs..%.3fs %s%s%s\n", static_cast<double>(f.begin) / 1e9,
+           static_cast<double>(f.end) / 1e9, f.description.c_str(),
+           f.may_violate
+               ? absl::StrCat(" (may break ", chaos::DescribeProperties(f.may_violate), ")").c_str()
+               : "",
+           f.tolerated ? " (tolerated)" : "");
+  }
+  if (!out.error.empty()) printf("  ERROR: %s\n", out.error.c_str());
+  for (const auto& [p, n] : out.violated) {
+    printf("  %s violated %lld times%s\n", p.c_str(), static_cast<long long>(n),
+           out.findings.count(p) ? " (FINDING: no injected fault explains it)" : " (explained)");
+    printf("    %s\n", FirstViolation(out, p).c_str());
+  }
+  if (out.violated.empty()) printf("  every property held\n");
+}
+
+int Replay(const Flags& f) {
+  absl::StatusOr<SimCase> c = ReadCaseFile(f.replay);
+  if (!c.ok()) {
+    fprintf(stderr, "redlock-sim: %s\n", std::string(c.status().message()).c_str());
+    return 2;
+  }
+  std::unique_ptr<FileTrace> trace;
+  if (!f.trace.empty()) trace = std::make_unique<FileTrace>(f.trace);
+  RunOutput out = RunSimulation(c->input, trace.get());
+  if (!f.history.empty() && !WriteFile(f.history, out.history)) {
+    fprintf(stderr, "redlock-sim: cannot write %s\n", f.history.c_str());
+  }
+  PrintRun(c->input, out);
+  if (!c->property.empty()) {
+    printf("case property %s: %s\n", c->property.c_str(),
+           out.findings.count(c->property) ? "reproduced" : "NOT reproduced");
+  }
+  return out.findings.empty() ? 0 : 1;
+}
+
+struct Finding {
+  uint64_t seed = 0;
+  std::string property;
+  std::string description;
+  std::string config;
+  std::string case_file;
+  std::string scenario_file;
+  std::string scenario_note;
+  ShrinkLog log;
+  size_t faults_before = 0, faults_after = 0;
+  bool replayed = false;
+};
+
+// CPU time of this process, seconds (the machine's other load does not count).
+double CpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
+}
+
+int Explore(const Flags& f) {
+  using Clock = std::chrono::steady_clock;
+  const auto t0 = Clock::now();
+  const auto deadline =
+      f.minutes > 0 ? t0 + std::chrono::milliseconds(static_cast<int64_t>(f.minutes * 60000))
+                    : Clock::time_point::max();
+  const int runs = f.runs > 0 ? f.runs : (f.minutes > 0 ? 1 << 30 : 1);
+  std::map<std::string, std::map<std::string, int>> dims;
+  std::map<std::string, int> faults;
+  std::map<std::string, int> runs_with, runs_finding;
+  std::vector<Finding> findings;
+  // Findings beyond max_findings, by property: their seeds.
+  std::map<std::string, std::vector<uint64_t>> unshrunk;
+  int done = 0, errors = 0;
+  int64_t invokes = 0, grants = 0, events = 0;
+  std::unique_ptr<FileTrace> trace;
+  if (!f.trace.empty()) trace = std::make_unique<FileTrace>(f.trace);
+  double sim_seconds = 0;
+  double run_cpu = 0;  // CPU seconds of the runs themselves (not of shrinking)
+  for (int i = 0; i < runs && Clock::now() < deadline; ++i) {
+    RunInput in;
+    in.seed = f.seed + static_cast<uint64_t>(i);
+    in.config = DrawConfig(in.seed);
+    if (!f.config.empty()) {
+      absl::Status s = ApplyOverrides(f.config, &in.config);
+      if (s.ok()) s = CheckConfig(in.config);
+      if (!s.ok()) {
+        fprintf(stderr, "redlock-sim: --config: %s\n", std::string(s.message()).c_str());
+        return 2;
+      }
+    }
+    in.faults = DrawFaults(in.config, in.seed);
+    in.history = !f.history.empty() && runs == 1;
+    const double cpu0 = CpuSeconds();
+    RunOutput out = RunSimulation(in, trace.get());
+    run_cpu += CpuSeconds() - cpu0;
+    ++done;
+    sim_seconds += static_cast<double>(in.config.duration_ms) / 1000;
+    invokes += out.invokes;
+    grants += out.grants;
+    events += out.events;
+    errors += out.error.empty() ? 0 : 1;
+    for (const auto& [dim, value] : ConfigDimensions(in.config)) ++dims[dim][value];
+    for (const InjectedFault& x : out.injected) ++faults[x.kind];
+    for (const auto& [p, n] : out.violated) ++runs_with[p];
+    for (const std::string& p : out.findings) ++runs_finding[p];
+    if (!f.history.empty() && runs == 1) WriteFile(f.history, out.history);
+    if (f.verbose) {
+      printf("run %d seed %llu: %lld grants, %zu faults%s%s\n", i + 1,
+             static_cast<unsigned long long>(in.seed), static_cast<long long>(out.grants),
+             out.injected.size(), out.findings.empty() ? "" : "  FINDING ",
+             absl::StrJoin(out.findings, ",").c_str());
+      fflush(stdout);
+    }
+    for (const std::string& p : out.findings) {
+      if (static_cast<int>(findings.size()) >= f.max_findings) {
+        unshrunk[p].push_back(in.seed);
+        continue;
+      }
+      Finding x;
+      x.seed = in.seed;
+      x.property = p;
+      x.description = FirstViolation(out, p);
+      SimCase c;
+      c.input = in;
+      c.property = p;
+      c.summary = x.description;
+      x.faults_before = in.faults.size();
+      SimCase shrunk = Shrink(
+          c,
+          [&](const RunInput& candidate) {
+            RunInput quick = candidate;
+            quick.history = false;
+            return RunSimulation(quick).findings.count(p) > 0;
+          },
+          f.shrink_runs, &x.log);
+      RunOutput again = RunSimulation(shrunk.input);
+      x.replayed = again.findings.count(p) > 0;
+      if (x.replayed) shrunk.summary = FirstViolation(again, p);
+      x.faults_after = shrunk.input.faults.size();
+      x.config = DescribeConfig(shrunk.input.config);
+      std::error_code ec;
+      std::filesystem::create_directories(f.out, ec);
+      x.case_file = absl::StrCat(f.out, "/", p, "-", in.seed, ".json");
+      if (!WriteFile(x.case_file, WriteCase(shrunk))) x.case_file += " (could not be written)";
+      absl::StatusOr<chaos::Scenario> scenario = ToScenario(shrunk);
+      if (scenario.ok()) {
+        x.scenario_file = absl::StrCat(f.out, "/", p, "-", in.seed, ".yaml");
+        if (!WriteFile(x.scenario_file, chaos::WriteScenario(*scenario))) x.scenario_file.clear();
+      } else {
+        x.scenario_note = std::string(scenario.status().message());
+      }
+      findings.push_back(std::move(x));
+    }
+  }
+  const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
+  // The table.
+  printf(
+      "runs: %d (seeds %llu..%llu), %d simulator errors, %.1f s wall, %.1f runs/s "
+      "(%.0f runs/min), %.0f s simulated\n",
+      done, static_cast<unsigned long long>(f.seed),
+      static_cast<unsigned long long>(f.seed + static_cast<uint64_t>(done) - 1), errors, wall,
+      done / std::max(wall, 1e-9), 60 * done / std::max(wall, 1e-9), sim_seconds);
+  printf("       %.1f s CPU in the runs (%.0f runs per CPU-minute; shrinking not counted)\n",
+         run_cpu, 60 * done / std::max(run_cpu, 1e-9));
+  printf("       %lld invokes, %lld grants, %lld events\n\n", static_cast<long long>(invokes),
+         static_cast<long long>(grants), static_cast<long long>(events));
+  printf("configurations drawn, per dimension (runs; node kinds per node):\n");
+  for (const auto& [dim, values] : dims) {
+    std::vector<std::string> parts;
+    for (const auto& [v, n] : values) parts.push_back(absl::StrCat(v, " ", n));
+    printf("  %-14s %s\n", dim.c_str(), absl::StrJoin(parts, ", ").c_str());
+  }
+  printf("\nfaults injected, by kind:\n");
+  for (const auto& [k, n] : faults) printf("  %-20s %d\n", k.c_str(), n);
+  printf(
+      "\nviolations, by property: runs with one (of which findings: not explained by the "
+      "faults the run injected)\n");
+  for (const std::string& p : PropertyNames()) {
+    printf("  %-3s %6d runs (%d findings)\n", p.c_str(), runs_with[p], runs_finding[p]);
+  }
+  if (runs_finding.count("ERROR")) printf("  ERROR %d runs\n", runs_finding["ERROR"]);
+  for (const Finding& x : findings) {
+    printf("\nFINDING %s, seed %llu: %s\n", x.property.c_str(),
+           static_cast<unsigned long long>(x.seed), x.description.c_str());
+    printf("  shrunk from %zu to %zu faults in %d reruns (%s): %s\n", x.faults_before,
+           x.faults_after, x.log.runs, x.replayed ? "replays" : "DOES NOT REPLAY",
+           x.config.c_str());
+    printf("  case: %s   (redlock-sim --replay %s)\n", x.case_file.c_str(), x.case_file.c_str());
+    if (!x.scenario_file.empty()) {
+      printf("  lab scenario: %s   (redlock-chaos --file %s)\n", x.scenario_file.c_str(),
+             x.scenario_file.c_str());
+    } else {
+      printf("  no lab scenario: %s\n", x.scenario_note.c_str());
+    }
+  }
+  for (const auto& [p, seeds] : unshrunk) {
+    // The first seeds, to replay one with --runs 1 --seed S.
+    std::vector<uint64_t> first(seeds.begin(), seeds.begin() + std::min<size_t>(seeds.size(), 20));
+    printf("\n%zu more runs with finding %s (not shrunk: --max-findings %d), seeds %s%s\n",
+           seeds.size(), p.c_str(), f.max_findings, absl::StrJoin(first, " ").c_str(),
+           seeds.size() > first.size() ? " ..." : "");
+  }
+  int any = 0;
+  for (const auto& [p, n] : runs_finding) any += n;
+  return any == 0 ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace redlock::sim
+
+int main(int argc, char** argv) {
+  // Runs allocate and free a few megabytes each: keep them instead of
+  // handing them back to the kernel (and faulting them in again) every run.
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  mallopt(M_TOP_PAD, 64 << 20);
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  using redlock::sim::Flags;
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&](std::string* out) {
+      if (i + 1 >= argc) return false;
+      *out = argv[++i];
+      return true;
+    };
+    std::string v;
+    if (a == "--runs" && value(&v)) {
+      if (!absl::SimpleAtoi(v, &f.runs) || f.runs < 1) return redlock::sim::Usage("bad --runs");
+    } else if (a == "--seed" && value(&v)) {
+      if (!absl::SimpleAtoi(v, &f.seed)) return redlock::sim::Usage("bad --seed");
+    } else if (a == "--minutes" && value(&v)) {
+      if (!absl::SimpleAtod(v, &f.minutes) || f.minutes <= 0) {
+        return redlock::sim::Usage("bad --minutes");
+      }
+    } else if (a == "--config" && value(&v)) {
+      f.config = v;
+    } else if (a == "--replay" && value(&v)) {
+      f.replay = v;
+    } else if (a == "--out" && value(&v)) {
+      f.out = v;
+    } else if (a == "--trace" && value(&v)) {
+      f.trace = v;
+    } else if (a == "--history" && value(&v)) {
+      f.history = v;
+    } else if (a == "--shrink-runs" && value(&v)) {
+      if (!absl::SimpleAtoi(v, &f.shrink_runs) || f.shrink_runs < 0) {
+        return redlock::sim::Usage("bad --shrink-runs");
+      }
+    } else if (a == "--max-findings" && value(&v)) {
+      if (!absl::SimpleAtoi(v, &f.max_findings) || f.max_findings < 0) {
+        return redlock::sim::Usage("bad --max-findings");
+      }
+    } else if (a == "--verbose") {
+      f.verbose = true;
+    } else if (a == "--help" || a == "-h") {
+      return redlock::sim::Usage(nullptr);
+    } else {
+      return redlock::sim::Usage(("unknown argument " + a).c_str());
+    }
+  }
+  if (!f.replay.empty()) return redlock::sim::Replay(f);
+  if (f.runs == 0 && f.minutes == 0) return redlock::sim::Usage("--runs or --minutes is required");
+  return redlock::sim::Explore(f);
+}
