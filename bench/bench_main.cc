@@ -201,7 +201,8 @@ int Main(int argc, char** argv) {
       "[--json FILE|-] [--plot DIR]\nSee bench/README.md.",
       {.files = {"bench/bench_main.cc"},
        .dashes = false,
-       .value_names = {{"json", "FILE"}, {"plot", "DIR"}, {"redis_server", "PATH"}}});
+       .value_names = {
+           {"json", "FILE"}, {"plot", "DIR"}, {"redis_server", "PATH"}, {"server", "NAME"}}});
   if (!args.positional.empty() || !args.tail.empty()) {
     return UsageError(absl::StrCat("unexpected argument '",
                                    (args.positional.empty() ? args.tail : args.positional).front(),

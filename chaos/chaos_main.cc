@@ -235,6 +235,7 @@ int main(int argc, char** argv) {
                                                    {"plot", "DIR"},
                                                    {"scenario", "NAME"},
                                                    {"scenarios", "DIR"},
+                                                   {"server", "NAME"},
                                                    {"topology", "NAME"}}});
   if (!args.positional.empty() || !args.tail.empty()) {
     fprintf(stderr, "redlock-chaos: unknown argument %s\n",

@@ -29,7 +29,7 @@
 //              once when the client already knows the node is down), with a
 //              message naming the node; nothing is left on the others.
 //              In exchange, a lock survives the loss or amnesia of N-1 nodes
-//              instead of a minority (see README "Quorum or all nodes").
+//              instead of a minority (see docs/guide/multilock.md).
 //
 // Validity is computed as for Client (docs/design.md 5.3). With
 // Options::fencing every resource of a lease gets its own fencing token. Retries and waits

@@ -14,7 +14,7 @@
 //   absl::StatusOr<std::optional<redlock::LeaderInfo>> now = election.Observe();
 //   if (now.ok() && *now) printf("%s leads, term %llu\n", (*now)->identity.c_str(), ...);
 //
-// What it promises, under the assumptions of the mutex (README "Safety"):
+// What it promises, under the assumptions of the mutex (chaos/README.md, "Safety in brief"):
 // - At most one leader at a time: leadership is a lock on the resource
 //   with the client's quorum, validity and drift, renewed while it lasts.
 // - The term is the leader's fencing token, taken with the fencing rounds

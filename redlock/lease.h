@@ -86,7 +86,7 @@ class Lease {
   int nodes_granted() const { return nodes_granted_; }
 
   // With Options::fencing: a number that strictly increases across successive
-  // holders of this resource (docs/design.md 5.10, README "Fencing tokens").
+  // holders of this resource (docs/design.md 5.10, docs/guide/fencing.md).
   // Pass it to the protected resource, which must reject numbers lower than
   // the highest it has seen. 0 when fencing is off.
   uint64_t fencing_token() const { return fencing_token_; }

@@ -50,7 +50,7 @@
 // expiry on the node's clock), W:rw:wait (waiting writers' intents), and
 // with fencing W:fence. Readers' entries expire by the node's clock like
 // keys do, so clock jumps and restarts without persistence affect readers
-// exactly as they affect the mutex (README "Safety").
+// exactly as they affect the mutex (chaos/README.md, "Safety in brief").
 //
 // Thread-safety: a ReadWriteLock is a thin, stateless wrapper; share it.
 // REQUIRES: the Client outlives it. Any Client that takes the lock family's

@@ -21,7 +21,7 @@
 // than N*K/(K+1) nodes is safe, but it needs every node for K >= 4 at
 // N=5: one node down stops it. Permits keep the mutex's availability for
 // every K (a minority of nodes may be down). Details and measurements:
-// README "Semaphore".
+// docs/guide/lock-family.md, "Semaphore".
 //
 // Each permit is a lease with the mutex's guarantees (validity, drift,
 // per-node deadlines, cleanup of failed attempts, retries, the wait woken

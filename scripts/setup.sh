@@ -46,6 +46,7 @@ packages=(
   openssl                                    # throw-away certificates for the TLS tests
   clang-format git                           # the format check (scripts/format.sh --check, a unit test)
   doxygen                                    # the API reference (scripts/docs.sh, a unit test)
+  python3                                    # the Markdown link check (scripts/check-links.py, a unit test)
   libgtest-dev libgmock-dev libbenchmark-dev # tests and benchmarks
   libpugixml-dev                             # the SVG tests read the pictures as XML
   nlohmann-json3-dev                         # bench/chaos JSON output
