@@ -121,9 +121,9 @@ class FairOp : public AttemptLoop<FairOp, FairNodeState, Lease> {
         place_ttl_(request_.place_ttl),
         place_drift_(DriftAllowance(place_ttl_, ctx->options())),
         period_(std::max(place_ttl_ / 3, absl::Milliseconds(1))),
-        round_(ctx->nodes(), quorum_),
         placed_(static_cast<size_t>(ctx->nodes()), false),
-        absent_(static_cast<size_t>(ctx->nodes()), false) {}
+        absent_(static_cast<size_t>(ctx->nodes()), false),
+        round_(ctx->nodes(), quorum_) {}
 
   void Start() { AttemptLoop::Start(ReleaseWatches::Wakeup::kOldest); }
 
