@@ -85,6 +85,7 @@
 
 namespace redlock {
 
+// The fair lock's own option (the rest are the Client's Options).
 struct FairOptions {
   // How long a waiter's place outlives the last heartbeat a quorum
   // confirmed: a dead or paused waiter holds up the queue that long at most
@@ -95,17 +96,23 @@ struct FairOptions {
 
 // One node's view of a fair lock (FairLock::Inspect).
 struct FairNodeView {
-  std::string node;
-  absl::Status status;  // why the node could not be read
-  std::string holder;   // the holder's token, "" when free
-  absl::Duration holder_ttl_left = absl::ZeroDuration();
-  int waiting = 0;  // live places
+  std::string node;                                       // "host:port"
+  absl::Status status;                                    // why the node could not be read
+  std::string holder;                                     // the holder's token, "" when free
+  absl::Duration holder_ttl_left = absl::ZeroDuration();  // the holder key's ttl left
+  int waiting = 0;                                        // live places
   // The first 64 live places, in the order they are served.
   std::vector<FamilyNodeView::Place> queue;
 };
 
+// A fair lock on `resource`: waiters are served in the order they took
+// their places (docs/guide/lock-family.md, "Fair lock"). Use:
+//   redlock::FairLock jobs(client.get(), "jobs/import");
+//   absl::StatusOr<redlock::Lease> l = jobs.Acquire(absl::Seconds(10), absl::Seconds(30));
+//   if (l.ok()) { Work(l->fencing_token()); (void)jobs.Release(*l); }
 class FairLock {
  public:
+  // `client` must outlive the lock; a cheap object, any number per resource.
   FairLock(Client* client, std::string resource, FairOptions options = FairOptions());
 
   // One attempt, without a place: held only when the lock is free and
@@ -128,6 +135,7 @@ class FairLock {
   }
   // Also takes the holder's place out, and wakes the next waiter.
   [[nodiscard]] absl::Status Release(const Lease& lease) { return client_->Release(lease); }
+  // Renews the lease until released or lost (Client::AutoRenew).
   [[nodiscard]] absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
       const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
     return client_->AutoRenew(lease, std::move(options), std::move(on_lost));
@@ -145,7 +153,9 @@ class FairLock {
   // Every node's view: the holder and the queue (read-only).
   [[nodiscard]] absl::StatusOr<std::vector<FairNodeView>> Inspect();
 
+  // The resource's name.
   const std::string& resource() const { return resource_; }
+  // The options it was made with.
   const FairOptions& options() const { return options_; }
 
  private:
@@ -171,28 +181,40 @@ class FairLock {
 // and a plain lock of one resource from being mixed by accident.
 class FairMutex {
  public:
+  // `client` must outlive the mutex.
   FairMutex(Client* client, std::string resource, MutexOptions options = MutexOptions(),
             FairOptions fair = FairOptions());
   FairMutex(const FairMutex&) = delete;
   FairMutex& operator=(const FairMutex&) = delete;
 
+  // Takes a place and waits for the lock (a lost place: a new one, at the back).
   void lock() { mutex_.lock(); }
+  // The lock only when it is free and nobody waits.
   bool try_lock() { return mutex_.try_lock(); }
+  // A place, then the lock within `d`.
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
     return mutex_.try_lock_for(d);
   }
+  // A place, then the lock by `t`.
   template <class ClockT, class DurationT>
   bool try_lock_until(const std::chrono::time_point<ClockT, DurationT>& t) {
     return mutex_.try_lock_until(t);
   }
+  // Releases the lock and wakes the next waiter.
   void unlock() noexcept { mutex_.unlock(); }
 
+  // Why the last lock call failed, or how the held lease is doing (Mutex::status).
   absl::Status status() const { return mutex_.status(); }
+  // True while the lock is held and its lease still valid (Mutex::held_ok).
   bool held_ok() const { return mutex_.held_ok(); }
+  // Stopped when the held lease is lost (Mutex::lost).
   StopToken lost() const { return mutex_.lost(); }
+  // The held lease.
   Lease lease() const { return mutex_.lease(); }
+  // The resource's name.
   const std::string& resource() const { return fair_->resource(); }
+  // The lock underneath.
   FairLock& fair_lock() { return *fair_; }
 
  private:

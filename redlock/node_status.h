@@ -59,12 +59,12 @@ struct FamilyNodeView {
   // A fair lock's queue: the live places in order (the first 64), and how
   // many are live in all.
   struct Place {
-    std::string waiter;  // the waiter's id
-    uint64_t ticket = 0;
-    absl::Duration ttl_left = absl::ZeroDuration();
+    std::string waiter;                              // the waiter's id
+    uint64_t ticket = 0;                             // its place: served by ticket
+    absl::Duration ttl_left = absl::ZeroDuration();  // until the place lapses
   };
-  std::vector<Place> queue;
-  int waiting = 0;
+  std::vector<Place> queue;  // the first 64 live places, in the order served
+  int waiting = 0;           // live places in all
 };
 
 // One Sentinel of a Sentinel-managed node (NodeHealth::sentinels), as the

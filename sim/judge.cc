@@ -203,6 +203,7 @@ void World::Finish() {
                            "its node timeout (",
                            config_.node_timeout_ms, "ms): ", std::get<2>(key).substr(0, 120)),
               {clients_[static_cast<size_t>(client)].name});
+    out_.sim_violations.back().t = when.first;  // when the TRYAGAIN came
   }
   // The store's final counters (S3).
   for (int i = 0; i < config_.resources; ++i) {
@@ -384,6 +385,27 @@ void World::CheckRecovery() {
   }
 }
 
+// L3's explanations: a fault that stops the client or the node, or resets
+// or cuts the connection, while the TRYAGAIN's retry window was open (from a
+// node timeout before the answer to two after it). The library retries on
+// the connection the command went on and within the node's deadline; a
+// paused client's deadline passes while it sleeps, and a reset connection
+// fails the request as an unavailable vote, as documented.
+bool World::RetryCutShort(const SimViolation& v) const {
+  static const char* const kKinds[] = {"client_pause",      "pause",     "reset",
+                                       "reset_after_reply", "partition", "kill",
+                                       "restart",           "ack_loss",  "failover"};
+  const int64_t timeout = Ms(config_.node_timeout_ms);
+  for (const InjectedFault& f : out_.injected) {
+    if (std::find_if(std::begin(kKinds), std::end(kKinds),
+                     [&](const char* k) { return f.kind == k; }) == std::end(kKinds)) {
+      continue;
+    }
+    if (f.begin <= v.t + 2 * timeout && f.end >= v.t - timeout) return true;
+  }
+  return false;
+}
+
 void World::JudgeAll() {
   const int64_t reach = Ms(config_.ttl_ms + 1000);
   // Counters lost on at most fencing_lost_counters nodes break no fencing
@@ -438,6 +460,9 @@ void World::JudgeAll() {
     }
     if (p >= 0) {
       if (!explained(p, v.processes, 0, 0)) out_.findings.insert(v.property);
+    } else if (v.property == "L3" && RetryCutShort(v)) {
+      // Explained: the client or its connection to the node was stopped,
+      // reset or cut off while the retry was due.
     } else {
       out_.findings.insert(v.property);  // the simulator's own: nothing explains them
     }

@@ -617,7 +617,14 @@ void World::Arrive(uint64_t id, int dir, Message m) {
         last = client_now;
         const int64_t timeout = config_.node_timeout_ms * 1000000;
         const int64_t pause = std::max<int64_t>(1000000, timeout / 10);
-        const int64_t margin = std::max<int64_t>(2000000, pause);
+        // And a quarter of the node timeout: a retry's own round trip (the
+        // ASK to the old master, then ASKING and the command at the new
+        // one) runs inside the window too, and a TRYAGAIN in its last
+        // quarter may be the last one the library's deadline allows
+        // (seed 1008: retries 6-7 ms apart in a 20 ms window). A library
+        // that never retries still answers L3: its first TRYAGAIN comes a
+        // round trip after the start.
+        const int64_t margin = std::max<int64_t>({2000000, pause, timeout / 4});
         // A call that already ended (decided by the other nodes, which
         // also abandons this one) need not try again.
         const Worker& w = workers_[static_cast<size_t>(client)];

@@ -299,6 +299,7 @@ class World final : public TransportHost {
   void CheckDurableGrant(int client, const Hold& h);
   void CheckHeldRefusal(int client, const std::string& code);
   void JudgeAll();
+  bool RetryCutShort(const SimViolation& v) const;
   void Violation(const std::string& property, const std::string& description,
                  std::vector<std::string> processes = {});
 
