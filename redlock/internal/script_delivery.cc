@@ -20,11 +20,9 @@ ScriptDelivery::ScriptDelivery(Transport* transport, std::shared_ptr<ScriptingMo
 
 namespace {
 
-// The single-key release and extension scripts, which have native forms.
+// The single-key release script, which has native forms (the extension's
+// is chosen in FormFor, by its number of keys).
 bool ReleasesOneKey(const Command& c) { return c.script == &ReleaseOneScript(); }
-bool ExtendsOneKey(const Command& c, const std::vector<std::string>& keys) {
-  return c.script == &ExtendScript() && keys.size() == 1;
-}
 
 bool UnknownCommand(const absl::StatusOr<Reply>& r) {
   return r.ok() && r->is_error() && absl::StartsWith(r->str, "ERR unknown command");

@@ -77,7 +77,9 @@ TEST_F(LualessTest, TheServerAnswersScriptsWithNoEngine) {
     absl::StatusOr<RedisValue> r = fleet_->Command(0, cmd);
     ASSERT_TRUE(r.ok()) << r.status();
     EXPECT_TRUE(r->is_error()) << cmd[0];
-    if (cmd[0] != "EVALSHA") EXPECT_EQ(r->str, kNoEngine) << cmd[0];
+    if (cmd[0] != "EVALSHA") {
+      EXPECT_EQ(r->str, kNoEngine) << cmd[0];
+    }
   }
   // The node with its module runs them.
   absl::StatusOr<RedisValue> r = fleet_->Command(1, {"EVAL", "return 1", "0"});
