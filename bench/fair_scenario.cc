@@ -22,6 +22,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "bench/locker.h"
+#include "bench/processes_scenario.h"
 #include "bench/report.h"
 #include "bench/rows.h"
 #include "bench/scenarios.h"
@@ -74,23 +75,6 @@ RowResult OneCallerRow(Context& ctx, const std::vector<Endpoint>& eps, bool fair
                       }
                       return out;
                     });
-}
-
-Json HistogramJson(const LatencyHistogram& h) {
-  const LatencyHistogram::Parts p = h.ToParts();
-  Json buckets = Json::array();
-  for (const auto& [i, n] : p.buckets) buckets.push_back(Json::array({i, n}));
-  return Json{{"b", buckets}, {"min", p.min}, {"max", p.max}, {"sum", p.sum}};
-}
-
-LatencyHistogram HistogramFromJson(const Json& j) {
-  LatencyHistogram::Parts p;
-  for (const Json& b : j.at("b"))
-    p.buckets.emplace_back(b.at(0).get<int>(), b.at(1).get<uint64_t>());
-  p.min = j.at("min").get<int64_t>();
-  p.max = j.at("max").get<int64_t>();
-  p.sum = j.at("sum").get<double>();
-  return LatencyHistogram::FromParts(p);
 }
 
 // Every acquisition's attempts (the Outcome the library builds when an

@@ -30,26 +30,27 @@
 #include "testkit/redis.h"
 
 namespace redlock::bench {
-namespace {
 
-using Json = nlohmann::json;
-
-Json HistogramJson(const LatencyHistogram& h) {
+nlohmann::json HistogramJson(const LatencyHistogram& h) {
   const LatencyHistogram::Parts p = h.ToParts();
-  Json buckets = Json::array();
-  for (const auto& [i, n] : p.buckets) buckets.push_back(Json::array({i, n}));
-  return Json{{"b", buckets}, {"min", p.min}, {"max", p.max}, {"sum", p.sum}};
+  nlohmann::json buckets = nlohmann::json::array();
+  for (const auto& [i, n] : p.buckets) buckets.push_back(nlohmann::json::array({i, n}));
+  return nlohmann::json{{"b", buckets}, {"min", p.min}, {"max", p.max}, {"sum", p.sum}};
 }
 
-LatencyHistogram HistogramFromJson(const Json& j) {
+LatencyHistogram HistogramFromJson(const nlohmann::json& j) {
   LatencyHistogram::Parts p;
-  for (const Json& b : j.at("b"))
+  for (const nlohmann::json& b : j.at("b"))
     p.buckets.emplace_back(b.at(0).get<int>(), b.at(1).get<uint64_t>());
   p.min = j.at("min").get<int64_t>();
   p.max = j.at("max").get<int64_t>();
   p.sum = j.at("sum").get<double>();
   return LatencyHistogram::FromParts(p);
 }
+
+namespace {
+
+using Json = nlohmann::json;
 
 struct Worker {
   std::unique_ptr<testkit::Process> process;

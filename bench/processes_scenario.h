@@ -17,9 +17,11 @@
 #define REDLOCK_BENCH_PROCESSES_SCENARIO_H_
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "absl/time/time.h"
+#include "bench/stats.h"
 
 namespace redlock::bench {
 
@@ -33,6 +35,11 @@ struct ProcessWorkerArgs {
   absl::Duration node_timeout;
   int64_t iterations = 1'000'000;
 };
+
+// A latency histogram as a worker process reports it on its JSON line, and
+// back (the processes and fair scenarios' workers).
+nlohmann::json HistogramJson(const LatencyHistogram& h);
+LatencyHistogram HistogramFromJson(const nlohmann::json& j);
 
 // The worker's main (redlock-bench --process_worker ...): 0 when it ran, 1
 // when it could not (the message on stderr, and a JSON line with "error").
