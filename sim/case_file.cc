@@ -152,6 +152,10 @@ absl::StatusOr<chaos::Scenario> ToScenario(const SimCase& c) {
   if (cfg.quorum != 0) return no("a quorum other than the majority");
   if (cfg.renew) return no("AutoRenew (the lab's clients extend by hand)");
   if (cfg.durability_fsync) return no("durability.fsync");
+  if (cfg.fair_jumpers > 0) return no("clients that skip the fair lock's queue (a test's)");
+  if (cfg.primitive == Primitive::kFair && !cfg.notifications) {
+    return no("a fair lock without notifications (the lab's fair clients always listen)");
+  }
   chaos::Scenario s;
   s.name = absl::StrCat("sim-", c.property.empty() ? "case" : c.property, "-", c.input.seed);
   s.config = DescribeConfig(cfg);
@@ -219,6 +223,10 @@ absl::StatusOr<chaos::Scenario> ToScenario(const SimCase& c) {
         break;
       case Primitive::kElection:
         cc.primitive = chaos::Primitive::kElection;
+        break;
+      case Primitive::kFair:
+        cc.primitive = chaos::Primitive::kFair;
+        cc.place_ttl_ms = cfg.place_ttl_ms;
         break;
       default:
         cc.primitive = chaos::Primitive::kMutex;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/fair_op.h"
 
 namespace redlock::sim {
 namespace {
@@ -40,7 +41,8 @@ Field BoolField(const char* name, bool SimConfig::*m) {
           }};
 }
 
-const char* kPrimitiveNames[] = {"mutex", "multilock", "rwlock", "semaphore", "election"};
+const char* kPrimitiveNames[] = {"mutex", "multilock", "rwlock", "semaphore", "election", "fair"};
+constexpr int kPrimitives = 6;
 
 const std::vector<Field>& Fields() {
   static const std::vector<Field>* fields = new std::vector<Field>{
@@ -78,7 +80,7 @@ const std::vector<Field>& Fields() {
        }},
       {"primitive", [](const SimConfig& c) { return std::string(PrimitiveName(c.primitive)); },
        [](const std::string& v, SimConfig& c) {
-         for (int i = 0; i < 5; ++i) {
+         for (int i = 0; i < kPrimitives; ++i) {
            if (v == kPrimitiveNames[i]) {
              c.primitive = static_cast<Primitive>(i);
              return true;
@@ -90,6 +92,7 @@ const std::vector<Field>& Fields() {
       IntField("set_size", &SimConfig::set_size),
       IntField("permits", &SimConfig::permits),
       IntField("readers", &SimConfig::readers),
+      IntField("place_ttl_ms", &SimConfig::place_ttl_ms),
       IntField("clients", &SimConfig::clients),
       IntField("resources", &SimConfig::resources),
       IntField("ttl_ms", &SimConfig::ttl_ms),
@@ -113,6 +116,7 @@ const std::vector<Field>& Fields() {
       IntField("replication_lag_us_hi", &SimConfig::replication_lag_us_hi),
       IntField("duration_ms", &SimConfig::duration_ms),
       IntField("lying_nodes", &SimConfig::lying_nodes),
+      IntField("fair_jumpers", &SimConfig::fair_jumpers),
   };
   return *fields;
 }
@@ -250,6 +254,18 @@ absl::Status ApplyOverrides(const std::string& text, SimConfig* c) {
     c->fenced_store = c->fencing || c->primitive == Primitive::kElection;
   }
   if (drawn("all_nodes") && c->primitive != Primitive::kMultiLock) c->all_nodes = false;
+  if (c->primitive == Primitive::kFair) {
+    // A fair lock forced on a configuration drawn without a wait waits
+    // (DrawConfig's rule: a place needs a wait): 2 ttl, within 100-2000 ms.
+    if (drawn("wait_ms") && c->wait_ms == 0) {
+      c->wait_ms = std::clamp<int64_t>(2 * c->ttl_ms, 100, 2000);
+    }
+    if (drawn("retries")) c->retries = false;
+  }
+  const int64_t place_floor = std::max<int64_t>(30, 3 * c->node_timeout_ms);
+  if (drawn("place_ttl_ms") && c->place_ttl_ms != 0 && c->place_ttl_ms < place_floor) {
+    c->place_ttl_ms = place_floor;
+  }
   return absl::OkStatus();
 }
 
@@ -323,6 +339,18 @@ absl::Status CheckConfig(const SimConfig& c) {
   if (c.primitive == Primitive::kSemaphore && (c.permits < 1 || c.permits > 16)) {
     return bad("permits: 1 to 16");
   }
+  if (c.place_ttl_ms != 0) {
+    // FairOptions::place_ttl's bounds (CheckPlaceTtl, fair_op.cc).
+    const int64_t floor = std::max<int64_t>(30, 3 * c.node_timeout_ms);
+    if (c.place_ttl_ms < floor || c.place_ttl_ms > (int64_t{1} << 40)) {
+      return bad("place_ttl_ms: 0 (the default) or ", floor,
+                 " (30 ms and 3 node timeouts) to 2^40");
+    }
+  }
+  if (c.fair_jumpers < 0 || c.fair_jumpers > c.clients ||
+      (c.fair_jumpers > 0 && c.primitive != Primitive::kFair)) {
+    return bad("fair_jumpers: 0 to the clients, with primitive fair");
+  }
   if (c.ttl_ms < 10 || c.use_ms < 0 || c.uses_per_lease < 0 || c.guard_ms < 0 || c.think_ms < 0 ||
       c.retry_ms < 1 || c.wait_ms < 0 || c.pre_release_ms < 0) {
     return bad("workload durations out of range");
@@ -340,6 +368,11 @@ absl::Status CheckConfig(const SimConfig& c) {
       static_cast<double>(c.ttl_ms) * c.drift_factor + static_cast<double>(c.drift_floor_ms);
   if (static_cast<double>(c.ttl_ms) <= drift) return bad("ttl_ms is not above its drift allowance");
   return absl::OkStatus();
+}
+
+int64_t PlaceTtlMs(const SimConfig& c) {
+  return c.place_ttl_ms > 0 ? c.place_ttl_ms
+                            : absl::ToInt64Milliseconds(internal::kDefaultPlaceTtl);
 }
 
 int RequiredNodes(const SimConfig& c) {
@@ -400,9 +433,19 @@ SimConfig DrawConfig(uint64_t seed) {
     c.backoff_max_ms = rng.Int(200, 1000);
     c.connect_timeout_ms = rng.Int(200, 1000);
     // The primitive.
-    c.primitive = static_cast<Primitive>(rng.Weighted({40, 15, 15, 15, 15}));
+    c.primitive = static_cast<Primitive>(rng.Weighted({30, 15, 15, 15, 15, 10}));
     c.all_nodes = c.primitive == Primitive::kMultiLock && rng.Chance(0.3);
     c.permits = static_cast<int>(rng.Int(1, 4));
+    {
+      // FairOptions::place_ttl (read by the fair lock only, drawn for every
+      // configuration as `permits` is, so that a forced fair lock has one):
+      // the default (2 s), or from its floor (30 ms and 3 node timeouts) up.
+      const int64_t floor = std::max<int64_t>(30, 3 * c.node_timeout_ms);
+      const size_t p = rng.Weighted({40, 40, 20});
+      c.place_ttl_ms = p == 0   ? 0
+                       : p == 1 ? rng.Int(floor, std::max<int64_t>(floor, 1000))
+                                : rng.Int(std::max<int64_t>(floor, 1000), 5000);
+    }
     // The workload.
     c.clients = 1 + static_cast<int>(rng.Weighted({10, 25, 40, 25}));
     c.resources = 1 + static_cast<int>(rng.Weighted({40, 40, 20}));
@@ -446,6 +489,13 @@ SimConfig DrawConfig(uint64_t seed) {
           std::min(c.replication_lag_us_hi, c.durability_timeout_ms * 1000 / 3);
       c.replication_lag_us_lo = std::min(c.replication_lag_us_lo, c.replication_lag_us_hi);
     }
+    if (c.primitive == Primitive::kFair) {
+      // A fair call takes a place only with a wait (a zero wait is
+      // TryAcquire: the lock only when nobody waits, never a place), so the
+      // fair lock always waits; `retries` has no meaning with a wait.
+      if (c.wait_ms == 0) c.wait_ms = rng.Int(100, 2000);
+      c.retries = false;
+    }
     if (CheckConfig(c).ok()) return c;
   }
   return SimConfig{.nodes = std::vector<NodeConfig>(5)};
@@ -459,6 +509,10 @@ std::string DescribeConfig(const SimConfig& c) {
   }
   if (c.primitive == Primitive::kSemaphore) absl::StrAppend(&out, " K=", c.permits);
   if (c.primitive == Primitive::kRwLock) absl::StrAppend(&out, " readers=", c.readers);
+  if (c.primitive == Primitive::kFair) {
+    absl::StrAppend(&out, " place_ttl=", PlaceTtlMs(c), "ms");
+    if (c.fair_jumpers) absl::StrAppend(&out, " jumpers=", c.fair_jumpers);
+  }
   if (c.quorum) absl::StrAppend(&out, " quorum=", c.quorum);
   if (c.fencing) {
     absl::StrAppend(&out, " fencing f=", c.fencing_lost_counters,
@@ -493,6 +547,11 @@ std::vector<std::pair<std::string, std::string>> ConfigDimensions(const SimConfi
   d.emplace_back("primitive", c.primitive == Primitive::kMultiLock
                                   ? (c.all_nodes ? "multilock all-nodes" : "multilock quorum")
                                   : PrimitiveName(c.primitive));
+  if (c.primitive == Primitive::kFair) {
+    d.emplace_back("place ttl", c.place_ttl_ms == 0     ? "default (2 s)"
+                                : c.place_ttl_ms < 1000 ? "< 1 s"
+                                                        : ">= 1 s");
+  }
   d.emplace_back("fencing", !c.fencing                ? "off"
                             : c.shared_counter        ? "shared"
                             : c.fencing_lost_counters ? absl::StrCat("f=", c.fencing_lost_counters)

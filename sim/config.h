@@ -52,7 +52,7 @@ struct NodeConfig {
   int members = 0;
 };
 
-enum class Primitive { kMutex, kMultiLock, kRwLock, kSemaphore, kElection };
+enum class Primitive { kMutex, kMultiLock, kRwLock, kSemaphore, kElection, kFair };
 const char* PrimitiveName(Primitive p);
 
 struct SimConfig {
@@ -89,6 +89,8 @@ struct SimConfig {
   int set_size = 2;        // MultiLock: resources per acquisition
   int permits = 2;         // Semaphore: K
   int readers = 1;         // ReadWriteLock: the first `readers` clients read
+  // FairLock: FairOptions::place_ttl in ms (0: the library's default, 2 s).
+  int64_t place_ttl_ms = 0;
 
   // ---- The workload (as the chaos lab's client loop) ----
   int clients = 3;
@@ -122,7 +124,16 @@ struct SimConfig {
   // The first `lying_nodes` nodes answer OK to every SET, NX or not (they
   // overwrite a held key). Never drawn; 0 in every drawn configuration.
   int lying_nodes = 0;
+  // ---- A known-bad client, for the test that S8 catches one ----
+  // With the fair lock, the first `fair_jumpers` clients skip the queue:
+  // their calls are recorded as fair calls with a wait, but acquire through
+  // the plain mutex (Client::AcquireAsync), which ignores the places. Never
+  // drawn; 0 in every drawn configuration.
+  int fair_jumpers = 0;
 };
+
+// The fair lock's place ttl in ms (FairOptions::place_ttl; 0: the default).
+int64_t PlaceTtlMs(const SimConfig& c);
 
 // The client Options of a configuration (endpoints named after the nodes:
 // "sim-n0:6379"; a cluster node "redis+cluster://c1m0:7000+c1m1:7001").

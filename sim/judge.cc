@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "chaos/run/scenario.h"
 #include "redlock/internal/algorithm.h"
+#include "redlock/internal/fair_scripts.h"
 #include "sim/world_internal.h"
 
 namespace redlock::sim {
@@ -134,6 +135,52 @@ void World::CheckDurableGrant(int client, const Hold& h) {
   }
 }
 
+bool World::ScriptsOnly() const {
+  return config_.primitive == Primitive::kRwLock || config_.primitive == Primitive::kSemaphore ||
+         config_.primitive == Primitive::kElection || config_.primitive == Primitive::kFair;
+}
+
+int World::ScriptingVoters() const {
+  int n = 0;
+  for (const Voter& v : voters_) n += v.config.scripting == Scripting::kScripts ? 1 : 0;
+  return n;
+}
+
+void World::CheckRefusedNodes(int client, const absl::Status& status) {
+  // The fair lock refuses nodes that forbid scripting (its scripts have no
+  // script-free form), naming the node. Where too few nodes allow scripting
+  // for a grant, every fair call must fail so, not be granted, and not fail
+  // for another reason. Judged on calls no fault touched (a fault can keep
+  // the refusing node from answering at all).
+  if (config_.primitive != Primitive::kFair || client < config_.fair_jumpers) return;
+  if (ScriptingVoters() >= RequiredNodes(config_)) return;
+  const Worker& w = workers_[static_cast<size_t>(client)];
+  const ClientCtx& c = clients_[static_cast<size_t>(client)];
+  if (status.ok()) {
+    Violation("H1",
+              absl::StrCat(c.name, ": fair lock of ", absl::StrJoin(w.invoked_resources, ","),
+                           " granted while only ", ScriptingVoters(), " of ", voters_.size(),
+                           " nodes allow scripting (a grant needs ", RequiredNodes(config_), ")"),
+              {c.name});
+    return;
+  }
+  // A fault's effects outlast it (a node marked down until a probe, a
+  // connection waiting out its backoff): judged from the window after the
+  // last fault healed that L2 waits too.
+  if (!active_.empty()) return;
+  int64_t healed = 0;
+  for (const InjectedFault& f : out_.injected) healed = std::max(healed, f.end);
+  if (!out_.injected.empty() && w.invoked_at < healed + SettleWindow()) return;
+  if (absl::StrContains(status.message(), "forbids scripting")) return;
+  Violation(
+      "H1",
+      absl::StrCat(c.name, ": fair lock of ", absl::StrJoin(w.invoked_resources, ","),
+                   " failed without naming a node that forbids scripting, while only ",
+                   ScriptingVoters(), " of ", voters_.size(), " nodes allow it (a grant needs ",
+                   RequiredNodes(config_), "): ", status.ToString().substr(0, 300)),
+      {c.name});
+}
+
 void World::CheckHeldRefusal(int client, const std::string& code) {
   (void)code;
   if (config_.primitive != Primitive::kMutex && config_.primitive != Primitive::kMultiLock &&
@@ -187,7 +234,12 @@ void World::Finish() {
   const int64_t end = now_;
   // A quiet tail: every key set before now has expired, or been removed, a
   // ttl later (with the clocks' rates and a margin).
-  RunUntil(end + Ms(config_.ttl_ms) * (1000000 + 2 * config_.clock_ppm) / 1000000 + Ms(1000));
+  // The fair lock's places last their place ttl past the last heartbeat
+  // (a holder that lets its lease lapse keeps its place that long).
+  const int64_t lasting = config_.primitive == Primitive::kFair
+                              ? std::max(config_.ttl_ms, PlaceTtlMs(config_))
+                              : config_.ttl_ms;
+  RunUntil(end + Ms(lasting) * (1000000 + 2 * config_.clock_ppm) / 1000000 + Ms(1000));
   ScanKeys();
   CheckLiveness();
   CheckAskedAgain();
@@ -241,6 +293,21 @@ void World::ScanKeys() {
     if (!mm.up) continue;
     const int64_t ms = NodeMs(static_cast<int>(m));
     for (const std::string& key : mm.node->Keys(ms)) {
+      if (config_.primitive == Primitive::kFair &&
+          absl::EndsWith(key, internal::kFairExpirySuffix) &&
+          lock_keys_.count(key.substr(0, key.size() - internal::kFairExpirySuffix.size())) > 0) {
+        // A fair lock's places, by their expiry on the node's clock (as the
+        // lab's scan reads them: chaos/run/leftovers.cc): none may be live.
+        Session session;
+        Result r =
+            mm.node->Execute(session, {"ZRANGEBYSCORE", key, absl::StrCat("(", ms), "+inf"}, ms);
+        if (r.reply.type != Reply::Type::kArray || r.reply.elements.empty()) continue;
+        Violation("S5", absl::StrCat(mm.node->config().name, ": ", key, " still holds ",
+                                     r.reply.elements.size(), " live place(s) (",
+                                     r.reply.elements[0].str.substr(0, 8),
+                                     "...) a place ttl after the run's end"));
+        continue;
+      }
       if (lock_keys_.count(key) == 0) continue;
       std::optional<std::string> v = mm.node->Get(key, ms);
       if (!v.has_value()) continue;
@@ -302,18 +369,18 @@ void World::CheckLiveness() {
   }
 }
 
+int64_t World::SettleWindow() const {
+  return std::max<int64_t>(Ms(3000), 2 * Ms(config_.backoff_max_ms) +
+                                         4 * std::max(Ms(config_.breaker_probe_ms),
+                                                      4 * Ms(config_.durability_timeout_ms)));
+}
+
 void World::CheckAskedAgain() {
   int64_t healed = 0;
   for (const InjectedFault& f : out_.injected) healed = std::max(healed, f.end);
-  const int64_t window = std::max<int64_t>(
-      Ms(3000),
-      2 * Ms(config_.backoff_max_ms) +
-          4 * std::max(Ms(config_.breaker_probe_ms), 4 * Ms(config_.durability_timeout_ms)));
-  const int64_t from = healed + window;
+  const int64_t from = healed + SettleWindow();
   if (workload_end_ - from < Ms(2000)) return;
-  const bool family = config_.primitive == Primitive::kRwLock ||
-                      config_.primitive == Primitive::kSemaphore ||
-                      config_.primitive == Primitive::kElection;
+  const bool family = ScriptsOnly();
   auto in_window = [&](const std::vector<int64_t>& times) {
     return std::count_if(times.begin(), times.end(),
                          [&](int64_t t) { return t >= from && t < workload_end_; });
@@ -347,17 +414,15 @@ void World::CheckRecovery() {
   // Nodes the primitive can never use (the lock family's scripts have no
   // script-free form) and the nodes a grant needs: the slack for faults
   // the configuration must ride out.
-  const bool family = config_.primitive == Primitive::kRwLock ||
-                      config_.primitive == Primitive::kSemaphore ||
-                      config_.primitive == Primitive::kElection;
-  int unusable = 0;
-  for (const Voter& v : voters_) {
-    unusable += family && v.config.scripting != Scripting::kScripts ? 1 : 0;
-  }
+  const int unusable = ScriptsOnly() ? static_cast<int>(voters_.size()) - ScriptingVoters() : 0;
   const int n = static_cast<int>(voters_.size());
   const int slack = n - RequiredNodes(config_) - unusable;
   if (slack < 0) return;  // this configuration offers no availability at all
-  const int64_t window = 2 * Ms(config_.ttl_ms) + Ms(2000);
+  // A fair lock's dead or paused waiter holds up the queue for its place
+  // ttl and a heartbeat at most (fair_mutex.h): that long more.
+  const int64_t window =
+      2 * Ms(config_.ttl_ms) + Ms(2000) +
+      (config_.primitive == Primitive::kFair ? Ms(PlaceTtlMs(config_)) * 4 / 3 : 0);
   struct Span {
     int64_t begin, end;
   };
@@ -379,8 +444,9 @@ void World::CheckRecovery() {
                                      [&](int64_t t) { return t >= e && t <= until; });
     if (!granted) {
       Violation("L1", absl::StrCat("no client was granted anything between ", e / 1000000,
-                                   "ms and ", until / 1000000,
-                                   "ms (2 ttl + 2 s after the faults it need not ride out)"));
+                                   "ms and ", until / 1000000, "ms (2 ttl + 2 s",
+                                   config_.primitive == Primitive::kFair ? " + 4/3 place ttl" : "",
+                                   " after the faults it need not ride out)"));
     }
   }
 }
@@ -407,7 +473,10 @@ bool World::RetryCutShort(const SimViolation& v) const {
 }
 
 void World::JudgeAll() {
-  const int64_t reach = Ms(config_.ttl_ms + 1000);
+  const int64_t reach =
+      Ms(std::max(config_.ttl_ms,
+                  config_.primitive == Primitive::kFair ? PlaceTtlMs(config_) : int64_t{0}) +
+         1000);
   // Counters lost on at most fencing_lost_counters nodes break no fencing
   // promise (F of algorithm.h): those faults do not explain S4, S7 or S9.
   const bool counters_survive =
@@ -421,6 +490,18 @@ void World::JudgeAll() {
                                     property == chaos::kS9 ||
                                     (property == chaos::kS3 && config_.fenced_store);
       if (Forgets(f.kind) && counter_property && counters_survive) continue;
+      // S8: the places live beside the lock key, in the same nodes' memory
+      // with expiries on the same clocks: a fault on the nodes that may
+      // lose or expire the lock key early (S1: a restart or kill without
+      // persistence, a failover without the durability vote, a clock jump
+      // beyond the drift) may lose a place that only a bare quorum held,
+      // and a later waiter may go first until its heartbeat puts it back
+      // (fair_mutex.h, "What is not promised"). The registry's kinds do not
+      // name S8 (its RunShape has no fair lock).
+      if (property == chaos::kS8 && config_.primitive == Primitive::kFair && f.scope.empty() &&
+          !f.nodes.empty() && (may & chaos::Prop(chaos::kS1))) {
+        may |= chaos::Prop(chaos::kS8);
+      }
       if (!(may & chaos::Prop(property))) continue;
       // A lost counter stays lost: a repeated token may come any time after.
       const int64_t f_reach = Forgets(f.kind) && counter_property ? INT64_MAX / 2 : reach;

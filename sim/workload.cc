@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "multilock/multi_lock.h"
+#include "redlock/outcome.h"
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
 #include "sim/world_internal.h"
@@ -87,6 +88,7 @@ void World::WorkerNext(int client) {
     return;
   }
   w.idle = false;
+  w.fair_invoke = SIZE_MAX;
   w.tokens.clear();
   w.last_token.clear();
   std::vector<std::string> resources;
@@ -116,6 +118,15 @@ void World::WorkerNext(int client) {
     e.op = w.ops.back();
     e.resource = r;
     e.ttl_ms = config_.ttl_ms;
+    if (config_.primitive == Primitive::kFair) {
+      // A fair call (the lab's invoke mode "fair"): how long it may wait,
+      // in true time as the history is (the wait runs on the client's
+      // clock, whose rate is within clock_ppm of 1), rounded down.
+      e.mode = "fair";
+      e.wait_ms = static_cast<int64_t>(static_cast<double>(config_.wait_ms) /
+                                       clients_[static_cast<size_t>(client)].clock.rate);
+      w.fair_invoke = events_log_.size();
+    }
     Record(e);
   }
   ++out_.invokes;
@@ -223,6 +234,50 @@ void World::WorkerNext(int client) {
           });
       break;
     }
+    case Primitive::kFair: {
+      if (client < config_.fair_jumpers) {
+        // The known-bad client of SimConfig::fair_jumpers: recorded as a
+        // fair call, acquired as a plain lock of the same key, which
+        // excludes the fair holders but ignores the queue.
+        impl->AcquireAsync(resources[0], ttl, wait, StopToken(), one(resources, "fair", false));
+        break;
+      }
+      // As the lab's client: through the Client's entry point, which says
+      // when the place is on a quorum (the history's "queued": the end of
+      // the enqueue).
+      Client::FamilyRequest r;
+      r.kind = Client::FamilyRequest::Kind::kFair;
+      r.resource = resources[0];
+      r.ttl = ttl;
+      if (config_.wait_ms > 0) r.wait = wait;
+      r.place_ttl = absl::Milliseconds(config_.place_ttl_ms);
+      r.on_queued = [this, client, op = w.ops[0], resource = resources[0]] {
+        chaos::Event e;
+        e.type = chaos::EventType::kQueued;
+        e.type_name = "queued";
+        e.t = now_;
+        e.process = clients_[static_cast<size_t>(client)].name;
+        e.op = op;
+        e.resource = resource;
+        Record(e);
+        OnMarker(client, "queued");
+      };
+      impl->AcquireFamilyAsync(std::move(r), [done, resources, fenced = config_.fencing](
+                                                 absl::StatusOr<Client::FamilyGrant> g) mutable {
+        if (!g.ok()) {
+          done(g.status());
+          return;
+        }
+        Hold h;
+        h.resources = resources;
+        h.token = g->lease.token();
+        h.mode = "fair";
+        h.fencing = {fenced ? std::optional<uint64_t>(g->lease.fencing_token()) : std::nullopt};
+        h.leases = {std::move(g->lease)};
+        done(std::move(h));
+      });
+      break;
+    }
     case Primitive::kElection: {
       Election election(impl, resources[0]);
       CampaignOptions campaign;
@@ -259,6 +314,15 @@ void World::WorkerAcquired(int client, absl::StatusOr<Hold> held) {
   EndCall(client);
   if (!held.ok()) {
     const std::string code = absl::StatusCodeToString(held.status().code());
+    std::optional<Outcome> outcome = GetOutcome(held.status());
+    if (w.fair_invoke < events_log_.size() && outcome.has_value() &&
+        outcome->kind == Outcome::Kind::kWaitExpired) {
+      // The wait ran out on the client's clock; a forward jump of that
+      // clock (client_clock_jump) ends it sooner in true time than the
+      // invoke's wait said. The record says how long it lasted then.
+      chaos::Event& invoke = events_log_[w.fair_invoke];
+      invoke.wait_ms = std::min(invoke.wait_ms, (now_ - w.invoked_at) / 1000000);
+    }
     for (size_t i = 0; i < w.invoked_resources.size(); ++i) {
       chaos::Event e;
       e.type = chaos::EventType::kFail;
@@ -269,15 +333,20 @@ void World::WorkerAcquired(int client, absl::StatusOr<Hold> held) {
       e.resource = w.invoked_resources[i];
       e.code = code;
       e.error = std::string(held.status().message());
+      // What the library says happened (the lab records it too; S8 excuses
+      // a waiter that lost its place or was cancelled).
+      if (outcome.has_value()) e.outcome = OutcomeKindName(outcome->kind);
       Record(e);
     }
     w.last_marker = "fail";
     OnMarker(client, "fail");
     if (held.status().code() == absl::StatusCode::kAborted) CheckHeldRefusal(client, code);
+    CheckRefusedNodes(client, held.status());
     const int64_t pause = config_.retry_ms / 2 + rng_.Int(0, config_.retry_ms);
     WorkerSleep(client, pause, [this, client] { WorkerNext(client); });
     return;
   }
+  CheckRefusedNodes(client, absl::OkStatus());
   Hold& h = *held;
   h.ops = w.ops;
   ++out_.grants;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "redlock/internal/cluster_slots.h"
+#include "redlock/internal/fair_scripts.h"
 #include "redlock/internal/family_scripts.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/sha1.h"
@@ -61,9 +62,10 @@ void CommandKeys(const Argv& argv, std::vector<std::string>* out) {
 const std::vector<const internal::Script*>& AcquisitionScripts() {
   static const std::vector<const internal::Script*>* scripts =
       new std::vector<const internal::Script*>{
-          &internal::AcquireSetScript(), &internal::FenceAcquireScript(),
+          &internal::AcquireSetScript(),    &internal::FenceAcquireScript(),
           &internal::RwReadAcquireScript(), &internal::RwWriteAcquireScript(),
-          &internal::SemAcquireScript()};
+          &internal::SemAcquireScript(),    &internal::FairProbeScript(),
+          &internal::FairRegisterScript(),  &internal::FairAcquireScript()};
   return *scripts;
 }
 
@@ -98,14 +100,30 @@ Argv SplitRetryKey(const std::string& key) {
   return out;
 }
 
-// The lock tokens a command carries: arguments of 40 hexadecimal digits.
+bool IsHex40(absl::string_view a) {
+  return a.size() == 40 && std::all_of(a.begin(), a.end(), [](char ch) {
+           return absl::ascii_isdigit(static_cast<unsigned char>(ch)) || (ch >= 'a' && ch <= 'f');
+         });
+}
+
+// The lock tokens a command carries: arguments of 40 hexadecimal digits,
+// and the fair lock's "<attempt>.<waiter>" tokens (40 digits each), whose
+// waiter id, also passed on its own beside them, is not a token of its own
+// there (fair_op.cc).
 std::vector<std::string> TokensOf(const Argv& argv) {
   std::vector<std::string> out;
+  std::vector<absl::string_view> waiters;
   for (size_t i = 1; i < argv.size(); ++i) {
     const std::string& a = argv[i];
-    if (a.size() == 40 && std::all_of(a.begin(), a.end(), [](char ch) {
-          return absl::ascii_isdigit(static_cast<unsigned char>(ch)) || (ch >= 'a' && ch <= 'f');
-        })) {
+    if (a.size() == 81 && a[40] == '.' && IsHex40(absl::string_view(a).substr(0, 40)) &&
+        IsHex40(absl::string_view(a).substr(41))) {
+      out.push_back(a);
+      waiters.push_back(absl::string_view(a).substr(41));
+    }
+  }
+  for (size_t i = 1; i < argv.size(); ++i) {
+    const std::string& a = argv[i];
+    if (IsHex40(a) && std::find(waiters.begin(), waiters.end(), a) == waiters.end()) {
       out.push_back(a);
     }
   }

@@ -193,6 +193,9 @@ struct Worker {
   std::string last_token;
   int64_t invoked_at = 0;
   std::vector<std::string> invoked_resources;
+  // The fair call's invoke record (into events_log_), whose wait the end
+  // of the call may shorten (World::WorkerAcquired).
+  size_t fair_invoke = SIZE_MAX;
 };
 
 // Who held a lock key on a member: intervals by token (H1, D1).
@@ -298,6 +301,14 @@ class World final : public TransportHost {
   void CheckRecovery();
   void CheckDurableGrant(int client, const Hold& h);
   void CheckHeldRefusal(int client, const std::string& code);
+  void CheckRefusedNodes(int client, const absl::Status& status);
+  // The primitive's scripts have no script-free form (the lock family and
+  // the fair lock): nodes that forbid scripting refuse it.
+  bool ScriptsOnly() const;
+  int ScriptingVoters() const;  // voters that allow scripting
+  // How long after the last fault healed the clients have reconnected and
+  // probed every node again (L2, H1's refusals).
+  int64_t SettleWindow() const;
   void JudgeAll();
   bool RetryCutShort(const SimViolation& v) const;
   void Violation(const std::string& property, const std::string& description,
