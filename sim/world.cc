@@ -455,14 +455,24 @@ void World::Write(uint64_t conn, std::vector<Argv> commands, int64_t handed_at) 
     }
   }
   if (voters_[static_cast<size_t>(voter)].config.members > 0) {
+    bool asking = false;
     for (const Argv& a : commands) {
       if (a.empty()) continue;
+      if (Is(a[0], "ASKING")) {
+        asking = true;
+        continue;
+      }
       const auto key = std::make_tuple(c.client, voter, RetryKey(a));
       tryagain_.erase(key);
-      // A new chain unless this is a retry of one that had a TRYAGAIN lately.
+      // A new chain unless this is a retry of one that had a TRYAGAIN
+      // lately, or the copy an ASK sent to the importing master (the
+      // library's deadline runs from the original's send: node_calls.cc).
       auto& [start, last] = tryagain_chain_[key];
       const int64_t at = handed_at >= 0 ? handed_at : ClientNow(c.client);
-      if (last == 0 || at - last > config_.node_timeout_ms * 1000000) start = at;
+      const int64_t timeout = config_.node_timeout_ms * 1000000;
+      const bool ask_copy = asking && start > 0 && at - start <= timeout;
+      if (!ask_copy && (last == 0 || at - last > timeout)) start = at;
+      asking = false;
     }
   }
   Message m;
