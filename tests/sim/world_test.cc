@@ -437,6 +437,23 @@ TEST(SimWorldTest, FairConfigChecks) {
     EXPECT_TRUE(CheckConfig(d).ok()) << seed;
   }
   EXPECT_GT(fair, 0);
+  // A fair case the lab can run: its clients take the fair lock with the
+  // case's place ttl and wait; one without notifications it cannot.
+  SimCase lab;
+  lab.property = "S8";
+  ASSERT_TRUE(ApplyOverrides("nodes=plain/plain/plain,primitive=fair,fencing=false,quorum=0,"
+                             "renew=false,durability_replicas=0,notifications=true,clients=2,"
+                             "place_ttl_ms=600,wait_ms=900",
+                             &lab.input.config)
+                  .ok());
+  absl::StatusOr<chaos::Scenario> sc = ToScenario(lab);
+  ASSERT_TRUE(sc.ok()) << sc.status();
+  ASSERT_EQ(sc->setup.clients.size(), 2u);
+  EXPECT_EQ(sc->setup.clients[0].primitive, chaos::Primitive::kFair);
+  EXPECT_EQ(sc->setup.clients[0].place_ttl_ms, 600);
+  EXPECT_EQ(sc->setup.clients[0].wait_ms, 900);
+  lab.input.config.notifications = false;
+  EXPECT_THAT(std::string(ToScenario(lab).status().message()), HasSubstr("notifications"));
 }
 
 // A case file that is not one is refused with what is wrong.
