@@ -25,6 +25,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "chaos/scenarios/scenario_file.h"
 #include "common/flags.h"
 #include "sim/case_file.h"
@@ -40,6 +41,9 @@ ABSL_FLAG(std::string, out, "sim-findings", "Where shrunk cases and scenario fil
 ABSL_FLAG(std::string, trace, "",
           "Write the nodes' commands and replies as JSON Lines (with --replay or one run).");
 ABSL_FLAG(std::string, history, "", "Write the run's history (with --replay or one run).");
+ABSL_FLAG(std::string, where, "",
+          "Run only configurations with these values of the report's dimensions, "
+          "dim=v|v,... (primitive=semaphore,node_kind=cluster); --runs counts those.");
 ABSL_FLAG(int, shrink_runs, 40, "Reruns spent shrinking each finding.");
 ABSL_FLAG(int, max_findings, 8, "Findings shrunk per command (the rest are listed).");
 ABSL_FLAG(bool, stop_at_finding, false,
@@ -61,6 +65,7 @@ struct Flags {
   uint64_t seed = 1;
   double minutes = 0;
   std::string config;
+  std::string where;
   std::string replay;
   std::string out = "sim-findings";
   std::string trace;
@@ -161,6 +166,54 @@ struct Finding {
   bool replayed = false;
 };
 
+// --where: runs only in configurations with these values of the report's
+// dimensions ("primitive=semaphore,fencing=f=1|f=2"; a dimension's name with
+// '_' for its spaces: node_kind=cluster). A clause matches when the
+// configuration has the dimension with one of the values (node kinds: any
+// node).
+using Where = std::vector<std::pair<std::string, std::set<std::string>>>;
+constexpr int64_t kMaxSkipsPerRun = 100000;
+
+absl::StatusOr<Where> ParseWhere(const std::string& text) {
+  Where out;
+  std::set<std::string> known;
+  for (const auto& [dim, value] : ConfigDimensions(DrawConfig(1))) known.insert(dim);
+  known.insert("node kind");
+  for (absl::string_view clause : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(clause, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[1].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", clause, "\" is not dimension=value"));
+    }
+    std::string dim = kv[0];
+    std::replace(dim.begin(), dim.end(), '_', ' ');
+    if (known.count(dim) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown dimension \"", kv[0], "\" (known: ",
+                       absl::StrJoin(known, ", ",
+                                     [](std::string* o, const std::string& d) {
+                                       std::string x = d;
+                                       std::replace(x.begin(), x.end(), ' ', '_');
+                                       o->append(x);
+                                     }),
+                       ")"));
+    }
+    std::set<std::string> values;
+    for (absl::string_view v : absl::StrSplit(kv[1], '|')) values.emplace(v);
+    out.emplace_back(std::move(dim), std::move(values));
+  }
+  return out;
+}
+
+bool Matches(const Where& where, const SimConfig& c) {
+  const std::vector<std::pair<std::string, std::string>> dims = ConfigDimensions(c);
+  for (const auto& [dim, values] : where) {
+    bool any = false;
+    for (const auto& [d, v] : dims) any = any || (d == dim && values.count(v) > 0);
+    if (!any) return false;
+  }
+  return true;
+}
+
 // CPU time of this process, seconds (the machine's other load does not count).
 double CpuSeconds() {
   timespec ts{};
@@ -187,18 +240,38 @@ int Explore(const Flags& f) {
   if (!f.trace.empty()) trace = std::make_unique<FileTrace>(f.trace);
   double sim_seconds = 0;
   double run_cpu = 0;  // CPU seconds of the runs themselves (not of shrinking)
+  absl::StatusOr<Where> where = ParseWhere(f.where);
+  if (!where.ok()) {
+    fprintf(stderr, "redlock-sim: --where: %s\n", std::string(where.status().message()).c_str());
+    return 2;
+  }
+  // With --where, seeds whose configuration does not match are passed over
+  // (at most kMaxSkipsPerRun per run made).
+  uint64_t next_seed = f.seed, last_seed = f.seed;
+  int64_t skipped = 0;
   for (int i = 0; i < runs && Clock::now() < deadline; ++i) {
     RunInput in;
-    in.seed = f.seed + static_cast<uint64_t>(i);
-    in.config = DrawConfig(in.seed);
-    if (!f.config.empty()) {
-      absl::Status s = ApplyOverrides(f.config, &in.config);
-      if (s.ok()) s = CheckConfig(in.config);
-      if (!s.ok()) {
-        fprintf(stderr, "redlock-sim: --config: %s\n", std::string(s.message()).c_str());
-        return 2;
+    bool matched = false;
+    for (int64_t tries = 0; tries <= kMaxSkipsPerRun && !matched; ++tries) {
+      in.seed = next_seed++;
+      in.config = DrawConfig(in.seed);
+      if (!f.config.empty()) {
+        absl::Status s = ApplyOverrides(f.config, &in.config);
+        if (s.ok()) s = CheckConfig(in.config);
+        if (!s.ok()) {
+          fprintf(stderr, "redlock-sim: --config: %s\n", std::string(s.message()).c_str());
+          return 2;
+        }
       }
+      matched = Matches(*where, in.config);
+      if (!matched) ++skipped;
     }
+    if (!matched) {
+      fprintf(stderr, "redlock-sim: --where %s: no configuration matched in %lld seeds\n",
+              f.where.c_str(), static_cast<long long>(kMaxSkipsPerRun + 1));
+      break;
+    }
+    last_seed = in.seed;
     in.faults = DrawFaults(in.config, in.seed);
     in.history = !f.history.empty() && runs == 1;
     const double cpu0 = CpuSeconds();
@@ -268,11 +341,11 @@ int Explore(const Flags& f) {
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   // The table.
   printf(
-      "runs: %d (seeds %llu..%llu), %d simulator errors, %.1f s wall, %.1f runs/s "
+      "runs: %d (seeds %llu..%llu%s), %d simulator errors, %.1f s wall, %.1f runs/s "
       "(%.0f runs/min), %.0f s simulated\n",
-      done, static_cast<unsigned long long>(f.seed),
-      static_cast<unsigned long long>(f.seed + static_cast<uint64_t>(done) - 1), errors, wall,
-      done / std::max(wall, 1e-9), 60 * done / std::max(wall, 1e-9), sim_seconds);
+      done, static_cast<unsigned long long>(f.seed), static_cast<unsigned long long>(last_seed),
+      skipped > 0 ? absl::StrCat("; ", skipped, " passed over by --where ", f.where).c_str() : "",
+      errors, wall, done / std::max(wall, 1e-9), 60 * done / std::max(wall, 1e-9), sim_seconds);
   printf("       %.1f s CPU in the runs (%.0f runs per CPU-minute; shrinking not counted)\n",
          run_cpu, 60 * done / std::max(run_cpu, 1e-9));
   printf("       %lld invokes, %lld grants, %lld events\n\n", static_cast<long long>(invokes),
@@ -334,6 +407,7 @@ int main(int argc, char** argv) {
                                                    {"seed", "S"},
                                                    {"minutes", "M"},
                                                    {"config", "k=v,..."},
+                                                   {"where", "dim=v|v,..."},
                                                    {"replay", "CASE.json"},
                                                    {"out", "DIR"},
                                                    {"trace", "FILE"},
@@ -351,6 +425,7 @@ int main(int argc, char** argv) {
   f.seed = absl::GetFlag(FLAGS_seed);
   f.minutes = absl::GetFlag(FLAGS_minutes);
   f.config = absl::GetFlag(FLAGS_config);
+  f.where = absl::GetFlag(FLAGS_where);
   f.replay = absl::GetFlag(FLAGS_replay);
   f.out = absl::GetFlag(FLAGS_out);
   f.trace = absl::GetFlag(FLAGS_trace);
