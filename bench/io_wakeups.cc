@@ -19,9 +19,14 @@
 #include <string>
 #include <thread>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/numbers.h"
+#include "common/flags.h"
 #include "redlock/client.h"
 #include "testkit/fleet.h"
+
+ABSL_FLAG(int, nodes, 1, "Local redis-server processes to start (the client's nodes).");
+ABSL_FLAG(int, seconds, 3, "Length of each of the four phases, in seconds.");
 
 namespace {
 
@@ -63,15 +68,20 @@ bool Cycle(redlock::Client& client) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int nodes = 1;
-  int seconds = 3;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i];
-    int* target = flag == "--nodes" ? &nodes : flag == "--seconds" ? &seconds : nullptr;
-    if (target == nullptr || !absl::SimpleAtoi(argv[i + 1], target) || *target < 1) {
-      std::fprintf(stderr, "usage: redlock-io-wakeups [--nodes N] [--seconds S]\n");
-      return 2;
-    }
+  const redlock::flags::Parsed args = redlock::flags::ParseOrExit(
+      argc, argv, "redlock-io-wakeups",
+      "usage: redlock-io-wakeups [--nodes N] [--seconds S]\n"
+      "The client's I/O thread's wake-ups per second: idle, with a lone synchronous\n"
+      "caller back to back, with one pausing 10 ms between cycles, idle again.",
+      {.files = {"bench/io_wakeups.cc"}, .value_names = {{"nodes", "N"}, {"seconds", "S"}}});
+  const int nodes = absl::GetFlag(FLAGS_nodes);
+  const int seconds = absl::GetFlag(FLAGS_seconds);
+  if (!args.positional.empty() || !args.tail.empty() || nodes < 1 || nodes > 15 || seconds < 1 ||
+      seconds > 600) {
+    std::fprintf(stderr,
+                 "redlock-io-wakeups: --nodes 1..15 and --seconds 1..600, no other argument "
+                 "(see --help)\n");
+    return 2;
   }
   auto fleet = redlock::testkit::Fleet::Start({.nodes = nodes});
   if (!fleet.ok()) {

@@ -6,6 +6,7 @@
 // explorer judges (chaos/explore/explore.h: Unexplained).
 
 #include <algorithm>
+#include <set>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -36,8 +37,8 @@ bool Forgets(const std::string& kind) {
 
 const std::vector<std::string>& PropertyNames() {
   static const std::vector<std::string>* names =
-      new std::vector<std::string>{"S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7",
-                                   "S8", "S9", "D1", "H1", "L2", "L3", "L4", "L5"};
+      new std::vector<std::string>{"S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7", "S8",
+                                   "S9", "D1", "H1", "H2", "L2", "L3", "L4", "L5", "L6"};
   return *names;
 }
 
@@ -241,6 +242,7 @@ void World::Finish() {
                               : config_.ttl_ms;
   RunUntil(end + Ms(lasting) * (1000000 + 2 * config_.clock_ppm) / 1000000 + Ms(1000));
   ScanKeys();
+  CheckCleanup();
   CheckLiveness();
   CheckAskedAgain();
   CheckRecovery();
@@ -317,6 +319,39 @@ void World::ScanKeys() {
                                            : "a token no grant had (a failed "
                                              "attempt's key never removed)",
                                    " (", v->substr(0, 8), "...) a ttl after the run's end"));
+    }
+  }
+}
+
+// L6: a key that an attempt set and no grant ever had (a failed attempt's,
+// or the part of a split vote that lost) is removed by the attempt's
+// cleanup, not left to expire with its ttl: unless a fault acted anywhere
+// from a second before it was set until a ttl and a second after (a lost
+// connection, a stopped node or client may keep the cleanup from arriving
+// in time), or it was set after the workload's end.
+void World::CheckCleanup() {
+  const int64_t reach = Ms(config_.ttl_ms + 1000);
+  // A key holds the lease's token, or (an election's) its first 40 digits.
+  std::set<std::string> granted;
+  for (const std::string& t : all_grant_tokens_) granted.insert(t.substr(0, 40));
+  for (const auto& [mk, list] : holdings_) {
+    for (const KeyHolding& h : list) {
+      if (h.deleted || h.client < 0 || h.from >= workload_end_) continue;
+      if (granted.count(h.token.substr(0, 40)) > 0) continue;
+      bool fault = false;
+      for (const InjectedFault& f : out_.injected) {
+        fault = fault || (f.begin <= h.from + reach && f.end >= h.from - Ms(1000));
+      }
+      if (fault) continue;
+      const Member& m = members_[static_cast<size_t>(mk.first)];
+      Violation("L6",
+                absl::StrCat(m.node->config().name, ": lock key ", mk.second, " set at ",
+                             absl::StrFormat("%.3fs", static_cast<double>(h.from) / 1e9), " by ",
+                             clients_[static_cast<size_t>(h.client)].name, " for a token (",
+                             h.token.substr(0, 8),
+                             "...) no grant had, and never removed: it expired with its ttl"),
+                {clients_[static_cast<size_t>(h.client)].name});
+      out_.sim_violations.back().t = h.from;
     }
   }
 }

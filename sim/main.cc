@@ -21,45 +21,63 @@
 #include <string>
 #include <vector>
 
-#include "absl/strings/numbers.h"
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "chaos/scenarios/scenario_file.h"
+#include "common/flags.h"
 #include "sim/case_file.h"
 #include "sim/world.h"
 
+ABSL_FLAG(int, runs, 0, "Runs to make (seeds S, S+1, ...); with --minutes: at most this many.");
+ABSL_FLAG(uint64_t, seed, 1, "The first run's seed.");
+ABSL_FLAG(double, minutes, 0, "Stop starting runs after this many minutes of wall time.");
+ABSL_FLAG(std::string, config, "",
+          "Force configuration fields, k=v,... (sim/README.md lists them).");
+ABSL_FLAG(std::string, replay, "", "Run a case file again and say whether its property recurs.");
+ABSL_FLAG(std::string, out, "sim-findings", "Where shrunk cases and scenario files go.");
+ABSL_FLAG(std::string, trace, "",
+          "Write the nodes' commands and replies as JSON Lines (with --replay or one run).");
+ABSL_FLAG(std::string, history, "", "Write the run's history (with --replay or one run).");
+ABSL_FLAG(std::string, where, "",
+          "Run only configurations with these values of the report's dimensions, "
+          "dim=v|v,... (primitive=semaphore,node_kind=cluster); --runs counts those.");
+ABSL_FLAG(int, shrink_runs, 40, "Reruns spent shrinking each finding.");
+ABSL_FLAG(int, max_findings, 8, "Findings shrunk per command (the rest are listed).");
+ABSL_FLAG(bool, stop_at_finding, false,
+          "Start no run after the first run with a finding (scripts/mutants.sh's budget).");
+ABSL_FLAG(bool, verbose, false, "A line per run.");
+
 namespace redlock::sim {
 namespace {
+
+constexpr char kUsage[] =
+    "usage: redlock-sim --runs K [--seed S] [--minutes M] [--config k=v,...] [--out DIR]\n"
+    "       redlock-sim --replay CASE.json [--history FILE] [--trace FILE]\n"
+    "Runs the real client in the simulated world over configurations and faults\n"
+    "drawn from seeds (sim/README.md). Exit status: 0 no finding, 1 a finding,\n"
+    "2 bad flags.";
 
 struct Flags {
   int runs = 0;
   uint64_t seed = 1;
   double minutes = 0;
   std::string config;
+  std::string where;
   std::string replay;
   std::string out = "sim-findings";
   std::string trace;
   std::string history;
   int shrink_runs = 40;
   int max_findings = 8;  // shrunk per command run
+  bool stop_at_finding = false;
   bool verbose = false;
 };
 
 int Usage(const char* why) {
-  if (why != nullptr) fprintf(stderr, "redlock-sim: %s\n", why);
-  fprintf(stderr,
-          "usage: redlock-sim --runs K [--seed S] [--minutes M] [--config k=v,...] [--out DIR]\n"
-          "       redlock-sim --replay CASE.json [--history FILE] [--trace FILE]\n"
-          "  --runs K          runs to make (seeds S, S+1, ...); with --minutes: at most K\n"
-          "  --minutes M       stop starting runs after M minutes of wall time\n"
-          "  --config k=v,...  force configuration fields (sim/README.md lists them)\n"
-          "  --out DIR         where shrunk cases and scenario files go (sim-findings)\n"
-          "  --shrink-runs N   reruns spent shrinking each finding (40)\n"
-          "  --max-findings N  findings shrunk per command (8; the rest are listed)\n"
-          "  --history FILE    the run's history (with --replay or one run)\n"
-          "  --trace FILE      the nodes' commands and replies as JSON Lines (same)\n"
-          "  --verbose         a line per run\n");
+  fprintf(stderr, "redlock-sim: %s (see --help)\n", why);
   return 2;
 }
 
@@ -148,6 +166,54 @@ struct Finding {
   bool replayed = false;
 };
 
+// --where: runs only in configurations with these values of the report's
+// dimensions ("primitive=semaphore,fencing=f=1|f=2"; a dimension's name with
+// '_' for its spaces: node_kind=cluster). A clause matches when the
+// configuration has the dimension with one of the values (node kinds: any
+// node).
+using Where = std::vector<std::pair<std::string, std::set<std::string>>>;
+constexpr int64_t kMaxSkipsPerRun = 100000;
+
+absl::StatusOr<Where> ParseWhere(const std::string& text) {
+  Where out;
+  std::set<std::string> known;
+  for (const auto& [dim, value] : ConfigDimensions(DrawConfig(1))) known.insert(dim);
+  known.insert("node kind");
+  for (absl::string_view clause : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(clause, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[1].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("\"", clause, "\" is not dimension=value"));
+    }
+    std::string dim = kv[0];
+    std::replace(dim.begin(), dim.end(), '_', ' ');
+    if (known.count(dim) == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown dimension \"", kv[0], "\" (known: ",
+                       absl::StrJoin(known, ", ",
+                                     [](std::string* o, const std::string& d) {
+                                       std::string x = d;
+                                       std::replace(x.begin(), x.end(), ' ', '_');
+                                       o->append(x);
+                                     }),
+                       ")"));
+    }
+    std::set<std::string> values;
+    for (absl::string_view v : absl::StrSplit(kv[1], '|')) values.emplace(v);
+    out.emplace_back(std::move(dim), std::move(values));
+  }
+  return out;
+}
+
+bool Matches(const Where& where, const SimConfig& c) {
+  const std::vector<std::pair<std::string, std::string>> dims = ConfigDimensions(c);
+  for (const auto& [dim, values] : where) {
+    bool any = false;
+    for (const auto& [d, v] : dims) any = any || (d == dim && values.count(v) > 0);
+    if (!any) return false;
+  }
+  return true;
+}
+
 // CPU time of this process, seconds (the machine's other load does not count).
 double CpuSeconds() {
   timespec ts{};
@@ -174,18 +240,38 @@ int Explore(const Flags& f) {
   if (!f.trace.empty()) trace = std::make_unique<FileTrace>(f.trace);
   double sim_seconds = 0;
   double run_cpu = 0;  // CPU seconds of the runs themselves (not of shrinking)
+  absl::StatusOr<Where> where = ParseWhere(f.where);
+  if (!where.ok()) {
+    fprintf(stderr, "redlock-sim: --where: %s\n", std::string(where.status().message()).c_str());
+    return 2;
+  }
+  // With --where, seeds whose configuration does not match are passed over
+  // (at most kMaxSkipsPerRun per run made).
+  uint64_t next_seed = f.seed, last_seed = f.seed;
+  int64_t skipped = 0;
   for (int i = 0; i < runs && Clock::now() < deadline; ++i) {
     RunInput in;
-    in.seed = f.seed + static_cast<uint64_t>(i);
-    in.config = DrawConfig(in.seed);
-    if (!f.config.empty()) {
-      absl::Status s = ApplyOverrides(f.config, &in.config);
-      if (s.ok()) s = CheckConfig(in.config);
-      if (!s.ok()) {
-        fprintf(stderr, "redlock-sim: --config: %s\n", std::string(s.message()).c_str());
-        return 2;
+    bool matched = false;
+    for (int64_t tries = 0; tries <= kMaxSkipsPerRun && !matched; ++tries) {
+      in.seed = next_seed++;
+      in.config = DrawConfig(in.seed);
+      if (!f.config.empty()) {
+        absl::Status s = ApplyOverrides(f.config, &in.config);
+        if (s.ok()) s = CheckConfig(in.config);
+        if (!s.ok()) {
+          fprintf(stderr, "redlock-sim: --config: %s\n", std::string(s.message()).c_str());
+          return 2;
+        }
       }
+      matched = Matches(*where, in.config);
+      if (!matched) ++skipped;
     }
+    if (!matched) {
+      fprintf(stderr, "redlock-sim: --where %s: no configuration matched in %lld seeds\n",
+              f.where.c_str(), static_cast<long long>(kMaxSkipsPerRun + 1));
+      break;
+    }
+    last_seed = in.seed;
     in.faults = DrawFaults(in.config, in.seed);
     in.history = !f.history.empty() && runs == 1;
     const double cpu0 = CpuSeconds();
@@ -209,6 +295,7 @@ int Explore(const Flags& f) {
              absl::StrJoin(out.findings, ",").c_str());
       fflush(stdout);
     }
+    const bool stop = f.stop_at_finding && !out.findings.empty();
     for (const std::string& p : out.findings) {
       if (static_cast<int>(findings.size()) >= f.max_findings) {
         unshrunk[p].push_back(in.seed);
@@ -249,15 +336,16 @@ int Explore(const Flags& f) {
       }
       findings.push_back(std::move(x));
     }
+    if (stop) break;
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   // The table.
   printf(
-      "runs: %d (seeds %llu..%llu), %d simulator errors, %.1f s wall, %.1f runs/s "
+      "runs: %d (seeds %llu..%llu%s), %d simulator errors, %.1f s wall, %.1f runs/s "
       "(%.0f runs/min), %.0f s simulated\n",
-      done, static_cast<unsigned long long>(f.seed),
-      static_cast<unsigned long long>(f.seed + static_cast<uint64_t>(done) - 1), errors, wall,
-      done / std::max(wall, 1e-9), 60 * done / std::max(wall, 1e-9), sim_seconds);
+      done, static_cast<unsigned long long>(f.seed), static_cast<unsigned long long>(last_seed),
+      skipped > 0 ? absl::StrCat("; ", skipped, " passed over by --where ", f.where).c_str() : "",
+      errors, wall, done / std::max(wall, 1e-9), 60 * done / std::max(wall, 1e-9), sim_seconds);
   printf("       %.1f s CPU in the runs (%.0f runs per CPU-minute; shrinking not counted)\n",
          run_cpu, 60 * done / std::max(run_cpu, 1e-9));
   printf("       %lld invokes, %lld grants, %lld events\n\n", static_cast<long long>(invokes),
@@ -312,50 +400,46 @@ int main(int argc, char** argv) {
   mallopt(M_TRIM_THRESHOLD, 256 << 20);
   mallopt(M_TOP_PAD, 64 << 20);
   mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  using redlock::sim::Flags;
-  Flags f;
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    auto value = [&](std::string* out) {
-      if (i + 1 >= argc) return false;
-      *out = argv[++i];
-      return true;
-    };
-    std::string v;
-    if (a == "--runs" && value(&v)) {
-      if (!absl::SimpleAtoi(v, &f.runs) || f.runs < 1) return redlock::sim::Usage("bad --runs");
-    } else if (a == "--seed" && value(&v)) {
-      if (!absl::SimpleAtoi(v, &f.seed)) return redlock::sim::Usage("bad --seed");
-    } else if (a == "--minutes" && value(&v)) {
-      if (!absl::SimpleAtod(v, &f.minutes) || f.minutes <= 0) {
-        return redlock::sim::Usage("bad --minutes");
-      }
-    } else if (a == "--config" && value(&v)) {
-      f.config = v;
-    } else if (a == "--replay" && value(&v)) {
-      f.replay = v;
-    } else if (a == "--out" && value(&v)) {
-      f.out = v;
-    } else if (a == "--trace" && value(&v)) {
-      f.trace = v;
-    } else if (a == "--history" && value(&v)) {
-      f.history = v;
-    } else if (a == "--shrink-runs" && value(&v)) {
-      if (!absl::SimpleAtoi(v, &f.shrink_runs) || f.shrink_runs < 0) {
-        return redlock::sim::Usage("bad --shrink-runs");
-      }
-    } else if (a == "--max-findings" && value(&v)) {
-      if (!absl::SimpleAtoi(v, &f.max_findings) || f.max_findings < 0) {
-        return redlock::sim::Usage("bad --max-findings");
-      }
-    } else if (a == "--verbose") {
-      f.verbose = true;
-    } else if (a == "--help" || a == "-h") {
-      return redlock::sim::Usage(nullptr);
-    } else {
-      return redlock::sim::Usage(("unknown argument " + a).c_str());
-    }
+  const redlock::flags::Parsed args =
+      redlock::flags::ParseOrExit(argc, argv, "redlock-sim", redlock::sim::kUsage,
+                                  {.files = {"sim/main.cc"},
+                                   .value_names = {{"runs", "K"},
+                                                   {"seed", "S"},
+                                                   {"minutes", "M"},
+                                                   {"config", "k=v,..."},
+                                                   {"where", "dim=v|v,..."},
+                                                   {"replay", "CASE.json"},
+                                                   {"out", "DIR"},
+                                                   {"trace", "FILE"},
+                                                   {"history", "FILE"},
+                                                   {"shrink_runs", "N"},
+                                                   {"max_findings", "N"}}});
+  if (!args.positional.empty() || !args.tail.empty()) {
+    return redlock::sim::Usage(
+        absl::StrCat("unexpected argument \"",
+                     args.positional.empty() ? args.tail[0] : args.positional[0], "\"")
+            .c_str());
   }
+  redlock::sim::Flags f;
+  f.runs = absl::GetFlag(FLAGS_runs);
+  f.seed = absl::GetFlag(FLAGS_seed);
+  f.minutes = absl::GetFlag(FLAGS_minutes);
+  f.config = absl::GetFlag(FLAGS_config);
+  f.where = absl::GetFlag(FLAGS_where);
+  f.replay = absl::GetFlag(FLAGS_replay);
+  f.out = absl::GetFlag(FLAGS_out);
+  f.trace = absl::GetFlag(FLAGS_trace);
+  f.history = absl::GetFlag(FLAGS_history);
+  f.shrink_runs = absl::GetFlag(FLAGS_shrink_runs);
+  f.max_findings = absl::GetFlag(FLAGS_max_findings);
+  f.stop_at_finding = absl::GetFlag(FLAGS_stop_at_finding);
+  f.verbose = absl::GetFlag(FLAGS_verbose);
+  if (args.Given("runs") && f.runs < 1) return redlock::sim::Usage("bad --runs: at least 1");
+  if (args.Given("minutes") && !(f.minutes > 0)) {
+    return redlock::sim::Usage("bad --minutes: more than 0");
+  }
+  if (f.shrink_runs < 0) return redlock::sim::Usage("bad --shrink-runs: 0 or more");
+  if (f.max_findings < 0) return redlock::sim::Usage("bad --max-findings: 0 or more");
   if (!f.replay.empty()) return redlock::sim::Replay(f);
   if (f.runs == 0 && f.minutes == 0) return redlock::sim::Usage("--runs or --minutes is required");
   return redlock::sim::Explore(f);

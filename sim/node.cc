@@ -688,6 +688,15 @@ std::optional<std::string> Node::Get(const std::string& key, int64_t now_ms) {
   return it->second.value.str;
 }
 
+std::optional<int64_t> Node::ExpireAt(const std::string& key, int64_t now_ms) {
+  const State& s = *state_;
+  auto it = s.dbs[0].find(key);
+  if (it == s.dbs[0].end() || !it->second.present || s.Expired(it->second, now_ms)) {
+    return std::nullopt;
+  }
+  return it->second.value.expire_at;
+}
+
 std::vector<std::string> Node::Keys(int64_t now_ms) {
   const State& s = *state_;
   std::vector<std::string> keys;

@@ -178,6 +178,8 @@ class Node {
   // Inspection for checks and tests (never used by the client under test).
   std::optional<std::string> Get(const std::string& key, int64_t now_ms);
   std::vector<std::string> Keys(int64_t now_ms);  // live keys, sorted
+  // A live key's expiry time in node ms (-1: none); nullopt when it is gone.
+  std::optional<int64_t> ExpireAt(const std::string& key, int64_t now_ms);
   // The SHA-1s of the script cache.
   std::vector<std::string> CachedScripts() const;
   void FlushScripts();  // SCRIPT FLUSH

@@ -523,6 +523,14 @@ void World::StrobeFlip(uint64_t id, bool up) {
   Schedule(now_ + af.strobe_period, [this, id, up] { StrobeFlip(id, !up); });
 }
 
+// Keys a migration moved: gone from one master, there on the other (no
+// client wrote them: H2 and L6 see a move, not a creation).
+void World::ObserveMovedKeys(int from, int to) {
+  const std::vector<std::string> keys(lock_keys_.begin(), lock_keys_.end());
+  ObserveKeys(from, keys, false, -1);
+  ObserveKeys(to, keys, false, -1);
+}
+
 void World::MigrateStep(uint64_t id) {
   auto it = active_.find(id);
   if (it == active_.end() || it->second.slot < 0) return;
@@ -534,6 +542,7 @@ void World::MigrateStep(uint64_t id) {
   if (moved > 0) {  // both sides wrote: their replicas follow
     AfterWrite(af.from);
     AfterWrite(af.to);
+    ObserveMovedKeys(af.from, af.to);
   }
   const int64_t step = absl::ToInt64Nanoseconds(af.instance.span("step"));
   Schedule(now_ + std::max<int64_t>(step, 1000000), [this, id] { MigrateStep(id); });
@@ -585,6 +594,7 @@ void World::Heal(uint64_t id) {
               slot, *members_[static_cast<size_t>(to)].node, 1 << 30, NodeMs(from)) > 0) {
         AfterWrite(from);
         AfterWrite(to);
+        ObserveMovedKeys(from, to);
       }
       members_[static_cast<size_t>(from)].node->EndMigration(slot);
       members_[static_cast<size_t>(to)].node->EndImport(slot);

@@ -130,6 +130,26 @@ std::vector<std::string> TokensOf(const Argv& argv) {
   return out;
 }
 
+// Whether a command (or, for EXEC, one it runs) only prolongs a lock key:
+// the extend script, PEXPIRE, or a SET that needs the key (XX, IFEQ). Such
+// a command never creates one (H2).
+bool IsExtension(const Argv& a) {
+  if (a.empty()) return false;
+  const std::string& cmd = a[0];
+  if (Is(cmd, "PEXPIRE")) return true;
+  if (Is(cmd, "SET")) {
+    for (size_t j = 3; j < a.size(); ++j) {
+      if (Is(a[j], "XX") || Is(a[j], "IFEQ")) return true;
+    }
+    return false;
+  }
+  if ((Is(cmd, "EVALSHA") || Is(cmd, "EVAL")) && a.size() > 1) {
+    const internal::Script& s = internal::ExtendScript();
+    return a[1] == (Is(cmd, "EVALSHA") ? s.sha : s.body);
+  }
+  return false;
+}
+
 std::string RetryKey(const Argv& argv) {
   const std::string cmd = absl::AsciiStrToUpper(argv[0]);
   std::string key;
@@ -805,8 +825,12 @@ void World::ExecuteOne(Conn& c, const Argv& argv, std::vector<Reply>* replies) {
   }
   std::vector<std::string> keys;
   CommandKeys(argv, &keys);
+  bool extension = IsExtension(argv);
   if (!argv.empty() && Is(argv[0], "EXEC")) {
-    for (const Argv& q : c.session.queued) CommandKeys(q, &keys);
+    for (const Argv& q : c.session.queued) {
+      CommandKeys(q, &keys);
+      extension = extension || IsExtension(q);
+    }
   }
   Result r;
   if (member.voter < config_.lying_nodes && argv.size() > 3 && Is(argv[0], "SET")) {
@@ -838,7 +862,7 @@ void World::ExecuteOne(Conn& c, const Argv& argv, std::vector<Reply>* replies) {
     CheckWaits(c.member);
     return;
   }
-  if (!keys.empty()) ObserveKeys(c.member, keys, r.wrote, c.client);
+  if (!keys.empty()) ObserveKeys(c.member, keys, r.wrote, c.client, extension);
   if (r.wrote) AfterWrite(c.member);
   Trace(c, argv, r.reply);
   replies->push_back(std::move(r.reply));
@@ -969,7 +993,8 @@ void World::ResumeMember(int member) {
 
 // ---- The nodes' truth -----------------------------------------------------------------------
 
-void World::ObserveKeys(int member, const std::vector<std::string>& keys, bool wrote, int client) {
+void World::ObserveKeys(int member, const std::vector<std::string>& keys, bool wrote, int client,
+                        bool extension) {
   Member& m = members_[static_cast<size_t>(member)];
   const int64_t ms = NodeMs(member);
   for (const std::string& key : keys) {
@@ -987,8 +1012,13 @@ void World::ObserveKeys(int member, const std::vector<std::string>& keys, bool w
     std::optional<std::string> v = m.node->Get(key, ms);
     auto& list = holdings_[{member, key}];
     if (!list.empty() && list.back().to == INT64_MAX) {
-      if (v.has_value() && *v == list.back().token) continue;
-      list.back().to = now_;
+      KeyHolding& last = list.back();
+      if (v.has_value() && *v == last.token) {
+        last.expire_ms = m.node->ExpireAt(key, ms).value_or(-1);  // an extend moves it
+        continue;
+      }
+      last.to = now_;
+      last.deleted = last.expire_ms < 0 || ms < last.expire_ms;
     }
     if (v.has_value()) {
       KeyHolding h;
@@ -997,6 +1027,14 @@ void World::ObserveKeys(int member, const std::vector<std::string>& keys, bool w
       h.client = client;
       h.offset = wrote ? m.node->master_offset() : 0;
       h.generation = m.generation;
+      h.expire_ms = m.node->ExpireAt(key, ms).value_or(-1);
+      if (wrote && extension && client >= 0) {
+        Violation("H2", absl::StrCat(m.node->config().name, ": an extension by ",
+                                     clients_[static_cast<size_t>(client)].name,
+                                     " created lock key ", key, " (token ", v->substr(0, 8),
+                                     "...): an extend may only prolong a key its lease holds"),
+                  {clients_[static_cast<size_t>(client)].name});
+      }
       list.push_back(std::move(h));
     }
   }

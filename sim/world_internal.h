@@ -206,6 +206,8 @@ struct KeyHolding {
   int client = -1;
   int64_t offset = 0;  // the write that set it (replication offset)
   int generation = 0;
+  int64_t expire_ms = -1;  // its expiry time in the node's ms, as last seen (-1: none)
+  bool deleted = false;    // it ended before that expiry (a DEL, an overwrite, a lost dataset)
 };
 
 class World final : public TransportHost {
@@ -261,7 +263,11 @@ class World final : public TransportHost {
   ActiveFault::Effect LinkEffect(const Conn& c, int dir, int64_t* extra) const;
   void ReleaseHeld();
   Reply ClusterSlots(int voter) const;
-  void ObserveKeys(int member, const std::vector<std::string>& keys, bool wrote, int client);
+  // What commands did to the lock keys: holdings_ (`extension`: the command
+  // only prolongs keys, H2).
+  void ObserveKeys(int member, const std::vector<std::string>& keys, bool wrote, int client,
+                   bool extension = false);
+  void ObserveMovedKeys(int from, int to);
   // Gives each master of cluster node `voter` the others' slots as the
   // world's map has them (Node::SetClusterPeers): MOVED names the owner.
   void SyncClusterPeers(int voter);
@@ -296,6 +302,7 @@ class World final : public TransportHost {
   // ---- End of run and properties (judge.cc) ----
   void Finish();
   void ScanKeys();
+  void CheckCleanup();
   void CheckLiveness();
   void CheckAskedAgain();
   void CheckRecovery();
