@@ -1,6 +1,8 @@
 // The simulated world (sim/world.h): the same seed gives the same history
 // byte for byte, in one process and in two; a shrunk case replays; a
-// known-bad node is caught; the configuration's text forms round-trip.
+// known-bad node is caught; the configuration's text forms round-trip; the
+// fair lock's runs are clean and judged by S8, which catches a client that
+// skips the queue.
 
 #include "sim/world.h"
 
