@@ -56,12 +56,14 @@ for p in sim/mutants/*.patch; do
 done
 ((${#patches[@]})) || { echo "mutants.sh: no mutant matches --only $only" >&2; exit 2; }
 
-# The copy: the tracked files as they are now, in a repository of their own
-# (so that `git apply` and `git checkout` act on it alone).
+# The copy: the tracked files as they are now, written over the last run's
+# copy (tar keeps their times, so that its build directory, src/build, which
+# survives between runs, rebuilds only what changed), in a repository of its
+# own (so that `git apply` and `git checkout` act on it alone).
 src="$work/src"
-mkdir -p "$work"
-rm -rf "$src"
+bld="$src/build"
 mkdir -p "$src"
+rm -rf "$src/.git"
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$src"
 git -C "$src" init -q
 git -C "$src" add -A
@@ -74,12 +76,12 @@ if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$work}"
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
-cmake -S "$src" -B "$src/build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_SANITIZE= \
+cmake -S "$src" -B "$bld" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DREDLOCK_SANITIZE= \
   -DREDLOCK_BUILD_SIM=ON -DREDLOCK_BUILD_CHAOS=ON -DREDLOCK_BUILD_TESTS=OFF \
   -DREDLOCK_BUILD_BENCH=OFF -DREDLOCK_BUILD_TOOLS=OFF -DREDLOCK_BUILD_EXAMPLES=OFF \
   -DREDLOCK_INSTALL=OFF -DREDLOCK_BUILD_FUZZERS=OFF "${launcher[@]}" >"$work/configure.log"
-sim="$src/build/sim/redlock-sim"
-build() { cmake --build "$src/build" -j"$(nproc)" --target redlock-sim >"$1" 2>&1; }
+sim="$bld/sim/redlock-sim"
+build() { cmake --build "$bld" -j"$(nproc)" --target redlock-sim >"$1" 2>&1; }
 
 where_of() { sed -n "s/^# where: *//p" "$1" | head -1; }
 what_of() { sed -n '1s/^# *//p' "$1"; }
@@ -109,7 +111,7 @@ budget() {
   fi
 }
 
-echo "== building the unmutated copy in $src/build"
+echo "== building the unmutated copy in $bld"
 build "$work/build-base.log" || { tail -20 "$work/build-base.log"; exit 1; }
 
 # The unmutated tree under every distinct budget.

@@ -6,6 +6,7 @@
 // explorer judges (chaos/explore/explore.h: Unexplained).
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "absl/strings/match.h"
@@ -37,8 +38,8 @@ bool Forgets(const std::string& kind) {
 
 const std::vector<std::string>& PropertyNames() {
   static const std::vector<std::string>* names =
-      new std::vector<std::string>{"S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7", "S8",
-                                   "S9", "D1", "H1", "H2", "L2", "L3", "L4", "L5", "L6"};
+      new std::vector<std::string>{"S1", "S2", "S3", "S4", "S5", "L1", "S6", "S7", "S8", "S9",
+                                   "D1", "H1", "H2", "H3", "V1", "L2", "L3", "L4", "L5", "L6"};
   return *names;
 }
 
@@ -243,6 +244,7 @@ void World::Finish() {
   RunUntil(end + Ms(lasting) * (1000000 + 2 * config_.clock_ppm) / 1000000 + Ms(1000));
   ScanKeys();
   CheckCleanup();
+  CheckValidityBacked();
   CheckLiveness();
   CheckAskedAgain();
   CheckRecovery();
@@ -328,15 +330,26 @@ void World::ScanKeys() {
 // cleanup, not left to expire with its ttl: unless a fault acted anywhere
 // from a second before it was set until a ttl and a second after (a lost
 // connection, a stopped node or client may keep the cleanup from arriving
-// in time), or it was set after the workload's end.
+// in time), or it was set after the workload's end, or after one of its
+// client's connections lost a message in the middle (its replies may pair
+// with the wrong requests until it is replaced, and a node whose answer
+// never comes holds the attempt, and its cleanup, up: as L5 below).
 void World::CheckCleanup() {
   const int64_t reach = Ms(config_.ttl_ms + 1000);
+  std::map<int, int64_t> desynced_from;  // client -> first drop on one of its connections
+  for (const auto& [id, cn] : conns_) {
+    if (!cn.dropped) continue;
+    auto [it, fresh] = desynced_from.try_emplace(cn.client, cn.dropped_at);
+    if (!fresh) it->second = std::min(it->second, cn.dropped_at);
+  }
   // A key holds the lease's token, or (an election's) its first 40 digits.
   std::set<std::string> granted;
   for (const std::string& t : all_grant_tokens_) granted.insert(t.substr(0, 40));
   for (const auto& [mk, list] : holdings_) {
     for (const KeyHolding& h : list) {
       if (h.deleted || h.client < 0 || h.from >= workload_end_) continue;
+      auto d = desynced_from.find(h.client);
+      if (d != desynced_from.end() && h.from >= d->second) continue;
       if (granted.count(h.token.substr(0, 40)) > 0) continue;
       bool fault = false;
       for (const InjectedFault& f : out_.injected) {
@@ -352,6 +365,113 @@ void World::CheckCleanup() {
                              "...) no grant had, and never removed: it expired with its ttl"),
                 {clients_[static_cast<size_t>(h.client)].name});
       out_.sim_violations.back().t = h.from;
+    }
+  }
+}
+
+// V1 and H3, from the nodes' truth, for the primitives whose lease is one
+// plain key per resource on each node (mutex, MultiLock, election).
+//
+// V1 a lease's validity is backed by its keys: every key of its token that
+//    expired rather than being removed (released, overwritten) lived, on its
+//    node's clock, at least until the lease's last valid_until (or its
+//    release, if earlier). The drift allowance is there for this: clock
+//    rates within the drift factor cannot make a key expire first.
+// H3 an extension reported done was done: when a lease's extension (by hand
+//    or by its renewal) succeeds, at least a quorum of nodes held a key of
+//    its token at the start of that extension.
+// Neither is judged for a lease with a fault acting from a second before
+// its acquisition to a second after its end (a stopped client, a cut link
+// or a node that lost its data, and clock jumps, whose past readings the
+// world does not keep).
+void World::CheckValidityBacked() {
+  if (config_.primitive != Primitive::kMutex && config_.primitive != Primitive::kMultiLock &&
+      config_.primitive != Primitive::kElection) {
+    return;
+  }
+  const int n = static_cast<int>(config_.nodes.size());
+  const int quorum = config_.all_nodes ? n : (config_.quorum > 0 ? config_.quorum : n / 2 + 1);
+  struct Lease {
+    const chaos::Event* grant = nullptr;
+    int64_t end = INT64_MAX;  // its release (the earliest)
+    int64_t valid_until = 0;  // the last one, extensions included
+    std::vector<const chaos::Event*> extends;
+  };
+  std::map<std::pair<std::string, std::string>, Lease> leases;  // (token, resource)
+  for (const chaos::Event& e : events_log_) {
+    const auto key = std::make_pair(e.token, e.resource);
+    if (e.type == chaos::EventType::kGrant) {
+      Lease& l = leases[key];
+      l.grant = &e;
+      l.valid_until = e.valid_until;
+    } else if (e.type == chaos::EventType::kExtend && e.ok) {
+      auto it = leases.find(key);
+      if (it == leases.end()) continue;
+      it->second.valid_until = std::max(it->second.valid_until, e.valid_until);
+      it->second.extends.push_back(&e);
+    } else if (e.type == chaos::EventType::kRelease) {
+      auto it = leases.find(key);
+      if (it != leases.end()) it->second.end = std::min(it->second.end, e.t);
+    }
+  }
+  auto node_ms_at = [this](int member, int64_t t) {
+    return members_[static_cast<size_t>(member)].clock.At(t) / 1000000;
+  };
+  for (const auto& [key, l] : leases) {
+    if (l.grant == nullptr || l.grant->start >= workload_end_) continue;
+    const int64_t until = std::min(l.valid_until, l.end);
+    bool fault = false;
+    for (const InjectedFault& f : out_.injected) {
+      fault = fault || (f.begin <= until + Ms(1000) && f.end >= l.grant->start - Ms(1000));
+    }
+    if (fault) continue;
+    const std::string token = key.first.substr(0, 40);
+    const std::vector<std::string> keys = LockKeys({key.second});
+    const std::string& process = l.grant->process;
+    // The holdings of this lease's token, per member.
+    std::vector<std::pair<int, const KeyHolding*>> held;
+    for (const std::string& k : keys) {
+      for (size_t m = 0; m < members_.size(); ++m) {
+        auto it = holdings_.find({static_cast<int>(m), k});
+        if (it == holdings_.end()) continue;
+        for (const KeyHolding& h : it->second) {
+          if (h.token.substr(0, 40) == token) held.emplace_back(static_cast<int>(m), &h);
+        }
+      }
+    }
+    for (const auto& [m, h] : held) {
+      if (h->deleted || h->expire_ms < 0 || h->from > l.grant->t) continue;
+      const int64_t at = node_ms_at(m, until);
+      if (h->expire_ms + 1 < at) {
+        Violation("V1",
+                  absl::StrCat(members_[static_cast<size_t>(m)].node->config().name, ": ", process,
+                               "'s key of ", key.second, " (token ", token.substr(0, 8),
+                               "...) expired at ", h->expire_ms % 100000, " on the node's clock, ",
+                               at - h->expire_ms, "ms before the lease's validity ended (",
+                               absl::StrFormat("%.3fs", static_cast<double>(until) / 1e9), ")"),
+                  {process});
+        out_.sim_violations.back().t = until;
+        break;
+      }
+    }
+    for (const chaos::Event* x : l.extends) {
+      std::set<int> voters;
+      for (const auto& [m, h] : held) {
+        const bool alive = h->from <= x->t && h->to > x->t &&
+                           (h->expire_ms < 0 || h->expire_ms >= node_ms_at(m, x->t));
+        if (alive) voters.insert(members_[static_cast<size_t>(m)].voter);
+      }
+      if (static_cast<int>(voters.size()) < quorum) {
+        Violation(
+            "H3",
+            absl::StrCat(process, ": an extension of ", key.second, " (token ", token.substr(0, 8),
+                         "...) from ", absl::StrFormat("%.3fs", static_cast<double>(x->t) / 1e9),
+                         " succeeded while ", voters.size(), " of ", n,
+                         " nodes held its key (quorum ", quorum, ")"),
+            {process});
+        out_.sim_violations.back().t = x->t;
+        break;
+      }
     }
   }
 }

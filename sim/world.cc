@@ -570,6 +570,7 @@ void World::Send(Conn& c, int dir, Message m) {
     // stays open, as behind the lab's proxy: its replies may now answer the
     // wrong requests (RESP has no request ids) until it is replaced.
     if (m.kind == Message::Kind::kCommands || m.kind == Message::Kind::kReplies) {
+      if (!c.dropped) c.dropped_at = now_;
       c.dropped = true;
       return;
     }
@@ -1029,10 +1030,11 @@ void World::ObserveKeys(int member, const std::vector<std::string>& keys, bool w
       h.generation = m.generation;
       h.expire_ms = m.node->ExpireAt(key, ms).value_or(-1);
       if (wrote && extension && client >= 0) {
-        Violation("H2", absl::StrCat(m.node->config().name, ": an extension by ",
-                                     clients_[static_cast<size_t>(client)].name,
-                                     " created lock key ", key, " (token ", v->substr(0, 8),
-                                     "...): an extend may only prolong a key its lease holds"),
+        Violation("H2",
+                  absl::StrCat(m.node->config().name, ": an extension by ",
+                               clients_[static_cast<size_t>(client)].name, " created lock key ",
+                               key, " (token ", v->substr(0, 8),
+                               "...): an extend may only prolong a key its lease holds"),
                   {clients_[static_cast<size_t>(client)].name});
       }
       list.push_back(std::move(h));

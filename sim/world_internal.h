@@ -107,8 +107,10 @@ struct Conn {
   int64_t block_deadline = 0;  // true time its timeout ends (0: none)
   uint64_t block_gen = 0;
   int generation = 0;  // the member's when accepted
-  // A message of it was dropped (blackhole, ack_loss) while it stayed open.
+  // A message of it was dropped (blackhole, ack_loss) while it stayed open;
+  // the first time one was.
   bool dropped = false;
+  int64_t dropped_at = 0;
 };
 
 // What one lasting or instant fault does while active.
@@ -303,6 +305,7 @@ class World final : public TransportHost {
   void Finish();
   void ScanKeys();
   void CheckCleanup();
+  void CheckValidityBacked();
   void CheckLiveness();
   void CheckAskedAgain();
   void CheckRecovery();

@@ -400,9 +400,21 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         if (outcome == Round::Outcome::kSucceeded) {
           op()->CommittedLocked();
         } else if (outcome == Round::Outcome::kFailed) {
-          FailAttemptLocked(commit_round_.Failure(absl::StrCat(op()->What(), " (fencing round)"),
-                                                  "confirmed", commit_lost_,
-                                                  absl::StatusCode::kAborted));
+          // A refusal means the key was gone when the commit came: another
+          // holder's doing, unless the attempt had outlived its ttl (the
+          // client stopped between the rounds), when the keys expired.
+          const absl::Duration elapsed = absl::FromChrono(ctx_->clock().Now() - start_);
+          const bool expired = elapsed >= ttl_ - DriftAllowance(ttl_, ctx_->options());
+          absl::Status st = commit_round_.Failure(
+              absl::StrCat(op()->What(), " (fencing round)"), "confirmed", commit_lost_,
+              expired ? absl::StatusCode::kDeadlineExceeded : absl::StatusCode::kAborted);
+          if (expired) {
+            st = absl::Status(
+                st.code(),
+                absl::StrCat(st.message(), "; the attempt took ", absl::FormatDuration(elapsed),
+                             " of the ", absl::FormatDuration(ttl_), " ttl: its keys had expired"));
+          }
+          FailAttemptLocked(std::move(st));
         }
       }
     }

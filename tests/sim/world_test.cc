@@ -225,8 +225,9 @@ TEST(SimWorldTest, LabCasesBecomeScenarioFiles) {
 }
 
 // Issue 36's defects, as the simulator found them on the tree before the
-// fixes (sim/FINDINGS.md): each shrunk case under tests/sim/cases replays
-// with no finding at all now.
+// fixes, and what its budget run found later (sim/FINDINGS.md: a fenced
+// election refused as held after outliving its ttl, a judge error): each
+// shrunk case under tests/sim/cases replays with no finding at all now.
 TEST(SimWorldTest, Issue36CasesAreClean) {
   int cases = 0;
   std::vector<std::filesystem::path> files;
