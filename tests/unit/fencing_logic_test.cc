@@ -141,6 +141,21 @@ TEST_F(FencingLogicTest, KeyLostBetweenRoundsFailsTheAttemptAndReleases) {
   for (int i = 0; i < 5; ++i) EXPECT_EQ(transport_->node(i).keys.count("r"), 0u) << i;
 }
 
+// The client stopped between the rounds for longer than the ttl: the key
+// that is gone at round 2 expired, nobody else took it. The call says so
+// (DEADLINE_EXCEEDED), not "held by another client" (ABORTED).
+TEST_F(FencingLogicTest, AKeyThatExpiredBeforeRoundTwoIsNoValidityNotHeldElsewhere) {
+  auto out = TryAcquire("r", absl::Seconds(2));
+  for (int i = 0; i < 3; ++i) transport_->AnswerAll(i);
+  clock_.Advance(absl::Milliseconds(2100));  // past the ttl: every key expired
+  for (int i = 0; i < 3; ++i) transport_->node(i).keys.erase("r");
+  for (int i = 0; i < 3; ++i) transport_->AnswerAll(i);
+  ASSERT_TRUE(out->has_value());
+  EXPECT_EQ((*out)->status().code(), absl::StatusCode::kDeadlineExceeded) << (*out)->status();
+  EXPECT_THAT(std::string((*out)->status().message()), HasSubstr("its keys had expired"));
+  transport_->AnswerEverything();
+}
+
 TEST_F(FencingLogicTest, ARetryAfterAFailedRoundTwoCarriesItsOwnToken) {
   Options o;
   o.max_attempts = 2;
