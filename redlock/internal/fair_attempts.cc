@@ -138,14 +138,10 @@ void FairOp::RecordRound1Locked(int node, Vote v) {
       SucceedLocked(0);
     }
   } else if (outcome == Round::Outcome::kFailed) {
-    absl::Status st = round_.Failure(What(), "granted", "held, or another waiter is first",
-                                     absl::StatusCode::kAborted);
-    if (quorum_ != request_.quorum) {
-      st = absl::Status(st.code(), absl::StrCat(st.message(), "; fenced acquisitions need ",
-                                                quorum_, " nodes (Options::fencing_lost_counters ",
-                                                ctx_->options().fencing_lost_counters, ")"));
-    }
-    FailAttemptLocked(std::move(st));
+    FailAttemptLocked(
+        WithFencedQuorumNote(round_.Failure(What(), "granted", "held, or another waiter is first",
+                                            absl::StatusCode::kAborted),
+                             quorum_, request_.quorum, ctx_->options().fencing_lost_counters));
   }
 }
 
