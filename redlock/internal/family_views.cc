@@ -26,45 +26,51 @@ namespace {
 
 using Kind = Client::FamilyRequest::Kind;
 
-// Reads a {value, pttl, counter} reply (the inspect script) into `v`.
-void ReadLeaderView(const Reply& r, FamilyNodeView* v) {
-  if (r.type != Reply::Type::kArray || r.elements.size() != 3) {
-    v->status = absl::InternalError(absl::StrCat("unexpected reply ", r.Describe()));
-    return;
-  }
+// Whether `r` is an array of `size` elements; if not, `v` says so.
+bool IsArrayOf(const Reply& r, size_t size, FamilyNodeView* v) {
+  if (r.type == Reply::Type::kArray && r.elements.size() == size) return true;
+  v->status = absl::InternalError(absl::StrCat("unexpected reply ", r.Describe()));
+  return false;
+}
+
+// The {holder, pttl, ...} every script's view starts with, into `v`.
+void ReadHolder(const Reply& r, FamilyNodeView* v) {
   v->holder = r.elements[0].str;
   const int64_t pttl = r.elements[1].integer;
   v->holder_ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
-  absl::StatusOr<uint64_t> c = ParseCounter(r.elements[2].str);
+}
+
+// The counter a view ends with (left at 0 when it does not parse).
+void ReadCounter(const Reply& counter, FamilyNodeView* v) {
+  absl::StatusOr<uint64_t> c = ParseCounter(counter.str);
   if (c.ok()) v->fence_counter = *c;
+}
+
+// Reads a {value, pttl, counter} reply (the inspect script) into `v`.
+void ReadLeaderView(const Reply& r, FamilyNodeView* v) {
+  if (!IsArrayOf(r, 3, v)) return;
+  ReadHolder(r, v);
+  ReadCounter(r.elements[2], v);
 }
 
 // Reads a {writer, pttl, readers, waiting, counter} reply (RwInspectScript).
 void ReadRwView(const Reply& r, FamilyNodeView* v) {
-  if (r.type != Reply::Type::kArray || r.elements.size() != 5) {
-    v->status = absl::InternalError(absl::StrCat("unexpected reply ", r.Describe()));
-    return;
-  }
-  v->holder = r.elements[0].str;
-  const int64_t pttl = r.elements[1].integer;
-  v->holder_ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
+  if (!IsArrayOf(r, 5, v)) return;
+  ReadHolder(r, v);
   v->readers = static_cast<int>(r.elements[2].integer);
   v->waiting_writers = static_cast<int>(r.elements[3].integer);
-  absl::StatusOr<uint64_t> c = ParseCounter(r.elements[4].str);
-  if (c.ok()) v->fence_counter = *c;
+  ReadCounter(r.elements[4], v);
 }
 
 // Reads a {holder, pttl, live, {id, ticket, ms left, ...}} reply
 // (FairInspectScript).
 void ReadFairView(const Reply& r, FamilyNodeView* v) {
-  if (r.type != Reply::Type::kArray || r.elements.size() != 4 ||
-      r.elements[3].type != Reply::Type::kArray || r.elements[3].elements.size() % 3 != 0) {
+  if (!IsArrayOf(r, 4, v)) return;
+  if (r.elements[3].type != Reply::Type::kArray || r.elements[3].elements.size() % 3 != 0) {
     v->status = absl::InternalError(absl::StrCat("unexpected reply ", r.Describe()));
     return;
   }
-  v->holder = r.elements[0].str;
-  const int64_t pttl = r.elements[1].integer;
-  v->holder_ttl_left = pttl > 0 ? absl::Milliseconds(pttl) : absl::ZeroDuration();
+  ReadHolder(r, v);
   v->waiting = static_cast<int>(r.elements[2].integer);
   const std::vector<Reply>& e = r.elements[3].elements;
   for (size_t i = 0; i + 2 < e.size(); i += 3) {
@@ -82,10 +88,7 @@ void ReadFairView(const Reply& r, FamilyNodeView* v) {
 
 // Reads an MGET of the permit keys.
 void ReadPermitView(const Reply& r, int permits, FamilyNodeView* v) {
-  if (r.type != Reply::Type::kArray || r.elements.size() != static_cast<size_t>(permits)) {
-    v->status = absl::InternalError(absl::StrCat("unexpected reply ", r.Describe()));
-    return;
-  }
+  if (!IsArrayOf(r, static_cast<size_t>(permits), v)) return;
   for (const Reply& e : r.elements) {
     v->permits.push_back(e.type == Reply::Type::kString ? e.str : std::string());
   }
