@@ -101,53 +101,28 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
       fair ? "fair hot" : "contended", processes * threads);
   row.processes = processes;
   ctx.progress.Row(row.impl);
-  int go[2];
-  if (pipe2(go, O_CLOEXEC) != 0) {
-    return HarnessErrorRow(ctx, std::move(row), "pipe2", absl::InternalError(strerror(errno)));
-  }
   std::vector<std::string> names;
   for (const Endpoint& ep : eps) names.push_back(ep.ToString());
   const std::string resource = ctx.RowKey() + ":hot";
-  std::vector<std::unique_ptr<testkit::Process>> workers;
-  absl::Status failed;
-  for (int i = 0; i < processes && failed.ok(); ++i) {
-    testkit::ProcessOptions o;
-    o.executable = s.self_exe;
-    o.argv = {"redlock-bench",
-              "--fair_worker",
-              absl::StrCat("--fair_worker_fair=", fair ? "true" : "false"),
-              absl::StrCat("--nodes=", absl::StrJoin(names, ",")),
-              absl::StrCat("--process_worker_key=", resource),
-              absl::StrCat("--callers=", threads),
-              absl::StrCat("--warmup=", absl::FormatDuration(s.warmup)),
-              absl::StrCat("--duration=", absl::FormatDuration(s.fair_duration)),
-              absl::StrCat("--ttl=", absl::FormatDuration(s.ttl)),
-              absl::StrCat("--node_timeout=", absl::FormatDuration(s.node_timeout)),
-              absl::StrCat("--hot_hold=", absl::FormatDuration(s.hot_hold)),
-              absl::StrCat("--hot_wait=", absl::FormatDuration(s.fair_wait))};
-    o.stdout_to = testkit::Stream::kPipe;
-    o.stderr_to = testkit::Stream::kInherit;
-    o.pass_fd = go[0];
-    absl::StatusOr<std::unique_ptr<testkit::Process>> p = testkit::Process::Start(std::move(o));
-    if (!p.ok()) {
-      failed = p.status();
-      break;
-    }
-    workers.push_back(*std::move(p));
+  std::vector<std::vector<std::string>> argvs;
+  for (int i = 0; i < processes; ++i) {
+    argvs.push_back({"redlock-bench", "--fair_worker",
+                     absl::StrCat("--fair_worker_fair=", fair ? "true" : "false"),
+                     absl::StrCat("--nodes=", absl::StrJoin(names, ",")),
+                     absl::StrCat("--process_worker_key=", resource),
+                     absl::StrCat("--callers=", threads),
+                     absl::StrCat("--warmup=", absl::FormatDuration(s.warmup)),
+                     absl::StrCat("--duration=", absl::FormatDuration(s.fair_duration)),
+                     absl::StrCat("--ttl=", absl::FormatDuration(s.ttl)),
+                     absl::StrCat("--node_timeout=", absl::FormatDuration(s.node_timeout)),
+                     absl::StrCat("--hot_hold=", absl::FormatDuration(s.hot_hold)),
+                     absl::StrCat("--hot_wait=", absl::FormatDuration(s.fair_wait))});
   }
-  close(go[0]);
-  for (size_t i = 0; i < workers.size() && failed.ok(); ++i) {
-    std::optional<std::string> line = workers[i]->ReadLine(absl::Seconds(20));
-    if (!line.has_value() || *line != "ready") {
-      failed = absl::UnavailableError(
-          absl::StrCat("worker ", i, " did not get ready: ", line.value_or("(nothing)")));
-    }
+  WorkerProcesses workers;
+  if (absl::Status st = workers.Start(s.self_exe, std::move(argvs)); !st.ok()) {
+    return HarnessErrorRow(ctx, std::move(row), "starting the workers", st);
   }
-  if (!failed.ok()) {
-    close(go[1]);
-    return HarnessErrorRow(ctx, std::move(row), "starting the workers", failed);
-  }
-  close(go[1]);  // go: every worker's read returns at once
+  workers.Go();  // go: every worker's read returns at once
   std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.warmup));
   const int64_t cpu_start = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
   const int64_t start_ns = NowNs();
@@ -163,13 +138,11 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
   std::vector<int64_t> per_thread;
   for (size_t i = 0; i < workers.size(); ++i) {
     const absl::Duration wait = s.fair_duration + s.fair_wait + absl::Seconds(20);
-    std::optional<std::string> line = workers[i]->ReadLine(wait);
-    Json j = line.has_value() ? Json::parse(*line, nullptr, false) : Json();
-    if (!j.is_object() || j.contains("error")) {
-      return HarnessErrorRow(
-          ctx, std::move(row), absl::StrCat("worker ", i),
-          absl::InternalError(j.is_object() ? j.value("error", "") : line.value_or("no result")));
+    absl::StatusOr<Json> result = workers.Result(i, wait);
+    if (!result.ok()) {
+      return HarnessErrorRow(ctx, std::move(row), absl::StrCat("worker ", i), result.status());
     }
+    const Json& j = *result;
     waits.Merge(HistogramFromJson(j.at("waits")));
     for (const Json& h : j.at("holds"))
       holds.emplace_back(h.at(0).get<int64_t>(), h.at(1).get<int64_t>());
@@ -186,7 +159,6 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
     if (const std::string errors = j.value("errors", ""); !errors.empty()) {
       row.notes.push_back(absl::StrCat("worker ", i, ": ", errors));
     }
-    workers[i]->Wait(absl::Seconds(5));
   }
   // The hand-off: from one holder's Release returning to the next grant
   // (one clock: CLOCK_MONOTONIC, shared by the processes of one host).
@@ -292,12 +264,7 @@ void RunFair(Context& ctx, int n, GroupResult* g) {
 }
 
 int RunFairWorker(const FairWorkerArgs& args) {
-  auto fail = [](const std::string& why) {
-    fprintf(stderr, "redlock-bench fair worker: %s\n", why.c_str());
-    printf("%s\n", Json{{"error", why}}.dump().c_str());
-    fflush(stdout);
-    return 1;
-  };
+  auto fail = [](const std::string& why) { return WorkerFail("redlock-bench fair worker", why); };
   absl::StatusOr<std::vector<Endpoint>> nodes = ParseEndpointList(args.nodes);
   if (!nodes.ok()) return fail(nodes.status().ToString());
   auto counter = std::make_shared<AttemptCount>();
@@ -317,11 +284,7 @@ int RunFairWorker(const FairWorkerArgs& args) {
     if (!lease.ok()) return fail(absl::StrCat("warm-up: ", lease.status().ToString()));
     if (absl::Status s = warm.Release(*lease); !s.ok()) return fail(s.ToString());
   }
-  printf("ready\n");
-  fflush(stdout);
-  char c;
-  while (read(3, &c, 1) < 0 && errno == EINTR) {
-  }
+  WorkerReadyThenWaitForGo();
   std::mutex mu;
   LatencyHistogram waits;
   std::vector<std::pair<int64_t, int64_t>> holds;

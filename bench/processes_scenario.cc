@@ -48,14 +48,80 @@ LatencyHistogram HistogramFromJson(const nlohmann::json& j) {
   return LatencyHistogram::FromParts(p);
 }
 
+WorkerProcesses::~WorkerProcesses() {
+  for (int& fd : go_) {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+}
+
+absl::Status WorkerProcesses::Start(const std::string& self_exe,
+                                    std::vector<std::vector<std::string>> argvs) {
+  if (pipe2(go_, O_CLOEXEC) != 0) {
+    go_[0] = go_[1] = -1;
+    return absl::InternalError(absl::StrCat("pipe2: ", strerror(errno)));
+  }
+  absl::Status failed;
+  for (std::vector<std::string>& argv : argvs) {
+    testkit::ProcessOptions o;
+    o.executable = self_exe;
+    o.argv = std::move(argv);
+    o.stdout_to = testkit::Stream::kPipe;
+    o.stderr_to = testkit::Stream::kInherit;
+    o.pass_fd = go_[0];
+    absl::StatusOr<std::unique_ptr<testkit::Process>> p = testkit::Process::Start(std::move(o));
+    if (!p.ok()) {
+      failed = p.status();
+      break;
+    }
+    workers_.push_back(*std::move(p));
+  }
+  close(go_[0]);
+  go_[0] = -1;
+  for (size_t i = 0; i < workers_.size() && failed.ok(); ++i) {
+    std::optional<std::string> line = workers_[i]->ReadLine(absl::Seconds(20));
+    if (!line.has_value() || *line != "ready") {
+      failed = absl::UnavailableError(
+          absl::StrCat("worker ", i, " did not get ready: ", line.value_or("(nothing)")));
+    }
+  }
+  return failed;
+}
+
+void WorkerProcesses::Go() {
+  if (go_[1] >= 0) close(go_[1]);
+  go_[1] = -1;
+}
+
+absl::StatusOr<nlohmann::json> WorkerProcesses::Result(size_t i, absl::Duration wait) {
+  std::optional<std::string> line = workers_[i]->ReadLine(wait);
+  nlohmann::json j =
+      line.has_value() ? nlohmann::json::parse(*line, nullptr, false) : nlohmann::json();
+  if (!j.is_object() || j.contains("error")) {
+    return absl::InternalError(j.is_object() ? j.value("error", "") : line.value_or("no result"));
+  }
+  workers_[i]->Wait(absl::Seconds(5));
+  return j;
+}
+
+void WorkerReadyThenWaitForGo() {
+  printf("ready\n");
+  fflush(stdout);
+  char c;
+  while (read(3, &c, 1) < 0 && errno == EINTR) {
+  }
+}
+
+int WorkerFail(const char* who, const std::string& why) {
+  fprintf(stderr, "%s: %s\n", who, why.c_str());
+  printf("%s\n", nlohmann::json{{"error", why}}.dump().c_str());
+  fflush(stdout);
+  return 1;
+}
+
 namespace {
 
 using Json = nlohmann::json;
-
-struct Worker {
-  std::unique_ptr<testkit::Process> process;
-  std::optional<Json> result;
-};
 
 // P workers side by side: one row.
 RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int processes) {
@@ -66,52 +132,27 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
   row.processes = processes;
   ctx.progress.Row(row.impl);
 
-  int go[2];
-  if (pipe2(go, O_CLOEXEC) != 0) {
-    return HarnessErrorRow(ctx, std::move(row), "pipe2", absl::InternalError(strerror(errno)));
-  }
   std::vector<std::string> names;
   for (const Endpoint& ep : eps) names.push_back(ep.ToString());
   const std::string key = ctx.RowKey();
-  std::vector<Worker> workers(static_cast<size_t>(processes));
-  absl::Status failed;
-  for (int i = 0; i < processes && failed.ok(); ++i) {
-    testkit::ProcessOptions o;
-    o.executable = s.self_exe;
-    o.argv = {"redlock-bench",
-              "--process_worker",
-              absl::StrCat("--nodes=", absl::StrJoin(names, ",")),
-              absl::StrCat("--process_worker_key=", key, ":p", i),
-              absl::StrCat("--callers=", s.callers_many),
-              absl::StrCat("--warmup=", absl::FormatDuration(s.warmup)),
-              absl::StrCat("--duration=", absl::FormatDuration(s.processes_duration)),
-              absl::StrCat("--ttl=", absl::FormatDuration(s.ttl)),
-              absl::StrCat("--node_timeout=", absl::FormatDuration(s.node_timeout)),
-              absl::StrCat("--iterations=", s.iterations)};
-    o.stdout_to = testkit::Stream::kPipe;
-    o.stderr_to = testkit::Stream::kInherit;
-    o.pass_fd = go[0];
-    absl::StatusOr<std::unique_ptr<testkit::Process>> p = testkit::Process::Start(std::move(o));
-    if (!p.ok()) {
-      failed = p.status();
-      break;
-    }
-    workers[static_cast<size_t>(i)].process = *std::move(p);
+  std::vector<std::vector<std::string>> argvs;
+  for (int i = 0; i < processes; ++i) {
+    argvs.push_back({"redlock-bench", "--process_worker",
+                     absl::StrCat("--nodes=", absl::StrJoin(names, ",")),
+                     absl::StrCat("--process_worker_key=", key, ":p", i),
+                     absl::StrCat("--callers=", s.callers_many),
+                     absl::StrCat("--warmup=", absl::FormatDuration(s.warmup)),
+                     absl::StrCat("--duration=", absl::FormatDuration(s.processes_duration)),
+                     absl::StrCat("--ttl=", absl::FormatDuration(s.ttl)),
+                     absl::StrCat("--node_timeout=", absl::FormatDuration(s.node_timeout)),
+                     absl::StrCat("--iterations=", s.iterations)});
   }
-  close(go[0]);
-  for (size_t i = 0; i < workers.size() && failed.ok(); ++i) {
-    std::optional<std::string> line = workers[i].process->ReadLine(absl::Seconds(20));
-    if (!line.has_value() || *line != "ready") {
-      failed = absl::UnavailableError(
-          absl::StrCat("worker ", i, " did not get ready: ", line.value_or("(nothing)")));
-    }
-  }
-  if (!failed.ok()) {
-    close(go[1]);
-    return HarnessErrorRow(ctx, std::move(row), "starting the workers", failed);
+  WorkerProcesses workers;
+  if (absl::Status st = workers.Start(s.self_exe, std::move(argvs)); !st.ok()) {
+    return HarnessErrorRow(ctx, std::move(row), "starting the workers", st);
   }
   // Go: every worker's read of the pipe returns at once.
-  close(go[1]);
+  workers.Go();
   const int64_t go_ns = NowNs();
   std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.warmup));
   const int64_t cpu_start = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
@@ -127,13 +168,11 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
   std::vector<std::string> rates;
   for (size_t i = 0; i < workers.size(); ++i) {
     const absl::Duration wait = s.processes_duration + s.node_timeout * 8 + absl::Seconds(10);
-    std::optional<std::string> line = workers[i].process->ReadLine(wait);
-    Json j = line.has_value() ? Json::parse(*line, nullptr, false) : Json();
-    if (!j.is_object() || j.contains("error")) {
-      return HarnessErrorRow(
-          ctx, std::move(row), absl::StrCat("worker ", i),
-          absl::InternalError(j.is_object() ? j.value("error", "") : line.value_or("no result")));
+    absl::StatusOr<Json> result = workers.Result(i, wait);
+    if (!result.ok()) {
+      return HarnessErrorRow(ctx, std::move(row), absl::StrCat("worker ", i), result.status());
     }
+    const Json& j = *result;
     acquire.Merge(HistogramFromJson(j.at("acquire")));
     cycle.Merge(HistogramFromJson(j.at("cycle")));
     row.attempts += j.at("attempts").get<int64_t>();
@@ -149,7 +188,6 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
     if (const std::string errors = j.value("errors", ""); !errors.empty()) {
       row.notes.push_back(absl::StrCat("worker ", i, ": ", errors));
     }
-    workers[i].process->Wait(absl::Seconds(5));
   }
   row.acquire = Distribution(acquire);
   row.cycle = Distribution(cycle);
@@ -212,12 +250,7 @@ void RunProcesses(Context& ctx, int n, GroupResult* g) {
 }
 
 int RunProcessWorker(const ProcessWorkerArgs& args) {
-  auto fail = [](const std::string& why) {
-    fprintf(stderr, "redlock-bench worker: %s\n", why.c_str());
-    printf("%s\n", Json{{"error", why}}.dump().c_str());
-    fflush(stdout);
-    return 1;
-  };
+  auto fail = [](const std::string& why) { return WorkerFail("redlock-bench worker", why); };
   absl::StatusOr<std::vector<Endpoint>> nodes = ParseEndpointList(args.nodes);
   if (!nodes.ok()) return fail(nodes.status().ToString());
   Options options;
@@ -230,12 +263,7 @@ int RunProcessWorker(const ProcessWorkerArgs& args) {
     chains.push_back(
         LockChain(NewAsyncClientLocker(client->get(), absl::StrCat(args.key, ":t", i)), args.ttl));
   }
-  printf("ready\n");
-  fflush(stdout);
-  // The start signal: the parent closes the pipe's other end (EOF).
-  char c;
-  while (read(3, &c, 1) < 0 && errno == EINTR) {
-  }
+  WorkerReadyThenWaitForGo();
   RunLimits limits;
   limits.warmup = args.warmup;
   limits.duration = args.duration;

@@ -17,11 +17,16 @@
 #define REDLOCK_BENCH_PROCESSES_SCENARIO_H_
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "bench/stats.h"
+#include "testkit/process.h"
 
 namespace redlock::bench {
 
@@ -40,6 +45,40 @@ struct ProcessWorkerArgs {
 // back (the processes and fair scenarios' workers).
 nlohmann::json HistogramJson(const LatencyHistogram& h);
 LatencyHistogram HistogramFromJson(const nlohmann::json& j);
+
+// Worker processes of this binary (redlock-bench --process_worker,
+// --fair_worker) that run side by side, the parent's side: each is started
+// with its arguments and the read end of a start pipe (fd 3), says "ready",
+// begins when the parent closes the pipe (Go), and prints one JSON line.
+class WorkerProcesses {
+ public:
+  WorkerProcesses() = default;
+  WorkerProcesses(const WorkerProcesses&) = delete;
+  WorkerProcesses& operator=(const WorkerProcesses&) = delete;
+  ~WorkerProcesses();  // closes the pipe: workers still waiting go, and end
+
+  // Starts one worker of `self_exe` per entry of `argvs` and waits until
+  // each says "ready" (20 s each); the error says which did not.
+  absl::Status Start(const std::string& self_exe, std::vector<std::vector<std::string>> argvs);
+  // Closes the start pipe: every worker's read of it returns at once.
+  void Go();
+  // Worker i's JSON line (waited for `wait`), or kInternal with its "error"
+  // (or "no result"); then the worker is reaped.
+  absl::StatusOr<nlohmann::json> Result(size_t i, absl::Duration wait);
+  size_t size() const { return workers_.size(); }
+
+ private:
+  int go_[2] = {-1, -1};
+  std::vector<std::unique_ptr<testkit::Process>> workers_;
+};
+
+// The worker's side: "ready" on stdout, then the wait for the start signal
+// (the parent closes the pipe's other end: EOF on fd 3).
+void WorkerReadyThenWaitForGo();
+
+// The worker's failure: `why` on stderr (after `who`) and as {"error": why}
+// on its JSON line; returns 1, the worker's exit code.
+int WorkerFail(const char* who, const std::string& why);
 
 // The worker's main (redlock-bench --process_worker ...): 0 when it ran, 1
 // when it could not (the message on stderr, and a JSON line with "error").

@@ -18,6 +18,8 @@ import re
 import sys
 import tempfile
 
+import tree_check
+
 BLOCK = re.compile(r"^```cpp[^\n]*\n(.*?)^```", re.M | re.S)
 
 
@@ -66,20 +68,10 @@ def self_test():
 
 
 def main(argv):
-    args = argv[1:]
-    check = "--check" in args
-    args = [a for a in args if a != "--check"]
-    if any(a.startswith("-") for a in args) or len(args) > 1:
-        print("usage: scripts/check-guide-examples.py [--check] [ROOT]", file=sys.stderr)
-        return 2
-    root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
-    if check and not self_test():
-        return 1
-    count, errors = check_tree(root)
-    for e in errors:
-        print(e, file=sys.stderr)
-    print("check-guide-examples.py: %d examples, %d not in examples/guide/" % (count, len(errors)))
-    return 1 if errors else 0
+    return tree_check.run(
+        argv, "usage: scripts/check-guide-examples.py [--check] [ROOT]", self_test, check_tree,
+        lambda count, errors: "check-guide-examples.py: %d examples, %d not in examples/guide/" %
+        (count, len(errors)))
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ import re
 import sys
 import tempfile
 
+import tree_check
+
 SKIP_DIRS = {".git", "node_modules", "out"}
 FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"(`+)(.+?)\1")
@@ -162,20 +164,10 @@ def self_test():
 
 
 def main(argv):
-    args = argv[1:]
-    check = "--check" in args
-    args = [a for a in args if a != "--check"]
-    if any(a.startswith("-") for a in args) or len(args) > 1:
-        print(__doc__.strip().split("\n\n")[1], file=sys.stderr)
-        return 2
-    root = os.path.abspath(args[0] if args else os.path.join(os.path.dirname(__file__), ".."))
-    if check and not self_test():
-        return 1
-    count, errors = check_tree(root)
-    for e in errors:
-        print(e, file=sys.stderr)
-    print("check-links.py: %d Markdown files, %d broken links" % (count, len(errors)))
-    return 1 if errors else 0
+    return tree_check.run(
+        argv, __doc__.strip().split("\n\n")[1], self_test, check_tree,
+        lambda count, errors: "check-links.py: %d Markdown files, %d broken links" %
+        (count, len(errors)))
 
 
 if __name__ == "__main__":

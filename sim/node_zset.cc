@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "sim/node_state.h"
@@ -54,6 +55,17 @@ ZSet* FindZSet(State& s, Ctx& ctx, const std::string& key, bool* wrong) {
     return nullptr;
   }
   return &e->value.zset;
+}
+
+// What ZCOUNT, ZRANGEBYSCORE and ZREMRANGEBYSCORE start with: the score
+// range a[2]..a[3] into *r and the sorted set at a[1] into *z (null: none).
+// The server's error reply for a bad range or a key of another type.
+std::optional<Reply> ScoreRangeOf(State& s, Ctx& ctx, const Argv& a, Range* r, ZSet** z) {
+  if (!ParseRange(a[2], a[3], r)) return RangeError();
+  bool wrong = false;
+  *z = FindZSet(s, ctx, a[1], &wrong);
+  if (wrong) return WrongType();
+  return std::nullopt;
 }
 
 void DeleteIfEmpty(State& s, Ctx& ctx, const std::string& key) {
@@ -195,10 +207,8 @@ Reply ZCardCmd(State& s, Ctx& ctx, const Argv& a) {
 
 Reply ZCountCmd(State& s, Ctx& ctx, const Argv& a) {
   Range r;
-  if (!ParseRange(a[2], a[3], &r)) return RangeError();
-  bool wrong = false;
-  ZSet* z = FindZSet(s, ctx, a[1], &wrong);
-  if (wrong) return WrongType();
+  ZSet* z = nullptr;
+  if (std::optional<Reply> e = ScoreRangeOf(s, ctx, a, &r, &z)) return *std::move(e);
   if (z == nullptr || r.Empty()) return Reply::Integer(0);
   int64_t n = 0;
   for (const auto& [score, member] : z->order) n += r.Contains(score) ? 1 : 0;
@@ -254,10 +264,8 @@ Reply ZRangeByScoreCmd(State& s, Ctx& ctx, const Argv& a) {
     }
   }
   Range r;
-  if (!ParseRange(a[2], a[3], &r)) return RangeError();
-  bool wrong = false;
-  ZSet* z = FindZSet(s, ctx, a[1], &wrong);
-  if (wrong) return WrongType();
+  ZSet* z = nullptr;
+  if (std::optional<Reply> e = ScoreRangeOf(s, ctx, a, &r, &z)) return *std::move(e);
   std::vector<Reply> out;
   if (z == nullptr || r.Empty() || offset < 0) return Reply::Array(std::move(out));
   for (const auto& [score, member] : z->order) {
@@ -279,10 +287,8 @@ Reply ZRangeByScoreCmd(State& s, Ctx& ctx, const Argv& a) {
 
 Reply ZRemRangeByScoreCmd(State& s, Ctx& ctx, const Argv& a) {
   Range r;
-  if (!ParseRange(a[2], a[3], &r)) return RangeError();
-  bool wrong = false;
-  ZSet* z = FindZSet(s, ctx, a[1], &wrong);
-  if (wrong) return WrongType();
+  ZSet* z = nullptr;
+  if (std::optional<Reply> e = ScoreRangeOf(s, ctx, a, &r, &z)) return *std::move(e);
   if (z == nullptr || r.Empty()) return Reply::Integer(0);
   std::vector<std::string> gone;
   for (const auto& [score, member] : z->order) {

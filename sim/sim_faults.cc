@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "chaos/faults/fault_draw.h"
 #include "redlock/internal/cluster_slots.h"
 #include "sim/world_internal.h"
 
@@ -108,8 +109,7 @@ std::vector<FaultEvent> DrawFaults(const SimConfig& config, uint64_t seed) {
   }
   std::vector<FaultEvent> out;
   if (kinds.empty()) return out;
-  int total = 0;
-  for (const FaultKind* k : kinds) total += k->info().explore_weight;
+  const int total = chaos::TotalExploreWeight(kinds);
   chaos::SpanScale scale;
   scale.ttl_ms = config.ttl_ms;
   scale.drift_factor = config.drift_factor;
@@ -130,29 +130,11 @@ std::vector<FaultEvent> DrawFaults(const SimConfig& config, uint64_t seed) {
     const int count = static_cast<int>(Draw(rng, 1, 3));
     int64_t wave_end = t;
     for (int i = 0; i < count; ++i) {
-      int pick = static_cast<int>(Draw(rng, 0, static_cast<uint64_t>(total - 1)));
-      const FaultKind* kind = kinds.back();
-      for (const FaultKind* k : kinds) {
-        if (pick < k->info().explore_weight) {
-          kind = k;
-          break;
-        }
-        pick -= k->info().explore_weight;
-      }
-      const chaos::KindInfo& info = kind->info();
-      FaultTemplate tmpl;
-      tmpl.kind = info.name;
-      for (const chaos::ParamSpec& p : info.params) {
-        if (!p.explore.empty()) tmpl.params[p.name] = chaos::ParamText::Parse(p.explore);
-      }
-      if (info.lasting) {
-        chaos::ParamText range = chaos::ParamText::Parse(
-            info.explore_duration.empty() ? "200ms..1s" : info.explore_duration);
-        absl::StatusOr<Span> lo = Span::Parse(range.value.empty() ? range.lo : range.value);
-        absl::StatusOr<Span> hi = Span::Parse(range.value.empty() ? range.hi : range.value);
-        tmpl.duration_lo = lo.ok() ? *lo : Span::Ms(500);
-        tmpl.duration_hi = hi.ok() ? *hi : Span::Ms(500);
-      }
+      const chaos::KindInfo& info =
+          chaos::PickByWeight(kinds,
+                              static_cast<int>(Draw(rng, 0, static_cast<uint64_t>(total - 1))))
+              ->info();
+      FaultTemplate tmpl = chaos::ExploreTemplate(info);
       if (info.name == "slot_migration") {
         tmpl.nodes = chaos::TargetSel::List(
             {cluster_voters[static_cast<size_t>(Draw(rng, 0, cluster_voters.size() - 1))]});
@@ -160,18 +142,9 @@ std::vector<FaultEvent> DrawFaults(const SimConfig& config, uint64_t seed) {
       const int64_t start = t + static_cast<int64_t>(Draw(rng, 0, 300));
       absl::StatusOr<chaos::FaultInstance> f =
           chaos::ResolveTemplate(tmpl, n, config.clients, scale, -1, resolve);
-      if (!f.ok()) continue;
-      if (info.name == "failover") {
-        bool again = false;
-        for (int node : f->nodes) again = again || failed_over.count(node) > 0;
-        if (again) continue;
-        failed_over.insert(f->nodes.begin(), f->nodes.end());
-      }
+      if (!f.ok() || chaos::FailsOverAgain(*f, &failed_over)) continue;
       if (info.lasting) {
-        const int64_t max_ms = std::max<int64_t>(50, budget_ms - 300 - start);
-        if (absl::ToInt64Milliseconds(f->duration) > max_ms)
-          f->duration = absl::Milliseconds(max_ms);
-        wave_end = std::max(wave_end, start + absl::ToInt64Milliseconds(f->duration));
+        wave_end = std::max(wave_end, chaos::EndBeforeBudget(start, budget_ms, &*f));
       } else {
         wave_end = std::max(wave_end, start);
       }

@@ -474,16 +474,7 @@ void SimTransport::Disconnect(EngineNode& n, const std::string& why, bool ask_lo
   n.waiting.clear();
   n.probe_in_flight = false;
   OpenBreaker(n, why);
-  if (n.net != 0) {
-    by_net_.erase(n.net);
-    host_->Close(n.net);
-    n.net = 0;
-  }
-  n.state = State::kDisconnected;
-  // Connection::Close: the next attempt after the backoff, doubled each time.
-  n.next_connect = Now() + static_cast<int64_t>(static_cast<double>(n.backoff) *
-                                                internal::UniformReal(0.8, 1.2));
-  n.backoff = std::min(n.backoff * 2, Ns(options_.reconnect_backoff_max));
+  CloseAndBackOff(&n.net, &by_net_, &n.state, &n.next_connect, &n.backoff);
   if (ask_locator) {
     if (n.routes) {
       // The next seed, then the masters known, in turn.
@@ -770,16 +761,22 @@ void SimTransport::SubWrite(EngineNode& n, std::vector<Argv> commands) {
 
 void SimTransport::SubClose(EngineNode& n, const std::string& why) {
   if (!stopping_) n.sub_error = why;
-  if (n.sub_net != 0) {
-    by_sub_net_.erase(n.sub_net);
-    host_->Close(n.sub_net);
-    n.sub_net = 0;
-  }
-  n.sub_state = State::kDisconnected;
-  n.sub_next_connect = Now() + static_cast<int64_t>(static_cast<double>(n.sub_backoff) *
-                                                    internal::UniformReal(0.8, 1.2));
-  n.sub_backoff = std::min(n.sub_backoff * 2, Ns(options_.reconnect_backoff_max));
+  CloseAndBackOff(&n.sub_net, &by_sub_net_, &n.sub_state, &n.sub_next_connect, &n.sub_backoff);
   Rearm();
+}
+
+void SimTransport::CloseAndBackOff(uint64_t* net, std::map<uint64_t, int>* index, State* state,
+                                   int64_t* next_connect, int64_t* backoff) {
+  if (*net != 0) {
+    index->erase(*net);
+    host_->Close(*net);
+    *net = 0;
+  }
+  *state = State::kDisconnected;
+  // Connection::Close: the next attempt after the backoff, doubled each time.
+  *next_connect =
+      Now() + static_cast<int64_t>(static_cast<double>(*backoff) * internal::UniformReal(0.8, 1.2));
+  *backoff = std::min(*backoff * 2, Ns(options_.reconnect_backoff_max));
 }
 
 void SimTransport::SubMaintain(EngineNode& n, int64_t now) {

@@ -206,6 +206,12 @@ class SimTransport final : public internal::Transport {
   // Subscriber.
   void SubStart(EngineNode& n);
   void SubClose(EngineNode& n, const std::string& why);
+  // Closes connection `*net` (and its entry in `index`), marks it
+  // disconnected and sets the next attempt after `*backoff` (give or take
+  // 20%), doubling it up to Options::reconnect_backoff_max: what
+  // Connection::Close does, for a node's connection and its subscriber's.
+  void CloseAndBackOff(uint64_t* net, std::map<uint64_t, int>* index, State* state,
+                       int64_t* next_connect, int64_t* backoff);
   void SubWrite(EngineNode& n, std::vector<Argv> commands);
   void SubMaintain(EngineNode& n, int64_t now);
   EngineNode* ByNet(uint64_t net, bool* sub);

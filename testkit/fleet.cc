@@ -333,6 +333,14 @@ absl::StatusOr<RedisValue> Fleet::Command(int i, const std::vector<std::string>&
   return RunCommand(ep, args, timeout, tls);
 }
 
+long long Fleet::CommandCalls(int i, const std::string& command) const {
+  absl::StatusOr<RedisValue> v = Command(i, {"INFO", "commandstats"});
+  if (!v.ok()) return -1;
+  const std::string field = absl::StrCat("cmdstat_", command, ":calls=");
+  size_t at = v->str.find(field);
+  return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
+}
+
 absl::Status Fleet::FlushAll() const {
   for (int i = 0; i < size(); ++i) {
     if (pid(i) <= 0) continue;

@@ -176,6 +176,9 @@ class Fleet {
   // certificate (tests give nodes broken ones on purpose).
   absl::StatusOr<RedisValue> Command(int i, const std::vector<std::string>& args,
                                      absl::Duration timeout = absl::Seconds(5)) const;
+  // How many times node i has run `command` (lower case, as INFO
+  // commandstats names it: "set", "evalsha"); -1 if it cannot be read.
+  long long CommandCalls(int i, const std::string& command) const;
   // FLUSHALL on every running node.
   absl::Status FlushAll() const;
 

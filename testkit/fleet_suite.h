@@ -156,11 +156,7 @@ class FleetSuite : public ::testing::Test {
   // How many times `node` has run `command` (lower case, as INFO
   // commandstats names it: "set", "evalsha"); -1 if it cannot be read.
   long long CommandCalls(int node, const std::string& command) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
-    if (!v.ok()) return -1;
-    const std::string field = absl::StrCat("cmdstat_", command, ":calls=");
-    size_t at = v->str.find(field);
-    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
+    return fleet_->CommandCalls(node, command);
   }
 
   // CommandCalls(node, command) for every node.

@@ -10,6 +10,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "chaos/base/cleanup.h"
+#include "chaos/faults/fault_draw.h"
 #include "chaos/faults/partition.h"
 #include "chaos/plot/plot.h"
 #include "chaos/run/schedule.h"
@@ -171,12 +172,6 @@ const std::vector<Preset>& Presets() {
   return *presets;
 }
 
-// The explorer's range of a parameter as a ParamText (the default when the
-// kind gives no range).
-ParamText ExploreRange(const ParamSpec& p) {
-  return ParamText::Parse(p.explore.empty() ? p.default_value : p.explore);
-}
-
 // Whether a violation of `property` by `processes` during [t, t_end] (raw
 // clock; 0: the run as a whole) is explained by the faults of `r`: a fault
 // that may break that property, acting on the whole run or on one of the
@@ -268,8 +263,7 @@ Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt1
   }
   Schedule out;
   if (kinds.empty()) return out;
-  int total_weight = 0;
-  for (const FaultKind* k : kinds) total_weight += k->info().explore_weight;
+  const int total_weight = TotalExploreWeight(kinds);
   const SpanScale scale = shape.scale;
   const int64_t budget_ms = absl::ToInt64Milliseconds(budget);
   // Waves: 1-3 faults starting within 300 ms of each other, then a pause of
@@ -280,39 +274,15 @@ Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt1
     const int n = static_cast<int>(Draw(rng, 1, 3));
     int64_t wave_end = t;
     for (int i = 0; i < n; ++i) {
-      int pick = static_cast<int>(Draw(rng, 0, static_cast<uint64_t>(total_weight - 1)));
-      const FaultKind* kind = kinds.back();
-      for (const FaultKind* k : kinds) {
-        if (pick < k->info().explore_weight) {
-          kind = k;
-          break;
-        }
-        pick -= k->info().explore_weight;
-      }
-      const KindInfo& info = kind->info();
-      FaultTemplate tmpl;
-      tmpl.kind = info.name;
-      for (const ParamSpec& p : info.params) {
-        if (!p.explore.empty()) tmpl.params[p.name] = ExploreRange(p);
-      }
-      if (info.lasting) {
-        ParamText range =
-            ParamText::Parse(info.explore_duration.empty() ? "200ms..1s" : info.explore_duration);
-        absl::StatusOr<Span> lo = Span::Parse(range.value.empty() ? range.lo : range.value);
-        absl::StatusOr<Span> hi = Span::Parse(range.value.empty() ? range.hi : range.value);
-        tmpl.duration_lo = lo.ok() ? *lo : Span::Ms(500);
-        tmpl.duration_hi = hi.ok() ? *hi : Span::Ms(500);
-      }
+      const KindInfo& info =
+          PickByWeight(kinds,
+                       static_cast<int>(Draw(rng, 0, static_cast<uint64_t>(total_weight - 1))))
+              ->info();
+      const FaultTemplate tmpl = ExploreTemplate(info);
       const int64_t start = t + static_cast<int64_t>(Draw(rng, 0, 300));
       absl::StatusOr<FaultInstance> f =
           ResolveTemplate(tmpl, shape.nodes, shape.clients, scale, -1, rng);
-      if (!f.ok()) continue;
-      if (info.name == "failover") {
-        bool again = false;
-        for (int node : f->nodes) again = again || failed_over.count(node) > 0;
-        if (again) continue;
-        failed_over.insert(f->nodes.begin(), f->nodes.end());
-      }
+      if (!f.ok() || FailsOverAgain(*f, &failed_over)) continue;
       // One lasting fault in eight lasts the run: the recovery check
       // (L1) then judges the run with them in place when the configuration
       // must tolerate them (one stale Sentinel, a minority of nodes down),
@@ -322,10 +292,7 @@ Schedule GenerateSchedule(const RunShape& shape, absl::Duration budget, std::mt1
         wave_end = std::max(wave_end, start);
       } else if (info.lasting) {
         // Otherwise it ends before the budget does.
-        const int64_t max_ms = std::max<int64_t>(50, budget_ms - 300 - start);
-        if (absl::ToInt64Milliseconds(f->duration) > max_ms)
-          f->duration = absl::Milliseconds(max_ms);
-        wave_end = std::max(wave_end, start + absl::ToInt64Milliseconds(f->duration));
+        wave_end = std::max(wave_end, EndBeforeBudget(start, budget_ms, &*f));
       } else {
         wave_end = std::max(wave_end, start);
       }

@@ -168,16 +168,10 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
         SucceedLocked({});
       }
     } else if (outcome == Round::Outcome::kFailed) {
-      absl::Status st =
-          round_.Failure(What(), "granted", "held by another client", absl::StatusCode::kAborted);
-      if (quorum_ != request_.quorum) {
-        // The tally says "quorum F": say where F comes from.
-        st =
-            absl::Status(st.code(), absl::StrCat(st.message(), "; fenced acquisitions need ",
-                                                 quorum_, " nodes (Options::fencing_lost_counters ",
-                                                 ctx_->options().fencing_lost_counters, ")"));
-      }
-      FailAttemptLocked(std::move(st));
+      // The tally says "quorum F": say where F comes from.
+      FailAttemptLocked(WithFencedQuorumNote(
+          round_.Failure(What(), "granted", "held by another client", absl::StatusCode::kAborted),
+          quorum_, request_.quorum, ctx_->options().fencing_lost_counters));
     }
   }
 

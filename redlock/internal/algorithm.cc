@@ -160,6 +160,18 @@ int FencedQuorum(int nodes, int quorum, int lost_counters) {
   return std::max(quorum, (nodes + lost_counters + 2) / 2);
 }
 
+std::string FencedQuorumNote(int fenced, int quorum, int lost_counters) {
+  if (fenced == quorum) return "";
+  return absl::StrCat("; fenced acquisitions need ", fenced,
+                      " nodes (Options::fencing_lost_counters ", lost_counters, ")");
+}
+
+absl::Status WithFencedQuorumNote(absl::Status failed, int fenced, int quorum, int lost_counters) {
+  if (fenced == quorum) return failed;
+  return absl::Status(failed.code(), absl::StrCat(failed.message(),
+                                                  FencedQuorumNote(fenced, quorum, lost_counters)));
+}
+
 int CounterLossesSurvived(int nodes, int fenced_quorum) { return 2 * fenced_quorum - nodes - 1; }
 
 absl::StatusOr<uint64_t> NextFence(const std::vector<uint64_t>& counters) {

@@ -158,6 +158,14 @@ absl::StatusOr<uint64_t> ParseCounter(absl::string_view text);
 // already shares two nodes (N=4: 3 of 4).
 int FencedQuorum(int nodes, int quorum, int lost_counters);
 
+// What a failed acquisition's message adds when it needed `fenced` nodes
+// (FencedQuorum) rather than its `quorum`: where that number comes from
+// ("; fenced acquisitions need F nodes (Options::fencing_lost_counters
+// L)"). Empty when the two are the same.
+std::string FencedQuorumNote(int fenced, int quorum, int lost_counters);
+// `failed` with FencedQuorumNote appended to its message.
+absl::Status WithFencedQuorumNote(absl::Status failed, int fenced, int quorum, int lost_counters);
+
 // How many nodes may lose their counter when every holder reads and commits
 // on `fenced_quorum` of `nodes`: 2F - N - 1 (at least the lost_counters that
 // gave F; one more when N + lost_counters is odd, e.g. N=5, F=4: two).

@@ -1,26 +1,16 @@
 #include "redlock/internal/fair_scripts.h"
 
 #include "redlock/internal/reply.h"
-#include "redlock/internal/sha1.h"
 
 namespace redlock::internal {
 namespace {
 
-Script Make(const char* name, uint8_t replies, std::string body) {
-  Script s{name, std::move(body), "", replies};
-  s.sha = Sha1Hex(s.body);
-  return s;
-}
-
-// What every fair script shares. The node's ms clock (the one it expires
-// keys by); the head; the purge of expired places, which says whether it
-// changed the head; the wake-up of the head (only while W is free, never of
-// `me`); the highest live ticket; the sets' own ttl, kept at least as long
-// as their longest place.
-constexpr const char* kPrelude = R"lua(
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local function head()
+// What every fair script shares, after kLuaNow (the node's ms clock): the
+// head; the purge of expired places, which says whether it changed the
+// head; the wake-up of the head (only while W is free, never of `me`); the
+// highest live ticket; the sets' own ttl, kept at least as long as their
+// longest place.
+constexpr const char* kPrelude = R"lua(local function head()
   return redis.call('zrange', KEYS[2], 0, 0)[1]
 end
 local function purge()
@@ -60,27 +50,22 @@ local function grant(max)
 end
 )lua";
 
-std::string Body(std::initializer_list<const char*> parts) {
-  std::string out;
-  for (const char* p : parts) out += p;
-  return out;
-}
-
 }  // namespace
 
 const Script& FairProbeScript() {
-  static const Script s = Make("fair-probe", kExpectArray, Body({kPrelude, kGrant, R"lua(
+  static const Script s = MakeScript("fair-probe", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
 if purge() then wake(ARGV[3], '') end
 local max = maxticket()
 if redis.call('exists', KEYS[1]) == 1 then return {-1, max} end
 if redis.call('zcard', KEYS[2]) > 0 then return {-2, max} end
 return grant(max)
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& FairRegisterScript() {
-  static const Script s = Make("fair-register", kExpectArray, Body({kPrelude, kGrant, R"lua(
+  static const Script s =
+      MakeScript("fair-register", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
 local changed = purge()
 local id = ARGV[4]
 local place = tonumber(ARGV[6])
@@ -94,12 +79,13 @@ if head() ~= id then
   return {-2, max}
 end
 return grant(max)
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& FairAcquireScript() {
-  static const Script s = Make("fair-acquire", kExpectArray, Body({kPrelude, kGrant, R"lua(
+  static const Script s =
+      MakeScript("fair-acquire", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
 local changed = purge()
 local id = ARGV[4]
 local max = maxticket()
@@ -110,12 +96,12 @@ if head() ~= id then
   return {-3, max}
 end
 return grant(max)
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& FairRefreshScript() {
-  static const Script s = Make("fair-refresh", kExpectArray, Body({kPrelude, R"lua(
+  static const Script s = MakeScript("fair-refresh", kExpectArray, {kLuaNow, kPrelude, R"lua(
 local changed = purge()
 local id = ARGV[2]
 local place = tonumber(ARGV[4])
@@ -133,12 +119,12 @@ if changed then wake(ARGV[1], id) end
 local free = 0
 if redis.call('exists', KEYS[1]) == 0 and head() == id then free = 1 end
 return {code, free}
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& FairReleaseScript() {
-  static const Script s = Make("fair-release", kExpectInteger, Body({kPrelude, R"lua(
+  static const Script s = MakeScript("fair-release", kExpectInteger, {kLuaNow, kPrelude, R"lua(
 local id = string.match(ARGV[1], '%.(%x+)$')
 local deleted = 0
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -157,12 +143,12 @@ elseif deleted == 1 then
   wake(ARGV[2], id)
 end
 return deleted
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& FairLeaveScript() {
-  static const Script s = Make("fair-leave", kExpectInteger, Body({kPrelude, R"lua(
+  static const Script s = MakeScript("fair-leave", kExpectInteger, {kLuaNow, kPrelude, R"lua(
 local id = ARGV[1]
 local was = head() == id
 local n = redis.call('zrem', KEYS[2], id)
@@ -172,12 +158,12 @@ if n > 0 then
   if was or changed then wake(ARGV[2], id) end
 end
 return n
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& FairInspectScript() {
-  static const Script s = Make("fair-inspect", kExpectArray, Body({kPrelude, R"lua(
+  static const Script s = MakeScript("fair-inspect", kExpectArray, {kLuaNow, kPrelude, R"lua(
 local max = tonumber(ARGV[1])
 local live = redis.call('zcount', KEYS[3], '(' .. now, '+inf')
 local ids = redis.call('zrange', KEYS[2], 0, 2 * max - 1, 'WITHSCORES')
@@ -191,7 +177,7 @@ for i = 1, #ids, 2 do
   end
 end
 return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]), live, entries}
-)lua"}));
+)lua"});
   return s;
 }
 

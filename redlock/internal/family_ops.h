@@ -8,6 +8,10 @@
 // command goes through NodeCalls (NOSCRIPT, script-free nodes, cluster
 // redirections): the public classes build no wire command and reach no
 // implementation, so they work over any Client that forwards these calls.
+//
+// The files: family_ops.cc (checks, the dispatch, the grants, the intent's
+// withdrawal), family_shapes.h (the shapes), family_views.cc (the views),
+// family_fan_out.h (one command to every node).
 
 #ifndef REDLOCK_INTERNAL_FAMILY_OPS_H_
 #define REDLOCK_INTERNAL_FAMILY_OPS_H_
@@ -15,14 +19,20 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "redlock/client.h"
 #include "redlock/node_status.h"
+#include "redlock/options.h"
 
 namespace redlock::internal {
 
 class ClientImpl;
 class OpContext;
+
+// Whether `request` is well formed for `options` (a resource, a wait >= 0,
+// and the kind's own fields); kInvalidArgument saying what is not.
+absl::Status CheckFamilyRequest(const Client::FamilyRequest& request, const Options& options);
 
 // Starts one acquisition of `request`. `done` runs once: where the
 // acquisition completes (the transport's thread), or at once on the calling

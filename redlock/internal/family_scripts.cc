@@ -2,23 +2,9 @@
 
 #include "redlock/internal/fair_scripts.h"
 #include "redlock/internal/reply.h"
-#include "redlock/internal/sha1.h"
 
 namespace redlock::internal {
 namespace {
-
-Script Make(const char* name, uint8_t replies, std::string body) {
-  Script s{name, std::move(body), "", replies};
-  s.sha = Sha1Hex(s.body);
-  return s;
-}
-
-// The node's clock in ms: the clock it expires keys by, so a reader's entry
-// lapses exactly when a lock key set at the same moment would.
-constexpr const char* kNow = R"lua(
-local t = redis.call('time')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-)lua";
 
 // A counter as the fencing scripts send it: 21 bytes at most (scripts.cc).
 constexpr const char* kCounter = R"lua(
@@ -27,17 +13,11 @@ local function counter(key)
 end
 )lua";
 
-std::string Body(std::initializer_list<const char*> parts) {
-  std::string out;
-  for (const char* p : parts) out += p;
-  return out;
-}
-
 }  // namespace
 
 const Script& RwReadAcquireScript() {
   static const Script s =
-      Make("rw-read-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
+      MakeScript("rw-read-acquire", kExpectInteger | kExpectArray, {kLuaNow, kCounter, R"lua(
 local fenced = #KEYS == 4
 if redis.call('exists', KEYS[1]) == 1 then
   if fenced then return {-1} end
@@ -54,13 +34,13 @@ redis.call('zadd', KEYS[2], now + ttl, ARGV[1])
 if redis.call('pttl', KEYS[2]) < ttl then redis.call('pexpire', KEYS[2], ttl) end
 if fenced then return {1, counter(KEYS[4])} end
 return 1
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& RwWriteAcquireScript() {
   static const Script s =
-      Make("rw-write-acquire", kExpectInteger | kExpectArray, Body({kNow, kCounter, R"lua(
+      MakeScript("rw-write-acquire", kExpectInteger | kExpectArray, {kLuaNow, kCounter, R"lua(
 local fenced = #KEYS == 4
 if redis.call('exists', KEYS[1]) == 0 then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
@@ -79,12 +59,12 @@ if intent > 0 then
 end
 if fenced then return {-1} end
 return -1
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& RwReadCommitScript() {
-  static const Script s = Make("rw-read-commit", kExpectInteger, Body({kNow, R"lua(
+  static const Script s = MakeScript("rw-read-commit", kExpectInteger, {kLuaNow, R"lua(
 local score = redis.call('zscore', KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return 0 end
 local cur = redis.call('get', KEYS[2]) or '0'
@@ -92,12 +72,12 @@ local want = ARGV[2]
 if #cur < #want or (#cur == #want and cur < want) then cur = want end
 redis.call('set', KEYS[2], cur)
 return 1
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& RwReadExtendScript() {
-  static const Script s = Make("rw-read-extend", kExpectInteger, Body({kNow, R"lua(
+  static const Script s = MakeScript("rw-read-extend", kExpectInteger, {kLuaNow, R"lua(
 local score = redis.call('zscore', KEYS[1], ARGV[1])
 if not score then return 0 end
 if tonumber(score) <= now then
@@ -108,12 +88,12 @@ local ttl = tonumber(ARGV[2])
 redis.call('zadd', KEYS[1], 'XX', now + ttl, ARGV[1])
 if redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end
 return 1
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& RwReadReleaseScript() {
-  static const Script s = Make("rw-read-release", kExpectInteger, Body({kNow, R"lua(
+  static const Script s = MakeScript("rw-read-release", kExpectInteger, {kLuaNow, R"lua(
 local n = redis.call('zrem', KEYS[2], ARGV[1])
 if n > 0 and ARGV[2] ~= '' then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
@@ -122,12 +102,12 @@ if n > 0 and ARGV[2] ~= '' then
   end
 end
 return n
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& RwWithdrawScript() {
-  static const Script s = Make("rw-withdraw", kExpectInteger, Body({kNow, R"lua(
+  static const Script s = MakeScript("rw-withdraw", kExpectInteger, {kLuaNow, R"lua(
 local n = redis.call('zrem', KEYS[2], ARGV[1])
 if n > 0 and ARGV[2] ~= '' then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
@@ -136,22 +116,22 @@ if n > 0 and ARGV[2] ~= '' then
   end
 end
 return n
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& RwInspectScript() {
-  static const Script s = Make("rw-inspect", kExpectArray, Body({kNow, R"lua(
+  static const Script s = MakeScript("rw-inspect", kExpectArray, {kLuaNow, R"lua(
 local live = '(' .. now
 return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
         redis.call('zcount', KEYS[2], live, '+inf'), redis.call('zcount', KEYS[3], live, '+inf'),
         redis.call('get', KEYS[4]) or '0'}
-)lua"}));
+)lua"});
   return s;
 }
 
 const Script& SemAcquireScript() {
-  static const Script s = Make("sem-acquire", kExpectArray, Body({kCounter, R"lua(
+  static const Script s = MakeScript("sem-acquire", kExpectArray, {kCounter, R"lua(
 local k = tonumber(ARGV[4])
 local first = tonumber(ARGV[3])
 for j = 0, k - 1 do
@@ -163,7 +143,7 @@ for j = 0, k - 1 do
   end
 end
 return {0}
-)lua"}));
+)lua"});
   return s;
 }
 

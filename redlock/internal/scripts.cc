@@ -8,10 +8,22 @@ namespace redlock::internal {
 namespace {
 
 Script Make(const char* name, uint8_t replies, const char* body) {
-  return Script{name, body, Sha1Hex(body), replies};
+  return MakeScript(name, replies, {body});
 }
 
 }  // namespace
+
+Script MakeScript(const char* name, uint8_t replies, std::initializer_list<const char*> parts) {
+  Script s{name, "", "", replies};
+  for (const char* p : parts) s.body += p;
+  s.sha = Sha1Hex(s.body);
+  return s;
+}
+
+const char* const kLuaNow = R"lua(
+local t = redis.call('time')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+)lua";
 
 const Script& AcquireSetScript() {
   static const Script s = Make("acquire", kExpectInteger, R"lua(

@@ -10,6 +10,7 @@
 #define REDLOCK_INTERNAL_SCRIPTS_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,15 @@ struct Script {
   std::string sha;      // lowercase hex SHA-1 of body
   uint8_t replies = 0;  // the reply types it returns (reply.h, kExpect*)
 };
+
+// A script whose body is `parts` in order (pieces of Lua the family's
+// scripts share, then its own), with its SHA-1.
+Script MakeScript(const char* name, uint8_t replies, std::initializer_list<const char*> parts);
+
+// A piece of Lua that sets `now` to the node's clock in ms: the clock it
+// expires keys by, so an entry scored by it lapses exactly when a key set
+// at the same moment would.
+extern const char* const kLuaNow;
 
 // KEYS = lock keys; ARGV = token, ttl_ms.
 // Sets every key to the token with PX ttl only if none of them exists.

@@ -218,11 +218,8 @@ class SemaphoreOp : public AttemptLoop<SemaphoreOp, PermitNodeState, std::pair<L
 
   absl::Status Round1Failure() const {
     std::string message = absl::StrCat(What(), ": ", TallyText());
-    if (q_ != request_.quorum) {
-      absl::StrAppend(&message, "; fenced acquisitions need ", q_,
-                      " nodes (Options::fencing_lost_counters ",
-                      ctx_->options().fencing_lost_counters, ")");
-    }
+    absl::StrAppend(&message,
+                    FencedQuorumNote(q_, request_.quorum, ctx_->options().fencing_lost_counters));
     if (cancelled_ > 0 && transport_stopping()) return absl::CancelledError(message);
     // As Round::Failure: held elsewhere unless the nodes that could not
     // answer were enough to prevent the quorum.

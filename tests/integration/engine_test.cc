@@ -15,6 +15,7 @@
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/transport.h"
 #include "testkit/gtest_fleet.h"
+#include "tests/integration/own_fleet_test.h"
 
 namespace redlock {
 namespace {
@@ -22,7 +23,6 @@ namespace {
 using internal::Command;
 using internal::Engine;
 using internal::Reply;
-using testkit::Fleet;
 
 // Replies collected in the order their callbacks ran.
 struct Replies : internal::SyncWaiter {
@@ -50,13 +50,11 @@ Command Raw(std::initializer_list<absl::string_view> args) {
   return c;
 }
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public testkit::OwnFleetTest {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
-    auto fleet = Fleet::Start({.nodes = 1});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = *std::move(fleet);
+    ASSERT_NO_FATAL_FAILURE(StartFleet({.nodes = 1}));
     Engine::Config config;
     config.nodes = fleet_->endpoints();
     config.node_timeout = absl::Seconds(5);
@@ -66,7 +64,6 @@ class EngineTest : public ::testing::Test {
     engine_->WaitForFirstConnections(absl::Seconds(5));
   }
 
-  std::unique_ptr<Fleet> fleet_;
   std::unique_ptr<Engine> engine_;
 };
 

@@ -23,6 +23,7 @@
 #include "redlock/observer.h"
 #include "redlock/outcome.h"
 #include "testkit/fleet_suite.h"
+#include "tests/attempt_log.h"
 #include "tests/integration/forwarding_client.h"
 
 namespace redlock {
@@ -31,23 +32,6 @@ namespace {
 using ::testing::HasSubstr;
 using testkit::RedisValue;
 using SteadyClock = std::chrono::steady_clock;
-
-// Every acquisition's attempts, from the clients' observers.
-class AttemptCounter : public Observer {
- public:
-  void OnAcquire(const AcquireEvent& event) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    attempts_.push_back(event.outcome.attempts);
-  }
-  std::vector<int> attempts() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return attempts_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<int> attempts_;
-};
 
 class FairTest : public testkit::FleetSuite {
  protected:
@@ -92,6 +76,18 @@ class FairTest : public testkit::FleetSuite {
     r.place_ttl = place_ttl;
     return r;
   }
+  using Result = std::promise<absl::StatusOr<Client::FamilyGrant>>;
+  // Starts `request` (a waiting one) on `client`'s asynchronous entry point
+  // and returns true once its place is taken (false after 10 s); the call's
+  // end goes to `*result` (none for nullptr).
+  static bool Enqueue(Client& client, Client::FamilyRequest request, Result* result) {
+    auto queued = std::make_shared<absl::Notification>();
+    request.on_queued = [queued] { queued->Notify(); };
+    client.AcquireFamilyAsync(std::move(request), [result](absl::StatusOr<Client::FamilyGrant> g) {
+      if (result != nullptr) result->set_value(std::move(g));
+    });
+    return queued->WaitForNotificationWithTimeout(absl::Seconds(10));
+  }
 };
 
 class FairLockTest : public testkit::OverTransports<FairTest> {};
@@ -104,7 +100,7 @@ REDLOCK_INSTANTIATE_OVER_TRANSPORTS(FairLockTest);
 TEST_P(FairLockTest, WaitersFromSeveralClientsAreServedInTheOrderTheyQueued) {
   constexpr int kClients = 4;
   constexpr int kWaiters = 8;
-  auto counter = std::make_shared<AttemptCounter>();
+  auto counter = std::make_shared<testkit::AttemptLog>();
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < kClients; ++i) clients.push_back(MakeClient(Observed(counter)));
   auto holder_client = MakeClient();
@@ -202,19 +198,10 @@ TEST_P(FairLockTest, ADeadWaitersPlaceExpiresAndTheNextWaiterProceeds) {
   REDLOCK_ASSERT_OK(held);
   const absl::Duration place_ttl = absl::Milliseconds(600);
   auto dying = MakeClient();
-  absl::Notification dying_queued;
-  dying->AcquireFamilyAsync(
-      Waiting(
-          "dead", absl::Seconds(60), [&] { dying_queued.Notify(); }, place_ttl),
-      [](absl::StatusOr<Client::FamilyGrant>) {});
-  ASSERT_TRUE(dying_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  ASSERT_TRUE(Enqueue(*dying, Waiting("dead", absl::Seconds(60), nullptr, place_ttl), nullptr));
   auto next_client = MakeClient();
-  absl::Notification next_queued;
-  std::promise<absl::StatusOr<Client::FamilyGrant>> next;
-  next_client->AcquireFamilyAsync(
-      Waiting("dead", absl::Seconds(60), [&] { next_queued.Notify(); }),
-      [&](absl::StatusOr<Client::FamilyGrant> g) { next.set_value(std::move(g)); });
-  ASSERT_TRUE(next_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  Result next;
+  ASSERT_TRUE(Enqueue(*next_client, Waiting("dead", absl::Seconds(60)), &next));
   ASSERT_TRUE(QueuedEverywhere("dead", 2));
   // The first waiter's process dies: no leave, no heartbeat.
   dying.reset();
@@ -240,21 +227,14 @@ TEST_P(FairLockTest, APausedWaiterLosesItsPlaceIsToldAndTheNextWaiterProceeds) {
   absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
   REDLOCK_ASSERT_OK(held);
   auto paused = MakeClient();
-  absl::Notification paused_queued;
-  std::promise<absl::Status> paused_result;
-  paused->AcquireFamilyAsync(
-      Waiting(
-          "pause", absl::Seconds(60), [&] { paused_queued.Notify(); }, absl::Milliseconds(300)),
-      [&](absl::StatusOr<Client::FamilyGrant> g) { paused_result.set_value(g.status()); });
-  ASSERT_TRUE(paused_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  Result paused_result;
+  ASSERT_TRUE(Enqueue(*paused,
+                      Waiting("pause", absl::Seconds(60), nullptr, absl::Milliseconds(300)),
+                      &paused_result));
   auto next_client = MakeClient();
-  absl::Notification next_queued;
-  std::promise<absl::StatusOr<Client::FamilyGrant>> next;
-  next_client->AcquireFamilyAsync(
-      Waiting(
-          "pause", absl::Seconds(60), [&] { next_queued.Notify(); }, absl::Milliseconds(300)),
-      [&](absl::StatusOr<Client::FamilyGrant> g) { next.set_value(std::move(g)); });
-  ASSERT_TRUE(next_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  Result next;
+  ASSERT_TRUE(Enqueue(
+      *next_client, Waiting("pause", absl::Seconds(60), nullptr, absl::Milliseconds(300)), &next));
 
   // Pause the first waiter: a callback of its client that blocks holds the
   // client's I/O thread, the only one that runs its timers.
@@ -277,7 +257,7 @@ TEST_P(FairLockTest, APausedWaiterLosesItsPlaceIsToldAndTheNextWaiterProceeds) {
   auto told = paused_result.get_future();
   ASSERT_EQ(told.wait_for(std::chrono::seconds(10)), std::future_status::ready)
       << "the paused waiter hangs";
-  const absl::Status st = told.get();
+  const absl::Status st = told.get().status();
   EXPECT_TRUE(absl::IsAborted(st)) << st;
   ASSERT_TRUE(GetOutcome(st).has_value()) << st;
   EXPECT_EQ(GetOutcome(st)->kind, Outcome::Kind::kPlaceLost) << st;
@@ -294,13 +274,9 @@ TEST_P(FairLockTest, AWaiterWhosePlaceWasRemovedIsToldAMinorityLossIsRepaired) {
   absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
   REDLOCK_ASSERT_OK(held);
   auto waiter = MakeClient();
-  absl::Notification queued;
-  std::promise<absl::StatusOr<Client::FamilyGrant>> result;
-  waiter->AcquireFamilyAsync(
-      Waiting(
-          "gone", absl::Seconds(60), [&] { queued.Notify(); }, absl::Milliseconds(300)),
-      [&](absl::StatusOr<Client::FamilyGrant> g) { result.set_value(std::move(g)); });
-  ASSERT_TRUE(queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  Result result;
+  ASSERT_TRUE(Enqueue(*waiter, Waiting("gone", absl::Seconds(60), nullptr, absl::Milliseconds(300)),
+                      &result));
   ASSERT_TRUE(QueuedEverywhere("gone", 1));
   const std::string id = Queue(0, "gone")[0];
   // Two of five nodes lose it: a quorum keeps it, and the heartbeat puts it
@@ -353,24 +329,15 @@ TEST_P(FairLockTest, ACancelledWaiterLeavesTheQueueAndTheNextIsServed) {
   REDLOCK_ASSERT_OK(held);
   StopSource stop;
   Client::FamilyRequest cancelled = Waiting("stop", absl::InfiniteDuration());
-  absl::Notification b_queued;
-  cancelled.on_queued = [&] { b_queued.Notify(); };
   cancelled.stop = stop.token();
-  std::promise<absl::Status> b_result;
-  b->AcquireFamilyAsync(std::move(cancelled), [&](absl::StatusOr<Client::FamilyGrant> g) {
-    b_result.set_value(g.status());
-  });
-  ASSERT_TRUE(b_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  absl::Notification c_queued;
-  std::promise<absl::StatusOr<Client::FamilyGrant>> c_result;
-  c->AcquireFamilyAsync(
-      Waiting("stop", absl::Seconds(30), [&] { c_queued.Notify(); }),
-      [&](absl::StatusOr<Client::FamilyGrant> g) { c_result.set_value(std::move(g)); });
-  ASSERT_TRUE(c_queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  Result b_result;
+  ASSERT_TRUE(Enqueue(*b, std::move(cancelled), &b_result));
+  Result c_result;
+  ASSERT_TRUE(Enqueue(*c, Waiting("stop", absl::Seconds(30)), &c_result));
   stop.RequestStop();
   auto b_done = b_result.get_future();
   ASSERT_EQ(b_done.wait_for(std::chrono::seconds(5)), std::future_status::ready);
-  EXPECT_TRUE(absl::IsCancelled(b_done.get()));
+  EXPECT_TRUE(absl::IsCancelled(b_done.get().status()));
   EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("stop", 1); }, true))
       << "the cancelled waiter's place left every node";
   REDLOCK_ASSERT_OK(holder.Release(*held));

@@ -19,53 +19,25 @@
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
 #include "testkit/fleet_suite.h"
+#include "tests/integration/own_fleet_test.h"
 
 namespace redlock {
 namespace {
 
 using ::testing::HasSubstr;
-using testkit::Fleet;
 using testkit::RedisValue;
 
 constexpr char kServer[] = "valkey-9.1";
 constexpr char kNoEngine[] = "ERR Could not find scripting engine 'lua'";
 
-class LualessTest : public ::testing::Test {
+class LualessTest : public testkit::OwnFleetTest {
  protected:
   void StartFleet(std::vector<bool> without_lua) {
-    auto fleet = Fleet::Start({.nodes = static_cast<int>(without_lua.size()),
-                               .server = kServer,
-                               .without_lua = std::move(without_lua)});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = *std::move(fleet);
+    OwnFleetTest::StartFleet({.nodes = static_cast<int>(without_lua.size()),
+                              .server = kServer,
+                              .without_lua = std::move(without_lua)});
   }
   void SetUp() override { REDLOCK_REQUIRE_SERVER(kServer); }
-  Options MakeOptions() {
-    Options o;
-    o.nodes = fleet_->endpoints();
-    o.key_prefix =
-        absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-    return o;
-  }
-  long long Calls(int node, const std::string& command) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
-    if (!v.ok()) return -1;
-    const std::string field = absl::StrCat("cmdstat_", command, ":calls=");
-    size_t at = v->str.find(field);
-    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
-  }
-  // Waits (bounded) until the client has nothing in flight: a call returns
-  // at the quorum, the other nodes' transactions follow.
-  static void Drain(Client& client) {
-    for (int i = 0; i < 1000; ++i) {
-      size_t in_flight = 0;
-      for (const NodeHealth& h : client.Health()) in_flight += h.in_flight + h.transactions_waiting;
-      if (in_flight == 0) return;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    ADD_FAILURE() << "commands still in flight after 5 s";
-  }
-  std::unique_ptr<Fleet> fleet_;
 };
 
 TEST_F(LualessTest, TheServerAnswersScriptsWithNoEngine) {
@@ -229,10 +201,8 @@ TEST_F(LualessTest, APlainLockWorksWhereTheFamilyIsRefused) {
 // the reload, "no scripting engine". The node goes script-free and no key
 // of ours is left there.
 TEST_F(LualessTest, TheModuleUnloadedWhileRunningSwitchesThePath) {
-  auto fleet = Fleet::Start(
-      {.nodes = 3, .extra_args = {"--enable-module-command", "local"}, .server = kServer});
-  ASSERT_TRUE(fleet.ok()) << fleet.status();
-  fleet_ = *std::move(fleet);
+  ASSERT_NO_FATAL_FAILURE(OwnFleetTest::StartFleet(
+      {.nodes = 3, .extra_args = {"--enable-module-command", "local"}, .server = kServer}));
   Options o = MakeOptions();
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();

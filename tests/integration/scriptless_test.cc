@@ -16,51 +16,20 @@
 #include "redlock/fair_mutex.h"
 #include "redlock/rw_lock.h"
 #include "testkit/fleet_suite.h"
+#include "tests/integration/own_fleet_test.h"
 
 namespace redlock {
 namespace {
 
 using ::testing::HasSubstr;
-using testkit::Fleet;
 using testkit::RedisValue;
 
-class ScriptlessTest : public ::testing::Test {
+class ScriptlessTest : public testkit::OwnFleetTest {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
-    auto fleet = Fleet::Start({.nodes = 3, .deny_scripting = {true, false, true}});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = *std::move(fleet);
+    StartFleet({.nodes = 3, .deny_scripting = {true, false, true}});
   }
-  Options MakeOptions() {
-    Options o;
-    o.nodes = fleet_->endpoints();
-    o.key_prefix =
-        absl::StrCat(::testing::UnitTest::GetInstance()->current_test_info()->name(), "/");
-    return o;
-  }
-  long long Calls(int node, const std::string& command) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(node, {"INFO", "commandstats"});
-    if (!v.ok()) return -1;
-    const std::string field = absl::StrCat("cmdstat_", command, ":calls=");
-    size_t at = v->str.find(field);
-    return at == std::string::npos ? 0 : std::atoll(v->str.c_str() + at + field.size());
-  }
-  // A call returns at the quorum: the other nodes' commands may still be
-  // on their way (on a scriptless node, queued one transaction at a time).
-  // Waits until none is (bounded).
-  static void Drain(Client& client) {
-    for (int i = 0; i < 1000; ++i) {
-      size_t in_flight = 0;
-      for (const NodeHealth& h : client.Health()) {
-        in_flight += h.in_flight + h.transactions_waiting;
-      }
-      if (in_flight == 0) return;
-      absl::SleepFor(absl::Milliseconds(5));
-    }
-    ADD_FAILURE() << "commands still in flight after 5 s";
-  }
-  std::unique_ptr<Fleet> fleet_;
 };
 
 TEST_F(ScriptlessTest, HealthShowsWhichNodesForbidScripting) {

@@ -17,20 +17,18 @@
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "testkit/fleet_suite.h"
+#include "tests/integration/own_fleet_test.h"
 
 namespace redlock {
 namespace {
 
-using testkit::Fleet;
 using testkit::RedisValue;
 
-class ServerCommandsTest : public ::testing::Test {
+class ServerCommandsTest : public testkit::OwnFleetTest {
  protected:
   void SetUp() override {
     REDLOCK_REQUIRE_REDIS();
-    auto fleet = Fleet::Start({.nodes = 1});
-    ASSERT_TRUE(fleet.ok()) << fleet.status();
-    fleet_ = *std::move(fleet);
+    StartFleet({.nodes = 1});
   }
   NodeHealth HealthOf(Options o) {
     auto client = Client::Create(std::move(o));
@@ -38,6 +36,7 @@ class ServerCommandsTest : public ::testing::Test {
     if (!client.ok()) return {};
     return (*client)->Health()[0];
   }
+  // No key prefix: the tests read the lock keys by name.
   Options MakeOptions() {
     Options o;
     o.nodes = fleet_->endpoints();
@@ -48,7 +47,6 @@ class ServerCommandsTest : public ::testing::Test {
     EXPECT_TRUE(r.ok()) << r.status();
     return r.ok() ? *r : RedisValue{};
   }
-  std::unique_ptr<Fleet> fleet_;
 };
 
 // Each flag against what the server does with the command itself.

@@ -19,6 +19,7 @@
 #include "absl/time/time.h"
 #include "redlock/observer.h"
 #include "redlock/testing.h"
+#include "tests/attempt_log.h"
 
 namespace redlock::testing {
 namespace {
@@ -299,23 +300,6 @@ TEST(FakeFleetTest, RestartWithoutDataForgetsTheLocks) {
   EXPECT_TRUE(taken.ok()) << taken.status();
 }
 
-// Records each acquisition's number of attempts.
-class AttemptLog : public Observer {
- public:
-  void OnAcquire(const AcquireEvent& e) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    attempts_.push_back(e.outcome.attempts);
-  }
-  std::vector<int> attempts() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return attempts_;
-  }
-
- private:
-  mutable std::mutex mu_;
-  std::vector<int> attempts_;
-};
-
 TEST(FakeFleetTest, BlockingAcquisitionIsWokenByTheReleaseAnnouncement) {
   std::unique_ptr<FakeFleet> fleet = MakeFleet(3);
   ASSERT_NE(fleet, nullptr);
@@ -327,7 +311,7 @@ TEST(FakeFleetTest, BlockingAcquisitionIsWokenByTheReleaseAnnouncement) {
   Options options = Generous();
   options.retry_delay = absl::Seconds(80);
   options.wait_poll_max = absl::Seconds(20);
-  auto log = std::make_shared<AttemptLog>();
+  auto log = std::make_shared<testkit::AttemptLog>();
   options.observer = log;
   absl::StatusOr<std::unique_ptr<Client>> waiter = fleet->NewClient(options);
   ASSERT_TRUE(waiter.ok()) << waiter.status();
