@@ -21,6 +21,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "bench/alloc_count.h"
 #include "bench/locker.h"
 #include "bench/processes_scenario.h"
 #include "bench/report.h"
@@ -136,6 +137,7 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
   double measured = 0;
   std::vector<int64_t> per_process;
   std::vector<int64_t> per_thread;
+  row.usage.allocations = 0;  // the workers' sum (-1 once one does not count)
   for (size_t i = 0; i < workers.size(); ++i) {
     const absl::Duration wait = s.fair_duration + s.fair_wait + absl::Seconds(20);
     absl::StatusOr<Json> result = workers.Result(i, wait);
@@ -156,6 +158,7 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
     row.usage.sys_us += j.at("sys_us").get<int64_t>();
     row.usage.voluntary_csw += j.at("vcsw").get<int64_t>();
     row.usage.involuntary_csw += j.at("icsw").get<int64_t>();
+    AddAllocations(&row.usage, j.value("allocs", int64_t{-1}));
     if (const std::string errors = j.value("errors", ""); !errors.empty()) {
       row.notes.push_back(absl::StrCat("worker ", i, ": ", errors));
     }
@@ -299,8 +302,12 @@ int RunFairWorker(const FairWorkerArgs& args) {
   ProcessUsage usage_start, usage_end;
   auto latch = [&](std::once_flag& once, int64_t* attempts, ProcessUsage* usage) {
     std::call_once(once, [&] {
+      // The allocation count is open from the first latch to the second.
+      const bool start = &once == &started;
+      if (start) OpenAllocationCount();
       *attempts = counter->attempts();
       *usage = CurrentProcessUsage();
+      if (!start) CloseAllocationCount();
     });
   };
   std::vector<int64_t> per_thread(static_cast<size_t>(args.threads), 0);
@@ -364,6 +371,7 @@ int RunFairWorker(const FairWorkerArgs& args) {
          {"sys_us", usage.sys_us},
          {"vcsw", usage.voluntary_csw},
          {"icsw", usage.involuntary_csw},
+         {"allocs", usage.allocations},
          {"waits", HistogramJson(waits)},
          {"holds", holds_json},
          {"per_thread", per_thread},

@@ -59,10 +59,11 @@ long Switches(int tid) {
 }
 
 // One acquire+release; a failure is counted, not fatal (the figure is the
-// thread's wake-ups, not the calls').
-bool Cycle(redlock::Client& client) {
+// thread's wake-ups, not the calls'), and the first of a phase is printed.
+absl::Status Cycle(redlock::Client& client) {
   absl::StatusOr<redlock::Lease> lease = client.TryAcquire("io-wakeups", absl::Seconds(10));
-  return lease.ok() && client.Release(*lease).ok();
+  if (!lease.ok()) return lease.status();
+  return client.Release(*lease);
 }
 
 }  // namespace
@@ -127,7 +128,10 @@ int main(int argc, char** argv) {
     long failed = 0;
     const Clock::time_point end = Clock::now() + phase;
     while (Clock::now() < end) {
-      if (!Cycle(**client)) ++failed;
+      const absl::Status status = Cycle(**client);
+      if (!status.ok() && failed++ == 0) {
+        std::fprintf(stderr, "first failed cycle: %s\n", status.ToString().c_str());
+      }
       ++cycles;
       if (pause.count() > 0) std::this_thread::sleep_for(pause);
     }

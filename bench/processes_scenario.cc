@@ -166,6 +166,7 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
   LatencyHistogram cycle;
   double measured = 0;
   std::vector<std::string> rates;
+  row.usage.allocations = 0;  // the workers' sum (-1 once one does not count)
   for (size_t i = 0; i < workers.size(); ++i) {
     const absl::Duration wait = s.processes_duration + s.node_timeout * 8 + absl::Seconds(10);
     absl::StatusOr<Json> result = workers.Result(i, wait);
@@ -183,6 +184,7 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
     row.usage.sys_us += j.at("sys_us").get<int64_t>();
     row.usage.voluntary_csw += j.at("vcsw").get<int64_t>();
     row.usage.involuntary_csw += j.at("icsw").get<int64_t>();
+    AddAllocations(&row.usage, j.value("allocs", int64_t{-1}));
     row.usage_cycles += j.at("usage_cycles").get<int64_t>();
     if (m > 0) rates.push_back(FormatRate(j.at("successes").get<double>() / m));
     if (const std::string errors = j.value("errors", ""); !errors.empty()) {
@@ -287,6 +289,7 @@ int RunProcessWorker(const ProcessWorkerArgs& args) {
          {"sys_us", out.usage.sys_us},
          {"vcsw", out.usage.voluntary_csw},
          {"icsw", out.usage.involuntary_csw},
+         {"allocs", out.usage.allocations},
          {"usage_cycles", out.usage_cycles},
          {"acquire", HistogramJson(out.acquire)},
          {"cycle", HistogramJson(out.cycle)},

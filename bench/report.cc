@@ -54,6 +54,14 @@ std::string FormatKb(int64_t kb) {
 
 namespace {
 
+// operator new calls per cycle: one decimal, so that a single allocation
+// per cycle more or less shows.
+std::string FormatAllocs(double per_cycle) {
+  if (!std::isfinite(per_cycle)) return "-";
+  if (per_cycle < 1000) return absl::StrFormat("%.1f", per_cycle);
+  return absl::StrFormat("%.0f", per_cycle);
+}
+
 std::string Pad(const std::string& s, size_t width, bool right = false) {
   if (s.size() >= width) return s;
   return right ? std::string(width - s.size(), ' ') + s : s + std::string(width - s.size(), ' ');
@@ -145,6 +153,8 @@ std::string RenderHeader(const RunInfo& info) {
                   "xlimit: cycles/s over the pipelined limit's (raw pipelined client, same "
                   "commands) in the same group. CPU/cyc: user+sys of this process per cycle; "
                   "csw/cyc: its context switches per cycle (getrusage over the measurement); "
+                  "allocs/cyc: operator new calls per cycle, every thread of this process, "
+                  "over the same window; "
                   "srvCPU/cyc: the servers' user+sys per cycle (own fleet only).\n");
   return out;
 }
@@ -171,7 +181,7 @@ std::string RenderGroup(const GroupResult& g) {
   }
   absl::StrAppend(&out, Pad("cycles/s", 9, true), Pad("xlimit", 7, true), Pad("ok%", 8, true),
                   Pad("peak RSS", 10, true), Pad("CPU/cyc", 9, true), Pad("csw/cyc", 8, true),
-                  Pad("srvCPU/cyc", 11, true), "\n");
+                  Pad("allocs/cyc", 11, true), Pad("srvCPU/cyc", 11, true), "\n");
   for (const RowResult& r : g.rows) {
     const std::string lead =
         absl::StrCat("   ", Pad(r.impl, kImplWidth), Pad(absl::StrCat(r.callers), 4, true), "  ");
@@ -191,6 +201,7 @@ std::string RenderGroup(const GroupResult& g) {
         Pad(absl::StrFormat("%.2f", 100 * r.success_rate()), 8, true),
         Pad(FormatKb(r.peak_rss_kb), 10, true), Pad(FormatCpu(r.cpu_us_per_cycle()), 9, true),
         Pad(FormatCsw(r.csw_per_cycle()), 8, true),
+        Pad(FormatAllocs(r.allocs_per_cycle()), 11, true),
         Pad(FormatCpu(r.server_cpu_us_per_cycle()), 11, true));
     bool first = true;
     auto line = [&](const char* op, const Distribution& d, const Distribution* f) {
@@ -334,7 +345,9 @@ Json RowJson(const RowResult& r, const GroupResult& group) {
                      {"involuntary_csw", r.usage.involuntary_csw},
                      {"cycles", r.usage_cycles},
                      {"cpu_us_per_cycle", r.cpu_us_per_cycle()},
-                     {"csw_per_cycle", r.csw_per_cycle()}};
+                     {"csw_per_cycle", r.csw_per_cycle()},
+                     {"allocations", r.usage.allocations >= 0 ? Json(r.usage.allocations) : Json()},
+                     {"allocs_per_cycle", r.allocs_per_cycle()}};
   if (r.processes > 0) j["processes"] = r.processes;
   j["server_cpu_us_per_cycle"] = r.server_cpu_us_per_cycle();
   j["warmup_cycles"] = r.warmup_cycles;

@@ -36,6 +36,11 @@ double RowResult::csw_per_cycle() const {
          static_cast<double>(usage_cycles);
 }
 
+double RowResult::allocs_per_cycle() const {
+  if (usage_cycles <= 0 || usage.allocations < 0) return NAN;
+  return static_cast<double>(usage.allocations) / static_cast<double>(usage_cycles);
+}
+
 double RowResult::server_cpu_us_per_cycle() const {
   if (server_cpu_us < 0 || successes <= 0) return NAN;
   return static_cast<double>(server_cpu_us) / static_cast<double>(successes);

@@ -81,7 +81,8 @@ struct RowResult {
 
   // The client's cost over the measurement: getrusage(RUSAGE_SELF) deltas
   // (every thread of this process: callers, the library's I/O thread, the
-  // fault proxy of the slow scenarios) and the cycles completed meanwhile.
+  // fault proxy of the slow scenarios), the allocations counted over the
+  // same window, and the cycles completed meanwhile.
   ProcessUsage usage;
   int64_t usage_cycles = 0;
 
@@ -98,6 +99,9 @@ struct RowResult {
   double cpu_us_per_cycle() const;
   // Context switches (voluntary + involuntary) per cycle; NaN without cycles.
   double csw_per_cycle() const;
+  // operator new calls per cycle (bench/alloc_count.h); NaN without cycles
+  // or when not counted.
+  double allocs_per_cycle() const;
   // The servers' CPU per successful cycle; NaN when not measured.
   double server_cpu_us_per_cycle() const;
   double throughput() const {

@@ -415,6 +415,9 @@ void MergeRepeat(RowResult* first, const RowResult& again) {
   first->usage.sys_us += again.usage.sys_us;
   first->usage.voluntary_csw += again.usage.voluntary_csw;
   first->usage.involuntary_csw += again.usage.involuntary_csw;
+  first->usage.allocations = first->usage.allocations >= 0 && again.usage.allocations >= 0
+                                 ? first->usage.allocations + again.usage.allocations
+                                 : -1;
   first->usage_cycles += again.usage_cycles;
   first->notes.push_back(
       absl::StrFormat("measured at the start and at the end of the group (p50 %s and %s), merged",

@@ -11,6 +11,8 @@
 #include <fstream>
 #include <limits>
 
+#include "bench/alloc_count.h"
+
 namespace redlock::bench {
 
 LatencyHistogram::LatencyHistogram() : buckets_(kBuckets, 0) {}
@@ -252,7 +254,13 @@ ProcessUsage CurrentProcessUsage() {
   u.sys_us = int64_t{ru.ru_stime.tv_sec} * 1000000 + ru.ru_stime.tv_usec;
   u.voluntary_csw = ru.ru_nvcsw;
   u.involuntary_csw = ru.ru_nivcsw;
+  u.allocations = AllocationsCounted();
   return u;
+}
+
+void AddAllocations(ProcessUsage* sum, int64_t allocations) {
+  sum->allocations =
+      allocations >= 0 && sum->allocations >= 0 ? sum->allocations + allocations : -1;
 }
 
 ProcessUsage UsageDelta(const ProcessUsage& later, const ProcessUsage& earlier) {
@@ -261,6 +269,9 @@ ProcessUsage UsageDelta(const ProcessUsage& later, const ProcessUsage& earlier) 
   d.sys_us = later.sys_us - earlier.sys_us;
   d.voluntary_csw = later.voluntary_csw - earlier.voluntary_csw;
   d.involuntary_csw = later.involuntary_csw - earlier.involuntary_csw;
+  d.allocations = later.allocations >= 0 && earlier.allocations >= 0
+                      ? later.allocations - earlier.allocations
+                      : -1;
   return d;
 }
 

@@ -147,9 +147,15 @@ struct ProcessUsage {
   int64_t sys_us = 0;
   int64_t voluntary_csw = 0;
   int64_t involuntary_csw = 0;
+  // operator new calls while the allocation count was open
+  // (bench/alloc_count.h); -1 when the binary does not count them.
+  int64_t allocations = -1;
 };
 ProcessUsage CurrentProcessUsage();
-// later - earlier, field by field.
+// Adds `allocations` (-1: not counted) to the row's sum: the sum stays -1 when
+// any part is not counted.
+void AddAllocations(ProcessUsage* sum, int64_t allocations);
+// later - earlier, field by field (allocations -1 when either is).
 ProcessUsage UsageDelta(const ProcessUsage& later, const ProcessUsage& earlier);
 
 // Memory of this process, from /proc/self/status (kB; -1 if unreadable).

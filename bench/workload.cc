@@ -7,6 +7,8 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/alloc_count.h"
+
 namespace redlock::bench {
 namespace {
 
@@ -146,6 +148,8 @@ void RunPhases(Shared& s, const RunLimits& limits, RunHooks& hooks,
   result->warmup_cycles = s.warmup_done.load();
 
   result->rss_start_kb = CurrentRssKb();
+  // The allocation count is open only over the measurement (every thread).
+  OpenAllocationCount();
   const ProcessUsage usage_start = CurrentProcessUsage();
   s.measure_start_ns = NowNs();
   s.last_end_ns.store(s.measure_start_ns);
@@ -186,6 +190,7 @@ void RunPhases(Shared& s, const RunLimits& limits, RunHooks& hooks,
   result->hit_iteration_cap = cap_reached();
   s.phase.store(kStop, std::memory_order_release);
   result->usage = UsageDelta(CurrentProcessUsage(), usage_start);
+  CloseAllocationCount();
   result->usage_cycles = s.measured_done.load();
   result->rss_end_kb = CurrentRssKb();
   if (hooks.at_measure_stop) hooks.at_measure_stop();

@@ -131,6 +131,8 @@ T ClientImpl::Block(StartFn start) {
         "a blocking redlock call was made from a callback of the same client; use the *Async "
         "form there");
   }
+  // What the call sends and arms is polled here, not by the I/O thread.
+  SyncCallScope sync_call;
   auto waiter = std::make_shared<Waiter<T>>();
   start([waiter](T value) { waiter->Set(std::move(value)); });
   if (blocking_ != nullptr) {

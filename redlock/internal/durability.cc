@@ -88,6 +88,7 @@ absl::Status CheckDurabilitySupport(NodeIo& transport, Blocking& blocking,
   const int n = transport.size();
   state->pending = n;
   state->replies.assign(static_cast<size_t>(n), absl::UnavailableError("not asked"));
+  SyncCallScope sync_call;  // polled by this thread (AwaitSync below)
   Command probe;
   probe.payload = EncodeCommand({"COMMAND", "INFO", "WAITAOF"});
   probe.expect = kExpectArray;

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -63,7 +64,8 @@ void Engine::Shutdown() {
   std::lock_guard<std::mutex> guard(io_.shutdown_mu);
   if (io_.stopped.load()) return;
   io_.stopping.store(true, std::memory_order_release);
-  Wake();
+  poller_.Wake();
+  roles_.WakeIoThread();
   if (io_.thread.joinable()) io_.thread.join();
   io_.stopped.store(true);
 }
@@ -76,7 +78,11 @@ bool Engine::InTransportThread() const {
 
 void Engine::Wake() {
   poller_.Wake();
-  roles_.WakeIoThread();
+  KickIfOutside();
+}
+
+void Engine::KickIfOutside() {
+  if (!roles_.PollingHere() && !SyncCallScope::Active()) roles_.Kick();
 }
 
 void Engine::AwaitSync(const std::shared_ptr<SyncWaiter>& waiter) { roles_.AwaitSync(waiter); }
@@ -107,16 +113,28 @@ void Engine::Loop() {
 
 // ---- The turn -------------------------------------------------------------------
 
-void Engine::RunOnce() {
+void Engine::RunOnce(TimePoint until) {
   constexpr int kMaxEvents = 64;
   Poller::Event events[kMaxEvents];
   TimePoint now = Clock::now();
-  TimePoint wake = NextWake(now);
+  const uint64_t outside_sends = outside_sends_.load();
+  TimePoint wake = std::min(NextWake(now), until);
   poller_.Sleeping(wake);
-  int64_t timeout_ms = 0;
-  if (wake > now) {
-    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
-    timeout_ms = (ns + 999999) / 1000000;
+  // Nothing pending: sleep until something happens (-1: no timeout).
+  int64_t timeout_ms = -1;
+  if (wake != TimePoint::max()) {
+    timeout_ms = 0;
+    if (wake > now) {
+      auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(wake - now).count();
+      timeout_ms = std::min<int64_t>((ns + 999999) / 1000000, std::numeric_limits<int>::max());
+    }
+  }
+  // A request sent meanwhile by a thread that does not poll: NextWake may
+  // not have seen it, and the sender may not have seen the sleep published
+  // above. Its deadline is node_timeout from now at least.
+  if (outside_sends_.load() != outside_sends) {
+    const int64_t cap = absl::ToInt64Milliseconds(config_.node_timeout);
+    if (timeout_ms < 0 || timeout_ms > cap) timeout_ms = cap;
   }
   const bool io_thread = std::this_thread::get_id() == io_.id;
   // Timers due before the stored wake time must wake us: re-check after
@@ -124,7 +142,7 @@ void Engine::RunOnce() {
   if (tasks_.DueBefore(wake, io_thread)) timeout_ms = 0;
   // The I/O thread leaves at once when a lone caller wants the role (not
   // while it drains the last commands at shutdown: nobody else polls then).
-  if (io_thread && !stopping() && !roles_.IoThreadShouldPoll()) timeout_ms = 0;
+  if (io_thread && !stopping() && !roles_.IoThreadKeepsPolling()) timeout_ms = 0;
   const int count = poller_.Wait(timeout_ms, events, kMaxEvents);
   poller_.Awake();
   // The turn: output produced by callbacks is written once per node at its
@@ -154,7 +172,7 @@ void Engine::RunOnce() {
 }
 
 Engine::TimePoint Engine::NextWake(TimePoint now) {
-  TimePoint wake = tasks_.NextWake(now, now + absl::ToChronoNanoseconds(config_.node_timeout));
+  TimePoint wake = tasks_.NextWake(now, TimePoint::max());
   for (int i = 0; i < node_count(); ++i) {
     Node& n = NodeAt(i);
     wake = n.queue.NextWake(now, wake);
@@ -171,6 +189,27 @@ Engine::TimePoint Engine::NextWake(TimePoint now) {
     wake = std::min(wake, n.locator->Wake(now));
   }
   return wake;
+}
+
+int64_t Engine::NextTurnNs() {
+  const TimePoint now = Clock::now();
+  // What only a socket moves on, and should not wait for the next deadline
+  // or call: a connection being established (its handshake's next step), a
+  // breaker's probe (its answer closes the breaker), a subscriber link
+  // being set up. A turn now: the I/O thread polls until it is done.
+  for (int i = 0; i < node_count(); ++i) {
+    Node& n = NodeAt(i);
+    const Connection::State s = n.cmd.state();
+    if (s != Connection::State::kDisconnected && !n.cmd.ready()) return 0;
+    if (n.queue.ProbeInFlight()) return 0;
+    if (!n.shard() && subscriber_.wanted() &&
+        n.sub.conn.state() != Connection::State::kDisconnected && !n.sub.conn.ready()) {
+      return 0;
+    }
+  }
+  const TimePoint wake = NextWake(now);
+  if (wake == TimePoint::max()) return std::numeric_limits<int64_t>::max();
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(wake.time_since_epoch()).count();
 }
 
 void Engine::ExpireDeadlines(TimePoint now) {
@@ -214,6 +253,7 @@ Transport::TimerId Engine::RunAfter(absl::Duration delay, absl::AnyInvocable<voi
       Clock::now() + absl::ToChronoNanoseconds(std::max(delay, absl::ZeroDuration()));
   const TimerId id = tasks_.AddTimer(at, std::move(fn));
   poller_.WakeIfSleepingPast(at);
+  KickIfOutside();
   return id;
 }
 
@@ -225,7 +265,11 @@ ConnectionId Engine::Send(int node, const Command& command, NodeCallback done) {
   absl::Status refused;
   const ConnectionId conn = Route(node, command).queue.Send(command, done, stopping(), &refused);
   // Refused: answered later, through a posted task, never inline.
-  if (!refused.ok()) FailLater(std::move(done), std::move(refused));
+  if (!refused.ok()) {
+    FailLater(std::move(done), std::move(refused));
+  } else {
+    KickIfOutside();
+  }
   return conn;
 }
 
@@ -264,9 +308,12 @@ void Engine::QueueHost::WatchWritable(int node, bool on) {
 
 void Engine::QueueHost::WakePoller() { engine_.Wake(); }
 
-void Engine::QueueHost::DeadlineSet(TimePoint) {
-  // The poller never sleeps longer than node_timeout: a request's deadline
-  // needs no wake-up.
+void Engine::QueueHost::DeadlineSet(TimePoint at) {
+  // Sent by a thread that does not poll: the poller may sleep past the
+  // deadline (RunOnce checks the count after publishing its sleep).
+  if (engine_.roles_.PollingHere()) return;
+  engine_.outside_sends_.fetch_add(1);
+  engine_.poller_.WakeIfSleepingPast(at);
 }
 
 void Engine::QueueHost::EventQueued() {
@@ -294,7 +341,7 @@ void Engine::DrainFollowers() {
   for (int turn = 0; turn < 100000 && Clock::now() < until; ++turn) {
     tasks_.RunUser();
     if (!tasks_.HasQueued() && !AwaitingFollowers()) break;
-    RunOnce();
+    RunOnce(until);
   }
 }
 

@@ -197,6 +197,7 @@ class Engine final : public Transport, public Blocking {
     bool HasUserTasks() const override { return engine_.tasks_.HasUser(); }
     bool stopping() const override { return engine_.stopping(); }
     void Interrupt() override { engine_.poller_.Wake(); }
+    int64_t NextTurnNs() override { return engine_.NextTurnNs(); }
 
    private:
     Engine& engine_;
@@ -225,18 +226,32 @@ class Engine final : public Transport, public Blocking {
 
   // ---- A turn, and the I/O thread's life (engine.cc) ----
   void Loop();
-  // One round of polling: wait for events (or the next deadline), then
-  // process them, deadlines, reconnections, timers and tasks, then write
-  // the output the turn produced. REQUIRES: the polling role.
-  void RunOnce();
+  // One round of polling: wait for events (or the next deadline, at the
+  // latest `until`), then process them, deadlines, reconnections, timers
+  // and tasks, then write the output the turn produced. REQUIRES: the
+  // polling role.
+  void RunOnce(TimePoint until = TimePoint::max());
+  // When the engine next needs a turn with nothing arriving: the earliest
+  // request deadline, timer, reconnection, keep-alive, probe or locator
+  // round; TimePoint::max() when none. REQUIRES: the polling role.
   TimePoint NextWake(TimePoint now);
+  // When a caller that lets go of the role leaves the engine its next turn
+  // (PollRoles::HandBack): at once while a connection is being set up or a
+  // probe awaits its answer (only the socket moves those on), else
+  // NextWake, in steady_clock nanoseconds (INT64_MAX: none).
+  int64_t NextTurnNs();
   void ExpireDeadlines(TimePoint now);
   void FlushTurn();
   void EmitNodeEvents();
   void Post(absl::AnyInvocable<void()> fn);
   void FailLater(NodeCallback done, absl::Status status);
-  // Wakes whoever polls, and the I/O thread if it is off.
+  // Wakes whoever polls, and the I/O thread if it is off and the work came
+  // from outside every polling thread and synchronous call (KickIfOutside).
   void Wake();
+  // Work for the poller from a thread that does not poll and is not inside
+  // a synchronous call (which polls for itself): an asynchronous start, a
+  // timer, a posted task. The I/O thread takes the role if nobody has it.
+  void KickIfOutside();
   // Shutting down: completes the requests in flight with kCancelled, then
   // polls until what their callbacks sent behind them (Command::after) is
   // answered, or node_timeout passed.
@@ -272,7 +287,7 @@ class Engine final : public Transport, public Blocking {
   Poller poller_;
   EngineTasks tasks_;
   RolesDriver roles_driver_{this};
-  PollRoles roles_{&roles_driver_};
+  PollRoles roles_{&roles_driver_, config_.node_timeout};
   QueueHost queue_host_{this};
   Subscriber subscriber_;
   IoThread io_;
@@ -282,6 +297,10 @@ class Engine final : public Transport, public Blocking {
   std::atomic<uint64_t> next_probe_id_{1};
   std::atomic<ConnectionId> next_connection_id_{1};
   std::atomic<bool> node_events_pending_{false};
+  // Requests sent by threads that do not poll (QueueHost::DeadlineSet): a
+  // turn that sees the count change while it computed its sleep sleeps
+  // node_timeout at most (the new request's deadline is later).
+  std::atomic<uint64_t> outside_sends_{0};
   // Last, so that the nodes (and their locators) go first.
   NodeTable table_;
 };

@@ -121,6 +121,11 @@ bool NodeQueue::Accepts() const {
   return state_ != State::kDisconnected && !breaker_.open;
 }
 
+bool NodeQueue::ProbeInFlight() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return breaker_.probe_in_flight;
+}
+
 bool NodeQueue::Holds(ConnectionId after) const {
   std::lock_guard<std::mutex> lock(mu_);
   return conn_id_ == after && state_ != State::kDisconnected;

@@ -109,6 +109,8 @@ class NodeQueue {
                     absl::Status* refused);
   // False when a request that follows no other would be refused now.
   bool Accepts() const;
+  // A breaker probe awaits its answer (the answer closes the breaker).
+  bool ProbeInFlight() const;
   // Whether a command that follows connection `after` goes on this queue's
   // current connection.
   bool Holds(ConnectionId after) const;

@@ -122,7 +122,15 @@ void NodeQueue::Expire(TimePoint now, std::vector<NodeCallback>* expired) {
   // The breaker means "this node is silent": a node that keeps answering,
   // only late (CPU starved, or slower than node_timeout), misses those
   // deadlines (each a "no" vote) but is not shut out.
-  if (missed && now - breaker_.last_reply_at >= absl::ToChronoNanoseconds(limits_.node_timeout)) {
+  //
+  // Silent means from the last reply *read*: a late reply read only when
+  // the deadline came (nobody polled in between) would make the node look
+  // alive at the expiry. So the check is also made later, while an expired
+  // request still awaits its reply (NextWake: node_timeout after the last
+  // reply), until a reply comes or the breaker opens.
+  const bool silent =
+      now - breaker_.last_reply_at >= absl::ToChronoNanoseconds(limits_.node_timeout);
+  if (silent && (missed || (q.expired > 0 && !breaker_.open))) {
     OpenBreakerLocked(absl::StrCat("no reply within ", absl::FormatDuration(limits_.node_timeout)));
   }
 }
@@ -166,6 +174,16 @@ NodeQueue::TimePoint NodeQueue::NextWake(TimePoint now, TimePoint wake) const {
     }
   }
   if (!output_.write_error.empty()) wake = now;
+  // Expire's later silence check (an expired request still unanswered).
+  if (q.expired > 0 && !breaker_.open) {
+    wake = std::min(wake, breaker_.last_reply_at + absl::ToChronoNanoseconds(limits_.node_timeout));
+  }
+  // Maintain's stale check: silent for kStaleConnection with the breaker
+  // open and requests waiting (expired ones have no deadline left).
+  if (state_ == State::kReady && breaker_.open && !q.fifo.empty()) {
+    wake = std::min(wake, std::max(breaker_.last_reply_at, breaker_.opened_at) +
+                              absl::ToChronoNanoseconds(kStaleConnection));
+  }
   if (state_ == State::kReady && breaker_.open && !breaker_.probe_in_flight &&
       LoadLocked() < limits_.max_in_flight) {
     wake = std::min(wake, breaker_.next_probe);

@@ -17,6 +17,16 @@ uint32_t* FutexWord(std::atomic<uint32_t>* a) { return reinterpret_cast<uint32_t
 
 }  // namespace
 
+namespace {
+thread_local bool t_sync_call = false;
+}  // namespace
+
+SyncCallScope::SyncCallScope() : saved_(t_sync_call) { t_sync_call = true; }
+
+SyncCallScope::~SyncCallScope() { t_sync_call = saved_; }
+
+bool SyncCallScope::Active() { return t_sync_call; }
+
 void SyncWaiter::Wake() {
   syscall(SYS_futex, FutexWord(&state_), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr, nullptr, 0);
 }

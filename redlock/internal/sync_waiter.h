@@ -58,6 +58,23 @@ class SyncWaiter : public std::enable_shared_from_this<SyncWaiter> {
   std::atomic<uint32_t> state_{0};
 };
 
+// Marks the calling thread as inside a synchronous call, from before it
+// starts the call's operation until the call returns: what the thread sends
+// and arms meanwhile is polled by the caller itself (Blocking::AwaitSync),
+// so it does not wake the I/O thread the way an asynchronous start does
+// (poll_roles.h). Nests.
+class SyncCallScope {
+ public:
+  SyncCallScope();
+  ~SyncCallScope();
+  SyncCallScope(const SyncCallScope&) = delete;
+  SyncCallScope& operator=(const SyncCallScope&) = delete;
+  static bool Active();
+
+ private:
+  bool saved_;
+};
+
 // A transport a synchronous caller can wait on (the engine; fakes of unit
 // tests, which are driven by the test's own thread, are not one).
 class Blocking {

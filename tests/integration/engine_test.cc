@@ -1,8 +1,13 @@
 // The engine (internal/engine.h) against real servers: a node executes the
-// commands of one client in the order they were sent, whatever they answer.
+// commands of one client in the order they were sent, whatever they answer;
+// and the poller, which wakes for events and deadlines only (no periodic
+// wake-up), still expires what nobody answers and still watches the sockets
+// once a lone synchronous caller has left.
 
 #include "redlock/internal/engine.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -93,6 +98,95 @@ TEST_F(EngineTest, ACommandThatGetsNoscriptIsNotRunLaterBehindTheNextOnes) {
   absl::StatusOr<testkit::RedisValue> left = fleet_->Command(0, {"EXISTS", key});
   ASSERT_TRUE(left.ok()) << left.status();
   EXPECT_EQ(left->integer, 0) << "a SET ran after its release: the key is left for its ttl";
+}
+
+// A bounded wait for something another thread does: the bound is a safety
+// net (a hang fails the test instead of the run), not a figure under test.
+struct Latch {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  void Set() {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+    cv.notify_all();
+  }
+  bool WaitFor(std::chrono::seconds bound) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, bound, [this] { return done; });
+  }
+};
+
+class EnginePollerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    REDLOCK_REQUIRE_REDIS();
+    auto fleet = Fleet::Start({.nodes = 1});
+    ASSERT_TRUE(fleet.ok()) << fleet.status();
+    fleet_ = *std::move(fleet);
+  }
+  void TearDown() override {
+    if (fleet_ != nullptr) (void)fleet_->Continue(0);
+    engine_.reset();
+  }
+
+  void StartEngine(absl::Duration node_timeout) {
+    Engine::Config config;
+    config.nodes = fleet_->endpoints();
+    config.node_timeout = node_timeout;
+    config.on_node_event = [this](const NodeEvent& e) {
+      if (e.kind == NodeEvent::Kind::kDisconnected) lost_.Set();
+    };
+    auto engine = Engine::Start(config);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+    engine_->WaitForFirstConnections(absl::Seconds(5));
+  }
+
+  std::unique_ptr<Fleet> fleet_;
+  std::unique_ptr<Engine> engine_;
+  Latch lost_;
+};
+
+TEST_F(EnginePollerTest, ARequestFromAnIdleClientThatGetsNoAnswerExpires) {
+  // Nothing else pending: the I/O thread sleeps without a timeout until
+  // this request's deadline is armed (an asynchronous start: a thread that
+  // neither polls nor is inside a synchronous call).
+  StartEngine(absl::Milliseconds(100));
+  ASSERT_TRUE(fleet_->Stop(0).ok());
+  Latch answered;
+  absl::Status status;
+  engine_->Send(0, Raw({"PING"}), [&](absl::StatusOr<Reply> r) {
+    status = r.status();
+    answered.Set();
+  });
+  ASSERT_TRUE(answered.WaitFor(std::chrono::seconds(30)))
+      << "a request to a silent node never expired";
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_TRUE(absl::StrContains(status.message(), "no reply within")) << status;
+}
+
+TEST_F(EnginePollerTest, SocketsAreWatchedAgainAfterALoneSynchronousCallerLeaves) {
+  // A synchronous call polls for itself; with nothing left in flight when
+  // it returns, the I/O thread must still take the role back (at most
+  // node_timeout later) and see the node drop the connection, without any
+  // further call.
+  StartEngine(absl::Milliseconds(100));
+  auto replies = std::make_shared<Replies>();
+  replies->expected = 1;
+  {
+    internal::SyncCallScope sync_call;
+    engine_->Send(0, Raw({"PING"}), replies->Slot(0));
+    engine_->AwaitSync(replies);
+  }
+  ASSERT_EQ(replies->got.size(), 1u);
+  ASSERT_TRUE(replies->got[0].second.ok()) << replies->got[0].second.status();
+  absl::StatusOr<testkit::RedisValue> killed =
+      fleet_->Command(0, {"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"});
+  ASSERT_TRUE(killed.ok()) << killed.status();
+  ASSERT_GE(killed->integer, 1) << "the engine's connection was not there to kill";
+  EXPECT_TRUE(lost_.WaitFor(std::chrono::seconds(30)))
+      << "the engine never noticed the node closing its connection";
 }
 
 }  // namespace
