@@ -384,9 +384,10 @@ void World::CheckCleanup() {
 // acquisition to a second after its end (a stopped client, a cut link or a
 // node that lost its data, and clock jumps, whose past readings the world
 // does not keep). No fault lets an extension succeed without the keys, so
-// H3 is judged whatever happened, except that a node whose clock jumped
+// H3 is judged whatever happened, except that a node whose clock jumped since
 // counts as holding the key, and a client whose clock jumped is not judged
-// (its extensions' times are read on that clock).
+// (its extensions' times are read on that clock). A node's clock is read
+// at a past time only when it has not jumped since.
 void World::CheckValidityBacked() {
   if (config_.primitive != Primitive::kMutex && config_.primitive != Primitive::kMultiLock &&
       config_.primitive != Primitive::kElection) {
@@ -420,12 +421,17 @@ void World::CheckValidityBacked() {
   // The members whose clock jumped (the world keeps a clock's present
   // reading only) and the clients whose clock did: H3 gives them the benefit
   // of the doubt, V1 is not judged near any fault.
-  std::set<int> clock_jumped;
+  // A clock's readings before its last jump are not kept: per member, the
+  // last time its clock jumped (a strobe's until it healed).
+  std::map<int, int64_t> clock_jumped;
   std::set<std::string> client_clock_jumped;
   for (const InjectedFault& f : out_.injected) {
     if (f.kind == "clock_jump" || f.kind == "clock_strobe") {
       for (int v : f.nodes) {
-        for (int m : voters_[static_cast<size_t>(v)].members) clock_jumped.insert(m);
+        for (int m : voters_[static_cast<size_t>(v)].members) {
+          int64_t& last = clock_jumped[m];
+          last = std::max(last, f.end);
+        }
       }
     } else if (f.kind == "client_clock_jump") {
       client_clock_jumped.insert(f.scope.begin(), f.scope.end());
@@ -458,7 +464,8 @@ void World::CheckValidityBacked() {
     for (const auto& [m, h] : held) {
       if (fault) break;
       if (h->deleted || h->expire_ms < 0 || h->from > l.grant->t) continue;
-      if (clock_jumped.count(m) > 0) continue;  // its past readings are not kept
+      auto jumped = clock_jumped.find(m);
+      if (jumped != clock_jumped.end() && jumped->second >= until) continue;
       const int64_t at = node_ms_at(m, until);
       if (h->expire_ms + 1 < at) {
         Violation("V1",
@@ -479,9 +486,10 @@ void World::CheckValidityBacked() {
         // A key written up to a node timeout after the extension began may
         // have been extended (a late SET of the acquisition).
         const int64_t until_x = x->t + Ms(config_.node_timeout_ms);
-        const bool alive =
-            h->from <= until_x && h->to > x->t &&
-            (h->expire_ms < 0 || clock_jumped.count(m) > 0 || h->expire_ms >= node_ms_at(m, x->t));
+        auto jumped = clock_jumped.find(m);
+        const bool unknown = jumped != clock_jumped.end() && jumped->second >= x->t;
+        const bool alive = h->from <= until_x && h->to > x->t &&
+                           (h->expire_ms < 0 || unknown || h->expire_ms >= node_ms_at(m, x->t));
         if (alive) voters.insert(members_[static_cast<size_t>(m)].voter);
       }
       if (static_cast<int>(voters.size()) < quorum) {
