@@ -10,11 +10,13 @@
 #   redlock-sim --runs RUNS --seed SEED [--where W] --stop-at-finding
 #
 # on each: a mutant is found when a run has a finding within the budget.
-# The budget per mutant is fixed (RUNS runs of 20 simulated seconds from
-# SEED). A patch's `# where:` line, where it has one, makes those runs the
-# drawn configurations in which the mutated code runs at all (redlock-sim
-# --where: seeds whose configuration has another primitive, say, are passed
-# over); every dimension and the faults are still drawn as in any run. Before the mutants, the unmutated tree runs each budget: a
+# The budget per mutant is fixed: RUNS runs of 20 simulated seconds from
+# SEED, or the number a patch's `# runs:` line sets (a bug that only a rare
+# schedule reaches). A patch's `# where:` line, where it has one, makes
+# those runs the drawn configurations in which the mutated code runs at all
+# (redlock-sim --where: seeds whose configuration has another primitive,
+# say, are passed over); every dimension and the faults are still drawn as
+# in any run. Before the mutants, the unmutated tree runs each budget: a
 # finding there makes the score meaningless and the script fails.
 #
 #   scripts/mutants.sh                   every mutant, 300 runs each
@@ -84,12 +86,13 @@ sim="$bld/sim/redlock-sim"
 build() { cmake --build "$bld" -j"$(nproc)" --target redlock-sim >"$1" 2>&1; }
 
 where_of() { sed -n "s/^# where: *//p" "$1" | head -1; }
+runs_of() { local r; r=$(sed -n "s/^# runs: *//p" "$1" | head -1); echo "${r:-$runs}"; }
 what_of() { sed -n '1s/^# *//p' "$1"; }
 
 # One budget: prints "found PROPERTY SEED RUNS" or "clean - - RUNS".
 budget() {
-  local config=$1 log=$2 out=$3
-  local args=(--runs "$runs" --seed "$seed" --stop-at-finding --max-findings 1 --shrink-runs 20
+  local config=$1 n=$2 log=$3 out=$4
+  local args=(--runs "$n" --seed "$seed" --stop-at-finding --max-findings 1 --shrink-runs 20
     --out "$out")
   [[ -n "$config" ]] && args+=(--where "$config")
   local rc=0
@@ -119,11 +122,12 @@ declare -A base_checked=()
 base_ok=1
 for p in "${patches[@]}"; do
   config=$(where_of "$p")
-  [[ -n "${base_checked[x$config]:-}" ]] && continue
-  base_checked[x$config]=1
-  read -r status prop fseed used < <(budget "$config" "$work/base-${#base_checked[@]}.log" \
+  n=$(runs_of "$p")
+  [[ -n "${base_checked[x$config/$n]:-}" ]] && continue
+  base_checked[x$config/$n]=1
+  read -r status prop fseed used < <(budget "$config" "$n" "$work/base-${#base_checked[@]}.log" \
     "$work/findings/base")
-  printf '   unmutated  %-48s %s %s\n' "${config:-(drawn)}" "$status" \
+  printf '   unmutated  %-48s %s %s\n' "${config:-(drawn)}, $n runs" "$status" \
     "$([[ $status == found ]] && echo "$prop seed $fseed" || echo "$used runs")"
   [[ "$status" == clean ]] || base_ok=0
 done
@@ -141,7 +145,8 @@ for p in "${patches[@]}"; do
     continue
   fi
   if build "$work/build-$name.log"; then
-    read -r status prop fseed used < <(budget "$config" "$work/$name.log" "$work/findings/$name")
+    read -r status prop fseed used < <(budget "$config" "$(runs_of "$p")" "$work/$name.log" \
+      "$work/findings/$name")
   else
     status=error prop=- fseed=- used=-
     echo "   the mutant does not build: $work/build-$name.log"
