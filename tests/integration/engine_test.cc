@@ -28,6 +28,7 @@ namespace {
 using internal::Command;
 using internal::Engine;
 using internal::Reply;
+using testkit::Fleet;
 
 // Replies collected in the order their callbacks ran.
 struct Replies : internal::SyncWaiter {
