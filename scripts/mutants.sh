@@ -67,6 +67,11 @@ bld="$src/build"
 mkdir -p "$src"
 rm -rf "$src/.git"
 git ls-files -z | tar --null -T - -cf - | tar -xf - -C "$src"
+# tar gave the files their times here: a file a patch changes may be older
+# than its object, built mutated by an earlier run that stopped halfway.
+for p in sim/mutants/*.patch; do
+  git apply --numstat "$p" | awk '{print $3}' | while read -r f; do touch "$src/$f"; done
+done
 git -C "$src" init -q
 git -C "$src" add -A
 git -C "$src" -c user.name=mutants -c user.email=mutants@localhost commit -qm copy

@@ -1,8 +1,9 @@
 // The allocations of the steady path once warm (bench/README.md,
 // "Allocations per cycle"): an uncontended lock's acquire and release,
-// blocking and asynchronous, on one node and on five. The binary replaces
-// the global operator new with one that counts every allocation of every
-// thread (the client's I/O thread included) while a window is open.
+// blocking and asynchronous, on one node and on five. The binary links the
+// bench's counting global operator new (bench/counting_new.cc,
+// bench/alloc_count.h), which counts every allocation of every thread (the
+// client's I/O thread included) while a window is open.
 //
 // The target is none (issue 41). Not there yet: each cycle may make at most
 // the allocations bench/README.md lists one by one (a fixed part per call,
@@ -22,64 +23,10 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "bench/alloc_count.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "testkit/gtest_fleet.h"
-
-namespace {
-
-std::atomic<bool> g_counting{false};
-std::atomic<uint64_t> g_allocations{0};
-
-void* Allocate(size_t size) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  void* p = std::malloc(size == 0 ? 1 : size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-
-void* AllocateAligned(size_t size, std::align_val_t align) {
-  if (g_counting.load(std::memory_order_relaxed)) {
-    g_allocations.fetch_add(1, std::memory_order_relaxed);
-  }
-  void* p = nullptr;
-  if (posix_memalign(&p, std::max(sizeof(void*), static_cast<size_t>(align)),
-                     size == 0 ? 1 : size) != 0) {
-    throw std::bad_alloc();
-  }
-  return p;
-}
-
-}  // namespace
-
-void* operator new(size_t size) { return Allocate(size); }
-void* operator new[](size_t size) { return Allocate(size); }
-void* operator new(size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return Allocate(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new[](size_t size, const std::nothrow_t&) noexcept {
-  try {
-    return Allocate(size);
-  } catch (...) {
-    return nullptr;
-  }
-}
-void* operator new(size_t size, std::align_val_t align) { return AllocateAligned(size, align); }
-void* operator new[](size_t size, std::align_val_t align) { return AllocateAligned(size, align); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
-void operator delete(void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::align_val_t) noexcept { std::free(p); }
-void operator delete(void* p, size_t, std::align_val_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t, std::align_val_t) noexcept { std::free(p); }
 
 namespace redlock {
 namespace {
@@ -110,12 +57,12 @@ uint64_t Bound(int per_cycle, int nodes, int cycles) {
 // Counts the allocations made while it lives.
 class Window {
  public:
-  Window() {
-    g_allocations.store(0);
-    g_counting.store(true);
-  }
-  ~Window() { g_counting.store(false); }
-  uint64_t count() const { return g_allocations.load(); }
+  Window() : start_(bench::AllocationsCounted()) { bench::OpenAllocationCount(); }
+  ~Window() { bench::CloseAllocationCount(); }
+  uint64_t count() const { return static_cast<uint64_t>(bench::AllocationsCounted() - start_); }
+
+ private:
+  const int64_t start_;
 };
 
 class SteadyAllocTest : public ::testing::TestWithParam<int> {
