@@ -36,7 +36,7 @@ runs=300
 seed=1
 only=""
 work="${TMPDIR:-/tmp}/redlock-mutants"
-usage() { sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; }
 while (($#)); do
   case "$1" in
     --runs) runs=${2:?--runs needs a number}; shift 2 ;;
@@ -78,8 +78,8 @@ git -C "$src" -c user.name=mutants -c user.email=mutants@localhost commit -qm co
 
 launcher=()
 if command -v ccache >/dev/null; then
-  # Paths relative to the copy, so that a second run (the copy is made
-  # again) finds its objects in the cache.
+  # Paths relative to the copy, so that a build of another copy at the same
+  # place finds its objects in the cache.
   export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$work}"
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 fi
