@@ -8,8 +8,11 @@
 //   redlock-sim --minutes 2 --seed 7 --config nodes=plain/plain/plain,primitive=rwlock
 //   redlock-sim --replay sim-findings/S9-1234.json --history h.jsonl --trace t.jsonl
 
+#include <errno.h>
 #include <malloc.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -17,11 +20,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "absl/flags/flag.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -49,6 +54,9 @@ ABSL_FLAG(int, max_findings, 8, "Findings shrunk per command (the rest are liste
 ABSL_FLAG(bool, stop_at_finding, false,
           "Start no run after the first run with a finding (scripts/mutants.sh's budget).");
 ABSL_FLAG(bool, verbose, false, "A line per run.");
+ABSL_FLAG(int, jobs, 1,
+          "Processes that make runs at once (the table is the same as with one; "
+          "shrinking stays in this process).");
 
 namespace redlock::sim {
 namespace {
@@ -74,6 +82,7 @@ struct Flags {
   int max_findings = 8;  // shrunk per command run
   bool stop_at_finding = false;
   bool verbose = false;
+  int jobs = 1;
 };
 
 int Usage(const char* why) {
@@ -221,6 +230,145 @@ double CpuSeconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) / 1e9;
 }
 
+// What the table needs of one run (a child process sends it back with --jobs).
+struct RunSummary {
+  double cpu = 0;
+  int64_t invokes = 0, grants = 0, events = 0;
+  bool error = false;
+  std::vector<std::string> fault_kinds;
+  std::map<std::string, int64_t> violated;
+  std::set<std::string> findings;
+};
+
+RunSummary Summarize(const RunOutput& out, double cpu) {
+  RunSummary s;
+  s.cpu = cpu;
+  s.invokes = out.invokes;
+  s.grants = out.grants;
+  s.events = out.events;
+  s.error = !out.error.empty();
+  for (const InjectedFault& x : out.injected) s.fault_kinds.push_back(x.kind);
+  for (const auto& [p, n] : out.violated) s.violated[p] = n;
+  s.findings.insert(out.findings.begin(), out.findings.end());
+  return s;
+}
+
+// One line: "index cpu invokes grants events error<TAB>kinds<TAB>p=n,...<TAB>findings".
+std::string SummaryLine(size_t index, const RunSummary& s) {
+  std::vector<std::string> violated;
+  for (const auto& [p, n] : s.violated) violated.push_back(absl::StrCat(p, "=", n));
+  return absl::StrCat(index, " ", absl::StrFormat("%.9f", s.cpu), " ", s.invokes, " ", s.grants,
+                      " ", s.events, " ", s.error ? 1 : 0, "\t", absl::StrJoin(s.fault_kinds, ","),
+                      "\t", absl::StrJoin(violated, ","), "\t", absl::StrJoin(s.findings, ","),
+                      "\n");
+}
+
+bool ParseSummaryLine(absl::string_view line, size_t* index, RunSummary* s) {
+  std::vector<std::string> parts = absl::StrSplit(line, '\t');
+  if (parts.size() != 4) return false;
+  std::vector<std::string> nums = absl::StrSplit(parts[0], ' ');
+  int error = 0;
+  if (nums.size() != 6 || !absl::SimpleAtoi(nums[0], index) ||
+      !absl::SimpleAtod(nums[1], &s->cpu) || !absl::SimpleAtoi(nums[2], &s->invokes) ||
+      !absl::SimpleAtoi(nums[3], &s->grants) || !absl::SimpleAtoi(nums[4], &s->events) ||
+      !absl::SimpleAtoi(nums[5], &error)) {
+    return false;
+  }
+  s->error = error != 0;
+  for (absl::string_view k : absl::StrSplit(parts[1], ',', absl::SkipEmpty())) {
+    s->fault_kinds.emplace_back(k);
+  }
+  for (absl::string_view pn : absl::StrSplit(parts[2], ',', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(pn, '=');
+    int64_t n = 0;
+    if (kv.size() != 2 || !absl::SimpleAtoi(kv[1], &n)) return false;
+    s->violated[kv[0]] = n;
+  }
+  for (absl::string_view p : absl::StrSplit(parts[3], ',', absl::SkipEmpty())) {
+    s->findings.emplace(p);
+  }
+  return true;
+}
+
+// Runs `batch` in `jobs` child processes (run k in child k % jobs) and
+// returns the summaries in the batch's order; empty when a child failed
+// (the caller then runs the batch itself).
+std::vector<RunSummary> RunInChildren(const std::vector<RunInput>& batch, int jobs) {
+  fflush(stdout);
+  fflush(stderr);
+  struct Child {
+    pid_t pid = -1;
+    int fd = -1;
+    std::string text;
+  };
+  std::vector<Child> children;
+  for (int j = 0; j < jobs && j < static_cast<int>(batch.size()); ++j) {
+    int fds[2];
+    if (pipe(fds) != 0) break;
+    const pid_t pid = fork();
+    if (pid < 0) {
+      close(fds[0]);
+      close(fds[1]);
+      break;
+    }
+    if (pid == 0) {
+      close(fds[0]);
+      for (size_t k = static_cast<size_t>(j); k < batch.size(); k += static_cast<size_t>(jobs)) {
+        const double cpu0 = CpuSeconds();
+        RunInput in = batch[k];
+        in.history = false;
+        const RunOutput out = RunSimulation(in);
+        const std::string line = SummaryLine(k, Summarize(out, CpuSeconds() - cpu0));
+        size_t at = 0;
+        while (at < line.size()) {
+          const ssize_t w = write(fds[1], line.data() + at, line.size() - at);
+          if (w <= 0) _exit(3);
+          at += static_cast<size_t>(w);
+        }
+      }
+      close(fds[1]);
+      _exit(0);
+    }
+    close(fds[1]);
+    children.push_back(Child{pid, fds[0], ""});
+  }
+  bool ok = children.size() == static_cast<size_t>(std::min<size_t>(jobs, batch.size()));
+  for (Child& c : children) {
+    char buf[65536];
+    for (;;) {
+      const ssize_t n = read(c.fd, buf, sizeof(buf));
+      if (n > 0) {
+        c.text.append(buf, static_cast<size_t>(n));
+      } else if (n < 0 && errno == EINTR) {
+        continue;
+      } else {
+        break;
+      }
+    }
+    close(c.fd);
+    int status = 0;
+    while (waitpid(c.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ok = ok && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  if (!ok) return {};
+  std::vector<RunSummary> out(batch.size());
+  std::vector<bool> seen(batch.size(), false);
+  for (const Child& c : children) {
+    for (absl::string_view line : absl::StrSplit(c.text, '\n', absl::SkipEmpty())) {
+      size_t index = 0;
+      RunSummary s;
+      if (!ParseSummaryLine(line, &index, &s) || index >= batch.size() || seen[index]) return {};
+      seen[index] = true;
+      out[index] = std::move(s);
+    }
+  }
+  for (bool b : seen) {
+    if (!b) return {};
+  }
+  return out;
+}
+
 int Explore(const Flags& f) {
   using Clock = std::chrono::steady_clock;
   const auto t0 = Clock::now();
@@ -249,94 +397,129 @@ int Explore(const Flags& f) {
   // (at most kMaxSkipsPerRun per run made).
   uint64_t next_seed = f.seed, last_seed = f.seed;
   int64_t skipped = 0;
-  for (int i = 0; i < runs && Clock::now() < deadline; ++i) {
-    RunInput in;
-    bool matched = false;
-    for (int64_t tries = 0; tries <= kMaxSkipsPerRun && !matched; ++tries) {
-      in.seed = next_seed++;
-      in.config = DrawConfig(in.seed);
+  // The next run's input: 1, or 0 when no seed matched --where, 2 for a bad
+  // --config.
+  auto next_input = [&](RunInput* in) {
+    for (int64_t tries = 0; tries <= kMaxSkipsPerRun; ++tries) {
+      in->seed = next_seed++;
+      in->config = DrawConfig(in->seed);
       if (!f.config.empty()) {
-        absl::Status s = ApplyOverrides(f.config, &in.config);
-        if (s.ok()) s = CheckConfig(in.config);
+        absl::Status s = ApplyOverrides(f.config, &in->config);
+        if (s.ok()) s = CheckConfig(in->config);
         if (!s.ok()) {
           fprintf(stderr, "redlock-sim: --config: %s\n", std::string(s.message()).c_str());
           return 2;
         }
       }
-      matched = Matches(*where, in.config);
-      if (!matched) ++skipped;
-    }
-    if (!matched) {
-      fprintf(stderr, "redlock-sim: --where %s: no configuration matched in %lld seeds\n",
-              f.where.c_str(), static_cast<long long>(kMaxSkipsPerRun + 1));
-      break;
-    }
-    last_seed = in.seed;
-    in.faults = DrawFaults(in.config, in.seed);
-    in.history = !f.history.empty() && runs == 1;
-    const double cpu0 = CpuSeconds();
-    RunOutput out = RunSimulation(in, trace.get());
-    run_cpu += CpuSeconds() - cpu0;
-    ++done;
-    sim_seconds += static_cast<double>(in.config.duration_ms) / 1000;
-    invokes += out.invokes;
-    grants += out.grants;
-    events += out.events;
-    errors += out.error.empty() ? 0 : 1;
-    for (const auto& [dim, value] : ConfigDimensions(in.config)) ++dims[dim][value];
-    for (const InjectedFault& x : out.injected) ++faults[x.kind];
-    for (const auto& [p, n] : out.violated) ++runs_with[p];
-    for (const std::string& p : out.findings) ++runs_finding[p];
-    if (!f.history.empty() && runs == 1) WriteFile(f.history, out.history);
-    if (f.verbose) {
-      printf("run %d seed %llu: %lld grants, %zu faults%s%s\n", i + 1,
-             static_cast<unsigned long long>(in.seed), static_cast<long long>(out.grants),
-             out.injected.size(), out.findings.empty() ? "" : "  FINDING ",
-             absl::StrJoin(out.findings, ",").c_str());
-      fflush(stdout);
-    }
-    const bool stop = f.stop_at_finding && !out.findings.empty();
-    for (const std::string& p : out.findings) {
-      if (static_cast<int>(findings.size()) >= f.max_findings) {
-        unshrunk[p].push_back(in.seed);
-        continue;
+      if (Matches(*where, in->config)) {
+        in->faults = DrawFaults(in->config, in->seed);
+        in->history = !f.history.empty() && runs == 1;
+        return 1;
       }
-      Finding x;
-      x.seed = in.seed;
-      x.property = p;
-      x.description = FirstViolation(out, p);
-      SimCase c;
-      c.input = in;
-      c.property = p;
-      c.summary = x.description;
-      x.faults_before = in.faults.size();
-      SimCase shrunk = Shrink(
-          c,
-          [&](const RunInput& candidate) {
-            RunInput quick = candidate;
-            quick.history = false;
-            return RunSimulation(quick).findings.count(p) > 0;
-          },
-          f.shrink_runs, &x.log);
-      RunOutput again = RunSimulation(shrunk.input);
-      x.replayed = again.findings.count(p) > 0;
-      if (x.replayed) shrunk.summary = FirstViolation(again, p);
-      x.faults_after = shrunk.input.faults.size();
-      x.config = DescribeConfig(shrunk.input.config);
-      std::error_code ec;
-      std::filesystem::create_directories(f.out, ec);
-      x.case_file = absl::StrCat(f.out, "/", p, "-", in.seed, ".json");
-      if (!WriteFile(x.case_file, WriteCase(shrunk))) x.case_file += " (could not be written)";
-      absl::StatusOr<chaos::Scenario> scenario = ToScenario(shrunk);
-      if (scenario.ok()) {
-        x.scenario_file = absl::StrCat(f.out, "/", p, "-", in.seed, ".yaml");
-        if (!WriteFile(x.scenario_file, chaos::WriteScenario(*scenario))) x.scenario_file.clear();
-      } else {
-        x.scenario_note = std::string(scenario.status().message());
-      }
-      findings.push_back(std::move(x));
+      ++skipped;
     }
-    if (stop) break;
+    fprintf(stderr, "redlock-sim: --where %s: no configuration matched in %lld seeds\n",
+            f.where.c_str(), static_cast<long long>(kMaxSkipsPerRun + 1));
+    return 0;
+  };
+  bool stop = false, exhausted = false;
+  while (!stop && !exhausted && done < runs && Clock::now() < deadline) {
+    // A batch: one run, or with --jobs a few per process, run in parallel
+    // and then taken in seed order exactly as one by one.
+    std::vector<RunInput> batch;
+    const int want = f.jobs > 1 ? std::min(runs - done, f.jobs * 16) : 1;
+    while (static_cast<int>(batch.size()) < want) {
+      RunInput in;
+      const int r = next_input(&in);
+      if (r == 2) return 2;
+      if (r == 0) {
+        exhausted = true;
+        break;
+      }
+      batch.push_back(std::move(in));
+    }
+    std::vector<RunSummary> sums;
+    std::vector<std::optional<RunOutput>> outs(batch.size());
+    if (f.jobs > 1 && batch.size() > 1) sums = RunInChildren(batch, f.jobs);
+    if (sums.size() != batch.size()) {
+      sums.clear();
+      for (size_t k = 0; k < batch.size(); ++k) {
+        const double cpu0 = CpuSeconds();
+        outs[k] = RunSimulation(batch[k], trace.get());
+        sums.push_back(Summarize(*outs[k], CpuSeconds() - cpu0));
+      }
+    }
+    for (size_t k = 0; k < batch.size() && !stop; ++k) {
+      const RunInput& in = batch[k];
+      const RunSummary& sum = sums[k];
+      last_seed = in.seed;
+      run_cpu += sum.cpu;
+      const int i = done;
+      ++done;
+      sim_seconds += static_cast<double>(in.config.duration_ms) / 1000;
+      invokes += sum.invokes;
+      grants += sum.grants;
+      events += sum.events;
+      errors += sum.error ? 1 : 0;
+      for (const auto& [dim, value] : ConfigDimensions(in.config)) ++dims[dim][value];
+      for (const std::string& kind : sum.fault_kinds) ++faults[kind];
+      for (const auto& [p, n] : sum.violated) ++runs_with[p];
+      for (const std::string& p : sum.findings) ++runs_finding[p];
+      if (!sum.findings.empty() && !outs[k].has_value()) outs[k] = RunSimulation(in);
+      if (!f.history.empty() && runs == 1 && outs[k].has_value()) {
+        WriteFile(f.history, outs[k]->history);
+      }
+      if (f.verbose) {
+        printf("run %d seed %llu: %lld grants, %zu faults%s%s\n", i + 1,
+               static_cast<unsigned long long>(in.seed), static_cast<long long>(sum.grants),
+               sum.fault_kinds.size(), sum.findings.empty() ? "" : "  FINDING ",
+               absl::StrJoin(sum.findings, ",").c_str());
+        fflush(stdout);
+      }
+      const RunOutput empty;
+      const RunOutput& out = outs[k].has_value() ? *outs[k] : empty;
+      stop = f.stop_at_finding && !sum.findings.empty();
+      for (const std::string& p : sum.findings) {
+        if (static_cast<int>(findings.size()) >= f.max_findings) {
+          unshrunk[p].push_back(in.seed);
+          continue;
+        }
+        Finding x;
+        x.seed = in.seed;
+        x.property = p;
+        x.description = FirstViolation(out, p);
+        SimCase c;
+        c.input = in;
+        c.property = p;
+        c.summary = x.description;
+        x.faults_before = in.faults.size();
+        SimCase shrunk = Shrink(
+            c,
+            [&](const RunInput& candidate) {
+              RunInput quick = candidate;
+              quick.history = false;
+              return RunSimulation(quick).findings.count(p) > 0;
+            },
+            f.shrink_runs, &x.log);
+        RunOutput again = RunSimulation(shrunk.input);
+        x.replayed = again.findings.count(p) > 0;
+        if (x.replayed) shrunk.summary = FirstViolation(again, p);
+        x.faults_after = shrunk.input.faults.size();
+        x.config = DescribeConfig(shrunk.input.config);
+        std::error_code ec;
+        std::filesystem::create_directories(f.out, ec);
+        x.case_file = absl::StrCat(f.out, "/", p, "-", in.seed, ".json");
+        if (!WriteFile(x.case_file, WriteCase(shrunk))) x.case_file += " (could not be written)";
+        absl::StatusOr<chaos::Scenario> scenario = ToScenario(shrunk);
+        if (scenario.ok()) {
+          x.scenario_file = absl::StrCat(f.out, "/", p, "-", in.seed, ".yaml");
+          if (!WriteFile(x.scenario_file, chaos::WriteScenario(*scenario))) x.scenario_file.clear();
+        } else {
+          x.scenario_note = std::string(scenario.status().message());
+        }
+        findings.push_back(std::move(x));
+      }
+    }
   }
   const double wall = std::chrono::duration<double>(Clock::now() - t0).count();
   // The table.
@@ -413,7 +596,8 @@ int main(int argc, char** argv) {
                                                    {"trace", "FILE"},
                                                    {"history", "FILE"},
                                                    {"shrink_runs", "N"},
-                                                   {"max_findings", "N"}}});
+                                                   {"max_findings", "N"},
+                                                   {"jobs", "J"}}});
   if (!args.positional.empty() || !args.tail.empty()) {
     return redlock::sim::Usage(
         absl::StrCat("unexpected argument \"",
@@ -434,6 +618,8 @@ int main(int argc, char** argv) {
   f.max_findings = absl::GetFlag(FLAGS_max_findings);
   f.stop_at_finding = absl::GetFlag(FLAGS_stop_at_finding);
   f.verbose = absl::GetFlag(FLAGS_verbose);
+  f.jobs = absl::GetFlag(FLAGS_jobs);
+  if (f.jobs < 1 || f.jobs > 64) return redlock::sim::Usage("bad --jobs: 1 to 64");
   if (args.Given("runs") && f.runs < 1) return redlock::sim::Usage("bad --runs: at least 1");
   if (args.Given("minutes") && !(f.minutes > 0)) {
     return redlock::sim::Usage("bad --minutes: more than 0");
