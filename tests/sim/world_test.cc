@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -183,6 +184,32 @@ TEST(SimWorldTest, LyingNodesAreCaughtAndTheShrunkCaseReplays) {
                                     "/replay.txt")),
             1);
   EXPECT_THAT(ReadAll(dir + "/replay.txt"), HasSubstr("case property S1: reproduced"));
+}
+
+// --jobs: child processes make the runs, the table is the one a single
+// process prints (timings aside), findings and their shrinking included.
+TEST(SimWorldTest, JobsPrintTheSameTableAsOneProcess) {
+  const std::string dir = TempDir();
+  auto table = [&](const std::string& extra, const std::string& name) {
+    const int rc = RunCommand(absl::StrCat(REDLOCK_SIM_PATH,
+                                           " --runs 16 --seed 5 --config lying_nodes=1"
+                                           " --max-findings 1 --shrink-runs 3 --out ",
+                                           dir, "/", name, extra, " > ", dir, "/", name, ".txt"));
+    EXPECT_EQ(rc, 1) << name;
+    std::string kept;
+    for (absl::string_view line : absl::StrSplit(ReadAll(dir + "/" + name + ".txt"), '\n')) {
+      // Times, and the case files' directories, differ.
+      if (absl::StrContains(line, "s wall") || absl::StrContains(line, "CPU in the runs") ||
+          absl::StrContains(line, "case: ") || absl::StrContains(line, "lab scenario")) {
+        continue;
+      }
+      absl::StrAppend(&kept, line, "\n");
+    }
+    return kept;
+  };
+  const std::string one = table("", "one");
+  EXPECT_THAT(one, HasSubstr("FINDING S1"));
+  EXPECT_EQ(table(" --jobs 3", "three"), one);
 }
 
 // A case the lab can run becomes a scenario file that the lab reads back
