@@ -375,10 +375,16 @@ int64_t PlaceTtlMs(const SimConfig& c) {
                             : absl::ToInt64Milliseconds(internal::kDefaultPlaceTtl);
 }
 
+int PlainQuorum(const SimConfig& c) {
+  const int n = static_cast<int>(c.nodes.size());
+  if (c.primitive == Primitive::kMultiLock && c.all_nodes) return n;
+  return c.quorum > 0 ? c.quorum : n / 2 + 1;
+}
+
 int RequiredNodes(const SimConfig& c) {
   const int n = static_cast<int>(c.nodes.size());
   if (c.primitive == Primitive::kMultiLock && c.all_nodes) return n;
-  const int quorum = c.quorum > 0 ? c.quorum : n / 2 + 1;
+  const int quorum = PlainQuorum(c);
   const bool fenced = c.fencing || c.primitive == Primitive::kElection;
   return fenced ? internal::FencedQuorum(n, quorum, c.fencing_lost_counters) : quorum;
 }

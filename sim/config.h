@@ -171,6 +171,9 @@ std::vector<std::pair<std::string, std::string>> ConfigDimensions(const SimConfi
 // The fenced acquisitions' F (algorithm.h's FencedQuorum) and the nodes a
 // grant needs: the quorum, F, or every node (all-nodes mode).
 int RequiredNodes(const SimConfig& c);
+// The nodes an unfenced grant or an extension needs: the quorum, or every
+// node (all-nodes mode).
+int PlainQuorum(const SimConfig& c);
 
 }  // namespace redlock::sim
 

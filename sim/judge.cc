@@ -325,6 +325,23 @@ void World::ScanKeys() {
   }
 }
 
+bool World::AnyFaultBetween(int64_t from, int64_t to) const {
+  for (const InjectedFault& f : out_.injected) {
+    if (f.begin <= to && f.end >= from) return true;
+  }
+  return false;
+}
+
+std::map<int, int64_t> World::DesyncedSince() const {
+  std::map<int, int64_t> out;
+  for (const auto& [id, cn] : conns_) {
+    if (!cn.dropped) continue;
+    auto [it, fresh] = out.try_emplace(cn.client, cn.dropped_at);
+    if (!fresh) it->second = std::min(it->second, cn.dropped_at);
+  }
+  return out;
+}
+
 // L6: a key that an attempt set and no grant ever had (a failed attempt's,
 // or the part of a split vote that lost) is removed by the attempt's
 // cleanup, not left to expire with its ttl: unless a fault acted anywhere
@@ -336,12 +353,7 @@ void World::ScanKeys() {
 // never comes holds the attempt, and its cleanup, up: as L5 below).
 void World::CheckCleanup() {
   const int64_t reach = Ms(config_.ttl_ms + 1000);
-  std::map<int, int64_t> desynced_from;  // client -> first drop on one of its connections
-  for (const auto& [id, cn] : conns_) {
-    if (!cn.dropped) continue;
-    auto [it, fresh] = desynced_from.try_emplace(cn.client, cn.dropped_at);
-    if (!fresh) it->second = std::min(it->second, cn.dropped_at);
-  }
+  const std::map<int, int64_t> desynced_from = DesyncedSince();
   // A key holds the lease's token, or (an election's) its first 40 digits.
   std::set<std::string> granted;
   for (const std::string& t : all_grant_tokens_) granted.insert(t.substr(0, 40));
@@ -351,11 +363,7 @@ void World::CheckCleanup() {
       auto d = desynced_from.find(h.client);
       if (d != desynced_from.end() && h.from >= d->second) continue;
       if (granted.count(h.token.substr(0, 40)) > 0) continue;
-      bool fault = false;
-      for (const InjectedFault& f : out_.injected) {
-        fault = fault || (f.begin <= h.from + reach && f.end >= h.from - Ms(1000));
-      }
-      if (fault) continue;
+      if (AnyFaultBetween(h.from - Ms(1000), h.from + reach)) continue;
       const Member& m = members_[static_cast<size_t>(mk.first)];
       Violation("L6",
                 absl::StrCat(m.node->config().name, ": lock key ", mk.second, " set at ",
@@ -394,7 +402,7 @@ void World::CheckValidityBacked() {
     return;
   }
   const int n = static_cast<int>(config_.nodes.size());
-  const int quorum = config_.all_nodes ? n : (config_.quorum > 0 ? config_.quorum : n / 2 + 1);
+  const int quorum = PlainQuorum(config_);
   struct Lease {
     const chaos::Event* grant = nullptr;
     int64_t end = INT64_MAX;  // its release (the earliest)
@@ -418,11 +426,9 @@ void World::CheckValidityBacked() {
       if (it != leases.end()) it->second.end = std::min(it->second.end, e.t);
     }
   }
-  // The members whose clock jumped (the world keeps a clock's present
-  // reading only) and the clients whose clock did: H3 gives them the benefit
-  // of the doubt, V1 is not judged near any fault.
-  // A clock's readings before its last jump are not kept: per member, the
-  // last time its clock jumped (a strobe's until it healed).
+  // The world keeps a clock's present reading only: per member, the last
+  // time its clock jumped (a strobe's, until it healed), and the clients
+  // whose clock jumped.
   std::map<int, int64_t> clock_jumped;
   std::set<std::string> client_clock_jumped;
   for (const InjectedFault& f : out_.injected) {
@@ -443,10 +449,7 @@ void World::CheckValidityBacked() {
   for (const auto& [key, l] : leases) {
     if (l.grant == nullptr || l.grant->start >= workload_end_) continue;
     const int64_t until = std::min(l.valid_until, l.end);
-    bool fault = false;
-    for (const InjectedFault& f : out_.injected) {
-      fault = fault || (f.begin <= until + Ms(1000) && f.end >= l.grant->start - Ms(1000));
-    }
+    const bool fault = AnyFaultBetween(l.grant->start - Ms(1000), until + Ms(1000));
     const std::string token = key.first.substr(0, 40);
     const std::vector<std::string> keys = LockKeys({key.second});
     const std::string& process = l.grant->process;
@@ -482,10 +485,10 @@ void World::CheckValidityBacked() {
     if (client_clock_jumped.count(process) > 0) continue;
     for (const chaos::Event* x : l.extends) {
       std::set<int> voters;
+      // A key written up to a node timeout after the extension began may
+      // have been extended (a late SET of the acquisition).
+      const int64_t until_x = x->t + Ms(config_.node_timeout_ms);
       for (const auto& [m, h] : held) {
-        // A key written up to a node timeout after the extension began may
-        // have been extended (a late SET of the acquisition).
-        const int64_t until_x = x->t + Ms(config_.node_timeout_ms);
         auto jumped = clock_jumped.find(m);
         const bool unknown = jumped != clock_jumped.end() && jumped->second >= x->t;
         const bool alive = h->from <= until_x && h->to > x->t &&
@@ -508,6 +511,7 @@ void World::CheckValidityBacked() {
 }
 
 void World::CheckLiveness() {
+  const std::map<int, int64_t> desynced = DesyncedSince();
   for (const Worker& w : workers_) {
     const ClientCtx& c = clients_[static_cast<size_t>(w.client)];
     if (w.call.has_value()) {
@@ -522,10 +526,7 @@ void World::CheckLiveness() {
     // as long as it lives: its node answers garbage, which the model
     // tolerates on a minority; what the client keeps retrying then is not
     // judged here.
-    bool desynced = false;
-    for (const auto& [id, cn] : conns_)
-      desynced = desynced || (cn.client == w.client && cn.dropped);
-    if (desynced) continue;
+    if (desynced.count(w.client) > 0) continue;
     const size_t requests = c.transport->pending_requests();
     const size_t timers = c.transport->pending_timers();
     const size_t subscriptions = c.transport->subscriptions();

@@ -305,6 +305,11 @@ class World final : public TransportHost {
   void Finish();
   void ScanKeys();
   void CheckCleanup();
+  // Whether an injected fault acted at some time in [from, to] (true time).
+  bool AnyFaultBetween(int64_t from, int64_t to) const;
+  // Per client, when one of its connections first lost a message in the
+  // middle (its replies may pair with the wrong requests from then on).
+  std::map<int, int64_t> DesyncedSince() const;
   void CheckValidityBacked();
   void CheckLiveness();
   void CheckAskedAgain();
