@@ -260,6 +260,7 @@ void World::Finish() {
                            config_.node_timeout_ms, "ms): ", std::get<2>(key).substr(0, 120)),
               {clients_[static_cast<size_t>(client)].name});
     out_.sim_violations.back().t = when.first;  // when the TRYAGAIN came
+    out_.sim_violations.back().node = std::get<1>(key);
   }
   // The store's final counters (S3).
   for (int i = 0; i < config_.resources; ++i) {
@@ -639,19 +640,32 @@ void World::CheckRecovery() {
 }
 
 // L3's explanations: a fault that stops the client or the node, or resets
-// or cuts the connection, while the TRYAGAIN's retry window was open (from a
-// node timeout before the answer to two after it). The library retries on
-// the connection the command went on and within the node's deadline; a
-// paused client's deadline passes while it sleeps, and a reset connection
-// fails the request as an unavailable vote, as documented.
+// or cuts the connection between them, while the TRYAGAIN's retry window
+// was open (from a node timeout before the answer to two after it). The
+// library retries on the connection the command went on and within the
+// node's deadline; a paused client's deadline passes while it sleeps, and a
+// reset or cut connection fails the request as an unavailable vote, as
+// documented. A fault on other nodes or other clients explains nothing
+// (but a partition's, whose shape decides the pairs it cuts).
 bool World::RetryCutShort(const SimViolation& v) const {
-  static const char* const kKinds[] = {"client_pause",      "pause",     "reset",
-                                       "reset_after_reply", "partition", "kill",
-                                       "restart",           "ack_loss",  "failover"};
+  static const char* const kKinds[] = {"client_pause", "pause",     "reset", "reset_after_reply",
+                                       "partition",    "link_down", "kill",  "restart",
+                                       "ack_loss",     "failover"};
   const int64_t timeout = Ms(config_.node_timeout_ms);
   for (const InjectedFault& f : out_.injected) {
     if (std::find_if(std::begin(kKinds), std::end(kKinds),
                      [&](const char* k) { return f.kind == k; }) == std::end(kKinds)) {
+      continue;
+    }
+    // A partition's shape decides which pairs it cuts (a split cuts the
+    // listed clients from the other nodes): any pair may be among them.
+    const bool any_pair = f.kind == "partition";
+    if (!any_pair && v.node >= 0 && !f.nodes.empty() &&
+        std::find(f.nodes.begin(), f.nodes.end(), v.node) == f.nodes.end()) {
+      continue;
+    }
+    if (!any_pair && !f.scope.empty() && !v.processes.empty() &&
+        std::find(f.scope.begin(), f.scope.end(), v.processes.front()) == f.scope.end()) {
       continue;
     }
     if (f.begin <= v.t + 2 * timeout && f.end >= v.t - timeout) return true;

@@ -75,6 +75,7 @@ struct SimViolation {
   std::string description;
   int64_t t = 0;  // true time, ns from the run's start
   std::vector<std::string> processes;
+  int node = -1;  // the node (voter) it is about, when one
 };
 
 // A fault as it was injected, and what it may break (the lab's MayViolate).

@@ -161,10 +161,6 @@ TEST_P(FairLockTest, TryAcquireSucceedsOnlyWhenTheLockIsFreeAndNobodyWaits) {
   FairLock lb(b.get(), "door");
   absl::StatusOr<Lease> held = la.TryAcquire(absl::Seconds(30));
   REDLOCK_ASSERT_OK(held);
-  // TryAcquire returns at a quorum: node 0 may answer a moment later.
-  EXPECT_EQ(testkit::Eventually([&] { return Get(0, "door"); }, held->token(), absl::Seconds(10)),
-            held->token())
-      << "the plain lock key holds the token";
   EXPECT_TRUE(absl::IsAborted(lb.TryAcquire(absl::Seconds(30)).status()));
 
   absl::StatusOr<Lease> waited;
@@ -175,23 +171,33 @@ TEST_P(FairLockTest, TryAcquireSucceedsOnlyWhenTheLockIsFreeAndNobodyWaits) {
     waited = g.ok() ? absl::StatusOr<Lease>(g->lease) : absl::StatusOr<Lease>(g.status());
   });
   ASSERT_TRUE(queued.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  // on_queued fires once a quorum has the place: the rest follow.
-  auto one_waiter_everywhere = [&] {
+  // TryAcquire returns at a quorum, and on_queued fires once a quorum has
+  // the place: the rest may follow. A node may also never hold the lease
+  // (b's refused try can reach it first and then clean it up; the request
+  // of a granted lease may time out there): a lease is a quorum's, not
+  // every node's. What must hold: every node answers, none has another
+  // holder, a quorum has this one, and the waiter's place reaches all.
+  const int quorum = fleet_->size() / 2 + 1;
+  std::string last_seen;
+  auto one_waiter_a_quorum_of_holders = [&] {
     absl::StatusOr<std::vector<FairNodeView>> views = la.Inspect();
     if (!views.ok()) return false;
+    int holders = 0;
+    last_seen.clear();
     for (const FairNodeView& v : *views) {
-      if (!v.status.ok() || v.holder != held->token() || v.waiting != 1) return false;
+      absl::StrAppend(&last_seen, v.node, ": ", v.status.ToString(), " holder ", v.holder,
+                      " waiting ", v.waiting, "\n");
+      if (!v.status.ok() || v.waiting != 1) return false;
+      if (v.holder == held->token()) {
+        ++holders;
+      } else if (!v.holder.empty()) {
+        return false;
+      }
     }
-    return true;
+    return holders >= quorum;
   };
-  EXPECT_TRUE(testkit::Eventually(one_waiter_everywhere, true, absl::Seconds(10)));
-  absl::StatusOr<std::vector<FairNodeView>> views = la.Inspect();
-  REDLOCK_ASSERT_OK(views);
-  for (const FairNodeView& v : *views) {
-    REDLOCK_EXPECT_OK(v.status);
-    EXPECT_EQ(v.holder, held->token());
-    EXPECT_EQ(v.waiting, 1) << v.node;
-  }
+  EXPECT_TRUE(testkit::Eventually(one_waiter_a_quorum_of_holders, true, absl::Seconds(10)))
+      << last_seen;
   REDLOCK_ASSERT_OK(la.Release(*held));
   waiter.join();
   REDLOCK_ASSERT_OK(waited);
