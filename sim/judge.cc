@@ -697,10 +697,12 @@ void World::JudgeAll() {
       // persistence, a failover without the durability vote, a clock jump
       // beyond the drift) may lose a place that only a bare quorum held,
       // and a later waiter may go first until its heartbeat puts it back
-      // (fair_mutex.h, "What is not promised"). The registry's kinds do not
-      // name S8 (its RunShape has no fair lock).
+      // (fair_mutex.h, "What is not promised"). So may a node that forgot
+      // what it held, even when the lock key had expired by its return (a
+      // kill longer than the ttl breaks no S1; the places last longer). The
+      // registry's kinds do not name S8 (its RunShape has no fair lock).
       if (property == chaos::kS8 && config_.primitive == Primitive::kFair && f.scope.empty() &&
-          !f.nodes.empty() && (may & chaos::Prop(chaos::kS1))) {
+          !f.nodes.empty() && ((may & chaos::Prop(chaos::kS1)) || f.data_lost)) {
         may |= chaos::Prop(chaos::kS8);
       }
       if (!(may & chaos::Prop(property))) continue;

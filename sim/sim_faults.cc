@@ -458,6 +458,7 @@ void World::Inject(const FaultEvent& e, int marker_client) {
                         : inj.may_violate_idle;
   inj.tolerated = kind->Tolerated(shape, f);
   inj.nodes = f.nodes;
+  inj.data_lost = data_lost;
   for (int k : f.clients) inj.scope.push_back(clients_[static_cast<size_t>(k)].name);
   af.injected_index = out_.injected.size();
   out_.injected.push_back(inj);

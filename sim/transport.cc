@@ -1,8 +1,10 @@
 #include "sim/transport.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/cluster_slots.h"
@@ -188,8 +190,38 @@ ConnectionId SimTransport::Send(int node, const Command& command, NodeCallback d
 void SimTransport::Enqueue(EngineNode& n, std::unique_ptr<Request> r, std::vector<Argv> commands) {
   r->deadline = Now() + node_timeout_;
   const int64_t handed_at = r->handed_at;
+  if (n.resync && !r->probe) {
+    // As the engine: a PING marker ahead of the first request after a
+    // missed deadline, written with it (NodeQueue::Send).
+    n.resync = false;
+    auto m = std::make_unique<Request>();
+    m->marker = true;
+    m->op = "a PING marker";
+    m->echo = absl::StrCat("redlock-sync-", probe_id_++);
+    m->deadline = r->deadline;
+    commands.insert(commands.begin(), Argv{"PING", m->echo});
+    n.fifo.push_back(std::move(m));
+  }
   n.fifo.push_back(std::move(r));
   host_->Write(n.net, std::move(commands), handed_at);
+}
+
+bool SimTransport::Resync(EngineNode& n, const Reply& reply, std::vector<NodeCallback>* lost) {
+  if (reply.type != Reply::Type::kString || !absl::StartsWith(reply.str, "redlock-")) return false;
+  size_t at = 0;
+  while (at < n.fifo.size() &&
+         ((!n.fifo[at]->probe && !n.fifo[at]->marker) || n.fifo[at]->echo != reply.str)) {
+    ++at;
+  }
+  if (at == 0 || at == n.fifo.size()) return false;
+  for (size_t i = 0; i < at; ++i) {
+    std::unique_ptr<Request> r = std::move(n.fifo.front());
+    n.fifo.pop_front();
+    if (n.expired > 0) --n.expired;
+    if (r->probe) n.probe_in_flight = false;
+    if (r->done) lost->push_back(std::move(r->done));
+  }
+  return true;
 }
 
 bool SimTransport::Accepts(int node) const {
@@ -199,6 +231,7 @@ bool SimTransport::Accepts(int node) const {
 
 void SimTransport::Dispatch(EngineNode& n, std::vector<Reply>& replies) {
   std::vector<std::pair<NodeCallback, Reply>> ready;
+  std::vector<NodeCallback> lost;
   std::string failure;
   n.last_reply_at = Now();
   for (Reply& reply : replies) {
@@ -206,10 +239,12 @@ void SimTransport::Dispatch(EngineNode& n, std::vector<Reply>& replies) {
       failure = absl::StrCat("unexpected reply from the node: ", reply.Describe());
       break;
     }
+    Resync(n, reply, &lost);
     Request& slot = *n.fifo.front();
-    const bool fits = slot.probe ? (reply.is_error() ||
-                                    (reply.type == Reply::Type::kString && reply.str == slot.echo))
-                                 : internal::ReplyFits(slot.expect, reply);
+    const bool fits =
+        slot.probe || slot.marker
+            ? (reply.is_error() || (reply.type == Reply::Type::kString && reply.str == slot.echo))
+            : internal::ReplyFits(slot.expect, reply);
     if (!fits) {
       failure = absl::StrCat("the node sent ", reply.Describe(), ", which cannot answer ", slot.op,
                              " (not a Redis server, or its replies are out of step with the "
@@ -242,9 +277,17 @@ void SimTransport::Dispatch(EngineNode& n, std::vector<Reply>& replies) {
       n.probe_in_flight = false;
       n.breaker_open = false;
       n.last_error.clear();
+    } else if (r->marker) {
+      // in step
     } else if (r->done) {
       ready.emplace_back(std::move(r->done), std::move(reply));
     }
+  }
+  for (NodeCallback& done : lost) {
+    done(absl::UnavailableError(
+        "its reply was lost: the connection kept going without it (a proxy or middlebox "
+        "dropped replies), and the replies after it were read as earlier requests' until a "
+        "PING marker put them back in step"));
   }
   for (auto& [done, reply] : ready) {
     if (n.routes || n.shard) NoteRedirect(n, reply);
@@ -294,6 +337,7 @@ void SimTransport::ExpireDeadlines(int64_t now) {
         r->done = nullptr;
       }
     }
+    if (missed) n.resync = true;
     if (missed && now - n.last_reply_at >= node_timeout_) {
       OpenBreaker(n, absl::StrCat("no reply within ", absl::FormatDuration(options_.node_timeout)));
     }
@@ -436,6 +480,7 @@ void SimTransport::OnReplies(uint64_t conn, std::vector<Reply> replies) {
 
 void SimTransport::OnReady(EngineNode& n) {
   n.state = State::kReady;
+  n.resync = false;
   n.breaker_open = false;
   n.probe_in_flight = false;
   n.last_error.clear();
@@ -855,19 +900,23 @@ std::string SimTransport::Describe() const {
         &out, out.empty() ? "" : "; ", n->name, " ", kStates[static_cast<int>(n->state)],
         n->breaker_open ? " breaker open" : "", ": ", live, " in the FIFO (", n->fifo.size(),
         " with ", n->expired, " expired), ", waiting, " waiting to connect",
-        n->fifo.empty()
-            ? ""
-            : absl::StrCat(", the oldest due in ", (n->fifo.front()->deadline - Now()) / 1000000,
-                           "ms, maintenance armed at ",
-                           armed_at_ < 0 ? -1 : (armed_at_ - Now()) / 1000000, "ms"));
+        n->fifo.empty() ? ""
+                        : absl::StrCat(", the oldest (", n->fifo.front()->op, ") due in ",
+                                       (n->fifo.front()->deadline - Now()) / 1000000,
+                                       "ms, maintenance armed at ",
+                                       armed_at_ < 0 ? -1 : (armed_at_ - Now()) / 1000000, "ms"));
   }
   return out;
 }
 
 size_t SimTransport::pending_requests() const {
+  // The slot map's periodic refresh (every kClusterRefresh, idle or not) is
+  // the client's upkeep of a cluster node, not work left behind (the hour
+  // run's seed 20283214 met one in flight at the check).
+  auto upkeep = [](const Request& r) { return std::string_view(r.op) == "cluster slots"; };
   size_t total = 0;
   for (const auto& n : nodes_) {
-    for (const auto& r : n->fifo) total += r->done ? 1 : 0;
+    for (const auto& r : n->fifo) total += r->done && !upkeep(*r) ? 1 : 0;
     for (const auto& [r, commands] : n->waiting) total += r->done ? 1 : 0;
   }
   return total;

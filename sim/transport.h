@@ -127,7 +127,8 @@ class SimTransport final : public internal::Transport {
     std::vector<Reply> parts;
     bool drain = false;
     bool probe = false;
-    std::string echo;
+    bool marker = false;  // the engine's Request::Kind::kMarker (node_queue.h)
+    std::string echo;     // a probe's or marker's nonce
     int64_t deadline = 0;
     int64_t handed_at = -1;  // the client's clock at Send (TransportHost::Write)
   };
@@ -147,6 +148,7 @@ class SimTransport final : public internal::Transport {
     uint64_t net = 0;
     std::deque<std::unique_ptr<Request>> fifo;
     size_t expired = 0;
+    bool resync = false;  // a deadline passed: the next request goes behind a marker
     std::vector<std::pair<std::unique_ptr<Request>, std::vector<Argv>>> waiting;
     std::vector<internal::HandshakeStep> steps;
     size_t steps_done = 0;
@@ -190,6 +192,9 @@ class SimTransport final : public internal::Transport {
   void Disconnect(EngineNode& n, const std::string& why, bool ask_locator = true);
   void OnReady(EngineNode& n);
   void Enqueue(EngineNode& n, std::unique_ptr<Request> r, std::vector<Argv> commands);
+  // The engine's NodeQueue::ResyncLocked: a probe's or marker's nonce read
+  // while requests ahead of it wait; their replies were lost.
+  bool Resync(EngineNode& n, const Reply& reply, std::vector<internal::NodeCallback>* lost);
   void Dispatch(EngineNode& n, std::vector<Reply>& replies);
   void OpenBreaker(EngineNode& n, const std::string& why);
   void SendProbe(EngineNode& n);

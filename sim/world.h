@@ -88,6 +88,7 @@ struct InjectedFault {
   std::vector<std::string> scope;  // client faults: the clients
   std::vector<int> nodes;          // the nodes it acts on
   bool tolerated = false;          // the lab's Tolerated: the run must ride it out
+  bool data_lost = false;          // a node forgot what it held (no persistence, no vote)
 };
 
 struct RunOutput {

@@ -57,17 +57,19 @@ void Checker::CheckFirstCome() {
       } else {
         c.excused_from = c.fail->t;
       }
-    } else if (c.grant < 0) {
-      // Neither grant nor fail: the process died or stopped; from the first
-      // fault on it, its place may have lapsed.
-      for (const FaultInfo& f : faults_) {
-        const bool on_it =
-            f.target == invoke->process ||
-            std::find(f.clients.begin(), f.clients.end(), invoke->process) != f.clients.end();
-        if (on_it && f.t >= invoke->t) {
-          c.excused_from = f.t;
-          break;
-        }
+    }
+    // A fault on the process while it waited (a pause, a crash, a clock
+    // jump, its links cut): from then on its heartbeat may have stopped and
+    // its place lapsed, however the call ended (a waiter paused past its
+    // deadline fails wait_expired when it wakes; one that re-entered is
+    // granted later). Neither grant nor fail: the process died or stopped.
+    const int64_t ended = c.grant >= 0 ? c.granted : c.fail != nullptr ? c.fail->t : kNever;
+    for (const FaultInfo& f : faults_) {
+      const bool on_it =
+          f.target == invoke->process ||
+          std::find(f.clients.begin(), f.clients.end(), invoke->process) != f.clients.end();
+      if (on_it && f.stop.value_or(f.t) >= invoke->t && f.t < ended) {
+        c.excused_from = std::min(c.excused_from, std::max(f.t, invoke->t));
       }
     }
     by_resource[invoke->resource].push_back(std::move(c));

@@ -60,7 +60,7 @@ void NodeQueue::FreeRequestLocked(Request* r) {
 }
 
 bool NodeQueue::Fits(const Request& r, const Reply& reply) {
-  if (r.kind == Request::Kind::kProbe) {
+  if (r.kind != Request::Kind::kRequest) {
     return reply.is_error() || (reply.type == Reply::Type::kString && reply.str == r.echo);
   }
   return ReplyFits(r.expect, reply);
@@ -95,6 +95,22 @@ ConnectionId NodeQueue::Send(const Command& command, NodeCallback& done, bool st
     if (breaker_.open) absl::StrAppend(&why, " (node marked down until a probe succeeds)");
     *refused = absl::UnavailableError(why);
     return 0;
+  }
+  if (requests_.resync && state_ == State::kReady) {
+    // A deadline passed: a marker ahead of this request says, when its
+    // nonce comes back, whether replies were lost (Request::Kind::kMarker).
+    // Between commands of its own Send only, never inside a MULTI (a
+    // transaction goes in one Send).
+    requests_.resync = false;
+    Request* m = NewRequestLocked();
+    m->kind = Request::Kind::kMarker;
+    m->op = "a PING marker";
+    m->deadline = Clock::now() + absl::ToChronoNanoseconds(limits_.node_timeout);
+    m->echo = absl::StrCat("redlock-sync-", ++requests_.markers);
+    // Written with the request (its EnqueueLocked flushes both).
+    requests_.fifo.push_back(m);
+    ++requests_.unwritten;
+    AppendCommand(&output_.out, {"PING", m->echo});
   }
   Request* r = NewRequestLocked();
   r->done = std::move(done);
@@ -250,6 +266,7 @@ void NodeQueue::Ready(std::shared_ptr<Stream> stream) {
   breaker_.open = false;
   breaker_.probe_in_flight = false;
   breaker_.last_error.clear();
+  requests_.resync = false;  // a new connection is in step
   // Requests made while connecting.
   auto waiting = std::move(requests_.waiting);
   requests_.waiting.clear();

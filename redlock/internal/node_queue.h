@@ -164,13 +164,20 @@ class NodeQueue {
  private:
   // One request awaiting its reply.
   struct Request {
-    enum class Kind { kRequest, kProbe };
+    // kMarker: a PING with a nonce sent ahead of the first request after a
+    // missed deadline. A request whose reply never comes (a proxy or a
+    // middlebox that dropped it and kept the connection) would otherwise
+    // leave every later reply read as an earlier request's, and every
+    // request expiring, for as long as the connection lives; the nonce
+    // read while requests ahead of its PING still wait says their replies
+    // were lost, and the queue is back in step (Dispatch).
+    enum class Kind { kRequest, kProbe, kMarker };
     Kind kind = Kind::kRequest;
     NodeCallback done;  // empty once completed
     TimePoint deadline = TimePoint::max();
     uint8_t expect = 0;   // Command::expect
     const char* op = "";  // Command::op, for messages
-    std::string echo;     // kProbe: the nonce the PING must return
+    std::string echo;     // kProbe, kMarker: the nonce the PING must return
     // Command::replies: replies still to come; those before the last are kept.
     uint16_t parts_left = 1;
     bool drain = false;  // Command::drain
@@ -227,6 +234,10 @@ class NodeQueue {
     Fifo fifo;             // sent, in order, awaiting replies
     size_t expired = 0;    // fifo prefix whose deadline passed
     size_t unwritten = 0;  // fifo suffix not on the wire yet
+    // A deadline passed on this connection: the next request goes behind a
+    // marker (Request::Kind::kMarker).
+    bool resync = false;
+    uint64_t markers = 0;  // markers sent, for their nonces
     // Made while the connection is being established.
     std::deque<std::pair<Request*, std::string>> waiting;
     std::vector<Request*> free;  // recycled requests (at most 1024)
@@ -249,6 +260,10 @@ class NodeQueue {
   Request* NewRequestLocked();
   void FreeRequestLocked(Request* r);
   static bool Fits(const Request& r, const Reply& reply);
+  // A marker's or probe's nonce read while `reply` is not the front's: the
+  // replies of the requests ahead of it were lost. Takes them out of the
+  // FIFO (their callbacks, if still waiting, into *lost) and returns true.
+  bool ResyncLocked(const Reply& reply, std::vector<NodeCallback>* lost);
   // Appends under mu_ and writes, or leaves it to the end of the turn.
   void EnqueueLocked(std::unique_lock<std::mutex>& lock, Request* r, absl::string_view payload);
   void FlushSoonLocked(std::unique_lock<std::mutex>& lock);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/node_queue.h"
 #include "redlock/internal/resp.h"
@@ -18,8 +19,30 @@ using Clock = std::chrono::steady_clock;
 
 // ---- Replies --------------------------------------------------------------------------
 
+bool NodeQueue::ResyncLocked(const Reply& reply, std::vector<NodeCallback>* lost) {
+  Requests& q = requests_;
+  if (reply.type != Reply::Type::kString || !absl::StartsWith(reply.str, "redlock-")) return false;
+  size_t at = 0;
+  while (at < q.fifo.size() &&
+         (q.fifo[at]->kind == Request::Kind::kRequest || q.fifo[at]->echo != reply.str)) {
+    ++at;
+  }
+  if (at == 0 || at == q.fifo.size()) return false;  // in step, or no nonce of ours
+  for (size_t i = 0; i < at; ++i) {
+    Request* r = q.fifo.front();
+    q.fifo.pop_front();
+    if (q.expired > 0) --q.expired;
+    if (r->kind == Request::Kind::kProbe) breaker_.probe_in_flight = false;
+    if (r->done) lost->push_back(std::move(r->done));
+    FreeRequestLocked(r);
+  }
+  q.unwritten = std::min(q.unwritten, q.fifo.size());
+  return true;
+}
+
 void NodeQueue::Dispatch(std::vector<Reply>& replies, bool redirects, std::string* failure) {
   std::vector<std::pair<NodeCallback, Reply>> ready;
+  std::vector<NodeCallback> lost;
   {
     std::unique_lock<std::mutex> lock(mu_);
     Requests& q = requests_;
@@ -30,6 +53,9 @@ void NodeQueue::Dispatch(std::vector<Reply>& replies, bool redirects, std::strin
         *failure = absl::StrCat("unexpected reply from the node: ", reply.Describe());
         break;
       }
+      // The nonce of a marker or probe further on: what is ahead of it
+      // will never be answered.
+      ResyncLocked(reply, &lost);
       Request* r = q.fifo.front();
       if (!Fits(*r, reply)) {
         // Left in the FIFO, so Disconnected fails its request with this message.
@@ -73,6 +99,8 @@ void NodeQueue::Dispatch(std::vector<Reply>& replies, bool redirects, std::strin
           CloseBreakerLocked("probe answered");
           breaker_.last_error.clear();
           break;
+        case Request::Kind::kMarker:
+          break;  // in step
         case Request::Kind::kRequest:
           // Whatever it is (a NOSCRIPT included): its caller decides.
           if (r->done) ready.emplace_back(std::move(r->done), std::move(reply));
@@ -80,6 +108,12 @@ void NodeQueue::Dispatch(std::vector<Reply>& replies, bool redirects, std::strin
       }
       FreeRequestLocked(r);
     }
+  }
+  for (NodeCallback& done : lost) {
+    done(absl::UnavailableError(
+        "its reply was lost: the connection kept going without it (a proxy or middlebox "
+        "dropped replies), and the replies after it were read as earlier requests' until a "
+        "PING marker put them back in step"));
   }
   for (auto& [done, reply] : ready) {
     // A cluster's master redirecting the command: its locator learns where
@@ -116,6 +150,8 @@ void NodeQueue::Expire(TimePoint now, std::vector<NodeCallback>* expired) {
     // could not be answered before it anyway (one ordered stream).
     missed = true;
   }
+  // Late, or lost: the next request goes behind a marker that tells.
+  if (missed) q.resync = true;
   for (auto& w : q.waiting) {
     if (w.first->done && w.first->deadline <= now) expired->push_back(std::move(w.first->done));
   }

@@ -10,12 +10,13 @@
 namespace redlock::internal {
 
 ScriptDelivery::ScriptDelivery(Transport* transport, std::shared_ptr<ScriptingModes> modes,
-                               std::shared_ptr<ServerCommands> commands, size_t max_waiting)
+                               std::shared_ptr<ServerCommands> commands, size_t max_waiting,
+                               absl::Duration turn_wait)
     : transport_(transport),
       modes_(modes != nullptr ? std::move(modes)
                               : std::make_shared<ScriptingModes>(transport->size())),
       commands_(std::move(commands)),
-      runner_(transport, max_waiting),
+      runner_(transport, max_waiting, turn_wait),
       reloading_(static_cast<size_t>(transport->size()), false) {}
 
 namespace {

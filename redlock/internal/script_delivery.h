@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "redlock/internal/command.h"
 #include "redlock/internal/scriptless.h"
 #include "redlock/internal/server_commands.h"
@@ -48,10 +49,12 @@ class ScriptDelivery {
 
   // `transport` must outlive this. `modes`: which nodes forbid scripting,
   // as their handshakes found (null: none known yet). At most
-  // `max_waiting` transactions wait per script-free node.
+  // `max_waiting` transactions wait per script-free node, each at most
+  // `turn_wait` for its turn (the node timeout).
   // `commands`: which script-free commands each node has (null: none).
   ScriptDelivery(Transport* transport, std::shared_ptr<ScriptingModes> modes,
-                 std::shared_ptr<ServerCommands> commands, size_t max_waiting);
+                 std::shared_ptr<ServerCommands> commands, size_t max_waiting,
+                 absl::Duration turn_wait);
   ScriptDelivery(const ScriptDelivery&) = delete;
   ScriptDelivery& operator=(const ScriptDelivery&) = delete;
 

@@ -1,7 +1,9 @@
 #include "redlock/internal/scriptless.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <utility>
 
@@ -9,6 +11,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "redlock/internal/resp.h"
 
 namespace redlock::internal {
@@ -63,19 +66,22 @@ struct ScriptlessRunner::Tx {
   // ReleaseOneScript: ARGV[2] is the whole channel, not a prefix of it.
   bool whole_channel = false;
   int runs = 0;
-  bool queued = false;    // waited for its turn: `after` no longer matters
-  size_t locks = 0;       // lock keys (the rest are counters)
-  std::mutex mu;          // held across phase 1's Send
-  ConnectionId conn = 0;  // phase 1's connection
+  bool queued = false;                // waited for its turn: `after` no longer matters
+  Transport::TimerId turn_timer = 0;  // while it waits (the runner's mu_)
+  size_t locks = 0;                   // lock keys (the rest are counters)
+  std::mutex mu;                      // held across phase 1's Send
+  ConnectionId conn = 0;              // phase 1's connection
 };
 
 size_t ScriptlessRunner::Watched(const Tx& tx) {
   return Acquires(tx.kind) ? tx.locks : tx.keys.size();
 }
 
-ScriptlessRunner::ScriptlessRunner(Transport* transport, size_t max_waiting)
+ScriptlessRunner::ScriptlessRunner(Transport* transport, size_t max_waiting,
+                                   absl::Duration turn_wait)
     : transport_(transport),
       max_waiting_(max_waiting),
+      turn_wait_(turn_wait),
       nodes_(static_cast<size_t>(transport->size())) {}
 
 size_t ScriptlessRunner::waiting(int node) const {
@@ -154,6 +160,10 @@ ConnectionId ScriptlessRunner::Run(int node, const Command& command, Written wri
     } else if (q.busy) {
       tx->queued = true;
       q.waiting.push_back(tx);
+      std::weak_ptr<Tx> weak = tx;
+      tx->turn_timer = transport_->RunAfter(turn_wait_, [this, weak] {
+        if (std::shared_ptr<Tx> t = weak.lock()) TurnMissed(t);
+      });
       return kQueued;
     } else {
       q.busy = true;
@@ -424,8 +434,28 @@ void ScriptlessRunner::OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Re
   }
 }
 
+void ScriptlessRunner::TurnMissed(const std::shared_ptr<Tx>& tx) {
+  size_t ahead = 0;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::deque<std::shared_ptr<Tx>>& waiting = nodes_[static_cast<size_t>(tx->node)].waiting;
+    auto it = std::find(waiting.begin(), waiting.end(), tx);
+    if (it == waiting.end()) return;                        // its turn came as the timer ran
+    ahead = static_cast<size_t>(it - waiting.begin()) + 1;  // and the one in flight
+    tx->turn_timer = 0;
+    waiting.erase(it);
+  }
+  // Never sent: nothing of it ran on the node (a release is retried as any
+  // release that did not get through).
+  tx->done(absl::UnavailableError(absl::StrCat(
+      "no reply within ", absl::FormatDuration(turn_wait_), ": not sent, ", ahead,
+      " transaction(s) ahead of it (the node forbids scripting: one WATCH ... EXEC at a "
+      "time, each waiting for its reply)")));
+}
+
 void ScriptlessRunner::Next(int node, ConnectionId previous) {
   std::shared_ptr<Tx> next;
+  Transport::TimerId timer = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     NodeQueue& q = nodes_[static_cast<size_t>(node)];
@@ -435,7 +465,9 @@ void ScriptlessRunner::Next(int node, ConnectionId previous) {
     }
     next = std::move(q.waiting.front());
     q.waiting.pop_front();
+    timer = std::exchange(next->turn_timer, 0);
   }
+  if (timer != 0) transport_->Cancel(timer);
   if (transport_->stopping() && previous != 0) next->after = previous;
   SendPhase1(next);
 }

@@ -63,6 +63,7 @@
 
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "redlock/internal/connection.h"
 #include "redlock/internal/scripts.h"
 #include "redlock/internal/transport.h"
@@ -119,8 +120,12 @@ class ScriptlessRunner {
   static constexpr ConnectionId kQueued = ~ConnectionId{0};
 
   // `transport` must outlive this. At most `max_waiting` transactions wait
-  // per node (Options::max_in_flight_per_node); more are refused at once.
-  ScriptlessRunner(Transport* transport, size_t max_waiting);
+  // per node (Options::max_in_flight_per_node); more are refused at once. A
+  // transaction whose turn has not come within `turn_wait` (the node
+  // timeout) leaves the queue and fails as a node that did not answer: a
+  // vote waits for its node's deadline, not for every transaction ahead of
+  // it (each may take that long on a node that stopped answering in step).
+  ScriptlessRunner(Transport* transport, size_t max_waiting, absl::Duration turn_wait);
   ~ScriptlessRunner();
   ScriptlessRunner(const ScriptlessRunner&) = delete;
   ScriptlessRunner& operator=(const ScriptlessRunner&) = delete;
@@ -155,8 +160,13 @@ class ScriptlessRunner {
   // Sends UNWATCH behind phase 1 (the WATCH may have run).
   void Unwatch(const Tx& tx);
 
+  // The turn of `tx` did not come within turn_wait_: out of the queue, and
+  // failed, unless it left already.
+  void TurnMissed(const std::shared_ptr<Tx>& tx);
+
   Transport* const transport_;
   const size_t max_waiting_;
+  const absl::Duration turn_wait_;
   mutable std::mutex mu_;
   std::vector<NodeQueue> nodes_;
 };
