@@ -133,7 +133,7 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
 
   LatencyHistogram waits;
   std::vector<std::pair<int64_t, int64_t>> holds;  // (granted, released), every process
-  int64_t attempts = 0, queued = 0, failures = 0;
+  int64_t attempts = 0, queued = 0, failures = 0, attempt_calls = 0, attempt_queued = 0;
   double measured = 0;
   std::vector<int64_t> per_process;
   std::vector<int64_t> per_thread;
@@ -149,6 +149,8 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
     for (const Json& h : j.at("holds"))
       holds.emplace_back(h.at(0).get<int64_t>(), h.at(1).get<int64_t>());
     attempts += j.at("attempts").get<int64_t>();
+    attempt_calls += j.at("attempt_calls").get<int64_t>();
+    attempt_queued += j.at("attempt_queued").get<int64_t>();
     queued += j.at("queued").get<int64_t>();
     failures += j.at("failures").get<int64_t>();
     measured += j.at("measured_s").get<double>();
@@ -187,17 +189,23 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
     row.server_cpu_us =
         std::llround(static_cast<double>(cpu_stop - cpu_start) / window_s * row.measured_s);
   }
-  const double per_grant = grants > 0 ? static_cast<double>(attempts) / grants : 0;
-  row.notes.push_back(absl::StrFormat("%.2f attempts per grant (%d attempts, %d grants)", per_grant,
-                                      attempts, grants));
-  if (fair && grants > 0) {
+  // Attempts per call over the calls whose Outcomes the counter read
+  // (WorkerMain: those that ended between its two readings).
+  const double per_call =
+      attempt_calls > 0 ? static_cast<double>(attempts) / static_cast<double>(attempt_calls) : 0;
+  row.notes.push_back(
+      absl::StrFormat("%.2f attempts per call (%d attempts by the %d calls that "
+                      "ended while they were counted; %d grants measured)",
+                      per_call, attempts, attempt_calls, grants));
+  if (fair && attempt_calls > 0) {
     // Every call's first attempt is its probe, a queued call's second its
     // place (once, without faults): the rest were made when woken.
-    const int64_t woken = attempts - (grants + failures) - queued;
+    const int64_t woken = attempts - attempt_calls - attempt_queued;
     row.notes.push_back(absl::StrFormat(
-        "%d of %d calls took a place; woken attempts (after the probe and the place): %.2f per "
-        "grant",
-        queued, grants, static_cast<double>(woken) / static_cast<double>(grants)));
+        "%d of %d calls took a place (%d of those counted); woken attempts (after the probe and "
+        "the place): %.2f per call",
+        queued, grants, attempt_queued,
+        static_cast<double>(woken) / static_cast<double>(attempt_calls)));
   }
   if (waits.count() > 0) {
     const Distribution w(waits);
@@ -262,8 +270,9 @@ void RunFair(Context& ctx, int n, GroupResult* g) {
   g->notes.push_back(
       "hot rows: every thread loops Acquire(wait) + hold + Release on one resource; acquire = "
       "the waiting time of a call (from its call to its grant); handoff = from one holder's "
-      "Release returning to the next grant, across processes; attempts per grant from each "
-      "call's Outcome (an observer in every worker); the servers' CPU per grant");
+      "Release returning to the next grant, across processes; attempts per call from each "
+      "call's Outcome (an observer in every worker), over the calls that ended while the "
+      "count ran; the servers' CPU per grant");
 }
 
 int RunFairWorker(const FairWorkerArgs& args) {
@@ -299,6 +308,7 @@ int RunFairWorker(const FairWorkerArgs& args) {
   // over the measurement: taken by the first thread that passes each end.
   std::once_flag started, stopped;
   int64_t attempts_start = 0, attempts_end = 0;
+  int64_t latched_start = 0, latched_end = 0;  // when the counter was read
   ProcessUsage usage_start, usage_end;
   auto latch = [&](std::once_flag& once, int64_t* attempts, ProcessUsage* usage) {
     std::call_once(once, [&] {
@@ -306,10 +316,23 @@ int RunFairWorker(const FairWorkerArgs& args) {
       const bool start = &once == &started;
       if (start) OpenAllocationCount();
       *attempts = counter->attempts();
+      (start ? latched_start : latched_end) = NowNs();
       *usage = CurrentProcessUsage();
       if (!start) CloseAllocationCount();
     });
   };
+  // Every call's end (its grant or failure) and whether it took a place:
+  // the counter's attempts between its two readings are those of the calls
+  // that ended between them (an Outcome is counted as its call returns),
+  // whenever they began. Counted against the measured grants instead (calls
+  // that began in the window), the calls waiting when it opened added their
+  // three attempts each without a grant: 64 x 3 over about 700 grants was
+  // the "0.32 beyond one" of round four.
+  struct Ended {
+    int64_t at;
+    bool placed;
+  };
+  std::vector<Ended> ended;
   std::vector<int64_t> per_thread(static_cast<size_t>(args.threads), 0);
   std::vector<std::thread> threads;
   for (int t = 0; t < args.threads; ++t) {
@@ -334,6 +357,10 @@ int RunFairWorker(const FairWorkerArgs& args) {
         }
         const int64_t granted = NowNs();
         const bool measured = call >= measure_from && granted <= end;
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          ended.push_back({granted, placed.load()});
+        }
         if (!lease.ok()) {
           if (measured) {
             ++failures;
@@ -360,10 +387,19 @@ int RunFairWorker(const FairWorkerArgs& args) {
   latch(started, &attempts_start, &usage_start);
   latch(stopped, &attempts_end, &usage_end);
   const ProcessUsage usage = UsageDelta(usage_end, usage_start);
+  int64_t counted_calls = 0, counted_queued = 0;
+  for (const Ended& e : ended) {
+    if (e.at > latched_start && e.at <= latched_end) {
+      ++counted_calls;
+      if (e.placed) ++counted_queued;
+    }
+  }
   Json holds_json = Json::array();
   for (const auto& [a, b] : holds) holds_json.push_back(Json::array({a, b}));
   Json j{{"grants", static_cast<int64_t>(holds.size())},
          {"attempts", attempts_end - attempts_start},
+         {"attempt_calls", counted_calls},
+         {"attempt_queued", counted_queued},
          {"queued", queued.load()},
          {"failures", failures.load()},
          {"measured_s", absl::ToDoubleSeconds(args.duration)},

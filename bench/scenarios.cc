@@ -121,7 +121,7 @@ const std::vector<Scenario>& AllScenarios() {
        .description =
            "the fair lock beside the mutex: one caller's acquire+release; one hot resource "
            "with --fair_processes processes x --fair_threads waiting threads (8x8): "
-           "throughput, hand-off, attempts per grant, the servers' CPU per grant, the spread "
+           "throughput, hand-off, attempts per call, the servers' CPU per grant, the spread "
            "of waiting times (only when named)",
        .run = RunFair,
        .smoke_ns = {3},
