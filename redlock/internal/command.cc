@@ -16,25 +16,46 @@ size_t ArrayHeaderLength(absl::string_view payload) {
 
 }  // namespace
 
-Command ScriptCommand(const Script& script, const std::vector<std::string>& keys,
-                      const std::vector<std::string>& args) {
+namespace {
+
+// EVALSHA sha numkeys keys... args..., for any range of args that convert
+// to absl::string_view.
+template <typename Args>
+Command EncodeScriptCall(const Script& script, const std::vector<std::string>& keys,
+                         const Args& args) {
   Command c;
   c.script = &script;
   size_t need = 96 + script.sha.size();
+  size_t nargs = 0;
   for (const auto& k : keys) need += k.size() + 16;
-  for (const auto& a : args) need += a.size() + 16;
+  for (absl::string_view a : args) {
+    need += a.size() + 16;
+    ++nargs;
+  }
   c.payload.reserve(need);
   c.expect = script.replies;
   if (!keys.empty()) c.slot = KeySlot(keys[0]);
-  AppendArrayHeader(&c.payload, 3 + keys.size() + args.size());
+  AppendArrayHeader(&c.payload, 3 + keys.size() + nargs);
   AppendBulk(&c.payload, "EVALSHA");
   AppendBulk(&c.payload, script.sha);
   char num[24];
   int len = snprintf(num, sizeof(num), "%zu", keys.size());
   AppendBulk(&c.payload, absl::string_view(num, static_cast<size_t>(len)));
   for (const auto& k : keys) AppendBulk(&c.payload, k);
-  for (const auto& a : args) AppendBulk(&c.payload, a);
+  for (absl::string_view a : args) AppendBulk(&c.payload, a);
   return c;
+}
+
+}  // namespace
+
+Command ScriptCommand(const Script& script, const std::vector<std::string>& keys,
+                      const std::vector<std::string>& args) {
+  return EncodeScriptCall(script, keys, args);
+}
+
+Command ScriptCommandOf(const Script& script, const std::vector<std::string>& keys,
+                        std::initializer_list<absl::string_view> args) {
+  return EncodeScriptCall(script, keys, args);
 }
 
 std::string EvalFallback(const Command& command) {

@@ -7,11 +7,13 @@
 #define REDLOCK_INTERNAL_COMMAND_H_
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "redlock/internal/reply.h"
 #include "redlock/internal/scripts.h"
 
@@ -70,6 +72,10 @@ struct Command {
 // EVALSHA script numkeys keys... args...
 Command ScriptCommand(const Script& script, const std::vector<std::string>& keys,
                       const std::vector<std::string>& args);
+// The same with views of the arguments (nothing copied before the payload:
+// the steady path's release).
+Command ScriptCommandOf(const Script& script, const std::vector<std::string>& keys,
+                        std::initializer_list<absl::string_view> args);
 
 // The EVAL form of a Command made by ScriptCommand.
 std::string EvalFallback(const Command& command);

@@ -69,13 +69,15 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       return;
     }
     auto release = std::make_shared<KeysRelease>();
-    release->keys = keys_;
+    // The op needs its keys no more: the release (shared with the retries)
+    // takes them.
+    release->keys = std::move(keys_);
     release->token = token;
-    release->channel_prefix = std::string(kReleaseChannelPrefix);
+    release->channel_prefix = kReleaseChannelPrefix;
     release->ttl = leases_[0].ttl();
     release->expires = leases_[0].acquired_at() + absl::ToChronoNanoseconds(release->ttl);
     release->command = lease_kind != LeaseKind::kPlain
-                           ? ReleaseCommand(lease_kind, keys_, token, kReleaseChannelPrefix)
+                           ? ReleaseCommand(lease_kind, release->keys, token, kReleaseChannelPrefix)
                            : ScriptRelease(*release);
     std::vector<int> never_set;
     for (int i = 0; i < ctx_->nodes(); ++i) {

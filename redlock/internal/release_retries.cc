@@ -9,12 +9,13 @@
 namespace redlock::internal {
 
 Command ScriptRelease(const KeysRelease& r) {
-  return r.keys.size() == 1
-             ? ScriptCommand(
-                   ReleaseOneScript(), r.keys,
-                   {r.token, r.channel_prefix.empty() ? std::string()
-                                                      : absl::StrCat(r.channel_prefix, r.keys[0])})
-             : ScriptCommand(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
+  if (r.keys.size() != 1) {
+    return ScriptCommandOf(ReleaseScript(), r.keys, {r.token, r.channel_prefix});
+  }
+  // The one key's channel: the prefix and the key.
+  std::string channel;
+  if (!r.channel_prefix.empty()) channel = absl::StrCat(r.channel_prefix, r.keys[0]);
+  return ScriptCommandOf(ReleaseOneScript(), r.keys, {r.token, channel});
 }
 
 ReleaseRetries::ReleaseRetries(Transport* transport, const Clock* clock, absl::Duration interval,

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "redlock/internal/clock.h"
 #include "redlock/internal/command.h"
@@ -36,8 +37,10 @@ struct KeysRelease {
   std::vector<std::string> keys;
   std::string token;
   // Prefix of the channel the release is announced on ("" announces
-  // nothing: a failed attempt's cleanup must not wake the waiters).
-  std::string channel_prefix;
+  // nothing: a failed attempt's cleanup must not wake the waiters). A
+  // constant of the library's (kReleaseChannelPrefix): not copied per
+  // release.
+  absl::string_view channel_prefix;
   // The keys' ttl, and when they expire at the latest if their SET ran when
   // sent (a key set later lives longer: see ReleaseRetries).
   absl::Duration ttl;

@@ -41,8 +41,8 @@ constexpr int kMeasuredCycles = 300;
 // commands and callbacks), and per node (the release's command copy and
 // its retry callback, NodeCalls::SendRelease). Lower these with the list
 // when an allocation goes.
-constexpr int kPerCycleBlocking = 38;
-constexpr int kPerCycleAsync = 40;  // plus the user callbacks' hand-off to the I/O thread
+constexpr int kPerCycleBlocking = 31;
+constexpr int kPerCycleAsync = 33;  // plus the user callbacks' hand-off to the I/O thread
 constexpr int kPerNode = 2;
 
 // The bound over `cycles` cycles on `nodes` nodes: the listed allocations,
