@@ -85,10 +85,12 @@
 //          history does not say when, so every overtake during its wait is
 //          excused) or "cancelled" (likewise); when it failed otherwise, at
 //          and after the earliest moment it can have left the queue (invoke.t
-//          + wait_ms, or without wait_ms its fail.t); when it has neither
-//          grant nor fail, from the first fault on its process (a nemesis
-//          event naming it as target or client) on. Each pair is reported
-//          once.
+//          + wait_ms, or without wait_ms its fail.t); and however it
+//          ended (neither grant nor fail included), from the first fault
+//          on its process while it waited (a nemesis event naming it as
+//          target or client) on: a paused or cut-off waiter's heartbeat
+//          stops and its place may lapse (it may wake past its deadline
+//          and fail wait_expired). Each pair is reported once.
 //      The bound it gives: a waiter A is overtaken (a later-invoked fair
 //      call granted while A waits, A not excused) only by calls that began
 //      while A was taking its place (invoke in (A.invoke.t, A.queued.t]):
