@@ -1086,6 +1086,23 @@ TEST(CheckerTest, AWaiterThatLeftLostItsPlaceOrDiedExcusesLaterGrants) {
     ASSERT_EQ(r.count(Property::kFirstCome), 1) << FormatReport(r);
     EXPECT_THAT(Tokens(*Of(r, Property::kFirstCome)[0]), ElementsAre(c3));
   }
+  {
+    // Paused from 100 to 3000 while it waited (its heartbeat stopped: its
+    // place lapsed), it woke past its deadline and failed wait_expired: a
+    // grant after the pause began is excused, one before it is not (the
+    // simulator's hour run, seed 20262055).
+    synthetic::Builder b;
+    b.FairCall("c2", 1, 10, 20, std::nullopt, 1000);
+    const std::string c3 = b.FairCall("c3", 1, 30, 40, 60);
+    b.Release("c3", 1, c3, 70);
+    b.Nemesis(100, "client_pause", "c2", FaultPhase::kStart, "SIGSTOP", {}, {"c2"});
+    const std::string c4 = b.FairCall("c4", 1, 110, 120, 200);
+    b.Release("c4", 1, c4, 300);
+    b.FairEnd("c2", 1, 3000, "wait_expired", "DEADLINE_EXCEEDED");
+    CheckResult r = Check(b.events);
+    ASSERT_EQ(r.count(Property::kFirstCome), 1) << FormatReport(r);
+    EXPECT_THAT(Tokens(*Of(r, Property::kFirstCome)[0]), ElementsAre(c3));
+  }
 }
 
 // The bound: a waiter overtaken by more calls than began while it took its
