@@ -123,7 +123,7 @@ NodeCalls::NodeCalls(Transport* transport, const Clock* clock, const Options& op
       node_timeout_(options.node_timeout),
       clusters_(KeyRoutedNodes(options, transport->size())),
       delivery_(transport, std::move(modes), std::move(commands), options.max_in_flight_per_node,
-                options.node_timeout),
+                ScriptlessTurnWait(options.node_timeout)),
       confirmations_(transport, clock, options),
       retries_(transport, clock, std::max(options.breaker_probe_interval, options.node_timeout),
                options.max_in_flight_per_node,

@@ -50,7 +50,7 @@ class ScriptDelivery {
   // `transport` must outlive this. `modes`: which nodes forbid scripting,
   // as their handshakes found (null: none known yet). At most
   // `max_waiting` transactions wait per script-free node, each at most
-  // `turn_wait` for its turn (the node timeout).
+  // `turn_wait` for its turn (ScriptlessTurnWait).
   // `commands`: which script-free commands each node has (null: none).
   ScriptDelivery(Transport* transport, std::shared_ptr<ScriptingModes> modes,
                  std::shared_ptr<ServerCommands> commands, size_t max_waiting,

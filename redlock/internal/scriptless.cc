@@ -73,6 +73,10 @@ struct ScriptlessRunner::Tx {
   ConnectionId conn = 0;              // phase 1's connection
 };
 
+absl::Duration ScriptlessTurnWait(absl::Duration node_timeout) {
+  return std::max(10 * node_timeout, absl::Seconds(1));
+}
+
 size_t ScriptlessRunner::Watched(const Tx& tx) {
   return Acquires(tx.kind) ? tx.locks : tx.keys.size();
 }
@@ -448,9 +452,9 @@ void ScriptlessRunner::TurnMissed(const std::shared_ptr<Tx>& tx) {
   // Never sent: nothing of it ran on the node (a release is retried as any
   // release that did not get through).
   tx->done(absl::UnavailableError(absl::StrCat(
-      "no reply within ", absl::FormatDuration(turn_wait_), ": not sent, ", ahead,
-      " transaction(s) ahead of it (the node forbids scripting: one WATCH ... EXEC at a "
-      "time, each waiting for its reply)")));
+      "not sent within ", absl::FormatDuration(turn_wait_), ": ", ahead,
+      " transaction(s) were ahead of it (the node forbids scripting: one WATCH ... EXEC at a "
+      "time)")));
 }
 
 void ScriptlessRunner::Next(int node, ConnectionId previous) {

@@ -108,6 +108,14 @@ std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes
 bool DecodeScriptCall(absl::string_view payload, std::vector<std::string>* keys,
                       std::vector<std::string>* args);
 
+// How long a script-free transaction waits for its turn on its node before
+// it fails as a node that did not answer: ten node timeouts, at least a
+// second. A queue forms under load (one WATCH ... EXEC at a time per node,
+// two round trips each) and must not fail votes that a busy node would
+// give; the bound keeps a vote within the call's deadline when the node is
+// slow for every transaction ahead of it.
+absl::Duration ScriptlessTurnWait(absl::Duration node_timeout);
+
 class ScriptlessRunner {
  public:
   // Told the connection a transaction's writes (its MULTI ... EXEC) went on,
@@ -121,10 +129,10 @@ class ScriptlessRunner {
 
   // `transport` must outlive this. At most `max_waiting` transactions wait
   // per node (Options::max_in_flight_per_node); more are refused at once. A
-  // transaction whose turn has not come within `turn_wait` (the node
-  // timeout) leaves the queue and fails as a node that did not answer: a
-  // vote waits for its node's deadline, not for every transaction ahead of
-  // it (each may take that long on a node that stopped answering in step).
+  // transaction whose turn has not come within `turn_wait`
+  // (ScriptlessTurnWait) leaves the queue and fails as a node that did not
+  // answer: a vote does not wait for every transaction ahead of it, each of
+  // which may take up to a node timeout.
   ScriptlessRunner(Transport* transport, size_t max_waiting, absl::Duration turn_wait);
   ~ScriptlessRunner();
   ScriptlessRunner(const ScriptlessRunner&) = delete;
