@@ -82,9 +82,15 @@ TEST_P(RwLockTest, ReadersShareAndExcludeWritersWhoExcludeEveryone) {
   w = rb.TryAcquireExclusive(absl::Seconds(10));
   REDLOCK_ASSERT_OK(w);
   EXPECT_FALSE(w->shared());
-  // TryAcquire returns at a quorum: node 0 may answer a moment later.
-  EXPECT_EQ(testkit::Eventually([&] { return Get(0, "cat"); }, w->token()), w->token())
-      << "a writer holds the plain lock key";
+  // A writer holds the plain lock key on a quorum (not every node: the
+  // readers' releases return at a quorum too, and one still on its way may
+  // make a node refuse the writer).
+  auto writer_keys = [&] {
+    int n = 0;
+    for (int i = 0; i < 5; ++i) n += Get(i, "cat") == w->token() ? 1 : 0;
+    return n >= 3;
+  };
+  EXPECT_TRUE(testkit::Eventually(writer_keys, true)) << "a writer holds the plain lock key";
 
   absl::StatusOr<Lease> r3 = ra.TryAcquireShared(absl::Seconds(10));
   EXPECT_TRUE(absl::IsAborted(r3.status())) << r3.status();
