@@ -640,7 +640,8 @@ void World::CheckRecovery() {
 }
 
 // L3's explanations: a fault that stops the client or the node, or resets
-// or cuts the connection between them, while the TRYAGAIN's retry window
+// or cuts the connection between them, or moves the client's clock past the
+// retry's deadline (a monotonic jump), while the TRYAGAIN's retry window
 // was open (from a node timeout before the answer to two after it). The
 // library retries on the connection the command went on and within the
 // node's deadline; a paused client's deadline passes while it sleeps, and a
@@ -648,9 +649,10 @@ void World::CheckRecovery() {
 // documented. A fault on other nodes or other clients explains nothing
 // (but a partition's, whose shape decides the pairs it cuts).
 bool World::RetryCutShort(const SimViolation& v) const {
-  static const char* const kKinds[] = {"client_pause", "pause",     "reset", "reset_after_reply",
-                                       "partition",    "link_down", "kill",  "restart",
-                                       "ack_loss",     "failover"};
+  static const char* const kKinds[] = {
+      "client_pause", "client_clock_jump", "pause",     "reset",     "reset_after_reply",
+      "refuse",       "client_kill",       "partition", "link_down", "kill",
+      "restart",      "ack_loss",          "failover"};
   const int64_t timeout = Ms(config_.node_timeout_ms);
   for (const InjectedFault& f : out_.injected) {
     if (std::find_if(std::begin(kKinds), std::end(kKinds),
