@@ -45,8 +45,16 @@ TEST_F(ScriptlessTest, HealthShowsWhichNodesForbidScripting) {
   for (const NodeHealth& n : h) EXPECT_TRUE(n.connected) << n.node << ": " << n.last_error;
 }
 
+// The scripts' path and the transactions' path, without the server's own
+// compare-and-set commands (a Valkey 9.1 releases with DELIFEQ and extends
+// with SET IFEQ wherever it can: servers_test.cc covers those).
+Options ScriptsOrTransactions(Options o) {
+  o.server_commands = false;
+  return o;
+}
+
 TEST_F(ScriptlessTest, ReleaseAndExtendUseTransactionsOnlyWhereScriptsAreForbidden) {
-  auto client = Client::Create(MakeOptions());
+  auto client = Client::Create(ScriptsOrTransactions(MakeOptions()));
   ASSERT_TRUE(client.ok()) << client.status();
   absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
@@ -214,7 +222,7 @@ TEST_F(ScriptlessTest, TheFairLockIsRefusedNamingTheNode) {
 }
 
 TEST_F(ScriptlessTest, ScriptingRevokedWhileRunningSwitchesThePath) {
-  Options o = MakeOptions();
+  Options o = ScriptsOrTransactions(MakeOptions());
   auto client = Client::Create(o);
   ASSERT_TRUE(client.ok()) << client.status();
   ASSERT_FALSE((*client)->Health()[1].scriptless);
