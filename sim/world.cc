@@ -488,14 +488,15 @@ void World::Write(uint64_t conn, std::vector<Argv> commands, int64_t handed_at) 
       // lately, or the copy an ASK sent to the importing master (the
       // library's deadline runs from the original's send: node_calls.cc).
       // The library sends ASKING only after an ASK to a send of this
-      // command, however long that answer took (hour-run seed 20273633:
+      // command (and the copy a MOVED sends continues the chain too, seed
+      // 20315974), however long that answer took (hour-run seed 20273633:
       // the ASK came 56 ms after a send with a 50 ms node timeout, and the
       // copy's TRYAGAIN was rightly the node's last answer).
       auto& [start, last] = tryagain_chain_[key];
       const int64_t at = handed_at >= 0 ? handed_at : ClientNow(c.client);
       const int64_t timeout = config_.node_timeout_ms * 1000000;
-      const bool ask_copy = asking && start > 0;
-      if (!ask_copy && (last == 0 || at - last > timeout)) start = at;
+      const bool copy = (asking || redirected_.erase(key) > 0) && start > 0;
+      if (!copy && (last == 0 || at - last > timeout)) start = at;
       asking = false;
     }
   }
@@ -759,6 +760,13 @@ void World::Process(Conn& c) {
     if (replies.size() > before && replies.back().is_error() &&
         absl::StartsWith(replies.back().str, "TRYAGAIN")) {
       tryagain = RetryKey(argv);
+    }
+    // A MOVED or ASK: the library sends this command again to the master
+    // named, and its TRYAGAIN deadline still runs from the first send (L3).
+    if (replies.size() > before && replies.back().is_error() &&
+        (absl::StartsWith(replies.back().str, "MOVED ") ||
+         absl::StartsWith(replies.back().str, "ASK "))) {
+      redirected_.insert({c.client, member.voter, RetryKey(argv)});
     }
   }
   if (!c.inbox.empty()) c.inbox_seq = seq_++;

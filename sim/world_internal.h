@@ -384,6 +384,9 @@ class World final : public TransportHost {
   // TRYAGAIN retries (the library's deadline runs from it), and when its
   // last TRYAGAIN came.
   std::map<std::tuple<int, int, std::string>, std::pair<int64_t, int64_t>> tryagain_chain_;
+  // (client, voter, command) answered MOVED or ASK: its next send is a copy
+  // that continues the TRYAGAIN chain (L3).
+  std::set<std::tuple<int, int, std::string>> redirected_;
   // Per (client, lock token): the commands (RetryKey) the client wrote that
   // carry the token. A second kind means the attempt moved on (its release,
   // its fencing commit): decided by the other nodes, so a TRYAGAIN that
