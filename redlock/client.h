@@ -325,6 +325,35 @@ class Client {
   virtual const Options& options() const = 0;
 };
 
+// The Client's calls on a lease, which the lock family's types (FairLock,
+// ReadWriteLock) offer as their own: whichever call took a lease, these
+// work on it, and what a release announces or frees is the lease's.
+class LeaseCalls {
+ public:
+  // Client::Extend.
+  [[nodiscard]] absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) {
+    return client_->Extend(lease, ttl);
+  }
+  // Client::Release: a fair holder's place is taken out and the next waiter
+  // woken; the last reader's or a writer's release is announced to waiters.
+  [[nodiscard]] absl::Status Release(const Lease& lease) { return client_->Release(lease); }
+  // Client::AutoRenew: renews the lease until released or lost.
+  [[nodiscard]] absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
+      const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
+    return client_->AutoRenew(lease, std::move(options), std::move(on_lost));
+  }
+
+ protected:
+  // REQUIRES: `client` is not null and outlives the object.
+  explicit LeaseCalls(Client* client) : client_(client) {}
+  ~LeaseCalls() = default;
+  // Copies share the client; the client pointer is fixed for good.
+  LeaseCalls(const LeaseCalls&) = default;
+  LeaseCalls& operator=(const LeaseCalls&) = delete;
+
+  Client* const client_;  // the client the calls go to
+};
+
 }  // namespace redlock
 
 #endif  // REDLOCK_CLIENT_H_

@@ -71,14 +71,12 @@ std::string Election::IdentityOf(absl::string_view token) {
 Client::FamilyRequest Election::Request(absl::string_view identity,
                                         std::optional<absl::Duration> wait, const StopToken& stop,
                                         const CampaignOptions& options) const {
-  Client::FamilyRequest r;
-  r.kind = Client::FamilyRequest::Kind::kLeader;
-  r.resource = resource_;
-  r.identity = std::string(identity);
-  r.ttl = options.ttl;
-  r.wait = wait;
-  r.stop = stop;
-  return r;
+  return {.kind = Client::FamilyRequest::Kind::kLeader,
+          .resource = resource_,
+          .ttl = options.ttl,
+          .wait = wait,
+          .stop = stop,
+          .identity = std::string(identity)};
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> Election::Adopt(

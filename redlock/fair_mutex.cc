@@ -7,18 +7,16 @@
 namespace redlock {
 
 FairLock::FairLock(Client* client, std::string resource, FairOptions options)
-    : client_(client), resource_(std::move(resource)), options_(std::move(options)) {}
+    : LeaseCalls(client), resource_(std::move(resource)), options_(std::move(options)) {}
 
 Client::FamilyRequest FairLock::Request(absl::Duration ttl, std::optional<absl::Duration> wait,
                                         const StopToken& stop) const {
-  Client::FamilyRequest r;
-  r.kind = Client::FamilyRequest::Kind::kFair;
-  r.resource = resource_;
-  r.ttl = ttl;
-  r.wait = wait;
-  r.stop = stop;
-  r.place_ttl = options_.place_ttl;
-  return r;
+  return {.kind = Client::FamilyRequest::Kind::kFair,
+          .resource = resource_,
+          .ttl = ttl,
+          .wait = wait,
+          .stop = stop,
+          .place_ttl = options_.place_ttl};
 }
 
 Lease FairLock::ForToken(std::string token) const {

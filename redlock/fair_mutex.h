@@ -110,7 +110,7 @@ struct FairNodeView {
 //   redlock::FairLock jobs(client.get(), "jobs/import");
 //   absl::StatusOr<redlock::Lease> l = jobs.Acquire(absl::Seconds(10), absl::Seconds(30));
 //   if (l.ok()) { Work(l->fencing_token()); (void)jobs.Release(*l); }
-class FairLock {
+class FairLock : public LeaseCalls {
  public:
   // `client` must outlive the lock; a cheap object, any number per resource.
   FairLock(Client* client, std::string resource, FairOptions options = FairOptions());
@@ -128,18 +128,6 @@ class FairLock {
   // The same; `done` runs on the client's I/O thread.
   void AcquireAsync(absl::Duration ttl, absl::Duration wait, const StopToken& stop,
                     Client::LeaseCallback done);
-
-  // The Client's calls on the lease.
-  [[nodiscard]] absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) {
-    return client_->Extend(lease, ttl);
-  }
-  // Also takes the holder's place out, and wakes the next waiter.
-  [[nodiscard]] absl::Status Release(const Lease& lease) { return client_->Release(lease); }
-  // Renews the lease until released or lost (Client::AutoRenew).
-  [[nodiscard]] absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
-      const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
-    return client_->AutoRenew(lease, std::move(options), std::move(on_lost));
-  }
 
   // A fair lease of this resource from its token alone, as Lease::ForToken
   // makes a plain one (for a holder in another process: `redlock acquire
@@ -162,7 +150,6 @@ class FairLock {
   Client::FamilyRequest Request(absl::Duration ttl, std::optional<absl::Duration> wait,
                                 const StopToken& stop) const;
 
-  Client* const client_;
   const std::string resource_;
   const FairOptions options_;
 };

@@ -25,18 +25,16 @@ Client::FamilyCallback Single(Client::LeaseCallback done) {
 }  // namespace
 
 ReadWriteLock::ReadWriteLock(Client* client, std::string resource)
-    : client_(client), resource_(std::move(resource)) {}
+    : LeaseCalls(client), resource_(std::move(resource)) {}
 
 Client::FamilyRequest ReadWriteLock::Request(bool shared, absl::Duration ttl,
                                              std::optional<absl::Duration> wait,
                                              const StopToken& stop) const {
-  Client::FamilyRequest r;
-  r.kind = shared ? Kind::kReader : Kind::kWriter;
-  r.resource = resource_;
-  r.ttl = ttl;
-  r.wait = wait;
-  r.stop = stop;
-  return r;
+  return {.kind = shared ? Kind::kReader : Kind::kWriter,
+          .resource = resource_,
+          .ttl = ttl,
+          .wait = wait,
+          .stop = stop};
 }
 
 absl::StatusOr<Lease> ReadWriteLock::Blocking(bool shared, absl::Duration ttl,

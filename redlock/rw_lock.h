@@ -99,7 +99,7 @@ struct ReadWriteNodeView {
 
 // ReadWriteLock: shared leases for readers, an exclusive lease for one
 // writer, writer preference (see the top of this file).
-class ReadWriteLock {
+class ReadWriteLock : public LeaseCalls {
  public:
   // A reader-writer lock on `resource` (a lock name, as Client takes it).
   // REQUIRES: `client` is not null, outlives it, and was made by
@@ -130,18 +130,10 @@ class ReadWriteLock {
   void AcquireExclusiveAsync(absl::Duration ttl, absl::Duration wait, const StopToken& stop,
                              Client::LeaseCallback done);
 
-  // ---- Either kind (the Client's calls, for convenience) ----
-  // Client::Extend: a reader's or a writer's lease.
-  [[nodiscard]] absl::StatusOr<Lease> Extend(const Lease& lease, absl::Duration ttl) {
-    return client_->Extend(lease, ttl);
-  }
-  // Releasing the last reader, or a writer, announces it to waiters.
-  [[nodiscard]] absl::Status Release(const Lease& lease) { return client_->Release(lease); }
-  // Client::AutoRenew: a reader's or a writer's lease.
-  [[nodiscard]] absl::StatusOr<std::unique_ptr<Renewal>> AutoRenew(
-      const Lease& lease, RenewOptions options, absl::AnyInvocable<void(absl::Status)> on_lost) {
-    return client_->AutoRenew(lease, std::move(options), std::move(on_lost));
-  }
+  // ---- Either kind ----
+  // Extend, Release and AutoRenew (LeaseCalls) work on a reader's and a
+  // writer's lease; releasing the last reader, or a writer, announces it to
+  // waiters.
 
   // Every node's view of the lock (read-only).
   [[nodiscard]] absl::StatusOr<std::vector<ReadWriteNodeView>> Inspect();
@@ -159,7 +151,6 @@ class ReadWriteLock {
   void Async(bool shared, absl::Duration ttl, absl::Duration wait, const StopToken& stop,
              Client::LeaseCallback done);
 
-  Client* const client_;
   const std::string resource_;
 };
 

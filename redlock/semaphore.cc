@@ -16,14 +16,12 @@ std::string Semaphore::PermitResource(int slot) const {
 
 Client::FamilyRequest Semaphore::Request(absl::Duration ttl, std::optional<absl::Duration> wait,
                                          const StopToken& stop) const {
-  Client::FamilyRequest r;
-  r.kind = Client::FamilyRequest::Kind::kPermit;
-  r.resource = resource_;
-  r.permits = permits_;
-  r.ttl = ttl;
-  r.wait = wait;
-  r.stop = stop;
-  return r;
+  return {.kind = Client::FamilyRequest::Kind::kPermit,
+          .resource = resource_,
+          .ttl = ttl,
+          .wait = wait,
+          .stop = stop,
+          .permits = permits_};
 }
 
 absl::StatusOr<Permit> Semaphore::Blocking(absl::Duration ttl, std::optional<absl::Duration> wait,

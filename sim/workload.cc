@@ -110,13 +110,7 @@ void World::WorkerNext(int client) {
   w.ops.clear();
   for (const std::string& r : resources) {
     w.ops.push_back(++w.op);
-    chaos::Event e;
-    e.type = chaos::EventType::kInvoke;
-    e.type_name = "invoke";
-    e.t = now_;
-    e.process = ctx.name;
-    e.op = w.ops.back();
-    e.resource = r;
+    chaos::Event e = NewEvent(chaos::EventType::kInvoke, now_, client, w.ops.back(), r);
     e.ttl_ms = config_.ttl_ms;
     if (config_.primitive == Primitive::kFair) {
       // A fair call (the lab's invoke mode "fair"): how long it may wait,
@@ -252,13 +246,7 @@ void World::WorkerNext(int client) {
       if (config_.wait_ms > 0) r.wait = wait;
       r.place_ttl = absl::Milliseconds(config_.place_ttl_ms);
       r.on_queued = [this, client, op = w.ops[0], resource = resources[0]] {
-        chaos::Event e;
-        e.type = chaos::EventType::kQueued;
-        e.type_name = "queued";
-        e.t = now_;
-        e.process = clients_[static_cast<size_t>(client)].name;
-        e.op = op;
-        e.resource = resource;
+        chaos::Event e = NewEvent(chaos::EventType::kQueued, now_, client, op, resource);
         Record(e);
         OnMarker(client, "queued");
       };
@@ -324,13 +312,8 @@ void World::WorkerAcquired(int client, absl::StatusOr<Hold> held) {
       invoke.wait_ms = std::min(invoke.wait_ms, (now_ - w.invoked_at) / 1000000);
     }
     for (size_t i = 0; i < w.invoked_resources.size(); ++i) {
-      chaos::Event e;
-      e.type = chaos::EventType::kFail;
-      e.type_name = "fail";
-      e.t = now_;
-      e.process = ctx.name;
-      e.op = w.ops[i];
-      e.resource = w.invoked_resources[i];
+      chaos::Event e =
+          NewEvent(chaos::EventType::kFail, now_, client, w.ops[i], w.invoked_resources[i]);
       e.code = code;
       e.error = std::string(held.status().message());
       // What the library says happened (the lab records it too; S8 excuses
@@ -356,13 +339,7 @@ void World::WorkerAcquired(int client, absl::StatusOr<Hold> held) {
                                      static_cast<double>(config_.drift_floor_ms)));
   for (size_t i = 0; i < h.resources.size(); ++i) {
     const Lease& lease = h.leases[std::min(i, h.leases.size() - 1)];
-    chaos::Event e;
-    e.type = chaos::EventType::kGrant;
-    e.type_name = "grant";
-    e.t = now_;
-    e.process = ctx.name;
-    e.op = h.ops[i];
-    e.resource = h.resources[i];
+    chaos::Event e = NewEvent(chaos::EventType::kGrant, now_, client, h.ops[i], h.resources[i]);
     e.token = lease.token();
     e.start = TrueFromClient(client, lease.acquired_at());
     e.valid_until = TrueFromClient(client, lease.valid_until());
@@ -418,13 +395,9 @@ void World::NoteExtension(int client) {
   if (vu == h.seen_valid_until) return;
   h.seen_valid_until = vu;
   for (size_t i = 0; i < h.resources.size() && i < now_leases.size(); ++i) {
-    chaos::Event e;
-    e.type = chaos::EventType::kExtend;
-    e.type_name = "extend";
-    e.t = TrueFromClient(client, now_leases[i].acquired_at());
-    e.process = clients_[static_cast<size_t>(client)].name;
-    e.op = h.ops[i];
-    e.resource = h.resources[i];
+    chaos::Event e =
+        NewEvent(chaos::EventType::kExtend, TrueFromClient(client, now_leases[i].acquired_at()),
+                 client, h.ops[i], h.resources[i]);
     e.token = now_leases[i].token();
     e.valid_until = TrueFromClient(client, now_leases[i].valid_until());
     e.ok = true;
@@ -462,13 +435,8 @@ void World::WorkerUse(int client) {
       Hold& hh = *x.hold;
       for (size_t i = 0; i < hh.resources.size(); ++i) {
         const Lease& now_lease = r.ok() ? (*r)[std::min(i, r->size() - 1)] : hh.leases[i];
-        chaos::Event e;
-        e.type = chaos::EventType::kExtend;
-        e.type_name = "extend";
-        e.t = t0;
-        e.process = clients_[static_cast<size_t>(client)].name;
-        e.op = hh.ops[i];
-        e.resource = hh.resources[i];
+        chaos::Event e =
+            NewEvent(chaos::EventType::kExtend, t0, client, hh.ops[i], hh.resources[i]);
         e.token = hh.token;
         e.valid_until = TrueFromClient(client, now_lease.valid_until());
         e.ok = r.ok();
@@ -504,7 +472,6 @@ void World::WorkerUseNow(int client) {
   Worker& w = workers_[static_cast<size_t>(client)];
   if (!w.hold.has_value()) return;
   Hold& h = *w.hold;
-  ClientCtx& ctx = clients_[static_cast<size_t>(client)];
   int64_t left = INT64_MAX;
   for (size_t i = 0; i < h.leases.size(); ++i) {
     left = std::min(left, std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -525,22 +492,7 @@ void World::WorkerUseNow(int client) {
     if (fenced && token.has_value()) {
       if (*token < s.fence) {
         // The fence refused even the read: a newer holder exists.
-        chaos::Event e;
-        e.type = chaos::EventType::kUse;
-        e.type_name = "use";
-        e.t = now_;
-        e.process = ctx.name;
-        e.op = h.ops[i];
-        e.resource = h.resources[i];
-        e.token = h.token;
-        e.begin = begin;
-        e.end = now_;
-        e.read = -1;
-        e.wrote = -1;
-        e.accepted = false;
-        e.fencing_token = token;
-        e.write = !h.read_only;
-        Record(e);
+        RecordUse(client, h, i, begin, {.read = -1, .wrote = -1, .accepted = false}, token);
         WorkerRelease(client);
         return;
       }
@@ -558,12 +510,26 @@ void World::WorkerUseNow(int client) {
               [this, client, begin, reads] { WorkerWrite(client, begin, reads); });
 }
 
+void World::RecordUse(int client, const Hold& h, size_t i, int64_t begin, UseResult result,
+                      std::optional<uint64_t> fencing) {
+  chaos::Event e = NewEvent(chaos::EventType::kUse, now_, client, h.ops[i], h.resources[i]);
+  e.token = h.token;
+  e.begin = begin;
+  e.end = now_;
+  e.read = result.read;
+  e.wrote = result.wrote;
+  e.accepted = result.accepted;
+  e.fencing_token = fencing;
+  e.write = !h.read_only;
+  e.write_at = result.write_at;
+  Record(e);
+}
+
 void World::WorkerWrite(int client, int64_t begin, std::vector<int64_t> reads) {
   Worker& w = workers_[static_cast<size_t>(client)];
   w.in_use = false;
   if (!w.hold.has_value()) return;
   Hold& h = *w.hold;
-  ClientCtx& ctx = clients_[static_cast<size_t>(client)];
   const bool fenced = config_.fenced_store && h.mode != "slot";
   for (size_t i = 0; i < h.resources.size() && i < reads.size(); ++i) {
     Store& s = store_[h.resources[i]];
@@ -583,23 +549,12 @@ void World::WorkerWrite(int client, int64_t begin, std::vector<int64_t> reads) {
       }
       if (accepted) s.value = reads[i] + 1;
     }
-    chaos::Event e;
-    e.type = chaos::EventType::kUse;
-    e.type_name = "use";
-    e.t = now_;
-    e.process = ctx.name;
-    e.op = h.ops[i];
-    e.resource = h.resources[i];
-    e.token = h.token;
-    e.begin = begin;
-    e.end = now_;
-    e.read = reads[i];
-    e.wrote = h.read_only ? reads[i] : reads[i] + 1;
-    e.accepted = accepted;
-    if (fenced && token.has_value()) e.fencing_token = token;
-    e.write = !h.read_only;
-    e.write_at = write_at;
-    Record(e);
+    RecordUse(client, h, i, begin,
+              {.read = reads[i],
+               .wrote = h.read_only ? reads[i] : reads[i] + 1,
+               .accepted = accepted,
+               .write_at = write_at},
+              fenced ? token : std::nullopt);
   }
   ++h.uses;
   w.last_marker = "use_end";
@@ -642,13 +597,8 @@ void World::WorkerRelease(int client) {
       if (!y.hold.has_value()) return;
       Hold& hh = *y.hold;
       for (size_t i = 0; i < hh.resources.size(); ++i) {
-        chaos::Event e;
-        e.type = chaos::EventType::kRelease;
-        e.type_name = "release";
-        e.t = t0;
-        e.process = clients_[static_cast<size_t>(client)].name;
-        e.op = hh.ops[i];
-        e.resource = hh.resources[i];
+        chaos::Event e =
+            NewEvent(chaos::EventType::kRelease, t0, client, hh.ops[i], hh.resources[i]);
         e.token = hh.token;
         e.end = now_;
         e.ok = st.ok();

@@ -1056,6 +1056,18 @@ void World::ObserveKeys(int member, const std::vector<std::string>& keys, bool w
 
 void World::Record(const chaos::Event& e) { events_log_.push_back(e); }
 
+chaos::Event World::NewEvent(chaos::EventType type, int64_t t, int client, int64_t op,
+                             const std::string& resource) const {
+  chaos::Event e;
+  e.type = type;
+  e.type_name = std::string(chaos::EventTypeName(type));
+  e.t = t;
+  if (client >= 0) e.process = clients_[static_cast<size_t>(client)].name;
+  e.op = op;
+  e.resource = resource;
+  return e;
+}
+
 // ---- A run ---------------------------------------------------------------------------------
 
 RunOutput World::Run() {

@@ -359,6 +359,20 @@ class World final : public TransportHost {
   // History (JSON lines) and the events as the checker reads them.
   std::vector<chaos::Event> events_log_;
   void Record(const chaos::Event& e);
+  // An event of `type` at true time `t` by `client` (-1: none) on its
+  // call `op` and `resource`; the caller adds the type's own fields.
+  // A use of the store by `client` on resource `i` of its hold, begun at
+  // `begin`, ending now; `fencing`: the token the store checked, if any.
+  struct UseResult {
+    int64_t read = -1;   // the value read, -1: refused
+    int64_t wrote = -1;  // the value written, the read for a read-only use
+    bool accepted = false;
+    int64_t write_at = 0;  // 0: not recorded
+  };
+  void RecordUse(int client, const Hold& h, size_t i, int64_t begin, UseResult result,
+                 std::optional<uint64_t> fencing);
+  chaos::Event NewEvent(chaos::EventType type, int64_t t, int client, int64_t op,
+                        const std::string& resource) const;
   // Faults.
   std::map<uint64_t, ActiveFault> active_;
   uint64_t next_fault_ = 1;
