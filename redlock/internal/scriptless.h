@@ -47,7 +47,8 @@
 // left then is dropped, and its keys go at their ttl.
 //
 // Scripts with no script-free form (the lock family's, say) are refused on
-// such a node with an error naming it.
+// such a node with an error naming it. Each script's form (its reads, its
+// writes, its reply) is in scriptless_forms.h; this file runs them.
 //
 // Thread-safe. Callbacks run on the transport's thread, never inline.
 
@@ -158,7 +159,6 @@ class ScriptlessRunner {
 
   // The keys phase 1 watches and reads: an acquisition's lock keys (its
   // counters are read inside MULTI), every key of the others.
-  static size_t Watched(const Tx& tx);
   ConnectionId SendPhase1(const std::shared_ptr<Tx>& tx);
   void OnPhase1(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r);
   void OnPhase2(const std::shared_ptr<Tx>& tx, absl::StatusOr<Reply> r);
