@@ -400,26 +400,10 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
         if (outcome == Round::Outcome::kSucceeded) {
           op()->CommittedLocked();
         } else if (outcome == Round::Outcome::kFailed) {
-          // A refusal means the key was gone when the commit came: it
-          // expired (the attempt outlived its ttl: the client stopped
-          // between the rounds), or the node lost it (a restart without
-          // persistence, a failover, a clock jump). Nobody else can have
-          // taken it from a live key (SET NX): not "held by another
-          // client" but a node fault, worth another attempt (the
-          // simulator's hour run, seed 20288345: a restart between the
-          // rounds).
-          const absl::Duration elapsed = absl::FromChrono(ctx_->clock().Now() - start_);
-          const bool expired = elapsed >= ttl_ - DriftAllowance(ttl_, ctx_->options());
-          absl::Status st = commit_round_.Failure(
-              absl::StrCat(op()->What(), " (fencing round)"), "confirmed", commit_lost_,
-              expired ? absl::StatusCode::kDeadlineExceeded : absl::StatusCode::kUnavailable);
-          if (expired) {
-            st = absl::Status(
-                st.code(),
-                absl::StrCat(st.message(), "; the attempt took ", absl::FormatDuration(elapsed),
-                             " of the ", absl::FormatDuration(ttl_), " ttl: its keys had expired"));
-          }
-          FailAttemptLocked(std::move(st));
+          // The key was gone when the commit came (FenceCommitFailure).
+          FailAttemptLocked(FenceCommitFailure(commit_round_, op()->What(), commit_lost_,
+                                               absl::FromChrono(ctx_->clock().Now() - start_), ttl_,
+                                               ctx_->options()));
         }
       }
     }

@@ -74,4 +74,17 @@ absl::Status AttemptPolicy::Cancelled(absl::string_view what, int attempt) {
                                            attempt > 0 ? AttemptCount(attempt) : ""));
 }
 
+absl::Status FenceCommitFailure(const Round& round, absl::string_view what, absl::string_view lost,
+                                absl::Duration elapsed, absl::Duration ttl,
+                                const Options& options) {
+  const bool expired = elapsed >= ttl - DriftAllowance(ttl, options);
+  absl::Status st =
+      round.Failure(absl::StrCat(what, " (fencing round)"), "confirmed", lost,
+                    expired ? absl::StatusCode::kDeadlineExceeded : absl::StatusCode::kUnavailable);
+  if (!expired) return st;
+  return absl::Status(
+      st.code(), absl::StrCat(st.message(), "; the attempt took ", absl::FormatDuration(elapsed),
+                              " of the ", absl::FormatDuration(ttl), " ttl: its keys had expired"));
+}
+
 }  // namespace redlock::internal

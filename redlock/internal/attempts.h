@@ -56,6 +56,19 @@ class AttemptPolicy {
   absl::Duration pause_;  // the next polling pause of a wait
 };
 
+class Round;
+
+// Why a fencing commit failed (its round refused, docs/design.md 5.10): the
+// key was gone when the commit came. It expired (the attempt, `elapsed`
+// since its start, outlived its `ttl` less the drift allowance: the client
+// stopped between the rounds; kDeadlineExceeded) or the node lost it (a
+// restart without persistence, a failover, a clock jump; kUnavailable,
+// worth another attempt). Nobody else can have taken it from a live key
+// (SET NX): never "held by another client" (the simulator's hour run, seed
+// 20288345: a restart between the rounds).
+absl::Status FenceCommitFailure(const Round& round, absl::string_view what, absl::string_view lost,
+                                absl::Duration elapsed, absl::Duration ttl, const Options& options);
+
 }  // namespace redlock::internal
 
 #endif  // REDLOCK_INTERNAL_ATTEMPTS_H_
