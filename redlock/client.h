@@ -289,6 +289,18 @@ class Client {
     // this one), on the client's transport thread; must not block. Not
     // called when the lock is granted without a place (nobody waited).
     std::function<void()> on_queued;
+
+    // A request of `kind` on `resource`, the other fields at their defaults.
+    static FamilyRequest Of(Kind kind, std::string resource, absl::Duration ttl,
+                            std::optional<absl::Duration> wait, StopToken stop) {
+      FamilyRequest r;
+      r.kind = kind;
+      r.resource = std::move(resource);
+      r.ttl = ttl;
+      r.wait = wait;
+      r.stop = std::move(stop);
+      return r;
+    }
   };
   // What a family acquisition grants.
   struct FamilyGrant {

@@ -71,12 +71,10 @@ std::string Election::IdentityOf(absl::string_view token) {
 Client::FamilyRequest Election::Request(absl::string_view identity,
                                         std::optional<absl::Duration> wait, const StopToken& stop,
                                         const CampaignOptions& options) const {
-  return {.kind = Client::FamilyRequest::Kind::kLeader,
-          .resource = resource_,
-          .ttl = options.ttl,
-          .wait = wait,
-          .stop = stop,
-          .identity = std::string(identity)};
+  Client::FamilyRequest r = Client::FamilyRequest::Of(Client::FamilyRequest::Kind::kLeader,
+                                                      resource_, options.ttl, wait, stop);
+  r.identity = std::string(identity);
+  return r;
 }
 
 absl::StatusOr<std::unique_ptr<Leadership>> Election::Adopt(

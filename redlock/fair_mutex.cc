@@ -11,12 +11,10 @@ FairLock::FairLock(Client* client, std::string resource, FairOptions options)
 
 Client::FamilyRequest FairLock::Request(absl::Duration ttl, std::optional<absl::Duration> wait,
                                         const StopToken& stop) const {
-  return {.kind = Client::FamilyRequest::Kind::kFair,
-          .resource = resource_,
-          .ttl = ttl,
-          .wait = wait,
-          .stop = stop,
-          .place_ttl = options_.place_ttl};
+  Client::FamilyRequest r =
+      Client::FamilyRequest::Of(Client::FamilyRequest::Kind::kFair, resource_, ttl, wait, stop);
+  r.place_ttl = options_.place_ttl;
+  return r;
 }
 
 Lease FairLock::ForToken(std::string token) const {

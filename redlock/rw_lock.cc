@@ -30,11 +30,8 @@ ReadWriteLock::ReadWriteLock(Client* client, std::string resource)
 Client::FamilyRequest ReadWriteLock::Request(bool shared, absl::Duration ttl,
                                              std::optional<absl::Duration> wait,
                                              const StopToken& stop) const {
-  return {.kind = shared ? Kind::kReader : Kind::kWriter,
-          .resource = resource_,
-          .ttl = ttl,
-          .wait = wait,
-          .stop = stop};
+  return Client::FamilyRequest::Of(shared ? Kind::kReader : Kind::kWriter, resource_, ttl, wait,
+                                   stop);
 }
 
 absl::StatusOr<Lease> ReadWriteLock::Blocking(bool shared, absl::Duration ttl,

@@ -16,12 +16,10 @@ std::string Semaphore::PermitResource(int slot) const {
 
 Client::FamilyRequest Semaphore::Request(absl::Duration ttl, std::optional<absl::Duration> wait,
                                          const StopToken& stop) const {
-  return {.kind = Client::FamilyRequest::Kind::kPermit,
-          .resource = resource_,
-          .ttl = ttl,
-          .wait = wait,
-          .stop = stop,
-          .permits = permits_};
+  Client::FamilyRequest r =
+      Client::FamilyRequest::Of(Client::FamilyRequest::Kind::kPermit, resource_, ttl, wait, stop);
+  r.permits = permits_;
+  return r;
 }
 
 absl::StatusOr<Permit> Semaphore::Blocking(absl::Duration ttl, std::optional<absl::Duration> wait,

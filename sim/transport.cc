@@ -18,6 +18,7 @@ namespace {
 
 using internal::Command;
 using internal::ConnectionId;
+using internal::LostReplyError;
 using internal::NodeCallback;
 
 // As the engine (engine_node.h, connection.h, cluster_locator.h).
@@ -284,10 +285,7 @@ void SimTransport::Dispatch(EngineNode& n, std::vector<Reply>& replies) {
     }
   }
   for (NodeCallback& done : lost) {
-    done(absl::UnavailableError(
-        "its reply was lost: the connection kept going without it (a proxy or middlebox "
-        "dropped replies), and the replies after it were read as earlier requests' until a "
-        "PING marker put them back in step"));
+    done(LostReplyError());
   }
   for (auto& [done, reply] : ready) {
     if (n.routes || n.shard) NoteRedirect(n, reply);

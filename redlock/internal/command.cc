@@ -72,4 +72,11 @@ std::string EvalFallback(const Command& command) {
   return out;
 }
 
+absl::Status LostReplyError() {
+  return absl::UnavailableError(
+      "its reply was lost: the connection kept going without it (a proxy or middlebox dropped "
+      "replies), and the replies after it were read as earlier requests' until a PING marker "
+      "put them back in step");
+}
+
 }  // namespace redlock::internal

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/functional/any_invocable.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "redlock/internal/reply.h"
@@ -85,6 +86,10 @@ std::string EvalFallback(const Command& command);
 // transport is shutting down). A Redis error reply is an OK status holding a
 // Reply of type kError.
 using NodeCallback = absl::AnyInvocable<void(absl::StatusOr<Reply>)>;
+
+// What a request whose reply was lost on a connection that stayed open
+// ends with (the queue finds it out at its next PING marker; docs/design.md 6.3).
+absl::Status LostReplyError();
 
 }  // namespace redlock::internal
 

@@ -110,10 +110,7 @@ void NodeQueue::Dispatch(std::vector<Reply>& replies, bool redirects, std::strin
     }
   }
   for (NodeCallback& done : lost) {
-    done(absl::UnavailableError(
-        "its reply was lost: the connection kept going without it (a proxy or middlebox "
-        "dropped replies), and the replies after it were read as earlier requests' until a "
-        "PING marker put them back in step"));
+    done(LostReplyError());
   }
   for (auto& [done, reply] : ready) {
     // A cluster's master redirecting the command: its locator learns where
