@@ -63,23 +63,20 @@ TEST_F(ServerCommandsTest, HealthSaysWhatTheServerDoes) {
   std::cout << "[compat] " << server
             << " commands: " << (have.empty() ? "none" : absl::StrJoin(have, ", ")) << "\n";
 
-  Run({"SET", "k", "mine"});
-  RedisValue del = Run({"DELIFEQ", "k", "mine"});
-  if (h.has_delifeq) {
-    EXPECT_EQ(del.integer, 1) << server << ": " << del.str;
-    EXPECT_EQ(Run({"EXISTS", "k"}).integer, 0) << server;
-  } else {
-    EXPECT_TRUE(del.is_error()) << server << " ran DELIFEQ but Health says it has none";
-  }
-
-  Run({"SET", "k", "mine"});
-  RedisValue delex = Run({"DELEX", "k", "IFEQ", "mine"});
-  if (h.has_delex_ifeq) {
-    EXPECT_EQ(delex.integer, 1) << server << ": " << delex.str;
-    EXPECT_EQ(Run({"EXISTS", "k"}).integer, 0) << server;
-  } else {
-    EXPECT_TRUE(delex.is_error()) << server << " ran DELEX but Health says it has none";
-  }
+  // A compare-and-delete `cmd` of our key: it deletes where Health says the
+  // server has it (`has`), and is an error where not.
+  auto deletes_if_equal = [&](const std::vector<std::string>& cmd, bool has) {
+    Run({"SET", "k", "mine"});
+    RedisValue del = Run(cmd);
+    if (has) {
+      EXPECT_EQ(del.integer, 1) << server << ": " << del.str;
+      EXPECT_EQ(Run({"EXISTS", "k"}).integer, 0) << server;
+    } else {
+      EXPECT_TRUE(del.is_error()) << server << " ran " << cmd[0] << " but Health says it has none";
+    }
+  };
+  deletes_if_equal({"DELIFEQ", "k", "mine"}, h.has_delifeq);
+  deletes_if_equal({"DELEX", "k", "IFEQ", "mine"}, h.has_delex_ifeq);
 
   Run({"SET", "k", "mine"});
   RedisValue set = Run({"SET", "k", "again", "IFEQ", "mine", "PX", "10000"});
