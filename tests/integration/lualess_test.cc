@@ -77,12 +77,7 @@ TEST_F(LualessTest, LocksAreTakenExtendedAndReleasedWithoutLua) {
   ASSERT_TRUE(lease.ok()) << lease.status();
   absl::StatusOr<Lease> taken = (*other)->TryAcquire("r", absl::Seconds(10));
   EXPECT_FALSE(taken.ok()) << "a second client took a held lock";
-  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(20));
-  ASSERT_TRUE(longer.ok()) << longer.status();
-  Drain(**client);
-  ASSERT_NO_FATAL_FAILURE(ExpectTtlAboveEverywhere("r", 10000));
-  ASSERT_TRUE((*client)->Release(*longer).ok());
-  Drain(**client);
+  ASSERT_NO_FATAL_FAILURE(ExtendCheckAndRelease(**client, *lease));
   const std::string key = MakeOptions().key_prefix + "r";
   for (int i = 0; i < 3; ++i) {
     absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", key});

@@ -62,6 +62,18 @@ class OwnFleetTest : public ::testing::Test {
     ADD_FAILURE() << "commands still in flight after 5 s";
   }
 
+  // Extends `lease` (of "r") to 20 s, checks that every node has it for more
+  // than 10 s, then releases it; waits for `client` to have nothing in
+  // flight after each. Use with ASSERT_NO_FATAL_FAILURE.
+  void ExtendCheckAndRelease(Client& client, const Lease& lease) {
+    absl::StatusOr<Lease> longer = client.Extend(lease, absl::Seconds(20));
+    ASSERT_TRUE(longer.ok()) << longer.status();
+    Drain(client);
+    ASSERT_NO_FATAL_FAILURE(ExpectTtlAboveEverywhere("r", 10000));
+    ASSERT_TRUE(client.Release(*longer).ok());
+    Drain(client);
+  }
+
   // This test's key for `resource` has more than `ms` left on every node.
   void ExpectTtlAboveEverywhere(const std::string& resource, int64_t ms) {
     const std::string key = MakeOptions().key_prefix + resource;

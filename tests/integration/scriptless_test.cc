@@ -52,12 +52,7 @@ TEST_F(ScriptlessTest, ReleaseAndExtendUseTransactionsOnlyWhereScriptsAreForbidd
   ASSERT_TRUE(client.ok()) << client.status();
   absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(20));
-  ASSERT_TRUE(longer.ok()) << longer.status();
-  Drain(**client);
-  ASSERT_NO_FATAL_FAILURE(ExpectTtlAboveEverywhere("r", 10000));
-  ASSERT_TRUE((*client)->Release(*longer).ok());
-  Drain(**client);
+  ASSERT_NO_FATAL_FAILURE(ExtendCheckAndRelease(**client, *lease));
   ASSERT_NO_FATAL_FAILURE(ExpectGoneEverywhere("r"));
   // Nodes 0 and 2 never ran a script of ours, node 1 never a transaction.
   EXPECT_EQ(Calls(0, "evalsha"), 0);
