@@ -105,6 +105,16 @@ std::string Describe(const Result& r) {
   return absl::StrCat("exit ", r.exit_code, "\n--- stdout:\n", r.out, "--- stderr:\n", r.err);
 }
 
+// `acquire` of `resource` on `nodes` (30 s), then `status` of it there:
+// both exit 0; the status run into `*status`. Use with
+// ASSERT_NO_FATAL_FAILURE.
+void AcquireThenStatus(const std::string& nodes, const std::string& resource, Result* status) {
+  Result r = RunCli({"acquire", "--nodes", nodes, "--resource", resource, "--ttl", "30s"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  *status = RunCli({"status", "--nodes", nodes, resource});
+  ASSERT_EQ(status->exit_code, 0) << Describe(*status);
+}
+
 // Exactly one line, newline-terminated.
 bool OneLine(const std::string& s) {
   return !s.empty() && s.back() == '\n' && s.find('\n') == s.size() - 1;
@@ -467,10 +477,8 @@ TEST_F(CliTest, StatusShowsNodesThatForbidScripting) {
     if (!ep.username.empty()) absl::StrAppend(&urls, ep.username, ":", ep.password, "@");
     absl::StrAppend(&urls, (*mixed)->address(i));
   }
-  Result r = RunCli({"acquire", "--nodes", urls, "--resource", Res("p"), "--ttl", "30s"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  Result s = RunCli({"status", "--nodes", urls, Res("p")});
-  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  Result s;
+  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(urls, Res("p"), &s));
   std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 5u) << s.out;
   EXPECT_TRUE(absl::StrContains(lines[1], "PATH")) << lines[1];
@@ -498,10 +506,8 @@ TEST_F(CliTest, StatusShowsAClusterNodesMasters) {
   auto cluster = testkit::Cluster::Start({.masters = 3, .replicas_per_master = 0});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string nodes = (*cluster)->url();
-  Result r = RunCli({"acquire", "--nodes", nodes, "--resource", Res("c"), "--ttl", "30s"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  Result s = RunCli({"status", "--nodes", nodes, Res("c")});
-  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  Result s;
+  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(nodes, Res("c"), &s));
   std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
   // The summary, the header, the cluster's row, one line per master.
   ASSERT_EQ(lines.size(), 6u) << s.out;
