@@ -30,6 +30,15 @@ class ServerCommandsTest : public testkit::OwnFleetTest {
     REDLOCK_REQUIRE_REDIS();
     StartFleet({.nodes = 1});
   }
+  // A client with `o` into `*client`, and its node's health (connected)
+  // into `*health`. Use with ASSERT_NO_FATAL_FAILURE.
+  void Connect(Options o, std::unique_ptr<Client>* client, NodeHealth* health) {
+    auto c = Client::Create(std::move(o));
+    ASSERT_TRUE(c.ok()) << c.status();
+    *client = *std::move(c);
+    *health = (*client)->Health()[0];
+    EXPECT_TRUE(health->connected) << health->last_error;
+  }
   NodeHealth HealthOf(Options o) {
     auto client = Client::Create(std::move(o));
     EXPECT_TRUE(client.ok()) << client.status();
@@ -114,22 +123,21 @@ TEST_F(ServerCommandsTest, OffKeepsEveryNodeOnTheScripts) {
   ASSERT_TRUE(on.commands_known);
   Options o = MakeOptions();
   o.server_commands = false;
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  const NodeHealth off = (*client)->Health()[0];
-  EXPECT_TRUE(off.connected) << off.last_error;
+  std::unique_ptr<Client> client;
+  NodeHealth off;
+  ASSERT_NO_FATAL_FAILURE(Connect(o, &client, &off));
   EXPECT_FALSE(off.commands_known);
   EXPECT_FALSE(off.has_delifeq || off.has_delex_ifeq || off.has_set_ifeq);
   EXPECT_EQ(off.path, "scripts") << fleet_->server().name;
   if (on.has_delifeq || on.has_delex_ifeq || on.has_set_ifeq) {
     EXPECT_NE(on.path, off.path) << fleet_->server().name;
   }
-  absl::StatusOr<Lease> lease = (*client)->TryAcquire("off-lock", absl::Seconds(5));
+  absl::StatusOr<Lease> lease = client->TryAcquire("off-lock", absl::Seconds(5));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(10));
+  absl::StatusOr<Lease> longer = client->Extend(*lease, absl::Seconds(10));
   ASSERT_TRUE(longer.ok()) << longer.status();
   EXPECT_GT(Run({"PTTL", "off-lock"}).integer, 5000);
-  EXPECT_TRUE((*client)->Release(*longer).ok());
+  EXPECT_TRUE(client->Release(*longer).ok());
   EXPECT_EQ(Run({"EXISTS", "off-lock"}).integer, 0);
 }
 
@@ -141,15 +149,14 @@ TEST_F(ServerCommandsTest, AUserWithoutCommandGetsNoneAndAWorkingNode) {
   Options o = MakeOptions();
   o.nodes[0].username = "nocmd";
   o.nodes[0].password = "pw";
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  const NodeHealth h = (*client)->Health()[0];
-  EXPECT_TRUE(h.connected) << h.last_error;
+  std::unique_ptr<Client> client;
+  NodeHealth h;
+  ASSERT_NO_FATAL_FAILURE(Connect(o, &client, &h));
   EXPECT_TRUE(h.commands_known);
   EXPECT_FALSE(h.has_delifeq || h.has_delex_ifeq || h.has_set_ifeq);
-  absl::StatusOr<Lease> lease = (*client)->TryAcquire("nocmd-lock", absl::Seconds(5));
+  absl::StatusOr<Lease> lease = client->TryAcquire("nocmd-lock", absl::Seconds(5));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_TRUE((*client)->Release(*lease).ok());
+  EXPECT_TRUE(client->Release(*lease).ok());
 }
 
 }  // namespace
