@@ -45,20 +45,7 @@ class SessionLocker final : public Locker {
 };
 
 // HotResource's waiter over one session.
-class SessionWaiter final : public HotResource::Waiter {
- public:
-  explicit SessionWaiter(std::unique_ptr<LockSession> session) : session_(std::move(session)) {}
-  absl::Status Acquire(const std::string& resource, absl::Duration ttl,
-                       absl::Duration wait) override {
-    REDLOCK_ASSIGN_OR_RETURN(grant_, session_->Acquire(resource, ttl, wait));
-    return absl::OkStatus();
-  }
-  absl::Status Release() override { return session_->Release(grant_); }
-
- private:
-  std::unique_ptr<LockSession> session_;
-  Grant grant_;
-};
+using SessionWaiter = WaiterOf<std::unique_ptr<LockSession>, Grant>;
 
 // A session that failed to open: every call returns why.
 class BrokenWaiter final : public HotResource::Waiter {

@@ -140,6 +140,12 @@ struct LockCommands {
   std::string ttl_ms;
   std::string sha;
   std::vector<std::string> Set() const { return {"SET", key, token, "NX", "PX", ttl_ms}; }
+  // A new cycle: a fresh token and `ttl`; returns its Set().
+  std::vector<std::string> NextSet(absl::Duration ttl) {
+    token = NewBaselineToken();
+    ttl_ms = std::to_string(absl::ToInt64Milliseconds(ttl));
+    return Set();
+  }
   std::vector<std::string> EvalSha() const { return {"EVALSHA", sha, "1", key, token}; }
   std::vector<std::string> Eval() const {
     return {"EVAL", kCompareAndDeleteScript, "1", key, token};
@@ -182,9 +188,7 @@ class FloorLocker final : public Locker {
       absl::Status st = conn_.Connect(options_.node_timeout, options_.node_timeout);
       if (!st.ok()) return st;
     }
-    cmd_.token = NewBaselineToken();
-    cmd_.ttl_ms = std::to_string(absl::ToInt64Milliseconds(ttl));
-    absl::StatusOr<testkit::RedisValue> r = conn_.Command(cmd_.Set());
+    absl::StatusOr<testkit::RedisValue> r = conn_.Command(cmd_.NextSet(ttl));
     if (!r.ok()) {
       // The SET may have run with its reply lost (a timeout): remove it, or
       // the key would stay held for the whole ttl.
@@ -214,16 +218,42 @@ class FloorLocker final : public Locker {
   LockCommands cmd_;
 };
 
-// ---- sequential -------------------------------------------------------------------
-
-class SequentialLocker final : public Locker {
- public:
-  SequentialLocker(const BaselineOptions& o, std::string resource)
-      : options_(o), quorum_(EffectiveQuorumOf(o)) {
-    for (const Endpoint& ep : o.nodes)
-      conns_.push_back(std::make_unique<testkit::RedisConnection>(ep));
+// The sequential and wait-for-all baselines: a `Conn` per node, the
+// commands of a cycle, the quorum, and the verdicts on a round's tally
+// (`what` names the baseline in them).
+template <typename Conn>
+class QuorumLocker : public Locker {
+ protected:
+  QuorumLocker(const BaselineOptions& o, std::string resource, const char* what)
+      : options_(o), quorum_(EffectiveQuorumOf(o)), what_(what) {
+    for (const Endpoint& ep : o.nodes) conns_.push_back(std::make_unique<Conn>(ep));
     cmd_.key = std::move(resource);
   }
+
+  // The acquire's verdict; a failed acquire is released at once.
+  absl::Status AcquireVerdict(const Tally& t, Clock::time_point start, absl::Duration ttl) {
+    absl::Status st =
+        AcquireDecision(what_, t, static_cast<int>(conns_.size()), quorum_, start, ttl, options_);
+    if (!st.ok()) (void)Release();
+    return st;
+  }
+  absl::Status ReleaseVerdict(const Tally& t) {
+    return ReleaseDecision(what_, t, static_cast<int>(conns_.size()), quorum_);
+  }
+
+  const BaselineOptions options_;
+  const int quorum_;
+  const char* const what_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  LockCommands cmd_;
+};
+
+// ---- sequential -------------------------------------------------------------------
+
+class SequentialLocker final : public QuorumLocker<testkit::RedisConnection> {
+ public:
+  SequentialLocker(const BaselineOptions& o, std::string resource)
+      : QuorumLocker(o, std::move(resource), "sequential") {}
 
   absl::Status Init() {
     for (auto& c : conns_) {
@@ -238,18 +268,13 @@ class SequentialLocker final : public Locker {
 
   absl::Status Acquire(absl::Duration ttl) override {
     const Clock::time_point start = Clock::now();
-    cmd_.token = NewBaselineToken();
-    cmd_.ttl_ms = std::to_string(absl::ToInt64Milliseconds(ttl));
-    const std::vector<std::string> set = cmd_.Set();
+    const std::vector<std::string> set = cmd_.NextSet(ttl);
     Args args(set);
     Tally t;
     for (auto& c : conns_) {
       TallySet(Run(*c, args), c->name(), &t);
     }
-    absl::Status st = AcquireDecision("sequential", t, static_cast<int>(conns_.size()), quorum_,
-                                      start, ttl, options_);
-    if (!st.ok()) (void)Release();
-    return st;
+    return AcquireVerdict(t, start, ttl);
   }
 
   absl::Status Release() override {
@@ -261,7 +286,7 @@ class SequentialLocker final : public Locker {
       if (IsNoScript(r)) r = c->Command(cmd_.Eval());
       TallyRelease(r, c->name(), &t);
     }
-    return ReleaseDecision("sequential", t, static_cast<int>(conns_.size()), quorum_);
+    return ReleaseVerdict(t);
   }
 
  private:
@@ -272,11 +297,6 @@ class SequentialLocker final : public Locker {
     }
     return c.Command(args.argc(), args.argv.data(), args.lens.data());
   }
-
-  const BaselineOptions options_;
-  const int quorum_;
-  std::vector<std::unique_ptr<testkit::RedisConnection>> conns_;
-  LockCommands cmd_;
 };
 
 // ---- wait-for-all -------------------------------------------------------------------
@@ -414,13 +434,10 @@ class NbConn {
   int handshake_left_ = 0;
 };
 
-class WaitForAllLocker final : public Locker {
+class WaitForAllLocker final : public QuorumLocker<NbConn> {
  public:
   WaitForAllLocker(const BaselineOptions& o, std::string resource)
-      : options_(o), quorum_(EffectiveQuorumOf(o)) {
-    for (const Endpoint& ep : o.nodes) conns_.push_back(std::make_unique<NbConn>(ep));
-    cmd_.key = std::move(resource);
-  }
+      : QuorumLocker(o, std::move(resource), "wait-for-all") {}
 
   absl::Status Init() {
     // The script's SHA from one node; every node gets it loaded by the round.
@@ -438,17 +455,12 @@ class WaitForAllLocker final : public Locker {
 
   absl::Status Acquire(absl::Duration ttl) override {
     const Clock::time_point start = Clock::now();
-    cmd_.token = NewBaselineToken();
-    cmd_.ttl_ms = std::to_string(absl::ToInt64Milliseconds(ttl));
-    const std::vector<std::string> set = cmd_.Set();
+    const std::vector<std::string> set = cmd_.NextSet(ttl);
     Args args(set);
     Round(args, options_.node_timeout, &replies_);
     Tally t;
     for (size_t i = 0; i < conns_.size(); ++i) TallySet(replies_[i], conns_[i]->name(), &t);
-    absl::Status st = AcquireDecision("wait-for-all", t, static_cast<int>(conns_.size()), quorum_,
-                                      start, ttl, options_);
-    if (!st.ok()) (void)Release();
-    return st;
+    return AcquireVerdict(t, start, ttl);
   }
 
   absl::Status Release() override {
@@ -464,7 +476,7 @@ class WaitForAllLocker final : public Locker {
     }
     Tally t;
     for (size_t i = 0; i < conns_.size(); ++i) TallyRelease(replies_[i], conns_[i]->name(), &t);
-    return ReleaseDecision("wait-for-all", t, static_cast<int>(conns_.size()), quorum_);
+    return ReleaseVerdict(t);
   }
 
  private:
@@ -516,12 +528,8 @@ class WaitForAllLocker final : public Locker {
     }
   }
 
-  const BaselineOptions options_;
-  const int quorum_;
-  std::vector<std::unique_ptr<NbConn>> conns_;
   std::vector<bool> pending_;
   std::vector<absl::StatusOr<testkit::RedisValue>> replies_;
-  LockCommands cmd_;
 };
 
 }  // namespace

@@ -30,7 +30,6 @@
 #include "bench/workload.h"
 #include "redlock/client.h"
 #include "redlock/fair_mutex.h"
-#include "redlock/internal/status_macros.h"
 #include "redlock/observer.h"
 #include "testkit/process.h"
 
@@ -41,19 +40,7 @@ using Json = nlohmann::json;
 
 // FairLock::TryAcquire + Release of one resource: the lock only when it is
 // free and nobody waits (one attempt, as the mutex's TryAcquire).
-class FairLocker final : public Locker {
- public:
-  FairLocker(Client* client, std::string resource) : lock_(client, std::move(resource)) {}
-  absl::Status Acquire(absl::Duration ttl) override {
-    REDLOCK_ASSIGN_OR_RETURN(lease_, lock_.TryAcquire(ttl));
-    return absl::OkStatus();
-  }
-  absl::Status Release() override { return lock_.Release(lease_); }
-
- private:
-  FairLock lock_;
-  Lease lease_;
-};
+using FairLocker = TryLocker<FairLock, &FairLock::TryAcquire>;
 
 // One caller, one key: the mutex's cycle and the fair lock's.
 RowResult OneCallerRow(Context& ctx, const std::vector<Endpoint>& eps, bool fair,

@@ -37,7 +37,6 @@
 #include "bench/scenarios.h"
 #include "redlock/client.h"
 #include "redlock/election.h"
-#include "redlock/internal/status_macros.h"
 #include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
 #include "testkit/fleet.h"
@@ -47,26 +46,8 @@
 namespace redlock::bench {
 namespace {
 
-RowResult Error(Context& ctx, RowResult row, const std::string& what, const absl::Status& st) {
-  row.harness_error = absl::StrCat(what, ": ", st.ToString());
-  ctx.harness_errors.push_back(absl::StrCat(row.impl, " x", row.callers, ": ", row.harness_error));
-  return row;
-}
-
 // TryAcquireShared + Release of one resource.
-class SharedLocker final : public Locker {
- public:
-  SharedLocker(Client* client, std::string resource) : rw_(client, std::move(resource)) {}
-  absl::Status Acquire(absl::Duration ttl) override {
-    REDLOCK_ASSIGN_OR_RETURN(lease_, rw_.TryAcquireShared(ttl));
-    return absl::OkStatus();
-  }
-  absl::Status Release() override { return rw_.Release(lease_); }
-
- private:
-  ReadWriteLock rw_;
-  Lease lease_;
-};
+using SharedLocker = TryLocker<ReadWriteLock, &ReadWriteLock::TryAcquireShared>;
 
 // A contended cycle: a blocking acquisition with a wait, `hold`, release.
 // acquire_ns is the acquisition (the wait included), cycle_ns all of it.
@@ -92,7 +73,8 @@ RowResult ClientRow(Context& ctx, const std::vector<Endpoint>& eps, RowResult id
                     std::function<std::vector<CycleFn>(Client* c, const std::string& key)> make,
                     std::unique_ptr<Client>* keep) {
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(ClientOptions(ctx, eps));
-  if (!client.ok()) return Error(ctx, std::move(identity), "Client::Create", client.status());
+  if (!client.ok())
+    return HarnessErrorRow(ctx, std::move(identity), "Client::Create", client.status());
   Client* c = client->get();
   *keep = *std::move(client);
   const std::string key = ctx.RowKey();
@@ -142,7 +124,7 @@ void HandOffRows(Context& ctx, const std::vector<Endpoint>& eps, GroupResult* g)
   absl::StatusOr<std::unique_ptr<Client>> rc = Client::Create(ClientOptions(ctx, eps));
   if (!wc.ok() || !rc.ok()) {
     g->rows.push_back(
-        Error(ctx, to_readers, "Client::Create", !wc.ok() ? wc.status() : rc.status()));
+        HarnessErrorRow(ctx, to_readers, "Client::Create", !wc.ok() ? wc.status() : rc.status()));
     return;
   }
   const std::string resource = ctx.RowKey() + ":rw";
@@ -250,7 +232,7 @@ void TakeoverRow(Context& ctx, const std::vector<Endpoint>& eps, int sig, GroupR
   }
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(ClientOptions(ctx, eps));
   if (!client.ok()) {
-    g->rows.push_back(Error(ctx, row, "Client::Create", client.status()));
+    g->rows.push_back(HarnessErrorRow(ctx, row, "Client::Create", client.status()));
     return;
   }
   std::vector<std::string> nodes;
@@ -281,7 +263,7 @@ void TakeoverRow(Context& ctx, const std::vector<Endpoint>& eps, int sig, GroupR
     po.remove_env_prefixes = {"REDLOCK_"};
     absl::StatusOr<std::unique_ptr<testkit::Process>> leader = testkit::Process::Start(po);
     if (!leader.ok()) {
-      g->rows.push_back(Error(ctx, row, "starting redlock elect", leader.status()));
+      g->rows.push_back(HarnessErrorRow(ctx, row, "starting redlock elect", leader.status()));
       return;
     }
     // Bounded wait for the leader to lead.

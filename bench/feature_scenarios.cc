@@ -43,6 +43,14 @@ void DeleteKeys(Context& ctx, const std::vector<Endpoint>& eps,
   }
 }
 
+// The plain library on `eps` with `callers` callers: the row a feature's
+// rows are compared with.
+void AddPlainRow(Context& ctx, const std::vector<Endpoint>& eps, int callers, GroupResult* g) {
+  LibrarySpec plain;
+  plain.callers = callers;
+  g->rows.push_back(LibraryRow(ctx, eps, plain));
+}
+
 // The library on `on` (its rows named `impl`, `variant`) after the plain
 // library on the group's own nodes, with `callers` callers, and the note of
 // their ratios (`what`: "with ...").
@@ -67,9 +75,7 @@ void RunFencing(Context& ctx, int n, GroupResult* g) {
   CommonSettings(ctx, g);
   g->rows.push_back(FloorRow(ctx, eps));
   for (int callers : {1, ctx.settings.callers_many}) {
-    LibrarySpec plain;
-    plain.callers = callers;
-    g->rows.push_back(LibraryRow(ctx, eps, plain));
+    AddPlainRow(ctx, eps, callers, g);
     auto fenced_row = [&](const std::string& impl, const std::string& variant, int lost) {
       LibrarySpec fenced;
       fenced.impl = impl;
@@ -196,9 +202,7 @@ void RunScriptless(Context& ctx, int n, GroupResult* g) {
   }
   g->rows.push_back(FloorRow(ctx, eps));
   for (int callers : {1, ctx.settings.callers_many}) {
-    LibrarySpec lua;
-    lua.callers = callers;
-    g->rows.push_back(LibraryRow(ctx, eps, lua));
+    AddPlainRow(ctx, eps, callers, g);
     AddOnRow(ctx, tx, "library scriptless", "scriptless", callers,
              "with every node forbidding scripting", g);
     if (n < 2) continue;
@@ -229,9 +233,7 @@ void RunCluster(Context& ctx, int n, GroupResult* g) {
   AddSetting(g, "cluster", "3 masters, no replica, started for the group");
   g->rows.push_back(FloorRow(ctx, eps));
   for (int callers : {1, ctx.settings.callers_many}) {
-    LibrarySpec plain;
-    plain.callers = callers;
-    g->rows.push_back(LibraryRow(ctx, eps, plain));
+    AddPlainRow(ctx, eps, callers, g);
     AddOnRow(ctx, with_cluster, "library cluster node", "cluster", callers, "with node 0 a cluster",
              g);
   }
@@ -243,9 +245,7 @@ void RunMultiLock(Context& ctx, int n, GroupResult* g) {
   CommonSettings(ctx, g);
   g->rows.push_back(FloorRow(ctx, eps));
   for (int callers : {1, ctx.settings.callers_many}) {
-    LibrarySpec single;
-    single.callers = callers;
-    g->rows.push_back(LibraryRow(ctx, eps, single));
+    AddPlainRow(ctx, eps, callers, g);
     LibrarySpec quorum;
     quorum.impl = "multilock quorum x3";
     quorum.family = kMultiLock;
@@ -325,9 +325,7 @@ void RunDurability(Context& ctx, int n, GroupResult* g) {
   AddSetting(g, "durability.timeout", Dur(wait));
   g->rows.push_back(FloorRow(ctx, eps));
   for (int callers : {1, ctx.settings.callers_many}) {
-    LibrarySpec plain;
-    plain.callers = callers;
-    g->rows.push_back(LibraryRow(ctx, eps, plain));
+    AddPlainRow(ctx, eps, callers, g);
     LibrarySpec on;
     on.impl = "library durability";
     on.variant = "durability";

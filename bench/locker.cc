@@ -149,27 +149,8 @@ struct HotResource::State {
   int64_t not_waiting = 0;
 };
 
-namespace {
-
-class ClientWaiter final : public HotResource::Waiter {
- public:
-  explicit ClientWaiter(Client* client) : client_(client) {}
-  absl::Status Acquire(const std::string& resource, absl::Duration ttl,
-                       absl::Duration wait) override {
-    REDLOCK_ASSIGN_OR_RETURN(lease_, client_->Acquire(resource, ttl, wait));
-    return absl::OkStatus();
-  }
-  absl::Status Release() override { return client_->Release(lease_); }
-
- private:
-  Client* const client_;
-  Lease lease_;
-};
-
-}  // namespace
-
 HotResource::HotResource(Client* client, Config config)
-    : HotResource([client](int) { return std::make_unique<ClientWaiter>(client); },
+    : HotResource([client](int) { return std::make_unique<WaiterOf<Client*, Lease>>(client); },
                   std::move(config)) {}
 
 HotResource::HotResource(std::function<std::unique_ptr<Waiter>(int id)> make_waiter, Config config)

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -27,6 +28,26 @@ class Locker {
   virtual absl::Status Acquire(absl::Duration ttl) = 0;
   // Releases what the last successful Acquire took.
   virtual absl::Status Release() = 0;
+};
+
+// The Locker of one of the library's lock objects (FairLock,
+// ReadWriteLock, ...) on one resource: its try `Try` (one attempt), then
+// Release of the lease it took.
+template <typename Lock, absl::StatusOr<Lease> (Lock::*Try)(absl::Duration)>
+class TryLocker final : public Locker {
+ public:
+  TryLocker(Client* client, std::string resource) : lock_(client, std::move(resource)) {}
+  absl::Status Acquire(absl::Duration ttl) override {
+    absl::StatusOr<Lease> lease = (lock_.*Try)(ttl);
+    if (!lease.ok()) return lease.status();
+    lease_ = *std::move(lease);
+    return absl::OkStatus();
+  }
+  absl::Status Release() override { return lock_.Release(lease_); }
+
+ private:
+  Lock lock_;
+  Lease lease_;
 };
 
 // acquire, then release when the acquire succeeded; both timed.
@@ -117,6 +138,26 @@ class HotResource {
   const std::function<std::unique_ptr<Waiter>(int id)> make_waiter_;
   const Config config_;
   std::shared_ptr<State> state_;
+};
+
+// HotResource's waiter over `service` (a Client*, a backend's session, ...):
+// its Acquire(resource, ttl, wait) returns the `Held` its Release takes.
+template <typename Service, typename Held>
+class WaiterOf final : public HotResource::Waiter {
+ public:
+  explicit WaiterOf(Service service) : service_(std::move(service)) {}
+  absl::Status Acquire(const std::string& resource, absl::Duration ttl,
+                       absl::Duration wait) override {
+    absl::StatusOr<Held> held = service_->Acquire(resource, ttl, wait);
+    if (!held.ok()) return held.status();
+    held_ = *std::move(held);
+    return absl::OkStatus();
+  }
+  absl::Status Release() override { return service_->Release(held_); }
+
+ private:
+  Service service_;
+  Held held_;
 };
 
 }  // namespace redlock::bench

@@ -1,4 +1,5 @@
-// Files for test equipment: a throw-away directory, and the end of a log.
+// Files for test equipment: a throw-away directory, a file's content, and
+// the end of a log.
 //
 //   TempDir dir("redlock-harness-test");   // /tmp/redlock-harness-test-XXXXXX
 //   if (dir.path().empty()) ...            // mkdtemp failed
@@ -31,6 +32,9 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// The whole content of a file ("" when it cannot be read).
+std::string ReadFile(const std::string& path);
 
 // The last `max_lines` lines of a file (none when it cannot be read): the
 // end of a child's log for an error message.

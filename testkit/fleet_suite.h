@@ -29,6 +29,7 @@
 #ifndef REDLOCK_TESTKIT_FLEET_SUITE_H_
 #define REDLOCK_TESTKIT_FLEET_SUITE_H_
 
+#include <chrono>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -38,6 +39,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
 #include "testkit/gtest_fleet.h"
@@ -120,6 +122,18 @@ class FleetSuite : public ::testing::Test {
     return c.ok() ? *std::move(c) : nullptr;
   }
   std::unique_ptr<Client> MakeClient() { return MakeClient(MakeOptions()); }
+
+  // The time since `t`.
+  static absl::Duration Since(std::chrono::steady_clock::time_point t) {
+    return absl::FromChrono(std::chrono::steady_clock::now() - t);
+  }
+
+  // Get(node, resource), polled until the key is gone ("") or the wait runs
+  // out: a release returns once a quorum confirmed, the other nodes follow
+  // (and a failed attempt's cleanup, after the late SETs it follows).
+  std::string EventuallyGone(int node, const std::string& resource) {
+    return Eventually([&] { return Get(node, resource); }, std::string());
+  }
 
   // The value of this test's key for `resource` on `node` ("" if absent).
   std::string Get(int node, const std::string& resource) {
@@ -206,6 +220,18 @@ class FleetSuite : public ::testing::Test {
   std::string prefix_;
   std::unique_ptr<Client> holder_;  // HoldElsewhere
   Lease held_;
+};
+
+// A FleetSuite for clients that contend: they retry quickly (QuickRetries),
+// and Fenced() gives the same options with fencing tokens on.
+class ContendingFleetSuite : public FleetSuite {
+ protected:
+  Options MakeOptions() override { return QuickRetries(FleetSuite::MakeOptions()); }
+  Options Fenced() {
+    Options o = MakeOptions();
+    o.fencing = true;
+    return o;
+  }
 };
 
 enum class Transport { kPlain, kTls };

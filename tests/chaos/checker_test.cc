@@ -904,43 +904,36 @@ TEST(CheckerTest, MissingAndDuplicateEventsAreWarningsNotCrashes) {
 TEST(CheckerTest, ExtremeValuesNeverCrash) {
   constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
   constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  // Grants and uses of "r" whose every number is given.
+  auto grant = [](int64_t t, const std::string& process, int64_t op, const std::string& token,
+                  int64_t start_and_valid_until, uint64_t fencing) {
+    return ToEvent(GrantRecord{.t = t,
+                               .process = process,
+                               .op = op,
+                               .resource = "r",
+                               .token = token,
+                               .start = start_and_valid_until,
+                               .valid_until = start_and_valid_until,
+                               .fencing_token = fencing});
+  };
+  auto use = [](const std::string& process, int64_t op, const std::string& token, int64_t begin,
+                int64_t end, int64_t read, int64_t wrote, uint64_t fencing) {
+    return ToEvent(UseRecord{.t = 0,
+                             .process = process,
+                             .op = op,
+                             .resource = "r",
+                             .token = token,
+                             .begin = begin,
+                             .end = end,
+                             .read = read,
+                             .wrote = wrote,
+                             .fencing_token = fencing});
+  };
   std::vector<Event> h;
-  h.push_back(ToEvent(GrantRecord{.t = kMin,
-                                  .process = "a",
-                                  .op = kMin,
-                                  .resource = "r",
-                                  .token = "x",
-                                  .start = kMax,
-                                  .valid_until = kMax,
-                                  .fencing_token = ~uint64_t{0}}));
-  h.push_back(ToEvent(GrantRecord{.t = kMax,
-                                  .process = "b",
-                                  .op = kMax,
-                                  .resource = "r",
-                                  .token = "y",
-                                  .start = kMin,
-                                  .valid_until = kMin,
-                                  .fencing_token = 0}));
-  h.push_back(ToEvent(UseRecord{.t = 0,
-                                .process = "a",
-                                .op = kMin,
-                                .resource = "r",
-                                .token = "x",
-                                .begin = kMax,
-                                .end = kMin,
-                                .read = kMax,
-                                .wrote = kMin,
-                                .fencing_token = 0}));
-  h.push_back(ToEvent(UseRecord{.t = 0,
-                                .process = "b",
-                                .op = kMax,
-                                .resource = "r",
-                                .token = "y",
-                                .begin = kMin,
-                                .end = kMax,
-                                .read = kMax,
-                                .wrote = kMax,
-                                .fencing_token = ~uint64_t{0}}));
+  h.push_back(grant(kMin, "a", kMin, "x", kMax, ~uint64_t{0}));
+  h.push_back(grant(kMax, "b", kMax, "y", kMin, 0));
+  h.push_back(use("a", kMin, "x", kMax, kMin, kMax, kMin, 0));
+  h.push_back(use("b", kMax, "y", kMin, kMax, kMax, kMax, ~uint64_t{0}));
   h.push_back(ToEvent(FinalRecord{.t = kMax, .resource = "r", .counter = kMin, .initial = kMax}));
   h.push_back(ToEvent(NemesisRecord{.t = kMin, .fault = "kill"}));
   h.push_back(ToEvent(NemesisRecord{.t = kMin, .fault = "pause", .phase = FaultPhase::kStart}));

@@ -50,10 +50,7 @@ void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream(path, std::ios::binary) << data;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
+using testkit::ReadFile;
 
 // A node directory as Redis 7 lays it out with appendonly yes.
 std::string MakeNodeDir(const TempDir& t, const std::string& incr) {

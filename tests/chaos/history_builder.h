@@ -33,21 +33,16 @@ class Builder {
   std::string Grant(const std::string& process, int64_t op, int64_t start, int64_t granted,
                     int64_t valid_until, std::optional<uint64_t> fencing = std::nullopt,
                     const std::string& resource = "r") {
-    const std::string token = absl::StrCat("tok-", process, "-", op);
     events.push_back(ToEvent(InvokeRecord{
         .t = Ms(start), .process = process, .op = op, .resource = resource, .ttl_ms = 1000}));
-    events.push_back(ToEvent(GrantRecord{.t = Ms(granted),
-                                         .process = process,
-                                         .op = op,
-                                         .resource = resource,
-                                         .token = token,
-                                         .start = Ms(start),
-                                         .valid_until = Ms(valid_until),
-                                         .ttl_ms = 1000,
-                                         .drift_ms = 12,
-                                         .nodes = {0, 1, 2},
-                                         .fencing_token = fencing}));
-    return token;
+    return PushGrant(GrantRecord{.t = Ms(granted),
+                                 .process = process,
+                                 .op = op,
+                                 .resource = resource,
+                                 .start = Ms(start),
+                                 .valid_until = Ms(valid_until),
+                                 .nodes = {0, 1, 2},
+                                 .fencing_token = fencing});
   }
 
   // A grant of the lock family: `mode` "exclusive", "shared", "slot" or
@@ -82,18 +77,13 @@ class Builder {
           ToEvent(QueuedRecord{.t = Ms(*queued), .process = process, .op = op, .resource = "r"}));
     }
     if (!granted.has_value()) return "";
-    const std::string token = absl::StrCat("tok-", process, "-", op);
-    events.push_back(ToEvent(GrantRecord{.t = Ms(*granted),
-                                         .process = process,
-                                         .op = op,
-                                         .resource = "r",
-                                         .token = token,
-                                         .start = Ms(*granted) - 1'000'000,
-                                         .valid_until = Ms(*granted + 900),
-                                         .ttl_ms = 1000,
-                                         .drift_ms = 12,
-                                         .mode = "fair"}));
-    return token;
+    return PushGrant(GrantRecord{.t = Ms(*granted),
+                                 .process = process,
+                                 .op = op,
+                                 .resource = "r",
+                                 .start = Ms(*granted) - 1'000'000,
+                                 .valid_until = Ms(*granted + 900),
+                                 .mode = "fair"});
   }
   // The end of a fair call that was not granted: `outcome` as the library
   // names it ("wait_expired", "place_lost", "cancelled").
@@ -173,6 +163,17 @@ class Builder {
   }
 
   std::vector<Event> events;
+
+ private:
+  // Adds `grant` with the token "tok-<process>-<op>", a ttl of 1000 ms and a
+  // drift of 12 ms; returns the token.
+  std::string PushGrant(GrantRecord grant) {
+    grant.token = absl::StrCat("tok-", grant.process, "-", grant.op);
+    grant.ttl_ms = 1000;
+    grant.drift_ms = 12;
+    events.push_back(ToEvent(grant));
+    return grant.token;
+  }
 };
 
 }  // namespace redlock::chaos::synthetic

@@ -27,14 +27,8 @@ using testkit::RedisValue;
 
 using SteadyClock = std::chrono::steady_clock;
 
-absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
-
 class ClientTest : public testkit::FleetSuite {
  protected:
-  // Release returns once a quorum confirmed; the other nodes follow.
-  std::string EventuallyGone(int node, const std::string& resource) {
-    return testkit::Eventually([&] { return Get(node, resource); }, std::string());
-  }
   // Options whose Acquire, after a failed attempt, waits 10 s before the
   // next (of 5): an acquisition of a held resource stays pending.
   Options SlowRetries() {

@@ -33,14 +33,8 @@ using ::testing::HasSubstr;
 using testkit::RedisValue;
 using SteadyClock = std::chrono::steady_clock;
 
-class FairTest : public testkit::FleetSuite {
+class FairTest : public testkit::ContendingFleetSuite {
  protected:
-  Options MakeOptions() override { return QuickRetries(FleetSuite::MakeOptions()); }
-  Options Fenced() {
-    Options o = MakeOptions();
-    o.fencing = true;
-    return o;
-  }
   Options Observed(std::shared_ptr<Observer> observer) {
     Options o = MakeOptions();
     o.observer = std::move(observer);
@@ -76,6 +70,23 @@ class FairTest : public testkit::FleetSuite {
     r.place_ttl = place_ttl;
     return r;
   }
+  // A fair lock on `resource` that a client of its own holds (for 30 s)
+  // until Release(): the one the waiters of a test queue behind.
+  struct Holder {
+    std::unique_ptr<Client> client;
+    std::unique_ptr<FairLock> lock;
+    Lease lease;
+    absl::Status Release() { return lock->Release(lease); }
+  };
+  // Use with ASSERT_NO_FATAL_FAILURE.
+  void Hold(const std::string& resource, Holder* holder) {
+    holder->client = MakeClient();
+    ASSERT_NE(holder->client, nullptr);
+    holder->lock = std::make_unique<FairLock>(holder->client.get(), resource);
+    absl::StatusOr<Lease> held = holder->lock->TryAcquire(absl::Seconds(30));
+    REDLOCK_ASSERT_OK(held);
+    holder->lease = *std::move(held);
+  }
   using Result = std::promise<absl::StatusOr<Client::FamilyGrant>>;
   // Starts `request` (a waiting one) on `client`'s asynchronous entry point
   // and returns true once its place is taken (false after 10 s); the call's
@@ -103,10 +114,8 @@ TEST_P(FairLockTest, WaitersFromSeveralClientsAreServedInTheOrderTheyQueued) {
   auto counter = std::make_shared<testkit::AttemptLog>();
   std::vector<std::unique_ptr<Client>> clients;
   for (int i = 0; i < kClients; ++i) clients.push_back(MakeClient(Observed(counter)));
-  auto holder_client = MakeClient();
-  FairLock holder(holder_client.get(), "line");
-  absl::StatusOr<Lease> first = holder.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(first);
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("line", &holder));
 
   std::mutex mu;
   std::vector<int> served;
@@ -136,7 +145,7 @@ TEST_P(FairLockTest, WaitersFromSeveralClientsAreServedInTheOrderTheyQueued) {
         << "waiter " << w << " never got its place";
   }
   ASSERT_TRUE(QueuedEverywhere("line", kWaiters));
-  REDLOCK_ASSERT_OK(holder.Release(*first));
+  REDLOCK_ASSERT_OK(holder.Release());
   for (auto& t : threads) t.join();
   for (int w = 0; w < kWaiters; ++w) REDLOCK_EXPECT_OK(results[static_cast<size_t>(w)]) << w;
   std::vector<int> in_order;
@@ -211,10 +220,8 @@ TEST_P(FairLockTest, TryAcquireSucceedsOnlyWhenTheLockIsFreeAndNobodyWaits) {
 // A waiter whose process died holds up the queue until its place expires
 // (no heartbeat keeps it), then the next waiter goes.
 TEST_P(FairLockTest, ADeadWaitersPlaceExpiresAndTheNextWaiterProceeds) {
-  auto holder_client = MakeClient();
-  FairLock holder(holder_client.get(), "dead");
-  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held);
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("dead", &holder));
   const absl::Duration place_ttl = absl::Milliseconds(600);
   auto dying = MakeClient();
   ASSERT_TRUE(Enqueue(*dying, Waiting("dead", absl::Seconds(60), nullptr, place_ttl), nullptr));
@@ -226,7 +233,7 @@ TEST_P(FairLockTest, ADeadWaitersPlaceExpiresAndTheNextWaiterProceeds) {
   dying.reset();
   const auto died = SteadyClock::now();
   EXPECT_EQ(Queue(0, "dead").size(), 2u) << "a dead waiter's place stays until it expires";
-  REDLOCK_ASSERT_OK(holder.Release(*held));
+  REDLOCK_ASSERT_OK(holder.Release());
   auto granted = next.get_future();
   ASSERT_EQ(granted.wait_for(std::chrono::seconds(20)), std::future_status::ready);
   absl::StatusOr<Client::FamilyGrant> g = granted.get();
@@ -241,10 +248,8 @@ TEST_P(FairLockTest, ADeadWaitersPlaceExpiresAndTheNextWaiterProceeds) {
 // place; the next waiter is served meanwhile; once it runs again it is told
 // (kAborted, Outcome::Kind::kPlaceLost) and does not wait on.
 TEST_P(FairLockTest, APausedWaiterLosesItsPlaceIsToldAndTheNextWaiterProceeds) {
-  auto holder_client = MakeClient();
-  FairLock holder(holder_client.get(), "pause");
-  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held);
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("pause", &holder));
   auto paused = MakeClient();
   Result paused_result;
   ASSERT_TRUE(Enqueue(*paused,
@@ -265,7 +270,7 @@ TEST_P(FairLockTest, APausedWaiterLosesItsPlaceIsToldAndTheNextWaiterProceeds) {
     resumed = true;
   });
   ASSERT_TRUE(blocked.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  REDLOCK_ASSERT_OK(holder.Release(*held));
+  REDLOCK_ASSERT_OK(holder.Release());
   auto granted = next.get_future();
   ASSERT_EQ(granted.wait_for(std::chrono::seconds(20)), std::future_status::ready)
       << "the next waiter was not served while the first was paused";
@@ -288,10 +293,8 @@ TEST_P(FairLockTest, APausedWaiterLosesItsPlaceIsToldAndTheNextWaiterProceeds) {
 // its next heartbeat; one removed on a minority is put back, and keeps its
 // turn.
 TEST_P(FairLockTest, AWaiterWhosePlaceWasRemovedIsToldAMinorityLossIsRepaired) {
-  auto holder_client = MakeClient();
-  FairLock holder(holder_client.get(), "gone");
-  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held);
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("gone", &holder));
   auto waiter = MakeClient();
   Result result;
   ASSERT_TRUE(Enqueue(*waiter, Waiting("gone", absl::Seconds(60), nullptr, absl::Milliseconds(300)),
@@ -334,18 +337,16 @@ TEST_P(FairLockTest, AWaiterWhosePlaceWasRemovedIsToldAMinorityLossIsRepaired) {
   EXPECT_THAT(std::string(g.status().message()), HasSubstr("removed"));
   EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("gone", 0); }, true))
       << "the told waiter left the queue";
-  REDLOCK_EXPECT_OK(holder.Release(*held));
+  REDLOCK_EXPECT_OK(holder.Release());
 }
 
 // A stop ends a waiting call at once; its place leaves the queue, and the
 // waiter behind it is the next served.
 TEST_P(FairLockTest, ACancelledWaiterLeavesTheQueueAndTheNextIsServed) {
-  auto a = MakeClient();
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("stop", &holder));
   auto b = MakeClient();
   auto c = MakeClient();
-  FairLock holder(a.get(), "stop");
-  absl::StatusOr<Lease> held = holder.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held);
   StopSource stop;
   Client::FamilyRequest cancelled = Waiting("stop", absl::InfiniteDuration());
   cancelled.stop = stop.token();
@@ -359,7 +360,7 @@ TEST_P(FairLockTest, ACancelledWaiterLeavesTheQueueAndTheNextIsServed) {
   EXPECT_TRUE(absl::IsCancelled(b_done.get().status()));
   EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("stop", 1); }, true))
       << "the cancelled waiter's place left every node";
-  REDLOCK_ASSERT_OK(holder.Release(*held));
+  REDLOCK_ASSERT_OK(holder.Release());
   auto c_done = c_result.get_future();
   ASSERT_EQ(c_done.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   absl::StatusOr<Client::FamilyGrant> g = c_done.get();

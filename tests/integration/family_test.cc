@@ -30,14 +30,8 @@ using ::testing::HasSubstr;
 using testkit::RedisValue;
 using SteadyClock = std::chrono::steady_clock;
 
-class FamilyTest : public testkit::FleetSuite {
+class FamilyTest : public testkit::ContendingFleetSuite {
  protected:
-  Options MakeOptions() override { return QuickRetries(FleetSuite::MakeOptions()); }
-  Options Fenced() {
-    Options o = MakeOptions();
-    o.fencing = true;
-    return o;
-  }
   // After one failed attempt a waiter polls again only after ~10 s: within
   // a shorter wait only a release announcement can wake it.
   Options NoPolling() {

@@ -16,7 +16,6 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "redlock/client.h"
-#include "redlock/rw_lock.h"
 #include "redlock/semaphore.h"
 #include "testkit/fleet_suite.h"
 #include "tests/integration/own_fleet_test.h"
@@ -63,14 +62,9 @@ TEST_F(LualessTest, HealthSaysWhichNodesForbidScripting) {
   ASSERT_NO_FATAL_FAILURE(StartFleet({true, false, true}));
   auto client = Client::Create(MakeOptions());
   ASSERT_TRUE(client.ok()) << client.status();
-  std::vector<NodeHealth> h = (*client)->Health();
-  ASSERT_EQ(h.size(), 3u);
-  EXPECT_TRUE(h[0].scriptless);
-  EXPECT_FALSE(h[1].scriptless);
-  EXPECT_TRUE(h[2].scriptless);
-  EXPECT_EQ(h[0].scriptless_reason, kNoEngine);
-  EXPECT_TRUE(h[1].scriptless_reason.empty());
-  for (const NodeHealth& n : h) EXPECT_TRUE(n.connected) << n.node << ": " << n.last_error;
+  std::string reason;
+  ASSERT_NO_FATAL_FAILURE(ExpectNodes0And2Scriptless(**client, &reason));
+  EXPECT_EQ(reason, kNoEngine);
 }
 
 TEST_F(LualessTest, LocksAreTakenExtendedAndReleasedWithoutLua) {
@@ -83,17 +77,8 @@ TEST_F(LualessTest, LocksAreTakenExtendedAndReleasedWithoutLua) {
   ASSERT_TRUE(lease.ok()) << lease.status();
   absl::StatusOr<Lease> taken = (*other)->TryAcquire("r", absl::Seconds(10));
   EXPECT_FALSE(taken.ok()) << "a second client took a held lock";
-  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(20));
-  ASSERT_TRUE(longer.ok()) << longer.status();
-  Drain(**client);
+  ASSERT_NO_FATAL_FAILURE(ExtendCheckAndRelease(**client, *lease));
   const std::string key = MakeOptions().key_prefix + "r";
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<RedisValue> ttl = fleet_->Command(i, {"PTTL", key});
-    ASSERT_TRUE(ttl.ok()) << ttl.status();
-    EXPECT_GT(ttl->integer, 10000) << "node " << i;
-  }
-  ASSERT_TRUE((*client)->Release(*longer).ok());
-  Drain(**client);
   for (int i = 0; i < 3; ++i) {
     absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", key});
     ASSERT_TRUE(v.ok()) << v.status();
@@ -147,25 +132,14 @@ TEST_F(LualessTest, ASingleLocksReleaseAndExtensionUseTheServersCommands) {
   // A lost lease is not re-created by the extension.
   absl::StatusOr<Lease> gone = (*client)->Extend(*longer, absl::Seconds(20));
   EXPECT_EQ(gone.status().code(), absl::StatusCode::kFailedPrecondition) << gone.status();
-  const std::string key = o.key_prefix + "one";
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", key});
-    ASSERT_TRUE(v.ok()) << v.status();
-    EXPECT_EQ(v->integer, 0) << "node " << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExpectGoneEverywhere("one"));
 }
 
 TEST_F(LualessTest, TheLockFamilyIsRefusedNamingTheNode) {
   ASSERT_NO_FATAL_FAILURE(StartFleet({true, false, true}));
   auto client = Client::Create(MakeOptions());
   ASSERT_TRUE(client.ok()) << client.status();
-  ReadWriteLock rw(client->get(), "doc");
-  absl::StatusOr<Lease> shared = rw.TryAcquireShared(absl::Seconds(10));
-  ASSERT_FALSE(shared.ok());
-  EXPECT_EQ(shared.status().code(), absl::StatusCode::kUnavailable) << shared.status();
-  EXPECT_THAT(std::string(shared.status().message()),
-              HasSubstr(absl::StrCat(fleet_->address(0), " forbids scripting")));
-  EXPECT_THAT(std::string(shared.status().message()), HasSubstr("no script-free form"));
+  ASSERT_NO_FATAL_FAILURE(ExpectSharedLockRefusedByNode0(**client));
 
   Semaphore sem(client->get(), "pool", 2);
   absl::StatusOr<Permit> permit = sem.TryAcquire(absl::Seconds(10));

@@ -27,16 +27,8 @@ using testkit::RedisValue;
 using Mode = MultiLock::Mode;
 using SteadyClock = std::chrono::steady_clock;
 
-absl::Duration Since(SteadyClock::time_point t) { return absl::FromChrono(SteadyClock::now() - t); }
-
-class MultiLockTest : public testkit::FleetSuite {
+class MultiLockTest : public testkit::ContendingFleetSuite {
  protected:
-  Options MakeOptions() override { return QuickRetries(FleetSuite::MakeOptions()); }
-  // After a failed attempt returns, its cleanup (and the late SETs it
-  // follows) may still be landing on the slower nodes.
-  std::string GetSettled(int node, const std::string& r) {
-    return testkit::Eventually([&] { return Get(node, r); }, std::string());
-  }
   // After a release (which returns at a quorum, the rest following).
   int KeysSettled() {
     return testkit::Eventually([&] { return KeysEverywhere(); }, 0);
@@ -63,7 +55,7 @@ TEST_F(MultiLockTest, LocksEveryResourceOrNone) {
     absl::StatusOr<MultiLease> overlap = multi.TryAcquire({"d", "b"}, absl::Seconds(10));
     EXPECT_EQ(overlap.status().code(), absl::StatusCode::kAborted) << overlap.status();
     for (int i = 0; i < 5; ++i)
-      EXPECT_EQ(GetSettled(i, "d"), "") << "partial grant left on node " << i;
+      EXPECT_EQ(EventuallyGone(i, "d"), "") << "partial grant left on node " << i;
     REDLOCK_ASSERT_OK(multi.Release(*l));
     REDLOCK_ASSERT_OK(multi.Release(*l)) << "idempotent";
     EXPECT_EQ(KeysSettled(), 0);
@@ -81,7 +73,7 @@ TEST_F(MultiLockTest, ExcludesPlainLocksOnAMemberAndTheReverse) {
   REDLOCK_ASSERT_OK(single.status());
   EXPECT_EQ(multi.TryAcquire({"a", "b"}, absl::Seconds(10)).status().code(),
             absl::StatusCode::kAborted);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(GetSettled(i, "a"), "") << i;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(EventuallyGone(i, "a"), "") << i;
   REDLOCK_ASSERT_OK(c->Release(*single));
 }
 
@@ -97,8 +89,8 @@ TEST_F(MultiLockTest, PartialConflictsRollBackCompletely) {
     absl::StatusOr<MultiLease> l = multi.TryAcquire({"a", "b", "c"}, absl::Seconds(10));
     EXPECT_EQ(l.status().code(), absl::StatusCode::kAborted) << l.status();
     for (int i = 0; i < 5; ++i) {
-      EXPECT_EQ(GetSettled(i, "a"), "") << "node " << i;
-      EXPECT_EQ(GetSettled(i, "c"), "") << "node " << i;
+      EXPECT_EQ(EventuallyGone(i, "a"), "") << "node " << i;
+      EXPECT_EQ(EventuallyGone(i, "c"), "") << "node " << i;
     }
   }
   for (int i : {1, 2, 4}) EXPECT_EQ(Get(i, "b"), "theirs") << "never touches a foreign key";
@@ -107,7 +99,7 @@ TEST_F(MultiLockTest, PartialConflictsRollBackCompletely) {
   MultiLock all(c.get(), Mode::kAllNodes);
   EXPECT_EQ(all.TryAcquire({"a", "b"}, absl::Seconds(10)).status().code(),
             absl::StatusCode::kAborted);
-  for (int i = 0; i < 5; ++i) EXPECT_EQ(GetSettled(i, "a"), "") << "node " << i;
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(EventuallyGone(i, "a"), "") << "node " << i;
   MultiLock quorum(c.get(), Mode::kQuorum);
   absl::StatusOr<MultiLease> l = quorum.TryAcquire({"a", "b"}, absl::Seconds(10));
   REDLOCK_ASSERT_OK(l.status());
@@ -213,7 +205,7 @@ TEST_F(MultiLockTest, AllNodesModeFailsFastOnAStoppedNodeAndLeavesNothing) {
   EXPECT_LT(Since(start), absl::Milliseconds(50));
   for (int i : {0, 1, 2, 4}) {
     for (const char* r : {"a", "b", "c"})
-      EXPECT_EQ(GetSettled(i, r), "") << "node " << i << " kept " << r;
+      EXPECT_EQ(EventuallyGone(i, r), "") << "node " << i << " kept " << r;
   }
   // The quorum mode rides it out.
   absl::StatusOr<MultiLease> q = quorum.TryAcquire({"a", "b", "c"}, absl::Seconds(10));

@@ -63,6 +63,19 @@ class ProtocolTest : public testkit::FleetSuite {
     }
     return o;
   }
+  // A client with options `o` (one of a hostile node) into `*client`, and
+  // its try of "r" with `ttl`, which must fail within 10 s: its status into
+  // `*refused`. Use with ASSERT_NO_FATAL_FAILURE.
+  void TryFails(const Options& o, absl::Duration ttl, std::unique_ptr<Client>* client,
+                absl::Status* refused) {
+    *client = MakeClient(o);
+    ASSERT_NE(*client, nullptr);
+    Client* c = client->get();
+    absl::StatusOr<Lease> lease =
+        WithinDeadline([&] { return c->TryAcquire("r", ttl); }, absl::Seconds(10));
+    ASSERT_FALSE(lease.ok());
+    *refused = lease.status();
+  }
 };
 
 TEST_F(ProtocolTest, WrongTypeRepliesFromTwoOfThreeNodesFailTheCallWithinItsDeadline) {
@@ -149,13 +162,11 @@ TEST_F(ProtocolTest, AnArrayHeaderAnnouncingBillionsOfElementsFailsTheNodeNotThe
   HostileNode h = StartHostile("*2000000000\r\n");
   ASSERT_NE(h.server, nullptr);
   Options o = HostileOnly(h);
-  auto client = MakeClient(o);
-  ASSERT_NE(client, nullptr);
-  absl::StatusOr<Lease> lease =
-      WithinDeadline([&] { return client->TryAcquire("r", absl::Seconds(10)); }, absl::Seconds(10));
-  ASSERT_FALSE(lease.ok());
-  EXPECT_TRUE(absl::IsUnavailable(lease.status())) << lease.status();
-  EXPECT_THAT(std::string(lease.status().message()),
+  std::unique_ptr<Client> client;
+  absl::Status refused;
+  ASSERT_NO_FATAL_FAILURE(TryFails(o, absl::Seconds(10), &client, &refused));
+  EXPECT_TRUE(absl::IsUnavailable(refused)) << refused;
+  EXPECT_THAT(std::string(refused.message()),
               AllOf(HasSubstr(o.nodes[0].ToString()), HasSubstr("2000000000"),
                     HasSubstr("Options::max_reply_elements (4096)")));
   // Dropped and reconnected, as for any protocol violation.
@@ -168,12 +179,10 @@ TEST_F(ProtocolTest, ABulkStringAnnouncingGigabytesIsRefusedAtItsHeader) {
   HostileNode h = StartHostile("$2000000000\r\n" + std::string(256 << 10, 'x'));
   ASSERT_NE(h.server, nullptr);
   Options o = HostileOnly(h);
-  auto client = MakeClient(o);
-  ASSERT_NE(client, nullptr);
-  absl::StatusOr<Lease> lease =
-      WithinDeadline([&] { return client->TryAcquire("r", absl::Seconds(30)); }, absl::Seconds(10));
-  ASSERT_FALSE(lease.ok());
-  EXPECT_THAT(std::string(lease.status().message()),
+  std::unique_ptr<Client> client;
+  absl::Status refused;
+  ASSERT_NO_FATAL_FAILURE(TryFails(o, absl::Seconds(30), &client, &refused));
+  EXPECT_THAT(std::string(refused.message()),
               AllOf(HasSubstr(o.nodes[0].ToString()), HasSubstr("2000000000 bytes announced"),
                     HasSubstr("Options::max_reply_bytes (1048576)")));
   EXPECT_THAT(client->Health().at(0).last_error, HasSubstr("max_reply_bytes"));
@@ -185,12 +194,10 @@ TEST_F(ProtocolTest, ALineWithoutEndIsRefusedOnceItPassesTheLimit) {
   ASSERT_NE(h.server, nullptr);
   Options o = HostileOnly(h);
   o.max_reply_bytes = kMinReplyBytes;
-  auto client = MakeClient(o);
-  ASSERT_NE(client, nullptr);
-  absl::StatusOr<Lease> lease =
-      WithinDeadline([&] { return client->TryAcquire("r", absl::Seconds(30)); }, absl::Seconds(10));
-  ASSERT_FALSE(lease.ok());
-  EXPECT_THAT(std::string(lease.status().message()),
+  std::unique_ptr<Client> client;
+  absl::Status refused;
+  ASSERT_NO_FATAL_FAILURE(TryFails(o, absl::Seconds(30), &client, &refused));
+  EXPECT_THAT(std::string(refused.message()),
               AllOf(HasSubstr("bytes received of one reply"),
                     HasSubstr(absl::StrCat("Options::max_reply_bytes (", kMinReplyBytes, ")"))));
 }

@@ -14,7 +14,6 @@
 #include "multilock/multi_lock.h"
 #include "redlock/client.h"
 #include "redlock/fair_mutex.h"
-#include "redlock/rw_lock.h"
 #include "testkit/fleet_suite.h"
 #include "tests/integration/own_fleet_test.h"
 
@@ -35,14 +34,9 @@ class ScriptlessTest : public testkit::OwnFleetTest {
 TEST_F(ScriptlessTest, HealthShowsWhichNodesForbidScripting) {
   auto client = Client::Create(MakeOptions());
   ASSERT_TRUE(client.ok()) << client.status();
-  std::vector<NodeHealth> h = (*client)->Health();
-  ASSERT_EQ(h.size(), 3u);
-  EXPECT_TRUE(h[0].scriptless);
-  EXPECT_FALSE(h[1].scriptless);
-  EXPECT_TRUE(h[2].scriptless);
-  EXPECT_THAT(h[0].scriptless_reason, HasSubstr("NOPERM"));
-  EXPECT_TRUE(h[1].scriptless_reason.empty());
-  for (const NodeHealth& n : h) EXPECT_TRUE(n.connected) << n.node << ": " << n.last_error;
+  std::string reason;
+  ASSERT_NO_FATAL_FAILURE(ExpectNodes0And2Scriptless(**client, &reason));
+  EXPECT_THAT(reason, HasSubstr("NOPERM"));
 }
 
 // The scripts' path and the transactions' path, without the server's own
@@ -58,22 +52,8 @@ TEST_F(ScriptlessTest, ReleaseAndExtendUseTransactionsOnlyWhereScriptsAreForbidd
   ASSERT_TRUE(client.ok()) << client.status();
   absl::StatusOr<Lease> lease = (*client)->TryAcquire("r", absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(20));
-  ASSERT_TRUE(longer.ok()) << longer.status();
-  Drain(**client);
-  const std::string key = MakeOptions().key_prefix + "r";
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<RedisValue> ttl = fleet_->Command(i, {"PTTL", key});
-    ASSERT_TRUE(ttl.ok());
-    EXPECT_GT(ttl->integer, 10000) << "node " << i;
-  }
-  ASSERT_TRUE((*client)->Release(*longer).ok());
-  Drain(**client);
-  for (int i = 0; i < 3; ++i) {
-    absl::StatusOr<RedisValue> v = fleet_->Command(i, {"EXISTS", key});
-    ASSERT_TRUE(v.ok());
-    EXPECT_EQ(v->integer, 0) << "node " << i;
-  }
+  ASSERT_NO_FATAL_FAILURE(ExtendCheckAndRelease(**client, *lease));
+  ASSERT_NO_FATAL_FAILURE(ExpectGoneEverywhere("r"));
   // Nodes 0 and 2 never ran a script of ours, node 1 never a transaction.
   EXPECT_EQ(Calls(0, "evalsha"), 0);
   EXPECT_EQ(Calls(2, "evalsha"), 0);
@@ -198,13 +178,7 @@ TEST_F(ScriptlessTest, FencingTokensIncreaseOnScriptlessNodes) {
 TEST_F(ScriptlessTest, TheLockFamilyIsRefusedNamingTheNode) {
   auto client = Client::Create(MakeOptions());
   ASSERT_TRUE(client.ok()) << client.status();
-  ReadWriteLock rw(client->get(), "doc");
-  absl::StatusOr<Lease> shared = rw.TryAcquireShared(absl::Seconds(10));
-  ASSERT_FALSE(shared.ok());
-  EXPECT_EQ(shared.status().code(), absl::StatusCode::kUnavailable) << shared.status();
-  EXPECT_THAT(std::string(shared.status().message()),
-              HasSubstr(absl::StrCat(fleet_->address(0), " forbids scripting")));
-  EXPECT_THAT(std::string(shared.status().message()), HasSubstr("no script-free form"));
+  ASSERT_NO_FATAL_FAILURE(ExpectSharedLockRefusedByNode0(**client));
 }
 
 // So is the fair lock's: a try and a waiter both get that node's "no".

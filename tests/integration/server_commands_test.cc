@@ -30,6 +30,15 @@ class ServerCommandsTest : public testkit::OwnFleetTest {
     REDLOCK_REQUIRE_REDIS();
     StartFleet({.nodes = 1});
   }
+  // A client with `o` into `*client`, and its node's health (connected)
+  // into `*health`. Use with ASSERT_NO_FATAL_FAILURE.
+  void Connect(Options o, std::unique_ptr<Client>* client, NodeHealth* health) {
+    auto c = Client::Create(std::move(o));
+    ASSERT_TRUE(c.ok()) << c.status();
+    *client = *std::move(c);
+    *health = (*client)->Health()[0];
+    EXPECT_TRUE(health->connected) << health->last_error;
+  }
   NodeHealth HealthOf(Options o) {
     auto client = Client::Create(std::move(o));
     EXPECT_TRUE(client.ok()) << client.status();
@@ -63,23 +72,20 @@ TEST_F(ServerCommandsTest, HealthSaysWhatTheServerDoes) {
   std::cout << "[compat] " << server
             << " commands: " << (have.empty() ? "none" : absl::StrJoin(have, ", ")) << "\n";
 
-  Run({"SET", "k", "mine"});
-  RedisValue del = Run({"DELIFEQ", "k", "mine"});
-  if (h.has_delifeq) {
-    EXPECT_EQ(del.integer, 1) << server << ": " << del.str;
-    EXPECT_EQ(Run({"EXISTS", "k"}).integer, 0) << server;
-  } else {
-    EXPECT_TRUE(del.is_error()) << server << " ran DELIFEQ but Health says it has none";
-  }
-
-  Run({"SET", "k", "mine"});
-  RedisValue delex = Run({"DELEX", "k", "IFEQ", "mine"});
-  if (h.has_delex_ifeq) {
-    EXPECT_EQ(delex.integer, 1) << server << ": " << delex.str;
-    EXPECT_EQ(Run({"EXISTS", "k"}).integer, 0) << server;
-  } else {
-    EXPECT_TRUE(delex.is_error()) << server << " ran DELEX but Health says it has none";
-  }
+  // A compare-and-delete `cmd` of our key: it deletes where Health says the
+  // server has it (`has`), and is an error where not.
+  auto deletes_if_equal = [&](const std::vector<std::string>& cmd, bool has) {
+    Run({"SET", "k", "mine"});
+    RedisValue del = Run(cmd);
+    if (has) {
+      EXPECT_EQ(del.integer, 1) << server << ": " << del.str;
+      EXPECT_EQ(Run({"EXISTS", "k"}).integer, 0) << server;
+    } else {
+      EXPECT_TRUE(del.is_error()) << server << " ran " << cmd[0] << " but Health says it has none";
+    }
+  };
+  deletes_if_equal({"DELIFEQ", "k", "mine"}, h.has_delifeq);
+  deletes_if_equal({"DELEX", "k", "IFEQ", "mine"}, h.has_delex_ifeq);
 
   Run({"SET", "k", "mine"});
   RedisValue set = Run({"SET", "k", "again", "IFEQ", "mine", "PX", "10000"});
@@ -117,22 +123,21 @@ TEST_F(ServerCommandsTest, OffKeepsEveryNodeOnTheScripts) {
   ASSERT_TRUE(on.commands_known);
   Options o = MakeOptions();
   o.server_commands = false;
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  const NodeHealth off = (*client)->Health()[0];
-  EXPECT_TRUE(off.connected) << off.last_error;
+  std::unique_ptr<Client> client;
+  NodeHealth off;
+  ASSERT_NO_FATAL_FAILURE(Connect(o, &client, &off));
   EXPECT_FALSE(off.commands_known);
   EXPECT_FALSE(off.has_delifeq || off.has_delex_ifeq || off.has_set_ifeq);
   EXPECT_EQ(off.path, "scripts") << fleet_->server().name;
   if (on.has_delifeq || on.has_delex_ifeq || on.has_set_ifeq) {
     EXPECT_NE(on.path, off.path) << fleet_->server().name;
   }
-  absl::StatusOr<Lease> lease = (*client)->TryAcquire("off-lock", absl::Seconds(5));
+  absl::StatusOr<Lease> lease = client->TryAcquire("off-lock", absl::Seconds(5));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  absl::StatusOr<Lease> longer = (*client)->Extend(*lease, absl::Seconds(10));
+  absl::StatusOr<Lease> longer = client->Extend(*lease, absl::Seconds(10));
   ASSERT_TRUE(longer.ok()) << longer.status();
   EXPECT_GT(Run({"PTTL", "off-lock"}).integer, 5000);
-  EXPECT_TRUE((*client)->Release(*longer).ok());
+  EXPECT_TRUE(client->Release(*longer).ok());
   EXPECT_EQ(Run({"EXISTS", "off-lock"}).integer, 0);
 }
 
@@ -144,15 +149,14 @@ TEST_F(ServerCommandsTest, AUserWithoutCommandGetsNoneAndAWorkingNode) {
   Options o = MakeOptions();
   o.nodes[0].username = "nocmd";
   o.nodes[0].password = "pw";
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  const NodeHealth h = (*client)->Health()[0];
-  EXPECT_TRUE(h.connected) << h.last_error;
+  std::unique_ptr<Client> client;
+  NodeHealth h;
+  ASSERT_NO_FATAL_FAILURE(Connect(o, &client, &h));
   EXPECT_TRUE(h.commands_known);
   EXPECT_FALSE(h.has_delifeq || h.has_delex_ifeq || h.has_set_ifeq);
-  absl::StatusOr<Lease> lease = (*client)->TryAcquire("nocmd-lock", absl::Seconds(5));
+  absl::StatusOr<Lease> lease = client->TryAcquire("nocmd-lock", absl::Seconds(5));
   ASSERT_TRUE(lease.ok()) << lease.status();
-  EXPECT_TRUE((*client)->Release(*lease).ok());
+  EXPECT_TRUE(client->Release(*lease).ok());
 }
 
 }  // namespace

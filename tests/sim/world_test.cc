@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sim/case_file.h"
+#include "testkit/files.h"
 
 namespace redlock::sim {
 namespace {
@@ -40,12 +40,7 @@ std::string TempDir() {
   return dir;
 }
 
-std::string ReadAll(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testkit::ReadFile;
 
 // Runs the command and returns its exit status (-1 when it did not exit).
 int RunCommand(const std::string& cmd) {
@@ -83,6 +78,14 @@ RunInput Drawn(uint64_t seed, int64_t duration_ms = 4000) {
   return in;
 }
 
+// The configuration drawn for `seed` with `overrides` (ApplyOverrides) put
+// on it, into `*in`. Use with ASSERT_NO_FATAL_FAILURE.
+void DrawnWith(uint64_t seed, const std::string& overrides, RunInput* in) {
+  in->seed = seed;
+  in->config = DrawConfig(seed);
+  ASSERT_TRUE(ApplyOverrides(overrides, &in->config).ok()) << overrides;
+}
+
 TEST(SimWorldTest, SameSeedSameHistoryInOneProcess) {
   for (uint64_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     RunInput in = Drawn(seed);
@@ -117,10 +120,10 @@ TEST(SimWorldTest, SameSeedSameHistoryInTwoProcesses) {
     RunCommand(absl::StrCat(REDLOCK_SIM_PATH, " --replay ", case_file, " --history ", dir, "/h", i,
                             ".jsonl --trace ", dir, "/t", i, ".jsonl > /dev/null"));
   }
-  const std::string h0 = ReadAll(dir + "/h0.jsonl"), h1 = ReadAll(dir + "/h1.jsonl");
+  const std::string h0 = ReadFile(dir + "/h0.jsonl"), h1 = ReadFile(dir + "/h1.jsonl");
   ASSERT_FALSE(h0.empty());
   EXPECT_EQ(h0, h1);
-  EXPECT_EQ(ReadAll(dir + "/t0.jsonl"), ReadAll(dir + "/t1.jsonl"));
+  EXPECT_EQ(ReadFile(dir + "/t0.jsonl"), ReadFile(dir + "/t1.jsonl"));
   // And the same as in this process.
   EXPECT_EQ(h0, RunSimulation(c.input).history);
 }
@@ -183,7 +186,7 @@ TEST(SimWorldTest, LyingNodesAreCaughtAndTheShrunkCaseReplays) {
   EXPECT_EQ(RunCommand(absl::StrCat(REDLOCK_SIM_PATH, " --replay ", dir, "/lying.json > ", dir,
                                     "/replay.txt")),
             1);
-  EXPECT_THAT(ReadAll(dir + "/replay.txt"), HasSubstr("case property S1: reproduced"));
+  EXPECT_THAT(ReadFile(dir + "/replay.txt"), HasSubstr("case property S1: reproduced"));
 }
 
 // --jobs: child processes make the runs, the table is the one a single
@@ -197,7 +200,7 @@ TEST(SimWorldTest, JobsPrintTheSameTableAsOneProcess) {
                                            dir, "/", name, extra, " > ", dir, "/", name, ".txt"));
     EXPECT_EQ(rc, 1) << name;
     std::string kept;
-    for (absl::string_view line : absl::StrSplit(ReadAll(dir + "/" + name + ".txt"), '\n')) {
+    for (absl::string_view line : absl::StrSplit(ReadFile(dir + "/" + name + ".txt"), '\n')) {
       // Times, and the case files' directories, differ.
       if (absl::StrContains(line, "s wall") || absl::StrContains(line, "CPU in the runs") ||
           absl::StrContains(line, "case: ") || absl::StrContains(line, "lab scenario")) {
@@ -310,9 +313,7 @@ TEST(SimWorldTest, Issue36CombinationsAreClean) {
   for (const auto& sweep : kSweeps) {
     for (uint64_t seed = 1; seed <= 12; ++seed) {
       RunInput in;
-      in.seed = seed;
-      in.config = DrawConfig(seed);
-      ASSERT_TRUE(ApplyOverrides(sweep.config, &in.config).ok()) << sweep.config;
+      ASSERT_NO_FATAL_FAILURE(DrawnWith(seed, sweep.config, &in));
       ASSERT_TRUE(CheckConfig(in.config).ok()) << sweep.config;
       in.config.duration_ms = 10000;
       in.faults = DrawFaults(in.config, seed);
@@ -335,12 +336,11 @@ TEST(SimWorldTest, FairLockRunsCleanAndS8JudgesIt) {
   for (uint64_t seed = 1; seed <= 6; ++seed) {
     for (bool faults : {false, true}) {
       RunInput in;
-      in.seed = seed;
-      in.config = DrawConfig(seed);
-      ASSERT_TRUE(ApplyOverrides("primitive=fair,clients=4,nodes=plain/plain/plain/plain/plain,"
-                                 "resources=1,duration_ms=6000",
-                                 &in.config)
-                      .ok());
+      ASSERT_NO_FATAL_FAILURE(
+          DrawnWith(seed,
+                    "primitive=fair,clients=4,nodes=plain/plain/plain/plain/plain,"
+                    "resources=1,duration_ms=6000",
+                    &in));
       ASSERT_TRUE(CheckConfig(in.config).ok()) << DescribeConfig(in.config);
       // A place needs a wait: forced fair configurations always wait.
       EXPECT_GT(in.config.wait_ms, 0);
@@ -386,12 +386,11 @@ TEST(SimWorldTest, FairQueueJumpersAreCaughtByS8) {
   int caught = 0;
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     RunInput in;
-    in.seed = seed;
-    in.config = DrawConfig(seed);
-    ASSERT_TRUE(ApplyOverrides("primitive=fair,clients=4,nodes=plain/plain/plain/plain/plain,"
-                               "resources=1,wait_ms=2000,release=true,duration_ms=6000",
-                               &in.config)
-                    .ok());
+    ASSERT_NO_FATAL_FAILURE(
+        DrawnWith(seed,
+                  "primitive=fair,clients=4,nodes=plain/plain/plain/plain/plain,"
+                  "resources=1,wait_ms=2000,release=true,duration_ms=6000",
+                  &in));
     RunInput honest = in;
     in.config.fair_jumpers = 1;
     ASSERT_TRUE(CheckConfig(in.config).ok());
@@ -421,12 +420,11 @@ TEST(SimWorldTest, FairQueueJumpersAreCaughtByS8) {
 // script-free form) is still granted there.
 TEST(SimWorldTest, FairLockOnScriptFreeNodesFailsNamingThem) {
   RunInput in;
-  in.seed = 3;
-  in.config = DrawConfig(3);
-  ASSERT_TRUE(ApplyOverrides("primitive=fair,nodes=plain/noperm/lualess,quorum=0,fencing=false,"
-                             "durability_replicas=0,clients=2,resources=1,duration_ms=3000",
-                             &in.config)
-                  .ok());
+  ASSERT_NO_FATAL_FAILURE(
+      DrawnWith(3,
+                "primitive=fair,nodes=plain/noperm/lualess,quorum=0,fencing=false,"
+                "durability_replicas=0,clients=2,resources=1,duration_ms=3000",
+                &in));
   ASSERT_TRUE(CheckConfig(in.config).ok());
   RunOutput out = RunSimulation(in);
   ASSERT_EQ(out.error, "");

@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -106,6 +105,16 @@ std::string Describe(const Result& r) {
   return absl::StrCat("exit ", r.exit_code, "\n--- stdout:\n", r.out, "--- stderr:\n", r.err);
 }
 
+// `acquire` of `resource` on `nodes` (30 s), then `status` of it there:
+// both exit 0; the status run into `*status`. Use with
+// ASSERT_NO_FATAL_FAILURE.
+void AcquireThenStatus(const std::string& nodes, const std::string& resource, Result* status) {
+  Result r = RunCli({"acquire", "--nodes", nodes, "--resource", resource, "--ttl", "30s"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  *status = RunCli({"status", "--nodes", nodes, resource});
+  ASSERT_EQ(status->exit_code, 0) << Describe(*status);
+}
+
 // Exactly one line, newline-terminated.
 bool OneLine(const std::string& s) {
   return !s.empty() && s.back() == '\n' && s.find('\n') == s.size() - 1;
@@ -141,12 +150,7 @@ bool WaitForFile(const std::string& path, absl::Duration timeout) {
   return false;
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
+using testkit::ReadFile;
 
 void Touch(const std::string& path) { std::ofstream(path) << "go\n"; }
 
@@ -473,10 +477,8 @@ TEST_F(CliTest, StatusShowsNodesThatForbidScripting) {
     if (!ep.username.empty()) absl::StrAppend(&urls, ep.username, ":", ep.password, "@");
     absl::StrAppend(&urls, (*mixed)->address(i));
   }
-  Result r = RunCli({"acquire", "--nodes", urls, "--resource", Res("p"), "--ttl", "30s"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  Result s = RunCli({"status", "--nodes", urls, Res("p")});
-  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  Result s;
+  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(urls, Res("p"), &s));
   std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
   ASSERT_EQ(lines.size(), 5u) << s.out;
   EXPECT_TRUE(absl::StrContains(lines[1], "PATH")) << lines[1];
@@ -504,10 +506,8 @@ TEST_F(CliTest, StatusShowsAClusterNodesMasters) {
   auto cluster = testkit::Cluster::Start({.masters = 3, .replicas_per_master = 0});
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string nodes = (*cluster)->url();
-  Result r = RunCli({"acquire", "--nodes", nodes, "--resource", Res("c"), "--ttl", "30s"});
-  ASSERT_EQ(r.exit_code, 0) << Describe(r);
-  Result s = RunCli({"status", "--nodes", nodes, Res("c")});
-  ASSERT_EQ(s.exit_code, 0) << Describe(s);
+  Result s;
+  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(nodes, Res("c"), &s));
   std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
   // The summary, the header, the cluster's row, one line per master.
   ASSERT_EQ(lines.size(), 6u) << s.out;
@@ -691,41 +691,47 @@ TEST_F(CliTest, FairAcquireServesWaitersInOrderAndReleaseTakesThePlaceOut) {
   Result try_plain = Cli({"acquire", "--resource", r, "--ttl", "30s"});
   EXPECT_EQ(try_plain.exit_code, kHeld) << Describe(try_plain);
 
+  // A waiting fair acquire in a process of its own, once its place is on
+  // every node (`places` places there in all).
+  auto enqueue = [&](int places, const std::string& who, std::unique_ptr<CliProcess>* p) {
+    *p = CliProcess::Start({"acquire", "--nodes", Nodes(), "--fair", "--resource", r, "--ttl",
+                            "30s", "--wait", "25s"});
+    ASSERT_NE(*p, nullptr);
+    ASSERT_EQ(
+        testkit::Eventually([&] { return FewestPlaces(r) >= places; }, true, absl::Seconds(20)),
+        true)
+        << who << "'s place is not on every node";
+  };
+  // `p` exits granted, holding on a quorum: its token into `*token`.
+  auto granted = [&](CliProcess& p, std::string* token) {
+    Result got = p.Wait(absl::Seconds(40));
+    ASSERT_EQ(got.exit_code, 0) << Describe(got);
+    *token = JsonField(got.out, "token");
+    EXPECT_GE(NodesHolding(r, *token), 3);
+  };
+  auto release = [&](const std::string& token) {
+    Result rel = Cli({"release", "--fair", "--resource", r, "--token", token});
+    ASSERT_EQ(rel.exit_code, 0) << Describe(rel);
+  };
+
   // C takes its place (on every node) before D begins taking its own (A,
   // granted at once, took none).
-  auto c = CliProcess::Start(
-      {"acquire", "--nodes", Nodes(), "--fair", "--resource", r, "--ttl", "30s", "--wait", "25s"});
-  ASSERT_NE(c, nullptr);
-  ASSERT_EQ(testkit::Eventually([&] { return FewestPlaces(r) >= 1; }, true, absl::Seconds(20)),
-            true)
-      << "C's place is not on every node";
-  auto d = CliProcess::Start(
-      {"acquire", "--nodes", Nodes(), "--fair", "--resource", r, "--ttl", "30s", "--wait", "25s"});
-  ASSERT_NE(d, nullptr);
-  ASSERT_EQ(testkit::Eventually([&] { return FewestPlaces(r) >= 2; }, true, absl::Seconds(20)),
-            true)
-      << "D's place is not on every node";
+  std::unique_ptr<CliProcess> c, d;
+  ASSERT_NO_FATAL_FAILURE(enqueue(1, "C", &c));
+  ASSERT_NO_FATAL_FAILURE(enqueue(2, "D", &d));
 
-  Result rel_a = Cli({"release", "--fair", "--resource", r, "--token", token_a});
-  ASSERT_EQ(rel_a.exit_code, 0) << Describe(rel_a);
+  ASSERT_NO_FATAL_FAILURE(release(token_a));
   // C first: had D been granted, C would wait past its 25 s for D's 30 s
   // lease and exit 68.
-  Result got_c = c->Wait(absl::Seconds(40));
-  ASSERT_EQ(got_c.exit_code, 0) << Describe(got_c);
-  const std::string token_c = JsonField(got_c.out, "token");
-  EXPECT_GE(NodesHolding(r, token_c), 3);
-  Result rel_c = Cli({"release", "--fair", "--resource", r, "--token", token_c});
-  ASSERT_EQ(rel_c.exit_code, 0) << Describe(rel_c);
-  Result got_d = d->Wait(absl::Seconds(40));
-  ASSERT_EQ(got_d.exit_code, 0) << Describe(got_d);
-  const std::string token_d = JsonField(got_d.out, "token");
-  EXPECT_GE(NodesHolding(r, token_d), 3);
+  std::string token_c, token_d;
+  ASSERT_NO_FATAL_FAILURE(granted(*c, &token_c));
+  ASSERT_NO_FATAL_FAILURE(release(token_c));
+  ASSERT_NO_FATAL_FAILURE(granted(*d, &token_d));
 
   // D waited, so it holds with a place; its release --fair takes the place
   // out on the quorum that confirmed it. (A plain release would leave it
   // until the queue's own key expired, place_ttl after D's last heartbeat.)
-  Result rel_d = Cli({"release", "--fair", "--resource", r, "--token", token_d});
-  ASSERT_EQ(rel_d.exit_code, 0) << Describe(rel_d);
+  ASSERT_NO_FATAL_FAILURE(release(token_d));
   EXPECT_GE(NodesWithoutPlaces(r), 3) << "the holder's place is left in the queue";
   EXPECT_EQ(testkit::Eventually([&] { return MostPlaces(r); }, int64_t{0}), 0)
       << "a place is left in the queue";

@@ -29,6 +29,9 @@ def fail(msg):
 def cmd(s):
     c = s.get("command") or []
     return " ".join(c) if isinstance(c, list) else str(c)
+def published(s):
+    return {int(p["published"]) if isinstance(p, dict) else int(str(p).split(":")[-2])
+            for p in s.get("ports") or []}
 plain = {n: s for n, s in services.items() if not s.get("profiles")}
 if len(plain) != 5:
     fail("the default deployment must be five masters, found %s" % sorted(plain))
@@ -40,8 +43,7 @@ for name, s in plain.items():
     for word in ("replicaof", "slaveof", "sentinel"):
         if word in text.lower():
             fail(name + ": the default nodes must be independent masters (no replication, no Sentinel)")
-    for p in s.get("ports") or []:
-        ports.add(int(p["published"]) if isinstance(p, dict) else int(str(p).split(":")[-2]))
+    ports |= published(s)
 if ports != {7001, 7002, 7003, 7004, 7005}:
     fail("ports 7001-7005 must be published, found %s" % sorted(ports))
 tls = {n: s for n, s in services.items() if "tls" in (s.get("profiles") or [])}
@@ -51,8 +53,7 @@ for name, s in tls.items():
         fail(name + ": a TLS node listens on its TLS port only")
     if "appendfsync always" not in cmd(s):
         fail(name + " needs --appendfsync always")
-    for p in s.get("ports") or []:
-        tls_ports.add(int(p["published"]) if isinstance(p, dict) else int(str(p).split(":")[-2]))
+    tls_ports |= published(s)
 if tls_ports != {7011, 7012, 7013, 7014, 7015}:
     fail("the tls profile must publish 7011-7015, found %s" % sorted(tls_ports))
 replicated = {n: s for n, s in services.items() if "replicated" in (s.get("profiles") or [])}

@@ -39,6 +39,26 @@ class ClientLogicTest : public testkit::FakeNodesTest {
     return out;
   }
 
+  // Waiters that poll only every few seconds: within a test, only a release
+  // announcement wakes them.
+  void MakeSlowPolling(int nodes) {
+    Options o;
+    o.retry_delay = absl::Seconds(20);  // polling pauses of seconds
+    o.wait_poll_max = absl::Seconds(5);
+    Make(nodes, o);
+  }
+
+  // `token` holds "r" (without expiry) on nodes [from, to).
+  void HeldOn(int from, int to, const std::string& token) {
+    for (int i = from; i < to; ++i) transport_->node(i).keys["r"] = {token, std::nullopt, false};
+  }
+
+  // Its holder `token` lets "r" go on nodes [from, to), and they announce it.
+  void ReleasedOn(int from, int to, const std::string& token) {
+    for (int i = from; i < to; ++i) transport_->node(i).keys.erase("r");
+    for (int i = from; i < to; ++i) transport_->Publish(i, "redlock:release:r", token);
+  }
+
   bool Holds(int node, const std::string& key, const std::string& token) {
     auto& keys = transport_->node(node).keys;
     auto it = keys.find(key);
@@ -102,7 +122,7 @@ TEST_F(ClientLogicTest, NoValidityLeftIsDeadlineExceededAndReleasesEverywhere) {
 
 TEST_F(ClientLogicTest, FailsAsSoonAsQuorumIsImpossible) {
   Make(5);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"someone-else", std::nullopt, false};
+  HeldOn(0, 3, "someone-else");
   auto result = TryAcquire("r", absl::Seconds(10));
   transport_->AnswerAll(0);
   transport_->AnswerAll(1);
@@ -181,7 +201,7 @@ TEST_F(ClientLogicTest, GivesUpAfterMaxAttempts) {
   o.max_attempts = 2;
   o.retry_jitter = absl::ZeroDuration();
   Make(3, o);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
+  HeldOn(0, 3, "other");
   Slot<Lease> out = NewSlot<Lease>();
   client_->AcquireAsync("r", absl::Seconds(10), FillSlot(out));
   transport_->AnswerEverything();
@@ -199,7 +219,7 @@ TEST_F(ClientLogicTest, WaitModeStopsAtTheDeadline) {
   o.retry_delay = absl::Milliseconds(300);  // first polling pause ~75ms, growing
   o.wait_poll_max = absl::Milliseconds(250);
   Make(3, o);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
+  HeldOn(0, 3, "other");
   auto start = clock_.Now();
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(1));
   EXPECT_EQ(transport_->subscribers("redlock:release:r"), 1) << "waits on release announcements";
@@ -223,19 +243,15 @@ TEST_F(ClientLogicTest, WaitModeStopsAtTheDeadline) {
 }
 
 TEST_F(ClientLogicTest, AReleaseAnnouncementWakesTheWaiterAtOnce) {
-  Options o;
-  o.retry_delay = absl::Seconds(20);  // polling pauses of seconds
-  o.wait_poll_max = absl::Seconds(5);
-  Make(3, o);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder-token", std::nullopt, false};
+  MakeSlowPolling(3);
+  HeldOn(0, 3, "holder-token");
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
   transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 3);
   transport_->Advance(absl::Milliseconds(100));
   EXPECT_EQ(transport_->sent_count("acquire"), 3) << "no polling yet";
   // The holder releases: every node announces it, the waiter tries once.
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys.erase("r");
-  for (int i = 0; i < 3; ++i) transport_->Publish(i, "redlock:release:r", "holder-token");
+  ReleasedOn(0, 3, "holder-token");
   transport_->Advance(absl::ZeroDuration());
   EXPECT_EQ(transport_->sent_count("acquire"), 6) << "one attempt for three announcements";
   transport_->AnswerEverything();
@@ -244,11 +260,8 @@ TEST_F(ClientLogicTest, AReleaseAnnouncementWakesTheWaiterAtOnce) {
 }
 
 TEST_F(ClientLogicTest, OnlyTheOldestWaiterOfAClientIsWoken) {
-  Options o;
-  o.retry_delay = absl::Seconds(20);
-  o.wait_poll_max = absl::Seconds(5);
-  Make(3, o);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"t0", std::nullopt, false};
+  MakeSlowPolling(3);
+  HeldOn(0, 3, "t0");
   std::vector<std::shared_ptr<std::optional<absl::StatusOr<Lease>>>> outs;
   for (int w = 0; w < 5; ++w) {
     auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
@@ -256,8 +269,7 @@ TEST_F(ClientLogicTest, OnlyTheOldestWaiterOfAClientIsWoken) {
   }
   transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 15);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys.erase("r");
-  for (int i = 0; i < 3; ++i) transport_->Publish(i, "redlock:release:r", "t0");
+  ReleasedOn(0, 3, "t0");
   transport_->Advance(absl::ZeroDuration());
   EXPECT_EQ(transport_->sent_count("acquire"), 18) << "one attempt for five waiters";
   transport_->AnswerEverything();
@@ -270,23 +282,16 @@ TEST_F(ClientLogicTest, OnlyTheOldestWaiterOfAClientIsWoken) {
 // announcements (plus the nodes that granted its last attempt) make a
 // quorum, not at the first one, whose attempt would fail and lose the rest.
 TEST_F(ClientLogicTest, AStaggeredReleaseWakesTheWaiterOnceAQuorumIsFree) {
-  Options o;
-  o.retry_delay = absl::Seconds(20);
-  o.wait_poll_max = absl::Seconds(5);
-  Make(5, o);
-  for (int i = 0; i < 5; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  MakeSlowPolling(5);
+  HeldOn(0, 5, "holder");
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
   transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 5);
   // Node 0 releases first; the others 200 ms later.
-  transport_->node(0).keys.erase("r");
-  transport_->Publish(0, "redlock:release:r", "holder");
+  ReleasedOn(0, 1, "holder");
   transport_->Advance(absl::Milliseconds(200));
   EXPECT_EQ(transport_->sent_count("acquire"), 5) << "one node free of five: no attempt yet";
-  for (int i = 1; i < 5; ++i) {
-    transport_->node(i).keys.erase("r");
-    transport_->Publish(i, "redlock:release:r", "holder");
-  }
+  ReleasedOn(1, 5, "holder");
   transport_->Advance(absl::ZeroDuration());
   EXPECT_EQ(transport_->sent_count("acquire"), 10) << "one attempt, at the third announcement";
   transport_->AnswerEverything();
@@ -295,17 +300,13 @@ TEST_F(ClientLogicTest, AStaggeredReleaseWakesTheWaiterOnceAQuorumIsFree) {
 }
 
 TEST_F(ClientLogicTest, NodesThatGrantedTheLastAttemptCountAsFree) {
-  Options o;
-  o.retry_delay = absl::Seconds(20);
-  o.wait_poll_max = absl::Seconds(5);
-  Make(5, o);
+  MakeSlowPolling(5);
   // The holder has nodes 0-2; nodes 3 and 4 grant the waiter's attempt.
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  HeldOn(0, 3, "holder");
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::Seconds(30));
   transport_->AnswerEverything();
   EXPECT_EQ(transport_->sent_count("acquire"), 5);
-  transport_->node(0).keys.erase("r");
-  transport_->Publish(0, "redlock:release:r", "holder");
+  ReleasedOn(0, 1, "holder");
   transport_->Advance(absl::ZeroDuration());
   EXPECT_EQ(transport_->sent_count("acquire"), 10) << "3 and 4 plus 0 are a quorum";
   transport_->AnswerEverything();
@@ -317,7 +318,7 @@ TEST_F(ClientLogicTest, AnInfiniteWaitPollsUntilStopped) {
   Options o;
   o.release_notifications = false;
   Make(3, o);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  HeldOn(0, 3, "holder");
   StopSource stop;
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token());
   for (int i = 0; i < 200; ++i) {
@@ -368,7 +369,7 @@ TEST_F(ClientLogicTest, ACancelledAcquisitionIsObservedAndCompletedOnTheTranspor
   o.observer = log;
   o.release_notifications = false;
   Make(3, o);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  HeldOn(0, 3, "holder");
   StopSource stop;
   bool completed_in_transport = false;
   std::optional<absl::Status> out;
@@ -404,7 +405,7 @@ TEST_F(ClientLogicTest, AStopRequestedBeforeTheCallSendsNothing) {
 // Outcomes tell failures apart without parsing messages.
 TEST_F(ClientLogicTest, FailuresCarryAnOutcomeWithEveryNodesAnswer) {
   Make(5);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"other", std::nullopt, false};
+  HeldOn(0, 3, "other");
   auto held = TryAcquire("r", absl::Seconds(10));
   transport_->AnswerAll(0);
   transport_->AnswerAll(1);
@@ -776,7 +777,7 @@ TEST_F(ClientLogicTest, DestroyingTheClientCancelsPendingOperations) {
 // destroyed ends CANCELLED (client.h), not with the attempt's refusal.
 TEST_F(ClientLogicTest, AnAttemptRefusedDuringShutdownEndsCancelled) {
   Make(3);
-  for (int i = 0; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  HeldOn(0, 3, "holder");
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::InfiniteDuration(), StopToken());
   transport_->BeginStopping();
   transport_->AnswerEverything();
@@ -813,7 +814,7 @@ TEST_F(ClientLogicTest, ALongWaitWithoutNotificationsKeepsItsMemoryFlat) {
   Options o;
   o.release_notifications = false;
   Make(3, o);
-  for (int i = 1; i < 3; ++i) transport_->node(i).keys["r"] = {"holder", std::nullopt, false};
+  HeldOn(1, 3, "holder");
   StopSource stop;
   auto out = AcquireWaiting("r", absl::Seconds(10), absl::InfiniteDuration(), stop.token());
   auto step = [&] {

@@ -51,6 +51,12 @@ class FencingLogicTest : public testkit::FakeNodesTest {
     o.fencing_lost_counters = 1;
     Make(o, nodes);
   }
+  // Answers everything pending: `out` is then a granted lease. Use with
+  // ASSERT_NO_FATAL_FAILURE.
+  void AnswerAllAndExpectGranted(const testkit::Slot<Lease>& out) {
+    transport_->AnswerEverything();
+    ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  }
   void SetCounter(int node, const std::string& value) {
     transport_->node(node).keys["r:fence"] = {value, std::nullopt, false};
   }
@@ -97,8 +103,7 @@ TEST_F(FencingLogicTest, TokenIsOnePlusTheMaxOfTheCountingNodes) {
   EXPECT_EQ(transport_->sent_count("fence-commit"), 3)
       << "round 2 goes to exactly the counted nodes";
   for (int i = 0; i < 3; ++i) EXPECT_EQ(transport_->pending(i).size(), 1u);
-  transport_->AnswerEverything();
-  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
   EXPECT_EQ((**out)->fencing_token(), 42u);
   for (int i = 0; i < 3; ++i) EXPECT_EQ(Counter(i), "42") << i;
   EXPECT_EQ(Counter(3), "") << "node 3 granted late: not used for round 2";
@@ -113,8 +118,7 @@ TEST_F(FencingLogicTest, StaleOrMissingCountersOnAMinorityDoNotMatter) {
   transport_->AnswerAll(3);
   transport_->AnswerAll(4);
   transport_->AnswerAll(0);
-  transport_->AnswerEverything();
-  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
   // Any quorum intersects the up-to-date majority: the max is still seen.
   EXPECT_EQ((**out)->fencing_token(), 101u);
 }
@@ -122,8 +126,7 @@ TEST_F(FencingLogicTest, StaleOrMissingCountersOnAMinorityDoNotMatter) {
 TEST_F(FencingLogicTest, AMalformedCounterIsAPerNodeFailure) {
   SetCounter(0, "not-a-number");
   auto out = TryAcquire();
-  transport_->AnswerEverything();
-  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
   EXPECT_EQ((**out)->fencing_token(), 1u);
   EXPECT_EQ(Counter(0), "not-a-number") << "never overwritten by round 2";
 }
@@ -173,8 +176,7 @@ TEST_F(FencingLogicTest, ARetryAfterAFailedRoundTwoCarriesItsOwnToken) {
   // Meanwhile other holders came and went: the counters moved on.
   for (int i = 0; i < 5; ++i) SetCounter(i, "41");
   transport_->Advance(o.retry_delay);
-  transport_->AnswerEverything();
-  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
   EXPECT_EQ((**out)->fencing_token(), 42u)
       << "the token of the attempt that succeeded, not of the first";
   EXPECT_EQ(Counter(0), "42");
@@ -197,8 +199,7 @@ TEST_F(FencingLogicTest, SuccessiveHoldersGetIncreasingTokens) {
     auto out = TryAcquire();
     // Vary which nodes answer first.
     for (int k = 0; k < 5; ++k) transport_->AnswerAll((round + k) % 5);
-    transport_->AnswerEverything();
-    ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+    ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
     EXPECT_GT((**out)->fencing_token(), last);
     last = (**out)->fencing_token();
     absl::Status st = ReleaseAndAnswer(***out);
@@ -312,8 +313,7 @@ TEST_F(FencingLogicTest, ToleratingALostCounterSurvivesOneNodeDownNotTwo) {
   {
     auto out = TryAcquire();
     transport_->TimeOutAll(4);
-    transport_->AnswerEverything();
-    ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+    ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
     EXPECT_EQ((**out)->nodes_granted(), 4);
     absl::Status st = ReleaseAndAnswer(***out);
     ASSERT_TRUE(st.ok()) << st;
@@ -363,8 +363,7 @@ TEST_F(FencingLogicTest, ALateRoundOneGrantIsNeitherReadNorCommitted) {
   auto out = TryAcquire();
   for (int i = 0; i < 4; ++i) transport_->AnswerOne(i);
   transport_->AnswerOne(4);  // grants after T was computed
-  transport_->AnswerEverything();
-  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
   EXPECT_EQ((**out)->fencing_token(), 8u);
   EXPECT_EQ(Counter(4), "1000") << "not part of round 2";
   EXPECT_EQ(transport_->node(4).keys.count("r"), 1u) << "held until the lease is released";
@@ -378,8 +377,7 @@ TEST_F(FencingLogicTest, ToleratingALostCounterAGarbageCounterCountsAsANodeDown)
   for (int i = 1; i < 5; ++i) SetCounter(i, "9");
   SetCounter(0, "garbage");
   auto out = TryAcquire();
-  transport_->AnswerEverything();
-  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
   EXPECT_EQ((**out)->fencing_token(), 10u);
   EXPECT_EQ(Counter(0), "garbage") << "never overwritten";
   absl::Status st = ReleaseAndAnswer(***out);
@@ -404,8 +402,7 @@ TEST_F(FencingLogicTest, AnAllNodesQuorumIsAlreadyLargeEnough) {
   auto out = TryAcquire();
   for (int i = 0; i < 4; ++i) transport_->AnswerOne(i);
   EXPECT_EQ(transport_->sent_count("fence-commit"), 0);
-  transport_->AnswerEverything();
-  ASSERT_TRUE(out->has_value() && (*out)->ok()) << (*out)->status();
+  ASSERT_NO_FATAL_FAILURE(AnswerAllAndExpectGranted(out));
   EXPECT_EQ((**out)->nodes_granted(), 5);
 }
 
