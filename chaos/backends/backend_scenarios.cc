@@ -20,6 +20,7 @@
 #include "chaos/history/history.h"
 #include "chaos/plot/plot.h"
 #include "chaos/run/run.h"
+#include "common/enum_names.h"
 #include "testkit/clock_control.h"
 #include "testkit/files.h"
 
@@ -477,19 +478,14 @@ std::vector<BackendScenario> Build() {
 }  // namespace
 
 absl::string_view BackendFaultName(BackendFault fault) {
-  switch (fault) {
-    case BackendFault::kNone:
-      return "no-faults";
-    case BackendFault::kClientPause:
-      return "client-pause";
-    case BackendFault::kMemberRestart:
-      return "member-restart";
-    case BackendFault::kPartition:
-      return "partition";
-    case BackendFault::kClockJump:
-      return "clock-jump";
-  }
-  return "?";
+  static constexpr EnumName<BackendFault> kNames[] = {
+      {BackendFault::kNone, "no-faults"},
+      {BackendFault::kClientPause, "client-pause"},
+      {BackendFault::kMemberRestart, "member-restart"},
+      {BackendFault::kPartition, "partition"},
+      {BackendFault::kClockJump, "clock-jump"},
+  };
+  return NameOf(kNames, fault);
 }
 
 const std::vector<BackendScenario>& BackendCatalog() {

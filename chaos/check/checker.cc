@@ -17,6 +17,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "chaos/check/checker_state.h"
+#include "common/enum_names.h"
 #include "nlohmann/json.hpp"
 
 namespace redlock::chaos {
@@ -129,51 +130,33 @@ std::string Checked(const CheckResult& r, Property p) {
   return "";
 }
 
+constexpr EnumName<Property> kPropertyNames[] = {
+    {Property::kMutualExclusion, "S1"},
+    {Property::kValidity, "S2"},
+    {Property::kHarm, "S3"},
+    {Property::kFencing, "S4"},
+    {Property::kAtMostK, "S6"},
+    {Property::kLeaderTerms, "S7"},
+    {Property::kStaleWriteSeen, "S9"},
+    {Property::kFirstCome, "S8"},
+};
+
+constexpr EnumName<Property> kPropertyTitles[] = {
+    {Property::kMutualExclusion, "mutual exclusion"},
+    {Property::kValidity, "validity"},
+    {Property::kHarm, "harm (lost updates)"},
+    {Property::kFencing, "fencing"},
+    {Property::kAtMostK, "at most K holders"},
+    {Property::kLeaderTerms, "leader terms"},
+    {Property::kStaleWriteSeen, "stale write seen"},
+    {Property::kFirstCome, "first come, first served"},
+};
+
 }  // namespace
 
-absl::string_view PropertyName(Property p) {
-  switch (p) {
-    case Property::kMutualExclusion:
-      return "S1";
-    case Property::kValidity:
-      return "S2";
-    case Property::kHarm:
-      return "S3";
-    case Property::kFencing:
-      return "S4";
-    case Property::kAtMostK:
-      return "S6";
-    case Property::kLeaderTerms:
-      return "S7";
-    case Property::kStaleWriteSeen:
-      return "S9";
-    case Property::kFirstCome:
-      return "S8";
-  }
-  return "S?";
-}
+absl::string_view PropertyName(Property p) { return NameOf(kPropertyNames, p, "S?"); }
 
-absl::string_view PropertyTitle(Property p) {
-  switch (p) {
-    case Property::kMutualExclusion:
-      return "mutual exclusion";
-    case Property::kValidity:
-      return "validity";
-    case Property::kHarm:
-      return "harm (lost updates)";
-    case Property::kFencing:
-      return "fencing";
-    case Property::kAtMostK:
-      return "at most K holders";
-    case Property::kLeaderTerms:
-      return "leader terms";
-    case Property::kStaleWriteSeen:
-      return "stale write seen";
-    case Property::kFirstCome:
-      return "first come, first served";
-  }
-  return "?";
-}
+absl::string_view PropertyTitle(Property p) { return NameOf(kPropertyTitles, p); }
 
 int64_t CheckResult::total_violations() const {
   int64_t n = 0;

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/enum_names.h"
 
 namespace redlock::chaos {
 namespace {
@@ -354,30 +355,23 @@ absl::StatusOr<std::vector<int>> TargetSel::Resolve(int count, int marker_client
 
 // ---- Topologies ------------------------------------------------------------------
 
-absl::string_view TopologyName(Topology t) {
-  switch (t) {
-    case Topology::kDirect:
-      return "direct";
-    case Topology::kSharedProxies:
-      return "shared-proxies";
-    case Topology::kPerClientProxies:
-      return "per-client-proxies";
-    case Topology::kNamespace:
-      return "namespace";
-    case Topology::kSentinelDiscovery:
-      return "sentinel-discovery";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<Topology> kTopologies[] = {
+    {Topology::kDirect, "direct"},
+    {Topology::kSharedProxies, "shared-proxies"},
+    {Topology::kPerClientProxies, "per-client-proxies"},
+    {Topology::kNamespace, "namespace"},
+    {Topology::kSentinelDiscovery, "sentinel-discovery"},
+};
+
+}  // namespace
+
+absl::string_view TopologyName(Topology t) { return NameOf(kTopologies, t); }
 
 absl::StatusOr<Topology> ParseTopology(absl::string_view name) {
-  for (Topology t : {Topology::kDirect, Topology::kSharedProxies, Topology::kPerClientProxies,
-                     Topology::kNamespace, Topology::kSentinelDiscovery}) {
-    if (name == TopologyName(t)) return t;
-  }
-  return Bad("topology", name,
-             "expected direct, shared-proxies, per-client-proxies, namespace or "
-             "sentinel-discovery");
+  if (std::optional<Topology> t = ValueOf(kTopologies, name)) return *t;
+  return Bad("topology", name, absl::StrCat("expected ", NameList(kTopologies, ", ", " or ")));
 }
 
 // ---- Registry --------------------------------------------------------------------

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/enum_names.h"
 #include "nlohmann/json.hpp"
 
 namespace redlock::chaos {
@@ -148,18 +149,23 @@ class FieldReader {
     if (!redlock_chaos_s.ok()) return redlock_chaos_s; \
   } while (0)
 
+constexpr EnumName<EventType> kEventTypes[] = {
+    {EventType::kInvoke, "invoke"},   {EventType::kQueued, "queued"},
+    {EventType::kGrant, "grant"},     {EventType::kFail, "fail"},
+    {EventType::kUse, "use"},         {EventType::kRelease, "release"},
+    {EventType::kExtend, "extend"},   {EventType::kNemesis, "nemesis"},
+    {EventType::kFinal, "final"},     {EventType::kRun, "run"},
+    {EventType::kUnknown, "unknown"},
+};
+
+constexpr EnumName<FaultPhase> kFaultPhases[] = {
+    {FaultPhase::kStart, "start"},
+    {FaultPhase::kStop, "stop"},
+    {FaultPhase::kInstant, "instant"},
+};
+
 EventType TypeFromName(absl::string_view name) {
-  if (name == "invoke") return EventType::kInvoke;
-  if (name == "queued") return EventType::kQueued;
-  if (name == "grant") return EventType::kGrant;
-  if (name == "fail") return EventType::kFail;
-  if (name == "use") return EventType::kUse;
-  if (name == "release") return EventType::kRelease;
-  if (name == "extend") return EventType::kExtend;
-  if (name == "nemesis") return EventType::kNemesis;
-  if (name == "final") return EventType::kFinal;
-  if (name == "run") return EventType::kRun;
-  return EventType::kUnknown;
+  return ValueOf(kEventTypes, name).value_or(EventType::kUnknown);
 }
 
 // ---- The mapping, written once ----------------------------------------------
@@ -425,14 +431,13 @@ absl::Status ReadValue(const FieldReader& r, const char* key, std::vector<std::s
 absl::Status ReadValue(const FieldReader& r, const char* key, FaultPhase* out) {
   std::string phase = std::string(FaultPhaseName(*out));
   REDLOCK_CHAOS_TRY(r.String(key, false, &phase));
-  for (FaultPhase p : {FaultPhase::kStart, FaultPhase::kStop, FaultPhase::kInstant}) {
-    if (phase == FaultPhaseName(p)) {
-      *out = p;
-      return absl::OkStatus();
-    }
+  if (std::optional<FaultPhase> p = ValueOf(kFaultPhases, phase)) {
+    *out = *p;
+    return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "field \"", key, "\" must be \"start\", \"stop\" or \"instant\", not \"", phase, "\""));
+  return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" must be \"",
+                                                 NameList(kFaultPhases, "\", \"", "\" or \""),
+                                                 "\", not \"", phase, "\""));
 }
 
 template <typename T>
@@ -541,44 +546,10 @@ int64_t RawFromSteady(std::chrono::steady_clock::time_point tp) {
   return raw + std::chrono::duration_cast<std::chrono::nanoseconds>(tp - now).count();
 }
 
-absl::string_view EventTypeName(EventType type) {
-  switch (type) {
-    case EventType::kInvoke:
-      return "invoke";
-    case EventType::kQueued:
-      return "queued";
-    case EventType::kGrant:
-      return "grant";
-    case EventType::kFail:
-      return "fail";
-    case EventType::kUse:
-      return "use";
-    case EventType::kRelease:
-      return "release";
-    case EventType::kExtend:
-      return "extend";
-    case EventType::kNemesis:
-      return "nemesis";
-    case EventType::kFinal:
-      return "final";
-    case EventType::kRun:
-      return "run";
-    case EventType::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
+absl::string_view EventTypeName(EventType type) { return NameOf(kEventTypes, type, "unknown"); }
 
 absl::string_view FaultPhaseName(FaultPhase phase) {
-  switch (phase) {
-    case FaultPhase::kStart:
-      return "start";
-    case FaultPhase::kStop:
-      return "stop";
-    case FaultPhase::kInstant:
-      return "instant";
-  }
-  return "instant";
+  return NameOf(kFaultPhases, phase, "instant");
 }
 
 Event ToEvent(const InvokeRecord& r) { return FromRecord(r); }
