@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -62,6 +63,12 @@ std::string GrantText(const CheckResult& r, const GrantInfo& g) {
   return out;
 }
 
+// The value, or null when it has none.
+template <typename T>
+nlohmann::ordered_json OrNull(const std::optional<T>& v) {
+  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
 nlohmann::ordered_json GrantJson(const GrantInfo& g) {
   nlohmann::ordered_json j;
   j["process"] = g.process;
@@ -73,10 +80,8 @@ nlohmann::ordered_json GrantJson(const GrantInfo& g) {
   j["granted"] = g.granted;
   j["valid_until"] = g.valid_until;
   j["hold_end"] = g.hold_end;
-  j["released"] = g.released.has_value() ? nlohmann::ordered_json(*g.released)
-                                         : nlohmann::ordered_json(nullptr);
-  j["fencing_token"] = g.fencing_token.has_value() ? nlohmann::ordered_json(*g.fencing_token)
-                                                   : nlohmann::ordered_json(nullptr);
+  j["released"] = OrNull(g.released);
+  j["fencing_token"] = OrNull(g.fencing_token);
   j["uses"] = g.uses;
   if (!g.mode.empty()) j["mode"] = g.mode;
   if (g.permits != 0) j["permits"] = g.permits;
@@ -92,8 +97,7 @@ nlohmann::ordered_json FaultJson(const FaultInfo& f) {
   j["detail"] = f.detail;
   j["phase"] = std::string(FaultPhaseName(f.phase));
   j["t"] = f.t;
-  j["stop"] =
-      f.stop.has_value() ? nlohmann::ordered_json(*f.stop) : nlohmann::ordered_json(nullptr);
+  j["stop"] = OrNull(f.stop);
   return j;
 }
 

@@ -337,33 +337,16 @@ auto FieldsOf(const RunRecord*) {
 
 // Calls fn(fields) with the table of the record type of `type`; false for
 // kUnknown.
+template <typename... Records, typename Fn>
+bool WithFieldsOf(EventType type, Fn& fn) {
+  // The first record type whose kType is `type`, if any.
+  return ((type == Records::kType && (fn(FieldsOf(static_cast<const Records*>(nullptr))), true)) ||
+          ...);
+}
 template <typename Fn>
 bool WithFields(EventType type, Fn&& fn) {
-  switch (type) {
-    case EventType::kInvoke:
-      return fn(FieldsOf(static_cast<const InvokeRecord*>(nullptr))), true;
-    case EventType::kQueued:
-      return fn(FieldsOf(static_cast<const QueuedRecord*>(nullptr))), true;
-    case EventType::kGrant:
-      return fn(FieldsOf(static_cast<const GrantRecord*>(nullptr))), true;
-    case EventType::kFail:
-      return fn(FieldsOf(static_cast<const FailRecord*>(nullptr))), true;
-    case EventType::kUse:
-      return fn(FieldsOf(static_cast<const UseRecord*>(nullptr))), true;
-    case EventType::kRelease:
-      return fn(FieldsOf(static_cast<const ReleaseRecord*>(nullptr))), true;
-    case EventType::kExtend:
-      return fn(FieldsOf(static_cast<const ExtendRecord*>(nullptr))), true;
-    case EventType::kNemesis:
-      return fn(FieldsOf(static_cast<const NemesisRecord*>(nullptr))), true;
-    case EventType::kFinal:
-      return fn(FieldsOf(static_cast<const FinalRecord*>(nullptr))), true;
-    case EventType::kRun:
-      return fn(FieldsOf(static_cast<const RunRecord*>(nullptr))), true;
-    case EventType::kUnknown:
-      return false;
-  }
-  return false;
+  return WithFieldsOf<InvokeRecord, QueuedRecord, GrantRecord, FailRecord, UseRecord, ReleaseRecord,
+                      ExtendRecord, NemesisRecord, FinalRecord, RunRecord>(type, fn);
 }
 
 template <typename Tuple, typename Fn>
