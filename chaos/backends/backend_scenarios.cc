@@ -192,6 +192,12 @@ absl::Status Setup(const BackendScenario& sc, const RunOptions& opt, Live& run,
 absl::Status Body(const BackendScenario& sc, Live& run, SteadyClock::time_point deadline) {
   auto remaining = [&] { return absl::FromChrono(deadline - SteadyClock::now()); };
   const absl::Duration ttl = absl::Milliseconds(kTtlMs);
+  // After a fault of the cluster: wait until it serves again (a note if not).
+  auto settle = [&](absl::string_view after) {
+    if (absl::Status s = run.cluster->WaitHealthy(absl::Seconds(60)); !s.ok()) {
+      run.notes.push_back(absl::StrCat("after the ", after, ": ", s.ToString()));
+    }
+  };
   if (sc.fault == BackendFault::kNone) {
     InterruptibleSleep(remaining());
     return absl::OkStatus();
@@ -218,9 +224,7 @@ absl::Status Body(const BackendScenario& sc, Live& run, SteadyClock::time_point 
         if (absl::Status s = run.cluster->Kill(*v); !s.ok()) return s;
         if (absl::Status s = run.cluster->StartMember(*v); !s.ok()) return s;
         run.log.Instant("restart", {.nodes = {*v}}, "kill -9 + restart at once");
-        if (absl::Status s = run.cluster->WaitHealthy(absl::Seconds(60)); !s.ok()) {
-          run.notes.push_back(absl::StrCat("after the restart: ", s.ToString()));
-        }
+        settle("restart");
         break;
       }
       case BackendFault::kPartition: {
@@ -250,9 +254,7 @@ absl::Status Body(const BackendScenario& sc, Live& run, SteadyClock::time_point 
           return s;
         }
         run.log.Stop("partition", "cut", "healed");
-        if (absl::Status s = run.cluster->WaitHealthy(absl::Seconds(60)); !s.ok()) {
-          run.notes.push_back(absl::StrCat("after the partition: ", s.ToString()));
-        }
+        settle("partition");
         break;
       }
       case BackendFault::kClockJump: {
