@@ -248,9 +248,8 @@ int main(int argc, char** argv) {
                                                    {"scenarios", "DIR"},
                                                    {"server", "NAME"},
                                                    {"topology", "NAME"}}});
-  if (!args.positional.empty() || !args.tail.empty()) {
-    fprintf(stderr, "redlock-chaos: unknown argument %s\n",
-            (args.positional.empty() ? args.tail : args.positional).front().c_str());
+  if (const std::string* extra = args.FirstArgument()) {
+    fprintf(stderr, "redlock-chaos: unknown argument %s\n", extra->c_str());
     fprintf(stderr, "%s\n", usage.c_str());
     return 2;
   }
