@@ -79,11 +79,7 @@ absl::StatusOr<Kind> ParseKind(absl::string_view name) {
   return ParseName(kKinds, name, "lock backend");
 }
 
-std::vector<Kind> AllKinds() {
-  std::vector<Kind> out;
-  for (const EnumName<Kind>& e : kKinds) out.push_back(e.value);
-  return out;
-}
+std::vector<Kind> AllKinds() { return Values(kKinds); }
 
 ServerKind ServerOf(Kind kind) {
   switch (kind) {

@@ -7,6 +7,7 @@
 //   };
 //   absl::string_view TopologyName(Topology t) { return NameOf(kTopologies, t); }
 //   std::optional<Topology> t = ValueOf(kTopologies, "direct");
+//   Values(kTopologies)                       // {kDirect, kNamespace}
 //   NameList(kTopologies)                     // "direct, namespace"
 //   NameList(kTopologies, ", ", " or ")       // "direct or namespace"
 //   ParseName(kTopologies, "x", "topology")   // kInvalidArgument:
@@ -23,6 +24,7 @@
 #include <cstddef>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -54,6 +56,14 @@ std::optional<E> ValueOf(const EnumName<E> (&table)[N], absl::string_view name) 
     if (name == e.name) return e.value;
   }
   return std::nullopt;
+}
+
+// Every value in the table's order.
+template <typename E, size_t N>
+std::vector<E> Values(const EnumName<E> (&table)[N]) {
+  std::vector<E> out;
+  for (const EnumName<E>& e : table) out.push_back(e.value);
+  return out;
 }
 
 // Every name in the table's order, `sep` between them and `last_sep`

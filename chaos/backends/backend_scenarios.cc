@@ -34,6 +34,15 @@ using backends::ServerCluster;
 using backends::ServerKind;
 using SteadyClock = std::chrono::steady_clock;
 
+// Every fault, in the catalog's order.
+constexpr EnumName<BackendFault> kBackendFaults[] = {
+    {BackendFault::kNone, "no-faults"},
+    {BackendFault::kClientPause, "client-pause"},
+    {BackendFault::kMemberRestart, "member-restart"},
+    {BackendFault::kPartition, "partition"},
+    {BackendFault::kClockJump, "clock-jump"},
+};
+
 constexpr int64_t kTtlMs = 2000;  // etcd's shortest lease is about 1.5 s
 constexpr int kMemberUidBase = 62001;
 
@@ -414,11 +423,8 @@ std::vector<BackendScenario> Build() {
   std::vector<BackendScenario> out;
   const Kind kinds[] = {Kind::kRedlock,    Kind::kEtcd,     Kind::kZooKeeper,
                         Kind::kPgAdvisory, Kind::kPgUnique, Kind::kPgForUpdate};
-  const BackendFault faults[] = {BackendFault::kNone, BackendFault::kClientPause,
-                                 BackendFault::kMemberRestart, BackendFault::kPartition,
-                                 BackendFault::kClockJump};
   for (Kind kind : kinds) {
-    for (BackendFault fault : faults) {
+    for (BackendFault fault : Values(kBackendFaults)) {
       BackendScenario s;
       s.kind = kind;
       s.fault = fault;
@@ -479,16 +485,7 @@ std::vector<BackendScenario> Build() {
 
 }  // namespace
 
-absl::string_view BackendFaultName(BackendFault fault) {
-  static constexpr EnumName<BackendFault> kNames[] = {
-      {BackendFault::kNone, "no-faults"},
-      {BackendFault::kClientPause, "client-pause"},
-      {BackendFault::kMemberRestart, "member-restart"},
-      {BackendFault::kPartition, "partition"},
-      {BackendFault::kClockJump, "clock-jump"},
-  };
-  return NameOf(kNames, fault);
-}
+absl::string_view BackendFaultName(BackendFault fault) { return NameOf(kBackendFaults, fault); }
 
 const std::vector<BackendScenario>& BackendCatalog() {
   static const std::vector<BackendScenario>* c = new std::vector<BackendScenario>(Build());

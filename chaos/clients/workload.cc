@@ -283,11 +283,7 @@ absl::StatusOr<ClientVariant> ParseVariant(absl::string_view name) {
   return ParseName(kVariants, name, "variant");
 }
 
-std::vector<ClientVariant> AllVariants() {
-  std::vector<ClientVariant> out;
-  for (const auto& e : kVariants) out.push_back(e.value);
-  return out;
-}
+std::vector<ClientVariant> AllVariants() { return Values(kVariants); }
 
 absl::string_view PrimitiveName(Primitive p) { return NameOf(kPrimitives, p); }
 
