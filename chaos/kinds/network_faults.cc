@@ -33,13 +33,22 @@ std::vector<Direction> Directions(const std::string& choice) {
   return {Direction::kToServer, Direction::kToClient};
 }
 
+// `fixed`, else the directions of the "direction" parameter.
+std::vector<Direction> Directions(const FaultInstance& f, std::optional<Direction> fixed) {
+  return fixed ? std::vector<Direction>{*fixed} : Directions(f.choice("direction"));
+}
+
+KindInfo NetworkKind(KindInfo info, int acts = faults::kOnNodes) {
+  return faults::InFamily("network", acts, std::move(info));
+}
+
 // A proxy fault: `spec(f)` in the directions of the "direction" parameter
 // (or `fixed` when the kind has none), on every target node, cleared when
 // healed.
 faults::KindSpec ProxyKind(KindInfo info, std::function<FaultSpec(Run&, const FaultInstance&)> spec,
                            std::optional<Direction> fixed = std::nullopt) {
   if (info.nodes_default.empty()) info.nodes_default = "random 1..2";
-  info = faults::InFamily("network", faults::kOnNodes, std::move(info));
+  info = NetworkKind(std::move(info));
   info.lasting = true;
   if (!fixed) info.params.insert(info.params.begin(), kDirection);
   const std::string name = info.name;
@@ -47,8 +56,7 @@ faults::KindSpec ProxyKind(KindInfo info, std::function<FaultSpec(Run&, const Fa
           .unsupported = faults::NeedsProxies,
           .inject =
               [spec, fixed, name](Run& run, FaultInstance& f) {
-                std::vector<Direction> dirs =
-                    fixed ? std::vector<Direction>{*fixed} : Directions(f.choice("direction"));
+                std::vector<Direction> dirs = Directions(f, fixed);
                 for (int n : f.nodes) {
                   for (Direction d : dirs) {
                     absl::Status s = run.ProxyFault(n, d, spec(run, f), name);
@@ -59,8 +67,7 @@ faults::KindSpec ProxyKind(KindInfo info, std::function<FaultSpec(Run&, const Fa
               },
           .heal =
               [fixed](Run& run, FaultInstance& f) {
-                std::vector<Direction> dirs =
-                    fixed ? std::vector<Direction>{*fixed} : Directions(f.choice("direction"));
+                std::vector<Direction> dirs = Directions(f, fixed);
                 for (int n : f.nodes) {
                   for (Direction d : dirs) run.ProxyClear(n, d);
                 }
@@ -68,8 +75,11 @@ faults::KindSpec ProxyKind(KindInfo info, std::function<FaultSpec(Run&, const Fa
               }};
 }
 
-KindInfo NetworkKind(KindInfo info, int acts = faults::kOnNodes) {
-  return faults::InFamily("network", acts, std::move(info));
+// A proxy fault that takes no parameter: `spec` as it is.
+faults::KindSpec ProxyKind(KindInfo info, FaultSpec spec,
+                           std::optional<Direction> fixed = std::nullopt) {
+  return ProxyKind(
+      std::move(info), [spec](Run&, const FaultInstance&) { return spec; }, fixed);
 }
 
 // Every client except those of `side_a`.
@@ -153,47 +163,39 @@ void RegisterNetworkFaults(FaultKindList& out) {
                  return FaultSpec::Latency(t * 0.9, t * 0.2);
                },
                Direction::kToClient));
-  Add(out,
-      ProxyKind(
-          {.name = "blackhole",
-           .summary = "requests read and dropped: the node never sees them",
-           .explore_weight = 2,
-           .explore_duration = "200ms..1s",
-           .color = "#555555"},
-          [](Run&, const FaultInstance&) { return FaultSpec::BlackHole(); }, Direction::kToServer));
-  Add(out,
-      ProxyKind(
-          {.name = "ack_loss",
-           .summary = "replies dropped: the node executes, the client never hears",
-           .explore_weight = 3,
-           .explore_duration = "200ms..1s",
-           .color = "#555555"},
-          [](Run&, const FaultInstance&) { return FaultSpec::BlackHole(); }, Direction::kToClient));
+  Add(out, ProxyKind({.name = "blackhole",
+                      .summary = "requests read and dropped: the node never sees them",
+                      .explore_weight = 2,
+                      .explore_duration = "200ms..1s",
+                      .color = "#555555"},
+                     FaultSpec::BlackHole(), Direction::kToServer));
+  Add(out, ProxyKind({.name = "ack_loss",
+                      .summary = "replies dropped: the node executes, the client never hears",
+                      .explore_weight = 3,
+                      .explore_duration = "200ms..1s",
+                      .color = "#555555"},
+                     FaultSpec::BlackHole(), Direction::kToClient));
   Add(out, ProxyKind({.name = "hold",
                       .summary = "bytes held and delivered late, in order, when healed (SETs that "
                                  "run after their attempt gave up)",
                       .explore_weight = 2,
                       .explore_duration = "200ms..1.5s",
                       .color = "#393b79"},
-                     [](Run&, const FaultInstance&) { return FaultSpec::Hold(); }));
-  Add(out,
-      ProxyKind(
-          {.name = "refuse",
-           .summary = "every open connection reset, and every new one reset at once, "
-                      "until healed",
-           .explore_weight = 1,
-           .explore_duration = "200ms..1s",
-           .color = "#e7ba52"},
-          [](Run&, const FaultInstance&) { return FaultSpec::Reset(); }, Direction::kToServer));
-  Add(out, ProxyKind(
-               {.name = "reset_after_reply",
-                .summary = "each connection reset (RST) right after a reply was forwarded: "
-                           "the node executed, the next request finds the connection gone",
-                .explore_weight = 2,
-                .explore_duration = "200ms..1s",
-                .color = "#d6a01f"},
-               [](Run&, const FaultInstance&) { return FaultSpec::ResetAfterDelivery(); },
-               Direction::kToClient));
+                     FaultSpec::Hold()));
+  Add(out, ProxyKind({.name = "refuse",
+                      .summary = "every open connection reset, and every new one reset at once, "
+                                 "until healed",
+                      .explore_weight = 1,
+                      .explore_duration = "200ms..1s",
+                      .color = "#e7ba52"},
+                     FaultSpec::Reset(), Direction::kToServer));
+  Add(out, ProxyKind({.name = "reset_after_reply",
+                      .summary = "each connection reset (RST) right after a reply was forwarded: "
+                                 "the node executed, the next request finds the connection gone",
+                      .explore_weight = 2,
+                      .explore_duration = "200ms..1s",
+                      .color = "#d6a01f"},
+                     FaultSpec::ResetAfterDelivery(), Direction::kToClient));
   Add(out,
       ProxyKind({.name = "slice",
                  .summary = "bytes delivered in slices of `bytes` with `interval` between them",
