@@ -249,14 +249,27 @@ std::string FaultInstance::SiteName() const {
 
 // ---- Targets ---------------------------------------------------------------------
 
+namespace {
+
+// The modes written as one word ("any" and "random K" are kRandom).
+constexpr EnumName<TargetSel::Mode> kTargetWords[] = {
+    {TargetSel::Mode::kAll, "all"},
+    {TargetSel::Mode::kMajority, "majority"},
+    {TargetSel::Mode::kMinority, "minority"},
+    {TargetSel::Mode::kMarker, "marker"},
+};
+
+}  // namespace
+
 absl::StatusOr<TargetSel> TargetSel::Parse(absl::string_view text, bool clients) {
   const char* what = clients ? "clients" : "nodes";
   absl::string_view t = absl::StripAsciiWhitespace(text);
   TargetSel s;
-  if (t == "all") return TargetSel{Mode::kAll, {}, 1, 1};
-  if (!clients && t == "majority") return TargetSel{Mode::kMajority, {}, 1, 1};
-  if (!clients && t == "minority") return TargetSel{Mode::kMinority, {}, 1, 1};
-  if (clients && t == "marker") return TargetSel{Mode::kMarker, {}, 1, 1};
+  // all for both; majority and minority for nodes only, marker for clients.
+  if (std::optional<Mode> m = ValueOf(kTargetWords, t);
+      m.has_value() && (*m == Mode::kAll || (*m == Mode::kMarker) == clients)) {
+    return TargetSel{*m, {}, 1, 1};
+  }
   if (t == "any") return Random(1, 1);
   if (absl::ConsumePrefix(&t, "random")) {
     ParamText range = ParamText::Parse(t);
@@ -291,23 +304,11 @@ absl::StatusOr<TargetSel> TargetSel::Parse(absl::string_view text, bool clients)
 }
 
 std::string TargetSel::ToString(bool clients) const {
-  switch (mode) {
-    case Mode::kNone:
-      return "";
-    case Mode::kAll:
-      return "all";
-    case Mode::kMajority:
-      return "majority";
-    case Mode::kMinority:
-      return "minority";
-    case Mode::kMarker:
-      return "marker";
-    case Mode::kRandom:
-      return lo == hi ? (lo == 1 ? "any" : absl::StrCat("random ", lo))
-                      : absl::StrCat("random ", lo, "..", hi);
-    case Mode::kList:
-      break;
+  if (mode == Mode::kRandom) {
+    return lo == hi ? (lo == 1 ? "any" : absl::StrCat("random ", lo))
+                    : absl::StrCat("random ", lo, "..", hi);
   }
+  if (mode != Mode::kList) return std::string(NameOf(kTargetWords, mode, ""));  // kNone: ""
   std::vector<std::string> names;
   for (int i : list) names.push_back(clients ? absl::StrCat("c", i + 1) : absl::StrCat("n", i));
   return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
