@@ -4,16 +4,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/enum_names.h"
 #include "redlock/client.h"
 
 namespace redlock::backends {
 namespace {
 
-struct KindEntry {
-  Kind kind;
-  const char* name;
-};
-constexpr KindEntry kKinds[] = {
+constexpr EnumName<Kind> kKinds[] = {
     {Kind::kRedis, "redis"},
     {Kind::kRedlock, "redlock"},
     {Kind::kEtcd, "etcd"},
@@ -76,28 +73,13 @@ class RedisService final : public LockService {
 
 }  // namespace
 
-absl::string_view KindName(Kind kind) {
-  for (const KindEntry& e : kKinds) {
-    if (e.kind == kind) return e.name;
-  }
-  return "?";
-}
+absl::string_view KindName(Kind kind) { return NameOf(kKinds, kind); }
 
 absl::StatusOr<Kind> ParseKind(absl::string_view name) {
-  std::vector<std::string> names;
-  for (const KindEntry& e : kKinds) {
-    if (name == e.name) return e.kind;
-    names.push_back(e.name);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown lock backend \"", name, "\" (", absl::StrJoin(names, ", "), ")"));
+  return ParseName(kKinds, name, "lock backend");
 }
 
-std::vector<Kind> AllKinds() {
-  std::vector<Kind> out;
-  for (const KindEntry& e : kKinds) out.push_back(e.kind);
-  return out;
-}
+std::vector<Kind> AllKinds() { return Values(kKinds); }
 
 ServerKind ServerOf(Kind kind) {
   switch (kind) {
@@ -117,17 +99,13 @@ ServerKind ServerOf(Kind kind) {
 }
 
 absl::string_view ServerName(ServerKind server) {
-  switch (server) {
-    case ServerKind::kRedis:
-      return "redis";
-    case ServerKind::kEtcd:
-      return "etcd";
-    case ServerKind::kZooKeeper:
-      return "zookeeper";
-    case ServerKind::kPostgres:
-      return "postgresql";
-  }
-  return "?";
+  static constexpr EnumName<ServerKind> kNames[] = {
+      {ServerKind::kRedis, "redis"},
+      {ServerKind::kEtcd, "etcd"},
+      {ServerKind::kZooKeeper, "zookeeper"},
+      {ServerKind::kPostgres, "postgresql"},
+  };
+  return NameOf(kNames, server);
 }
 
 std::string InstallLine(ServerKind server) {

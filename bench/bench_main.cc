@@ -203,10 +203,8 @@ int Main(int argc, char** argv) {
        .dashes = false,
        .value_names = {
            {"json", "FILE"}, {"plot", "DIR"}, {"redis_server", "PATH"}, {"server", "NAME"}}});
-  if (!args.positional.empty() || !args.tail.empty()) {
-    return UsageError(absl::StrCat("unexpected argument '",
-                                   (args.positional.empty() ? args.tail : args.positional).front(),
-                                   "'"));
+  if (const std::string* extra = args.FirstArgument()) {
+    return UsageError(absl::StrCat("unexpected argument '", *extra, "'"));
   }
   // --server is the test kit's REDLOCK_SERVER, so every fleet of this run
   // (and of its worker processes) starts that server.

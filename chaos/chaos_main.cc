@@ -141,6 +141,17 @@ absl::Status SetClient(chaos::Scenario& s, const std::string& name) {
   return absl::OkStatus();
 }
 
+// SetClient, then the scenario checked; false, after saying why (naming
+// `flag`, the option that chose the client), when it cannot run so.
+bool UnderClient(chaos::Scenario& s, const std::string& client, const char* flag) {
+  absl::Status st = SetClient(s, client);
+  if (st.ok()) st = chaos::ValidateScenario(s);
+  if (st.ok()) return true;
+  fprintf(stderr, "redlock-chaos: %s %s: %s: %s\n", flag, client.c_str(), s.name.c_str(),
+          std::string(st.message()).c_str());
+  return false;
+}
+
 int RunCatalog(const std::vector<chaos::Scenario>& todo, const chaos::RunOptions& options,
                const std::string& json_path, bool index_page) {
   chaos::InstallSignalCleanup();
@@ -237,9 +248,8 @@ int main(int argc, char** argv) {
                                                    {"scenarios", "DIR"},
                                                    {"server", "NAME"},
                                                    {"topology", "NAME"}}});
-  if (!args.positional.empty() || !args.tail.empty()) {
-    fprintf(stderr, "redlock-chaos: unknown argument %s\n",
-            (args.positional.empty() ? args.tail : args.positional).front().c_str());
+  if (const std::string* extra = args.FirstArgument()) {
+    fprintf(stderr, "redlock-chaos: unknown argument %s\n", extra->c_str());
     fprintf(stderr, "%s\n", usage.c_str());
     return 2;
   }
@@ -381,13 +391,7 @@ int main(int argc, char** argv) {
       std::vector<chaos::ScenarioResult> col;
       for (chaos::Scenario s : todo) {
         if (chaos::Interrupted()) break;
-        absl::Status st = SetClient(s, c);
-        if (st.ok()) st = chaos::ValidateScenario(s);
-        if (!st.ok()) {
-          fprintf(stderr, "redlock-chaos: --compare %s: %s: %s\n", c.c_str(), s.name.c_str(),
-                  std::string(st.message()).c_str());
-          return 2;
-        }
+        if (!UnderClient(s, c, "--compare")) return 2;
         fprintf(stderr, "[%s, %s] ... ", s.name.c_str(), c.c_str());
         fflush(stderr);
         chaos::ScenarioResult r = chaos::RunScenario(s, options);
@@ -405,13 +409,7 @@ int main(int argc, char** argv) {
   }
   if (!client.empty()) {
     for (chaos::Scenario& s : todo) {
-      absl::Status st = SetClient(s, client);
-      if (st.ok()) st = chaos::ValidateScenario(s);
-      if (!st.ok()) {
-        fprintf(stderr, "redlock-chaos: --client %s: %s: %s\n", client.c_str(), s.name.c_str(),
-                std::string(st.message()).c_str());
-        return 2;
-      }
+      if (!UnderClient(s, client, "--client")) return 2;
     }
   }
   return RunCatalog(todo, options, json_path, quick || full);

@@ -95,6 +95,12 @@ void AppendHelpLine(std::string* out, const std::string& head, absl::string_view
 
 }  // namespace
 
+const std::string* Parsed::FirstArgument() const {
+  if (!positional.empty()) return &positional.front();
+  if (!tail.empty()) return &tail.front();
+  return nullptr;
+}
+
 bool Parsed::Given(absl::string_view name) const {
   for (const auto& [flag, value] : given) {
     if (flag == name) return true;

@@ -85,6 +85,9 @@ struct Parsed {
 
   // True when flag `name` (as defined) was set.
   bool Given(absl::string_view name) const;
+  // The first argument that is not a flag (positional, else after "--"),
+  // or nullptr when there is none: for programs that take none.
+  const std::string* FirstArgument() const;
 };
 
 // Parses `args` (argv without the program name) into the flags `options`

@@ -598,11 +598,8 @@ int main(int argc, char** argv) {
                                                    {"shrink_runs", "N"},
                                                    {"max_findings", "N"},
                                                    {"jobs", "J"}}});
-  if (!args.positional.empty() || !args.tail.empty()) {
-    return redlock::sim::Usage(
-        absl::StrCat("unexpected argument \"",
-                     args.positional.empty() ? args.tail[0] : args.positional[0], "\"")
-            .c_str());
+  if (const std::string* extra = args.FirstArgument()) {
+    return redlock::sim::Usage(absl::StrCat("unexpected argument \"", *extra, "\"").c_str());
   }
   redlock::sim::Flags f;
   f.runs = absl::GetFlag(FLAGS_runs);

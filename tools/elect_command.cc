@@ -133,14 +133,9 @@ int RunElect(const ParsedArgs& args) {
   int signo = 0;
   LeadershipResult leadership = CampaignInterruptibly(election, identity, flags->wait,
                                                       std::move(campaign), interrupts, &signo);
-  if (signo != 0) {
-    PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
-                                   " while campaigning; the command was not run"));
-    return 128 + signo;
-  }
-  if (!leadership.ok()) {
-    PrintError(kName, leadership.status().message());
-    return ExitCodeFor(leadership.status());
+  if (std::optional<int> code = WaitFailed(kName, signo, leadership.status(),
+                                           " while campaigning; the command was not run")) {
+    return *code;
   }
   Leadership& leader = **leadership;
   const std::string term = std::to_string(leader.term());

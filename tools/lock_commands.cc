@@ -105,6 +105,18 @@ void PrintLine(const std::string& line) {
   std::fflush(stdout);
 }
 
+// release, extend: the lease acquire printed, named by --resource and
+// --token (no positional argument).
+absl::Status HeldArgs(const ParsedArgs& args, std::string* resource, std::string* token) {
+  if (absl::Status st = NoPositional(args); !st.ok()) return st;
+  absl::StatusOr<std::string> r = ResourceFlag(args, false);
+  if (!r.ok()) return r.status();
+  *resource = *std::move(r);
+  *token = args.Get("token");
+  if (token->empty()) return absl::InvalidArgumentError("missing --token");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunAcquire(const ParsedArgs& args) {
@@ -139,18 +151,15 @@ int RunAcquire(const ParsedArgs& args) {
 
 int RunRelease(const ParsedArgs& args) {
   constexpr absl::string_view kName = "release";
-  if (absl::Status st = NoPositional(args); !st.ok()) return Fail(kName, st);
-  absl::StatusOr<std::string> resource = ResourceFlag(args, false);
-  if (!resource.ok()) return Fail(kName, resource.status());
-  std::string token = args.Get("token");
-  if (token.empty()) return Fail(kName, absl::InvalidArgumentError("missing --token"));
+  std::string resource, token;
+  if (absl::Status st = HeldArgs(args, &resource, &token); !st.ok()) return Fail(kName, st);
   absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
   if (!client.ok()) return Fail(kName, client.status());
 
   // A fair lease's release also takes the holder's place out of the queue
   // and wakes the next waiter.
-  const Lease lease = args.Switch("fair") ? FairLock(client->get(), *resource).ForToken(token)
-                                          : Lease::ForToken(*resource, token);
+  const Lease lease = args.Switch("fair") ? FairLock(client->get(), resource).ForToken(token)
+                                          : Lease::ForToken(resource, token);
   absl::Status st = (*client)->Release(lease);
   if (!st.ok()) return Fail(kName, st);
   return kExitOk;
@@ -158,17 +167,14 @@ int RunRelease(const ParsedArgs& args) {
 
 int RunExtend(const ParsedArgs& args) {
   constexpr absl::string_view kName = "extend";
-  if (absl::Status st = NoPositional(args); !st.ok()) return Fail(kName, st);
-  absl::StatusOr<std::string> resource = ResourceFlag(args, false);
-  if (!resource.ok()) return Fail(kName, resource.status());
-  std::string token = args.Get("token");
-  if (token.empty()) return Fail(kName, absl::InvalidArgumentError("missing --token"));
+  std::string resource, token;
+  if (absl::Status st = HeldArgs(args, &resource, &token); !st.ok()) return Fail(kName, st);
   absl::StatusOr<absl::Duration> ttl = DurationFlag(args, "ttl", true, absl::ZeroDuration(), false);
   if (!ttl.ok()) return Fail(kName, ttl.status());
   absl::StatusOr<std::unique_ptr<Client>> client = MakeClient(args);
   if (!client.ok()) return Fail(kName, client.status());
 
-  absl::StatusOr<Lease> extended = (*client)->Extend(Lease::ForToken(*resource, token), *ttl);
+  absl::StatusOr<Lease> extended = (*client)->Extend(Lease::ForToken(resource, token), *ttl);
   if (!extended.ok()) return Fail(kName, extended.status());
   // The fencing token is not known from the command line: not printed.
   PrintLine(LeaseJson(*extended, false));

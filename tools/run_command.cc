@@ -89,14 +89,9 @@ int RunRun(const ParsedArgs& args) {
   // release then also takes the place out and wakes the next waiter.
   absl::StatusOr<Lease> lease = AcquireInterruptibly(*client, resource, flags->ttl, flags->wait,
                                                      interrupts, &signo, args.Switch("fair"));
-  if (signo != 0) {
-    PrintError(kName, absl::StrCat("interrupted by ", strsignal(signo),
-                                   " while waiting for the lock; the command was not run"));
-    return 128 + signo;
-  }
-  if (!lease.ok()) {
-    PrintError(kName, lease.status().message());
-    return ExitCodeFor(lease.status());
+  if (std::optional<int> code = WaitFailed(
+          kName, signo, lease.status(), " while waiting for the lock; the command was not run")) {
+    return *code;
   }
 
   absl::StatusOr<std::shared_ptr<LossReport>> loss = LossReport::Create();

@@ -124,6 +124,17 @@ absl::StatusOr<int> ParseSignal(const std::string& text) {
       absl::StrCat("--at-risk-signal: unknown signal '", text, "' (TERM, INT, USR1, ... or none)"));
 }
 
+std::optional<int> WaitFailed(absl::string_view name, int signo, const absl::Status& status,
+                              absl::string_view interrupted) {
+  if (signo != 0) {
+    PrintError(name, absl::StrCat("interrupted by ", strsignal(signo), interrupted));
+    return 128 + signo;
+  }
+  if (status.ok()) return std::nullopt;
+  PrintError(name, status.message());
+  return ExitCodeFor(status);
+}
+
 sigset_t HandledSignals() {
   sigset_t handled;
   sigemptyset(&handled);

@@ -15,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -57,6 +58,14 @@ absl::StatusOr<int> ParseSignal(const std::string& text);
 
 // SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGCHLD.
 sigset_t HandledSignals();
+
+// The end of the wait for what the command runs under (the lock, the
+// leadership): when the wait was interrupted by signal `signo` (nonzero;
+// `interrupted` says what was given up) or ended in `status`, an error, the
+// exit code (128 + signo, or ExitCodeFor(status)) after printing why;
+// nullopt when the command may run.
+std::optional<int> WaitFailed(absl::string_view name, int signo, const absl::Status& status,
+                              absl::string_view interrupted);
 
 struct Supervision {
   absl::string_view name;  // "run", "elect": the prefix of every message

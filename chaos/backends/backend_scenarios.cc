@@ -20,6 +20,7 @@
 #include "chaos/history/history.h"
 #include "chaos/plot/plot.h"
 #include "chaos/run/run.h"
+#include "common/enum_names.h"
 #include "testkit/clock_control.h"
 #include "testkit/files.h"
 
@@ -32,6 +33,15 @@ using backends::Kind;
 using backends::ServerCluster;
 using backends::ServerKind;
 using SteadyClock = std::chrono::steady_clock;
+
+// Every fault, in the catalog's order.
+constexpr EnumName<BackendFault> kBackendFaults[] = {
+    {BackendFault::kNone, "no-faults"},
+    {BackendFault::kClientPause, "client-pause"},
+    {BackendFault::kMemberRestart, "member-restart"},
+    {BackendFault::kPartition, "partition"},
+    {BackendFault::kClockJump, "clock-jump"},
+};
 
 constexpr int64_t kTtlMs = 2000;  // etcd's shortest lease is about 1.5 s
 constexpr int kMemberUidBase = 62001;
@@ -191,6 +201,12 @@ absl::Status Setup(const BackendScenario& sc, const RunOptions& opt, Live& run,
 absl::Status Body(const BackendScenario& sc, Live& run, SteadyClock::time_point deadline) {
   auto remaining = [&] { return absl::FromChrono(deadline - SteadyClock::now()); };
   const absl::Duration ttl = absl::Milliseconds(kTtlMs);
+  // After a fault of the cluster: wait until it serves again (a note if not).
+  auto settle = [&](absl::string_view after) {
+    if (absl::Status s = run.cluster->WaitHealthy(absl::Seconds(60)); !s.ok()) {
+      run.notes.push_back(absl::StrCat("after the ", after, ": ", s.ToString()));
+    }
+  };
   if (sc.fault == BackendFault::kNone) {
     InterruptibleSleep(remaining());
     return absl::OkStatus();
@@ -217,9 +233,7 @@ absl::Status Body(const BackendScenario& sc, Live& run, SteadyClock::time_point 
         if (absl::Status s = run.cluster->Kill(*v); !s.ok()) return s;
         if (absl::Status s = run.cluster->StartMember(*v); !s.ok()) return s;
         run.log.Instant("restart", {.nodes = {*v}}, "kill -9 + restart at once");
-        if (absl::Status s = run.cluster->WaitHealthy(absl::Seconds(60)); !s.ok()) {
-          run.notes.push_back(absl::StrCat("after the restart: ", s.ToString()));
-        }
+        settle("restart");
         break;
       }
       case BackendFault::kPartition: {
@@ -249,9 +263,7 @@ absl::Status Body(const BackendScenario& sc, Live& run, SteadyClock::time_point 
           return s;
         }
         run.log.Stop("partition", "cut", "healed");
-        if (absl::Status s = run.cluster->WaitHealthy(absl::Seconds(60)); !s.ok()) {
-          run.notes.push_back(absl::StrCat("after the partition: ", s.ToString()));
-        }
+        settle("partition");
         break;
       }
       case BackendFault::kClockJump: {
@@ -411,11 +423,8 @@ std::vector<BackendScenario> Build() {
   std::vector<BackendScenario> out;
   const Kind kinds[] = {Kind::kRedlock,    Kind::kEtcd,     Kind::kZooKeeper,
                         Kind::kPgAdvisory, Kind::kPgUnique, Kind::kPgForUpdate};
-  const BackendFault faults[] = {BackendFault::kNone, BackendFault::kClientPause,
-                                 BackendFault::kMemberRestart, BackendFault::kPartition,
-                                 BackendFault::kClockJump};
   for (Kind kind : kinds) {
-    for (BackendFault fault : faults) {
+    for (BackendFault fault : Values(kBackendFaults)) {
       BackendScenario s;
       s.kind = kind;
       s.fault = fault;
@@ -476,21 +485,7 @@ std::vector<BackendScenario> Build() {
 
 }  // namespace
 
-absl::string_view BackendFaultName(BackendFault fault) {
-  switch (fault) {
-    case BackendFault::kNone:
-      return "no-faults";
-    case BackendFault::kClientPause:
-      return "client-pause";
-    case BackendFault::kMemberRestart:
-      return "member-restart";
-    case BackendFault::kPartition:
-      return "partition";
-    case BackendFault::kClockJump:
-      return "clock-jump";
-  }
-  return "?";
-}
+absl::string_view BackendFaultName(BackendFault fault) { return NameOf(kBackendFaults, fault); }
 
 const std::vector<BackendScenario>& BackendCatalog() {
   static const std::vector<BackendScenario>* c = new std::vector<BackendScenario>(Build());

@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
                                                    {"keep", "DIR"},
                                                    {"json", "FILE"},
                                                    {"client_binary", "PATH"}}});
-  if (!args.positional.empty() || !args.tail.empty()) {
-    fprintf(stderr, "redlock-chaos-backends: unexpected argument '%s'\n%s\n",
-            (args.positional.empty() ? args.tail : args.positional).front().c_str(), usage.c_str());
+  if (const std::string* extra = args.FirstArgument()) {
+    fprintf(stderr, "redlock-chaos-backends: unexpected argument '%s'\n%s\n", extra->c_str(),
+            usage.c_str());
     return 2;
   }
   if (absl::GetFlag(FLAGS_list)) {

@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "chaos/check/checker_state.h"
+#include "common/enum_names.h"
 #include "nlohmann/json.hpp"
 
 namespace redlock::chaos {
@@ -61,6 +63,12 @@ std::string GrantText(const CheckResult& r, const GrantInfo& g) {
   return out;
 }
 
+// The value, or null when it has none.
+template <typename T>
+nlohmann::ordered_json OrNull(const std::optional<T>& v) {
+  return v.has_value() ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
 nlohmann::ordered_json GrantJson(const GrantInfo& g) {
   nlohmann::ordered_json j;
   j["process"] = g.process;
@@ -72,10 +80,8 @@ nlohmann::ordered_json GrantJson(const GrantInfo& g) {
   j["granted"] = g.granted;
   j["valid_until"] = g.valid_until;
   j["hold_end"] = g.hold_end;
-  j["released"] = g.released.has_value() ? nlohmann::ordered_json(*g.released)
-                                         : nlohmann::ordered_json(nullptr);
-  j["fencing_token"] = g.fencing_token.has_value() ? nlohmann::ordered_json(*g.fencing_token)
-                                                   : nlohmann::ordered_json(nullptr);
+  j["released"] = OrNull(g.released);
+  j["fencing_token"] = OrNull(g.fencing_token);
   j["uses"] = g.uses;
   if (!g.mode.empty()) j["mode"] = g.mode;
   if (g.permits != 0) j["permits"] = g.permits;
@@ -91,8 +97,7 @@ nlohmann::ordered_json FaultJson(const FaultInfo& f) {
   j["detail"] = f.detail;
   j["phase"] = std::string(FaultPhaseName(f.phase));
   j["t"] = f.t;
-  j["stop"] =
-      f.stop.has_value() ? nlohmann::ordered_json(*f.stop) : nlohmann::ordered_json(nullptr);
+  j["stop"] = OrNull(f.stop);
   return j;
 }
 
@@ -129,51 +134,33 @@ std::string Checked(const CheckResult& r, Property p) {
   return "";
 }
 
+constexpr EnumName<Property> kPropertyNames[] = {
+    {Property::kMutualExclusion, "S1"},
+    {Property::kValidity, "S2"},
+    {Property::kHarm, "S3"},
+    {Property::kFencing, "S4"},
+    {Property::kAtMostK, "S6"},
+    {Property::kLeaderTerms, "S7"},
+    {Property::kStaleWriteSeen, "S9"},
+    {Property::kFirstCome, "S8"},
+};
+
+constexpr EnumName<Property> kPropertyTitles[] = {
+    {Property::kMutualExclusion, "mutual exclusion"},
+    {Property::kValidity, "validity"},
+    {Property::kHarm, "harm (lost updates)"},
+    {Property::kFencing, "fencing"},
+    {Property::kAtMostK, "at most K holders"},
+    {Property::kLeaderTerms, "leader terms"},
+    {Property::kStaleWriteSeen, "stale write seen"},
+    {Property::kFirstCome, "first come, first served"},
+};
+
 }  // namespace
 
-absl::string_view PropertyName(Property p) {
-  switch (p) {
-    case Property::kMutualExclusion:
-      return "S1";
-    case Property::kValidity:
-      return "S2";
-    case Property::kHarm:
-      return "S3";
-    case Property::kFencing:
-      return "S4";
-    case Property::kAtMostK:
-      return "S6";
-    case Property::kLeaderTerms:
-      return "S7";
-    case Property::kStaleWriteSeen:
-      return "S9";
-    case Property::kFirstCome:
-      return "S8";
-  }
-  return "S?";
-}
+absl::string_view PropertyName(Property p) { return NameOf(kPropertyNames, p, "S?"); }
 
-absl::string_view PropertyTitle(Property p) {
-  switch (p) {
-    case Property::kMutualExclusion:
-      return "mutual exclusion";
-    case Property::kValidity:
-      return "validity";
-    case Property::kHarm:
-      return "harm (lost updates)";
-    case Property::kFencing:
-      return "fencing";
-    case Property::kAtMostK:
-      return "at most K holders";
-    case Property::kLeaderTerms:
-      return "leader terms";
-    case Property::kStaleWriteSeen:
-      return "stale write seen";
-    case Property::kFirstCome:
-      return "first come, first served";
-  }
-  return "?";
-}
+absl::string_view PropertyTitle(Property p) { return NameOf(kPropertyTitles, p); }
 
 int64_t CheckResult::total_violations() const {
   int64_t n = 0;

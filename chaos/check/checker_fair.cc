@@ -106,11 +106,7 @@ void Checker::CheckFirstCome() {
         if (b.invoke->t <= waits_from) continue;  // began while A took its place: allowed
         if (!Count(p)) continue;
         const GrantInfo& bg = grants_[b.grant].info;
-        Violation v;
-        v.property = p;
-        v.resource = resource;
-        v.t = b.invoke->t;
-        v.t_end = b.granted;
+        Violation v = ViolationIn(p, resource, b.invoke->t, b.granted);
         std::string a_end;
         if (a.grant >= 0) {
           a_end = absl::StrCat("granted only at ", Rel(a.granted));

@@ -20,11 +20,8 @@ namespace redlock::chaos::check_internal {
 void Checker::ReportOverlap(int a, int b) {
   const GrantInfo& ga = grants_[a].info;
   const GrantInfo& gb = grants_[b].info;
-  Violation v;
-  v.property = Property::kMutualExclusion;
-  v.resource = ga.resource;
-  v.t = std::max(ga.granted, gb.granted);
-  v.t_end = std::min(ga.hold_end, gb.hold_end);
+  Violation v = ViolationIn(Property::kMutualExclusion, ga.resource,
+                            std::max(ga.granted, gb.granted), std::min(ga.hold_end, gb.hold_end));
   v.description = absl::StrCat("hold intervals of ", HoldText(ga), " and ", HoldText(gb),
                                " overlap for ", Ms(v.t, v.t_end));
   v.grants = {ga, gb};
@@ -93,11 +90,7 @@ void Checker::CheckValidity() {
     }
     if (u.end <= until) continue;
     if (!Count(p)) continue;
-    Violation v;
-    v.property = p;
-    v.resource = info.resource;
-    v.t = until;
-    v.t_end = u.end;
+    Violation v = ViolationIn(p, info.resource, until, u.end);
     v.description = absl::StrCat(
         "use by ", Who(u), " [", Rel(u.begin), ", ", Rel(u.end), "] ends ", Ms(until, u.end),
         grant.extensions.empty() ? " after its grant's valid_until "
@@ -165,11 +158,7 @@ void Checker::CheckHarm() {
                               static_cast<long double>(final_event->initial);
     if (delta == static_cast<long double>(n)) continue;
     if (!Count(p)) continue;
-    Violation v;
-    v.property = p;
-    v.resource = resource;
-    v.t = result_.first_t;
-    v.t_end = final_event->t;
+    Violation v = ViolationIn(p, resource, result_.first_t, final_event->t);
     if (delta < n) {
       v.description =
           absl::StrCat("final counter ", final_event->counter, " - initial ", final_event->initial,

@@ -37,6 +37,16 @@ struct Grant {
   int64_t granted_until = 0;
 };
 
+// A violation of `p` on `resource` in [t, t_end]; the caller describes it.
+inline Violation ViolationIn(Property p, const std::string& resource, int64_t t, int64_t t_end) {
+  Violation v;
+  v.property = p;
+  v.resource = resource;
+  v.t = t;
+  v.t_end = t_end;
+  return v;
+}
+
 // Everything derived from the history, shared by the property checks. One
 // per Check(); not thread-safe.
 class Checker {

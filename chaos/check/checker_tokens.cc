@@ -58,11 +58,7 @@ void Checker::CheckIncreasing(Property p, const std::string& resource, const std
         if (!Room(p)) continue;
         Count(p);
         --pairs;
-        Violation v;
-        v.property = p;
-        v.resource = resource;
-        v.t = gb.granted;
-        v.t_end = gb.granted;
+        Violation v = ViolationIn(p, resource, gb.granted, gb.granted);
         v.description =
             absl::StrCat("grants ", Who(ga), ga.shared() ? " (a reader)" : "", " (",
                          Rel(ga.granted), ") and ", Who(gb), gb.shared() ? " (a reader)" : "", " (",
@@ -100,11 +96,7 @@ void Checker::CheckIncreasing(Property p, const std::string& resource, const std
     // Equal tokens are (a)'s.
     if (*gb.fencing_token >= *ga.fencing_token) continue;
     if (!Count(p)) continue;
-    Violation v;
-    v.property = p;
-    v.resource = resource;
-    v.t = gb.start;
-    v.t_end = std::max(gb.start, gb.granted);
+    Violation v = ViolationIn(p, resource, gb.start, std::max(gb.start, gb.granted));
     v.description = absl::StrCat(
         "grant ", Who(gb), " attempted at ", Rel(gb.start), " got ", what, " ", *gb.fencing_token,
         *gb.fencing_token == *ga.fencing_token ? ", not higher than " : ", lower than ",
@@ -211,11 +203,7 @@ void Checker::CheckFencing() {
       if (best >= 0 && *u.fencing_token < *uses_[best]->fencing_token && sent > uses_[best]->end) {
         if (!Count(p)) continue;
         const Event& w = *uses_[best];
-        Violation v;
-        v.property = p;
-        v.resource = resource;
-        v.t = u.begin;
-        v.t_end = u.end;
+        Violation v = ViolationIn(p, resource, u.begin, u.end);
         v.description =
             absl::StrCat("the store accepted fencing token ", *u.fencing_token, " from ",
                          UseText(i), " after it had accepted ", *w.fencing_token, " from ",
@@ -278,11 +266,7 @@ void Checker::CheckStaleWriteSeen() {
         }
         if (seen == nullptr) continue;
         if (!Count(p)) break;
-        Violation v;
-        v.property = p;
-        v.resource = resource;
-        v.t = sent;
-        v.t_end = std::max(sent, seen->end);
+        Violation v = ViolationIn(p, resource, sent, std::max(sent, seen->end));
         v.description = absl::StrCat(
             "write by ", Who(write), " with fencing token ", *write.fencing_token, " sent ",
             Rel(sent), ", ", Ms(until, sent), " after its validity ended (", Rel(until),

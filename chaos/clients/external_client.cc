@@ -525,46 +525,38 @@ absl::Duration ExternalBackend::TimeLeft(const HeldLock& lock) {
   return std::max(absl::ZeroDuration(), Millis(*validity));
 }
 
-absl::Status ExternalBackend::Release(const HeldLock& lock) {
-  absl::StatusOr<Message> rep = CallOnLock("release", lock);
-  if (!rep.ok()) return rep.status();
-  const Json& j = rep->j;
-  std::optional<bool> released = BoolField(j, "released");
-  if (!released.has_value()) {
+absl::Status ExternalBackend::Answer(const Message& rep, const char* op, const char* field,
+                                     const std::string& resource) {
+  const Json& j = rep.j;
+  std::optional<bool> done = BoolField(j, field);
+  if (!done.has_value()) {
     return Fail(absl::InternalError(absl::StrCat(
-        "the adapter's reply to release has no boolean \"released\": ", Clip(j.dump()))));
+        "the adapter's reply to ", op, " has no boolean \"", field, "\": ", Clip(j.dump()))));
   }
-  if (*released) return absl::OkStatus();
+  if (*done) return absl::OkStatus();
   std::optional<std::string> cls = StringField(j, "class");
   absl::StatusOr<absl::StatusCode> code = CodeOfClass(cls.value_or("?"));
   if (!code.ok()) {
     return Fail(absl::InternalError(
-        absl::StrCat("the adapter's failed release: ", code.status().message())));
+        absl::StrCat("the adapter's failed ", op, ": ", code.status().message())));
   }
-  return absl::Status(*code, absl::StrCat("release \"", lock.resource,
-                                          "\": ", StringField(j, "error").value_or(*cls)));
+  return absl::Status(
+      *code, absl::StrCat(op, " \"", resource, "\": ", StringField(j, "error").value_or(*cls)));
+}
+
+absl::Status ExternalBackend::Release(const HeldLock& lock) {
+  absl::StatusOr<Message> rep = CallOnLock("release", lock);
+  if (!rep.ok()) return rep.status();
+  return Answer(*rep, "release", "released", lock.resource);
 }
 
 absl::Status ExternalBackend::Extend(HeldLock* lock, int64_t ttl_ms) {
   absl::StatusOr<Message> rep = CallOnLock("extend", *lock, ttl_ms);
   const int64_t at = RawMonotonicNanos();
   if (!rep.ok()) return rep.status();
+  absl::Status answer = Answer(*rep, "extend", "extended", lock->resource);
+  if (!answer.ok()) return answer;
   const Json& j = rep->j;
-  std::optional<bool> extended = BoolField(j, "extended");
-  if (!extended.has_value()) {
-    return Fail(absl::InternalError(absl::StrCat(
-        "the adapter's reply to extend has no boolean \"extended\": ", Clip(j.dump()))));
-  }
-  if (!*extended) {
-    std::optional<std::string> cls = StringField(j, "class");
-    absl::StatusOr<absl::StatusCode> code = CodeOfClass(cls.value_or("?"));
-    if (!code.ok()) {
-      return Fail(absl::InternalError(
-          absl::StrCat("the adapter's failed extend: ", code.status().message())));
-    }
-    return absl::Status(*code, absl::StrCat("extend \"", lock->resource,
-                                            "\": ", StringField(j, "error").value_or(*cls)));
-  }
   std::optional<double> validity = NumberField(j, "validity_ms");
   if (!validity.has_value()) {
     return Fail(absl::InternalError(

@@ -154,6 +154,11 @@ class ExternalBackend : public LockBackend {
   absl::StatusOr<Message> CallOnLock(const char* op, const HeldLock& lock,
                                      std::optional<int64_t> ttl_ms = std::nullopt);
   absl::Status Fail(absl::Status why);
+  // The adapter's reply `rep` to `op` on `resource`: OK when its boolean
+  // `field` is true, else the error it classed; a reply without the field,
+  // or with an unknown class, fails the adapter (Fail).
+  absl::Status Answer(const Message& rep, const char* op, const char* field,
+                      const std::string& resource);
   std::string Describe() const;
 
   ClientConfig config_;

@@ -26,6 +26,7 @@
 #include "chaos/base/cleanup.h"
 #include "chaos/clients/external_client.h"
 #include "chaos/history/history.h"
+#include "common/enum_names.h"
 #include "redlock/client.h"
 #include "redlock/election.h"
 #include "redlock/fencing.h"
@@ -39,35 +40,7 @@
 namespace redlock::chaos {
 namespace {
 
-// A value of an enum and its name on the command line and in files.
-template <typename E>
-struct Named {
-  E value;
-  const char* name;
-};
-
-template <typename E, size_t N>
-absl::string_view NameIn(const Named<E> (&table)[N], E value) {
-  for (const Named<E>& e : table) {
-    if (e.value == value) return e.name;
-  }
-  return "?";
-}
-
-// `what` names the kind of value in the message ("variant").
-template <typename E, size_t N>
-absl::StatusOr<E> ParseIn(const Named<E> (&table)[N], absl::string_view name,
-                          absl::string_view what) {
-  std::vector<std::string> names;
-  for (const Named<E>& e : table) {
-    if (name == e.name) return e.value;
-    names.push_back(e.name);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown ", what, " \"", name, "\" (", absl::StrJoin(names, ", "), ")"));
-}
-
-constexpr Named<ClientVariant> kVariants[] = {
+constexpr EnumName<ClientVariant> kVariants[] = {
     {ClientVariant::kLibrary, "library"},
     {ClientVariant::kNoElapsedCheck, "no-elapsed"},
     {ClientVariant::kPlainDelRelease, "plain-del"},
@@ -76,7 +49,7 @@ constexpr Named<ClientVariant> kVariants[] = {
     {ClientVariant::kMajorityCount, "majority-count"},
 };
 
-constexpr Named<Primitive> kPrimitives[] = {
+constexpr EnumName<Primitive> kPrimitives[] = {
     {Primitive::kMutex, "mutex"},         {Primitive::kRwLock, "rwlock"},
     {Primitive::kSemaphore, "semaphore"}, {Primitive::kElection, "election"},
     {Primitive::kFair, "fair"},
@@ -304,22 +277,18 @@ class MarkerWriter {
 
 }  // namespace
 
-absl::string_view VariantName(ClientVariant v) { return NameIn(kVariants, v); }
+absl::string_view VariantName(ClientVariant v) { return NameOf(kVariants, v); }
 
 absl::StatusOr<ClientVariant> ParseVariant(absl::string_view name) {
-  return ParseIn(kVariants, name, "variant");
+  return ParseName(kVariants, name, "variant");
 }
 
-std::vector<ClientVariant> AllVariants() {
-  std::vector<ClientVariant> out;
-  for (const auto& e : kVariants) out.push_back(e.value);
-  return out;
-}
+std::vector<ClientVariant> AllVariants() { return Values(kVariants); }
 
-absl::string_view PrimitiveName(Primitive p) { return NameIn(kPrimitives, p); }
+absl::string_view PrimitiveName(Primitive p) { return NameOf(kPrimitives, p); }
 
 absl::StatusOr<Primitive> ParsePrimitive(absl::string_view name) {
-  return ParseIn(kPrimitives, name, "primitive");
+  return ParseName(kPrimitives, name, "primitive");
 }
 
 absl::Duration DriftOf(const ClientConfig& config, int64_t ttl_ms) {

@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "common/enum_names.h"
 
 namespace redlock::chaos {
 namespace {
@@ -248,14 +249,27 @@ std::string FaultInstance::SiteName() const {
 
 // ---- Targets ---------------------------------------------------------------------
 
+namespace {
+
+// The modes written as one word ("any" and "random K" are kRandom).
+constexpr EnumName<TargetSel::Mode> kTargetWords[] = {
+    {TargetSel::Mode::kAll, "all"},
+    {TargetSel::Mode::kMajority, "majority"},
+    {TargetSel::Mode::kMinority, "minority"},
+    {TargetSel::Mode::kMarker, "marker"},
+};
+
+}  // namespace
+
 absl::StatusOr<TargetSel> TargetSel::Parse(absl::string_view text, bool clients) {
   const char* what = clients ? "clients" : "nodes";
   absl::string_view t = absl::StripAsciiWhitespace(text);
   TargetSel s;
-  if (t == "all") return TargetSel{Mode::kAll, {}, 1, 1};
-  if (!clients && t == "majority") return TargetSel{Mode::kMajority, {}, 1, 1};
-  if (!clients && t == "minority") return TargetSel{Mode::kMinority, {}, 1, 1};
-  if (clients && t == "marker") return TargetSel{Mode::kMarker, {}, 1, 1};
+  // all for both; majority and minority for nodes only, marker for clients.
+  if (std::optional<Mode> m = ValueOf(kTargetWords, t);
+      m.has_value() && (*m == Mode::kAll || (*m == Mode::kMarker) == clients)) {
+    return TargetSel{*m, {}, 1, 1};
+  }
   if (t == "any") return Random(1, 1);
   if (absl::ConsumePrefix(&t, "random")) {
     ParamText range = ParamText::Parse(t);
@@ -290,23 +304,11 @@ absl::StatusOr<TargetSel> TargetSel::Parse(absl::string_view text, bool clients)
 }
 
 std::string TargetSel::ToString(bool clients) const {
-  switch (mode) {
-    case Mode::kNone:
-      return "";
-    case Mode::kAll:
-      return "all";
-    case Mode::kMajority:
-      return "majority";
-    case Mode::kMinority:
-      return "minority";
-    case Mode::kMarker:
-      return "marker";
-    case Mode::kRandom:
-      return lo == hi ? (lo == 1 ? "any" : absl::StrCat("random ", lo))
-                      : absl::StrCat("random ", lo, "..", hi);
-    case Mode::kList:
-      break;
+  if (mode == Mode::kRandom) {
+    return lo == hi ? (lo == 1 ? "any" : absl::StrCat("random ", lo))
+                    : absl::StrCat("random ", lo, "..", hi);
   }
+  if (mode != Mode::kList) return std::string(NameOf(kTargetWords, mode, ""));  // kNone: ""
   std::vector<std::string> names;
   for (int i : list) names.push_back(clients ? absl::StrCat("c", i + 1) : absl::StrCat("n", i));
   return absl::StrCat("[", absl::StrJoin(names, ", "), "]");
@@ -354,30 +356,23 @@ absl::StatusOr<std::vector<int>> TargetSel::Resolve(int count, int marker_client
 
 // ---- Topologies ------------------------------------------------------------------
 
-absl::string_view TopologyName(Topology t) {
-  switch (t) {
-    case Topology::kDirect:
-      return "direct";
-    case Topology::kSharedProxies:
-      return "shared-proxies";
-    case Topology::kPerClientProxies:
-      return "per-client-proxies";
-    case Topology::kNamespace:
-      return "namespace";
-    case Topology::kSentinelDiscovery:
-      return "sentinel-discovery";
-  }
-  return "?";
-}
+namespace {
+
+constexpr EnumName<Topology> kTopologies[] = {
+    {Topology::kDirect, "direct"},
+    {Topology::kSharedProxies, "shared-proxies"},
+    {Topology::kPerClientProxies, "per-client-proxies"},
+    {Topology::kNamespace, "namespace"},
+    {Topology::kSentinelDiscovery, "sentinel-discovery"},
+};
+
+}  // namespace
+
+absl::string_view TopologyName(Topology t) { return NameOf(kTopologies, t); }
 
 absl::StatusOr<Topology> ParseTopology(absl::string_view name) {
-  for (Topology t : {Topology::kDirect, Topology::kSharedProxies, Topology::kPerClientProxies,
-                     Topology::kNamespace, Topology::kSentinelDiscovery}) {
-    if (name == TopologyName(t)) return t;
-  }
-  return Bad("topology", name,
-             "expected direct, shared-proxies, per-client-proxies, namespace or "
-             "sentinel-discovery");
+  if (std::optional<Topology> t = ValueOf(kTopologies, name)) return *t;
+  return Bad("topology", name, absl::StrCat("expected ", NameList(kTopologies, ", ", " or ")));
 }
 
 // ---- Registry --------------------------------------------------------------------

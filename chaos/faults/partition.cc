@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "chaos/base/cleanup.h"
+#include "common/enum_names.h"
 #include "testkit/fleet.h"
 
 namespace redlock::chaos {
@@ -52,15 +53,12 @@ absl::Status ValidateContext(const RuleContext& ctx) {
 }  // namespace
 
 absl::string_view CutDirectionName(CutDirection d) {
-  switch (d) {
-    case CutDirection::kBoth:
-      return "both";
-    case CutDirection::kToNode:
-      return "to-node";
-    case CutDirection::kFromNode:
-      return "from-node";
-  }
-  return "?";
+  static constexpr EnumName<CutDirection> kNames[] = {
+      {CutDirection::kBoth, "both"},
+      {CutDirection::kToNode, "to-node"},
+      {CutDirection::kFromNode, "from-node"},
+  };
+  return NameOf(kNames, d);
 }
 
 std::string PartitionSpec::Describe() const {

@@ -269,12 +269,18 @@ absl::Status NodeSupervisor::Kill(int i) {
   return absl::OkStatus();
 }
 
-absl::Status NodeSupervisor::StartNode(int i) {
-  absl::Status s = fleet_->StartNode(i);
-  if (!s.ok()) return s;
-  killed_[static_cast<size_t>(i)] = false;
-  Log("kill", i, "started again", FaultPhase::kStop);
+absl::Status NodeSupervisor::Record(absl::Status done, std::vector<bool>& state, int i, bool value,
+                                    absl::string_view fault, absl::string_view detail,
+                                    FaultPhase phase) {
+  if (!done.ok()) return done;
+  state[static_cast<size_t>(i)] = value;
+  Log(fault, i, detail, phase);
   return absl::OkStatus();
+}
+
+absl::Status NodeSupervisor::StartNode(int i) {
+  return Record(fleet_->StartNode(i), killed_, i, false, "kill", "started again",
+                FaultPhase::kStop);
 }
 
 absl::Status NodeSupervisor::RestartNow(int i) {
@@ -311,19 +317,11 @@ absl::Status NodeSupervisor::RestartAmnesia(int i, const AmnesiaSpec& spec) {
 }
 
 absl::Status NodeSupervisor::Pause(int i) {
-  absl::Status s = fleet_->Stop(i);
-  if (!s.ok()) return s;
-  paused_[static_cast<size_t>(i)] = true;
-  Log("pause", i, "SIGSTOP", FaultPhase::kStart);
-  return absl::OkStatus();
+  return Record(fleet_->Stop(i), paused_, i, true, "pause", "SIGSTOP", FaultPhase::kStart);
 }
 
 absl::Status NodeSupervisor::Resume(int i) {
-  absl::Status s = fleet_->Continue(i);
-  if (!s.ok()) return s;
-  paused_[static_cast<size_t>(i)] = false;
-  Log("pause", i, "SIGCONT", FaultPhase::kStop);
-  return absl::OkStatus();
+  return Record(fleet_->Continue(i), paused_, i, false, "pause", "SIGCONT", FaultPhase::kStop);
 }
 
 ClockControl* NodeSupervisor::clock(int i) {

@@ -169,6 +169,11 @@ class NodeSupervisor {
   // SIGKILL, reaped; the node counts as killed.
   absl::Status KillProcess(int i);
 
+  // When `done` (an action on node i) succeeded: node i's `state` set to
+  // `value` and the fault logged. Returns `done`.
+  absl::Status Record(absl::Status done, std::vector<bool>& state, int i, bool value,
+                      absl::string_view fault, absl::string_view detail, FaultPhase phase);
+
   SupervisorOptions options_;
   NemesisLog log_;
   std::vector<std::unique_ptr<ClockControl>> clocks_;

@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
+#include "common/enum_names.h"
 #include "nlohmann/json.hpp"
 
 namespace redlock::chaos {
@@ -148,18 +149,23 @@ class FieldReader {
     if (!redlock_chaos_s.ok()) return redlock_chaos_s; \
   } while (0)
 
+constexpr EnumName<EventType> kEventTypes[] = {
+    {EventType::kInvoke, "invoke"},   {EventType::kQueued, "queued"},
+    {EventType::kGrant, "grant"},     {EventType::kFail, "fail"},
+    {EventType::kUse, "use"},         {EventType::kRelease, "release"},
+    {EventType::kExtend, "extend"},   {EventType::kNemesis, "nemesis"},
+    {EventType::kFinal, "final"},     {EventType::kRun, "run"},
+    {EventType::kUnknown, "unknown"},
+};
+
+constexpr EnumName<FaultPhase> kFaultPhases[] = {
+    {FaultPhase::kStart, "start"},
+    {FaultPhase::kStop, "stop"},
+    {FaultPhase::kInstant, "instant"},
+};
+
 EventType TypeFromName(absl::string_view name) {
-  if (name == "invoke") return EventType::kInvoke;
-  if (name == "queued") return EventType::kQueued;
-  if (name == "grant") return EventType::kGrant;
-  if (name == "fail") return EventType::kFail;
-  if (name == "use") return EventType::kUse;
-  if (name == "release") return EventType::kRelease;
-  if (name == "extend") return EventType::kExtend;
-  if (name == "nemesis") return EventType::kNemesis;
-  if (name == "final") return EventType::kFinal;
-  if (name == "run") return EventType::kRun;
-  return EventType::kUnknown;
+  return ValueOf(kEventTypes, name).value_or(EventType::kUnknown);
 }
 
 // ---- The mapping, written once ----------------------------------------------
@@ -331,33 +337,16 @@ auto FieldsOf(const RunRecord*) {
 
 // Calls fn(fields) with the table of the record type of `type`; false for
 // kUnknown.
+template <typename... Records, typename Fn>
+bool WithFieldsOf(EventType type, Fn& fn) {
+  // The first record type whose kType is `type`, if any.
+  return ((type == Records::kType && (fn(FieldsOf(static_cast<const Records*>(nullptr))), true)) ||
+          ...);
+}
 template <typename Fn>
 bool WithFields(EventType type, Fn&& fn) {
-  switch (type) {
-    case EventType::kInvoke:
-      return fn(FieldsOf(static_cast<const InvokeRecord*>(nullptr))), true;
-    case EventType::kQueued:
-      return fn(FieldsOf(static_cast<const QueuedRecord*>(nullptr))), true;
-    case EventType::kGrant:
-      return fn(FieldsOf(static_cast<const GrantRecord*>(nullptr))), true;
-    case EventType::kFail:
-      return fn(FieldsOf(static_cast<const FailRecord*>(nullptr))), true;
-    case EventType::kUse:
-      return fn(FieldsOf(static_cast<const UseRecord*>(nullptr))), true;
-    case EventType::kRelease:
-      return fn(FieldsOf(static_cast<const ReleaseRecord*>(nullptr))), true;
-    case EventType::kExtend:
-      return fn(FieldsOf(static_cast<const ExtendRecord*>(nullptr))), true;
-    case EventType::kNemesis:
-      return fn(FieldsOf(static_cast<const NemesisRecord*>(nullptr))), true;
-    case EventType::kFinal:
-      return fn(FieldsOf(static_cast<const FinalRecord*>(nullptr))), true;
-    case EventType::kRun:
-      return fn(FieldsOf(static_cast<const RunRecord*>(nullptr))), true;
-    case EventType::kUnknown:
-      return false;
-  }
-  return false;
+  return WithFieldsOf<InvokeRecord, QueuedRecord, GrantRecord, FailRecord, UseRecord, ReleaseRecord,
+                      ExtendRecord, NemesisRecord, FinalRecord, RunRecord>(type, fn);
 }
 
 template <typename Tuple, typename Fn>
@@ -425,14 +414,13 @@ absl::Status ReadValue(const FieldReader& r, const char* key, std::vector<std::s
 absl::Status ReadValue(const FieldReader& r, const char* key, FaultPhase* out) {
   std::string phase = std::string(FaultPhaseName(*out));
   REDLOCK_CHAOS_TRY(r.String(key, false, &phase));
-  for (FaultPhase p : {FaultPhase::kStart, FaultPhase::kStop, FaultPhase::kInstant}) {
-    if (phase == FaultPhaseName(p)) {
-      *out = p;
-      return absl::OkStatus();
-    }
+  if (std::optional<FaultPhase> p = ValueOf(kFaultPhases, phase)) {
+    *out = *p;
+    return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "field \"", key, "\" must be \"start\", \"stop\" or \"instant\", not \"", phase, "\""));
+  return absl::InvalidArgumentError(absl::StrCat("field \"", key, "\" must be \"",
+                                                 NameList(kFaultPhases, "\", \"", "\" or \""),
+                                                 "\", not \"", phase, "\""));
 }
 
 template <typename T>
@@ -541,44 +529,10 @@ int64_t RawFromSteady(std::chrono::steady_clock::time_point tp) {
   return raw + std::chrono::duration_cast<std::chrono::nanoseconds>(tp - now).count();
 }
 
-absl::string_view EventTypeName(EventType type) {
-  switch (type) {
-    case EventType::kInvoke:
-      return "invoke";
-    case EventType::kQueued:
-      return "queued";
-    case EventType::kGrant:
-      return "grant";
-    case EventType::kFail:
-      return "fail";
-    case EventType::kUse:
-      return "use";
-    case EventType::kRelease:
-      return "release";
-    case EventType::kExtend:
-      return "extend";
-    case EventType::kNemesis:
-      return "nemesis";
-    case EventType::kFinal:
-      return "final";
-    case EventType::kRun:
-      return "run";
-    case EventType::kUnknown:
-      return "unknown";
-  }
-  return "unknown";
-}
+absl::string_view EventTypeName(EventType type) { return NameOf(kEventTypes, type, "unknown"); }
 
 absl::string_view FaultPhaseName(FaultPhase phase) {
-  switch (phase) {
-    case FaultPhase::kStart:
-      return "start";
-    case FaultPhase::kStop:
-      return "stop";
-    case FaultPhase::kInstant:
-      return "instant";
-  }
-  return "instant";
+  return NameOf(kFaultPhases, phase, "instant");
 }
 
 Event ToEvent(const InvokeRecord& r) { return FromRecord(r); }

@@ -12,6 +12,10 @@ namespace redlock::chaos {
 namespace {
 
 using faults::Add;
+using faults::ForEach;
+using faults::InFamily;
+using faults::kOnNodes;
+using faults::SpanParam;
 
 std::string NeedsShim(const RunShape& s) {
   return s.node_clock_shim ? "" : "needs the nodes under the clock shim (node_clock_shim: true)";
@@ -28,20 +32,16 @@ PropertySet Forward(const RunShape& s, absl::Duration by) {
 }  // namespace
 
 void RegisterClockFaults(FaultKindList& out) {
-  Add(out, {.info = {.name = "clock_jump",
-                     .family = "clock",
-                     .summary =
-                         "the node's wall clock jumps by `by` (and stays there): forward beyond "
-                         "the drift allowance expires held keys early; backward keeps them longer",
-                     .takes_nodes = true,
-                     .nodes_default = "any",
-                     .params = {{.name = "by",
-                                 .type = ParamType::kSpan,
-                                 .default_value = "3ttl",
-                                 .explore = "[-1ttl, -200ms, 0.5drift, 0.9drift, 2drift]",
-                                 .help = "how far (negative: backward)"}},
-                     .explore_weight = 3,
-                     .color = "#17becf"},
+  Add(out, {.info = InFamily(
+                "clock", kOnNodes,
+                {.name = "clock_jump",
+                 .summary = "the node's wall clock jumps by `by` (and stays there): "
+                            "forward beyond the drift allowance expires held keys "
+                            "early; backward keeps them longer",
+                 .params = {SpanParam("by", "3ttl", "[-1ttl, -200ms, 0.5drift, 0.9drift, 2drift]",
+                                      "", "how far (negative: backward)")},
+                 .explore_weight = 3,
+                 .color = "#17becf"}),
             .unsupported = NeedsShim,
             .may_violate = [](const RunShape& s, const FaultInstance& f) -> PropertySet {
               absl::Duration by = f.span("by");
@@ -51,55 +51,37 @@ void RegisterClockFaults(FaultKindList& out) {
             },
             .inject =
                 [](Run& run, FaultInstance& f) {
-                  for (int n : f.nodes) {
-                    absl::Status s = run.nodes().ClockJump(n, f.span("by"));
-                    if (!s.ok()) return s;
-                  }
-                  return absl::OkStatus();
+                  return ForEach(f.nodes,
+                                 [&](int n) { return run.nodes().ClockJump(n, f.span("by")); });
                 }});
 
-  Add(out, {.info = {.name = "clock_strobe",
-                     .family = "clock",
-                     .summary = "the node's wall clock flips between its offset and offset + "
-                                "`amplitude` every `period` until healed",
-                     .lasting = true,
-                     .takes_nodes = true,
-                     .nodes_default = "any",
-                     .params = {{.name = "amplitude",
-                                 .type = ParamType::kSpan,
-                                 .default_value = "0.5drift",
-                                 .explore = "[0.3drift, 0.8drift, 2drift]",
-                                 .help = "how far the clock flips (forward)"},
-                                {.name = "period",
-                                 .type = ParamType::kSpan,
-                                 .default_value = "7ms",
-                                 .explore = "3ms..20ms",
-                                 .min = "1ms",
-                                 .help = "how long each side lasts"}},
-                     .explore_weight = 1,
-                     .explore_duration = "300ms..1.5ttl",
-                     .color = "#17becf"},
-            .unsupported = NeedsShim,
-            .may_violate = [](const RunShape& s,
-                              const FaultInstance& f) { return Forward(s, f.span("amplitude")); },
-            .inject =
-                [](Run& run, FaultInstance& f) {
-                  for (int n : f.nodes) {
-                    absl::Duration cur = run.nodes().clock(n)->state().realtime;
-                    absl::Status s = run.nodes().ClockStrobe(n, cur, cur + f.span("amplitude"),
-                                                             f.span("period"));
-                    if (!s.ok()) return s;
-                  }
-                  return absl::OkStatus();
-                },
-            .heal =
-                [](Run& run, FaultInstance& f) {
-                  for (int n : f.nodes) {
-                    absl::Status s = run.nodes().ClockSteady(n);
-                    if (!s.ok()) return s;
-                  }
-                  return absl::OkStatus();
-                }});
+  Add(out,
+      {.info = InFamily(
+           "clock", kOnNodes,
+           {.name = "clock_strobe",
+            .summary = "the node's wall clock flips between its offset and offset + "
+                       "`amplitude` every `period` until healed",
+            .lasting = true,
+            .params = {SpanParam("amplitude", "0.5drift", "[0.3drift, 0.8drift, 2drift]", "",
+                                 "how far the clock flips (forward)"),
+                       SpanParam("period", "7ms", "3ms..20ms", "1ms", "how long each side lasts")},
+            .explore_weight = 1,
+            .explore_duration = "300ms..1.5ttl",
+            .color = "#17becf"}),
+       .unsupported = NeedsShim,
+       .may_violate = [](const RunShape& s,
+                         const FaultInstance& f) { return Forward(s, f.span("amplitude")); },
+       .inject =
+           [](Run& run, FaultInstance& f) {
+             return ForEach(f.nodes, [&](int n) {
+               absl::Duration cur = run.nodes().clock(n)->state().realtime;
+               return run.nodes().ClockStrobe(n, cur, cur + f.span("amplitude"), f.span("period"));
+             });
+           },
+       .heal =
+           [](Run& run, FaultInstance& f) {
+             return ForEach(f.nodes, [&](int n) { return run.nodes().ClockSteady(n); });
+           }});
 }
 
 }  // namespace redlock::chaos

@@ -8,7 +8,9 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "absl/status/status.h"
 #include "chaos/faults/fault_kind.h"
 
 namespace redlock::chaos::faults {
@@ -48,6 +50,79 @@ class SpecKind final : public FaultKind {
 
 inline void Add(FaultKindList& out, KindSpec spec) {
   out.push_back(std::make_unique<SpecKind>(std::move(spec)));
+}
+
+// ---- Info, the parts every kind of a family shares -----------------------------
+
+// What a kind acts on (KindInfo::takes_nodes, takes_clients).
+inline constexpr int kOnNodes = 1, kOnClients = 2;
+
+// `info` as a kind of `family` acting on `acts` (kOnNodes | kOnClients, or
+// 0: the run as a whole), its targets' defaults "any" unless it names them.
+inline KindInfo InFamily(std::string family, int acts, KindInfo info) {
+  info.family = std::move(family);
+  info.takes_nodes = (acts & kOnNodes) != 0;
+  info.takes_clients = (acts & kOnClients) != 0;
+  if (info.takes_nodes && info.nodes_default.empty()) info.nodes_default = "any";
+  if (info.takes_clients && info.clients_default.empty()) info.clients_default = "any";
+  return info;
+}
+
+// ---- Parameters, one a row -----------------------------------------------------
+
+// A parameter of `type`; "" leaves a bound (or the explored range, the
+// help) out.
+inline ParamSpec Param(ParamType type, std::string name, std::string default_value,
+                       std::string explore, std::string min, std::string help) {
+  return {.name = std::move(name),
+          .type = type,
+          .default_value = std::move(default_value),
+          .explore = std::move(explore),
+          .min = std::move(min),
+          .help = std::move(help)};
+}
+inline ParamSpec SpanParam(std::string name, std::string default_value, std::string explore,
+                           std::string min, std::string help) {
+  return Param(ParamType::kSpan, std::move(name), std::move(default_value), std::move(explore),
+               std::move(min), std::move(help));
+}
+inline ParamSpec IntParam(std::string name, std::string default_value, std::string explore,
+                          std::string min, std::string help) {
+  return Param(ParamType::kInt, std::move(name), std::move(default_value), std::move(explore),
+               std::move(min), std::move(help));
+}
+inline ParamSpec NumberParam(std::string name, std::string default_value, std::string explore,
+                             std::string min, std::string max, std::string help) {
+  ParamSpec p = Param(ParamType::kNumber, std::move(name), std::move(default_value),
+                      std::move(explore), std::move(min), std::move(help));
+  p.max = std::move(max);
+  return p;
+}
+inline ParamSpec ChoiceParam(std::string name, std::string default_value, std::string explore,
+                             std::vector<std::string> choices, std::string help) {
+  ParamSpec p = Param(ParamType::kChoice, std::move(name), std::move(default_value),
+                      std::move(explore), "", std::move(help));
+  p.choices = std::move(choices);
+  return p;
+}
+
+// ---- Acting on the targets -----------------------------------------------------
+
+// fn(i) for each of `targets` (node or client indexes) until the first
+// error.
+template <typename Fn>
+absl::Status ForEach(const std::vector<int>& targets, Fn fn) {
+  for (int i : targets) {
+    absl::Status s = fn(i);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+// A minority of nodes out of service (or voting no) is what a quorum must
+// ride out, when every client reaches every node.
+inline bool Minority(const RunShape& s, const FaultInstance& f) {
+  return !s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
 }
 
 // What breaks when a lock node forgets a key it granted (or grants it

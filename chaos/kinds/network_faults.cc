@@ -20,13 +20,12 @@ namespace redlock::chaos {
 namespace {
 
 using faults::Add;
+using faults::ChoiceParam;
+using faults::SpanParam;
 
-const ParamSpec kDirection = {.name = "direction",
-                              .type = ParamType::kChoice,
-                              .default_value = "both",
-                              .explore = "[to-server, to-client, both]",
-                              .choices = {"to-server", "to-client", "both"},
-                              .help = "which bytes: requests (to-server), replies (to-client)"};
+const ParamSpec kDirection = faults::ChoiceParam(
+    "direction", "both", "[to-server, to-client, both]", {"to-server", "to-client", "both"},
+    "which bytes: requests (to-server), replies (to-client)");
 
 std::vector<Direction> Directions(const std::string& choice) {
   if (choice == "to-server") return {Direction::kToServer};
@@ -34,23 +33,30 @@ std::vector<Direction> Directions(const std::string& choice) {
   return {Direction::kToServer, Direction::kToClient};
 }
 
+// `fixed`, else the directions of the "direction" parameter.
+std::vector<Direction> Directions(const FaultInstance& f, std::optional<Direction> fixed) {
+  return fixed ? std::vector<Direction>{*fixed} : Directions(f.choice("direction"));
+}
+
+KindInfo NetworkKind(KindInfo info, int acts = faults::kOnNodes) {
+  return faults::InFamily("network", acts, std::move(info));
+}
+
 // A proxy fault: `spec(f)` in the directions of the "direction" parameter
 // (or `fixed` when the kind has none), on every target node, cleared when
 // healed.
 faults::KindSpec ProxyKind(KindInfo info, std::function<FaultSpec(Run&, const FaultInstance&)> spec,
                            std::optional<Direction> fixed = std::nullopt) {
-  info.family = "network";
-  info.lasting = true;
-  info.takes_nodes = true;
   if (info.nodes_default.empty()) info.nodes_default = "random 1..2";
+  info = NetworkKind(std::move(info));
+  info.lasting = true;
   if (!fixed) info.params.insert(info.params.begin(), kDirection);
   const std::string name = info.name;
   return {.info = std::move(info),
           .unsupported = faults::NeedsProxies,
           .inject =
               [spec, fixed, name](Run& run, FaultInstance& f) {
-                std::vector<Direction> dirs =
-                    fixed ? std::vector<Direction>{*fixed} : Directions(f.choice("direction"));
+                std::vector<Direction> dirs = Directions(f, fixed);
                 for (int n : f.nodes) {
                   for (Direction d : dirs) {
                     absl::Status s = run.ProxyFault(n, d, spec(run, f), name);
@@ -61,13 +67,19 @@ faults::KindSpec ProxyKind(KindInfo info, std::function<FaultSpec(Run&, const Fa
               },
           .heal =
               [fixed](Run& run, FaultInstance& f) {
-                std::vector<Direction> dirs =
-                    fixed ? std::vector<Direction>{*fixed} : Directions(f.choice("direction"));
+                std::vector<Direction> dirs = Directions(f, fixed);
                 for (int n : f.nodes) {
                   for (Direction d : dirs) run.ProxyClear(n, d);
                 }
                 return absl::OkStatus();
               }};
+}
+
+// A proxy fault that takes no parameter: `spec` as it is.
+faults::KindSpec ProxyKind(KindInfo info, FaultSpec spec,
+                           std::optional<Direction> fixed = std::nullopt) {
+  return ProxyKind(
+      std::move(info), [spec](Run&, const FaultInstance&) { return spec; }, fixed);
 }
 
 // Every client except those of `side_a`.
@@ -128,18 +140,8 @@ absl::StatusOr<PartitionSpec> PartitionShape(Run& run, const FaultInstance& f) {
 void RegisterNetworkFaults(FaultKindList& out) {
   Add(out, ProxyKind({.name = "latency",
                       .summary = "every chunk delayed by `latency` + up to `jitter`, order kept",
-                      .params = {{.name = "latency",
-                                  .type = ParamType::kSpan,
-                                  .default_value = "30ms",
-                                  .explore = "5ms..0.3ttl",
-                                  .min = "0",
-                                  .help = "fixed delay"},
-                                 {.name = "jitter",
-                                  .type = ParamType::kSpan,
-                                  .default_value = "0",
-                                  .explore = "0..40ms",
-                                  .min = "0",
-                                  .help = "random extra, uniform"}},
+                      .params = {SpanParam("latency", "30ms", "5ms..0.3ttl", "0", "fixed delay"),
+                                 SpanParam("jitter", "0", "0..40ms", "0", "random extra, uniform")},
                       .explore_weight = 3,
                       .explore_duration = "300ms..2s",
                       .color = "#1f77b4"},
@@ -150,13 +152,8 @@ void RegisterNetworkFaults(FaultKindList& out) {
                {.name = "slow_replies",
                 .summary = "replies delayed around the clients' node timeout (`fraction` of "
                            "it, +-10 %): some votes arrive just in time, some just late",
-                .params = {{.name = "fraction",
-                            .type = ParamType::kNumber,
-                            .default_value = "1",
-                            .explore = "0.6..1.4",
-                            .min = "0",
-                            .max = "10",
-                            .help = "of the node timeout"}},
+                .params = {faults::NumberParam("fraction", "1", "0.6..1.4", "0", "10",
+                                               "of the node timeout")},
                 .explore_weight = 2,
                 .explore_duration = "300ms..2s",
                 .color = "#6baed6"},
@@ -166,61 +163,44 @@ void RegisterNetworkFaults(FaultKindList& out) {
                  return FaultSpec::Latency(t * 0.9, t * 0.2);
                },
                Direction::kToClient));
-  Add(out,
-      ProxyKind(
-          {.name = "blackhole",
-           .summary = "requests read and dropped: the node never sees them",
-           .explore_weight = 2,
-           .explore_duration = "200ms..1s",
-           .color = "#555555"},
-          [](Run&, const FaultInstance&) { return FaultSpec::BlackHole(); }, Direction::kToServer));
-  Add(out,
-      ProxyKind(
-          {.name = "ack_loss",
-           .summary = "replies dropped: the node executes, the client never hears",
-           .explore_weight = 3,
-           .explore_duration = "200ms..1s",
-           .color = "#555555"},
-          [](Run&, const FaultInstance&) { return FaultSpec::BlackHole(); }, Direction::kToClient));
+  Add(out, ProxyKind({.name = "blackhole",
+                      .summary = "requests read and dropped: the node never sees them",
+                      .explore_weight = 2,
+                      .explore_duration = "200ms..1s",
+                      .color = "#555555"},
+                     FaultSpec::BlackHole(), Direction::kToServer));
+  Add(out, ProxyKind({.name = "ack_loss",
+                      .summary = "replies dropped: the node executes, the client never hears",
+                      .explore_weight = 3,
+                      .explore_duration = "200ms..1s",
+                      .color = "#555555"},
+                     FaultSpec::BlackHole(), Direction::kToClient));
   Add(out, ProxyKind({.name = "hold",
                       .summary = "bytes held and delivered late, in order, when healed (SETs that "
                                  "run after their attempt gave up)",
                       .explore_weight = 2,
                       .explore_duration = "200ms..1.5s",
                       .color = "#393b79"},
-                     [](Run&, const FaultInstance&) { return FaultSpec::Hold(); }));
-  Add(out,
-      ProxyKind(
-          {.name = "refuse",
-           .summary = "every open connection reset, and every new one reset at once, "
-                      "until healed",
-           .explore_weight = 1,
-           .explore_duration = "200ms..1s",
-           .color = "#e7ba52"},
-          [](Run&, const FaultInstance&) { return FaultSpec::Reset(); }, Direction::kToServer));
-  Add(out, ProxyKind(
-               {.name = "reset_after_reply",
-                .summary = "each connection reset (RST) right after a reply was forwarded: "
-                           "the node executed, the next request finds the connection gone",
-                .explore_weight = 2,
-                .explore_duration = "200ms..1s",
-                .color = "#d6a01f"},
-               [](Run&, const FaultInstance&) { return FaultSpec::ResetAfterDelivery(); },
-               Direction::kToClient));
+                     FaultSpec::Hold()));
+  Add(out, ProxyKind({.name = "refuse",
+                      .summary = "every open connection reset, and every new one reset at once, "
+                                 "until healed",
+                      .explore_weight = 1,
+                      .explore_duration = "200ms..1s",
+                      .color = "#e7ba52"},
+                     FaultSpec::Reset(), Direction::kToServer));
+  Add(out, ProxyKind({.name = "reset_after_reply",
+                      .summary = "each connection reset (RST) right after a reply was forwarded: "
+                                 "the node executed, the next request finds the connection gone",
+                      .explore_weight = 2,
+                      .explore_duration = "200ms..1s",
+                      .color = "#d6a01f"},
+                     FaultSpec::ResetAfterDelivery(), Direction::kToClient));
   Add(out,
       ProxyKind({.name = "slice",
                  .summary = "bytes delivered in slices of `bytes` with `interval` between them",
-                 .params = {{.name = "bytes",
-                             .type = ParamType::kInt,
-                             .default_value = "1",
-                             .explore = "1..8",
-                             .min = "1"},
-                            {.name = "interval",
-                             .type = ParamType::kSpan,
-                             .default_value = "1ms",
-                             .explore = "0..2ms",
-                             .min = "0",
-                             .help = "pause between slices"}},
+                 .params = {faults::IntParam("bytes", "1", "1..8", "1", ""),
+                            SpanParam("interval", "1ms", "0..2ms", "0", "pause between slices")},
                  .explore_weight = 1,
                  .explore_duration = "200ms..1s",
                  .color = "#1f77b4"},
@@ -229,13 +209,12 @@ void RegisterNetworkFaults(FaultKindList& out) {
                                           f.span("interval"));
                 }));
 
-  Add(out, {.info = {.name = "reset",
-                     .family = "network",
-                     .summary = "RST on every open connection through the node's proxy, once",
-                     .takes_nodes = true,
-                     .nodes_default = "random 1..2",
-                     .explore_weight = 2,
-                     .color = "#e7ba52"},
+  Add(out, {.info = NetworkKind(
+                {.name = "reset",
+                 .summary = "RST on every open connection through the node's proxy, once",
+                 .nodes_default = "random 1..2",
+                 .explore_weight = 2,
+                 .color = "#e7ba52"}),
             .unsupported = faults::NeedsProxies,
             .inject = [](Run& run, FaultInstance& f) {
               for (int n : f.nodes) {
@@ -247,18 +226,16 @@ void RegisterNetworkFaults(FaultKindList& out) {
               return absl::OkStatus();
             }});
 
-  Add(out, {.info = {.name = "link_down",
-                     .family = "network",
-                     .summary = "the links between the target clients and nodes closed and refused "
-                                "(per-client proxies), back up when healed",
-                     .lasting = true,
-                     .takes_nodes = true,
-                     .takes_clients = true,
-                     .nodes_default = "random 1..2",
-                     .clients_default = "any",
-                     .explore_weight = 2,
-                     .explore_duration = "300ms..2s",
-                     .color = "#bcbd22"},
+  Add(out, {.info = NetworkKind(
+                {.name = "link_down",
+                 .summary = "the links between the target clients and nodes closed and refused "
+                            "(per-client proxies), back up when healed",
+                 .lasting = true,
+                 .nodes_default = "random 1..2",
+                 .explore_weight = 2,
+                 .explore_duration = "300ms..2s",
+                 .color = "#bcbd22"},
+                faults::kOnNodes | faults::kOnClients),
             .unsupported = faults::NeedsLinks,
             .inject =
                 [](Run& run, FaultInstance& f) {
@@ -297,30 +274,21 @@ void RegisterNetworkFaults(FaultKindList& out) {
                 }});
 
   Add(out,
-      {.info = {.name = "partition",
-                .family = "network",
-                .summary = "nft rules in the run's namespace: `isolate` the target nodes, `split` "
-                           "(target nodes and clients on one side), per-client majority `views`, "
-                           "or `one-way` cuts of the target clients from the target nodes",
-                .lasting = true,
-                .takes_nodes = true,
-                .takes_clients = true,
-                .nodes_default = "any",
-                .clients_default = "any",
-                .params = {{.name = "shape",
-                            .type = ParamType::kChoice,
-                            .default_value = "isolate",
-                            .explore = "[isolate, split, views, one-way]",
-                            .choices = {"isolate", "split", "views", "one-way"}},
-                           {.name = "direction",
-                            .type = ParamType::kChoice,
-                            .default_value = "to-client",
-                            .explore = "[to-server, to-client]",
-                            .choices = {"to-server", "to-client"},
-                            .help = "one-way: requests (to-server) or replies (to-client) lost"}},
-                .explore_weight = 3,
-                .explore_duration = "500ms..2s",
-                .color = "#bcbd22"},
+      {.info = NetworkKind(
+           {.name = "partition",
+            .summary = "nft rules in the run's namespace: `isolate` the target nodes, `split` "
+                       "(target nodes and clients on one side), per-client majority `views`, "
+                       "or `one-way` cuts of the target clients from the target nodes",
+            .lasting = true,
+            .params = {ChoiceParam("shape", "isolate", "[isolate, split, views, one-way]",
+                                   {"isolate", "split", "views", "one-way"}, ""),
+                       ChoiceParam("direction", "to-client", "[to-server, to-client]",
+                                   {"to-server", "to-client"},
+                                   "one-way: requests (to-server) or replies (to-client) lost")},
+            .explore_weight = 3,
+            .explore_duration = "500ms..2s",
+            .color = "#bcbd22"},
+           faults::kOnNodes | faults::kOnClients),
        .unsupported = [](const RunShape& s) -> std::string {
          return s.topology == Topology::kNamespace ? "" : "needs topology namespace (root)";
        },

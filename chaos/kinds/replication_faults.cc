@@ -13,6 +13,7 @@ namespace redlock::chaos {
 namespace {
 
 using faults::Add;
+using faults::ForEach;
 
 std::vector<int> AllClients(Run& run) {
   std::vector<int> all;
@@ -59,149 +60,123 @@ absl::Status FailOver(Run& run, const std::vector<int>& nodes, bool by_sentinel)
         by_sentinel ? rep.AwaitSentinelFailover(n, absl::Seconds(20)) : rep.Promote(n);
     if (!now.ok()) return now.status();
   }
-  for (int n : todo) {
-    absl::Status s = run.FollowMaster(n, AllClients(run));
-    if (!s.ok()) return s;
-  }
-  for (int n : todo) {
-    absl::Status s = rep.RejoinAsReplica(n);
-    if (!s.ok()) return s;
-  }
-  return absl::OkStatus();
+  absl::Status s = ForEach(todo, [&](int n) { return run.FollowMaster(n, AllClients(run)); });
+  if (!s.ok()) return s;
+  return ForEach(todo, [&](int n) { return rep.RejoinAsReplica(n); });
+}
+
+KindInfo ReplicationKind(KindInfo info, int acts = faults::kOnNodes) {
+  return faults::InFamily("replication", acts, std::move(info));
 }
 
 }  // namespace
 
 void RegisterReplicationFaults(FaultKindList& out) {
-  Add(out,
-      {.info = {.name = "replication_stall",
-                .family = "replication",
-                .summary = "the master's writes held on the replication link (the replica lags; "
-                           "with the durability vote the node cannot confirm grants), delivered "
-                           "when healed",
-                .lasting = true,
-                .takes_nodes = true,
-                .nodes_default = "any",
-                .explore_weight = 3,
-                .explore_duration = "300ms..3s",
-                .color = "#9467bd"},
-       .unsupported = faults::NeedsReplicas,
-       .tolerated =
-           [](const RunShape& s, const FaultInstance& f) {
-             // Without the vote a lagging replica costs nothing; with it, the
-             // node votes no: a minority of such nodes must be ridden out.
-             return !s.durability ||
-                    (!s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2);
-           },
-       .inject =
-           [](Run& run, FaultInstance& f) {
-             for (int n : f.nodes) {
-               absl::Status s = run.replication()->Stall(n);
-               if (!s.ok()) return s;
-             }
-             return absl::OkStatus();
-           },
-       .heal =
-           [](Run& run, FaultInstance& f) {
-             for (int n : f.nodes) run.replication()->Resume(n);
-             return absl::OkStatus();
-           }});
+  Add(out, {.info = ReplicationKind(
+                {.name = "replication_stall",
+                 .summary = "the master's writes held on the replication link (the replica lags; "
+                            "with the durability vote the node cannot confirm grants), delivered "
+                            "when healed",
+                 .lasting = true,
+                 .explore_weight = 3,
+                 .explore_duration = "300ms..3s",
+                 .color = "#9467bd"}),
+            .unsupported = faults::NeedsReplicas,
+            .tolerated =
+                [](const RunShape& s, const FaultInstance& f) {
+                  // Without the vote a lagging replica costs nothing; with it, the
+                  // node votes no: a minority of such nodes must be ridden out.
+                  return !s.durability || faults::Minority(s, f);
+                },
+            .inject =
+                [](Run& run, FaultInstance& f) {
+                  return ForEach(f.nodes, [&](int n) { return run.replication()->Stall(n); });
+                },
+            .heal =
+                [](Run& run, FaultInstance& f) {
+                  for (int n : f.nodes) run.replication()->Resume(n);
+                  return absl::OkStatus();
+                }});
+
+  Add(out, {.info = ReplicationKind(
+                {.name = "failover",
+                 .summary = "the master killed with its replication link cut, its replica promoted "
+                            "(by the Sentinels when the run has them, else by the harness), the "
+                            "clients follow, the old master rejoins empty as the new replica",
+                 .params = {faults::ChoiceParam(
+                     "by", "auto", "", {"auto", "sentinel", "harness"},
+                     "who promotes the replica (auto: the Sentinels if any)")},
+                 .explore_weight = 2,
+                 .color = "#e377c2"}),
+            .unsupported = NeedsSentinelOrLinks,
+            .may_violate = LosesWrites,
+            .inject = [](Run& run, FaultInstance& f) {
+              const std::string& by = f.choice("by");
+              bool sentinel = by == "sentinel" || (by == "auto" && run.shape().sentinels > 0);
+              if (sentinel && run.shape().sentinels == 0) {
+                return absl::FailedPreconditionError("failover by: sentinel, but no Sentinel runs");
+              }
+              return FailOver(run, f.nodes, sentinel);
+            }});
+
+  Add(out, {.info = ReplicationKind(
+                {.name = "split_brain",
+                 .summary = "the master cut from its replica, the Sentinels and every client but "
+                            "the target clients, which it still serves; the Sentinels promote the "
+                            "replica and the other clients follow: two masters for one node",
+                 .lasting = true,
+                 .explore_weight = 1,
+                 .explore_duration = "3s..6s",
+                 .color = "#bcbd22"},
+                faults::kOnNodes | faults::kOnClients),
+            .unsupported = [](const RunShape& s) -> std::string {
+              if (s.sentinels == 0) return "needs Sentinels (sentinels: 1 or more)";
+              return s.topology == Topology::kPerClientProxies
+                         ? ""
+                         : "needs per-client-proxies (the cut clients' links go down)";
+            },
+            .may_violate = LosesWrites,
+            .inject =
+                [](Run& run, FaultInstance& f) {
+                  ReplicatedNodes& rep = *run.replication();
+                  for (int n : f.nodes) {
+                    if (rep.failed_over(n)) continue;
+                    std::vector<int> cut;
+                    std::vector<std::string> names;
+                    for (int k = 0; k < run.num_clients(); ++k) {
+                      if (std::find(f.clients.begin(), f.clients.end(), k) != f.clients.end())
+                        continue;
+                      cut.push_back(k);
+                      names.push_back(Run::ClientName(k));
+                    }
+                    rep.Isolate(n, names);
+                    for (int k : cut) run.link(k, n)->Down();
+                    absl::StatusOr<std::string> now =
+                        rep.AwaitSentinelFailover(n, absl::Seconds(20));
+                    if (!now.ok()) return now.status();
+                    absl::Status s = run.FollowMaster(n, cut);
+                    if (!s.ok()) return s;
+                  }
+                  return absl::OkStatus();
+                },
+            .heal =
+                [](Run& run, FaultInstance& f) {
+                  return ForEach(f.nodes, [&](int n) { return run.replication()->Rejoin(n); });
+                }});
 
   Add(out,
-      {.info = {.name = "failover",
-                .family = "replication",
-                .summary = "the master killed with its replication link cut, its replica promoted "
-                           "(by the Sentinels when the run has them, else by the harness), the "
-                           "clients follow, the old master rejoins empty as the new replica",
-                .takes_nodes = true,
-                .nodes_default = "any",
-                .params = {{.name = "by",
-                            .type = ParamType::kChoice,
-                            .default_value = "auto",
-                            .choices = {"auto", "sentinel", "harness"},
-                            .help = "who promotes the replica (auto: the Sentinels if any)"}},
-                .explore_weight = 2,
-                .color = "#e377c2"},
-       .unsupported = NeedsSentinelOrLinks,
-       .may_violate = LosesWrites,
-       .inject = [](Run& run, FaultInstance& f) {
-         const std::string& by = f.choice("by");
-         bool sentinel = by == "sentinel" || (by == "auto" && run.shape().sentinels > 0);
-         if (sentinel && run.shape().sentinels == 0) {
-           return absl::FailedPreconditionError("failover by: sentinel, but no Sentinel runs");
-         }
-         return FailOver(run, f.nodes, sentinel);
-       }});
-
-  Add(out,
-      {.info = {.name = "split_brain",
-                .family = "replication",
-                .summary = "the master cut from its replica, the Sentinels and every client but "
-                           "the target clients, which it still serves; the Sentinels promote the "
-                           "replica and the other clients follow: two masters for one node",
-                .lasting = true,
-                .takes_nodes = true,
-                .takes_clients = true,
-                .nodes_default = "any",
-                .clients_default = "any",
-                .explore_weight = 1,
-                .explore_duration = "3s..6s",
-                .color = "#bcbd22"},
-       .unsupported = [](const RunShape& s) -> std::string {
-         if (s.sentinels == 0) return "needs Sentinels (sentinels: 1 or more)";
-         return s.topology == Topology::kPerClientProxies
-                    ? ""
-                    : "needs per-client-proxies (the cut clients' links go down)";
-       },
-       .may_violate = LosesWrites,
-       .inject =
-           [](Run& run, FaultInstance& f) {
-             ReplicatedNodes& rep = *run.replication();
-             for (int n : f.nodes) {
-               if (rep.failed_over(n)) continue;
-               std::vector<int> cut;
-               std::vector<std::string> names;
-               for (int k = 0; k < run.num_clients(); ++k) {
-                 if (std::find(f.clients.begin(), f.clients.end(), k) != f.clients.end()) continue;
-                 cut.push_back(k);
-                 names.push_back(Run::ClientName(k));
-               }
-               rep.Isolate(n, names);
-               for (int k : cut) run.link(k, n)->Down();
-               absl::StatusOr<std::string> now = rep.AwaitSentinelFailover(n, absl::Seconds(20));
-               if (!now.ok()) return now.status();
-               absl::Status s = run.FollowMaster(n, cut);
-               if (!s.ok()) return s;
-             }
-             return absl::OkStatus();
-           },
-       .heal =
-           [](Run& run, FaultInstance& f) {
-             for (int n : f.nodes) {
-               absl::Status s = run.replication()->Rejoin(n);
-               if (!s.ok()) return s;
-             }
-             return absl::OkStatus();
-           }});
-
-  Add(out,
-      {.info = {.name = "replica_clock_offset",
-                .family = "replication",
-                .summary = "the replica's wall clock set `by` away from its master's: Redis "
-                           "replicates expiries as absolute times, so after a failover the "
-                           "promoted replica expires every key by its own clock, `by` early "
-                           "(ahead) or late (behind)",
-                .lasting = true,
-                .takes_nodes = true,
-                .nodes_default = "any",
-                .params = {{.name = "by",
-                            .type = ParamType::kSpan,
-                            .default_value = "1ttl",
-                            .explore = "[-1ttl, 0.5drift, 1ttl]",
-                            .help = "the replica's offset from its master (positive: ahead)"}},
-                .explore_weight = 1,
-                .explore_duration = "2s..6s",
-                .color = "#17becf"},
+      {.info = ReplicationKind(
+           {.name = "replica_clock_offset",
+            .summary = "the replica's wall clock set `by` away from its master's: Redis "
+                       "replicates expiries as absolute times, so after a failover the "
+                       "promoted replica expires every key by its own clock, `by` early "
+                       "(ahead) or late (behind)",
+            .lasting = true,
+            .params = {faults::SpanParam("by", "1ttl", "[-1ttl, 0.5drift, 1ttl]", "",
+                                         "the replica's offset from its master (positive: ahead)")},
+            .explore_weight = 1,
+            .explore_duration = "2s..6s",
+            .color = "#17becf"}),
        .unsupported = [](const RunShape& s) -> std::string {
          std::string why = faults::NeedsReplicas(s);
          if (why.empty() && !s.node_clock_shim) {
@@ -244,21 +219,18 @@ void RegisterReplicationFaults(FaultKindList& out) {
            }});
 
   Add(out,
-      {.info = {.name = "stale_sentinel",
-                .family = "replication",
-                .summary = "one Sentinel cut off from the nodes and the other Sentinels (nft rules "
-                           "on its own uid) but still answering clients: after a failover it "
-                           "keeps naming the old master",
-                .lasting = true,
-                .params = {{.name = "which",
-                            .type = ParamType::kInt,
-                            .default_value = "0",
-                            .explore = "0..2",
-                            .min = "0",
-                            .help = "the Sentinel (0: the first in the clients' list)"}},
-                .explore_weight = 2,
-                .explore_duration = "4s..8s",
-                .color = "#c49c94"},
+      {.info = ReplicationKind(
+           {.name = "stale_sentinel",
+            .summary = "one Sentinel cut off from the nodes and the other Sentinels (nft rules "
+                       "on its own uid) but still answering clients: after a failover it "
+                       "keeps naming the old master",
+            .lasting = true,
+            .params = {faults::IntParam("which", "0", "0..2", "0",
+                                        "the Sentinel (0: the first in the clients' list)")},
+            .explore_weight = 2,
+            .explore_duration = "4s..8s",
+            .color = "#c49c94"},
+           0),
        .unsupported = [](const RunShape& s) -> std::string {
          if (s.sentinels < 2) return "needs 2 or more Sentinels";
          return s.topology == Topology::kSentinelDiscovery && s.netns

@@ -34,75 +34,65 @@ absl::Status OnEachNode(Run& run, const FaultInstance& f, const std::vector<std:
   return absl::OkStatus();
 }
 
+KindInfo ServerKind(KindInfo info) {
+  return faults::InFamily("server", faults::kOnNodes, std::move(info));
+}
+
+// A kind that sends `args` to each target node once, recorded with `label`.
+faults::KindSpec CommandKind(KindInfo info, std::vector<std::string> args, std::string label) {
+  const std::string name = info.name;
+  return {
+      .info = ServerKind(std::move(info)),
+      .inject = [args = std::move(args), name, label = std::move(label)](
+                    Run& run, FaultInstance& f) { return OnEachNode(run, f, args, name, label); }};
+}
+
 }  // namespace
 
 void RegisterServerFaults(FaultKindList& out) {
   using faults::Add;
-  Add(out, {.info = {.name = "script_flush",
-                     .family = "server",
-                     .summary = "SCRIPT FLUSH on the node: its script cache is empty, as after a "
-                                "restart or a failover to a replica that never loaded the scripts "
-                                "(the next EVALSHA gets NOSCRIPT)",
-                     .takes_nodes = true,
-                     .nodes_default = "random 1..2",
-                     .explore_weight = 2,
-                     .color = "#ff9896"},
-            .inject = [](Run& run, FaultInstance& f) {
-              return OnEachNode(run, f, {"SCRIPT", "FLUSH"}, "script_flush",
-                                "SCRIPT FLUSH: the node's scripts are gone");
-            }});
-
   Add(out,
-      {.info = {.name = "client_kill",
-                .family = "server",
-                .summary = "CLIENT KILL TYPE normal on the node: the server closes every client "
-                           "connection (requests in flight may or may not have run)",
-                .takes_nodes = true,
-                .nodes_default = "random 1..2",
-                .explore_weight = 2,
-                .color = "#e7ba52"},
-       .inject = [](Run& run, FaultInstance& f) {
-         return OnEachNode(run, f, {"CLIENT", "KILL", "TYPE", "normal"}, "client_kill",
-                           "CLIENT KILL TYPE normal: the server closed every client connection");
-       }});
+      CommandKind({.name = "script_flush",
+                   .summary = "SCRIPT FLUSH on the node: its script cache is empty, as after a "
+                              "restart or a failover to a replica that never loaded the "
+                              "scripts (the next EVALSHA gets NOSCRIPT)",
+                   .nodes_default = "random 1..2",
+                   .explore_weight = 2,
+                   .color = "#ff9896"},
+                  {"SCRIPT", "FLUSH"}, "SCRIPT FLUSH: the node's scripts are gone"));
+
+  Add(out, CommandKind({.name = "client_kill",
+                        .summary = "CLIENT KILL TYPE normal on the node: the server closes every "
+                                   "client connection (requests in flight may or may not have run)",
+                        .nodes_default = "random 1..2",
+                        .explore_weight = 2,
+                        .color = "#e7ba52"},
+                       {"CLIENT", "KILL", "TYPE", "normal"},
+                       "CLIENT KILL TYPE normal: the server closed every client connection"));
 
   // SIM ONLY: the lab runs no Redis Cluster, so only the deterministic
   // simulator (sim/) injects it; described here so that both share one list.
   Add(out,
-      {.info = {.name = "slot_migration",
-                .family = "server",
-                .summary = "(sim only) the slot of the lock keys migrates between two masters of "
-                           "a Redis Cluster node (CLUSTER SETSLOT MIGRATING/IMPORTING, MIGRATE "
-                           "`keys` keys every `step`, then SETSLOT NODE when healed): ASK, "
-                           "TRYAGAIN for multi-key commands split across the two, then MOVED",
-                .lasting = true,
-                .takes_nodes = true,
-                .nodes_default = "any",
-                .params = {{.name = "keys",
-                            .type = ParamType::kInt,
-                            .default_value = "1",
-                            .explore = "1..3",
-                            .min = "1",
-                            .help = "keys migrated per step"},
-                           {.name = "step",
-                            .type = ParamType::kSpan,
-                            .default_value = "20ms",
-                            .explore = "10ms..60ms",
-                            .min = "1ms",
-                            .help = "pause between two MIGRATE"}},
-                .explore_weight = 2,
-                .explore_duration = "300ms..2s",
-                .color = "#9edae5"},
+      {.info = ServerKind(
+           {.name = "slot_migration",
+            .summary = "(sim only) the slot of the lock keys migrates between two masters of "
+                       "a Redis Cluster node (CLUSTER SETSLOT MIGRATING/IMPORTING, MIGRATE "
+                       "`keys` keys every `step`, then SETSLOT NODE when healed): ASK, "
+                       "TRYAGAIN for multi-key commands split across the two, then MOVED",
+            .lasting = true,
+            .params = {faults::IntParam("keys", "1", "1..3", "1", "keys migrated per step"),
+                       faults::SpanParam("step", "20ms", "10ms..60ms", "1ms",
+                                         "pause between two MIGRATE")},
+            .explore_weight = 2,
+            .explore_duration = "300ms..2s",
+            .color = "#9edae5"}),
        .unsupported = [](const RunShape&) -> std::string {
          return "sim only: the lab runs no Redis Cluster (redlock-sim injects it)";
        },
        // During the migration a multi-key call of the slot may be refused
        // (TRYAGAIN) on that node: a minority of such nodes must be ridden
        // out, as any node that votes no.
-       .tolerated =
-           [](const RunShape& s, const FaultInstance& f) {
-             return !s.partial_views && static_cast<int>(f.nodes.size()) <= (s.nodes - 1) / 2;
-           },
+       .tolerated = faults::Minority,
        .inject =
            [](Run&, FaultInstance&) {
              return absl::FailedPreconditionError("slot_migration is injected by redlock-sim only");
