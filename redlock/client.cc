@@ -132,6 +132,23 @@ absl::Status NoFamily() {
 
 }  // namespace
 
+absl::StatusOr<Lease> LeaseCalls::LeaseOf(Client::FamilyRequest request) {
+  absl::StatusOr<Client::FamilyGrant> g = client_->AcquireFamily(std::move(request));
+  if (!g.ok()) return g.status();
+  return std::move(g->lease);
+}
+
+void LeaseCalls::LeaseOfAsync(Client::FamilyRequest request, Client::LeaseCallback done) {
+  client_->AcquireFamilyAsync(
+      std::move(request), [done = std::move(done)](absl::StatusOr<Client::FamilyGrant> g) mutable {
+        if (!g.ok()) {
+          done(g.status());
+        } else {
+          done(std::move(g->lease));
+        }
+      });
+}
+
 void Client::AcquireFamilyAsync(FamilyRequest request, FamilyCallback done) {
   (void)request;
   done(NoFamily());

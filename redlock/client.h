@@ -363,6 +363,11 @@ class LeaseCalls {
   LeaseCalls(const LeaseCalls&) = default;
   LeaseCalls& operator=(const LeaseCalls&) = delete;
 
+  // A family acquisition's lease (Client::AcquireFamily).
+  absl::StatusOr<Lease> LeaseOf(Client::FamilyRequest request);
+  // The same, asynchronously (Client::AcquireFamilyAsync).
+  void LeaseOfAsync(Client::FamilyRequest request, Client::LeaseCallback done);
+
   Client* const client_;  // the client the calls go to
 };
 

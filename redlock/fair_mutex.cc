@@ -24,30 +24,17 @@ Lease FairLock::ForToken(std::string token) const {
 }
 
 absl::StatusOr<Lease> FairLock::TryAcquire(absl::Duration ttl) {
-  absl::StatusOr<Client::FamilyGrant> g =
-      client_->AcquireFamily(Request(ttl, std::nullopt, StopToken()));
-  if (!g.ok()) return g.status();
-  return std::move(g->lease);
+  return LeaseOf(Request(ttl, std::nullopt, StopToken()));
 }
 
 absl::StatusOr<Lease> FairLock::Acquire(absl::Duration ttl, absl::Duration wait,
                                         const StopToken& stop) {
-  absl::StatusOr<Client::FamilyGrant> g = client_->AcquireFamily(Request(ttl, wait, stop));
-  if (!g.ok()) return g.status();
-  return std::move(g->lease);
+  return LeaseOf(Request(ttl, wait, stop));
 }
 
 void FairLock::AcquireAsync(absl::Duration ttl, absl::Duration wait, const StopToken& stop,
                             Client::LeaseCallback done) {
-  client_->AcquireFamilyAsync(
-      Request(ttl, wait, stop),
-      [done = std::move(done)](absl::StatusOr<Client::FamilyGrant> g) mutable {
-        if (!g.ok()) {
-          done(g.status());
-        } else {
-          done(std::move(g->lease));
-        }
-      });
+  LeaseOfAsync(Request(ttl, wait, stop), std::move(done));
 }
 
 absl::StatusOr<std::vector<FairNodeView>> FairLock::Inspect() {

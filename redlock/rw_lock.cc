@@ -12,16 +12,6 @@ namespace {
 
 using Kind = Client::FamilyRequest::Kind;
 
-Client::FamilyCallback Single(Client::LeaseCallback done) {
-  return [done = std::move(done)](absl::StatusOr<Client::FamilyGrant> r) mutable {
-    if (!r.ok()) {
-      done(r.status());
-    } else {
-      done(std::move(r->lease));
-    }
-  };
-}
-
 }  // namespace
 
 ReadWriteLock::ReadWriteLock(Client* client, std::string resource)
@@ -37,14 +27,12 @@ Client::FamilyRequest ReadWriteLock::Request(bool shared, absl::Duration ttl,
 absl::StatusOr<Lease> ReadWriteLock::Blocking(bool shared, absl::Duration ttl,
                                               std::optional<absl::Duration> wait,
                                               const StopToken& stop) {
-  absl::StatusOr<Client::FamilyGrant> g = client_->AcquireFamily(Request(shared, ttl, wait, stop));
-  if (!g.ok()) return g.status();
-  return std::move(g->lease);
+  return LeaseOf(Request(shared, ttl, wait, stop));
 }
 
 void ReadWriteLock::Async(bool shared, absl::Duration ttl, absl::Duration wait,
                           const StopToken& stop, Client::LeaseCallback done) {
-  client_->AcquireFamilyAsync(Request(shared, ttl, wait, stop), Single(std::move(done)));
+  LeaseOfAsync(Request(shared, ttl, wait, stop), std::move(done));
 }
 
 absl::StatusOr<Lease> ReadWriteLock::TryAcquireShared(absl::Duration ttl) {
