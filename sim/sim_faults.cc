@@ -199,6 +199,34 @@ void World::OnMarker(int client, const std::string& kind) {
   }
 }
 
+namespace {
+
+// The proxy faults that act on one direction of a node's links (0: to the
+// server, 1: to the client) in one way, whatever their parameters.
+struct OneWay {
+  const char* name;
+  int dir;
+  ActiveFault::Effect effect;
+  const char* label;
+  bool reset;  // open connections are reset when it begins
+};
+
+const OneWay* OneWayOf(const std::string& name) {
+  using E = ActiveFault::Effect;
+  static constexpr OneWay kOneWay[] = {
+      {"blackhole", 0, E::kDrop, "requests dropped", false},
+      {"ack_loss", 1, E::kDrop, "replies dropped", false},
+      {"refuse", 0, E::kRefuse, "connections reset and refused", true},
+      {"reset_after_reply", 1, E::kResetAfterReply, "reset after each reply", false},
+  };
+  for (const OneWay& w : kOneWay) {
+    if (name == w.name) return &w;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 void World::Inject(const FaultEvent& e, int marker_client) {
   const FaultKind* kind = chaos::FindFaultKind(e.fault.kind);
   if (kind == nullptr || !SimUnsupported(*kind, config_).empty()) return;
@@ -281,27 +309,17 @@ void World::Inject(const FaultEvent& e, int marker_client) {
     af.latency_lo = static_cast<int64_t>(t * 0.9);
     af.latency_hi = static_cast<int64_t>(t * 1.1);
     label = absl::StrCat(f.number("fraction"), " x node timeout");
-  } else if (name == "blackhole") {
-    af.dir[0] = true;
-    af.effect = E::kDrop;
-    label = "requests dropped";
-  } else if (name == "ack_loss") {
-    af.dir[1] = true;
-    af.effect = E::kDrop;
-    label = "replies dropped";
+  } else if (const OneWay* w = OneWayOf(name); w != nullptr) {
+    af.dir[w->dir] = true;
+    af.effect = w->effect;
+    label = w->label;
+    if (w->reset) {
+      for (int m : members_of(f.nodes)) ResetMember(m, "Connection reset by peer", false);
+    }
   } else if (name == "hold") {
     direction(f.choice("direction"));
     af.effect = E::kHold;
     label = "held";
-  } else if (name == "refuse") {
-    af.dir[0] = true;
-    af.effect = E::kRefuse;
-    for (int m : members_of(f.nodes)) ResetMember(m, "Connection reset by peer", false);
-    label = "connections reset and refused";
-  } else if (name == "reset_after_reply") {
-    af.dir[1] = true;
-    af.effect = E::kResetAfterReply;
-    label = "reset after each reply";
   } else if (name == "reset") {
     for (int m : members_of(f.nodes)) ResetMember(m, "Connection reset by peer", false);
     label = "RST on every open connection";

@@ -504,17 +504,21 @@ void SimTransport::OnClosed(uint64_t conn, const std::string& why) {
   }
 }
 
-void SimTransport::Disconnect(EngineNode& n, const std::string& why, bool ask_locator) {
-  std::vector<NodeCallback> failed;
+void SimTransport::TakeCallbacks(EngineNode& n, std::vector<NodeCallback>* out) {
   for (auto& r : n.fifo) {
-    if (r->done) failed.push_back(std::move(r->done));
+    if (r->done) out->push_back(std::move(r->done));
   }
   n.fifo.clear();
   n.expired = 0;
   for (auto& [r, commands] : n.waiting) {
-    if (r->done) failed.push_back(std::move(r->done));
+    if (r->done) out->push_back(std::move(r->done));
   }
   n.waiting.clear();
+}
+
+void SimTransport::Disconnect(EngineNode& n, const std::string& why, bool ask_locator) {
+  std::vector<NodeCallback> failed;
+  TakeCallbacks(n, &failed);
   n.probe_in_flight = false;
   OpenBreaker(n, why);
   CloseAndBackOff(&n.net, &by_net_, &n.state, &n.next_connect, &n.backoff);
@@ -929,15 +933,7 @@ void SimTransport::Shutdown() {
     std::vector<NodeCallback> cancelled;
     for (auto& np : nodes_) {
       EngineNode& n = *np;
-      for (auto& r : n.fifo) {
-        if (r->done) cancelled.push_back(std::move(r->done));
-      }
-      n.fifo.clear();
-      n.expired = 0;
-      for (auto& [r, commands] : n.waiting) {
-        if (r->done) cancelled.push_back(std::move(r->done));
-      }
-      n.waiting.clear();
+      TakeCallbacks(n, &cancelled);
       if (n.net != 0) {
         by_net_.erase(n.net);
         host_->Close(n.net);

@@ -189,6 +189,9 @@ class SimTransport final : public internal::Transport {
   EngineNode& Route(int node, const internal::Command& command);
   void FailLater(internal::NodeCallback done, absl::Status status);
   void StartConnect(EngineNode& n);
+  // Takes the callbacks of every request in flight or waiting on `n` (the
+  // queue emptied), to be failed or cancelled by the caller.
+  void TakeCallbacks(EngineNode& n, std::vector<internal::NodeCallback>* out);
   void Disconnect(EngineNode& n, const std::string& why, bool ask_locator = true);
   void OnReady(EngineNode& n);
   void Enqueue(EngineNode& n, std::unique_ptr<Request> r, std::vector<Argv> commands);
