@@ -89,14 +89,24 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Create(Options options) {
                                std::move(modes), blocking, std::move(commands)));
 }
 
-// ---- Sets of resources: a Client that does not take them -----------------------
+// ---- Sets and the lock family: a Client that does not take them ----------------
 
 namespace {
 
+// What a Client that does not implement a group of calls answers.
+absl::Status NotImplemented(absl::string_view what, absl::string_view forwarded) {
+  return absl::UnimplementedError(absl::StrCat(
+      "this Client does not ", what, " (a Client that wraps another forwards ", forwarded, ")"));
+}
+
 absl::Status NoSets() {
-  return absl::UnimplementedError(
-      "this Client does not lock sets of resources (a Client that wraps another forwards "
-      "AcquireSet, ExtendSet, ReleaseSet and AutoRenewSet)");
+  return NotImplemented("lock sets of resources",
+                        "AcquireSet, ExtendSet, ReleaseSet and AutoRenewSet");
+}
+
+absl::Status NoFamily() {
+  return NotImplemented("take the lock family's locks",
+                        "AcquireFamily, AcquireFamilyAsync and InspectFamily");
 }
 
 }  // namespace
@@ -121,16 +131,6 @@ absl::Status Client::ReleaseSet(std::vector<Lease> leases, int quorum) {
   (void)leases, (void)quorum;
   return NoSets();
 }
-
-namespace {
-
-absl::Status NoFamily() {
-  return absl::UnimplementedError(
-      "this Client does not take the lock family's locks (a Client that wraps another forwards "
-      "AcquireFamily, AcquireFamilyAsync and InspectFamily)");
-}
-
-}  // namespace
 
 absl::StatusOr<Lease> LeaseCalls::LeaseOf(Client::FamilyRequest request) {
   absl::StatusOr<Client::FamilyGrant> g = client_->AcquireFamily(std::move(request));
