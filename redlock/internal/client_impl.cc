@@ -112,7 +112,17 @@ void ClientImpl::StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCa
     return;
   }
   ctx_.renewals().StopFor(leases[0].token());
-  StartRelease(&ctx_, std::move(leases), ctx_.QuorumOr(quorum), std::move(done));
+  StartRelease(&ctx_, leases, ctx_.QuorumOr(quorum), std::move(done));
+}
+
+void ClientImpl::StartReleaseOne(const Lease& lease, StatusCallback done) {
+  absl::Status st = CheckLease(lease, "release");
+  if (!st.ok()) {
+    done(st);
+    return;
+  }
+  ctx_.renewals().StopFor(lease.token());
+  internal::StartReleaseOne(&ctx_, lease, ctx_.quorum(), std::move(done));
 }
 
 absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenewSet(
@@ -201,7 +211,7 @@ void ClientImpl::ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallba
 }
 
 void ClientImpl::ReleaseAsync(const Lease& lease, StatusCallback done) {
-  StartReleaseSet({lease}, 0, ToUser(std::move(done)));
+  StartReleaseOne(lease, ToUser(std::move(done)));
 }
 
 // ---- Public blocking forms -----------------------------------------------------------
@@ -231,8 +241,7 @@ absl::StatusOr<Lease> ClientImpl::Extend(const Lease& lease, absl::Duration ttl)
 }
 
 absl::Status ClientImpl::Release(const Lease& lease) {
-  return Block<absl::Status>(
-      [&](StatusCallback cb) { StartReleaseSet({lease}, 0, std::move(cb)); });
+  return Block<absl::Status>([&](StatusCallback cb) { StartReleaseOne(lease, std::move(cb)); });
 }
 
 absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenew(

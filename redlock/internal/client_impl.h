@@ -100,6 +100,9 @@ class ClientImpl final : public Client {
   void StartExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum,
                       LeasesCallback done);
   void StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done);
+  // StartReleaseSet of `lease` alone with the client's quorum, without a
+  // list or a copy of the lease.
+  void StartReleaseOne(const Lease& lease, StatusCallback done);
 
   // Runs `start` with a callback and blocks until it completes (the caller
   // polls the nodes meanwhile). kFailedPrecondition from a callback of this
