@@ -119,6 +119,9 @@ class ClientImpl final : public Client {
 
  private:
   absl::Status CheckQuorum(int quorum) const;
+  // StartSet's checks: the acquisition's request, or why there is none.
+  absl::StatusOr<AcquireRequest> CheckSet(SetRequest call,
+                                          std::shared_ptr<const AcquireShape> shape);
   void AcquireOne(absl::string_view resource, absl::Duration ttl, std::optional<int> attempts,
                   std::optional<absl::Duration> wait, const StopToken& stop, LeaseCallback done);
 
