@@ -87,6 +87,24 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
         counters_(CounterKeys(*ctx, keys_, form_, shape_.get())),
         round_(ctx->nodes(), quorum_) {}
 
+  // A request of one resource whose caller takes its one lease: the loop's
+  // callback holds only the op (inline in AnyInvocable, no adapter
+  // allocated around `done`); the loop runs it once, while the op lives.
+  AcquireOp(OpContext* ctx, AcquireRequest request, std::vector<std::string> keys,
+            LeaseCallback done)
+      : AcquireOp(ctx, std::move(request), std::move(keys),
+                  LeasesCallback([this](absl::StatusOr<std::vector<Lease>> r) {
+                    LeaseCallback one = std::move(one_done_);
+                    one_done_ = nullptr;
+                    if (!r.ok()) {
+                      one(r.status());
+                    } else {
+                      one(std::move((*r)[0]));
+                    }
+                  })) {
+    one_done_ = std::move(done);
+  }
+
   void Start() {
     Start(shape_ != nullptr && shape_->shared_wakeups() ? ReleaseWatches::Wakeup::kEveryone
                                                         : ReleaseWatches::Wakeup::kOldest);
@@ -267,12 +285,18 @@ class AcquireOp : public AttemptLoop<AcquireOp, LockNodeState, std::vector<Lease
 
   Round round_;  // round 1's votes, under mu_ as the loop's state
   std::vector<int> round2_nodes_;
+  // The caller's callback of a one-resource request (see its constructor).
+  LeaseCallback one_done_;
   std::vector<uint64_t> fences_;
 };
 
 }  // namespace
 
-void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
+namespace {
+
+// StartAcquire's checks and start, with `done` either callback.
+template <typename Done>
+void Start(OpContext* ctx, AcquireRequest request, Done done) {
   // Every key one call touches must be able to go to every node in one
   // command (a Redis Cluster's keys share a hash slot: scheme.h); refused
   // before anything is sent.
@@ -296,6 +320,16 @@ void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
   }
   auto op = std::make_shared<AcquireOp>(ctx, std::move(request), std::move(keys), std::move(done));
   op->Start();
+}
+
+}  // namespace
+
+void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done) {
+  Start(ctx, std::move(request), std::move(done));
+}
+
+void StartAcquireOne(OpContext* ctx, AcquireRequest request, LeaseCallback done) {
+  Start(ctx, std::move(request), std::move(done));
 }
 
 }  // namespace redlock::internal

@@ -22,6 +22,8 @@
 namespace redlock::internal {
 
 using LeasesCallback = absl::AnyInvocable<void(absl::StatusOr<std::vector<Lease>>)>;
+// Client::LeaseCallback.
+using LeaseCallback = absl::AnyInvocable<void(absl::StatusOr<Lease>)>;
 
 struct AcquireRequest {
   // Checked by the caller: non-empty, each valid, no duplicates.
@@ -52,6 +54,8 @@ struct AcquireRequest {
 // One lease per resource, in the order given. The first attempt's fan-out
 // runs on the calling thread.
 void StartAcquire(OpContext* ctx, AcquireRequest request, LeasesCallback done);
+// The same for a request of one resource, `done` getting its one lease.
+void StartAcquireOne(OpContext* ctx, AcquireRequest request, LeaseCallback done);
 
 }  // namespace redlock::internal
 

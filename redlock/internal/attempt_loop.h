@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -314,7 +315,9 @@ class AttemptLoop : public std::enable_shared_from_this<Op> {
   bool failed_ = false;         // the current attempt failed
   int sent_ = 0;                // nodes [0, sent_) have this attempt's round 1
   bool fanout_active_ = false;  // StartAttempt is still sending
-  std::vector<NodeState> nodes_;
+  // In the op for up to kInlineNodes nodes (no allocation per call).
+  static constexpr size_t kInlineNodes = 5;
+  absl::InlinedVector<NodeState, kInlineNodes> nodes_;
   std::optional<Retry> retry_;
   Transport::TimerId retry_timer_ = 0;          // the pause before the next attempt
   std::vector<Outgoing> outbox_;                // sent by AfterUnlock

@@ -51,8 +51,8 @@ absl::Status ClientImpl::CheckQuorum(int quorum) const {
 
 // ---- The operations ----------------------------------------------------------
 
-void ClientImpl::StartSet(SetRequest call, std::shared_ptr<const AcquireShape> shape,
-                          LeasesCallback done) {
+absl::StatusOr<AcquireRequest> ClientImpl::CheckSet(SetRequest call,
+                                                    std::shared_ptr<const AcquireShape> shape) {
   const Options& o = ctx_.options();
   absl::Status st = call.resources.empty() ? absl::InvalidArgumentError("no resources")
                                            : CheckQuorum(call.quorum);
@@ -72,10 +72,7 @@ void ClientImpl::StartSet(SetRequest call, std::shared_ptr<const AcquireShape> s
     st = absl::InvalidArgumentError("wait must be >= 0");
   }
   absl::StatusOr<LockTtl> ttl = CheckTtl(call.ttl, o);
-  if (!st.ok() || !ttl.ok()) {
-    done(!st.ok() ? st : ttl.status());
-    return;
-  }
+  if (!st.ok() || !ttl.ok()) return !st.ok() ? st : ttl.status();
   AcquireRequest request;
   request.resources = std::move(call.resources);
   request.ttl = *ttl;
@@ -89,7 +86,17 @@ void ClientImpl::StartSet(SetRequest call, std::shared_ptr<const AcquireShape> s
     // A zero wait is one attempt.
     request.max_attempts = call.wait.has_value() ? 1 : call.max_attempts.value_or(o.max_attempts);
   }
-  StartAcquire(&ctx_, std::move(request), std::move(done));
+  return request;
+}
+
+void ClientImpl::StartSet(SetRequest call, std::shared_ptr<const AcquireShape> shape,
+                          LeasesCallback done) {
+  absl::StatusOr<AcquireRequest> request = CheckSet(std::move(call), std::move(shape));
+  if (!request.ok()) {
+    done(request.status());
+    return;
+  }
+  StartAcquire(&ctx_, *std::move(request), std::move(done));
 }
 
 void ClientImpl::StartExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum,
@@ -112,7 +119,17 @@ void ClientImpl::StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCa
     return;
   }
   ctx_.renewals().StopFor(leases[0].token());
-  StartRelease(&ctx_, std::move(leases), ctx_.QuorumOr(quorum), std::move(done));
+  StartRelease(&ctx_, leases, ctx_.QuorumOr(quorum), std::move(done));
+}
+
+void ClientImpl::StartReleaseOne(const Lease& lease, StatusCallback done) {
+  absl::Status st = CheckLease(lease, "release");
+  if (!st.ok()) {
+    done(st);
+    return;
+  }
+  ctx_.renewals().StopFor(lease.token());
+  internal::StartReleaseOne(&ctx_, lease, ctx_.quorum(), std::move(done));
 }
 
 absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenewSet(
@@ -131,12 +148,18 @@ void ClientImpl::AcquireOne(absl::string_view resource, absl::Duration ttl,
                             std::optional<int> attempts, std::optional<absl::Duration> wait,
                             const StopToken& stop, LeaseCallback done) {
   SetRequest call;
-  call.resources = {std::string(resource)};
+  call.resources.emplace_back(resource);  // no list of a temporary copy first
   call.ttl = ttl;
   call.max_attempts = attempts;
   call.wait = wait;
   call.stop = stop;
-  StartSet(std::move(call), nullptr, Single(std::move(done)));
+  absl::StatusOr<AcquireRequest> request = CheckSet(std::move(call), nullptr);
+  if (!request.ok()) {
+    done(request.status());
+    return;
+  }
+  // The caller's callback given as is (no adapter around it).
+  StartAcquireOne(&ctx_, *std::move(request), std::move(done));
 }
 
 // ---- The lock family -------------------------------------------------------------
@@ -201,7 +224,7 @@ void ClientImpl::ExtendAsync(const Lease& lease, absl::Duration ttl, LeaseCallba
 }
 
 void ClientImpl::ReleaseAsync(const Lease& lease, StatusCallback done) {
-  StartReleaseSet({lease}, 0, ToUser(std::move(done)));
+  StartReleaseOne(lease, ToUser(std::move(done)));
 }
 
 // ---- Public blocking forms -----------------------------------------------------------
@@ -231,8 +254,7 @@ absl::StatusOr<Lease> ClientImpl::Extend(const Lease& lease, absl::Duration ttl)
 }
 
 absl::Status ClientImpl::Release(const Lease& lease) {
-  return Block<absl::Status>(
-      [&](StatusCallback cb) { StartReleaseSet({lease}, 0, std::move(cb)); });
+  return Block<absl::Status>([&](StatusCallback cb) { StartReleaseOne(lease, std::move(cb)); });
 }
 
 absl::StatusOr<std::unique_ptr<Renewal>> ClientImpl::AutoRenew(

@@ -32,7 +32,28 @@ class Waiter final : public SyncWaiter {
   }
   T Take() { return std::move(*value_); }
 
+  // A waiter for the next blocking call of this thread: the one its last
+  // call gave back (Recycle), else a new one.
+  static std::shared_ptr<Waiter> Get() {
+    std::shared_ptr<Waiter>& spare = Spare();
+    if (spare != nullptr) return std::move(spare);
+    return std::make_shared<Waiter>();
+  }
+  // Keeps `waiter`, taken (Take), for the thread's next call, if nothing
+  // else holds it any more (a copy can only be made from a holder: with
+  // none left, none can appear); otherwise lets it go.
+  static void Recycle(std::shared_ptr<Waiter> waiter) {
+    if (waiter.use_count() != 1) return;
+    waiter->value_.reset();
+    waiter->Rearm();
+    Spare() = std::move(waiter);
+  }
+
  private:
+  static std::shared_ptr<Waiter>& Spare() {
+    thread_local std::shared_ptr<Waiter> spare;
+    return spare;
+  }
   std::optional<T> value_;
 };
 
@@ -100,6 +121,9 @@ class ClientImpl final : public Client {
   void StartExtendSet(std::vector<Lease> leases, absl::Duration ttl, int quorum,
                       LeasesCallback done);
   void StartReleaseSet(std::vector<Lease> leases, int quorum, StatusCallback done);
+  // StartReleaseSet of `lease` alone with the client's quorum, without a
+  // list or a copy of the lease.
+  void StartReleaseOne(const Lease& lease, StatusCallback done);
 
   // Runs `start` with a callback and blocks until it completes (the caller
   // polls the nodes meanwhile). kFailedPrecondition from a callback of this
@@ -116,6 +140,9 @@ class ClientImpl final : public Client {
 
  private:
   absl::Status CheckQuorum(int quorum) const;
+  // StartSet's checks: the acquisition's request, or why there is none.
+  absl::StatusOr<AcquireRequest> CheckSet(SetRequest call,
+                                          std::shared_ptr<const AcquireShape> shape);
   void AcquireOne(absl::string_view resource, absl::Duration ttl, std::optional<int> attempts,
                   std::optional<absl::Duration> wait, const StopToken& stop, LeaseCallback done);
 
@@ -133,7 +160,8 @@ T ClientImpl::Block(StartFn start) {
   }
   // What the call sends and arms is polled here, not by the I/O thread.
   SyncCallScope sync_call;
-  auto waiter = std::make_shared<Waiter<T>>();
+  // Recycled per thread: no allocation per call once warm.
+  std::shared_ptr<Waiter<T>> waiter = Waiter<T>::Get();
   start([waiter](T value) { waiter->Set(std::move(value)); });
   if (blocking_ != nullptr) {
     blocking_->AwaitSync(waiter);
@@ -141,15 +169,26 @@ T ClientImpl::Block(StartFn start) {
     return absl::FailedPreconditionError(
         "this client's transport cannot be waited on: use the *Async forms");
   }
-  return waiter->Take();
+  T value = waiter->Take();
+  Waiter<T>::Recycle(std::move(waiter));
+  return value;
 }
 
 template <typename T>
 absl::AnyInvocable<void(T)> ClientImpl::ToUser(absl::AnyInvocable<void(T)> done) {
+  // One allocation per call: the callback and the slot of its value
+  // together, held by one pointer in the wrapper and then in the task
+  // (each inline in AnyInvocable).
+  struct Handoff {
+    absl::AnyInvocable<void(T)> done;
+    std::optional<T> value;
+  };
   Transport* t = &ctx_.transport();
-  return [t, done = std::move(done)](T value) mutable {
+  return [t, handoff = std::make_unique<Handoff>(Handoff{std::move(done), std::nullopt})](
+             T value) mutable {
+    handoff->value.emplace(std::move(value));
     t->DeliverToUser(
-        [done = std::move(done), value = std::move(value)]() mutable { done(std::move(value)); });
+        [handoff = std::move(handoff)]() mutable { handoff->done(*std::move(handoff->value)); });
   };
 }
 

@@ -58,6 +58,45 @@ Command ScriptCommandOf(const Script& script, const std::vector<std::string>& ke
   return EncodeScriptCall(script, keys, args);
 }
 
+Command ScriptCommandOfPieces(const Script& script, size_t num_keys,
+                              std::initializer_list<std::initializer_list<absl::string_view>> args,
+                              size_t* first_key_at) {
+  Command c;
+  c.script = &script;
+  c.expect = script.replies;
+  size_t need = 96 + script.sha.size();
+  for (const auto& arg : args) {
+    need += 16;
+    for (absl::string_view piece : arg) need += piece.size();
+  }
+  c.payload.reserve(need);
+  AppendArrayHeader(&c.payload, 3 + args.size());
+  AppendBulk(&c.payload, "EVALSHA");
+  AppendBulk(&c.payload, script.sha);
+  char num[24];
+  int len = snprintf(num, sizeof(num), "%zu", num_keys);
+  AppendBulk(&c.payload, absl::string_view(num, static_cast<size_t>(len)));
+  size_t key_at = 0;
+  size_t key_size = 0;
+  size_t i = 0;
+  for (const auto& arg : args) {
+    size_t size = 0;
+    for (absl::string_view piece : arg) size += piece.size();
+    AppendBulkHeader(&c.payload, size);
+    if (i++ == 0 && num_keys > 0) {
+      key_at = c.payload.size();
+      key_size = size;
+    }
+    for (absl::string_view piece : arg) c.payload.append(piece.data(), piece.size());
+    c.payload.append("\r\n", 2);
+  }
+  if (num_keys > 0) {
+    c.slot = KeySlot(absl::string_view(c.payload).substr(key_at, key_size));
+    if (first_key_at != nullptr) *first_key_at = key_at;
+  }
+  return c;
+}
+
 std::string EvalFallback(const Command& command) {
   absl::string_view p = command.payload;
   size_t header = ArrayHeaderLength(p);

@@ -77,6 +77,15 @@ Command ScriptCommand(const Script& script, const std::vector<std::string>& keys
 // the steady path's release).
 Command ScriptCommandOf(const Script& script, const std::vector<std::string>& keys,
                         std::initializer_list<absl::string_view> args);
+// The same, each key and argument the concatenation of its pieces (the first
+// `num_keys` of `args` are the keys), written straight into the payload:
+// nothing is built before it (the release of one lease: its key is the
+// prefix and the resource, its channel a prefix and the key). The slot is
+// the first key's. `first_key_at`, if set, gets the offset of the first
+// key's bytes in the payload.
+Command ScriptCommandOfPieces(const Script& script, size_t num_keys,
+                              std::initializer_list<std::initializer_list<absl::string_view>> args,
+                              size_t* first_key_at = nullptr);
 
 // The EVAL form of a Command made by ScriptCommand.
 std::string EvalFallback(const Command& command);

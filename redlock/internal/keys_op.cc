@@ -7,6 +7,7 @@
 #include <string>
 #include <utility>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/lease_factory.h"
@@ -26,20 +27,58 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
  public:
   enum class Kind { kRelease, kExtend };
 
-  KeysOp(OpContext* ctx, Kind kind, std::vector<Lease> leases, const LockTtl& ttl, int quorum,
+  // An extension of `leases`.
+  KeysOp(OpContext* ctx, std::vector<Lease> leases, const LockTtl& ttl, int quorum,
          LeasesCallback done)
       : ctx_(ctx),
-        kind_(kind),
+        kind_(Kind::kExtend),
         leases_(std::move(leases)),
         ttl_(ttl),
-        done_(std::move(done)),
+        lease_kind_(LeaseFactory::Kind(leases_[0])),
+        extended_(std::move(done)),
         round_(ctx->nodes(), quorum),
         nodes_(static_cast<size_t>(ctx->nodes())) {
     keys_.reserve(leases_.size());
     for (const Lease& l : leases_) keys_.push_back(ctx_->Key(l.resource()));
-    for (int i = 0; i < ctx_->nodes(); ++i) {
-      nodes_[static_cast<size_t>(i)].result.node = ctx_->transport().NodeName(i);
+  }
+
+  // A release of the `count` leases at `leases`, read here and not kept:
+  // the op holds only what the release needs (its command, built here).
+  KeysOp(OpContext* ctx, const Lease* leases, size_t count, int quorum, StatusCallback done)
+      : ctx_(ctx),
+        kind_(Kind::kRelease),
+        ttl_{},
+        lease_kind_(LeaseFactory::Kind(leases[0])),
+        connections_(LeaseFactory::AllConnections(leases[0])),
+        released_(std::move(done)),
+        round_(ctx->nodes(), quorum),
+        nodes_(static_cast<size_t>(ctx->nodes())) {
+    const Lease& first = leases[0];
+    release_.channel_prefix = kReleaseChannelPrefix;
+    release_.ttl = first.ttl();
+    release_.expires = first.acquired_at() + absl::ToChronoNanoseconds(release_.ttl);
+    const std::string& prefix = ctx_->options().key_prefix;
+    if (count == 1 && lease_kind_ == LeaseKind::kPlain) {
+      // ScriptRelease's command for the one key, encoded from views of the
+      // lease (no key, channel, token or key list built first); the
+      // resource's name stays readable in it, for the messages.
+      size_t key_at = 0;
+      release_.command = ScriptCommandOfPieces(ReleaseOneScript(), 1,
+                                               {{prefix, first.resource()},
+                                                {first.token()},
+                                                {kReleaseChannelPrefix, prefix, first.resource()}},
+                                               &key_at);
+      resource_at_ = key_at + prefix.size();
+      resource_size_ = first.resource().size();
+      return;
     }
+    release_.keys.reserve(count);
+    for (size_t i = 0; i < count; ++i) release_.keys.push_back(ctx_->Key(leases[i].resource()));
+    release_.token = first.token();
+    release_.command =
+        lease_kind_ != LeaseKind::kPlain
+            ? ReleaseCommand(lease_kind_, release_.keys, release_.token, kReleaseChannelPrefix)
+            : ScriptRelease(release_);
   }
 
   void Start() {
@@ -49,13 +88,11 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       std::lock_guard<std::mutex> lock(mu_);
       start_ = ctx_->clock().Now();
     }
-    const std::string& token = leases_[0].token();
     NodeCalls& calls = ctx_->calls();
     auto self = shared_from_this();
-    // A reader's lease lives in its lock's readers set (lock_shape.h).
-    const LeaseKind lease_kind = LeaseFactory::Kind(leases_[0]);
     if (kind_ == Kind::kExtend) {
-      Command command = ExtendCommand(lease_kind, keys_, token, ttl_.ms);
+      // A reader's lease lives in its lock's readers set (lock_shape.h).
+      Command command = ExtendCommand(lease_kind_, keys_, leases_[0].token(), ttl_.ms);
       command.op = "extend";
       for (int i = 0; i < ctx_->nodes(); ++i) {
         // An extension counts only where the replicas have it (durable); one
@@ -68,22 +105,15 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
       }
       return;
     }
-    auto release = std::make_shared<KeysRelease>();
-    // The op needs its keys no more: the release (shared with the retries)
-    // takes them.
-    release->keys = std::move(keys_);
-    release->token = token;
-    release->channel_prefix = kReleaseChannelPrefix;
-    release->ttl = leases_[0].ttl();
-    release->expires = leases_[0].acquired_at() + absl::ToChronoNanoseconds(release->ttl);
-    release->command = lease_kind != LeaseKind::kPlain
-                           ? ReleaseCommand(lease_kind, release->keys, token, kReleaseChannelPrefix)
-                           : ScriptRelease(*release);
-    std::vector<int> never_set;
+    // The release shared with the retries is the op's own (no allocation of
+    // its own): it keeps the op alive while a retry holds it. release_ is
+    // not written after this point.
+    std::shared_ptr<const KeysRelease> release(self, &release_);
+    absl::InlinedVector<int, kInlineNodes> never_set;
     for (int i = 0; i < ctx_->nodes(); ++i) {
       // Behind the SET on its connection; a release that does not get
       // through is sent again (NodeCalls::Release).
-      std::optional<ConnectionId> set_on = LeaseFactory::ConnectionOf(leases_[0], i);
+      std::optional<ConnectionId> set_on = ConnectionOf(i);
       if (set_on == ConnectionId{0}) {
         never_set.push_back(i);
         continue;
@@ -100,29 +130,53 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     // queue it).
     for (int i : never_set) {
       std::unique_lock<std::mutex> lock(mu_);
-      if (!done_) break;
+      if (decided_) break;
       RecordLocked(i, Vote{Round::Vote::kYes, ""}, std::move(lock));
     }
   }
 
  private:
+  // The per-node state lives in the op for up to this many nodes.
+  static constexpr size_t kInlineNodes = 7;
+
+  // The connection node `node`'s SET went on (LeaseFactory::ConnectionOf).
+  std::optional<ConnectionId> ConnectionOf(int node) const {
+    if (connections_ == nullptr || node >= static_cast<int>(connections_->size())) {
+      return std::nullopt;
+    }
+    return (*connections_)[static_cast<size_t>(node)];
+  }
+
+  // The resources' names, only when a message or the observer needs them.
+  std::vector<std::string> Resources() const {
+    std::vector<std::string> resources;
+    if (kind_ == Kind::kExtend) {
+      resources.reserve(leases_.size());
+      for (const Lease& l : leases_) resources.push_back(l.resource());
+    } else if (release_.keys.empty()) {
+      resources.emplace_back(release_.command.payload, resource_at_, resource_size_);
+    } else {
+      const size_t prefix = ctx_->options().key_prefix.size();
+      resources.reserve(release_.keys.size());
+      for (const std::string& key : release_.keys) resources.push_back(key.substr(prefix));
+    }
+    return resources;
+  }
+
   // Names the call in messages ("release \"r\""), only when one is needed.
   std::string What() const {
-    std::vector<std::string> resources;
-    resources.reserve(leases_.size());
-    for (const Lease& l : leases_) resources.push_back(l.resource());
     return absl::StrCat(kind_ == Kind::kRelease ? "release " : "extend ",
-                        DescribeResources(resources));
+                        DescribeResources(Resources()));
   }
   struct NodeState {
-    NodeResult result;  // for the Outcome
+    NodeResult result;  // for the Outcome (its node named only there)
   };
 
   // A node's vote (for an extension with Options::durability, once its
   // replicas confirmed it, or did not).
   void OnReply(int node, NodeCalls::Answer a) {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!done_) return;  // decided already
+    if (decided_) return;
     RecordLocked(node, std::move(a.vote), std::move(lock));
   }
 
@@ -151,8 +205,11 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     } else {
       result.emplace(Extended());
     }
-    LeasesCallback done = std::move(done_);
-    done_ = nullptr;
+    decided_ = true;
+    LeasesCallback extended = std::move(extended_);
+    extended_ = nullptr;
+    StatusCallback released = std::move(released_);
+    released_ = nullptr;
     // The outcome goes with a failure and to the observer; a success with
     // no observer needs none (its per-node list was an allocation per call).
     Outcome reported;
@@ -160,14 +217,21 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     lock.unlock();
     // The observer runs outside mu_, like the callback.
     Observe(result->status(), std::move(reported));
-    done(*std::move(result));
+    if (kind_ == Kind::kRelease) {
+      released(result->status());
+    } else {
+      extended(*std::move(result));
+    }
   }
 
   // The round's outcome, attached to a failure.
   Outcome OutcomeLocked(absl::StatusOr<std::vector<Lease>>* result) {
     std::vector<NodeResult> results;
     results.reserve(nodes_.size());
-    for (const NodeState& s : nodes_) results.push_back(s.result);
+    for (size_t i = 0; i < nodes_.size(); ++i) {
+      results.push_back(nodes_[i].result);
+      results.back().node = ctx_->transport().NodeName(static_cast<int>(i));
+    }
     Outcome outcome = MakeOutcome(KindOf(result->status()), round_.quorum(), std::move(results));
     outcome.attempts = 1;
     outcome.elapsed = absl::FromChrono(ctx_->clock().Now() - start_);
@@ -182,12 +246,10 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
   void Observe(const absl::Status& status, Outcome outcome) {
     Observer* observer = ctx_->observer();
     if (observer == nullptr) return;
-    std::vector<std::string> resources;
-    for (const Lease& l : leases_) resources.push_back(l.resource());
     if (kind_ == Kind::kRelease) {
-      observer->OnRelease(ReleaseEvent{std::move(resources), status, std::move(outcome)});
+      observer->OnRelease(ReleaseEvent{Resources(), status, std::move(outcome)});
     } else {
-      observer->OnExtend(ExtendEvent{std::move(resources), status, std::move(outcome)});
+      observer->OnExtend(ExtendEvent{Resources(), status, std::move(outcome)});
     }
   }
 
@@ -213,18 +275,34 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
 
   OpContext* const ctx_;
   const Kind kind_;
+  // An extension's: the leases, their new ttl and their keys.
   const std::vector<Lease> leases_;
   const LockTtl ttl_;
   std::vector<std::string> keys_;
+  const LeaseKind lease_kind_;
+  // A release's: what the retries share (keys and token left empty when
+  // the command was encoded from views: the resource's name is then
+  // payload[resource_at_, +resource_size_)), and the SETs' connections.
+  KeysRelease release_;
+  size_t resource_at_ = 0;
+  size_t resource_size_ = 0;
+  LeaseFactory::Connections connections_;
 
   std::mutex mu_;
-  LeasesCallback done_;
+  bool decided_ = false;
+  LeasesCallback extended_;  // an extension's callback
+  StatusCallback released_;  // a release's callback
   Clock::TimePoint start_;
   Round round_;
-  std::vector<NodeState> nodes_;
+  absl::InlinedVector<NodeState, kInlineNodes> nodes_;
 };
 
 }  // namespace
+
+absl::Status CheckLease(const Lease& lease, absl::string_view what) {
+  if (!lease.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty lease"));
+  return absl::OkStatus();
+}
 
 absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view what) {
   if (leases.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": no leases"));
@@ -251,15 +329,18 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
 
 void StartExtend(OpContext* ctx, std::vector<Lease> leases, const LockTtl& ttl, int quorum,
                  LeasesCallback done) {
-  auto op = std::make_shared<KeysOp>(ctx, KeysOp::Kind::kExtend, std::move(leases), ttl, quorum,
-                                     std::move(done));
+  auto op = std::make_shared<KeysOp>(ctx, std::move(leases), ttl, quorum, std::move(done));
   op->Start();
 }
 
-void StartRelease(OpContext* ctx, std::vector<Lease> leases, int quorum, StatusCallback done) {
-  auto op = std::make_shared<KeysOp>(
-      ctx, KeysOp::Kind::kRelease, std::move(leases), LockTtl{}, quorum,
-      [done = std::move(done)](absl::StatusOr<std::vector<Lease>> r) mutable { done(r.status()); });
+void StartRelease(OpContext* ctx, const std::vector<Lease>& leases, int quorum,
+                  StatusCallback done) {
+  auto op = std::make_shared<KeysOp>(ctx, leases.data(), leases.size(), quorum, std::move(done));
+  op->Start();
+}
+
+void StartReleaseOne(OpContext* ctx, const Lease& lease, int quorum, StatusCallback done) {
+  auto op = std::make_shared<KeysOp>(ctx, &lease, 1, quorum, std::move(done));
   op->Start();
 }
 

@@ -24,6 +24,8 @@ using StatusCallback = absl::AnyInvocable<void(absl::Status)>;
 // kInvalidArgument unless `leases` is a non-empty set of non-empty leases of
 // one acquisition (one token), each resource once.
 absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view what);
+// CheckLeases of a list of `lease` alone, without the list.
+absl::Status CheckLease(const Lease& lease, absl::string_view what);
 
 // Sets the keys' ttl to `ttl` (checked, algorithm.h) on every node that still
 // holds the token, with `quorum` (resolved) nodes needed; `done` gets the
@@ -34,8 +36,13 @@ void StartExtend(OpContext* ctx, std::vector<Lease> leases, const LockTtl& ttl, 
 
 // Deletes the keys where they still hold the token and announces the
 // release; kUnavailable when fewer than `quorum` nodes confirmed.
+// The leases are read before it returns, not kept.
 // REQUIRES: CheckLeases(leases) is OK.
-void StartRelease(OpContext* ctx, std::vector<Lease> leases, int quorum, StatusCallback done);
+void StartRelease(OpContext* ctx, const std::vector<Lease>& leases, int quorum,
+                  StatusCallback done);
+// The same for one lease, without a list (the steady path's release).
+// REQUIRES: CheckLease(lease) is OK.
+void StartReleaseOne(OpContext* ctx, const Lease& lease, int quorum, StatusCallback done);
 
 }  // namespace redlock::internal
 

@@ -16,6 +16,10 @@ namespace {
 
 using V = Round::Vote;
 
+// A release's command for a node: `r`'s, behind `after`, in its EVAL form
+// with `eval` (defined with the releases, below).
+Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval);
+
 }  // namespace
 
 // One command in flight: its judge, its sends (rounds), its confirmation and
@@ -52,6 +56,15 @@ struct NodeCalls::Call {
   absl::StatusOr<Reply> write_reply;
   Vote write_vote;
   std::optional<Vote> confirmation;  // if it came before the write's answer
+  // A release that must not be lost (SendRelease): kept for a retry when
+  // its answer does not settle it (Finish). In the record, not in a
+  // callback around `done`: no allocation per node per release.
+  std::optional<ReleaseRetries::Pending> release;
+  // A release sent from its shared command without a copy of its own
+  // (SendRelease): `resend` is built from `release` only if it must go
+  // again (NOSCRIPT), behind this connection.
+  bool resend_from_release = false;
+  ConnectionId release_after = 0;
 };
 
 namespace {
@@ -146,6 +159,10 @@ ConnectionId NodeCalls::Send(int node, Command&& command, const Judge& judge, bo
                              OnNoScript noscript, Done done, uint64_t tag) {
   CallRef call = NewCall(node, command, judge, durable, noscript, std::move(done), tag);
   if (!call) return 0;
+  return SendNew(call, std::move(command));
+}
+
+ConnectionId NodeCalls::SendNew(const CallRef& call, Command&& command) {
   if (!KeepsCommand(*call.get())) return SendOnce(call, 0, command);
   // Only Send writes resend, before the command goes out.
   call->resend = std::move(command);
@@ -290,6 +307,11 @@ void NodeCalls::OnWrite(const CallRef& call, int round, absl::StatusOr<Reply> r)
   {
     std::lock_guard<std::mutex> lock(call->mu);
     if (round != call->round || !call->done) return;
+    if (scripting != ScriptDelivery::Scripting::kRan && call->resend_from_release &&
+        call->resend.payload.empty() && call->release.has_value()) {
+      // The release's command, rebuilt now that it must go again.
+      call->resend = ReleaseCommand(*call->release->release, call->release_after, false);
+    }
     if (scripting != ScriptDelivery::Scripting::kRan && !call->noscript_resent &&
         call->noscript == OnNoScript::kResend && !call->resend.payload.empty()) {
       // Its EVAL form (or its script-free form) goes at the end of the
@@ -341,7 +363,7 @@ void NodeCalls::OnWrite(const CallRef& call, int round, absl::StatusOr<Reply> r)
   }
   if (probe_unasked) confirmations_.ProbeUnasked(call->node);
   answer.tag = call->tag;
-  if (done) done(std::move(answer));
+  if (done) Finish(call, std::move(done), std::move(answer));
 }
 
 void NodeCalls::OnConfirm(const CallRef& call, int round, int write, Vote cv) {
@@ -363,7 +385,14 @@ void NodeCalls::OnConfirm(const CallRef& call, int round, int write, Vote cv) {
                     !confirmed, call->conn};
   }
   answer.tag = call->tag;
-  done(std::move(answer));
+  Finish(call, std::move(done), std::move(answer));
+}
+
+void NodeCalls::Finish(const CallRef& call, Done done, Answer answer) {
+  // Only the thread that took `done` (once, under the call's mutex) gets
+  // here: `release`, written before the first send, is its alone now.
+  if (call->release.has_value()) KeepRelease(call->node, &*call->release, answer);
+  if (done) done(std::move(answer));
 }
 
 // ---- Releases that must not be lost ----------------------------------------------
@@ -398,24 +427,74 @@ ConnectionId NodeCalls::SendRelease(int node, ReleaseRetries::Pending p, bool ev
   // and got no answer is still queued there: one sent again goes as any
   // command (on a new connection, or refused while the node is down).
   const ConnectionId after = p.queued_on == 0 ? p.after : 0;
+  // The call delivers its answer (and keeps the release for a retry:
+  // Finish) only while it has a callback: one that does nothing when the
+  // caller gave none (inline in AnyInvocable).
+  if (!done) done = [](Answer) {};
+  if (!eval && !cluster(node) && !p.release->command.payload.empty()) {
+    return SendSharedRelease(node, std::move(p), after, std::move(done), tag);
+  }
   Command command = ReleaseCommand(*p.release, after, eval);
-  return Send(
-      node, std::move(command), ReleaseVote, /*durable=*/false, OnNoScript::kResend,
-      [this, node, p = std::move(p), done = std::move(done)](Answer a) mutable {
-        // A release that can never be sent (the node forbids
-        // scripting, and the release has no script-free form) is
-        // not kept: the keys go at their ttl.
-        if (!Answered(a.reply) && a.vote.vote != V::kCancelled &&
-            !absl::IsFailedPrecondition(a.reply.status())) {
-          // Refused (not sent): the copy sent before still waits
-          // where it was queued; forgetting that would let the next
-          // round queue another behind the SET, past the breaker.
-          if (a.connection != 0) p.queued_on = a.connection;
-          retries_.Keep(node, std::move(p), a.reply.ok());
-        }
-        if (done) done(std::move(a));
-      },
-      tag);
+  CallRef call = NewCall(node, command, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
+                         std::move(done), tag);
+  if (!call) return 0;
+  // Before the send: the answer (Finish) may come on another thread before
+  // it returns.
+  call->release.emplace(std::move(p));
+  return SendNew(call, std::move(command));
+}
+
+namespace {
+
+// The command a thread sends a release's first try from: its buffers are
+// reused from one release to the next (the transport copies what it sends).
+struct ReleaseScratch {
+  Command command;
+  bool busy = false;
+};
+thread_local ReleaseScratch t_release_scratch;
+
+}  // namespace
+
+ConnectionId NodeCalls::SendSharedRelease(int node, ReleaseRetries::Pending p, ConnectionId after,
+                                          Done done, uint64_t tag) {
+  const Command& shared = p.release->command;
+  CallRef call = NewCall(node, shared, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
+                         std::move(done), tag);
+  if (!call) return 0;
+  // Before the send: the answer may come on another thread before it
+  // returns. The call keeps no copy of the command (not a cluster node: it
+  // is never redirected); a NOSCRIPT rebuilds it from `release` (OnWrite).
+  call->release.emplace(std::move(p));
+  call->resend_from_release = true;
+  call->release_after = after;
+  ReleaseScratch& scratch = t_release_scratch;
+  if (scratch.busy) {
+    // Sent from within a send on this thread (never so far): its own copy.
+    return SendOnce(call, 0, ReleaseCommand(*call->release->release, after, false));
+  }
+  scratch.busy = true;
+  // Copy-assignment keeps the scratch's buffer: no allocation once warm.
+  scratch.command = shared;
+  scratch.command.after = after;
+  scratch.command.op = "release";
+  const ConnectionId conn = SendOnce(call, 0, scratch.command);
+  scratch.busy = false;
+  return conn;
+}
+
+void NodeCalls::KeepRelease(int node, ReleaseRetries::Pending* p, const Answer& a) {
+  // A release that can never be sent (the node forbids scripting, and the
+  // release has no script-free form) is not kept: the keys go at their ttl.
+  if (Answered(a.reply) || a.vote.vote == V::kCancelled ||
+      absl::IsFailedPrecondition(a.reply.status())) {
+    return;
+  }
+  // Refused (not sent): the copy sent before still waits where it was
+  // queued; forgetting that would let the next round queue another behind
+  // the SET, past the breaker.
+  if (a.connection != 0) p->queued_on = a.connection;
+  retries_.Keep(node, std::move(*p), a.reply.ok());
 }
 
 void NodeCalls::AddHealth(std::vector<NodeHealth>* health) const {

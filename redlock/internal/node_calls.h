@@ -164,7 +164,12 @@ class NodeCalls {
                   OnNoScript noscript, Done done, uint64_t tag);
   // Whether the call keeps its command to send it again.
   bool KeepsCommand(const Call& call) const;
+  // Sends a new call's first round, keeping `command` if it may go again.
+  ConnectionId SendNew(const CallRef& call, Command&& command);
   ConnectionId SendOnce(const CallRef& call, int round, const Command& command);
+  // Delivers the call's answer to `done` (the release's retry first, if it
+  // is one).
+  void Finish(const CallRef& call, Done done, Answer answer);
   // A durable write went on `conn`: its confirmation follows it.
   void Wrote(const CallRef& call, int round, ConnectionId conn);
   void OnWrite(const CallRef& call, int round, absl::StatusOr<Reply> r);
@@ -176,6 +181,12 @@ class NodeCalls {
   bool cluster(int node) const { return clusters_[static_cast<size_t>(node)]; }
   ConnectionId SendRelease(int node, ReleaseRetries::Pending p, bool eval, Done done,
                            uint64_t tag = 0);
+  // SendRelease's first try of a release whose command is built (not a
+  // resend, not a cluster node): sent without a copy of its own.
+  ConnectionId SendSharedRelease(int node, ReleaseRetries::Pending p, ConnectionId after, Done done,
+                                 uint64_t tag);
+  // Keeps `*p` for a retry unless answer `a` settled it.
+  void KeepRelease(int node, ReleaseRetries::Pending* p, const Answer& a);
 
   Transport* const transport_;
   const Clock* const clock_;

@@ -49,7 +49,8 @@ struct KeysRelease {
   // (ScriptRelease), or another (a reader's lease, a failed attempt of the
   // lock family: lock_shape.h). Made by ScriptCommand, so that it has an
   // EVAL form. Built once by the release's maker, copied per node; left
-  // empty, each send builds the script release.
+  // empty, each send builds the script release. A maker that sets it may
+  // leave `keys` and `token` empty (only that build reads them).
   Command command;
 };
 

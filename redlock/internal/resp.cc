@@ -29,6 +29,8 @@ void AppendBulk(std::string* out, absl::string_view arg) {
   out->append("\r\n", 2);
 }
 
+void AppendBulkHeader(std::string* out, size_t size) { AppendLength(out, '$', size); }
+
 void AppendCommand(std::string* out, std::initializer_list<absl::string_view> args) {
   size_t need = 16;
   for (absl::string_view a : args) need += a.size() + 16;

@@ -17,6 +17,9 @@ void AppendCommand(std::string* out, std::initializer_list<absl::string_view> ar
 // Incremental form for commands with a variable number of arguments.
 void AppendArrayHeader(std::string* out, size_t count);
 void AppendBulk(std::string* out, absl::string_view arg);
+// The header of a bulk string of `size` bytes ("$<size>\r\n"): its bytes
+// and "\r\n" follow, written by the caller.
+void AppendBulkHeader(std::string* out, size_t size);
 
 inline std::string EncodeCommand(std::initializer_list<absl::string_view> args) {
   std::string out;

@@ -49,6 +49,11 @@ class SyncWaiter : public std::enable_shared_from_this<SyncWaiter> {
     std::vector<std::shared_ptr<SyncWaiter>>* saved_;
   };
 
+ protected:
+  // Makes a waiter that is ready, and held by no one but its owner, new
+  // again (Waiter::Recycle).
+  void Rearm() { state_.store(0, std::memory_order_relaxed); }
+
  private:
   static constexpr uint32_t kReady = 1;
   static constexpr uint32_t kNudged = 2;
