@@ -70,14 +70,15 @@ ABSL_FLAG(bool, metrics, false, "status: then a probe acquire+release, and the m
 namespace redlock::cli {
 namespace {
 
-// `name` with every `from` replaced by `to`.
-std::string Respelled(std::string name, char from, char to) {
-  std::replace(name.begin(), name.end(), from, to);
+std::string Underscored(std::string name) {
+  std::replace(name.begin(), name.end(), '-', '_');
   return name;
 }
 
-std::string Underscored(std::string name) { return Respelled(std::move(name), '-', '_'); }
-std::string Dashed(std::string name) { return Respelled(std::move(name), '_', '-'); }
+std::string Dashed(std::string name) {
+  std::replace(name.begin(), name.end(), '_', '-');
+  return name;
+}
 
 }  // namespace
 
