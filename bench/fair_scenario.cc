@@ -111,12 +111,8 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
     return HarnessErrorRow(ctx, std::move(row), "starting the workers", st);
   }
   workers.Go();  // go: every worker's read returns at once
-  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.warmup));
-  const int64_t cpu_start = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
-  const int64_t start_ns = NowNs();
-  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.fair_duration));
-  const int64_t cpu_stop = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
-  const double window_s = static_cast<double>(NowNs() - start_ns) / 1e9;
+  const ServersCpuWindow window =
+      WatchServersCpu(ctx.nodes, static_cast<int>(eps.size()), s.warmup, s.fair_duration);
 
   LatencyHistogram waits;
   std::vector<std::pair<int64_t, int64_t>> holds;  // (granted, released), every process
@@ -172,10 +168,7 @@ RowResult HotProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, bool f
   row.attempts = grants + failures;
   row.usage_cycles = grants;
   row.measured_s = measured / static_cast<double>(std::max<size_t>(1, workers.size()));
-  if (cpu_start >= 0 && cpu_stop >= cpu_start && window_s > 0) {
-    row.server_cpu_us =
-        std::llround(static_cast<double>(cpu_stop - cpu_start) / window_s * row.measured_s);
-  }
+  SetServersCpu(window, row);
   // Attempts per call over the calls whose Outcomes the counter read
   // (WorkerMain: those that ended between its two readings).
   const double per_call =

@@ -104,6 +104,25 @@ absl::StatusOr<nlohmann::json> WorkerProcesses::Result(size_t i, absl::Duration 
   return j;
 }
 
+ServersCpuWindow WatchServersCpu(const NodeSet& nodes, int n, absl::Duration warmup,
+                                 absl::Duration duration) {
+  ServersCpuWindow w;
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(warmup));
+  w.cpu_start = nodes.ServersCpuUs(n);
+  const int64_t start_ns = NowNs();
+  std::this_thread::sleep_for(absl::ToChronoNanoseconds(duration));
+  w.cpu_stop = nodes.ServersCpuUs(n);
+  w.seconds = static_cast<double>(NowNs() - start_ns) / 1e9;
+  return w;
+}
+
+void SetServersCpu(const ServersCpuWindow& w, RowResult& row) {
+  if (w.cpu_start >= 0 && w.cpu_stop >= w.cpu_start && w.seconds > 0) {
+    row.server_cpu_us =
+        std::llround(static_cast<double>(w.cpu_stop - w.cpu_start) / w.seconds * row.measured_s);
+  }
+}
+
 void WorkerReadyThenWaitForGo() {
   printf("ready\n");
   fflush(stdout);
@@ -153,14 +172,8 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
   }
   // Go: every worker's read of the pipe returns at once.
   workers.Go();
-  const int64_t go_ns = NowNs();
-  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.warmup));
-  const int64_t cpu_start = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
-  const int64_t start_ns = NowNs();
-  std::this_thread::sleep_for(absl::ToChronoNanoseconds(s.processes_duration));
-  const int64_t cpu_stop = ctx.nodes.ServersCpuUs(static_cast<int>(eps.size()));
-  const double window_s = static_cast<double>(NowNs() - start_ns) / 1e9;
-  (void)go_ns;
+  const ServersCpuWindow window =
+      WatchServersCpu(ctx.nodes, static_cast<int>(eps.size()), s.warmup, s.processes_duration);
 
   LatencyHistogram acquire;
   LatencyHistogram cycle;
@@ -196,12 +209,8 @@ RowResult ProcessesRow(Context& ctx, const std::vector<Endpoint>& eps, int proce
   // The processes measured side by side: the aggregate rate is the sum of
   // theirs, i.e. all successes over their mean measurement time.
   row.measured_s = measured / static_cast<double>(processes);
-  if (cpu_start >= 0 && cpu_stop >= cpu_start && window_s > 0) {
-    // The servers' CPU rate over the parent's window, times the workers'
-    // measured time: per cycle, it divides by the cycles of that time.
-    row.server_cpu_us =
-        std::llround(static_cast<double>(cpu_stop - cpu_start) / window_s * row.measured_s);
-  }
+  // Per cycle, it divides by the cycles of the workers' measured time.
+  SetServersCpu(window, row);
   row.notes.push_back(absl::StrCat("cycles/s per process: ", absl::StrJoin(rates, ", ")));
   return row;
 }

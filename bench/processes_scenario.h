@@ -25,6 +25,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "bench/context.h"
+#include "bench/results.h"
 #include "bench/stats.h"
 #include "testkit/process.h"
 
@@ -71,6 +73,20 @@ class WorkerProcesses {
   int go_[2] = {-1, -1};
   std::vector<std::unique_ptr<testkit::Process>> workers_;
 };
+
+// The parent's window while worker processes run: it sleeps through
+// `warmup`, then reads the servers' CPU time (NodeSet::ServersCpuUs of the
+// first `nodes`) before and after sleeping `duration`.
+struct ServersCpuWindow {
+  int64_t cpu_start = -1;
+  int64_t cpu_stop = -1;
+  double seconds = 0;  // the window's length as measured
+};
+ServersCpuWindow WatchServersCpu(const NodeSet& nodes, int n, absl::Duration warmup,
+                                 absl::Duration duration);
+// Sets row.server_cpu_us, when both readings were had: the servers' CPU rate
+// over the window times the workers' measured time (row.measured_s).
+void SetServersCpu(const ServersCpuWindow& w, RowResult& row);
 
 // The worker's side: "ready" on stdout, then the wait for the start signal
 // (the parent closes the pipe's other end: EOF on fd 3).

@@ -295,25 +295,18 @@ Json LatencyJson(const Distribution& d, const Distribution* floor, bool with_cdf
   return j;
 }
 
-Json ErrorsJson(const ErrorCounts& e) {
+// A JSON object of (name, value) pairs: a map, or a list of pairs (a later
+// pair of the same name wins).
+template <typename Pairs>
+Json ObjectOf(const Pairs& pairs) {
   Json j = Json::object();
-  for (const auto& [code, n] : e.counts()) j[code] = n;
+  for (const auto& [name, value] : pairs) j[name] = value;
   return j;
 }
 
 Json CausesJson(const ErrorCounts& e) {
   Json j = Json::object();
-  for (const auto& [code, causes] : e.causes()) {
-    Json c = Json::object();
-    for (const auto& [cause, n] : causes) c[cause] = n;
-    j[code] = c;
-  }
-  return j;
-}
-
-Json FirstErrorsJson(const ErrorCounts& e) {
-  Json j = Json::object();
-  for (const auto& [code, msg] : e.first_messages()) j[code] = msg;
+  for (const auto& [code, causes] : e.causes()) j[code] = ObjectOf(causes);
   return j;
 }
 
@@ -359,10 +352,10 @@ Json RowJson(const RowResult& r, const GroupResult& group) {
     j["handoff_from_release_call"] =
         LatencyJson(r.handoff_call, floor ? &floor->acquire : nullptr, true);
   }
-  j["errors"] = {{"acquire", ErrorsJson(r.acquire_errors)},
-                 {"release", ErrorsJson(r.release_errors)}};
-  j["first_errors"] = {{"acquire", FirstErrorsJson(r.acquire_errors)},
-                       {"release", FirstErrorsJson(r.release_errors)}};
+  j["errors"] = {{"acquire", ObjectOf(r.acquire_errors.counts())},
+                 {"release", ObjectOf(r.release_errors.counts())}};
+  j["first_errors"] = {{"acquire", ObjectOf(r.acquire_errors.first_messages())},
+                       {"release", ObjectOf(r.release_errors.first_messages())}};
   j["error_causes"] = {{"acquire", CausesJson(r.acquire_errors)},
                        {"release", CausesJson(r.release_errors)}};
   Json mem;
@@ -405,9 +398,7 @@ std::string RenderJson(const BenchResults& results) {
                       {"redlock", info.versions.redlock}};
   root["build_warnings"] = info.build_warnings;
   root["nodes"] = {{"own_fleet", info.own_fleet}, {"list", info.nodes}};
-  Json settings = Json::object();
-  for (const auto& [k, v] : info.settings) settings[k] = v;
-  root["settings"] = settings;
+  root["settings"] = ObjectOf(info.settings);
   Json groups = Json::array();
   for (const GroupResult& g : results.groups) {
     Json jg;
@@ -416,18 +407,14 @@ std::string RenderJson(const BenchResults& results) {
     jg["variant"] = g.variant;
     jg["ratio_to"] = g.reference;
     jg["title"] = g.title;
-    Json gs = Json::object();
-    for (const auto& [k, v] : g.settings) gs[k] = v;
-    jg["settings"] = gs;
+    jg["settings"] = ObjectOf(g.settings);
     jg["skipped"] = g.skipped;
     if (g.skipped) jg["skip_reason"] = g.skip_reason;
     Json rows = Json::array();
     for (const RowResult& r : g.rows) rows.push_back(RowJson(r, g));
     jg["rows"] = rows;
     jg["notes"] = g.notes;
-    Json figures = Json::object();
-    for (const auto& [k, v] : g.figures) figures[k] = v;
-    jg["figures"] = figures;
+    jg["figures"] = ObjectOf(g.figures);
     groups.push_back(jg);
   }
   root["groups"] = groups;

@@ -94,6 +94,20 @@ absl::StatusOr<size_t> ParseSizeToken(absl::string_view token) {
   return static_cast<size_t>(v);
 }
 
+// An optional `word <duration>` at t[i]: sets `out` and steps i past it.
+absl::Status ParseOptionalDuration(const std::vector<absl::string_view>& t, absl::string_view word,
+                                   size_t& i, absl::Duration& out) {
+  if (i >= t.size() || t[i] != word) return absl::OkStatus();
+  if (i + 1 >= t.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("fault: ", word, " needs a duration"));
+  }
+  absl::StatusOr<absl::Duration> d = ParseDurationToken(t[i + 1]);
+  if (!d.ok()) return d.status();
+  out = *d;
+  i += 2;
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<FaultSpec> FaultSpec::Parse(absl::string_view text) {
@@ -131,13 +145,8 @@ absl::StatusOr<FaultSpec> FaultSpec::Parse(absl::string_view text) {
     if (!latency.ok()) return latency.status();
     spec.latency = *latency;
     size_t i = 2;
-    if (i < t.size() && t[i] == "jitter") {
-      if (i + 1 >= t.size()) return absl::InvalidArgumentError("fault: jitter needs a duration");
-      auto jitter = ParseDurationToken(t[i + 1]);
-      if (!jitter.ok()) return jitter.status();
-      spec.jitter = *jitter;
-      i += 2;
-    }
+    absl::Status tail = ParseOptionalDuration(t, "jitter", i, spec.jitter);
+    if (!tail.ok()) return tail;
     if (i < t.size()) return extra(i);
   } else if (verb == "slice") {
     if (t.size() < 2) return absl::InvalidArgumentError("fault: slice <bytes> [delay <duration>]");
@@ -146,13 +155,8 @@ absl::StatusOr<FaultSpec> FaultSpec::Parse(absl::string_view text) {
     if (!bytes.ok()) return bytes.status();
     spec.slice_bytes = *bytes;
     size_t i = 2;
-    if (i < t.size() && t[i] == "delay") {
-      if (i + 1 >= t.size()) return absl::InvalidArgumentError("fault: delay needs a duration");
-      auto delay = ParseDurationToken(t[i + 1]);
-      if (!delay.ok()) return delay.status();
-      spec.slice_delay = *delay;
-      i += 2;
-    }
+    absl::Status tail = ParseOptionalDuration(t, "delay", i, spec.slice_delay);
+    if (!tail.ok()) return tail;
     if (i < t.size()) return extra(i);
   } else if (verb == "truncate") {
     if (t.size() != 2) return absl::InvalidArgumentError("fault: truncate <bytes>");

@@ -252,10 +252,8 @@ int Main(int argc, char** argv) {
       flags::ParseOrExit(argc, argv, "redlock-proxy", absl::StripTrailingAsciiWhitespace(kUsage),
                          {.files = {"testkit/fault_proxy_main.cc"},
                           .value_names = {{"map", "LISTEN=UPSTREAM"}, {"control", "HOST:PORT"}}});
-  if (!args.positional.empty() || !args.tail.empty()) {
-    return Fail(2, absl::StrCat("unexpected argument '",
-                                (args.positional.empty() ? args.tail : args.positional).front(),
-                                "'; see --help"));
+  if (const std::string* extra = args.FirstArgument()) {
+    return Fail(2, absl::StrCat("unexpected argument '", *extra, "'; see --help"));
   }
   std::vector<Map> maps;
   for (const std::string& value : absl::GetFlag(FLAGS_map)) {

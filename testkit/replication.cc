@@ -49,6 +49,21 @@ bool PollUntil(absl::Duration timeout, absl::Duration every, std::string* why, F
   return false;
 }
 
+// PollUntil on `SENTINEL <list> <name>` asked of `sentinel`: `enough` gets the
+// entries of each array answer (and says why not in *why).
+template <typename F>
+bool PollSentinelList(const Endpoint& sentinel, const std::string& list, const std::string& name,
+                      absl::Duration timeout, absl::Duration every, std::string* why, F enough) {
+  return PollUntil(timeout, every, why, [&](std::string* why_not) {
+    absl::StatusOr<RedisValue> r = RunCommand(sentinel, {"SENTINEL", list, name}, absl::Seconds(1));
+    if (!r.ok() || r->type != RedisValue::Type::kArray) {
+      *why_not = r.ok() ? r->str : r.status().ToString();
+      return false;
+    }
+    return enough(r->elements, why_not);
+  });
+}
+
 // The value of `field` in a reply that is a flat list of field, value pairs
 // (SENTINEL MASTER, one entry of SENTINEL REPLICAS); "" when absent.
 std::string Field(const RedisValue& pairs, absl::string_view field) {
@@ -297,20 +312,16 @@ absl::StatusOr<std::string> Sentinel::MasterAddress(const std::string& name) con
 absl::Status Sentinel::WaitReplicas(const std::string& name, int count,
                                     absl::Duration timeout) const {
   std::string last = "no answer";
-  if (PollUntil(timeout, absl::Milliseconds(20), &last, [&](std::string* why) {
-        absl::StatusOr<RedisValue> r =
-            RunCommand(endpoint(), {"SENTINEL", "replicas", name}, absl::Seconds(1));
-        if (!r.ok() || r->type != RedisValue::Type::kArray) {
-          *why = r.ok() ? r->str : r.status().ToString();
-          return false;
-        }
-        int linked = 0;
-        for (const RedisValue& replica : r->elements) {
-          linked += Field(replica, "master-link-status") == "ok";
-        }
-        *why = absl::StrCat(linked, " of ", r->elements.size(), " known replicas linked");
-        return linked >= count;
-      })) {
+  if (PollSentinelList(endpoint(), "replicas", name, timeout, absl::Milliseconds(20), &last,
+                       [&](const std::vector<RedisValue>& replicas, std::string* why) {
+                         int linked = 0;
+                         for (const RedisValue& replica : replicas) {
+                           linked += Field(replica, "master-link-status") == "ok";
+                         }
+                         *why = absl::StrCat(linked, " of ", replicas.size(),
+                                             " known replicas linked");
+                         return linked >= count;
+                       })) {
     return absl::OkStatus();
   }
   return absl::DeadlineExceededError(absl::StrCat("sentinel ", address(), " did not see ", count,
@@ -320,16 +331,11 @@ absl::Status Sentinel::WaitReplicas(const std::string& name, int count,
 
 absl::Status Sentinel::WaitPeers(const std::string& name, int count, absl::Duration timeout) const {
   std::string last = "no answer";
-  if (PollUntil(timeout, absl::Milliseconds(50), &last, [&](std::string* why) {
-        absl::StatusOr<RedisValue> r =
-            RunCommand(endpoint(), {"SENTINEL", "sentinels", name}, absl::Seconds(1));
-        if (!r.ok() || r->type != RedisValue::Type::kArray) {
-          *why = r.ok() ? r->str : r.status().ToString();
-          return false;
-        }
-        *why = absl::StrCat(r->elements.size(), " other Sentinels known");
-        return static_cast<int>(r->elements.size()) >= count;
-      })) {
+  if (PollSentinelList(endpoint(), "sentinels", name, timeout, absl::Milliseconds(50), &last,
+                       [&](const std::vector<RedisValue>& peers, std::string* why) {
+                         *why = absl::StrCat(peers.size(), " other Sentinels known");
+                         return static_cast<int>(peers.size()) >= count;
+                       })) {
     return absl::OkStatus();
   }
   return absl::DeadlineExceededError(absl::StrCat(

@@ -63,6 +63,16 @@ ClientConfig LongHolder(ClientConfig c) {
   return c;
 }
 
+// A client of the presets with one master and its replica: uses of 100 ms,
+// `uses` per lease, and 200 ms for a node's answer.
+ClientConfig ReplicatedWorker(int uses) {
+  ClientConfig c = Worker(2000);
+  c.use_ms = 100;
+  c.uses_per_lease = uses;
+  c.node_timeout_ms = 200;
+  return c;
+}
+
 // `name` as the client under test: a broken variant or an external client.
 void SetClientUnderTest(std::vector<ClientConfig>& clients, const std::string& name) {
   if (name.empty() || name == "library") return;
@@ -139,10 +149,7 @@ const std::vector<Preset>& Presets() {
          s.setup.topology = Topology::kPerClientProxies;
          s.setup.nodes = 1;
          s.setup.replicas = 1;
-         ClientConfig c = Worker(2000);
-         c.use_ms = 100;
-         c.uses_per_lease = 15;
-         c.node_timeout_ms = 200;
+         ClientConfig c = ReplicatedWorker(15);
          c.extend = true;
          c.fencing = true;
          c.durability_replicas = 1;
@@ -161,10 +168,7 @@ const std::vector<Preset>& Presets() {
          s.setup.nodes = 1;
          s.setup.replicas = 1;
          s.setup.sentinels = 3;
-         ClientConfig c = Worker(2000);
-         c.use_ms = 100;
-         c.uses_per_lease = 5;
-         c.node_timeout_ms = 200;
+         ClientConfig c = ReplicatedWorker(5);
          s.setup.clients = std::vector<ClientConfig>(2, c);
          return s;
        }},

@@ -13,6 +13,7 @@
 #include <exception>
 #include <functional>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -203,6 +204,12 @@ class CoroTest : public testkit::FleetSuite {
                         [&id](absl::Status) { id.set_value(std::this_thread::get_id()); });
     return id.get_future().get();
   }
+  // A client in `client`, and "held" held by another.
+  void ClientFacingAHeldLock(std::unique_ptr<Client>& client) {
+    client = MakeClient();
+    ASSERT_NE(client, nullptr);
+    ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
+  }
 };
 
 TEST_F(CoroTest, AcquireExtendReleaseResumingOnTheCallersExecutor) {
@@ -238,9 +245,8 @@ TEST_F(CoroTest, ResumesOnTheClientsIoThreadByDefault) {
 }
 
 TEST_F(CoroTest, ErrorsComeBackAsTheAsyncCallsReturnThem) {
-  auto client = MakeClient();
-  ASSERT_NE(client, nullptr);
-  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(ClientFacingAHeldLock(client));
   Done done;
   Errors errors;
   CollectErrors(*client, errors, done);
@@ -252,9 +258,8 @@ TEST_F(CoroTest, ErrorsComeBackAsTheAsyncCallsReturnThem) {
 }
 
 TEST_F(CoroTest, AStopTokenCancelsAWaitingAcquire) {
-  auto client = MakeClient();
-  ASSERT_NE(client, nullptr);
-  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(ClientFacingAHeldLock(client));
   StopSource stop;
   Done done;
   absl::Status result;
@@ -266,9 +271,8 @@ TEST_F(CoroTest, AStopTokenCancelsAWaitingAcquire) {
 }
 
 TEST_F(CoroTest, DestroyingTheClientResumesTheAwaitingCoroutineWithCancelled) {
-  auto client = MakeClient();
-  ASSERT_NE(client, nullptr);
-  ASSERT_NO_FATAL_FAILURE(HoldElsewhere("held"));
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(ClientFacingAHeldLock(client));
   Done done;
   absl::Status result;
   WaitForHeld(*client, StopToken(), result, done);

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -453,6 +454,15 @@ class FailoverTest : public ::testing::Test {
     REDLOCK_ASSERT_OK(front_->Retarget(ep->host, static_cast<uint16_t>(ep->port)));
   }
 
+  // A client of `o` in `holder`, and from now on the replica hears nothing
+  // of the master (the replication stream held).
+  void HolderWithReplicationHeld(const Options& o, std::unique_ptr<Client>& holder) {
+    absl::StatusOr<std::unique_ptr<Client>> created = Client::Create(o);
+    ASSERT_TRUE(created.ok()) << created.status();
+    holder = std::move(*created);
+    REDLOCK_ASSERT_OK(link_->SetFault(testkit::Direction::kToClient, testkit::FaultSpec::Hold()));
+  }
+
   // A second client tries the lock on the promoted replica (retrying while it
   // connects, or while the replica still answers READONLY).
   absl::StatusOr<Lease> Contender(Options o) {
@@ -471,10 +481,9 @@ class FailoverTest : public ::testing::Test {
 
 TEST_F(FailoverTest, WithoutTheVoteAFailoverLosesTheLock) {
   Options o = MakeOptions(0);
-  auto holder = Client::Create(o);
-  ASSERT_TRUE(holder.ok()) << holder.status();
-  REDLOCK_ASSERT_OK(link_->SetFault(testkit::Direction::kToClient, testkit::FaultSpec::Hold()));
-  absl::StatusOr<Lease> lease = (*holder)->TryAcquire("r", absl::Seconds(10));
+  std::unique_ptr<Client> holder;
+  ASSERT_NO_FATAL_FAILURE(HolderWithReplicationHeld(o, holder));
+  absl::StatusOr<Lease> lease = holder->TryAcquire("r", absl::Seconds(10));
   ASSERT_TRUE(lease.ok()) << lease.status();
   FailOver();
   absl::StatusOr<Lease> second = Contender(o);
@@ -485,14 +494,13 @@ TEST_F(FailoverTest, WithoutTheVoteAFailoverLosesTheLock) {
 
 TEST_F(FailoverTest, WithTheVoteAGrantedLockSurvivesTheFailover) {
   Options o = MakeOptions(1);
-  auto holder = Client::Create(o);
-  ASSERT_TRUE(holder.ok()) << holder.status();
-  REDLOCK_ASSERT_OK(link_->SetFault(testkit::Direction::kToClient, testkit::FaultSpec::Hold()));
-  absl::StatusOr<Lease> refused = (*holder)->TryAcquire("r", absl::Seconds(10));
+  std::unique_ptr<Client> holder;
+  ASSERT_NO_FATAL_FAILURE(HolderWithReplicationHeld(o, holder));
+  absl::StatusOr<Lease> refused = holder->TryAcquire("r", absl::Seconds(10));
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable)
       << "replication is held: nothing can be confirmed: " << refused.status();
   link_->ClearFaults();  // the replica catches up
-  absl::StatusOr<Lease> lease = UntilGranted(**holder);
+  absl::StatusOr<Lease> lease = UntilGranted(*holder);
   ASSERT_TRUE(lease.ok()) << lease.status();
   FailOver();
   absl::StatusOr<Lease> second = Contender(o);
@@ -629,6 +637,18 @@ Options SentinelOptionsFor(const std::vector<std::string>& sentinels) {
   return DurableOptions({ep.ok() ? *ep : Endpoint{}}, 0);
 }
 
+// A client of `o` in `client`, which then acquires and releases "r" `times`
+// times. Fatal failures: call it within ASSERT_NO_FATAL_FAILURE.
+void CreateAndUse(const Options& o, int times, std::unique_ptr<Client>& client) {
+  absl::StatusOr<std::unique_ptr<Client>> created = Client::Create(o);
+  ASSERT_TRUE(created.ok()) << created.status();
+  client = std::move(*created);
+  for (int i = 0; i < times; ++i) {
+    SCOPED_TRACE(absl::StrCat("acquisition ", i));
+    ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(*client));
+  }
+}
+
 // Issue 25 item 4, as reported: two Sentinels, the first naming the replica.
 // The client asked that one again after every failed ROLE check and never
 // acquired (0 of 25 in 5 s; 25 of 25 with the two listed the other way).
@@ -637,13 +657,9 @@ TEST_F(SentinelDiscoveryTest, AStaleSentinelListedFirstDoesNotPinTheNode) {
   ASSERT_NE(stale, nullptr);
   ASSERT_EQ(stale->MasterAddress("n0").value_or(""), replicas_->address(0, 0));
   Options o = SentinelOptionsFor({stale->address(), sentinel_->address()});
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  for (int i = 0; i < 25; ++i) {
-    SCOPED_TRACE(absl::StrCat("acquisition ", i));
-    ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
-  }
-  const NodeHealth health = (*client)->Health()[0];
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(CreateAndUse(o, 25, client));
+  const NodeHealth health = client->Health()[0];
   EXPECT_EQ(health.address, masters_->address(0));
   // Health() shows what each Sentinel says.
   ASSERT_EQ(health.sentinels.size(), 2u);
@@ -662,13 +678,9 @@ TEST_F(SentinelDiscoveryTest, AStaleSentinelNamingADeadAddressDoesNotPinTheNode)
   std::unique_ptr<Sentinel> stale = StaleSentinel(absl::StrCat("127.0.0.1:", *dead));
   ASSERT_NE(stale, nullptr);
   Options o = SentinelOptionsFor({stale->address(), sentinel_->address()});
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  for (int i = 0; i < 5; ++i) {
-    SCOPED_TRACE(absl::StrCat("acquisition ", i));
-    ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
-  }
-  EXPECT_EQ((*client)->Health()[0].address, masters_->address(0));
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(CreateAndUse(o, 5, client));
+  EXPECT_EQ(client->Health()[0].address, masters_->address(0));
 }
 
 // The first Sentinel listed accepts connections but never answers (a
@@ -681,12 +693,11 @@ TEST_F(SentinelDiscoveryTest, FollowsAFailoverWhileTheFirstSentinelIsUnreachable
   ASSERT_TRUE(silent.ok()) << silent.status();
   REDLOCK_ASSERT_OK((*silent)->SetFaultBoth(testkit::FaultSpec::BlackHole()));
   Options o = SentinelOptionsFor({(*silent)->listen_address(), sentinel_->address()});
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(CreateAndUse(o, 1, client));
   REDLOCK_ASSERT_OK(masters_->Kill(0));
   ASSERT_NO_FATAL_FAILURE(
-      ExpectTheClientToFollowTheFailover(*sentinel_, masters_->address(0), **client));
+      ExpectTheClientToFollowTheFailover(*sentinel_, masters_->address(0), *client));
 }
 
 // The client's only path to its Sentinel goes silent (black-holed: the
@@ -700,16 +711,15 @@ TEST_F(SentinelDiscoveryTest, ASilentSentinelConnectionIsReplacedAndTheFailoverF
   auto path = testkit::FaultProxy::Start(po);
   ASSERT_TRUE(path.ok()) << path.status();
   Options o = SentinelOptionsFor({(*path)->listen_address()});
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(CreateAndUse(o, 1, client));
   const uint64_t connections = (*path)->Stats().connections_accepted;
   REDLOCK_ASSERT_OK((*path)->SetFaultBoth(testkit::FaultSpec::BlackHole()));
   auto replaced = [&] { return (*path)->Stats().connections_accepted > connections; };
   EXPECT_TRUE(testkit::Eventually(replaced, true, absl::Seconds(15)))
       << "the silent Sentinel connection was kept: a failover would never be announced on it";
   EXPECT_THAT(
-      (*client)->Health()[0].sentinels[0].last_error,
+      client->Health()[0].sentinels[0].last_error,
       testing::AnyOf(HasSubstr("no answer to a keep-alive PING"), HasSubstr("no answer within")));
   REDLOCK_ASSERT_OK(
       testkit::RunCommand(sentinel_->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
@@ -717,10 +727,10 @@ TEST_F(SentinelDiscoveryTest, ASilentSentinelConnectionIsReplacedAndTheFailoverF
   ASSERT_NO_FATAL_FAILURE(AwaitFailoverToTheReplica(*sentinel_, masters_->address(0), *replicas_));
   (*path)->ClearFaults();
   const std::string now = replicas_->address(0, 0);
-  auto address = [&] { return (*client)->Health()[0].address; };
+  auto address = [&] { return client->Health()[0].address; };
   EXPECT_EQ(testkit::Eventually(address, now, absl::Seconds(20)), now);
-  EXPECT_EQ((*client)->Health()[0].sentinels[0].config_epoch, 1) << "the failover's epoch";
-  ASSERT_NO_FATAL_FAILURE(ExpectTheLockOnTheNewMaster(**client, *replicas_, o.key_prefix + "r"));
+  EXPECT_EQ(client->Health()[0].sentinels[0].config_epoch, 1) << "the failover's epoch";
+  ASSERT_NO_FATAL_FAILURE(ExpectTheLockOnTheNewMaster(*client, *replicas_, o.key_prefix + "r"));
 }
 
 // Issue 25 item 4 with a failover: the first Sentinel listed is cut off
@@ -751,16 +761,15 @@ TEST_F(SentinelDiscoveryTest, FollowsAFailoverThatTheFirstSentinelNeverLearns) {
       {.masters = {{"n0", masters_->address(0), 2}}, .down_after = absl::Seconds(60)});
   ASSERT_TRUE(stale.ok()) << stale.status();
   Options o = SentinelOptionsFor({(*stale)->address(), (*good)->address()});
-  auto client = Client::Create(o);
-  ASSERT_TRUE(client.ok()) << client.status();
-  ASSERT_NO_FATAL_FAILURE(AcquireAndRelease(**client));
+  std::unique_ptr<Client> client;
+  ASSERT_NO_FATAL_FAILURE(CreateAndUse(o, 1, client));
   REDLOCK_ASSERT_OK(
       testkit::RunCommand((*good)->endpoint(), {"SENTINEL", "FAILOVER", "n0"}, absl::Seconds(2))
           .status());
   ASSERT_NO_FATAL_FAILURE(AwaitFailoverToTheReplica(**good, masters_->address(0), *replicas_));
   ASSERT_NO_FATAL_FAILURE(
-      ExpectTheLockOnTheNewMaster(**client, *replicas_, o.key_prefix + "r", absl::Seconds(15)));
-  EXPECT_EQ((*client)->Health()[0].address, replicas_->address(0, 0));
+      ExpectTheLockOnTheNewMaster(*client, *replicas_, o.key_prefix + "r", absl::Seconds(15)));
+  EXPECT_EQ(client->Health()[0].address, replicas_->address(0, 0));
   // The first Sentinel really was stale all along.
   EXPECT_EQ((*stale)->MasterAddress("n0").value_or(""), masters_->address(0));
 }

@@ -106,13 +106,16 @@ std::string Describe(const Result& r) {
 }
 
 // `acquire` of `resource` on `nodes` (30 s), then `status` of it there:
-// both exit 0; the status run into `*status`. Use with
-// ASSERT_NO_FATAL_FAILURE.
-void AcquireThenStatus(const std::string& nodes, const std::string& resource, Result* status) {
+// both exit 0; the status run into `*status`, its `line_count` non-empty
+// lines into `*lines`. Use with ASSERT_NO_FATAL_FAILURE.
+void AcquireThenStatus(const std::string& nodes, const std::string& resource, size_t line_count,
+                       Result* status, std::vector<std::string>* lines) {
   Result r = RunCli({"acquire", "--nodes", nodes, "--resource", resource, "--ttl", "30s"});
   ASSERT_EQ(r.exit_code, 0) << Describe(r);
   *status = RunCli({"status", "--nodes", nodes, resource});
   ASSERT_EQ(status->exit_code, 0) << Describe(*status);
+  *lines = absl::StrSplit(status->out, '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines->size(), line_count) << status->out;
 }
 
 // Exactly one line, newline-terminated.
@@ -478,9 +481,8 @@ TEST_F(CliTest, StatusShowsNodesThatForbidScripting) {
     absl::StrAppend(&urls, (*mixed)->address(i));
   }
   Result s;
-  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(urls, Res("p"), &s));
-  std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
-  ASSERT_EQ(lines.size(), 5u) << s.out;
+  std::vector<std::string> lines;
+  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(urls, Res("p"), 5, &s, &lines));
   EXPECT_TRUE(absl::StrContains(lines[1], "PATH")) << lines[1];
   EXPECT_TRUE(absl::StrContains(lines[2], " lua ")) << lines[2];
   EXPECT_TRUE(absl::StrContains(lines[3], " tx ")) << lines[3];
@@ -507,10 +509,9 @@ TEST_F(CliTest, StatusShowsAClusterNodesMasters) {
   ASSERT_TRUE(cluster.ok()) << cluster.status();
   const std::string nodes = (*cluster)->url();
   Result s;
-  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(nodes, Res("c"), &s));
-  std::vector<std::string> lines = absl::StrSplit(s.out, '\n', absl::SkipEmpty());
+  std::vector<std::string> lines;
   // The summary, the header, the cluster's row, one line per master.
-  ASSERT_EQ(lines.size(), 6u) << s.out;
+  ASSERT_NO_FATAL_FAILURE(AcquireThenStatus(nodes, Res("c"), 6, &s, &lines));
   EXPECT_TRUE(absl::StrContains(lines[2], " yes ")) << lines[2];
   EXPECT_TRUE(absl::StrContains(lines[2], "redis+cluster")) << lines[2];
   int slots = 0;

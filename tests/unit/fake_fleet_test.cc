@@ -43,6 +43,16 @@ std::unique_ptr<FakeFleet> MakeFleet(int nodes, Options options = Generous()) {
   return fleet.ok() ? *std::move(fleet) : nullptr;
 }
 
+// The holder of `held` finds it lost (its extension by `ttl` fails); then a
+// new client of `fleet` (over new connections) tries the lock for `ttl`.
+absl::StatusOr<Lease> LostToANewClient(FakeFleet& fleet, const Lease& held, absl::Duration ttl) {
+  absl::StatusOr<Lease> extended = fleet.client().Extend(held, ttl);
+  EXPECT_TRUE(absl::IsFailedPrecondition(extended.status())) << extended.status();
+  absl::StatusOr<std::unique_ptr<Client>> other = fleet.NewClient();
+  if (!other.ok()) return other.status();
+  return (*other)->TryAcquire(held.resource(), ttl);
+}
+
 // A one-shot signal between threads on the standard library's primitives
 // (which ThreadSanitizer sees; Debian's Abseil is not instrumented).
 class Signal {
@@ -248,12 +258,7 @@ TEST(FakeFleetTest, ClockJumpForwardLosesTheLeaseAndTheNextTokenIsHigher) {
   EXPECT_TRUE(absl::IsNotFound(fleet->Get(0, "jump").status()));
   EXPECT_TRUE(fleet->Get(2, "jump").ok());
 
-  absl::StatusOr<Lease> extended = fleet->client().Extend(*first, absl::Seconds(10));
-  EXPECT_TRUE(absl::IsFailedPrecondition(extended.status())) << extended.status();
-
-  absl::StatusOr<std::unique_ptr<Client>> other = fleet->NewClient();
-  ASSERT_TRUE(other.ok()) << other.status();
-  absl::StatusOr<Lease> second = (*other)->TryAcquire("jump", absl::Seconds(10));
+  absl::StatusOr<Lease> second = LostToANewClient(*fleet, *first, absl::Seconds(10));
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_GT(second->fencing_token(), first->fencing_token());
 }
@@ -292,11 +297,7 @@ TEST(FakeFleetTest, RestartWithoutDataForgetsTheLocks) {
 
   // The holder's extension finds its lease lost; another client gets the
   // lock (over new connections, which load the scripts again).
-  absl::StatusOr<Lease> extended = fleet->client().Extend(*lease, absl::Seconds(30));
-  EXPECT_TRUE(absl::IsFailedPrecondition(extended.status())) << extended.status();
-  absl::StatusOr<std::unique_ptr<Client>> other = fleet->NewClient();
-  ASSERT_TRUE(other.ok()) << other.status();
-  absl::StatusOr<Lease> taken = (*other)->TryAcquire("restart", absl::Seconds(30));
+  absl::StatusOr<Lease> taken = LostToANewClient(*fleet, *lease, absl::Seconds(30));
   EXPECT_TRUE(taken.ok()) << taken.status();
 }
 
