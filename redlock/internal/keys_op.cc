@@ -113,7 +113,7 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
     for (int i = 0; i < ctx_->nodes(); ++i) {
       // Behind the SET on its connection; a release that does not get
       // through is sent again (NodeCalls::Release).
-      std::optional<ConnectionId> set_on = ConnectionOf(i);
+      std::optional<ConnectionId> set_on = LeaseFactory::ConnectionIn(connections_, i);
       if (set_on == ConnectionId{0}) {
         never_set.push_back(i);
         continue;
@@ -138,14 +138,6 @@ class KeysOp : public std::enable_shared_from_this<KeysOp> {
  private:
   // The per-node state lives in the op for up to this many nodes.
   static constexpr size_t kInlineNodes = 7;
-
-  // The connection node `node`'s SET went on (LeaseFactory::ConnectionOf).
-  std::optional<ConnectionId> ConnectionOf(int node) const {
-    if (connections_ == nullptr || node >= static_cast<int>(connections_->size())) {
-      return std::nullopt;
-    }
-    return (*connections_)[static_cast<size_t>(node)];
-  }
 
   // The resources' names, only when a message or the observer needs them.
   std::vector<std::string> Resources() const {

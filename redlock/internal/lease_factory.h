@@ -57,10 +57,12 @@ class LeaseFactory {
   // The connection node `node`'s SET went on: 0 when it was not sent there,
   // nullopt when unknown (Lease::ForToken).
   static std::optional<ConnectionId> ConnectionOf(const Lease& l, int node) {
-    if (l.connections_ == nullptr || node >= static_cast<int>(l.connections_->size())) {
-      return std::nullopt;
-    }
-    return (*l.connections_)[static_cast<size_t>(node)];
+    return ConnectionIn(l.connections_, node);
+  }
+  // The same, from a lease's connection list (AllConnections) kept apart.
+  static std::optional<ConnectionId> ConnectionIn(const Connections& c, int node) {
+    if (c == nullptr || node >= static_cast<int>(c->size())) return std::nullopt;
+    return (*c)[static_cast<size_t>(node)];
   }
   static const Connections& AllConnections(const Lease& l) { return l.connections_; }
 };
