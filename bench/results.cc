@@ -115,10 +115,14 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
   const int many = results.info.callers_many;
   const std::string note_many = many != 64 ? " (callers != 64)" : "";
 
-  // 1. N=5, one caller, acquire+release p50 <= 1.5 x the floor, and no
-  // regression against the ratio measured before the rewrite.
+  // 1. N=5, one caller, acquire+release p50 <= 1.15 x the pipelined limit
+  // with one chain (the same commands from a client that costs nothing, in
+  // the same group: issue 41; the older "<= 1.5 x the floor" is out of reach
+  // of any client when five servers share two cores, bench/README.md), and
+  // no regression against the floor ratio measured before the rewrite.
   {
-    TargetCheck t = NotMeasured("N=5, 1 caller, acquire+release p50", "<= 1.5 x floor");
+    TargetCheck t =
+        NotMeasured("N=5, 1 caller, acquire+release p50", "<= 1.15 x the pipelined limit x1");
     const double no_regression = kOneCallerN5RatioBefore * kOneCallerN5Noise;
     TargetCheck r = NotMeasured(
         "N=5, 1 caller, p50 / floor: no regression",
@@ -127,21 +131,22 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
     const GroupResult* g = FindGroup(results, "healthy", 5);
     const RowResult* lib = g ? g->Find(kLibrary, "", 1) : nullptr;
     const RowResult* floor = g ? g->Floor() : nullptr;
-    if (lib && floor && !lib->cycle.empty()) {
-      const double ratio = static_cast<double>(lib->cycle.Quantile(0.5)) /
-                           static_cast<double>(std::max<int64_t>(1, floor->cycle.Quantile(0.5)));
-      t.measured =
-          absl::StrFormat("%.2f x floor (%.0f us vs %.0f us)", ratio,
-                          lib->cycle.Quantile(0.5) / 1e3, floor->cycle.Quantile(0.5) / 1e3);
-      const RowResult* limit = g->Find(kPipelinedLimit, "", 1);
-      if (limit != nullptr && !limit->cycle.empty()) {
-        absl::StrAppend(&t.measured,
-                        absl::StrFormat("; the pipelined limit with 1 chain: %.2f x floor",
-                                        static_cast<double>(limit->cycle.Quantile(0.5)) /
-                                            static_cast<double>(
-                                                std::max<int64_t>(1, floor->cycle.Quantile(0.5)))));
+    const RowResult* limit = g ? g->Find(kPipelinedLimit, "", 1) : nullptr;
+    const auto p50 = [](const RowResult* row) {
+      return static_cast<double>(std::max<int64_t>(1, row->cycle.Quantile(0.5)));
+    };
+    if (lib && limit && !lib->cycle.empty() && !limit->cycle.empty()) {
+      const double ratio = p50(lib) / p50(limit);
+      t.measured = absl::StrFormat("%.2f x limit (%.0f us vs %.0f us)", ratio, p50(lib) / 1e3,
+                                   p50(limit) / 1e3);
+      if (floor != nullptr && !floor->cycle.empty()) {
+        absl::StrAppend(&t.measured, absl::StrFormat("; the floor: %.0f us, library %.2f x it",
+                                                     p50(floor) / 1e3, p50(lib) / p50(floor)));
       }
-      t.status = ratio <= 1.5 ? "met" : "missed";
+      t.status = ratio <= 1.15 ? "met" : "missed";
+    }
+    if (lib && floor && !lib->cycle.empty() && !floor->cycle.empty()) {
+      const double ratio = p50(lib) / p50(floor);
       r.measured = absl::StrFormat("%.2f x floor", ratio);
       r.status = ratio <= no_regression ? "met" : "missed";
     }
@@ -150,13 +155,16 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
   }
   // 2. Many blocking callers beat what a C++ user writes without the
   // library (the sequential baseline with as many threads, each with its
-  // own connections) in cycles/s and in client CPU per cycle, N=1 and N=5;
-  // and a blocking cycle costs at most 2.6 context switches (one sleep and
-  // one wake per call, nothing more).
+  // own connections) in cycles/s and in the machine's CPU per cycle (client
+  // plus servers: a library caller is woken by the library's thread, a
+  // naive thread by the kernel in the server's context, so client CPU alone
+  // moves the cost, not lowers it: issue 41 item 4), N=1 and N=5, with the
+  // client's share beside it; and a blocking cycle costs at most 2.6
+  // context switches (one sleep and one wake per call, nothing more).
   for (int n : {1, 5}) {
     TargetCheck t = NotMeasured(
         absl::StrCat("N=", n, ", ", many, " blocking callers vs naive hiredis per thread"),
-        "more cycles/s and less CPU per cycle");
+        "more cycles/s and less machine CPU per cycle (client + servers)");
     TargetCheck csw =
         NotMeasured(absl::StrCat("N=", n, ", ", many, " blocking callers, context switches"),
                     "<= 2.6 per cycle");
@@ -166,13 +174,28 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
     if (blocking && naive && naive->throughput() > 0 &&
         std::isfinite(blocking->cpu_us_per_cycle()) && std::isfinite(naive->cpu_us_per_cycle())) {
       const double rate = blocking->throughput() / naive->throughput();
-      const double cpu = blocking->cpu_us_per_cycle() / naive->cpu_us_per_cycle();
-      t.measured = absl::StrFormat(
-          "%.2f x its cycles/s (%.0f/s vs %.0f/s), %.2f x its CPU per cycle (%.1f us vs %.1f "
-          "us)%s",
-          rate, blocking->throughput(), naive->throughput(), cpu, blocking->cpu_us_per_cycle(),
-          naive->cpu_us_per_cycle(), note_many);
-      t.status = rate > 1 && cpu < 1 ? "met" : "missed";
+      const double client = blocking->cpu_us_per_cycle() / naive->cpu_us_per_cycle();
+      t.measured = absl::StrFormat("%.2f x its cycles/s (%.0f/s vs %.0f/s)", rate,
+                                   blocking->throughput(), naive->throughput());
+      const double lib_srv = blocking->server_cpu_us_per_cycle();
+      const double naive_srv = naive->server_cpu_us_per_cycle();
+      if (std::isfinite(lib_srv) && std::isfinite(naive_srv)) {
+        const double lib_all = blocking->cpu_us_per_cycle() + lib_srv;
+        const double naive_all = naive->cpu_us_per_cycle() + naive_srv;
+        absl::StrAppend(
+            &t.measured,
+            absl::StrFormat(", %.2f x its machine CPU per cycle (%.1f us vs %.1f us); client "
+                            "alone %.2f x (%.1f us vs %.1f us)%s",
+                            lib_all / naive_all, lib_all, naive_all, client,
+                            blocking->cpu_us_per_cycle(), naive->cpu_us_per_cycle(), note_many));
+        t.status = rate > 1 && lib_all < naive_all ? "met" : "missed";
+      } else {
+        absl::StrAppend(&t.measured,
+                        absl::StrFormat("; client CPU %.2f x (%.1f us vs %.1f us), the servers' "
+                                        "CPU not measured (nodes not the bench's own)%s",
+                                        client, blocking->cpu_us_per_cycle(),
+                                        naive->cpu_us_per_cycle(), note_many));
+      }
     }
     if (blocking && std::isfinite(blocking->csw_per_cycle())) {
       csw.measured =
@@ -196,6 +219,20 @@ std::vector<TargetCheck> CheckTargets(const BenchResults& results) {
       const double ratio = async->throughput() / limit->throughput();
       t.measured = absl::StrFormat("%.2f x limit (%.0f/s vs %.0f/s)%s", ratio, async->throughput(),
                                    limit->throughput(), note_many);
+      // Where the difference goes: with every chain busy, cycles/s is what
+      // one cycle costs the machine, the client's share and the servers'.
+      const double lib_srv = async->server_cpu_us_per_cycle();
+      const double limit_srv = limit->server_cpu_us_per_cycle();
+      if (std::isfinite(async->cpu_us_per_cycle()) && std::isfinite(limit->cpu_us_per_cycle()) &&
+          std::isfinite(lib_srv) && std::isfinite(limit_srv)) {
+        absl::StrAppend(
+            &t.measured,
+            absl::StrFormat(
+                "; per cycle client %.1f us vs %.1f us, servers %.1f us "
+                "vs %.1f us, machine %.2f x",
+                async->cpu_us_per_cycle(), limit->cpu_us_per_cycle(), lib_srv, limit_srv,
+                (async->cpu_us_per_cycle() + lib_srv) / (limit->cpu_us_per_cycle() + limit_srv)));
+      }
       t.status = ratio >= 0.9 ? "met" : "missed";
     }
     out.push_back(t);
