@@ -50,21 +50,18 @@ local function grant(max)
 end
 )lua";
 
-}  // namespace
-
-const Script& FairProbeScript() {
-  static const Script s = MakeScript("fair-probe", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
+// This file's scripts, each built (and its SHA-1 taken) once, on the first
+// use of any of them.
+struct FairScriptSet {
+  Script fair_probe = MakeScript("fair-probe", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
 if purge() then wake(ARGV[3], '') end
 local max = maxticket()
 if redis.call('exists', KEYS[1]) == 1 then return {-1, max} end
 if redis.call('zcard', KEYS[2]) > 0 then return {-2, max} end
 return grant(max)
 )lua"});
-  return s;
-}
 
-const Script& FairRegisterScript() {
-  static const Script s =
+  Script fair_register =
       MakeScript("fair-register", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
 local changed = purge()
 local id = ARGV[4]
@@ -80,12 +77,8 @@ if head() ~= id then
 end
 return grant(max)
 )lua"});
-  return s;
-}
 
-const Script& FairAcquireScript() {
-  static const Script s =
-      MakeScript("fair-acquire", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
+  Script fair_acquire = MakeScript("fair-acquire", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
 local changed = purge()
 local id = ARGV[4]
 local max = maxticket()
@@ -97,11 +90,8 @@ if head() ~= id then
 end
 return grant(max)
 )lua"});
-  return s;
-}
 
-const Script& FairRefreshScript() {
-  static const Script s = MakeScript("fair-refresh", kExpectArray, {kLuaNow, kPrelude, R"lua(
+  Script fair_refresh = MakeScript("fair-refresh", kExpectArray, {kLuaNow, kPrelude, R"lua(
 local changed = purge()
 local id = ARGV[2]
 local place = tonumber(ARGV[4])
@@ -120,11 +110,8 @@ local free = 0
 if redis.call('exists', KEYS[1]) == 0 and head() == id then free = 1 end
 return {code, free}
 )lua"});
-  return s;
-}
 
-const Script& FairReleaseScript() {
-  static const Script s = MakeScript("fair-release", kExpectInteger, {kLuaNow, kPrelude, R"lua(
+  Script fair_release = MakeScript("fair-release", kExpectInteger, {kLuaNow, kPrelude, R"lua(
 local id = string.match(ARGV[1], '%.(%x+)$')
 local deleted = 0
 if redis.call('get', KEYS[1]) == ARGV[1] then
@@ -144,11 +131,8 @@ elseif deleted == 1 then
 end
 return deleted
 )lua"});
-  return s;
-}
 
-const Script& FairLeaveScript() {
-  static const Script s = MakeScript("fair-leave", kExpectInteger, {kLuaNow, kPrelude, R"lua(
+  Script fair_leave = MakeScript("fair-leave", kExpectInteger, {kLuaNow, kPrelude, R"lua(
 local id = ARGV[1]
 local was = head() == id
 local n = redis.call('zrem', KEYS[2], id)
@@ -159,11 +143,8 @@ if n > 0 then
 end
 return n
 )lua"});
-  return s;
-}
 
-const Script& FairInspectScript() {
-  static const Script s = MakeScript("fair-inspect", kExpectArray, {kLuaNow, kPrelude, R"lua(
+  Script fair_inspect = MakeScript("fair-inspect", kExpectArray, {kLuaNow, kPrelude, R"lua(
 local max = tonumber(ARGV[1])
 local live = redis.call('zcount', KEYS[3], '(' .. now, '+inf')
 local ids = redis.call('zrange', KEYS[2], 0, 2 * max - 1, 'WITHSCORES')
@@ -178,8 +159,22 @@ for i = 1, #ids, 2 do
 end
 return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]), live, entries}
 )lua"});
-  return s;
+};
+
+const FairScriptSet& Built() {
+  static const FairScriptSet scripts;
+  return scripts;
 }
+
+}  // namespace
+
+const Script& FairProbeScript() { return Built().fair_probe; }
+const Script& FairRegisterScript() { return Built().fair_register; }
+const Script& FairAcquireScript() { return Built().fair_acquire; }
+const Script& FairRefreshScript() { return Built().fair_refresh; }
+const Script& FairReleaseScript() { return Built().fair_release; }
+const Script& FairLeaveScript() { return Built().fair_leave; }
+const Script& FairInspectScript() { return Built().fair_inspect; }
 
 const std::vector<const Script*>& FairScripts() {
   static const std::vector<const Script*> all = {

@@ -13,10 +13,10 @@ local function counter(key)
 end
 )lua";
 
-}  // namespace
-
-const Script& RwReadAcquireScript() {
-  static const Script s =
+// This file's scripts, each built (and its SHA-1 taken) once, on the first
+// use of any of them.
+struct FamilyScriptSet {
+  Script rw_read_acquire =
       MakeScript("rw-read-acquire", kExpectInteger | kExpectArray, {kLuaNow, kCounter, R"lua(
 local fenced = #KEYS == 4
 if redis.call('exists', KEYS[1]) == 1 then
@@ -35,11 +35,8 @@ if redis.call('pttl', KEYS[2]) < ttl then redis.call('pexpire', KEYS[2], ttl) en
 if fenced then return {1, counter(KEYS[4])} end
 return 1
 )lua"});
-  return s;
-}
 
-const Script& RwWriteAcquireScript() {
-  static const Script s =
+  Script rw_write_acquire =
       MakeScript("rw-write-acquire", kExpectInteger | kExpectArray, {kLuaNow, kCounter, R"lua(
 local fenced = #KEYS == 4
 if redis.call('exists', KEYS[1]) == 0 then
@@ -60,11 +57,8 @@ end
 if fenced then return {-1} end
 return -1
 )lua"});
-  return s;
-}
 
-const Script& RwReadCommitScript() {
-  static const Script s = MakeScript("rw-read-commit", kExpectInteger, {kLuaNow, R"lua(
+  Script rw_read_commit = MakeScript("rw-read-commit", kExpectInteger, {kLuaNow, R"lua(
 local score = redis.call('zscore', KEYS[1], ARGV[1])
 if not score or tonumber(score) <= now then return 0 end
 local cur = redis.call('get', KEYS[2]) or '0'
@@ -73,11 +67,8 @@ if #cur < #want or (#cur == #want and cur < want) then cur = want end
 redis.call('set', KEYS[2], cur)
 return 1
 )lua"});
-  return s;
-}
 
-const Script& RwReadExtendScript() {
-  static const Script s = MakeScript("rw-read-extend", kExpectInteger, {kLuaNow, R"lua(
+  Script rw_read_extend = MakeScript("rw-read-extend", kExpectInteger, {kLuaNow, R"lua(
 local score = redis.call('zscore', KEYS[1], ARGV[1])
 if not score then return 0 end
 if tonumber(score) <= now then
@@ -89,11 +80,8 @@ redis.call('zadd', KEYS[1], 'XX', now + ttl, ARGV[1])
 if redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) end
 return 1
 )lua"});
-  return s;
-}
 
-const Script& RwReadReleaseScript() {
-  static const Script s = MakeScript("rw-read-release", kExpectInteger, {kLuaNow, R"lua(
+  Script rw_read_release = MakeScript("rw-read-release", kExpectInteger, {kLuaNow, R"lua(
 local n = redis.call('zrem', KEYS[2], ARGV[1])
 if n > 0 and ARGV[2] ~= '' then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
@@ -103,11 +91,8 @@ if n > 0 and ARGV[2] ~= '' then
 end
 return n
 )lua"});
-  return s;
-}
 
-const Script& RwWithdrawScript() {
-  static const Script s = MakeScript("rw-withdraw", kExpectInteger, {kLuaNow, R"lua(
+  Script rw_withdraw = MakeScript("rw-withdraw", kExpectInteger, {kLuaNow, R"lua(
 local n = redis.call('zrem', KEYS[2], ARGV[1])
 if n > 0 and ARGV[2] ~= '' then
   redis.call('zremrangebyscore', KEYS[2], '-inf', now)
@@ -117,21 +102,15 @@ if n > 0 and ARGV[2] ~= '' then
 end
 return n
 )lua"});
-  return s;
-}
 
-const Script& RwInspectScript() {
-  static const Script s = MakeScript("rw-inspect", kExpectArray, {kLuaNow, R"lua(
+  Script rw_inspect = MakeScript("rw-inspect", kExpectArray, {kLuaNow, R"lua(
 local live = '(' .. now
 return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
         redis.call('zcount', KEYS[2], live, '+inf'), redis.call('zcount', KEYS[3], live, '+inf'),
         redis.call('get', KEYS[4]) or '0'}
 )lua"});
-  return s;
-}
 
-const Script& SemAcquireScript() {
-  static const Script s = MakeScript("sem-acquire", kExpectArray, {kCounter, R"lua(
+  Script sem_acquire = MakeScript("sem-acquire", kExpectArray, {kCounter, R"lua(
 local k = tonumber(ARGV[4])
 local first = tonumber(ARGV[3])
 for j = 0, k - 1 do
@@ -144,8 +123,23 @@ for j = 0, k - 1 do
 end
 return {0}
 )lua"});
-  return s;
+};
+
+const FamilyScriptSet& Built() {
+  static const FamilyScriptSet scripts;
+  return scripts;
 }
+
+}  // namespace
+
+const Script& RwReadAcquireScript() { return Built().rw_read_acquire; }
+const Script& RwWriteAcquireScript() { return Built().rw_write_acquire; }
+const Script& RwReadCommitScript() { return Built().rw_read_commit; }
+const Script& RwReadExtendScript() { return Built().rw_read_extend; }
+const Script& RwReadReleaseScript() { return Built().rw_read_release; }
+const Script& RwWithdrawScript() { return Built().rw_withdraw; }
+const Script& RwInspectScript() { return Built().rw_inspect; }
+const Script& SemAcquireScript() { return Built().sem_acquire; }
 
 const std::vector<const Script*>& FamilyScripts() {
   static const std::vector<const Script*> all = [] {

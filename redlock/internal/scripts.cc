@@ -25,8 +25,12 @@ local t = redis.call('time')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 )lua";
 
-const Script& AcquireSetScript() {
-  static const Script s = Make("acquire", kExpectInteger, R"lua(
+namespace {
+
+// This file's scripts, each built (and its SHA-1 taken) once, on the first
+// use of any of them.
+struct LockScripts {
+  Script acquire_set = Make("acquire", kExpectInteger, R"lua(
 for i = 1, #KEYS do
   if redis.call('exists', KEYS[i]) == 1 then return -i end
 end
@@ -35,11 +39,8 @@ for i = 1, #KEYS do
 end
 return 1
 )lua");
-  return s;
-}
 
-const Script& ReleaseScript() {
-  static const Script s = Make("release", kExpectInteger, R"lua(
+  Script release = Make("release", kExpectInteger, R"lua(
 local n = 0
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) == ARGV[1] then
@@ -50,21 +51,15 @@ for i = 1, #KEYS do
 end
 return n
 )lua");
-  return s;
-}
 
-const Script& ReleaseOneScript() {
-  static const Script s = Make("release-one", kExpectInteger, R"lua(
+  Script release_one = Make("release-one", kExpectInteger, R"lua(
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('del', KEYS[1])
 if ARGV[2] ~= '' then redis.call('publish', ARGV[2], '') end
 return 1
 )lua");
-  return s;
-}
 
-const Script& ExtendScript() {
-  static const Script s = Make("extend", kExpectInteger, R"lua(
+  Script extend = Make("extend", kExpectInteger, R"lua(
 for i = 1, #KEYS do
   if redis.call('get', KEYS[i]) ~= ARGV[1] then return 0 end
 end
@@ -73,11 +68,8 @@ for i = 1, #KEYS do
 end
 return 1
 )lua");
-  return s;
-}
 
-const Script& FenceAcquireScript() {
-  static const Script s = Make("fence-acquire", kExpectArray, R"lua(
+  Script fence_acquire = Make("fence-acquire", kExpectArray, R"lua(
 local n = #KEYS / 2
 for i = 1, n do
   if redis.call('exists', KEYS[i]) == 1 then return {-i} end
@@ -93,16 +85,13 @@ for i = 1, n do
 end
 return out
 )lua");
-  return s;
-}
 
-// The counter is written even when it is not raised (another resource's
-// holder raised a shared counter past T first): a WAIT behind the commit
-// waits for the connection's last write, and this write comes after round
-// 1's SET on the node, so once replicated it covers the grant too, on
-// whatever connection the commit went (docs/design.md 5.11).
-const Script& FenceCommitScript() {
-  static const Script s = Make("fence-commit", kExpectInteger, R"lua(
+  // The counter is written even when it is not raised (another resource's
+  // holder raised a shared counter past T first): a WAIT behind the commit
+  // waits for the connection's last write, and this write comes after round
+  // 1's SET on the node, so once replicated it covers the grant too, on
+  // whatever connection the commit went (docs/design.md 5.11).
+  Script fence_commit = Make("fence-commit", kExpectInteger, R"lua(
 local n = #KEYS / 2
 for i = 1, n do
   if redis.call('get', KEYS[i]) ~= ARGV[1] then return 0 end
@@ -115,16 +104,27 @@ for i = 1, n do
 end
 return 1
 )lua");
-  return s;
-}
 
-const Script& InspectScript() {
-  static const Script s = Make("inspect", kExpectArray, R"lua(
+  Script inspect = Make("inspect", kExpectArray, R"lua(
 return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
         redis.call('get', KEYS[2]) or '0'}
 )lua");
-  return s;
+};
+
+const LockScripts& Built() {
+  static const LockScripts scripts;
+  return scripts;
 }
+
+}  // namespace
+
+const Script& AcquireSetScript() { return Built().acquire_set; }
+const Script& ReleaseScript() { return Built().release; }
+const Script& ReleaseOneScript() { return Built().release_one; }
+const Script& ExtendScript() { return Built().extend; }
+const Script& FenceAcquireScript() { return Built().fence_acquire; }
+const Script& FenceCommitScript() { return Built().fence_commit; }
+const Script& InspectScript() { return Built().inspect; }
 
 const std::vector<const Script*>& AllScripts() {
   static const std::vector<const Script*> all = [] {
