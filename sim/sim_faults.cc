@@ -480,18 +480,9 @@ void World::Inject(const FaultEvent& e, int marker_client) {
   for (int k : f.clients) inj.scope.push_back(clients_[static_cast<size_t>(k)].name);
   af.injected_index = out_.injected.size();
   out_.injected.push_back(inj);
-  chaos::Event ev;
-  ev.type = chaos::EventType::kNemesis;
-  ev.type_name = "nemesis";
-  ev.t = now_;
-  ev.fault = name;
-  ev.target = f.SiteName();
-  ev.detail = label;
-  ev.nodes = f.nodes;
-  for (int k : f.clients) ev.clients.push_back(clients_[static_cast<size_t>(k)].name);
-  ev.color = kind->info().color;
-  ev.phase = kind->info().lasting ? chaos::FaultPhase::kStart : chaos::FaultPhase::kInstant;
-  Record(ev);
+  Record(
+      NemesisEvent(*kind, f, label,
+                   kind->info().lasting ? chaos::FaultPhase::kStart : chaos::FaultPhase::kInstant));
   if (!kind->info().lasting) return;
   const uint64_t id = af.id;
   const absl::Duration d = f.duration;
@@ -596,18 +587,7 @@ void World::Heal(uint64_t id) {
   }
   out_.injected[af.injected_index].end = now_;
   last_heal_ = std::max(last_heal_, now_);
-  chaos::Event ev;
-  ev.type = chaos::EventType::kNemesis;
-  ev.type_name = "nemesis";
-  ev.t = now_;
-  ev.fault = name;
-  ev.target = f.SiteName();
-  ev.detail = "healed";
-  ev.nodes = f.nodes;
-  for (int k : f.clients) ev.clients.push_back(clients_[static_cast<size_t>(k)].name);
-  ev.color = af.kind->info().color;
-  ev.phase = chaos::FaultPhase::kStop;
-  Record(ev);
+  Record(NemesisEvent(*af.kind, f, "healed", chaos::FaultPhase::kStop));
   ReleaseHeld();
 }
 

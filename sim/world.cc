@@ -1068,6 +1068,22 @@ chaos::Event World::NewEvent(chaos::EventType type, int64_t t, int client, int64
   return e;
 }
 
+chaos::Event World::NemesisEvent(const chaos::FaultKind& kind, const chaos::FaultInstance& f,
+                                 std::string detail, chaos::FaultPhase phase) const {
+  chaos::Event ev;
+  ev.type = chaos::EventType::kNemesis;
+  ev.type_name = "nemesis";
+  ev.t = now_;
+  ev.fault = kind.name();
+  ev.target = f.SiteName();
+  ev.detail = std::move(detail);
+  ev.nodes = f.nodes;
+  for (int k : f.clients) ev.clients.push_back(clients_[static_cast<size_t>(k)].name);
+  ev.color = kind.info().color;
+  ev.phase = phase;
+  return ev;
+}
+
 // ---- A run ---------------------------------------------------------------------------------
 
 RunOutput World::Run() {

@@ -373,6 +373,10 @@ class World final : public TransportHost {
                  std::optional<uint64_t> fencing);
   chaos::Event NewEvent(chaos::EventType type, int64_t t, int client, int64_t op,
                         const std::string& resource) const;
+  // A fault's nemesis event at now_: its start or instant (detail: what was
+  // done) or its stop ("healed").
+  chaos::Event NemesisEvent(const chaos::FaultKind& kind, const chaos::FaultInstance& f,
+                            std::string detail, chaos::FaultPhase phase) const;
   // Faults.
   std::map<uint64_t, ActiveFault> active_;
   uint64_t next_fault_ = 1;
