@@ -17,16 +17,28 @@ std::string NodeCommands::Describe() const {
   return have.empty() ? "none" : absl::StrJoin(have, ", ");
 }
 
+namespace {
+
+constexpr uint8_t kKnown = 1, kDelifeq = 2, kDelex = 4, kSetIfeq = 8;
+
+}  // namespace
+
 ServerCommands::ServerCommands(int nodes) : nodes_(static_cast<size_t>(nodes)) {}
 
 NodeCommands ServerCommands::Get(int node) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return nodes_[static_cast<size_t>(node)];
+  const uint8_t bits = nodes_[static_cast<size_t>(node)].load(std::memory_order_acquire);
+  NodeCommands c;
+  c.known = (bits & kKnown) != 0;
+  c.delifeq = (bits & kDelifeq) != 0;
+  c.delex = (bits & kDelex) != 0;
+  c.set_ifeq = (bits & kSetIfeq) != 0;
+  return c;
 }
 
 void ServerCommands::Set(int node, NodeCommands commands) {
-  std::lock_guard<std::mutex> lock(mu_);
-  nodes_[static_cast<size_t>(node)] = commands;
+  const uint8_t bits = (commands.known ? kKnown : 0) | (commands.delifeq ? kDelifeq : 0) |
+                       (commands.delex ? kDelex : 0) | (commands.set_ifeq ? kSetIfeq : 0);
+  nodes_[static_cast<size_t>(node)].store(bits, std::memory_order_release);
 }
 
 bool ParseCommandInfo(const Reply& reply, NodeCommands* out) {

@@ -24,8 +24,9 @@
 #ifndef REDLOCK_INTERNAL_SERVER_COMMANDS_H_
 #define REDLOCK_INTERNAL_SERVER_COMMANDS_H_
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,7 +51,8 @@ struct NodeCommands {
 
 // Per node: what its last handshake learned. Shared, like ScriptingModes,
 // by the handshake steps (writers) and whoever reads it (Health, the lock
-// paths).
+// paths: every release and extend asks). One byte per node, read and
+// written whole without a lock.
 class ServerCommands {
  public:
   explicit ServerCommands(int nodes);
@@ -60,8 +62,7 @@ class ServerCommands {
   int size() const { return static_cast<int>(nodes_.size()); }
 
  private:
-  mutable std::mutex mu_;
-  std::vector<NodeCommands> nodes_;
+  std::vector<std::atomic<uint8_t>> nodes_;  // NodeCommands' four flags as bits
 };
 
 // The reply to COMMAND INFO DELIFEQ DELEX: which of the two the server has
