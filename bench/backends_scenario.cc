@@ -63,11 +63,8 @@ class BrokenWaiter final : public HotResource::Waiter {
 std::string Family(Kind kind) { return std::string(backends::KindName(kind)); }
 
 RowResult SkippedRow(Kind kind, const std::string& variant, int callers, const std::string& why) {
-  RowResult row;
-  row.impl = absl::StrCat(Family(kind), " ", variant);
-  row.family = Family(kind);
-  row.variant = variant;
-  row.callers = callers;
+  RowResult row =
+      RowIdentity(absl::StrCat(Family(kind), " ", variant), Family(kind), variant, callers);
   row.skipped = true;
   row.skip_reason = why;
   return row;

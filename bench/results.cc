@@ -16,13 +16,17 @@ bool RowResult::memory_flat() const {
          rss_growth_kb() <= std::max<int64_t>(2048, rss_start_kb / 20);
 }
 
-RowResult LibraryRowIdentity(std::string impl, std::string variant, int callers) {
+RowResult RowIdentity(std::string impl, std::string family, std::string variant, int callers) {
   RowResult row;
   row.impl = std::move(impl);
-  row.family = kLibrary;
+  row.family = std::move(family);
   row.variant = std::move(variant);
   row.callers = callers;
   return row;
+}
+
+RowResult LibraryRowIdentity(std::string impl, std::string variant, int callers) {
+  return RowIdentity(std::move(impl), kLibrary, std::move(variant), callers);
 }
 
 double RowResult::cpu_us_per_cycle() const {

@@ -118,7 +118,9 @@ struct RowResult {
   bool memory_flat() const;
 };
 
-// A library row's name, variant and callers, before it runs.
+// A row's name, family, variant and callers, before it runs.
+RowResult RowIdentity(std::string impl, std::string family, std::string variant, int callers);
+// The same for a row of the library (family kLibrary).
 RowResult LibraryRowIdentity(std::string impl, std::string variant, int callers);
 
 struct GroupResult {

@@ -24,11 +24,7 @@ RowResult HarnessErrorRow(Context& ctx, RowResult row, const std::string& what,
 }
 
 RowResult RunRow(Context& ctx, RowSpec spec) {
-  RowResult row;
-  row.impl = spec.impl;
-  row.family = spec.family;
-  row.variant = spec.variant;
-  row.callers = spec.callers;
+  RowResult row = RowIdentity(spec.impl, spec.family, spec.variant, spec.callers);
   ctx.progress.Row(absl::StrCat(spec.impl, " ", CallersLabel(spec.callers)));
 
   absl::StatusOr<std::vector<CycleFn>> callers;
@@ -205,12 +201,8 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
   if (ls.tweak) ls.tweak(&options);
   absl::StatusOr<std::unique_ptr<Client>> client = Client::Create(options);
   if (!client.ok()) {
-    RowResult row;
-    row.impl = ls.impl;
-    row.family = ls.family;
-    row.variant = ls.variant;
-    row.callers = ls.callers;
-    return HarnessErrorRow(ctx, std::move(row), "Client::Create", client.status());
+    return HarnessErrorRow(ctx, RowIdentity(ls.impl, ls.family, ls.variant, ls.callers),
+                           "Client::Create", client.status());
   }
   Client* c = client->get();
   // ls.client_per_caller: the callers' own clients, alive for the row.

@@ -187,3 +187,12 @@ function(redlock_add_fuzz_target name)
     target_link_options(fuzz_${name} PRIVATE -fsanitize=fuzzer)
   endif()
 endfunction()
+
+# redlock_subdirectory_if(<dir> <condition>...): add_subdirectory(<dir>) when
+# the if() condition holds. A macro, so that the subdirectory's parent scope
+# is the caller's, as with a plain add_subdirectory.
+macro(redlock_subdirectory_if dir)
+  if(${ARGN})
+    add_subdirectory(${dir})
+  endif()
+endmacro()

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "redlock/internal/family_node_views.h"
 #include "redlock/internal/lease_factory.h"
 
 namespace redlock {
@@ -38,22 +39,14 @@ void FairLock::AcquireAsync(absl::Duration ttl, absl::Duration wait, const StopT
 }
 
 absl::StatusOr<std::vector<FairNodeView>> FairLock::Inspect() {
-  absl::StatusOr<std::vector<FamilyNodeView>> views =
-      client_->InspectFamily(Request(absl::ZeroDuration(), std::nullopt, StopToken()));
-  if (!views.ok()) return views.status();
-  std::vector<FairNodeView> out;
-  out.reserve(views->size());
-  for (FamilyNodeView& v : *views) {
-    FairNodeView f;
-    f.node = std::move(v.node);
-    f.status = std::move(v.status);
-    f.holder = std::move(v.holder);
-    f.holder_ttl_left = v.holder_ttl_left;
-    f.waiting = v.waiting;
-    f.queue = std::move(v.queue);
-    out.push_back(std::move(f));
-  }
-  return out;
+  return internal::FamilyViewsAs<FairNodeView>(
+      client_->InspectFamily(Request(absl::ZeroDuration(), std::nullopt, StopToken())),
+      [](FamilyNodeView& v, FairNodeView& f) {
+        f.holder = std::move(v.holder);
+        f.holder_ttl_left = v.holder_ttl_left;
+        f.waiting = v.waiting;
+        f.queue = std::move(v.queue);
+      });
 }
 
 FairMutex::FairMutex(Client* client, std::string resource, MutexOptions options, FairOptions fair)

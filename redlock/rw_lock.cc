@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "redlock/internal/family_node_views.h"
 
 namespace redlock {
 namespace {
@@ -64,22 +65,15 @@ void ReadWriteLock::AcquireExclusiveAsync(absl::Duration ttl, absl::Duration wai
 }
 
 absl::StatusOr<std::vector<ReadWriteNodeView>> ReadWriteLock::Inspect() {
-  absl::StatusOr<std::vector<FamilyNodeView>> views =
-      client_->InspectFamily(Request(false, absl::ZeroDuration(), std::nullopt, StopToken()));
-  if (!views.ok()) return views.status();
-  std::vector<ReadWriteNodeView> out;
-  for (FamilyNodeView& f : *views) {
-    ReadWriteNodeView v;
-    v.node = std::move(f.node);
-    v.status = std::move(f.status);
-    v.writer = std::move(f.holder);
-    v.writer_ttl_left = f.holder_ttl_left;
-    v.readers = f.readers;
-    v.waiting_writers = f.waiting_writers;
-    v.fence_counter = f.fence_counter;
-    out.push_back(std::move(v));
-  }
-  return out;
+  return internal::FamilyViewsAs<ReadWriteNodeView>(
+      client_->InspectFamily(Request(false, absl::ZeroDuration(), std::nullopt, StopToken())),
+      [](FamilyNodeView& f, ReadWriteNodeView& v) {
+        v.writer = std::move(f.holder);
+        v.writer_ttl_left = f.holder_ttl_left;
+        v.readers = f.readers;
+        v.waiting_writers = f.waiting_writers;
+        v.fence_counter = f.fence_counter;
+      });
 }
 
 // ---- SharedMutex -------------------------------------------------------------------

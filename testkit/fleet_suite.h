@@ -169,6 +169,16 @@ class FleetSuite : public ::testing::Test {
     return o;
   }
 
+  // `o` pausing `delay` (no jitter) after a failed attempt, and while
+  // waiting polling no more often than that: an acquisition of a held
+  // resource stays pending that long unless a release announcement wakes it.
+  static Options SlowRetries(Options o, absl::Duration delay) {
+    o.retry_delay = delay;
+    o.retry_jitter = absl::ZeroDuration();
+    o.wait_poll_max = delay;
+    return o;
+  }
+
   // How many times `node` has run `command` (lower case, as INFO
   // commandstats names it: "set", "evalsha"); -1 if it cannot be read.
   // Calls of `command` on `node`; "evalsha|delifeq" sums several (a

@@ -46,16 +46,13 @@ constexpr EnumName<BackendFault> kBackendFaults[] = {
 constexpr int64_t kTtlMs = 2000;  // etcd's shortest lease is about 1.5 s
 constexpr int kMemberUidBase = 62001;
 
+// The pauses (guard, think, retry) and the node timeout are ClientConfig's.
 ClientConfig Workload() {
   ClientConfig c;
   c.resources = {"r"};
   c.ttl_ms = kTtlMs;
   c.use_ms = 150;
   c.uses_per_lease = 4;
-  c.guard_ms = 100;
-  c.think_ms = 5;
-  c.retry_ms = 20;
-  c.node_timeout_ms = 50;
   c.fencing = true;
   return c;
 }

@@ -42,17 +42,15 @@ uint64_t Draw(std::mt19937_64& rng, uint64_t lo, uint64_t hi) {
 // validity (an acquisition's elapsed time not subtracted, validity measured
 // on a clock that jumps) then uses a lease that has run out, where the
 // short users, done within 100 ms of a 2 s lease, never come near its end.
+// The other pauses (guard, think, retry) and the node timeout are
+// ClientConfig's.
 ClientConfig Worker(int64_t ttl_ms) {
   ClientConfig c;
   c.resources = {"r0", "r1"};
   c.ttl_ms = ttl_ms;
   c.use_ms = 30;
   c.uses_per_lease = 2;
-  c.guard_ms = 100;
-  c.think_ms = 5;
   c.pre_release_ms = 30;
-  c.retry_ms = 20;
-  c.node_timeout_ms = 50;
   return c;
 }
 

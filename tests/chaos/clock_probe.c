@@ -6,8 +6,8 @@
  *   clock_probe <count> <interval_ms> <count> lines, <interval_ms> apart
  *
  * Each line: "realtime=<ns> real_realtime=<ns> realtime_coarse=<ns>
- * tai=<ns> real_tai=<ns> monotonic=<ns> monotonic_coarse=<ns> boottime=<ns>
- * real_monotonic=<ns> real_boottime=<ns> monotonic_raw=<ns>
+ * tai=<ns> real_tai=<ns> monotonic=<ns> real_monotonic=<ns>
+ * monotonic_coarse=<ns> boottime=<ns> real_boottime=<ns> monotonic_raw=<ns>
  * real_monotonic_raw=<ns> gettimeofday_us=<us> time=<s>". Exit 2 on bad usage.
  */
 
@@ -36,31 +36,40 @@ static int64_t Raw(clockid_t id) {
   return Nanos(&ts);
 }
 
+/* The clocks a line shows, in the order they are read: each through libc
+ * (which a shim may shift) as `name`, and where `real` is set, just before,
+ * with the raw system call as `real`. */
+static const struct {
+  const char* name;
+  clockid_t id;
+  const char* real;
+} kClocks[] = {
+    {"realtime", CLOCK_REALTIME, "real_realtime"},
+    {"realtime_coarse", CLOCK_REALTIME_COARSE, NULL},
+    {"tai", CLOCK_TAI, "real_tai"},
+    {"monotonic", CLOCK_MONOTONIC, "real_monotonic"},
+    {"monotonic_coarse", CLOCK_MONOTONIC_COARSE, NULL},
+    {"boottime", CLOCK_BOOTTIME, "real_boottime"},
+    {"monotonic_raw", CLOCK_MONOTONIC_RAW, "real_monotonic_raw"},
+};
+#define NUM_CLOCKS (sizeof(kClocks) / sizeof(kClocks[0]))
+
 static void PrintLine(void) {
   struct timeval tv;
   gettimeofday(&tv, NULL);
-  int64_t real_realtime = Raw(CLOCK_REALTIME);
-  int64_t realtime = Libc(CLOCK_REALTIME);
-  int64_t realtime_coarse = Libc(CLOCK_REALTIME_COARSE);
-  int64_t real_tai = Raw(CLOCK_TAI);
-  int64_t tai = Libc(CLOCK_TAI);
-  int64_t real_monotonic = Raw(CLOCK_MONOTONIC);
-  int64_t monotonic = Libc(CLOCK_MONOTONIC);
-  int64_t monotonic_coarse = Libc(CLOCK_MONOTONIC_COARSE);
-  int64_t real_boottime = Raw(CLOCK_BOOTTIME);
-  int64_t boottime = Libc(CLOCK_BOOTTIME);
-  int64_t real_monotonic_raw = Raw(CLOCK_MONOTONIC_RAW);
-  int64_t monotonic_raw = Libc(CLOCK_MONOTONIC_RAW);
+  int64_t real[NUM_CLOCKS] = {0};
+  int64_t libc[NUM_CLOCKS] = {0};
+  for (size_t i = 0; i < NUM_CLOCKS; ++i) {
+    if (kClocks[i].real != NULL) real[i] = Raw(kClocks[i].id);
+    libc[i] = Libc(kClocks[i].id);
+  }
   time_t now = time(NULL);
-  printf(
-      "realtime=%lld real_realtime=%lld realtime_coarse=%lld tai=%lld "
-      "real_tai=%lld monotonic=%lld monotonic_coarse=%lld boottime=%lld "
-      "real_monotonic=%lld real_boottime=%lld monotonic_raw=%lld "
-      "real_monotonic_raw=%lld gettimeofday_us=%lld time=%lld\n",
-      (long long)realtime, (long long)real_realtime, (long long)realtime_coarse, (long long)tai,
-      (long long)real_tai, (long long)monotonic, (long long)monotonic_coarse, (long long)boottime,
-      (long long)real_monotonic, (long long)real_boottime, (long long)monotonic_raw,
-      (long long)real_monotonic_raw, (long long)tv.tv_sec * 1000000LL + tv.tv_usec, (long long)now);
+  for (size_t i = 0; i < NUM_CLOCKS; ++i) {
+    printf("%s=%lld ", kClocks[i].name, (long long)libc[i]);
+    if (kClocks[i].real != NULL) printf("%s=%lld ", kClocks[i].real, (long long)real[i]);
+  }
+  printf("gettimeofday_us=%lld time=%lld\n", (long long)tv.tv_sec * 1000000LL + tv.tv_usec,
+         (long long)now);
   fflush(stdout);
 }
 

@@ -334,6 +334,13 @@ void ExpectSilent(const Socket& s, absl::Duration quiet = kQuiet) {
   EXPECT_EQ(r.data, "");
 }
 
+// Sends `text` on `s` (through an echoing server) and expects it back.
+// Use with ASSERT_NO_FATAL_FAILURE.
+void ExpectEchoed(const Socket& s, const std::string& text) {
+  ASSERT_TRUE(SendAll(s, text));
+  EXPECT_EQ(ReadUpTo(s, text.size()).data, text);
+}
+
 std::string RandomBytes(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::string s(n, '\0');
@@ -571,14 +578,12 @@ TEST_F(FaultProxyTest, LatencyDelaysEachDirection) {
   // A new connection gets the faults too.
   Socket s2 = ConnectThrough();
   start = absl::Now();
-  ASSERT_TRUE(SendAll(s2, "new"));
-  EXPECT_EQ(ReadUpTo(s2, 3).data, "new");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(s2, "new"));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(160));
 
   proxy_->ClearFaults();
   EXPECT_EQ(proxy_->fault(Direction::kToServer).kind, FaultKind::kNone);
-  ASSERT_TRUE(SendAll(s, "fast"));
-  EXPECT_EQ(ReadUpTo(s, 4).data, "fast");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(s, "fast"));
 }
 
 TEST_F(FaultProxyTest, JitterKeepsOrder) {
@@ -612,8 +617,7 @@ TEST_F(FaultProxyTest, BlackHoleToServer) {
   EXPECT_TRUE(
       WaitForStats(*proxy_, [](const ProxyStats& st) { return st.to_server.dropped == 5; }));
   proxy_->ClearFaults();
-  ASSERT_TRUE(SendAll(s, "back"));
-  EXPECT_EQ(ReadUpTo(s, 4).data, "back");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(s, "back"));
   EXPECT_EQ(server_->Received(0), "back");
 }
 
@@ -627,8 +631,7 @@ TEST_F(FaultProxyTest, BlackHoleToClientIsAckLoss) {
   EXPECT_TRUE(
       WaitForStats(*proxy_, [](const ProxyStats& st) { return st.to_client.dropped == 7; }));
   proxy_->ClearFaults();
-  ASSERT_TRUE(SendAll(s, "x"));
-  EXPECT_EQ(ReadUpTo(s, 1).data, "x");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(s, "x"));
 }
 
 // ---- hold ----
@@ -704,8 +707,7 @@ TEST_F(FaultProxyTest, ResetAbortsOpenAndNewConnections) {
 
   proxy_->ClearFaults();
   Socket ok = ConnectThrough();
-  ASSERT_TRUE(SendAll(ok, "again"));
-  EXPECT_EQ(ReadUpTo(ok, 5).data, "again");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(ok, "again"));
 }
 
 TEST_F(FaultProxyTest, ResetAllIsOneShot) {
@@ -717,8 +719,7 @@ TEST_F(FaultProxyTest, ResetAllIsOneShot) {
   EXPECT_TRUE(Closed(ReadToEnd(b).end));
   EXPECT_EQ(proxy_->Stats().connections_reset, 2u);
   Socket c = ConnectThrough();
-  ASSERT_TRUE(SendAll(c, "alive"));
-  EXPECT_EQ(ReadUpTo(c, 5).data, "alive");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(c, "alive"));
 }
 
 // ---- slicer ----
@@ -792,8 +793,7 @@ TEST_F(FaultProxyTest, DownRefusesAndUpAcceptsOnSamePort) {
   EXPECT_EQ(proxy_->listen_port(), port);
   Socket again = Connect(port);
   ASSERT_TRUE(again.valid());
-  ASSERT_TRUE(SendAll(again, "up"));
-  EXPECT_EQ(ReadUpTo(again, 2).data, "up");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(again, "up"));
   EXPECT_FALSE(proxy_->Stats().down);
 }
 
@@ -802,8 +802,7 @@ TEST_F(FaultProxyTest, RetargetClosesConnectionsAndSendsNewOnesToTheNewUpstream)
   auto other = TestServer::Start(TestServer::Mode::kEcho);
   ASSERT_NE(other, nullptr);
   Socket s = ConnectThrough();
-  ASSERT_TRUE(SendAll(s, "old"));
-  EXPECT_EQ(ReadUpTo(s, 3).data, "old");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(s, "old"));
   ASSERT_TRUE(
       proxy_->SetFault(Direction::kToClient, FaultSpec::Latency(absl::Milliseconds(1))).ok());
   EXPECT_FALSE(proxy_->Retarget("10.0.0.1", other->port()).ok()) << "loopback only";
@@ -814,8 +813,7 @@ TEST_F(FaultProxyTest, RetargetClosesConnectionsAndSendsNewOnesToTheNewUpstream)
   Socket again = Connect(proxy_->listen_port());
   ASSERT_TRUE(again.valid());
   ASSERT_TRUE(other->WaitForConnections(1));
-  ASSERT_TRUE(SendAll(again, "new"));
-  EXPECT_EQ(ReadUpTo(again, 3).data, "new");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(again, "new"));
   EXPECT_EQ(other->Received(0), "new");
   EXPECT_EQ(server_->connections(), 1u) << "nothing more reached the old upstream";
   EXPECT_EQ(proxy_->fault(Direction::kToClient).kind, FaultKind::kLatency) << "faults stay";
@@ -977,8 +975,7 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   Socket c0 = Connect(map0);
   ASSERT_TRUE(c0.valid());
   absl::Time start = absl::Now();
-  ASSERT_TRUE(SendAll(c0, "slow"));
-  EXPECT_EQ(ReadUpTo(c0, 4).data, "slow");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(c0, "slow"));
   EXPECT_GE(absl::Now() - start, absl::Milliseconds(80));
 
   EXPECT_EQ(Exchange(control, "all both blackhole"), "OK both blackhole");
@@ -990,8 +987,7 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
   EXPECT_NE(faults.find("map1 to-server=blackhole to-client=blackhole"), std::string::npos)
       << faults;
   EXPECT_EQ(Exchange(control, "all clear"), "OK cleared");
-  ASSERT_TRUE(SendAll(c1, "here"));
-  EXPECT_EQ(ReadUpTo(c1, 4).data, "here");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(c1, "here"));
 
   const std::string stats = Exchange(control, "stats");
   EXPECT_EQ(stats.rfind("OK map0 accepted=1", 0), 0u) << stats;
@@ -1014,8 +1010,7 @@ TEST(RedlockProxyBinaryTest, ControlProtocol) {
             absl::StrCat("OK retarget 127.0.0.1:", other->port()));
   Socket moved = Connect(map1);
   ASSERT_TRUE(moved.valid());
-  ASSERT_TRUE(SendAll(moved, "moved"));
-  EXPECT_EQ(ReadUpTo(moved, 5).data, "moved");
+  ASSERT_NO_FATAL_FAILURE(ExpectEchoed(moved, "moved"));
   EXPECT_TRUE(other->WaitForReceived(0, 5));
   EXPECT_EQ(Exchange(control, "quit"), "OK bye");
 

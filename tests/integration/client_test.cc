@@ -32,8 +32,7 @@ class ClientTest : public testkit::FleetSuite {
   // Options whose Acquire, after a failed attempt, waits 10 s before the
   // next (of 5): an acquisition of a held resource stays pending.
   Options SlowRetries() {
-    Options o = MakeOptions();
-    o.retry_delay = absl::Seconds(10);
+    Options o = FleetSuite::SlowRetries(MakeOptions(), absl::Seconds(10));
     o.max_attempts = 5;
     return o;
   }

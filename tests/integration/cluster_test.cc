@@ -59,6 +59,24 @@ class ClusterTest : public ::testing::Test {
     return c.ok() ? *std::move(c) : nullptr;
   }
 
+  // Two clients with options `o`, both created. Use with
+  // ASSERT_NO_FATAL_FAILURE.
+  void MakeTwoClients(const Options& o, std::unique_ptr<Client>* a, std::unique_ptr<Client>* b) {
+    *a = MakeClient(o);
+    *b = MakeClient(o);
+    ASSERT_NE(*a, nullptr);
+    ASSERT_NE(*b, nullptr);
+  }
+
+  // MakeOptions() with every grant waiting for one replica's confirmation,
+  // for at most `timeout`.
+  Options Durable(absl::Duration timeout) {
+    Options o = MakeOptions();
+    o.durability.replicas = 1;
+    o.durability.timeout = timeout;
+    return o;
+  }
+
   // The value of `key` on the member serving its slot ("" when absent).
   std::string OnItsMaster(const std::string& key) {
     absl::StatusOr<int> m = cluster_->MasterOf(KeySlot(key));
@@ -109,10 +127,8 @@ class ClusterTest : public ::testing::Test {
 
 TEST_F(ClusterTest, LocksLandOnTheMasterOfTheirSlot) {
   Options o = MakeOptions();
-  auto c = MakeClient(o);
-  ASSERT_NE(c, nullptr);
-  auto other = MakeClient(o);
-  ASSERT_NE(other, nullptr);
+  std::unique_ptr<Client> c, other;
+  ASSERT_NO_FATAL_FAILURE(MakeTwoClients(o, &c, &other));
   // Resources spread over every master.
   std::vector<Lease> leases;
   std::vector<int> per_master(3, 0);
@@ -169,10 +185,8 @@ TEST_F(ClusterTest, AFleetMixesAClusterWithPlainNodes) {
   ASSERT_TRUE(plain.ok()) << plain.status();
   Options o = MakeOptions();
   o.nodes = {cluster_->endpoint(), (*plain)->endpoint(0), (*plain)->endpoint(1)};
-  auto a = MakeClient(o);
-  auto b = MakeClient(o);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
+  std::unique_ptr<Client> a, b;
+  ASSERT_NO_FATAL_FAILURE(MakeTwoClients(o, &a, &b));
   absl::StatusOr<Lease> l = a->TryAcquire("mixed", absl::Seconds(10));
   REDLOCK_ASSERT_OK(l.status());
   EXPECT_EQ(OnItsMaster(o.key_prefix + "mixed"), l->token());
@@ -237,10 +251,8 @@ TEST_F(ClusterTest, FencingKeepsTheCounterInItsResourcesSlot) {
 
 TEST_F(ClusterTest, ASlotMigratedWhileALockIsHeldKeepsItsHolder) {
   Options o = MakeOptions();
-  auto holder = MakeClient(o);
-  auto other = MakeClient(o);
-  ASSERT_NE(holder, nullptr);
-  ASSERT_NE(other, nullptr);
+  std::unique_ptr<Client> holder, other;
+  ASSERT_NO_FATAL_FAILURE(MakeTwoClients(o, &holder, &other));
   const std::string held_key = o.key_prefix + "{mig}held";
   const int slot = KeySlot(held_key);
   absl::StatusOr<int> from = cluster_->MasterOf(slot);
@@ -367,9 +379,7 @@ TEST_F(ClusterTest, AMasterKilledIsReplacedByItsReplica) {
 }
 
 TEST_F(ClusterTest, TheDurabilityVoteWaitsForTheKeysMastersReplica) {
-  Options o = MakeOptions();
-  o.durability.replicas = 1;
-  o.durability.timeout = absl::Milliseconds(200);
+  Options o = Durable(absl::Milliseconds(200));
   auto c = MakeClient(o);
   ASSERT_NE(c, nullptr);
   // Two resources on master 0 and master 1.
@@ -401,9 +411,7 @@ TEST_F(ClusterTest, DurableWritesOnSeveralMastersAtOnceAreEachConfirmed) {
   // One WAIT in flight per connection: writes on different masters, sent
   // together, each wait for their own master's confirmation (a WAIT on one
   // master confirms nothing of another's writes).
-  Options o = MakeOptions();
-  o.durability.replicas = 1;
-  o.durability.timeout = absl::Milliseconds(500);
+  Options o = Durable(absl::Milliseconds(500));
   auto c = MakeClient(o);
   ASSERT_NE(c, nullptr);
   constexpr int kLocks = 30;
@@ -434,10 +442,8 @@ TEST_F(ClusterTest, AReleaseWakesAWaiterThroughTheCluster) {
   Options o = MakeOptions();
   o.retry_delay = absl::Seconds(5);  // polling would take seconds
   o.retry_jitter = absl::ZeroDuration();
-  auto a = MakeClient(o);
-  auto b = MakeClient(o);
-  ASSERT_NE(a, nullptr);
-  ASSERT_NE(b, nullptr);
+  std::unique_ptr<Client> a, b;
+  ASSERT_NO_FATAL_FAILURE(MakeTwoClients(o, &a, &b));
   absl::StatusOr<Lease> held = a->TryAcquire("wake", absl::Seconds(30));
   REDLOCK_ASSERT_OK(held.status());
   std::atomic<bool> got{false};

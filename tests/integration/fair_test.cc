@@ -164,12 +164,11 @@ TEST_P(FairLockTest, WaitersFromSeveralClientsAreServedInTheOrderTheyQueued) {
 // TryAcquire never jumps the queue: with a waiter queued it is refused even
 // while the lock is free for a moment.
 TEST_P(FairLockTest, TryAcquireSucceedsOnlyWhenTheLockIsFreeAndNobodyWaits) {
-  auto a = MakeClient();
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("door", &holder));
+  FairLock& la = *holder.lock;
   auto b = MakeClient();
-  FairLock la(a.get(), "door");
   FairLock lb(b.get(), "door");
-  absl::StatusOr<Lease> held = la.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held);
   EXPECT_TRUE(absl::IsAborted(lb.TryAcquire(absl::Seconds(30)).status()));
 
   absl::StatusOr<Lease> waited;
@@ -197,7 +196,7 @@ TEST_P(FairLockTest, TryAcquireSucceedsOnlyWhenTheLockIsFreeAndNobodyWaits) {
       absl::StrAppend(&last_seen, v.node, ": ", v.status.ToString(), " holder ", v.holder,
                       " waiting ", v.waiting, "\n");
       if (!v.status.ok() || v.waiting != 1) return false;
-      if (v.holder == held->token()) {
+      if (v.holder == holder.lease.token()) {
         ++holders;
       } else if (!v.holder.empty()) {
         return false;
@@ -207,7 +206,7 @@ TEST_P(FairLockTest, TryAcquireSucceedsOnlyWhenTheLockIsFreeAndNobodyWaits) {
   };
   EXPECT_TRUE(testkit::Eventually(one_waiter_a_quorum_of_holders, true, absl::Seconds(10)))
       << last_seen;
-  REDLOCK_ASSERT_OK(la.Release(*held));
+  REDLOCK_ASSERT_OK(holder.Release());
   waiter.join();
   REDLOCK_ASSERT_OK(waited);
   // Free again, nobody waits: a try succeeds.
@@ -369,16 +368,14 @@ TEST_P(FairLockTest, ACancelledWaiterLeavesTheQueueAndTheNextIsServed) {
 }
 
 TEST_P(FairLockTest, AWaitThatRunsOutLeavesNoPlace) {
-  auto a = MakeClient();
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("late", &holder));
   auto b = MakeClient();
-  FairLock la(a.get(), "late");
   FairLock lb(b.get(), "late");
-  absl::StatusOr<Lease> held = la.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held);
   absl::StatusOr<Lease> late = lb.Acquire(absl::Seconds(10), absl::Milliseconds(300));
   EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
   EXPECT_TRUE(testkit::Eventually([&] { return QueuedEverywhere("late", 0); }, true));
-  REDLOCK_EXPECT_OK(la.Release(*held));
+  REDLOCK_EXPECT_OK(holder.Release());
 }
 
 // The mutex's lease: fencing tokens increase across holders, extension,
@@ -462,17 +459,15 @@ TEST_P(FairLockTest, FairMutexIsATimedLockableThatExcludesAndServesInTurn) {
 TEST_P(FairLockTest, AMinorityOfNodesDownChangesNothing) {
   REDLOCK_ASSERT_OK(fleet_->Stop(1));
   REDLOCK_ASSERT_OK(fleet_->Kill(3));
-  auto a = MakeClient();
+  Holder holder;
+  ASSERT_NO_FATAL_FAILURE(Hold("min", &holder));
   auto b = MakeClient();
-  FairLock la(a.get(), "min");
   FairLock lb(b.get(), "min");
-  absl::StatusOr<Lease> held = la.TryAcquire(absl::Seconds(30));
-  REDLOCK_ASSERT_OK(held);
   absl::StatusOr<Lease> waited;
   std::thread t([&] { waited = lb.Acquire(absl::Seconds(10), absl::Seconds(20)); });
   EXPECT_TRUE(testkit::Eventually(
       [&] { return Queue(0, "min").size() == 1 && Queue(2, "min").size() == 1; }, true));
-  REDLOCK_ASSERT_OK(la.Release(*held));
+  REDLOCK_ASSERT_OK(holder.Release());
   t.join();
   REDLOCK_ASSERT_OK(waited);
   REDLOCK_EXPECT_OK(lb.Release(*waited));

@@ -34,13 +34,7 @@ class FamilyTest : public testkit::ContendingFleetSuite {
  protected:
   // After one failed attempt a waiter polls again only after ~10 s: within
   // a shorter wait only a release announcement can wake it.
-  Options NoPolling() {
-    Options o = MakeOptions();
-    o.retry_delay = absl::Seconds(40);
-    o.retry_jitter = absl::ZeroDuration();
-    o.wait_poll_max = absl::Seconds(40);
-    return o;
-  }
+  Options NoPolling() { return SlowRetries(MakeOptions(), absl::Seconds(40)); }
   int64_t ZCard(int node, const std::string& key) {
     absl::StatusOr<RedisValue> v = fleet_->Command(node, {"ZCARD", prefix_ + key});
     EXPECT_TRUE(v.ok()) << v.status();
