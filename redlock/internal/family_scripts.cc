@@ -13,6 +13,25 @@ local function counter(key)
 end
 )lua";
 
+// One member (ARGV[1]) leaving a set of places (KEYS[2]: W's readers, or
+// the writers' intents): removed, and, with announcements on (ARGV[2], the
+// channel prefix), the set's last live member's leaving published on W's
+// channel (KEYS[1]), unless `unless_written` and a writer holds W. Returns
+// how many members went (0 or 1).
+constexpr const char* kLeaveSet = R"lua(
+local function leave(unless_written)
+  local n = redis.call('zrem', KEYS[2], ARGV[1])
+  if n > 0 and ARGV[2] ~= '' then
+    redis.call('zremrangebyscore', KEYS[2], '-inf', now)
+    if redis.call('zcard', KEYS[2]) == 0 and
+        not (unless_written and redis.call('exists', KEYS[1]) == 1) then
+      redis.call('publish', ARGV[2] .. KEYS[1], '')
+    end
+  end
+  return n
+end
+)lua";
+
 // This file's scripts, each built (and its SHA-1 taken) once, on the first
 // use of any of them.
 struct FamilyScriptSet {
@@ -81,26 +100,15 @@ if redis.call('pttl', KEYS[1]) < ttl then redis.call('pexpire', KEYS[1], ttl) en
 return 1
 )lua"});
 
-  Script rw_read_release = MakeScript("rw-read-release", kExpectInteger, {kLuaNow, R"lua(
-local n = redis.call('zrem', KEYS[2], ARGV[1])
-if n > 0 and ARGV[2] ~= '' then
-  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
-  if redis.call('zcard', KEYS[2]) == 0 then
-    redis.call('publish', ARGV[2] .. KEYS[1], '')
-  end
-end
-return n
+  // A reader's release announces the last reader gone (a writer may take
+  // W); a writer's intent withdrawn, the last intent gone while no writer
+  // holds W (readers may come in).
+  Script rw_read_release = MakeScript("rw-read-release", kExpectInteger, {kLuaNow, kLeaveSet, R"lua(
+return leave(false)
 )lua"});
 
-  Script rw_withdraw = MakeScript("rw-withdraw", kExpectInteger, {kLuaNow, R"lua(
-local n = redis.call('zrem', KEYS[2], ARGV[1])
-if n > 0 and ARGV[2] ~= '' then
-  redis.call('zremrangebyscore', KEYS[2], '-inf', now)
-  if redis.call('zcard', KEYS[2]) == 0 and redis.call('exists', KEYS[1]) == 0 then
-    redis.call('publish', ARGV[2] .. KEYS[1], '')
-  end
-end
-return n
+  Script rw_withdraw = MakeScript("rw-withdraw", kExpectInteger, {kLuaNow, kLeaveSet, R"lua(
+return leave(true)
 )lua"});
 
   Script rw_inspect = MakeScript("rw-inspect", kExpectArray, {kLuaNow, R"lua(

@@ -25,11 +25,7 @@ Distribution Cycles(int64_t p50_us) {
 // `client_us` and the servers `server_us` (negative: not measured).
 RowResult Row(const std::string& family, const std::string& variant, int callers, int64_t successes,
               double client_us, double server_us, int64_t p50_us = 100) {
-  RowResult r;
-  r.impl = family;
-  r.family = family;
-  r.variant = variant;
-  r.callers = callers;
+  RowResult r = RowIdentity(family, family, variant, callers);
   r.attempts = successes;
   r.successes = successes;
   r.measured_s = 1;
