@@ -208,15 +208,7 @@ RowResult LibraryRow(Context& ctx, const std::vector<Endpoint>& eps, const Libra
   // ls.client_per_caller: the callers' own clients, alive for the row.
   std::vector<std::unique_ptr<Client>> own_clients;
   RowSpec spec;
-  spec.impl = ls.impl;
-  spec.family = ls.family;
-  spec.variant = ls.variant;
-  spec.callers = ls.callers;
-  spec.fault = ls.fault;
-  spec.track_memory = ls.track_memory;
-  spec.duration = ls.duration;
-  spec.warmup = ls.warmup;
-  spec.min_iterations = ls.min_iterations;
+  static_cast<RowBasics&>(spec) = ls;
   const std::string key = ctx.RowKey();
   const absl::Duration ttl = ctx.settings.ttl;
   if (ls.async) {

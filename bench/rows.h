@@ -30,7 +30,9 @@
 
 namespace redlock::bench {
 
-struct RowSpec {
+// What a row is and how long it is measured, under what fault: what every
+// row's spec says, whoever builds its cycles (RowSpec, LibrarySpec).
+struct RowBasics {
   std::string impl;
   std::string family;
   std::string variant;
@@ -42,6 +44,9 @@ struct RowSpec {
   int64_t min_iterations = 0;
   const Fault* fault = nullptr;
   bool track_memory = false;
+};
+
+struct RowSpec : RowBasics {
   // Builds one cycle per caller, before anything is timed.
   std::function<absl::StatusOr<std::vector<CycleFn>>()> make;
   // Or one asynchronous chain per caller (RunChains instead of RunWorkload).
@@ -102,11 +107,8 @@ Options ClientOptions(const Context& ctx, const std::vector<Endpoint>& eps);
 // and the release (the acquire's time includes it).
 enum class LibraryKind { kSingle, kSingleExtend, kMultiQuorum, kMultiAllNodes };
 
-struct LibrarySpec {
-  std::string impl = kLibrary;
-  std::string family = kLibrary;
-  std::string variant;
-  int callers = 1;
+struct LibrarySpec : RowBasics {
+  LibrarySpec() { impl = family = kLibrary; }
   LibraryKind kind = LibraryKind::kSingle;
   bool async = false;  // C chains on TryAcquireAsync/ReleaseAsync (kSingle only)
   bool coro = false;   // with async: the chains written with co_await (redlock/coro.h)
@@ -114,11 +116,6 @@ struct LibrarySpec {
   // tweak), made before the measurement, instead of sharing one.
   bool client_per_caller = false;
   std::function<void(Options*)> tweak;
-  const Fault* fault = nullptr;
-  bool track_memory = false;
-  absl::Duration duration = absl::ZeroDuration();
-  absl::Duration warmup = absl::ZeroDuration();
-  int64_t min_iterations = 0;
   int watch_node = -1;      // report this node's health as the client saw it
   std::string watch_label;  // how to name it ("the stopped node", ...)
 };
