@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "redlock/internal/algorithm.h"
 #include "redlock/internal/cluster_slots.h"
+#include "redlock/internal/node_calls_record.h"
 #include "redlock/internal/scheme.h"
 
 namespace redlock::internal {
@@ -16,56 +17,7 @@ namespace {
 
 using V = Round::Vote;
 
-// A release's command for a node: `r`'s, behind `after`, in its EVAL form
-// with `eval` (defined with the releases, below).
-Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval);
-
 }  // namespace
-
-// One command in flight: its judge, its sends (rounds), its confirmation and
-// the answer it delivers once.
-struct NodeCalls::Call {
-  std::atomic<int> refs{0};  // CallRef
-  NodeCalls* owner = nullptr;
-  int node = 0;
-  uint64_t tag = 0;  // Send's, for the Answer
-  Judge judge;
-  bool durable = false;
-  OnNoScript noscript = OnNoScript::kFail;
-  bool probe = false;              // sent while the node's replicas are lagging
-  const Script* script = nullptr;  // the command runs a script
-  // The command, when it may be sent again: kResend after NOSCRIPT, or to
-  // a cluster node (redirected); empty payload: none.
-  Command resend;
-  std::mutex mu;
-  Done done;      // empty once delivered
-  int round = 0;  // the sends so far, minus one
-  bool noscript_resent = false;
-  int redirects = 0;    // MOVED and ASK followed
-  bool asking = false;  // the latest send went with ASKING (two replies)
-  ConnectionId conn = 0;
-  // Durable writes queued so far (one per send; a script-free transaction
-  // run again writes again), and whether a confirmation followed one.
-  int writes = 0;
-  bool confirm_sent = false;
-  Clock::TimePoint first_sent{};  // for TRYAGAIN's deadline
-  bool write_answered = false;
-  bool write_yes = false;
-  // Read only once write_answered (no message: a Status with one is an
-  // allocation per node per command).
-  absl::StatusOr<Reply> write_reply;
-  Vote write_vote;
-  std::optional<Vote> confirmation;  // if it came before the write's answer
-  // A release that must not be lost (SendRelease): kept for a retry when
-  // its answer does not settle it (Finish). In the record, not in a
-  // callback around `done`: no allocation per node per release.
-  std::optional<ReleaseRetries::Pending> release;
-  // A release sent from its shared command without a copy of its own
-  // (SendRelease): `resend` is built from `release` only if it must go
-  // again (NOSCRIPT), behind this connection.
-  bool resend_from_release = false;
-  ConnectionId release_after = 0;
-};
 
 namespace {
 
@@ -310,7 +262,7 @@ void NodeCalls::OnWrite(const CallRef& call, int round, absl::StatusOr<Reply> r)
     if (scripting != ScriptDelivery::Scripting::kRan && call->resend_from_release &&
         call->resend.payload.empty() && call->release.has_value()) {
       // The release's command, rebuilt now that it must go again.
-      call->resend = ReleaseCommand(*call->release->release, call->release_after, false);
+      call->resend = ReleaseCommandFor(*call->release->release, call->release_after, false);
     }
     if (scripting != ScriptDelivery::Scripting::kRan && !call->noscript_resent &&
         call->noscript == OnNoScript::kResend && !call->resend.payload.empty()) {
@@ -393,108 +345,6 @@ void NodeCalls::Finish(const CallRef& call, Done done, Answer answer) {
   // here: `release`, written before the first send, is its alone now.
   if (call->release.has_value()) KeepRelease(call->node, &*call->release, answer);
   if (done) done(std::move(answer));
-}
-
-// ---- Releases that must not be lost ----------------------------------------------
-
-namespace {
-
-Command ReleaseCommand(const KeysRelease& r, ConnectionId after, bool eval) {
-  // A maker that left the command empty still gets the script release.
-  Command c = r.command.payload.empty() ? ScriptRelease(r) : r.command;
-  if (eval) c.payload = EvalFallback(c);
-  c.after = after;
-  c.op = "release";
-  return c;
-}
-
-// A release is done once the node answered it (0 deleted included: the key
-// was gone).
-bool Answered(const absl::StatusOr<Reply>& r) { return r.ok() && !r->is_error(); }
-
-}  // namespace
-
-void NodeCalls::Release(int node, ConnectionId after, std::shared_ptr<const KeysRelease> release,
-                        Done done, uint64_t tag) {
-  ReleaseRetries::Pending p{std::move(release), after};
-  p.until = p.release->expires;
-  SendRelease(node, std::move(p), /*eval=*/false, std::move(done), tag);
-}
-
-ConnectionId NodeCalls::SendRelease(int node, ReleaseRetries::Pending p, bool eval, Done done,
-                                    uint64_t tag) {
-  // Behind the SET on its connection; but a release that went there already
-  // and got no answer is still queued there: one sent again goes as any
-  // command (on a new connection, or refused while the node is down).
-  const ConnectionId after = p.queued_on == 0 ? p.after : 0;
-  // The call delivers its answer (and keeps the release for a retry:
-  // Finish) only while it has a callback: one that does nothing when the
-  // caller gave none (inline in AnyInvocable).
-  if (!done) done = [](Answer) {};
-  if (!eval && !cluster(node) && !p.release->command.payload.empty()) {
-    return SendSharedRelease(node, std::move(p), after, std::move(done), tag);
-  }
-  Command command = ReleaseCommand(*p.release, after, eval);
-  CallRef call = NewCall(node, command, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
-                         std::move(done), tag);
-  if (!call) return 0;
-  // Before the send: the answer (Finish) may come on another thread before
-  // it returns.
-  call->release.emplace(std::move(p));
-  return SendNew(call, std::move(command));
-}
-
-namespace {
-
-// The command a thread sends a release's first try from: its buffers are
-// reused from one release to the next (the transport copies what it sends).
-struct ReleaseScratch {
-  Command command;
-  bool busy = false;
-};
-thread_local ReleaseScratch t_release_scratch;
-
-}  // namespace
-
-ConnectionId NodeCalls::SendSharedRelease(int node, ReleaseRetries::Pending p, ConnectionId after,
-                                          Done done, uint64_t tag) {
-  const Command& shared = p.release->command;
-  CallRef call = NewCall(node, shared, ReleaseVote, /*durable=*/false, OnNoScript::kResend,
-                         std::move(done), tag);
-  if (!call) return 0;
-  // Before the send: the answer may come on another thread before it
-  // returns. The call keeps no copy of the command (not a cluster node: it
-  // is never redirected); a NOSCRIPT rebuilds it from `release` (OnWrite).
-  call->release.emplace(std::move(p));
-  call->resend_from_release = true;
-  call->release_after = after;
-  ReleaseScratch& scratch = t_release_scratch;
-  if (scratch.busy) {
-    // Sent from within a send on this thread (never so far): its own copy.
-    return SendOnce(call, 0, ReleaseCommand(*call->release->release, after, false));
-  }
-  scratch.busy = true;
-  // Copy-assignment keeps the scratch's buffer: no allocation once warm.
-  scratch.command = shared;
-  scratch.command.after = after;
-  scratch.command.op = "release";
-  const ConnectionId conn = SendOnce(call, 0, scratch.command);
-  scratch.busy = false;
-  return conn;
-}
-
-void NodeCalls::KeepRelease(int node, ReleaseRetries::Pending* p, const Answer& a) {
-  // A release that can never be sent (the node forbids scripting, and the
-  // release has no script-free form) is not kept: the keys go at their ttl.
-  if (Answered(a.reply) || a.vote.vote == V::kCancelled ||
-      absl::IsFailedPrecondition(a.reply.status())) {
-    return;
-  }
-  // Refused (not sent): the copy sent before still waits where it was
-  // queued; forgetting that would let the next round queue another behind
-  // the SET, past the breaker.
-  if (a.connection != 0) p->queued_on = a.connection;
-  retries_.Keep(node, std::move(*p), a.reply.ok());
 }
 
 void NodeCalls::AddHealth(std::vector<NodeHealth>* health) const {

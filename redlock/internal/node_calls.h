@@ -13,7 +13,8 @@
 //   once the WAIT behind it confirmed it, and only the WAIT behind its own
 //   latest write (a resend, or a script-free transaction run again, writes
 //   again); the breaker for nodes whose replicas lag.
-// - releases that must not be lost (release_retries.h).
+// - releases that must not be lost: their sends (node_calls_release.cc) and
+//   their retries (release_retries.h).
 // - a Redis Cluster's redirections (cluster_slots.h): a command answered
 //   MOVED or ASK goes where the node said, TRYAGAIN again after a pause
 //   within the node's deadline, each with its own confirmation. They are
@@ -21,8 +22,9 @@
 //   command (its WAIT, a release behind its SET) must follow its new copy,
 //   and the transport never sends a command twice.
 //
-// NodeCalls itself keeps one record per command in flight (Call): its
-// judge, its rounds (one per send), and the answer it delivers once.
+// NodeCalls itself keeps one record per command in flight (Call,
+// node_calls_record.h): its judge, its rounds (one per send), and the
+// answer it delivers once.
 //
 // Thread-safe. The callbacks run on the transport's thread, never inline.
 
