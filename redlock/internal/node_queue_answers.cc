@@ -65,7 +65,9 @@ void NodeQueue::Dispatch(std::vector<Reply>& replies, bool redirects, std::strin
         break;
       }
       if (r->parts_left > 1) {
-        // A command of several (Command::replies): the last reply completes it.
+        // A command of several (Command::replies): the last reply completes
+        // it. Their array is sized once, at the first.
+        if (r->parts.empty()) r->parts.reserve(r->parts_left);
         --r->parts_left;
         r->parts.push_back(std::move(reply));
         continue;

@@ -39,8 +39,8 @@ ScriptDelivery::Form ScriptDelivery::FormFor(int node, const Command& command) c
     if (command.script == &ReleaseOneScript() ? (c.delifeq || c.delex) : c.set_ifeq) {
       // The extension of a set of keys stays a script (one atomic check).
       if (command.script == &ReleaseOneScript()) return Form::kNative;
-      std::vector<std::string> keys, args;
-      if (DecodeScriptCall(command.payload, &keys, &args) && keys.size() == 1) {
+      ScriptCallViews keys, args;
+      if (DecodeScriptCallViews(command.payload, &keys, &args) && keys.size() == 1) {
         return Form::kNative;
       }
     }
@@ -61,15 +61,35 @@ ConnectionId ScriptDelivery::Deliver(int node, const Command& command,
   return transport_->Send(node, command, std::move(done));
 }
 
+namespace {
+
+// The command a thread sends a native release or extension from: its
+// buffers are reused from one send to the next (the transport copies what it
+// sends), so the steady path makes none.
+struct NativeScratch {
+  Command command;
+  bool busy = false;
+};
+thread_local NativeScratch t_native_scratch;
+
+}  // namespace
+
 ConnectionId ScriptDelivery::SendNative(int node, const Command& command, NodeCallback done) {
-  std::vector<std::string> keys, args;
-  if (!DecodeScriptCall(command.payload, &keys, &args) || keys.empty() || args.size() < 2) {
+  ScriptCallViews keys, args;
+  if (!DecodeScriptCallViews(command.payload, &keys, &args) || keys.empty() || args.size() < 2) {
     return transport_->Send(node, command, std::move(done));  // not one of ours: as it is
   }
   const NodeCommands has = commands_->Get(node);
-  Command c;
+  NativeScratch& scratch = t_native_scratch;
+  Command own;  // sent from within a send on this thread (never so far)
+  Command& c = scratch.busy ? own : scratch.command;
+  const bool used_scratch = !scratch.busy;
+  scratch.busy = true;
+  c.payload.clear();  // keeps its buffer
+  c.script = nullptr;
   c.after = command.after;
   c.pinned = command.pinned;
+  c.replies = 1;
   c.drain = command.drain;
   c.slot = command.slot;
   c.asking_at = command.asking_at;
@@ -103,7 +123,14 @@ ConnectionId ScriptDelivery::SendNative(int node, const Command& command, NodeCa
     c.replies = static_cast<uint16_t>(c.replies + 1);
     c.expect |= kExpectStatus;
   }
-  const bool asking = !command.asking_at.empty();
+  const ConnectionId conn = SendNativeCommand(node, c, release, std::move(done));
+  if (used_scratch) scratch.busy = false;
+  return conn;
+}
+
+ConnectionId ScriptDelivery::SendNativeCommand(int node, const Command& c, bool release,
+                                               NodeCallback done) {
+  const bool asking = !c.asking_at.empty();
   return transport_->Send(
       node, c,
       [this, node, release, asking, done = std::move(done)](absl::StatusOr<Reply> r) mutable {

@@ -99,6 +99,10 @@ class ScriptDelivery {
   void Reload(int node, ConnectionId on);
   // The release of one key, or its extension, as `node`'s own commands.
   ConnectionId SendNative(int node, const Command& command, NodeCallback done);
+  // Sends `c` (SendNative's) and reads its replies back into the script's
+  // form: the command's own (not ASKING's or the PUBLISH's), an extension's
+  // OK as 1.
+  ConnectionId SendNativeCommand(int node, const Command& c, bool release, NodeCallback done);
 
   Transport* const transport_;
   const std::shared_ptr<ScriptingModes> modes_;

@@ -107,12 +107,11 @@ std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes
   return steps;
 }
 
-bool DecodeScriptCall(absl::string_view p, std::vector<std::string>* keys,
-                      std::vector<std::string>* args) {
+bool DecodeScriptCallViews(absl::string_view p, ScriptCallViews* keys, ScriptCallViews* args) {
   size_t pos = 0;
   size_t count = 0;
   if (!ReadHeader(p, &pos, '*', &count) || count < 3) return false;
-  std::vector<absl::string_view> argv;
+  absl::InlinedVector<absl::string_view, 8> argv;
   argv.reserve(count);
   for (size_t i = 0; i < count; ++i) {
     size_t len = 0;
@@ -125,8 +124,19 @@ bool DecodeScriptCall(absl::string_view p, std::vector<std::string>* keys,
   keys->clear();
   args->clear();
   for (size_t i = 3; i < count; ++i) {
-    (i < 3 + numkeys ? keys : args)->emplace_back(argv[i]);
+    (i < 3 + numkeys ? keys : args)->push_back(argv[i]);
   }
+  return true;
+}
+
+bool DecodeScriptCall(absl::string_view p, std::vector<std::string>* keys,
+                      std::vector<std::string>* args) {
+  ScriptCallViews key_views, arg_views;
+  if (!DecodeScriptCallViews(p, &key_views, &arg_views)) return false;
+  keys->clear();
+  args->clear();
+  for (absl::string_view k : key_views) keys->emplace_back(k);
+  for (absl::string_view a : arg_views) args->emplace_back(a);
   return true;
 }
 

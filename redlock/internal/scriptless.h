@@ -62,6 +62,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/functional/any_invocable.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -108,6 +109,11 @@ std::vector<HandshakeStep> ScriptLoadSteps(std::shared_ptr<ScriptingModes> modes
 // `payload` is not one.
 bool DecodeScriptCall(absl::string_view payload, std::vector<std::string>* keys,
                       std::vector<std::string>* args);
+// The same as views into `payload` (valid while it is), with no allocation
+// for up to four keys and four arguments: the steady path's release and
+// extension by the server's own commands (ScriptDelivery::SendNative).
+using ScriptCallViews = absl::InlinedVector<absl::string_view, 4>;
+bool DecodeScriptCallViews(absl::string_view payload, ScriptCallViews* keys, ScriptCallViews* args);
 
 // How long a script-free transaction waits for its turn on its node before
 // it fails as a node that did not answer: ten node timeouts, at least a
