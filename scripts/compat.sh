@@ -48,9 +48,10 @@ done
 targets=(redlock_client_test redlock_scriptless_test redlock_server_commands_test
   redlock_lifecycle_test redlock_multilock_test redlock_fencing_test redlock_family_test
   redlock_cluster_test redlock_tls_test redlock_replication_test redlock_sentinel_tls_test
-  redlock_lualess_test chaos_clock_shim_test)
+  redlock_lualess_test chaos_clock_shim_test redlock_steady_alloc_test)
 if ((core)); then
-  targets=(redlock_client_test redlock_server_commands_test redlock_tls_test redlock_lualess_test)
+  targets=(redlock_client_test redlock_server_commands_test redlock_tls_test redlock_lualess_test
+    redlock_steady_alloc_test)
 fi
 if ((build)); then
   cmake -S . -B "$build_dir" >/dev/null
@@ -133,6 +134,7 @@ rows = [
     ("durability vote (replicas, failover)", "durability"),
     ("clock shim (LD_PRELOAD clock jumps move the server's expiry)", "clock_shim"),
     ("script-free commands detected (DELIFEQ, SET IFEQ, DELEX IFEQ)", "server_commands"),
+    ("the steady path's allocations (bounded, per cycle and per node)", "steady_alloc"),
 ]
 
 def cell(server, feature):
