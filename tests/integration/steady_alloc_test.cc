@@ -6,8 +6,9 @@
 // client's I/O thread included) while a window is open.
 //
 // The target is none (issue 41). Not there yet: each cycle may make at most
-// the allocations bench/README.md lists one by one (a fixed part per call,
-// none per node), so that one more per cycle fails.
+// the allocations bench/README.md lists one by one (a fixed part per call;
+// none per node where the release runs the script, two where it goes by the
+// server's command), so that one more per cycle fails.
 
 #include <algorithm>
 #include <atomic>
