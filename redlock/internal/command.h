@@ -70,6 +70,37 @@ struct Command {
   uint8_t expect = 0;
 };
 
+// A Command a thread builds one kind of send in (`Tag` names the kind):
+// the thread's own, its buffers reused from one send to the next (the
+// transport copies what it sends), so a warm sender allocates nothing. Held
+// for one send; a send of the same kind from within it, on the same thread,
+// gets a fresh Command of its own.
+template <typename Tag>
+class ScratchCommand {
+ public:
+  ScratchCommand() : slot_(ThreadSlot()), borrowed_(!slot_.busy) { slot_.busy = true; }
+  ~ScratchCommand() {
+    if (borrowed_) slot_.busy = false;
+  }
+  ScratchCommand(const ScratchCommand&) = delete;
+  ScratchCommand& operator=(const ScratchCommand&) = delete;
+
+  Command& operator*() { return borrowed_ ? slot_.command : own_; }
+
+ private:
+  struct Slot {
+    Command command;
+    bool busy = false;
+  };
+  static Slot& ThreadSlot() {
+    thread_local Slot slot;
+    return slot;
+  }
+  Slot& slot_;
+  const bool borrowed_;
+  Command own_;
+};
+
 // EVALSHA script numkeys keys... args...
 Command ScriptCommand(const Script& script, const std::vector<std::string>& keys,
                       const std::vector<std::string>& args);

@@ -11,6 +11,9 @@
 namespace redlock::internal {
 namespace {
 
+// ScratchCommand's kind: a release's first try, from its shared command.
+struct SharedReleaseSend;
+
 using V = Round::Vote;
 
 }  // namespace
@@ -62,18 +65,6 @@ ConnectionId NodeCalls::SendRelease(int node, ReleaseRetries::Pending p, bool ev
   return SendNew(call, std::move(command));
 }
 
-namespace {
-
-// The command a thread sends a release's first try from: its buffers are
-// reused from one release to the next (the transport copies what it sends).
-struct ReleaseScratch {
-  Command command;
-  bool busy = false;
-};
-thread_local ReleaseScratch t_release_scratch;
-
-}  // namespace
-
 ConnectionId NodeCalls::SendSharedRelease(int node, ReleaseRetries::Pending p, ConnectionId after,
                                           Done done, uint64_t tag) {
   const Command& shared = p.release->command;
@@ -86,19 +77,14 @@ ConnectionId NodeCalls::SendSharedRelease(int node, ReleaseRetries::Pending p, C
   call->release.emplace(std::move(p));
   call->resend_from_release = true;
   call->release_after = after;
-  ReleaseScratch& scratch = t_release_scratch;
-  if (scratch.busy) {
-    // Sent from within a send on this thread (never so far): its own copy.
-    return SendOnce(call, 0, ReleaseCommandFor(*call->release->release, after, false));
-  }
-  scratch.busy = true;
-  // Copy-assignment keeps the scratch's buffer: no allocation once warm.
-  scratch.command = shared;
-  scratch.command.after = after;
-  scratch.command.op = "release";
-  const ConnectionId conn = SendOnce(call, 0, scratch.command);
-  scratch.busy = false;
-  return conn;
+  // The first try goes from the thread's scratch command; copy-assignment
+  // keeps its buffer.
+  ScratchCommand<SharedReleaseSend> scratch;
+  Command& c = *scratch;
+  c = shared;
+  c.after = after;
+  c.op = "release";
+  return SendOnce(call, 0, c);
 }
 
 void NodeCalls::KeepRelease(int node, ReleaseRetries::Pending* p, const Answer& a) {

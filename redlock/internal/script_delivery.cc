@@ -21,6 +21,9 @@ ScriptDelivery::ScriptDelivery(Transport* transport, std::shared_ptr<ScriptingMo
 
 namespace {
 
+// ScratchCommand's kind: a release or an extension by the node's own commands.
+struct NativeSend;
+
 // The single-key release script, which has native forms (the extension's
 // is chosen in FormFor, by its number of keys).
 bool ReleasesOneKey(const Command& c) { return c.script == &ReleaseOneScript(); }
@@ -61,31 +64,17 @@ ConnectionId ScriptDelivery::Deliver(int node, const Command& command,
   return transport_->Send(node, command, std::move(done));
 }
 
-namespace {
-
-// The command a thread sends a native release or extension from: its
-// buffers are reused from one send to the next (the transport copies what it
-// sends), so the steady path makes none.
-struct NativeScratch {
-  Command command;
-  bool busy = false;
-};
-thread_local NativeScratch t_native_scratch;
-
-}  // namespace
-
 ConnectionId ScriptDelivery::SendNative(int node, const Command& command, NodeCallback done) {
   ScriptCallViews keys, args;
   if (!DecodeScriptCallViews(command.payload, &keys, &args) || keys.empty() || args.size() < 2) {
     return transport_->Send(node, command, std::move(done));  // not one of ours: as it is
   }
   const NodeCommands has = commands_->Get(node);
-  NativeScratch& scratch = t_native_scratch;
-  Command own;  // sent from within a send on this thread (never so far)
-  Command& c = scratch.busy ? own : scratch.command;
-  const bool used_scratch = !scratch.busy;
-  scratch.busy = true;
-  c.payload.clear();  // keeps its buffer
+  // Built in the thread's scratch command: every field set here, the
+  // payload's buffer kept.
+  ScratchCommand<NativeSend> scratch;
+  Command& c = *scratch;
+  c.payload.clear();
   c.script = nullptr;
   c.after = command.after;
   c.pinned = command.pinned;
@@ -123,9 +112,7 @@ ConnectionId ScriptDelivery::SendNative(int node, const Command& command, NodeCa
     c.replies = static_cast<uint16_t>(c.replies + 1);
     c.expect |= kExpectStatus;
   }
-  const ConnectionId conn = SendNativeCommand(node, c, release, std::move(done));
-  if (used_scratch) scratch.busy = false;
-  return conn;
+  return SendNativeCommand(node, c, release, std::move(done));
 }
 
 ConnectionId ScriptDelivery::SendNativeCommand(int node, const Command& c, bool release,
