@@ -14,33 +14,37 @@ size_t ArrayHeaderLength(absl::string_view payload) {
   return pos == absl::string_view::npos ? 0 : pos + 2;
 }
 
-}  // namespace
-
-namespace {
+// A script call's command up to its keys: EVALSHA, the SHA and the number
+// of keys, for `arity` keys and arguments in all, with room for `bytes` of
+// theirs.
+Command ScriptCallHead(const Script& script, size_t num_keys, size_t arity, size_t bytes) {
+  Command c;
+  c.script = &script;
+  c.expect = script.replies;
+  c.payload.reserve(96 + script.sha.size() + bytes + 16 * arity);
+  AppendArrayHeader(&c.payload, 3 + arity);
+  AppendBulk(&c.payload, "EVALSHA");
+  AppendBulk(&c.payload, script.sha);
+  char num[24];
+  int len = snprintf(num, sizeof(num), "%zu", num_keys);
+  AppendBulk(&c.payload, absl::string_view(num, static_cast<size_t>(len)));
+  return c;
+}
 
 // EVALSHA sha numkeys keys... args..., for any range of args that convert
 // to absl::string_view.
 template <typename Args>
 Command EncodeScriptCall(const Script& script, const std::vector<std::string>& keys,
                          const Args& args) {
-  Command c;
-  c.script = &script;
-  size_t need = 96 + script.sha.size();
+  size_t bytes = 0;
   size_t nargs = 0;
-  for (const auto& k : keys) need += k.size() + 16;
+  for (const auto& k : keys) bytes += k.size();
   for (absl::string_view a : args) {
-    need += a.size() + 16;
+    bytes += a.size();
     ++nargs;
   }
-  c.payload.reserve(need);
-  c.expect = script.replies;
+  Command c = ScriptCallHead(script, keys.size(), keys.size() + nargs, bytes);
   if (!keys.empty()) c.slot = KeySlot(keys[0]);
-  AppendArrayHeader(&c.payload, 3 + keys.size() + nargs);
-  AppendBulk(&c.payload, "EVALSHA");
-  AppendBulk(&c.payload, script.sha);
-  char num[24];
-  int len = snprintf(num, sizeof(num), "%zu", keys.size());
-  AppendBulk(&c.payload, absl::string_view(num, static_cast<size_t>(len)));
   for (const auto& k : keys) AppendBulk(&c.payload, k);
   for (absl::string_view a : args) AppendBulk(&c.payload, a);
   return c;
@@ -61,21 +65,11 @@ Command ScriptCommandOf(const Script& script, const std::vector<std::string>& ke
 Command ScriptCommandOfPieces(const Script& script, size_t num_keys,
                               std::initializer_list<std::initializer_list<absl::string_view>> args,
                               size_t* first_key_at) {
-  Command c;
-  c.script = &script;
-  c.expect = script.replies;
-  size_t need = 96 + script.sha.size();
+  size_t bytes = 0;
   for (const auto& arg : args) {
-    need += 16;
-    for (absl::string_view piece : arg) need += piece.size();
+    for (absl::string_view piece : arg) bytes += piece.size();
   }
-  c.payload.reserve(need);
-  AppendArrayHeader(&c.payload, 3 + args.size());
-  AppendBulk(&c.payload, "EVALSHA");
-  AppendBulk(&c.payload, script.sha);
-  char num[24];
-  int len = snprintf(num, sizeof(num), "%zu", num_keys);
-  AppendBulk(&c.payload, absl::string_view(num, static_cast<size_t>(len)));
+  Command c = ScriptCallHead(script, num_keys, args.size(), bytes);
   size_t key_at = 0;
   size_t key_size = 0;
   size_t i = 0;
