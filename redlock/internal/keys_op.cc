@@ -300,7 +300,7 @@ absl::Status CheckLeases(const std::vector<Lease>& leases, absl::string_view wha
   if (leases.empty()) return absl::InvalidArgumentError(absl::StrCat(what, ": no leases"));
   std::set<std::string> seen;
   for (const Lease& l : leases) {
-    if (!l.has_value()) return absl::InvalidArgumentError(absl::StrCat(what, ": empty lease"));
+    if (absl::Status st = CheckLease(l, what); !st.ok()) return st;
     if (l.shared() && leases.size() > 1) {
       return absl::InvalidArgumentError(absl::StrCat(what, ": a shared lease is held alone"));
     }
