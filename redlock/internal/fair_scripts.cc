@@ -50,8 +50,7 @@ local function grant(max)
 end
 )lua";
 
-// This file's scripts, each built (and its SHA-1 taken) once, on the first
-// use of any of them.
+// This file's scripts (BuiltScripts).
 struct FairScriptSet {
   Script fair_probe = MakeScript("fair-probe", kExpectArray, {kLuaNow, kPrelude, kGrant, R"lua(
 if purge() then wake(ARGV[3], '') end
@@ -161,20 +160,15 @@ return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]), live, ent
 )lua"});
 };
 
-const FairScriptSet& Built() {
-  static const FairScriptSet scripts;
-  return scripts;
-}
-
 }  // namespace
 
-const Script& FairProbeScript() { return Built().fair_probe; }
-const Script& FairRegisterScript() { return Built().fair_register; }
-const Script& FairAcquireScript() { return Built().fair_acquire; }
-const Script& FairRefreshScript() { return Built().fair_refresh; }
-const Script& FairReleaseScript() { return Built().fair_release; }
-const Script& FairLeaveScript() { return Built().fair_leave; }
-const Script& FairInspectScript() { return Built().fair_inspect; }
+const Script& FairProbeScript() { return BuiltScripts<FairScriptSet>().fair_probe; }
+const Script& FairRegisterScript() { return BuiltScripts<FairScriptSet>().fair_register; }
+const Script& FairAcquireScript() { return BuiltScripts<FairScriptSet>().fair_acquire; }
+const Script& FairRefreshScript() { return BuiltScripts<FairScriptSet>().fair_refresh; }
+const Script& FairReleaseScript() { return BuiltScripts<FairScriptSet>().fair_release; }
+const Script& FairLeaveScript() { return BuiltScripts<FairScriptSet>().fair_leave; }
+const Script& FairInspectScript() { return BuiltScripts<FairScriptSet>().fair_inspect; }
 
 const std::vector<const Script*>& FairScripts() {
   static const std::vector<const Script*> all = {

@@ -32,8 +32,7 @@ local function leave(unless_written)
 end
 )lua";
 
-// This file's scripts, each built (and its SHA-1 taken) once, on the first
-// use of any of them.
+// This file's scripts (BuiltScripts).
 struct FamilyScriptSet {
   Script rw_read_acquire =
       MakeScript("rw-read-acquire", kExpectInteger | kExpectArray, {kLuaNow, kCounter, R"lua(
@@ -133,21 +132,16 @@ return {0}
 )lua"});
 };
 
-const FamilyScriptSet& Built() {
-  static const FamilyScriptSet scripts;
-  return scripts;
-}
-
 }  // namespace
 
-const Script& RwReadAcquireScript() { return Built().rw_read_acquire; }
-const Script& RwWriteAcquireScript() { return Built().rw_write_acquire; }
-const Script& RwReadCommitScript() { return Built().rw_read_commit; }
-const Script& RwReadExtendScript() { return Built().rw_read_extend; }
-const Script& RwReadReleaseScript() { return Built().rw_read_release; }
-const Script& RwWithdrawScript() { return Built().rw_withdraw; }
-const Script& RwInspectScript() { return Built().rw_inspect; }
-const Script& SemAcquireScript() { return Built().sem_acquire; }
+const Script& RwReadAcquireScript() { return BuiltScripts<FamilyScriptSet>().rw_read_acquire; }
+const Script& RwWriteAcquireScript() { return BuiltScripts<FamilyScriptSet>().rw_write_acquire; }
+const Script& RwReadCommitScript() { return BuiltScripts<FamilyScriptSet>().rw_read_commit; }
+const Script& RwReadExtendScript() { return BuiltScripts<FamilyScriptSet>().rw_read_extend; }
+const Script& RwReadReleaseScript() { return BuiltScripts<FamilyScriptSet>().rw_read_release; }
+const Script& RwWithdrawScript() { return BuiltScripts<FamilyScriptSet>().rw_withdraw; }
+const Script& RwInspectScript() { return BuiltScripts<FamilyScriptSet>().rw_inspect; }
+const Script& SemAcquireScript() { return BuiltScripts<FamilyScriptSet>().sem_acquire; }
 
 const std::vector<const Script*>& FamilyScripts() {
   static const std::vector<const Script*> all = [] {

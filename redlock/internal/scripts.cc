@@ -27,8 +27,7 @@ local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 
 namespace {
 
-// This file's scripts, each built (and its SHA-1 taken) once, on the first
-// use of any of them.
+// This file's scripts (BuiltScripts).
 struct LockScripts {
   Script acquire_set = Make("acquire", kExpectInteger, R"lua(
 for i = 1, #KEYS do
@@ -111,20 +110,15 @@ return {redis.call('get', KEYS[1]) or '', redis.call('pttl', KEYS[1]),
 )lua");
 };
 
-const LockScripts& Built() {
-  static const LockScripts scripts;
-  return scripts;
-}
-
 }  // namespace
 
-const Script& AcquireSetScript() { return Built().acquire_set; }
-const Script& ReleaseScript() { return Built().release; }
-const Script& ReleaseOneScript() { return Built().release_one; }
-const Script& ExtendScript() { return Built().extend; }
-const Script& FenceAcquireScript() { return Built().fence_acquire; }
-const Script& FenceCommitScript() { return Built().fence_commit; }
-const Script& InspectScript() { return Built().inspect; }
+const Script& AcquireSetScript() { return BuiltScripts<LockScripts>().acquire_set; }
+const Script& ReleaseScript() { return BuiltScripts<LockScripts>().release; }
+const Script& ReleaseOneScript() { return BuiltScripts<LockScripts>().release_one; }
+const Script& ExtendScript() { return BuiltScripts<LockScripts>().extend; }
+const Script& FenceAcquireScript() { return BuiltScripts<LockScripts>().fence_acquire; }
+const Script& FenceCommitScript() { return BuiltScripts<LockScripts>().fence_commit; }
+const Script& InspectScript() { return BuiltScripts<LockScripts>().inspect; }
 
 const std::vector<const Script*>& AllScripts() {
   static const std::vector<const Script*> all = [] {

@@ -27,6 +27,15 @@ struct Script {
 // scripts share, then its own), with its SHA-1.
 Script MakeScript(const char* name, uint8_t replies, std::initializer_list<const char*> parts);
 
+// One file's scripts (a struct of Script members, each made by its
+// initializer), built together, and their SHA-1s taken, on the first use of
+// any of them.
+template <typename Set>
+const Set& BuiltScripts() {
+  static const Set set;
+  return set;
+}
+
 // A piece of Lua that sets `now` to the node's clock in ms: the clock it
 // expires keys by, so an entry scored by it lapses exactly when a key set
 // at the same moment would.
